@@ -1,0 +1,314 @@
+//! Python-compatible JSON writers, byte for byte.
+//!
+//! Owns the two encodings the reference produces with `json.dumps`:
+//! - [`canonical`]: `sort_keys=True, separators=(",", ":"), ensure_ascii=True`,
+//!   the bytes every bundle and manifest hash is computed over;
+//! - [`python_pretty`]: `indent=2, ensure_ascii=True` in insertion order, the
+//!   layout of the reference's `*.signed.json` files.
+//!
+//! It also exposes the primitives ([`write_str`], [`write_f64`]) so typed
+//! fast paths (see `bundle::model`) emit exactly the same bytes without
+//! building a `serde_json::Value`. It never parses JSON and never hashes.
+
+use serde_json::{Map, Number, Value};
+use std::fmt::Write as _;
+
+/// Canonical bytes of `value` (sorted keys, no whitespace, ASCII only).
+pub fn canonical(value: &Value) -> Vec<u8> {
+    let mut out = Vec::with_capacity(256);
+    write_canonical(&mut out, value);
+    out
+}
+
+/// Appends the canonical encoding of `value` to `out`.
+pub fn write_canonical(out: &mut Vec<u8>, value: &Value) {
+    match value {
+        Value::Null => out.extend_from_slice(b"null"),
+        Value::Bool(true) => out.extend_from_slice(b"true"),
+        Value::Bool(false) => out.extend_from_slice(b"false"),
+        Value::Number(n) => write_number(out, n),
+        Value::String(s) => write_str(out, s),
+        Value::Array(items) => {
+            out.push(b'[');
+            for (i, item) in items.iter().enumerate() {
+                if i > 0 {
+                    out.push(b',');
+                }
+                write_canonical(out, item);
+            }
+            out.push(b']');
+        }
+        Value::Object(map) => {
+            let mut entries: Vec<(&String, &Value)> = map.iter().collect();
+            // Python sorts str keys by code point; UTF-8 byte order is the same.
+            entries.sort_unstable_by(|a, b| a.0.as_bytes().cmp(b.0.as_bytes()));
+            out.push(b'{');
+            for (i, (k, v)) in entries.into_iter().enumerate() {
+                if i > 0 {
+                    out.push(b',');
+                }
+                write_str(out, k);
+                out.push(b':');
+                write_canonical(out, v);
+            }
+            out.push(b'}');
+        }
+    }
+}
+
+/// `json.dumps(value, indent=2)` (ASCII-escaped, keys in insertion order).
+pub fn python_pretty(value: &Value) -> String {
+    let mut out = Vec::with_capacity(1024);
+    write_pretty(&mut out, value, 0);
+    // Every byte written is ASCII by construction.
+    String::from_utf8(out).expect("ensure_ascii output is ASCII")
+}
+
+fn write_pretty(out: &mut Vec<u8>, value: &Value, depth: usize) {
+    match value {
+        Value::Array(items) if !items.is_empty() => {
+            out.push(b'[');
+            for (i, item) in items.iter().enumerate() {
+                if i > 0 {
+                    out.push(b',');
+                }
+                newline_indent(out, depth + 1);
+                write_pretty(out, item, depth + 1);
+            }
+            newline_indent(out, depth);
+            out.push(b']');
+        }
+        Value::Object(map) if !map.is_empty() => write_pretty_object(out, map, depth),
+        other => write_canonical(out, other),
+    }
+}
+
+fn write_pretty_object(out: &mut Vec<u8>, map: &Map<String, Value>, depth: usize) {
+    out.push(b'{');
+    for (i, (k, v)) in map.iter().enumerate() {
+        if i > 0 {
+            out.push(b',');
+        }
+        newline_indent(out, depth + 1);
+        write_str(out, k);
+        out.extend_from_slice(b": ");
+        write_pretty(out, v, depth + 1);
+    }
+    newline_indent(out, depth);
+    out.push(b'}');
+}
+
+fn newline_indent(out: &mut Vec<u8>, depth: usize) {
+    out.push(b'\n');
+    out.resize(out.len() + depth * 2, b' ');
+}
+
+/// Writes a JSON number the way Python prints the value `json.loads` made
+/// of it: integers as integers, floats as `repr(float)`.
+pub fn write_number(out: &mut Vec<u8>, n: &Number) {
+    if let Some(i) = n.as_i64() {
+        write_i64(out, i);
+    } else if let Some(u) = n.as_u64() {
+        let mut s = String::new();
+        let _ = write!(s, "{u}");
+        out.extend_from_slice(s.as_bytes());
+    } else if let Some(f) = n.as_f64() {
+        write_f64(out, f);
+    }
+}
+
+/// Writes an integer in decimal.
+pub fn write_i64(out: &mut Vec<u8>, i: i64) {
+    let mut buf = [0u8; 20];
+    let mut pos = buf.len();
+    let neg = i < 0;
+    let mut v = i.unsigned_abs();
+    loop {
+        pos -= 1;
+        buf[pos] = b'0' + (v % 10) as u8;
+        v /= 10;
+        if v == 0 {
+            break;
+        }
+    }
+    if neg {
+        out.push(b'-');
+    }
+    out.extend_from_slice(&buf[pos..]);
+}
+
+/// Writes `repr(x)` of a Python float (`json.dumps` uses `float.__repr__`).
+pub fn write_f64(out: &mut Vec<u8>, x: f64) {
+    out.extend_from_slice(python_float_repr(x).as_bytes());
+}
+
+/// Python's `repr(float)`: the shortest digits that round-trip, in fixed
+/// notation when the decimal exponent is in [-4, 16), else `d.ddde±XX`.
+/// Non-finite values print as Python's json does (`NaN`, `Infinity`).
+pub fn python_float_repr(x: f64) -> String {
+    if x.is_nan() {
+        return "NaN".into();
+    }
+    if x.is_infinite() {
+        return if x > 0.0 { "Infinity" } else { "-Infinity" }.into();
+    }
+    if x == 0.0 {
+        return if x.is_sign_negative() { "-0.0" } else { "0.0" }.into();
+    }
+    // Rust's `{:e}` prints the shortest round-trip digits, like Python's 'r'.
+    let sci = format!("{x:e}");
+    let (mantissa, exp) = sci.split_once('e').expect("{:e} has an exponent");
+    let exp: i32 = exp.parse().expect("{:e} exponent is an integer");
+    let neg = mantissa.starts_with('-');
+    let digits: String = mantissa
+        .trim_start_matches('-')
+        .chars()
+        .filter(|c| *c != '.')
+        .collect();
+    let decpt = exp + 1; // value = 0.DIGITS × 10^decpt
+    let mut s = String::with_capacity(digits.len() + 8);
+    if neg {
+        s.push('-');
+    }
+    if decpt <= -4 || decpt > 16 {
+        s.push_str(&digits[..1]);
+        if digits.len() > 1 {
+            s.push('.');
+            s.push_str(&digits[1..]);
+        }
+        let _ = write!(s, "e{}{:02}", if exp < 0 { '-' } else { '+' }, exp.abs());
+    } else if decpt <= 0 {
+        s.push_str("0.");
+        s.extend(std::iter::repeat_n('0', (-decpt) as usize));
+        s.push_str(&digits);
+    } else if decpt as usize >= digits.len() {
+        s.push_str(&digits);
+        s.extend(std::iter::repeat_n('0', decpt as usize - digits.len()));
+        s.push_str(".0");
+    } else {
+        s.push_str(&digits[..decpt as usize]);
+        s.push('.');
+        s.push_str(&digits[decpt as usize..]);
+    }
+    s
+}
+
+/// Writes a JSON string with Python's `ensure_ascii=True` escaping:
+/// `\" \\ \n \r \t \b \f`, every other char outside `' '..='~'` as
+/// `\uXXXX` (lowercase hex; astral chars as a UTF-16 surrogate pair).
+pub fn write_str(out: &mut Vec<u8>, s: &str) {
+    out.push(b'"');
+    let bytes = s.as_bytes();
+    let mut start = 0;
+    for (i, &b) in bytes.iter().enumerate() {
+        if (0x20..0x7f).contains(&b) && b != b'"' && b != b'\\' {
+            continue;
+        }
+        // Non-ASCII bytes: handled per char below; skip continuation bytes.
+        if b >= 0x80 && (b & 0xC0) == 0x80 {
+            continue;
+        }
+        out.extend_from_slice(&bytes[start..i]);
+        match b {
+            b'"' => out.extend_from_slice(b"\\\""),
+            b'\\' => out.extend_from_slice(b"\\\\"),
+            b'\n' => out.extend_from_slice(b"\\n"),
+            b'\r' => out.extend_from_slice(b"\\r"),
+            b'\t' => out.extend_from_slice(b"\\t"),
+            0x08 => out.extend_from_slice(b"\\b"),
+            0x0c => out.extend_from_slice(b"\\f"),
+            _ if b < 0x80 => write_u16_escape(out, b as u16),
+            _ => {
+                let ch = s[i..].chars().next().expect("char boundary");
+                let mut units = [0u16; 2];
+                for unit in ch.encode_utf16(&mut units) {
+                    write_u16_escape(out, *unit);
+                }
+                start = i + ch.len_utf8();
+                continue;
+            }
+        }
+        start = i + 1;
+    }
+    out.extend_from_slice(&bytes[start..]);
+    out.push(b'"');
+}
+
+fn write_u16_escape(out: &mut Vec<u8>, unit: u16) {
+    const HEX: &[u8; 16] = b"0123456789abcdef";
+    out.extend_from_slice(b"\\u");
+    for shift in [12, 8, 4, 0] {
+        out.push(HEX[((unit >> shift) & 0xf) as usize]);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn canon(v: &Value) -> String {
+        String::from_utf8(canonical(v)).unwrap()
+    }
+
+    #[test]
+    fn floats_print_like_python_repr() {
+        let cases = [
+            (1.0, "1.0"),
+            (0.1, "0.1"),
+            (1e-7, "1e-07"),
+            (1e16, "1e+16"),
+            (1e15, "1000000000000000.0"),
+            (0.3333333333333333, "0.3333333333333333"),
+            (0.0001, "0.0001"),
+            (0.00001, "1e-05"),
+            (-2.5, "-2.5"),
+            (-0.0, "-0.0"),
+            (123456789.125, "123456789.125"),
+            (1.5e300, "1.5e+300"),
+            (5e-324, "5e-324"),
+            (f64::MAX, "1.7976931348623157e+308"),
+            (0.75, "0.75"),
+            (100.0, "100.0"),
+        ];
+        for (x, want) in cases {
+            assert_eq!(python_float_repr(x), want, "repr({x:?})");
+        }
+    }
+
+    #[test]
+    fn strings_escape_like_ensure_ascii() {
+        assert_eq!(canon(&json!("a\"b\\c/d")), r#""a\"b\\c/d""#);
+        assert_eq!(canon(&json!("\n\r\t\u{8}\u{c}")), r#""\n\r\t\b\f""#);
+        assert_eq!(
+            canon(&json!("\u{1}\u{1f}\u{7f}")),
+            r#""\u0001\u001f\u007f""#
+        );
+        assert_eq!(canon(&json!("café — ü")), r#""caf\u00e9 \u2014 \u00fc""#);
+        assert_eq!(canon(&json!("😀")), r#""\ud83d\ude00""#);
+    }
+
+    #[test]
+    fn objects_sort_keys_and_nest() {
+        let v = json!({"b": 1, "a": {"z": null, "y": [true, false, 1.0]}, "A": "x"});
+        assert_eq!(
+            canon(&v),
+            r#"{"A":"x","a":{"y":[true,false,1.0],"z":null},"b":1}"#
+        );
+    }
+
+    #[test]
+    fn pretty_matches_python_indent_2() {
+        let v = json!({"version": 1, "e": [], "o": {}, "l": [1, "é"], "n": {"k": null}});
+        let want = "{\n  \"version\": 1,\n  \"e\": [],\n  \"o\": {},\n  \"l\": [\n    1,\n    \"\\u00e9\"\n  ],\n  \"n\": {\n    \"k\": null\n  }\n}";
+        assert_eq!(python_pretty(&v), want);
+    }
+
+    #[test]
+    fn integers_stay_integers() {
+        assert_eq!(
+            canon(&json!([0, -1, i64::MIN, u64::MAX])),
+            format!("[0,-1,{},{}]", i64::MIN, u64::MAX)
+        );
+    }
+}

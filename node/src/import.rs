@@ -1,0 +1,107 @@
+//! Import: verify a signed bundle, scan for prompt injection, and insert
+//! its rows into a quarantine scope with provenance, exactly once.
+//!
+//! Owns the import policy (verify first, nothing written on failure,
+//! default scope `imported:<hash prefix>`). SQL stays in `store`.
+
+use crate::bundle::{verify_text, VerifyReport};
+use crate::scan::injection;
+use crate::store::{ImportOutcome, ImportRow, Store, StoreError};
+use serde::Serialize;
+
+/// Import errors.
+#[derive(Debug, thiserror::Error)]
+pub enum ImportError {
+    /// The bundle did not verify; nothing was written.
+    #[error("bundle did not verify, nothing imported: {}", .0.error.as_deref().unwrap_or("invalid"))]
+    Invalid(Box<VerifyReport>),
+    /// Writing failed (the transaction rolled back).
+    #[error(transparent)]
+    Store(#[from] StoreError),
+}
+
+/// A row flagged by the injection scan.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct SuspiciousRow {
+    /// Its id in the bundle.
+    pub origin_id: Option<i64>,
+    /// Its new id here.
+    pub id: Option<i64>,
+    /// Pattern names matched.
+    pub patterns: Vec<&'static str>,
+}
+
+/// What an import did.
+#[derive(Debug, Clone, Serialize)]
+pub struct ImportReport {
+    /// The bundle's (recomputed) hash.
+    pub bundle_hash: String,
+    /// The signer.
+    pub signer: String,
+    /// Store outcome (scope, inserted ids, or already imported).
+    #[serde(flatten)]
+    pub outcome: ImportOutcome,
+    /// Rows flagged for review.
+    pub suspicious: Vec<SuspiciousRow>,
+}
+
+/// Default quarantine scope for a bundle.
+pub fn default_scope(bundle_hash_hex: &str) -> String {
+    format!(
+        "imported:{}",
+        &bundle_hash_hex[..12.min(bundle_hash_hex.len())]
+    )
+}
+
+/// Verifies `text` as a signed bundle and imports it into `scope`
+/// (default [`default_scope`]). `source` is recorded (e.g. the listing id).
+pub fn import_signed(
+    store: &mut Store,
+    text: &[u8],
+    scope: Option<&str>,
+    source: Option<&str>,
+) -> Result<ImportReport, ImportError> {
+    let (report, verified) = verify_text(text);
+    let Some(v) = verified else {
+        return Err(ImportError::Invalid(Box::new(report)));
+    };
+    let hash_hex = hex::encode(v.bundle_hash);
+    let scope = scope.map_or_else(|| default_scope(&hash_hex), str::to_string);
+    let rows: Vec<ImportRow> = v
+        .memories
+        .iter()
+        .map(|row| {
+            let hits: Vec<&str> = ["content", "tags"]
+                .iter()
+                .filter_map(|c| row.get(c).as_text())
+                .flat_map(injection::scan)
+                .collect();
+            ImportRow {
+                row: row.clone(),
+                suspicious: (!hits.is_empty())
+                    .then(|| serde_json::to_string(&hits).expect("strings serialize")),
+            }
+        })
+        .collect();
+    let outcome = store.import_rows(&hash_hex, &v.signer, &scope, source, &rows)?;
+    let suspicious = rows
+        .iter()
+        .enumerate()
+        .filter(|(_, r)| r.suspicious.is_some())
+        .map(|(i, r)| SuspiciousRow {
+            origin_id: r.row.id(),
+            id: outcome.ids.get(i).copied(),
+            patterns: ["content", "tags"]
+                .iter()
+                .filter_map(|c| r.row.get(c).as_text())
+                .flat_map(injection::scan)
+                .collect(),
+        })
+        .collect();
+    Ok(ImportReport {
+        bundle_hash: hash_hex,
+        signer: v.signer,
+        outcome,
+        suspicious,
+    })
+}

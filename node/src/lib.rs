@@ -1,0 +1,50 @@
+//! brainctl node: everything a marketplace participant's machine does.
+//!
+//! # Layout
+//! - [`store`]: the memory store (SQLite, FTS5, migrations)
+//! - [`wallet`]: keystores, Ed25519 signing, X25519 derivation
+//! - [`bundle`]: canonical JSON, signed bundles and manifests
+//! - [`seal`]: AES-256-GCM blobs and sealed-box key envelopes
+//! - [`scan`]: secret/PII and prompt-injection scanners
+//! - [`export`] / [`import`]: the signed export and quarantined import flows
+//! - [`clock`], [`crypto`]: timestamps and small crypto helpers
+//!
+//! Library code returns typed errors ([`Error`]); binaries add context.
+#![deny(missing_docs)]
+
+pub mod bundle;
+pub mod clock;
+pub mod crypto;
+pub mod export;
+pub mod import;
+pub mod scan;
+pub mod seal;
+pub mod store;
+pub mod wallet;
+
+/// Any error of this crate.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum Error {
+    /// Store.
+    #[error(transparent)]
+    Store(#[from] store::StoreError),
+    /// Wallet.
+    #[error(transparent)]
+    Wallet(#[from] wallet::WalletError),
+    /// Manifest.
+    #[error(transparent)]
+    Manifest(#[from] bundle::ManifestError),
+    /// Sealing.
+    #[error(transparent)]
+    Seal(#[from] seal::SealError),
+    /// Export.
+    #[error(transparent)]
+    Export(#[from] export::ExportError),
+    /// Import.
+    #[error(transparent)]
+    Import(#[from] import::ImportError),
+}
+
+/// Result of this crate.
+pub type Result<T, E = Error> = std::result::Result<T, E>;

@@ -1,0 +1,42 @@
+//! Schema migrations for the memory store: SQL files from
+//! `migrations/node`, applied in order inside one transaction each, the
+//! version kept in `PRAGMA user_version`.
+//!
+//! Owns the store's identity (`PRAGMA application_id`) so a database made
+//! by another program (e.g. Python brainctl's `brain.db`) is never altered.
+
+use super::StoreError;
+use rusqlite::Connection;
+
+/// `PRAGMA application_id` of stores we create ("BRNC").
+pub const APPLICATION_ID: i64 = 0x4252_4e43;
+
+/// Migrations in order; index + 1 is the schema version they produce.
+pub const MIGRATIONS: &[&str] = &[include_str!("../../../migrations/node/0001_init.sql")];
+
+/// The schema version this build writes.
+pub const LATEST: i64 = MIGRATIONS.len() as i64;
+
+/// Brings the store to [`LATEST`], refusing foreign or newer stores.
+pub fn migrate(conn: &mut Connection) -> Result<(), StoreError> {
+    let app_id: i64 = conn.query_row("PRAGMA application_id", [], |r| r.get(0))?;
+    let version: i64 = conn.query_row("PRAGMA user_version", [], |r| r.get(0))?;
+    let tables: i64 = conn.query_row("SELECT count(*) FROM sqlite_master", [], |r| r.get(0))?;
+    if app_id != APPLICATION_ID && tables > 0 {
+        return Err(StoreError::ForeignStore);
+    }
+    if version > LATEST {
+        return Err(StoreError::NewerSchema {
+            found: version,
+            known: LATEST,
+        });
+    }
+    for (i, sql) in MIGRATIONS.iter().enumerate().skip(version as usize) {
+        let tx = conn.transaction()?;
+        tx.execute_batch(sql)?;
+        tx.pragma_update(None, "user_version", i as i64 + 1)?;
+        tx.pragma_update(None, "application_id", APPLICATION_ID)?;
+        tx.commit()?;
+    }
+    Ok(())
+}

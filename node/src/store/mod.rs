@@ -1,0 +1,669 @@
+//! The memory store: a SQLite database (WAL) of memories, agents and
+//! imports, with an FTS5 index kept in sync by triggers.
+//!
+//! Owns all SQL of the node's memory data. Stores we did not create (a
+//! Python brainctl `brain.db`) are only ever opened read-only, for export.
+//! It never signs, hashes or touches the network.
+
+mod fts;
+mod migrate;
+
+pub use fts::match_expression;
+pub use migrate::{APPLICATION_ID, LATEST as SCHEMA_VERSION};
+
+use crate::bundle::{Cell, Filter, MemoryRow, BUNDLE_COLUMNS};
+use rusqlite::types::ValueRef;
+use rusqlite::{params, params_from_iter, Connection, OpenFlags, OptionalExtension};
+use serde::Serialize;
+use std::path::{Path, PathBuf};
+
+/// Env vars naming the store, in priority order (the reference's names).
+pub const DB_ENV_VARS: [&str; 2] = ["BRAINCTL_DB", "BRAIN_DB"];
+
+/// Memory types `memory add` accepts.
+pub const MEMORY_TYPES: [&str; 3] = ["episodic", "semantic", "procedural"];
+
+/// Store errors.
+#[derive(Debug, thiserror::Error)]
+pub enum StoreError {
+    /// SQLite failed.
+    #[error("database error: {0}")]
+    Sql(#[from] rusqlite::Error),
+    /// Could not create the store's directory.
+    #[error("cannot create {path}: {source}")]
+    Io {
+        /// The directory.
+        path: PathBuf,
+        /// The cause.
+        source: std::io::Error,
+    },
+    /// The file does not exist (read-only opens never create).
+    #[error("no memory store at {0}; pass --db PATH or set BRAINCTL_DB")]
+    NotFound(PathBuf),
+    /// The schema is newer than this build knows.
+    #[error("store schema version {found} is newer than this brainctl understands ({known}); upgrade brainctl")]
+    NewerSchema {
+        /// The store's version.
+        found: i64,
+        /// Ours.
+        known: i64,
+    },
+    /// A database another program made; we only read it.
+    #[error("this database was not created by brainctl-rs (perhaps Python brainctl's brain.db); it can be exported from read-only but not written: use a separate --db for memory add/import")]
+    ForeignStore,
+    /// It lacks the columns a bundle needs.
+    #[error("database has no `memories` table with the bundle columns (missing `{0}`); is this a brainctl store?")]
+    NotAMemoryStore(String),
+    /// A row holds a BLOB in a bundle column (the reference cannot export it either).
+    #[error(
+        "memory {id} has binary data in column `{column}`; bundles hold text and numbers only"
+    )]
+    BlobInRow {
+        /// Row id.
+        id: i64,
+        /// Column.
+        column: &'static str,
+    },
+    /// No such memory.
+    #[error("no memory with id {0}")]
+    NoSuchMemory(i64),
+    /// The memory is already retired.
+    #[error("memory {0} is already retired")]
+    AlreadyRetired(i64),
+}
+
+/// Store result.
+pub type Result<T, E = StoreError> = std::result::Result<T, E>;
+
+/// A new memory to add.
+#[derive(Debug, Clone)]
+pub struct NewMemory {
+    /// Text.
+    pub content: String,
+    /// Category (project, lesson, decision, ...).
+    pub category: String,
+    /// Scope, default `global`.
+    pub scope: String,
+    /// 0..=1.
+    pub confidence: f64,
+    /// Tags; stored as a JSON array inside a string, as the reference.
+    pub tags: Vec<String>,
+    /// episodic | semantic | procedural.
+    pub memory_type: String,
+    /// Agent id, default `default`.
+    pub agent_id: String,
+}
+
+/// A memory as shown to users.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct Memory {
+    /// Row id.
+    pub id: i64,
+    /// Agent.
+    pub agent_id: Option<String>,
+    /// Category.
+    pub category: Option<String>,
+    /// Scope.
+    pub scope: Option<String>,
+    /// Text.
+    pub content: String,
+    /// Confidence.
+    pub confidence: Option<f64>,
+    /// Tags string (JSON array inside a string).
+    pub tags: Option<String>,
+    /// Creation time.
+    pub created_at: Option<String>,
+    /// Type.
+    pub memory_type: Option<String>,
+    /// When retired, if retired.
+    pub retired_at: Option<String>,
+    /// Signer of the bundle it was imported from.
+    pub origin_signer: Option<String>,
+    /// Hash of the bundle it was imported from.
+    pub origin_bundle_hash: Option<String>,
+    /// Its id in the seller's store.
+    pub origin_id: Option<i64>,
+    /// Prompt-injection findings (JSON array), if any.
+    pub suspicious: Option<String>,
+}
+
+/// Filters for `memory list` / `memory search`.
+#[derive(Debug, Clone, Default)]
+pub struct ListQuery {
+    /// Only this agent.
+    pub agent_id: Option<String>,
+    /// Only this category.
+    pub category: Option<String>,
+    /// Only this scope.
+    pub scope: Option<String>,
+    /// Only this type.
+    pub memory_type: Option<String>,
+    /// Include retired rows.
+    pub include_retired: bool,
+    /// Maximum rows.
+    pub limit: u32,
+}
+
+/// One imported row, ready to insert.
+#[derive(Debug, Clone)]
+pub struct ImportRow {
+    /// The bundle's row.
+    pub row: MemoryRow,
+    /// Injection findings (serialized JSON array), if any.
+    pub suspicious: Option<String>,
+}
+
+/// What an import did.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct ImportOutcome {
+    /// False when this bundle was imported before (nothing written).
+    pub inserted: bool,
+    /// The scope the rows live in.
+    pub scope: String,
+    /// New row ids (empty when already imported).
+    pub ids: Vec<i64>,
+}
+
+const MEMORY_COLS: &str = "id, agent_id, category, scope, content, confidence, tags, created_at, memory_type, retired_at, origin_signer, origin_bundle_hash, origin_id, suspicious";
+
+fn memory_from_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<Memory> {
+    Ok(Memory {
+        id: r.get(0)?,
+        agent_id: r.get(1)?,
+        category: r.get(2)?,
+        scope: r.get(3)?,
+        content: r.get(4)?,
+        confidence: r.get(5)?,
+        tags: r.get(6)?,
+        created_at: r.get(7)?,
+        memory_type: r.get(8)?,
+        retired_at: r.get(9)?,
+        origin_signer: r.get(10)?,
+        origin_bundle_hash: r.get(11)?,
+        origin_id: r.get(12)?,
+        suspicious: r.get(13)?,
+    })
+}
+
+/// A handle on one store.
+pub struct Store {
+    conn: Connection,
+    path: PathBuf,
+}
+
+impl Store {
+    /// Opens (creating if needed) a store of ours, read-write, migrated.
+    pub fn open(path: &Path) -> Result<Store> {
+        if let Some(dir) = path
+            .parent()
+            .filter(|d| !d.as_os_str().is_empty() && !d.exists())
+        {
+            std::fs::create_dir_all(dir).map_err(|source| StoreError::Io {
+                path: dir.into(),
+                source,
+            })?;
+        }
+        let mut conn = Connection::open(path)?;
+        conn.busy_timeout(std::time::Duration::from_secs(5))?;
+        migrate::migrate(&mut conn)?;
+        conn.pragma_update(None, "journal_mode", "WAL")?;
+        conn.pragma_update(None, "synchronous", "NORMAL")?;
+        conn.pragma_update(None, "foreign_keys", "ON")?;
+        Ok(Store {
+            conn,
+            path: path.into(),
+        })
+    }
+
+    /// Opens any brainctl-shaped store (ours or the reference's) read-only.
+    /// Nothing is ever written, not even a migration.
+    pub fn open_read_only(path: &Path) -> Result<Store> {
+        if !path.exists() {
+            return Err(StoreError::NotFound(path.into()));
+        }
+        let conn = Connection::open_with_flags(
+            path,
+            OpenFlags::SQLITE_OPEN_READ_ONLY
+                | OpenFlags::SQLITE_OPEN_NO_MUTEX
+                | OpenFlags::SQLITE_OPEN_URI,
+        )?;
+        conn.busy_timeout(std::time::Duration::from_secs(5))?;
+        let version: i64 = conn.query_row("PRAGMA user_version", [], |r| r.get(0))?;
+        let app_id: i64 = conn.query_row("PRAGMA application_id", [], |r| r.get(0))?;
+        if app_id == APPLICATION_ID && version > SCHEMA_VERSION {
+            return Err(StoreError::NewerSchema {
+                found: version,
+                known: SCHEMA_VERSION,
+            });
+        }
+        let store = Store {
+            conn,
+            path: path.into(),
+        };
+        store.check_bundle_columns()?;
+        Ok(store)
+    }
+
+    /// The file this store lives in.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    fn check_bundle_columns(&self) -> Result<()> {
+        let mut stmt = self
+            .conn
+            .prepare("SELECT name FROM pragma_table_info('memories')")?;
+        let cols: Vec<String> = stmt
+            .query_map([], |r| r.get(0))?
+            .collect::<rusqlite::Result<_>>()?;
+        for want in BUNDLE_COLUMNS.iter().chain(std::iter::once(&"retired_at")) {
+            if !cols.iter().any(|c| c == want) {
+                return Err(StoreError::NotAMemoryStore((*want).to_string()));
+            }
+        }
+        Ok(())
+    }
+
+    /// Adds a memory; returns its id.
+    pub fn add_memory(&mut self, m: &NewMemory) -> Result<i64> {
+        let now = crate::clock::now_row();
+        let tags = (!m.tags.is_empty()).then(|| python_json_list(&m.tags));
+        let tx = self.conn.transaction()?;
+        tx.execute(
+            "INSERT OR IGNORE INTO agents(id, created_at) VALUES (?1, ?2)",
+            params![m.agent_id, now],
+        )?;
+        tx.execute(
+            "INSERT INTO memories(agent_id, category, scope, content, confidence, tags, created_at, updated_at, trust_score, memory_type)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?7, 1.0, ?8)",
+            params![m.agent_id, m.category, m.scope, m.content, m.confidence, tags, now, m.memory_type],
+        )?;
+        let id = tx.last_insert_rowid();
+        tx.commit()?;
+        Ok(id)
+    }
+
+    fn where_clause(q: &ListQuery, params: &mut Vec<rusqlite::types::Value>) -> String {
+        let mut parts: Vec<&str> = Vec::new();
+        if !q.include_retired {
+            parts.push("m.retired_at IS NULL");
+        }
+        for (val, clause) in [
+            (&q.agent_id, "m.agent_id = ?"),
+            (&q.category, "m.category = ?"),
+            (&q.scope, "m.scope = ?"),
+            (&q.memory_type, "m.memory_type = ?"),
+        ] {
+            if let Some(v) = val {
+                parts.push(clause);
+                params.push(v.clone().into());
+            }
+        }
+        parts.join(" AND ")
+    }
+
+    /// Lists memories, newest id first.
+    pub fn list(&self, q: &ListQuery) -> Result<Vec<Memory>> {
+        let mut p = Vec::new();
+        let w = Self::where_clause(q, &mut p);
+        let sql = format!(
+            "SELECT {} FROM memories m {} ORDER BY m.id DESC LIMIT {}",
+            prefixed_cols(),
+            if w.is_empty() {
+                String::new()
+            } else {
+                format!("WHERE {w}")
+            },
+            q.limit
+        );
+        let mut stmt = self.conn.prepare_cached(&sql)?;
+        let rows = stmt.query_map(params_from_iter(p), memory_from_row)?;
+        Ok(rows.collect::<rusqlite::Result<_>>()?)
+    }
+
+    /// Full-text search (best match first). User text is sanitized
+    /// ([`match_expression`]); text with no words returns nothing.
+    pub fn search(&self, text: &str, q: &ListQuery) -> Result<Vec<Memory>> {
+        let Some(expr) = match_expression(text) else {
+            return Ok(Vec::new());
+        };
+        let mut p: Vec<rusqlite::types::Value> = vec![expr.into()];
+        let w = Self::where_clause(q, &mut p);
+        let sql = format!(
+            "SELECT {} FROM memories_fts f JOIN memories m ON m.id = f.rowid
+             WHERE memories_fts MATCH ? {} ORDER BY f.rank LIMIT {}",
+            prefixed_cols(),
+            if w.is_empty() {
+                String::new()
+            } else {
+                format!("AND {w}")
+            },
+            q.limit
+        );
+        let mut stmt = self.conn.prepare_cached(&sql)?;
+        let rows = stmt.query_map(params_from_iter(p), memory_from_row)?;
+        Ok(rows.collect::<rusqlite::Result<_>>()?)
+    }
+
+    /// One memory by id.
+    pub fn get(&self, id: i64) -> Result<Memory> {
+        let sql = format!("SELECT {} FROM memories m WHERE m.id = ?1", prefixed_cols());
+        self.conn
+            .query_row(&sql, [id], memory_from_row)
+            .optional()?
+            .ok_or(StoreError::NoSuchMemory(id))
+    }
+
+    /// Retires a memory (kept, but excluded from lists and exports).
+    pub fn retire(&mut self, id: i64) -> Result<String> {
+        let m = self.get(id)?;
+        if m.retired_at.is_some() {
+            return Err(StoreError::AlreadyRetired(id));
+        }
+        let now = crate::clock::now_row();
+        self.conn.execute(
+            "UPDATE memories SET retired_at = ?1, updated_at = ?1 WHERE id = ?2 AND retired_at IS NULL",
+            params![now, id],
+        )?;
+        Ok(now)
+    }
+
+    /// Moves every live memory of scope `from` into scope `to`; returns how many.
+    pub fn promote_scope(&mut self, from: &str, to: &str) -> Result<usize> {
+        let now = crate::clock::now_row();
+        Ok(self.conn.execute(
+            "UPDATE memories SET scope = ?2, updated_at = ?3 WHERE scope = ?1 AND retired_at IS NULL",
+            params![from, to, now],
+        )?)
+    }
+
+    /// The rows an export with `filter` selects, exactly as the reference's
+    /// `build_bundle`: `ids` picks those rows (retired included), otherwise
+    /// live rows matching every given filter; ordered by id.
+    pub fn export_rows(&self, filter: &Filter) -> Result<Vec<MemoryRow>> {
+        let cols = BUNDLE_COLUMNS.join(", ");
+        let (sql, p): (String, Vec<rusqlite::types::Value>) = match &filter.ids {
+            Some(ids) if ids.is_empty() => return Ok(Vec::new()),
+            Some(ids) => (
+                format!(
+                    "SELECT {cols} FROM memories WHERE id IN ({}) ORDER BY id",
+                    vec!["?"; ids.len()].join(",")
+                ),
+                ids.iter().map(|i| (*i).into()).collect(),
+            ),
+            None => {
+                let mut parts = vec!["retired_at IS NULL"];
+                let mut p: Vec<rusqlite::types::Value> = Vec::new();
+                for (val, clause) in [
+                    (&filter.agent_id, "agent_id = ?"),
+                    (&filter.category, "category = ?"),
+                    (&filter.scope, "scope = ?"),
+                    (&filter.created_after, "created_at >= ?"),
+                    (&filter.created_before, "created_at <= ?"),
+                ] {
+                    // The reference skips empty strings too (`if agent_id:`).
+                    if let Some(v) = val.as_ref().filter(|v| !v.is_empty()) {
+                        parts.push(clause);
+                        p.push(v.clone().into());
+                    }
+                }
+                (
+                    format!(
+                        "SELECT {cols} FROM memories WHERE {} ORDER BY id",
+                        parts.join(" AND ")
+                    ),
+                    p,
+                )
+            }
+        };
+        let mut stmt = self.conn.prepare(&sql)?;
+        let mut rows = stmt.query(params_from_iter(p))?;
+        let mut out = Vec::new();
+        while let Some(r) = rows.next()? {
+            let mut cells: [Cell; 13] = Default::default();
+            for (i, cell) in cells.iter_mut().enumerate() {
+                *cell = match r.get_ref(i)? {
+                    ValueRef::Null => Cell::Null,
+                    ValueRef::Integer(v) => Cell::Int(v),
+                    ValueRef::Real(v) => Cell::Real(v),
+                    ValueRef::Text(t) => Cell::Text(String::from_utf8_lossy(t).into_owned()),
+                    ValueRef::Blob(_) => {
+                        return Err(StoreError::BlobInRow {
+                            id: r.get(0).unwrap_or(-1),
+                            column: BUNDLE_COLUMNS[i],
+                        })
+                    }
+                };
+            }
+            out.push(MemoryRow { cells });
+        }
+        Ok(out)
+    }
+
+    /// Whether a bundle with this hash was imported already.
+    pub fn import_record(&self, bundle_hash_hex: &str) -> Result<Option<(String, i64)>> {
+        Ok(self
+            .conn
+            .query_row(
+                "SELECT scope, memories_count FROM imports WHERE bundle_hash = ?1",
+                [bundle_hash_hex],
+                |r| Ok((r.get(0)?, r.get(1)?)),
+            )
+            .optional()?)
+    }
+
+    /// Inserts a verified bundle's rows into `scope` in one transaction,
+    /// with provenance. A bundle already imported is a no-op.
+    pub fn import_rows(
+        &mut self,
+        bundle_hash_hex: &str,
+        signer: &str,
+        scope: &str,
+        source: Option<&str>,
+        rows: &[ImportRow],
+    ) -> Result<ImportOutcome> {
+        let tx = self.conn.transaction()?;
+        let seen: Option<String> = tx
+            .query_row(
+                "SELECT scope FROM imports WHERE bundle_hash = ?1",
+                [bundle_hash_hex],
+                |r| r.get(0),
+            )
+            .optional()?;
+        if let Some(scope) = seen {
+            return Ok(ImportOutcome {
+                inserted: false,
+                scope,
+                ids: Vec::new(),
+            });
+        }
+        let now = crate::clock::now_row();
+        let mut ids = Vec::with_capacity(rows.len());
+        {
+            let mut agent =
+                tx.prepare_cached("INSERT OR IGNORE INTO agents(id, created_at) VALUES (?1, ?2)")?;
+            let mut ins = tx.prepare_cached(
+                "INSERT INTO memories(agent_id, category, scope, content, confidence, tags, created_at, updated_at,
+                    source_event_id, supersedes_id, trust_score, memory_type, origin_signer, origin_bundle_hash, origin_id, suspicious)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, NULL, NULL, ?9, ?10, ?11, ?12, ?13, ?14)",
+            )?;
+            for ir in rows {
+                let r = &ir.row;
+                let text = |c: &str| r.get(c).as_text().map(str::to_string);
+                if let Some(a) = text("agent_id") {
+                    agent.execute(params![a, now])?;
+                }
+                ins.execute(params![
+                    text("agent_id"),
+                    text("category"),
+                    scope,
+                    text("content").unwrap_or_default(),
+                    r.get("confidence").as_f64(),
+                    text("tags"),
+                    text("created_at"),
+                    text("updated_at"),
+                    r.get("trust_score").as_f64(),
+                    text("memory_type"),
+                    signer,
+                    bundle_hash_hex,
+                    r.id(),
+                    ir.suspicious,
+                ])?;
+                ids.push(tx.last_insert_rowid());
+            }
+        }
+        tx.execute(
+            "INSERT INTO imports(bundle_hash, signer, scope, memories_count, imported_at, source) VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+            params![bundle_hash_hex, signer, scope, rows.len() as i64, now, source],
+        )?;
+        tx.commit()?;
+        Ok(ImportOutcome {
+            inserted: true,
+            scope: scope.into(),
+            ids,
+        })
+    }
+
+    /// Bulk insert for benchmarks and tests: rows as the reference's bench
+    /// generates them, one transaction.
+    pub fn insert_raw_rows(&mut self, rows: &[MemoryRow]) -> Result<()> {
+        let tx = self.conn.transaction()?;
+        {
+            let mut ins = tx.prepare_cached(&format!(
+                "INSERT INTO memories({}) VALUES ({})",
+                BUNDLE_COLUMNS.join(", "),
+                vec!["?"; 13].join(",")
+            ))?;
+            for r in rows {
+                let vals = r.cells.iter().map(|c| match c {
+                    Cell::Null => rusqlite::types::Value::Null,
+                    Cell::Int(i) => (*i).into(),
+                    Cell::Real(f) => (*f).into(),
+                    Cell::Text(s) => s.clone().into(),
+                });
+                ins.execute(params_from_iter(vals))?;
+            }
+        }
+        tx.commit()?;
+        Ok(())
+    }
+}
+
+fn prefixed_cols() -> String {
+    MEMORY_COLS
+        .split(", ")
+        .map(|c| format!("m.{c}"))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// `json.dumps(list_of_str)` with Python's default separators (`", "`),
+/// which is how the reference stores tags.
+pub fn python_json_list(items: &[String]) -> String {
+    let mut out = Vec::new();
+    out.push(b'[');
+    for (i, t) in items.iter().enumerate() {
+        if i > 0 {
+            out.extend_from_slice(b", ");
+        }
+        crate::bundle::canonical::write_str(&mut out, t);
+    }
+    out.push(b']');
+    String::from_utf8(out).expect("ASCII")
+}
+
+/// Resolves the store path: `--db`, then `$BRAINCTL_DB`, `$BRAIN_DB`,
+/// then `~/.brainctl/brain.db`.
+pub fn resolve_db_path(flag: Option<&Path>) -> Option<PathBuf> {
+    if let Some(p) = flag {
+        return Some(p.into());
+    }
+    for var in DB_ENV_VARS {
+        if let Some(v) = std::env::var_os(var).filter(|v| !v.is_empty()) {
+            return Some(v.into());
+        }
+    }
+    std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".brainctl").join("brain.db"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn new_mem(content: &str) -> NewMemory {
+        NewMemory {
+            content: content.into(),
+            category: "lesson".into(),
+            scope: "global".into(),
+            confidence: 0.5,
+            tags: vec!["a".into(), "b".into()],
+            memory_type: "semantic".into(),
+            agent_id: "default".into(),
+        }
+    }
+
+    #[test]
+    fn add_search_retire() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut s = Store::open(&dir.path().join("b.db")).unwrap();
+        let id = s
+            .add_memory(&new_mem("deploys go through staging"))
+            .unwrap();
+        s.add_memory(&new_mem("unrelated note")).unwrap();
+        let q = ListQuery {
+            limit: 10,
+            ..Default::default()
+        };
+        let hits = s.search("\"staging* :(", &q).unwrap();
+        assert!(
+            s.search("staging NEAR", &q).unwrap().is_empty(),
+            "all words must match"
+        );
+        assert_eq!(hits.iter().map(|m| m.id).collect::<Vec<_>>(), vec![id]);
+        assert_eq!(hits[0].tags.as_deref(), Some("[\"a\", \"b\"]"));
+        s.retire(id).unwrap();
+        assert!(s.search("staging", &q).unwrap().is_empty());
+        assert!(matches!(s.retire(id), Err(StoreError::AlreadyRetired(_))));
+        assert!(matches!(s.retire(999), Err(StoreError::NoSuchMemory(999))));
+        // retired rows are excluded from filtered exports but included by id
+        assert_eq!(s.export_rows(&Filter::default()).unwrap().len(), 1);
+        assert_eq!(
+            s.export_rows(&Filter {
+                ids: Some(vec![id]),
+                ..Default::default()
+            })
+            .unwrap()
+            .len(),
+            1
+        );
+    }
+
+    #[test]
+    fn newer_schema_and_foreign_stores_are_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("new.db");
+        drop(Store::open(&p).unwrap());
+        Connection::open(&p)
+            .unwrap()
+            .pragma_update(None, "user_version", 99)
+            .unwrap();
+        assert!(matches!(
+            Store::open(&p),
+            Err(StoreError::NewerSchema { found: 99, .. })
+        ));
+
+        let foreign = dir.path().join("brain.db");
+        let c = Connection::open(&foreign).unwrap();
+        c.execute_batch("CREATE TABLE memories(id INTEGER PRIMARY KEY, content TEXT)")
+            .unwrap();
+        drop(c);
+        assert!(matches!(
+            Store::open(&foreign),
+            Err(StoreError::ForeignStore)
+        ));
+        assert!(matches!(
+            Store::open_read_only(&foreign),
+            Err(StoreError::NotAMemoryStore(_))
+        ));
+    }
+}

@@ -1,0 +1,1 @@
+//! End-to-end test harness (validator start/stop lands with the localnet issue).
