@@ -1,1 +1,51 @@
-fn main() {}
+//! `brainctl`: a thin front end over the `node` library. Parse flags, build
+//! one context, run the command, report errors as one line with exit codes
+//! documented in `--help`.
+
+mod args;
+mod cmd;
+mod context;
+mod failure;
+
+use clap::Parser;
+use std::io::Write;
+use std::process::ExitCode;
+
+fn main() -> ExitCode {
+    let cli = args::Cli::parse();
+    init_logging(cli.verbose);
+    let json = cli.json;
+    match context::Context::new(&cli).and_then(|ctx| cmd::run(cli.command, &ctx)) {
+        Ok(code) => ExitCode::from(code),
+        Err(f) => {
+            // A closed pipe (e.g. `| head`) is not an error worth reporting.
+            if f.error.chain().any(|e| {
+                e.downcast_ref::<std::io::Error>()
+                    .is_some_and(|io| io.kind() == std::io::ErrorKind::BrokenPipe)
+            }) {
+                return ExitCode::SUCCESS;
+            }
+            if json {
+                let v = serde_json::json!({"ok": false, "error": f.to_string()});
+                let _ = writeln!(std::io::stdout(), "{v}");
+            } else {
+                let _ = writeln!(std::io::stderr(), "error: {f}");
+            }
+            ExitCode::from(f.code)
+        }
+    }
+}
+
+fn init_logging(verbose: u8) {
+    let default = match verbose {
+        0 => "warn",
+        1 => "info",
+        _ => "debug",
+    };
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default));
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .try_init();
+}

@@ -216,6 +216,11 @@ impl Wallet {
         k
     }
 
+    /// The X25519 public key in base58 (what a `buy` memo carries).
+    pub fn x25519_address(&self) -> String {
+        bs58::encode(self.x25519_public()).into_string()
+    }
+
     /// libsodium `crypto_sign_ed25519_pk_to_curve25519` of our pubkey.
     pub fn x25519_public(&self) -> [u8; 32] {
         ed25519_pub_to_x25519(&self.pubkey()).expect("our own pubkey is a valid point")

@@ -1,0 +1,214 @@
+//! Command-line flags (clap derive). Parsing only: no I/O happens here.
+
+use clap::{Args, Parser, Subcommand};
+use std::path::PathBuf;
+
+const EXIT_CODES: &str = "\
+Exit codes:
+  0  success (verify: the bundle is valid)
+  1  failure: verification failed (tampered or bad signature), a refusal
+     (secrets found, wallet exists), or an operation error
+  2  bad input: unreadable or malformed file, invalid arguments
+
+Environment:
+  BRAINCTL_DB, BRAIN_DB    memory store path (default ~/.brainctl/brain.db)
+  BRAINCTL_WALLET_PATH     wallet path (default ~/.brainctl/wallet.json)
+  RUST_LOG                 log filter for -v output (e.g. brainctl=debug)";
+
+/// brainctl: keep, sign, verify and trade agent memories.
+#[derive(Debug, Parser)]
+#[command(name = "brainctl", version, about, long_about = None, after_help = EXIT_CODES)]
+pub struct Cli {
+    /// Memory store (SQLite). A Python brainctl brain.db works read-only for export.
+    #[arg(long, global = true, value_name = "PATH")]
+    pub db: Option<PathBuf>,
+    /// Wallet keystore (Solana CLI JSON array of 64 bytes).
+    #[arg(long, global = true, value_name = "PATH", env = "BRAINCTL_WALLET_PATH")]
+    pub keystore: Option<PathBuf>,
+    /// Print machine-readable JSON on stdout (errors too: {"ok":false,"error":...}).
+    #[arg(long, global = true)]
+    pub json: bool,
+    /// More logging on stderr (-v info, -vv debug).
+    #[arg(short, long, global = true, action = clap::ArgAction::Count)]
+    pub verbose: u8,
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+/// Top-level commands.
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Create, show and import the wallet that signs your bundles.
+    #[command(subcommand)]
+    Wallet(WalletCmd),
+    /// Add, list, search, retire and promote memories.
+    #[command(subcommand)]
+    Memory(MemoryCmd),
+    /// Export memories as an Ed25519-signed bundle.
+    #[command(after_help = "Examples:
+  brainctl export --sign -o lessons.signed.json --category lesson
+  brainctl export --sign --ids 1,2,3 -o picked.signed.json
+  brainctl --db ~/agentmemory/db/brain.db export --sign -o all.signed.json   # Python brainctl store, read-only")]
+    Export(ExportArgs),
+    /// Verify a signed bundle (exit 0 valid, 1 tampered, 2 malformed).
+    #[command(after_help = "Examples:
+  brainctl verify lessons.signed.json
+  brainctl verify --json lessons.signed.json | jq .bundle_hash")]
+    Verify(VerifyArgs),
+    /// Import a signed bundle into a quarantine scope (verified first).
+    #[command(after_help = "Examples:
+  brainctl import lessons.signed.json                 # into scope imported:<hash prefix>
+  brainctl import lessons.signed.json --scope team
+Rows that look like prompt injection are marked `suspicious`; review them, then
+  brainctl memory promote --scope imported:<prefix> --to global")]
+    Import(ImportArgs),
+}
+
+/// `brainctl wallet ...`
+#[derive(Debug, Subcommand)]
+pub enum WalletCmd {
+    /// Create a new wallet (0600 file in a 0700 directory).
+    New {
+        /// Replace an existing wallet (the old file is kept as <path>.bak-<time>).
+        #[arg(long)]
+        force: bool,
+    },
+    /// Show the wallet's address, X25519 key and path.
+    Show,
+    /// Print only the base58 address.
+    Address,
+    /// Copy an existing Solana CLI keystore into the wallet path.
+    Import {
+        /// The keystore to import.
+        file: PathBuf,
+        /// Replace an existing wallet (the old file is kept as a backup).
+        #[arg(long)]
+        force: bool,
+    },
+}
+
+/// Filters shared by `memory list` and `memory search`.
+#[derive(Debug, Args, Clone)]
+pub struct MemoryFilter {
+    /// Only this agent.
+    #[arg(long)]
+    pub agent: Option<String>,
+    /// Only this category.
+    #[arg(short = 'c', long)]
+    pub category: Option<String>,
+    /// Only this scope.
+    #[arg(short = 's', long)]
+    pub scope: Option<String>,
+    /// Only this memory type.
+    #[arg(long = "type")]
+    pub memory_type: Option<String>,
+    /// Include retired memories.
+    #[arg(long)]
+    pub include_retired: bool,
+    /// At most this many rows.
+    #[arg(short = 'n', long, default_value_t = 20, value_parser = clap::value_parser!(u32).range(1..=10_000))]
+    pub limit: u32,
+}
+
+/// `brainctl memory ...`
+#[derive(Debug, Subcommand)]
+pub enum MemoryCmd {
+    /// Add a memory.
+    #[command(
+        after_help = "Example:\n  brainctl memory add \"Deploys go through staging first\" -c project -t ops,deploy"
+    )]
+    Add {
+        /// The memory text.
+        content: String,
+        /// Category (e.g. project, lesson, decision, preference).
+        #[arg(short = 'c', long)]
+        category: String,
+        /// Scope.
+        #[arg(short = 's', long, default_value = "global")]
+        scope: String,
+        /// Confidence in [0, 1].
+        #[arg(long, default_value_t = 1.0)]
+        confidence: f64,
+        /// Comma-separated tags.
+        #[arg(short = 't', long, value_delimiter = ',')]
+        tags: Vec<String>,
+        /// Memory type.
+        #[arg(long = "type", default_value = "episodic", value_parser = ["episodic", "semantic", "procedural"])]
+        memory_type: String,
+        /// Agent id.
+        #[arg(long, default_value = "default")]
+        agent: String,
+    },
+    /// List memories, newest first.
+    List(MemoryFilter),
+    /// Full-text search (every word must match; any punctuation is safe).
+    Search {
+        /// Words to find.
+        query: String,
+        #[command(flatten)]
+        filter: MemoryFilter,
+    },
+    /// Retire a memory (kept, but no longer listed or exported).
+    Retire {
+        /// Memory id.
+        id: i64,
+    },
+    /// Move reviewed memories out of a quarantine scope.
+    Promote {
+        /// The scope to move from (e.g. imported:20261101-0123456789ab).
+        #[arg(long)]
+        scope: String,
+        /// The scope to move to.
+        #[arg(long)]
+        to: String,
+    },
+}
+
+/// `brainctl export`
+#[derive(Debug, Args)]
+pub struct ExportArgs {
+    /// Sign the bundle with the wallet (required: unsigned export does not exist).
+    #[arg(long)]
+    pub sign: bool,
+    /// Only this agent's memories.
+    #[arg(long)]
+    pub filter_agent: Option<String>,
+    /// Only this category.
+    #[arg(long)]
+    pub category: Option<String>,
+    /// Only this scope.
+    #[arg(long)]
+    pub scope: Option<String>,
+    /// Created at or after (ISO 8601, compared as text like the reference).
+    #[arg(long)]
+    pub created_after: Option<String>,
+    /// Created at or before.
+    #[arg(long)]
+    pub created_before: Option<String>,
+    /// Exactly these ids (comma-separated; includes retired rows; other filters ignored).
+    #[arg(long, value_delimiter = ',')]
+    pub ids: Option<Vec<i64>>,
+    /// Output file (default ./bundle-<hash prefix>.signed.json; `-` for stdout).
+    #[arg(short = 'o', long)]
+    pub output: Option<PathBuf>,
+    /// Sign even though secrets or personal data were found.
+    #[arg(long)]
+    pub allow_sensitive: bool,
+}
+
+/// `brainctl verify`
+#[derive(Debug, Args)]
+pub struct VerifyArgs {
+    /// The signed bundle file.
+    pub file: PathBuf,
+}
+
+/// `brainctl import`
+#[derive(Debug, Args)]
+pub struct ImportArgs {
+    /// The signed bundle file.
+    pub file: PathBuf,
+    /// Scope for the rows (default imported:<bundle hash prefix>).
+    #[arg(long)]
+    pub scope: Option<String>,
+}

@@ -1,0 +1,84 @@
+//! `brainctl export --sign`: read-only export of a signed bundle.
+
+use super::files::write_private_atomic;
+use crate::args::ExportArgs;
+use crate::context::Context;
+use crate::failure::{CliResult, Failure};
+use anyhow::anyhow;
+use node::bundle::Filter;
+use node::export::{export_signed, ExportError, ExportOptions};
+use serde_json::json;
+use std::path::PathBuf;
+
+pub fn run(a: ExportArgs, ctx: &Context) -> CliResult<u8> {
+    if !a.sign {
+        return Err(Failure::bad_input(anyhow!(
+            "export requires --sign (bundles are always signed); e.g. brainctl export --sign -o out.signed.json"
+        )));
+    }
+    let wallet = ctx.wallet()?;
+    let store = ctx.store_read_only()?;
+    let opts = ExportOptions {
+        filter: Filter {
+            agent_id: a.filter_agent,
+            category: a.category,
+            scope: a.scope,
+            created_after: a.created_after,
+            created_before: a.created_before,
+            ids: a.ids,
+        },
+        allow_sensitive: a.allow_sensitive,
+        generated_at: None,
+        signed_at: None,
+    };
+    let export = match export_signed(&store, &wallet, &opts) {
+        Ok(e) => e,
+        Err(ExportError::Sensitive(list)) if ctx.json => {
+            let v = json!({"ok": false, "error": ExportError::Sensitive(list.clone()).to_string(), "sensitive": list});
+            println!("{}", serde_json::to_string_pretty(&v).expect("serializes"));
+            return Ok(1);
+        }
+        Err(e) => return Err(e.into()),
+    };
+    let hash = export
+        .signed
+        .bundle_hash_hex()
+        .unwrap_or_default()
+        .to_string();
+    let text = export.signed.to_file_text();
+    let out = a
+        .output
+        .unwrap_or_else(|| PathBuf::from(format!("bundle-{}.signed.json", &hash[..12])));
+    let to_stdout = out.as_os_str() == "-";
+    if to_stdout {
+        println!("{text}");
+    } else {
+        write_private_atomic(&out, text.as_bytes())?;
+    }
+    if !export.sensitive.is_empty() {
+        eprintln!(
+            "warning: signed despite sensitive content in {} memories (--allow-sensitive)",
+            export.sensitive.len()
+        );
+    }
+    if !to_stdout {
+        let v = json!({
+            "ok": true,
+            "bundle_path": out,
+            "bundle_hash": hash,
+            "signer_pubkey": wallet.address(),
+            "memories_count": export.bundle.memories.len(),
+            "signed_at": export.signed.outer["signed_at"],
+            "sensitive": export.sensitive,
+        });
+        ctx.emit(&v, || {
+            format!(
+                "signed {} memories\n  bundle hash  {hash}\n  signer       {}\n  written to   {}",
+                export.bundle.memories.len(),
+                wallet.address(),
+                out.display()
+            )
+        });
+    }
+    Ok(0)
+}

@@ -1,0 +1,23 @@
+//! One module per command group; [`run`] dispatches.
+
+mod export;
+mod files;
+mod import;
+mod memory;
+mod verify;
+mod wallet;
+
+use crate::args::Command;
+use crate::context::Context;
+use crate::failure::CliResult;
+
+/// Runs a command; returns the process exit code.
+pub fn run(command: Command, ctx: &Context) -> CliResult<u8> {
+    match command {
+        Command::Wallet(c) => wallet::run(c, ctx),
+        Command::Memory(c) => memory::run(c, ctx),
+        Command::Export(a) => export::run(a, ctx),
+        Command::Verify(a) => verify::run(&a, ctx),
+        Command::Import(a) => import::run(&a, ctx),
+    }
+}

@@ -1,0 +1,69 @@
+//! One context built from the flags: where the store and wallet are, and
+//! how to print. Commands receive it; nothing else reads the environment.
+
+use crate::args::Cli;
+use crate::failure::CliResult;
+use anyhow::Context as _;
+use node::store::Store;
+use node::wallet::Wallet;
+use serde::Serialize;
+use std::path::PathBuf;
+
+/// Resolved settings of one invocation.
+pub struct Context {
+    /// Store path.
+    pub db_path: PathBuf,
+    /// Wallet path.
+    pub wallet_path: PathBuf,
+    /// `--json`.
+    pub json: bool,
+}
+
+impl Context {
+    /// Resolves paths from flags and environment.
+    pub fn new(cli: &Cli) -> CliResult<Context> {
+        let db_path = node::store::resolve_db_path(cli.db.as_deref())
+            .context("cannot find a home directory; pass --db PATH")?;
+        let wallet_path = match &cli.keystore {
+            Some(p) => p.clone(),
+            None => node::wallet::default_wallet_path()?,
+        };
+        Ok(Context {
+            db_path,
+            wallet_path,
+            json: cli.json,
+        })
+    }
+
+    /// Opens the store read-write (creating it).
+    pub fn store(&self) -> CliResult<Store> {
+        Ok(Store::open(&self.db_path)
+            .with_context(|| format!("store {}", self.db_path.display()))?)
+    }
+
+    /// Opens the store read-only (works on a Python brainctl brain.db).
+    pub fn store_read_only(&self) -> CliResult<Store> {
+        Ok(Store::open_read_only(&self.db_path)
+            .with_context(|| format!("store {}", self.db_path.display()))?)
+    }
+
+    /// Loads the wallet (permission-checked).
+    pub fn wallet(&self) -> CliResult<Wallet> {
+        Ok(Wallet::load(&self.wallet_path)?)
+    }
+
+    /// Prints `value` as JSON (with `--json`) or the human text.
+    pub fn emit<T: Serialize>(&self, value: &T, human: impl FnOnce() -> String) {
+        if self.json {
+            println!(
+                "{}",
+                serde_json::to_string_pretty(value).expect("output serializes")
+            );
+        } else {
+            let text = human();
+            if !text.is_empty() {
+                println!("{text}");
+            }
+        }
+    }
+}

@@ -1,0 +1,70 @@
+//! Test harness: runs the real `brainctl` binary in a fresh temp home.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+pub struct Env {
+    pub dir: tempfile::TempDir,
+}
+
+pub struct Run {
+    pub code: i32,
+    pub stdout: String,
+    pub stderr: String,
+}
+
+impl Run {
+    pub fn json(&self) -> serde_json::Value {
+        serde_json::from_str(&self.stdout)
+            .unwrap_or_else(|e| panic!("stdout is not JSON ({e}): {}", self.stdout))
+    }
+}
+
+impl Env {
+    pub fn new() -> Env {
+        Env {
+            dir: tempfile::tempdir().unwrap(),
+        }
+    }
+
+    pub fn path(&self, rel: &str) -> PathBuf {
+        self.dir.path().join(rel)
+    }
+
+    pub fn cmd(&self) -> Command {
+        let mut c = Command::new(env!("CARGO_BIN_EXE_brainctl"));
+        c.current_dir(self.dir.path())
+            .env("HOME", self.dir.path())
+            .env_remove("BRAINCTL_DB")
+            .env_remove("BRAIN_DB")
+            .env_remove("BRAINCTL_WALLET_PATH")
+            .env_remove("RUST_LOG");
+        c
+    }
+
+    pub fn run(&self, args: &[&str]) -> Run {
+        let out: Output = self.cmd().args(args).output().expect("brainctl runs");
+        Run {
+            code: out.status.code().unwrap_or(-1),
+            stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
+            stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+        }
+    }
+
+    /// Runs and asserts exit 0.
+    pub fn ok(&self, args: &[&str]) -> Run {
+        let r = self.run(args);
+        assert_eq!(
+            r.code, 0,
+            "brainctl {args:?} failed:\nstdout: {}\nstderr: {}",
+            r.stdout, r.stderr
+        );
+        r
+    }
+}
+
+pub fn fixture(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../tests/fixtures/interop")
+        .join(name)
+}
