@@ -30,9 +30,10 @@ pub const BUNDLE_COLUMNS: [&str; 13] = [
 const SORTED_COLUMN_INDEX: [usize; 13] = [1, 2, 5, 4, 7, 0, 12, 3, 9, 10, 6, 11, 8];
 
 /// One SQLite value as Python's `sqlite3` would hand it to `json.dumps`.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, Default)]
 pub enum Cell {
     /// SQL NULL / JSON null.
+    #[default]
     Null,
     /// INTEGER.
     Int(i64),
@@ -157,12 +158,6 @@ impl MemoryRow {
             };
         }
         Ok(MemoryRow { cells })
-    }
-}
-
-impl Default for Cell {
-    fn default() -> Self {
-        Cell::Null
     }
 }
 

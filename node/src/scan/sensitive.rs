@@ -89,7 +89,7 @@ pub fn luhn_ok(digits: &[u8]) -> bool {
         }
         sum += v;
     }
-    sum % 10 == 0
+    sum.is_multiple_of(10)
 }
 
 /// All sensitive findings in `text`, in order of offset.

@@ -1,10 +1,27 @@
 //! Test harness: runs the real `brainctl` binary in a fresh temp home.
+#![allow(dead_code)] // each test binary uses a different subset
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
+#[derive(Default)]
 pub struct Env {
-    pub dir: tempfile::TempDir,
+    pub dir: TempHome,
+}
+
+/// A temp dir that is the test's $HOME.
+pub struct TempHome(tempfile::TempDir);
+
+impl Default for TempHome {
+    fn default() -> Self {
+        TempHome(tempfile::tempdir().expect("temp dir"))
+    }
+}
+
+impl TempHome {
+    pub fn path(&self) -> &Path {
+        self.0.path()
+    }
 }
 
 pub struct Run {
@@ -22,9 +39,7 @@ impl Run {
 
 impl Env {
     pub fn new() -> Env {
-        Env {
-            dir: tempfile::tempdir().unwrap(),
-        }
+        Env::default()
     }
 
     pub fn path(&self, rel: &str) -> PathBuf {
