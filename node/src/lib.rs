@@ -7,12 +7,15 @@
 //! - [`seal`]: AES-256-GCM blobs and sealed-box key envelopes
 //! - [`scan`]: secret/PII and prompt-injection scanners
 //! - [`export`] / [`import`]: the signed export and quarantined import flows
+//! - `chain` (feature `chain`): RPC, memos, fees, pins
 //! - [`clock`], [`crypto`]: timestamps and small crypto helpers
 //!
 //! Library code returns typed errors ([`Error`]); binaries add context.
 #![deny(missing_docs)]
 
 pub mod bundle;
+#[cfg(feature = "chain")]
+pub mod chain;
 pub mod clock;
 pub mod crypto;
 pub mod export;
@@ -44,6 +47,10 @@ pub enum Error {
     /// Import.
     #[error(transparent)]
     Import(#[from] import::ImportError),
+    /// Chain.
+    #[cfg(feature = "chain")]
+    #[error(transparent)]
+    Chain(#[from] chain::ChainError),
 }
 
 /// Result of this crate.

@@ -190,6 +190,13 @@ impl Wallet {
         Zeroizing::new(self.signing.to_keypair_bytes())
     }
 
+    /// The same key as a Solana signer. It carries the secret: hand it only
+    /// to transaction signing, never to logs.
+    #[cfg(feature = "chain")]
+    pub fn solana_keypair(&self) -> solana_sdk::signature::Keypair {
+        solana_sdk::signature::Keypair::new_from_array(self.signing.to_bytes())
+    }
+
     /// The 32-byte Ed25519 public key.
     pub fn pubkey(&self) -> [u8; 32] {
         self.signing.verifying_key().to_bytes()

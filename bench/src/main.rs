@@ -1,0 +1,203 @@
+//! `brainctl-bench`: benchmarks named by the issues, printed as one JSON
+//! line each so runs can be compared (see `localnet/bench`).
+//!
+//! - `export --db PATH`: read + canonicalize + hash + sign (and verify) of
+//!   every live row, with the reference bench's fixed key and timestamps, so
+//!   the bundle hash must equal the reference's on the same database.
+//! - `search --n N`: `memory search` latency p50/p99 over N generated
+//!   memories with a Zipf-distributed vocabulary.
+
+use node::bundle::{verify_value, Bundle, Filter, SignedBundle};
+use node::export::find_sensitive;
+use node::store::{ListQuery, NewMemory, Store};
+use node::wallet::Wallet;
+use std::path::PathBuf;
+use std::time::Instant;
+
+fn peak_rss_kib() -> u64 {
+    std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find(|l| l.starts_with("VmHWM:"))
+                .and_then(|l| l.split_whitespace().nth(1).and_then(|v| v.parse().ok()))
+        })
+        .unwrap_or(0)
+}
+
+fn median(mut v: Vec<f64>) -> f64 {
+    v.sort_by(|a, b| a.total_cmp(b));
+    v[v.len() / 2]
+}
+
+fn bench_export(db: PathBuf, iters: usize) {
+    let wallet = Wallet::from_seed(&std::array::from_fn(|i| i as u8));
+    let store = Store::open_read_only(&db).expect("open --db");
+    let (mut build, mut sign, mut total, mut verify, mut scan) =
+        (vec![], vec![], vec![], vec![], vec![]);
+    let mut last = None;
+    for _ in 0..iters {
+        let t0 = Instant::now();
+        let memories = store.export_rows(&Filter::default()).expect("rows");
+        let bundle = Bundle {
+            version: 1,
+            generated_at: "2026-11-01T00:00:00+00:00".into(),
+            filter_used: Filter::default(),
+            memories,
+        };
+        let t1 = Instant::now();
+        let signed = SignedBundle::sign(&bundle, &wallet, "2026-11-01T00:00:01+00:00");
+        let t2 = Instant::now();
+        let (report, _) = verify_value(&signed.outer);
+        let t3 = Instant::now();
+        let findings = find_sensitive(&bundle).len();
+        let t4 = Instant::now();
+        assert!(report.ok, "our own bundle must verify");
+        build.push((t1 - t0).as_secs_f64());
+        sign.push((t2 - t1).as_secs_f64());
+        total.push((t2 - t0).as_secs_f64());
+        verify.push((t3 - t2).as_secs_f64());
+        scan.push((t4 - t3).as_secs_f64());
+        last = Some((
+            bundle.memories.len(),
+            signed.bundle_hash_hex().unwrap_or_default().to_string(),
+            findings,
+        ));
+    }
+    let (n, hash, findings) = last.expect("at least one iteration");
+    println!(
+        "{}",
+        serde_json::json!({
+            "bench": "export", "impl": "rust", "memories": n, "iters": iters,
+            "build_s": median(build), "sign_s": median(sign), "export_total_s": median(total),
+            "verify_s": median(verify), "sensitive_scan_s": median(scan), "sensitive_rows": findings,
+            "peak_rss_kib": peak_rss_kib(), "bundle_hash": hash,
+        })
+    );
+}
+
+/// Deterministic xorshift so runs are comparable.
+struct Rng(u64);
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        self.0
+    }
+    fn unit(&mut self) -> f64 {
+        (self.next() >> 11) as f64 / (1u64 << 53) as f64
+    }
+}
+
+fn word(i: usize) -> String {
+    const SYL: [&str; 16] = [
+        "ka", "lo", "mi", "ne", "ru", "ta", "vo", "zi", "pe", "sa", "do", "gu", "ri", "ba", "fe",
+        "hu",
+    ];
+    let mut s = String::new();
+    let mut x = i + 16;
+    while x > 0 {
+        s.push_str(SYL[x % 16]);
+        x /= 16;
+    }
+    s
+}
+
+fn bench_search(n: usize, queries: usize) {
+    let dir = tempfile_dir();
+    let mut store = Store::open(&dir.join("search.db")).expect("store");
+    let vocab: Vec<String> = (0..5000).map(word).collect();
+    // Zipf(s=1) over the vocabulary via inverse CDF on harmonic numbers.
+    let h: Vec<f64> = vocab
+        .iter()
+        .enumerate()
+        .scan(0.0, |acc, (i, _)| {
+            *acc += 1.0 / (i as f64 + 1.0);
+            Some(*acc)
+        })
+        .collect();
+    let total = *h.last().expect("vocab");
+    let mut rng = Rng(0x9e37_79b9_7f4a_7c15);
+    let mut pick = |rng: &mut Rng| {
+        let u = rng.unit() * total;
+        &vocab[h.partition_point(|x| *x < u).min(vocab.len() - 1)]
+    };
+    let t = Instant::now();
+    for i in 0..n {
+        let content: Vec<&str> = (0..45).map(|_| pick(&mut rng).as_str()).collect();
+        store
+            .add_memory(&NewMemory {
+                content: content.join(" "),
+                category: ["project", "lesson", "decision", "user"][i % 4].into(),
+                scope: "global".into(),
+                confidence: 0.5,
+                tags: vec![pick(&mut rng).clone()],
+                memory_type: "semantic".into(),
+                agent_id: "default".into(),
+            })
+            .expect("add");
+    }
+    let fill_s = t.elapsed().as_secs_f64();
+    let q = ListQuery {
+        limit: 20,
+        ..Default::default()
+    };
+    let mut lat = Vec::with_capacity(queries);
+    let mut hits = 0usize;
+    for i in 0..queries {
+        // one to three words, drawn uniformly from the mid/rare vocabulary
+        let words: Vec<&str> = (0..1 + i % 3)
+            .map(|_| vocab[50 + (rng.next() as usize % 4950)].as_str())
+            .collect();
+        let text = words.join(" ");
+        let t = Instant::now();
+        hits += store.search(&text, &q).expect("search").len();
+        lat.push(t.elapsed().as_secs_f64() * 1000.0);
+    }
+    lat.sort_by(|a, b| a.total_cmp(b));
+    let p = |q: f64| lat[((lat.len() as f64 - 1.0) * q) as usize];
+    println!(
+        "{}",
+        serde_json::json!({
+            "bench": "memory_search", "memories": n, "queries": queries, "fill_s": fill_s,
+            "p50_ms": p(0.5), "p99_ms": p(0.99), "max_ms": p(1.0), "mean_hits": hits as f64 / queries as f64,
+        })
+    );
+    let _ = std::fs::remove_dir_all(dir);
+}
+
+fn tempfile_dir() -> PathBuf {
+    let d = std::env::temp_dir().join(format!("brainctl-bench-{}", std::process::id()));
+    std::fs::create_dir_all(&d).expect("temp dir");
+    d
+}
+
+fn arg(args: &[String], name: &str) -> Option<String> {
+    args.iter()
+        .position(|a| a == name)
+        .and_then(|i| args.get(i + 1).cloned())
+}
+
+fn main() {
+    let args: Vec<String> = std::env::args().collect();
+    match args.get(1).map(String::as_str) {
+        Some("export") => {
+            let db = arg(&args, "--db")
+                .expect("export needs --db PATH (e.g. the reference bench's database)");
+            let iters = arg(&args, "--iters").map_or(5, |v| v.parse().expect("--iters N"));
+            bench_export(db.into(), iters);
+        }
+        Some("search") => {
+            let n = arg(&args, "--n").map_or(100_000, |v| v.parse().expect("--n N"));
+            let queries = arg(&args, "--queries").map_or(2000, |v| v.parse().expect("--queries N"));
+            bench_search(n, queries);
+        }
+        _ => {
+            eprintln!(
+                "usage: brainctl-bench export --db PATH [--iters N] | search [--n N] [--queries N]"
+            );
+            std::process::exit(2);
+        }
+    }
+}

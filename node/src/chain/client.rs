@@ -1,0 +1,317 @@
+//! RPC access: one [`Chain`] handle over the nonblocking solana RPC client
+//! with retries (backoff on transport errors and 5xx; 429 is retried by the
+//! client itself), a send loop that refreshes expired blockhashes *without
+//! ever double-sending* (it re-sends only once the old blockhash can no
+//! longer land), full-history signature paging, and jsonParsed fetches.
+
+use super::parsed_tx::ParsedTx;
+use super::{ChainError, ClusterKind, Endpoint};
+use serde_json::{json, Value};
+use solana_commitment_config::CommitmentConfig;
+use solana_rpc_client::nonblocking::rpc_client::RpcClient;
+use solana_rpc_client::rpc_client::GetConfirmedSignaturesForAddress2Config;
+use solana_rpc_client_api::client_error::{Error as ClientError, ErrorKind};
+use solana_rpc_client_api::request::RpcRequest;
+use solana_rpc_client_api::response::RpcConfirmedTransactionStatusWithSignature;
+use solana_sdk::instruction::Instruction;
+use solana_sdk::pubkey::Pubkey;
+use solana_sdk::signature::{Keypair, Signature};
+use solana_sdk::signer::Signer;
+use solana_sdk::transaction::Transaction;
+use std::future::Future;
+use std::str::FromStr;
+use std::time::Duration;
+use tokio::sync::OnceCell;
+
+/// A transaction that landed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Sent {
+    /// Its signature.
+    pub signature: Signature,
+    /// The slot it landed in.
+    pub slot: u64,
+}
+
+/// One entry of an address's history.
+pub type SigInfo = RpcConfirmedTransactionStatusWithSignature;
+
+/// A handle on one cluster.
+pub struct Chain {
+    rpc: RpcClient,
+    endpoint: Endpoint,
+    commitment: CommitmentConfig,
+    kind: OnceCell<ClusterKind>,
+}
+
+const MAX_ATTEMPTS: u32 = 5;
+
+fn transient(e: &ClientError) -> bool {
+    match e.kind() {
+        ErrorKind::Io(_) => true,
+        ErrorKind::Reqwest(r) => {
+            r.is_timeout() || r.is_connect() || r.status().is_some_and(|s| s.is_server_error())
+        }
+        _ => false,
+    }
+}
+
+/// Runs `op` with exponential backoff (250 ms doubling, capped at 4 s) on
+/// transient errors.
+pub async fn with_retry<T, F, Fut>(what: &str, mut op: F) -> Result<T, ChainError>
+where
+    F: FnMut() -> Fut,
+    Fut: Future<Output = Result<T, ClientError>>,
+{
+    let mut delay = Duration::from_millis(250);
+    for attempt in 1..=MAX_ATTEMPTS {
+        match op().await {
+            Ok(v) => return Ok(v),
+            Err(e) if transient(&e) && attempt < MAX_ATTEMPTS => {
+                tracing::warn!(%what, attempt, error = %e, "transient RPC error, retrying");
+                tokio::time::sleep(delay).await;
+                delay = (delay * 2).min(Duration::from_secs(4));
+            }
+            Err(e) => {
+                return Err(ChainError::Rpc {
+                    what: what.to_string(),
+                    source: Box::new(e),
+                })
+            }
+        }
+    }
+    unreachable!("the last attempt returns")
+}
+
+impl Chain {
+    /// A handle with a 30 s request timeout.
+    pub fn new(endpoint: Endpoint, commitment: CommitmentConfig) -> Chain {
+        let rpc = RpcClient::new_with_timeout_and_commitment(
+            endpoint.rpc_url.clone(),
+            Duration::from_secs(30),
+            commitment,
+        );
+        Chain {
+            rpc,
+            endpoint,
+            commitment,
+            kind: OnceCell::new(),
+        }
+    }
+
+    /// The endpoint.
+    pub fn endpoint(&self) -> &Endpoint {
+        &self.endpoint
+    }
+
+    /// The commitment used for reads and confirmations.
+    pub fn commitment(&self) -> CommitmentConfig {
+        self.commitment
+    }
+
+    /// The underlying client (for calls this wrapper does not cover).
+    pub fn rpc(&self) -> &RpcClient {
+        &self.rpc
+    }
+
+    /// The cluster's kind, from its genesis hash (cached).
+    pub async fn cluster_kind(&self) -> Result<ClusterKind, ChainError> {
+        self.kind
+            .get_or_try_init(|| async {
+                let h = with_retry("getGenesisHash", || self.rpc.get_genesis_hash()).await?;
+                Ok(ClusterKind::from_genesis_hash(&h.to_string()))
+            })
+            .await
+            .copied()
+    }
+
+    /// `getHealth`.
+    pub async fn health(&self) -> Result<(), ChainError> {
+        with_retry("getHealth", || self.rpc.get_health()).await
+    }
+
+    /// Balance in lamports.
+    pub async fn balance(&self, who: &Pubkey) -> Result<u64, ChainError> {
+        with_retry("getBalance", || self.rpc.get_balance(who)).await
+    }
+
+    /// Requests an airdrop and waits until it is confirmed at our commitment.
+    pub async fn airdrop(&self, to: &Pubkey, lamports: u64) -> Result<Signature, ChainError> {
+        if self.cluster_kind().await? == ClusterKind::MainnetBeta {
+            return Err(ChainError::Config(
+                "airdrops do not exist on mainnet-beta".into(),
+            ));
+        }
+        let sig = with_retry("requestAirdrop", || self.rpc.request_airdrop(to, lamports)).await?;
+        self.wait_for(&sig, u64::MAX).await?;
+        Ok(sig)
+    }
+
+    /// Signs with `signers` (the first pays), sends with preflight, and
+    /// waits for our commitment. If the blockhash expires before the
+    /// transaction lands, it is rebuilt with a fresh one (up to 3 times);
+    /// a transaction is never re-sent while its predecessor could still land.
+    pub async fn send(
+        &self,
+        ixs: &[Instruction],
+        signers: &[&Keypair],
+    ) -> Result<Sent, ChainError> {
+        self.send_inner(ixs, signers, false).await
+    }
+
+    /// Like [`Chain::send`] but skips preflight, so a transaction that
+    /// fails on chain still lands (with `meta.err`). Returns the failure as
+    /// `Ok` with the slot, for tests of hostile transactions.
+    pub async fn send_skip_preflight(
+        &self,
+        ixs: &[Instruction],
+        signers: &[&Keypair],
+    ) -> Result<Sent, ChainError> {
+        self.send_inner(ixs, signers, true).await
+    }
+
+    async fn send_inner(
+        &self,
+        ixs: &[Instruction],
+        signers: &[&Keypair],
+        skip_preflight: bool,
+    ) -> Result<Sent, ChainError> {
+        let payer = signers
+            .first()
+            .ok_or_else(|| ChainError::Config("a transaction needs a fee payer".into()))?;
+        for _ in 0..3 {
+            let (blockhash, last_valid) = with_retry("getLatestBlockhash", || {
+                self.rpc
+                    .get_latest_blockhash_with_commitment(CommitmentConfig::confirmed())
+            })
+            .await?;
+            let tx =
+                Transaction::new_signed_with_payer(ixs, Some(&payer.pubkey()), signers, blockhash);
+            let config = solana_rpc_client_api::config::RpcSendTransactionConfig {
+                skip_preflight,
+                preflight_commitment: Some(CommitmentConfig::confirmed().commitment),
+                max_retries: Some(0),
+                ..Default::default()
+            };
+            let sig = with_retry("sendTransaction", || {
+                self.rpc.send_transaction_with_config(&tx, config)
+            })
+            .await?;
+            match self
+                .wait_for_landing(&sig, last_valid, skip_preflight)
+                .await?
+            {
+                Some(slot) => {
+                    return Ok(Sent {
+                        signature: sig,
+                        slot,
+                    })
+                }
+                None => tracing::info!(%sig, "blockhash expired before landing; rebuilding"),
+            }
+        }
+        Err(ChainError::Expired)
+    }
+
+    /// Waits until `sig` reaches our commitment. `Ok(None)` once its
+    /// blockhash is past `last_valid` without it landing.
+    async fn wait_for_landing(
+        &self,
+        sig: &Signature,
+        last_valid: u64,
+        accept_failed: bool,
+    ) -> Result<Option<u64>, ChainError> {
+        loop {
+            let sigs = [*sig];
+            let st = with_retry("getSignatureStatuses", || {
+                self.rpc.get_signature_statuses(&sigs)
+            })
+            .await?;
+            if let Some(Some(status)) = st.value.first() {
+                if let Err(e) = &status.status {
+                    if !accept_failed {
+                        return Err(ChainError::TxFailed {
+                            signature: sig.to_string(),
+                            error: e.to_string(),
+                        });
+                    }
+                }
+                if status.satisfies_commitment(self.commitment) {
+                    return Ok(Some(status.slot));
+                }
+            } else {
+                let height = with_retry("getBlockHeight", || {
+                    self.rpc
+                        .get_block_height_with_commitment(CommitmentConfig::confirmed())
+                })
+                .await?;
+                if height > last_valid {
+                    return Ok(None);
+                }
+            }
+            tokio::time::sleep(Duration::from_millis(300)).await;
+        }
+    }
+
+    /// Waits for a signature we did not build (airdrops).
+    async fn wait_for(&self, sig: &Signature, last_valid: u64) -> Result<u64, ChainError> {
+        self.wait_for_landing(sig, last_valid, false)
+            .await?
+            .ok_or(ChainError::Expired)
+    }
+
+    /// An address's history newer than `until` (all of it when `None`),
+    /// newest first, paging with `before` until the end: no fixed window.
+    pub async fn signatures_for(
+        &self,
+        address: &Pubkey,
+        until: Option<&Signature>,
+    ) -> Result<Vec<SigInfo>, ChainError> {
+        let mut out: Vec<SigInfo> = Vec::new();
+        let mut before: Option<Signature> = None;
+        loop {
+            let cfg = || GetConfirmedSignaturesForAddress2Config {
+                before,
+                until: until.copied(),
+                limit: Some(1000),
+                commitment: Some(self.commitment),
+            };
+            let page = with_retry("getSignaturesForAddress", || {
+                self.rpc
+                    .get_signatures_for_address_with_config(address, cfg())
+            })
+            .await?;
+            let Some(last) = page.last() else { break };
+            before = Some(Signature::from_str(&last.signature).map_err(|_| {
+                ChainError::Config(format!("RPC returned a bad signature {}", last.signature))
+            })?);
+            let full = page.len() == 1000;
+            out.extend(page);
+            if !full {
+                break;
+            }
+        }
+        Ok(out)
+    }
+
+    /// `getTransaction` in jsonParsed encoding; `None` if the node has none.
+    pub async fn transaction_json(&self, sig: &Signature) -> Result<Option<Value>, ChainError> {
+        let params = json!([sig.to_string(), {
+            "encoding": "jsonParsed",
+            "commitment": self.commitment.commitment,
+            "maxSupportedTransactionVersion": 0
+        }]);
+        let v: Value = with_retry("getTransaction", || {
+            self.rpc.send(RpcRequest::GetTransaction, params.clone())
+        })
+        .await?;
+        Ok((!v.is_null()).then_some(v))
+    }
+
+    /// A transaction, decoded ([`ParsedTx`]).
+    pub async fn transaction(&self, sig: &Signature) -> Result<Option<ParsedTx>, ChainError> {
+        match self.transaction_json(sig).await? {
+            None => Ok(None),
+            Some(v) => Ok(Some(ParsedTx::from_json(&v)?)),
+        }
+    }
+}

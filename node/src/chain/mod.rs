@@ -1,0 +1,55 @@
+//! The chain layer: cluster selection, RPC access with retries, memo and
+//! fee instruction builders, strict decoding of fetched transactions, and
+//! pin memos.
+//!
+//! Owns every RPC call of the node. It never decides settlement rules
+//! (that is `listen`'s) and never holds keys beyond the signer it is handed.
+
+pub mod client;
+pub mod cluster;
+pub mod fees;
+pub mod instructions;
+pub mod memo_field;
+pub mod parsed_tx;
+pub mod pin;
+
+pub use client::{Chain, Sent};
+pub use cluster::{parse_commitment, ClusterKind, Endpoint};
+pub use fees::{FeeOp, FeePolicy};
+pub use parsed_tx::ParsedTx;
+pub use solana_sdk::pubkey::Pubkey;
+pub use solana_sdk::signature::{Keypair, Signature};
+pub use solana_sdk::signer::Signer;
+
+/// Chain errors.
+#[derive(Debug, thiserror::Error)]
+pub enum ChainError {
+    /// Bad `-u` / commitment.
+    #[error("{0}")]
+    BadUrl(String),
+    /// Bad configuration (env var, address).
+    #[error("{0}")]
+    Config(String),
+    /// An RPC call failed (after retries for transient errors).
+    #[error("RPC {what} failed: {source}")]
+    Rpc {
+        /// The call.
+        what: String,
+        /// The client's error.
+        source: Box<solana_rpc_client_api::client_error::Error>,
+    },
+    /// The transaction landed but failed.
+    #[error("transaction {signature} failed on chain: {error}")]
+    TxFailed {
+        /// Its signature.
+        signature: String,
+        /// The error.
+        error: String,
+    },
+    /// The blockhash expired three times without the transaction landing.
+    #[error("transaction did not land before its blockhash expired (3 attempts); is the cluster reachable and the fee payer funded?")]
+    Expired,
+    /// A fetched transaction had an unexpected shape.
+    #[error(transparent)]
+    Shape(#[from] parsed_tx::TxShapeError),
+}
