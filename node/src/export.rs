@@ -67,9 +67,7 @@ pub struct ExportOptions {
 /// A signed export.
 #[derive(Debug, Clone)]
 pub struct Export {
-    /// The bundle.
-    pub bundle: Bundle,
-    /// The signed wrapper.
+    /// The signed bundle (the bundle is inside).
     pub signed: SignedBundle,
     /// Memories that had findings (only non-empty with `allow_sensitive`).
     pub sensitive: Vec<SensitiveMemory>,
@@ -117,10 +115,6 @@ pub fn export_signed(
         return Err(ExportError::Sensitive(sensitive));
     }
     let signed_at = opts.signed_at.clone().unwrap_or_else(crate::clock::now_iso);
-    let signed = SignedBundle::sign(&bundle, wallet, &signed_at);
-    Ok(Export {
-        bundle,
-        signed,
-        sensitive,
-    })
+    let signed = SignedBundle::sign(bundle, wallet, &signed_at);
+    Ok(Export { signed, sensitive })
 }

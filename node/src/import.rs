@@ -15,6 +15,9 @@ pub enum ImportError {
     /// The bundle did not verify; nothing was written.
     #[error("bundle did not verify, nothing imported: {}", .0.error.as_deref().unwrap_or("invalid"))]
     Invalid(Box<VerifyReport>),
+    /// A verified bundle whose rows are not memory rows.
+    #[error("bundle rows are not memory rows, nothing imported: {0}")]
+    Malformed(String),
     /// Writing failed (the transaction rolled back).
     #[error(transparent)]
     Store(#[from] StoreError),
@@ -67,8 +70,8 @@ pub fn import_signed(
     };
     let hash_hex = hex::encode(v.bundle_hash);
     let scope = scope.map_or_else(|| default_scope(&hash_hex), str::to_string);
-    let rows: Vec<ImportRow> = v
-        .memories
+    let memories = v.memories().map_err(ImportError::Malformed)?;
+    let rows: Vec<ImportRow> = memories
         .iter()
         .map(|row| {
             let hits: Vec<&str> = ["content", "tags"]

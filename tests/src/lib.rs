@@ -1,1 +1,211 @@
-//! End-to-end test harness (validator start/stop lands with the localnet issue).
+//! Test harness: a real `solana-test-validator` per test binary, on free
+//! loopback ports with a temp ledger, healthy before tests run, and killed
+//! when the test process ends (also on panic: `PR_SET_PDEATHSIG`).
+//!
+//! The binary comes from `localnet/install` (`$BRAINCTL_VALIDATOR_BIN`, or
+//! the cache path). A missing binary fails the test with the fix; it is
+//! never a skip.
+
+use node::chain::{parse_commitment, Chain, Endpoint, Keypair, Pubkey, Signer};
+use std::net::{TcpListener, UdpSocket};
+use std::path::PathBuf;
+use std::process::{Command, Stdio};
+use std::sync::OnceLock;
+use std::time::{Duration, Instant};
+
+/// The agave version `localnet/install` builds.
+pub const AGAVE_VERSION: &str = "3.1.12";
+
+/// A running validator.
+pub struct TestValidator {
+    /// JSON-RPC URL.
+    pub rpc_url: String,
+    /// Websocket URL.
+    pub ws_url: String,
+    /// Ledger dir (kept for the process lifetime).
+    pub ledger: PathBuf,
+    /// The validator's pid.
+    pub pid: u32,
+}
+
+/// Where `localnet/install` puts the validator.
+pub fn validator_bin() -> PathBuf {
+    if let Some(p) = std::env::var_os("BRAINCTL_VALIDATOR_BIN") {
+        return p.into();
+    }
+    let cache = std::env::var_os("BRAINCTL_CACHE")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| {
+            PathBuf::from(std::env::var_os("HOME").expect("HOME is set")).join(".cache/brainctl")
+        });
+    cache.join(format!(
+        "validator-{AGAVE_VERSION}/bin/solana-test-validator"
+    ))
+}
+
+fn port_free(p: u16) -> bool {
+    TcpListener::bind(("127.0.0.1", p)).is_ok() && UdpSocket::bind(("127.0.0.1", p)).is_ok()
+}
+
+/// A base port with `span` consecutive free TCP+UDP ports after it.
+fn free_port_block(span: u16) -> u16 {
+    let seed = std::process::id() as u64 ^ Instant::now().elapsed().as_nanos() as u64;
+    let mut base = 20_000 + (seed.wrapping_mul(2_654_435_761) % 35_000) as u16;
+    for _ in 0..200 {
+        if (base..base + span).all(port_free) {
+            return base;
+        }
+        base = 20_000 + (base - 20_000 + span + 7) % 40_000;
+    }
+    panic!("no block of {span} free ports on 127.0.0.1");
+}
+
+static VALIDATOR: OnceLock<TestValidator> = OnceLock::new();
+
+/// The validator of this test binary, started on first use.
+pub fn validator() -> &'static TestValidator {
+    VALIDATOR.get_or_init(|| start(&[]))
+}
+
+/// Starts a validator with extra arguments (e.g. `--bpf-program`).
+pub fn start(extra: &[String]) -> TestValidator {
+    let bin = validator_bin();
+    assert!(
+        bin.exists(),
+        "solana-test-validator not found at {}: run ./localnet/install (builds agave-validator {AGAVE_VERSION} into the cache, ~20-40 min once)",
+        bin.display()
+    );
+    let base = free_port_block(120);
+    let (rpc, faucet, gossip) = (base, base + 2, base + 3);
+    let dyn_range = format!("{}-{}", base + 10, base + 119);
+    let ledger = tempfile::Builder::new()
+        .prefix("brainctl-ledger-")
+        .tempdir()
+        .expect("temp ledger")
+        .keep();
+    let log = ledger.join("validator.log");
+    let mut args: Vec<String> = [
+        "--ledger",
+        ledger.to_str().expect("utf-8 path"),
+        "--rpc-port",
+        &rpc.to_string(),
+        "--faucet-port",
+        &faucet.to_string(),
+        "--gossip-port",
+        &gossip.to_string(),
+        "--dynamic-port-range",
+        &dyn_range,
+        "--bind-address",
+        "127.0.0.1",
+        "--reset",
+        "--quiet",
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .collect();
+    args.extend(extra.iter().cloned());
+    let (tx, rx) = std::sync::mpsc::channel();
+    let log_for_thread = log.clone();
+    // The child is spawned (and PR_SET_PDEATHSIG armed) from a thread that
+    // lives as long as the process, so it dies exactly when the test process does.
+    std::thread::spawn(move || {
+        let out = std::fs::File::create(&log_for_thread).expect("log file");
+        let mut cmd = Command::new(bin);
+        cmd.args(&args)
+            .stdin(Stdio::null())
+            .stdout(out.try_clone().expect("dup"))
+            .stderr(out);
+        unsafe {
+            use std::os::unix::process::CommandExt;
+            cmd.pre_exec(|| {
+                if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL) != 0 {
+                    return Err(std::io::Error::last_os_error());
+                }
+                Ok(())
+            });
+        }
+        let mut child = cmd.spawn().expect("spawn solana-test-validator");
+        tx.send(child.id()).expect("report pid");
+        let status = child.wait();
+        eprintln!("solana-test-validator exited: {status:?}");
+        loop {
+            std::thread::park();
+        }
+    });
+    let pid = rx.recv().expect("validator pid");
+    let rpc_url = format!("http://127.0.0.1:{rpc}");
+    let v = TestValidator {
+        ws_url: format!("ws://127.0.0.1:{}", rpc + 1),
+        rpc_url,
+        ledger,
+        pid,
+    };
+    v.wait_healthy(&log);
+    v
+}
+
+impl TestValidator {
+    fn wait_healthy(&self, log: &std::path::Path) {
+        let rt = runtime();
+        let chain = self.chain();
+        let deadline = Instant::now() + Duration::from_secs(90);
+        loop {
+            let ok = rt.block_on(async {
+                chain.rpc().get_health().await.is_ok()
+                    && chain.rpc().get_slot().await.is_ok_and(|s| s > 0)
+            });
+            if ok {
+                return;
+            }
+            let alive = unsafe { libc::kill(self.pid as i32, 0) } == 0;
+            if !alive || Instant::now() > deadline {
+                let tail = std::fs::read_to_string(log).unwrap_or_default();
+                let tail: String = tail
+                    .lines()
+                    .rev()
+                    .take(30)
+                    .collect::<Vec<_>>()
+                    .into_iter()
+                    .rev()
+                    .collect::<Vec<_>>()
+                    .join("\n");
+                panic!("solana-test-validator did not become healthy (alive: {alive}); log tail:\n{tail}");
+            }
+            std::thread::sleep(Duration::from_millis(250));
+        }
+    }
+
+    /// A chain handle at `confirmed` (localnet).
+    pub fn chain(&self) -> Chain {
+        Chain::new(
+            Endpoint {
+                rpc_url: self.rpc_url.clone(),
+                ws_url: self.ws_url.clone(),
+            },
+            parse_commitment("confirmed").expect("valid"),
+        )
+    }
+
+    /// Airdrops `sol` to `to` and waits for it.
+    pub fn fund(&self, to: &Pubkey, sol: u64) {
+        let chain = self.chain();
+        runtime()
+            .block_on(chain.airdrop(to, sol * 1_000_000_000))
+            .expect("airdrop");
+    }
+
+    /// A new funded keypair.
+    pub fn funded_keypair(&self, sol: u64) -> Keypair {
+        let k = Keypair::new();
+        self.fund(&k.pubkey(), sol);
+        k
+    }
+}
+
+/// A small runtime for blocking test code.
+pub fn runtime() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("tokio runtime")
+}

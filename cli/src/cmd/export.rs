@@ -40,11 +40,7 @@ pub fn run(a: ExportArgs, ctx: &Context) -> CliResult<u8> {
         }
         Err(e) => return Err(e.into()),
     };
-    let hash = export
-        .signed
-        .bundle_hash_hex()
-        .unwrap_or_default()
-        .to_string();
+    let hash = export.signed.bundle_hash_hex.clone();
     let text = export.signed.to_file_text();
     let out = a
         .output
@@ -67,14 +63,14 @@ pub fn run(a: ExportArgs, ctx: &Context) -> CliResult<u8> {
             "bundle_path": out,
             "bundle_hash": hash,
             "signer_pubkey": wallet.address(),
-            "memories_count": export.bundle.memories.len(),
-            "signed_at": export.signed.outer["signed_at"],
+            "memories_count": export.signed.bundle.memories.len(),
+            "signed_at": export.signed.signed_at,
             "sensitive": export.sensitive,
         });
         ctx.emit(&v, || {
             format!(
                 "signed {} memories\n  bundle hash  {hash}\n  signer       {}\n  written to   {}",
-                export.bundle.memories.len(),
+                export.signed.bundle.memories.len(),
                 wallet.address(),
                 out.display()
             )

@@ -200,15 +200,14 @@ pub fn write_str(out: &mut Vec<u8>, s: &str) {
     out.push(b'"');
     let bytes = s.as_bytes();
     let mut start = 0;
-    for (i, &b) in bytes.iter().enumerate() {
-        if (0x20..0x7f).contains(&b) && b != b'"' && b != b'\\' {
-            continue;
-        }
-        // Non-ASCII bytes: handled per char below; skip continuation bytes.
-        if b >= 0x80 && (b & 0xC0) == 0x80 {
-            continue;
-        }
+    while let Some(off) = bytes[start..]
+        .iter()
+        .position(|&b| NEEDS_ESCAPE[b as usize])
+    {
+        let i = start + off;
         out.extend_from_slice(&bytes[start..i]);
+        let b = bytes[i];
+        start = i + 1;
         match b {
             b'"' => out.extend_from_slice(b"\\\""),
             b'\\' => out.extend_from_slice(b"\\\\"),
@@ -219,20 +218,32 @@ pub fn write_str(out: &mut Vec<u8>, s: &str) {
             0x0c => out.extend_from_slice(b"\\f"),
             _ if b < 0x80 => write_u16_escape(out, b as u16),
             _ => {
+                // `i` is a char boundary: escapes end on boundaries.
                 let ch = s[i..].chars().next().expect("char boundary");
                 let mut units = [0u16; 2];
                 for unit in ch.encode_utf16(&mut units) {
                     write_u16_escape(out, *unit);
                 }
                 start = i + ch.len_utf8();
-                continue;
             }
         }
-        start = i + 1;
     }
     out.extend_from_slice(&bytes[start..]);
     out.push(b'"');
 }
+
+/// Bytes that cannot be copied as-is: controls, `"`, `\\`, DEL and every
+/// non-ASCII byte (lead bytes start an escaped char; continuation bytes are
+/// consumed with their lead).
+static NEEDS_ESCAPE: [bool; 256] = {
+    let mut t = [false; 256];
+    let mut i = 0;
+    while i < 256 {
+        t[i] = i < 0x20 || i == b'"' as usize || i == b'\\' as usize || i >= 0x7f;
+        i += 1;
+    }
+    t
+};
 
 fn write_u16_escape(out: &mut Vec<u8>, unit: u16) {
     const HEX: &[u8; 16] = b"0123456789abcdef";
@@ -302,6 +313,48 @@ mod tests {
         let v = json!({"version": 1, "e": [], "o": {}, "l": [1, "é"], "n": {"k": null}});
         let want = "{\n  \"version\": 1,\n  \"e\": [],\n  \"o\": {},\n  \"l\": [\n    1,\n    \"\\u00e9\"\n  ],\n  \"n\": {\n    \"k\": null\n  }\n}";
         assert_eq!(python_pretty(&v), want);
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn strings_round_trip_as_ascii(s in ".*") {
+            let out = canon(&json!(s));
+            proptest::prop_assert!(out.is_ascii());
+            let back: String = serde_json::from_str(&out).unwrap();
+            proptest::prop_assert_eq!(back, s);
+        }
+
+        #[test]
+        fn floats_round_trip(x in proptest::num::f64::NORMAL | proptest::num::f64::SUBNORMAL | proptest::num::f64::ZERO) {
+            let r = python_float_repr(x);
+            proptest::prop_assert!(r.contains('.') || r.contains('e'), "{}", r);
+            proptest::prop_assert_eq!(r.parse::<f64>().unwrap(), x);
+        }
+
+        #[test]
+        fn nested_values_round_trip(v in arb_json()) {
+            let bytes = canonical(&v);
+            let back: Value = serde_json::from_slice(&bytes).unwrap();
+            proptest::prop_assert_eq!(canonical(&back), bytes, "canonical is a fixed point");
+        }
+    }
+
+    fn arb_json() -> impl proptest::strategy::Strategy<Value = Value> {
+        use proptest::prelude::*;
+        let leaf = prop_oneof![
+            Just(Value::Null),
+            any::<bool>().prop_map(Value::Bool),
+            any::<i64>().prop_map(Value::from),
+            proptest::num::f64::NORMAL.prop_map(Value::from),
+            ".{0,12}".prop_map(Value::String),
+        ];
+        leaf.prop_recursive(3, 32, 6, |inner| {
+            prop_oneof![
+                proptest::collection::vec(inner.clone(), 0..6).prop_map(Value::Array),
+                proptest::collection::btree_map(".{0,6}", inner, 0..6)
+                    .prop_map(|m| Value::Object(m.into_iter().collect())),
+            ]
+        })
     }
 
     #[test]

@@ -145,6 +145,23 @@ impl MemoryRow {
         Value::Object(m)
     }
 
+    /// Checks a bundle's JSON row has only scalar bundle columns, without
+    /// copying anything.
+    pub fn check_value(v: &Value) -> Result<(), String> {
+        let obj = v.as_object().ok_or("memory is not a JSON object")?;
+        for name in BUNDLE_COLUMNS {
+            if let Some(val) = obj.get(name) {
+                let scalar = val.is_null() || val.is_string() || val.is_i64() || val.is_f64();
+                if !scalar {
+                    return Err(format!(
+                        "memory field `{name}` has an unsupported JSON type"
+                    ));
+                }
+            }
+        }
+        Ok(())
+    }
+
     /// Reads a row from a bundle's JSON object. Missing columns are null
     /// (as the reference's `_row_to_dict`); non-scalar values are refused.
     pub fn from_value(v: &Value) -> Result<MemoryRow, String> {

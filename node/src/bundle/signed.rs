@@ -14,51 +14,51 @@ use serde_json::{Map, Value};
 /// Outer format version.
 pub const SIGNED_VERSION: i64 = 1;
 
-/// A signed bundle as written to `*.signed.json`.
+/// A bundle we signed: the typed inner bundle plus the outer fields. The
+/// JSON tree of the file is built only when the file is written.
 #[derive(Debug, Clone)]
 pub struct SignedBundle {
-    /// The whole outer object, in the reference's key order.
-    pub outer: Value,
+    /// The inner bundle.
+    pub bundle: Bundle,
+    /// Hex SHA-256 of its canonical bytes.
+    pub bundle_hash_hex: String,
+    /// Base58 Ed25519 signature over the digest.
+    pub signature_b58: String,
+    /// Base58 signer.
+    pub signer_pubkey_b58: String,
+    /// ISO 8601 signing time.
+    pub signed_at: String,
 }
 
 impl SignedBundle {
     /// Signs `bundle` with `wallet`; `signed_at` is ISO 8601.
-    pub fn sign(bundle: &Bundle, wallet: &Wallet, signed_at: &str) -> SignedBundle {
+    pub fn sign(bundle: Bundle, wallet: &Wallet, signed_at: &str) -> SignedBundle {
         let digest = sha256(&bundle.canonical_bytes());
-        Self::from_parts(bundle.to_value(), &digest, wallet, signed_at)
+        SignedBundle {
+            bundle,
+            bundle_hash_hex: hex::encode(digest),
+            signature_b58: bs58::encode(wallet.sign(&digest)).into_string(),
+            signer_pubkey_b58: wallet.address(),
+            signed_at: signed_at.to_string(),
+        }
     }
 
-    /// Wraps an already-canonicalized inner bundle whose SHA-256 is `digest`.
-    pub fn from_parts(
-        inner: Value,
-        digest: &[u8; 32],
-        wallet: &Wallet,
-        signed_at: &str,
-    ) -> SignedBundle {
-        let sig = wallet.sign(digest);
+    /// The outer object, in the reference's key order.
+    pub fn to_value(&self) -> Value {
         let mut m = Map::new();
         m.insert("version".into(), Value::from(SIGNED_VERSION));
-        m.insert("bundle".into(), inner);
-        m.insert("bundle_hash_hex".into(), Value::String(hex::encode(digest)));
-        m.insert(
-            "signature_b58".into(),
-            Value::String(bs58::encode(sig).into_string()),
-        );
-        m.insert("signer_pubkey_b58".into(), Value::String(wallet.address()));
-        m.insert("signed_at".into(), Value::String(signed_at.to_string()));
-        SignedBundle {
-            outer: Value::Object(m),
-        }
+        m.insert("bundle".into(), self.bundle.to_value());
+        let s = |v: &String| Value::String(v.clone());
+        m.insert("bundle_hash_hex".into(), s(&self.bundle_hash_hex));
+        m.insert("signature_b58".into(), s(&self.signature_b58));
+        m.insert("signer_pubkey_b58".into(), s(&self.signer_pubkey_b58));
+        m.insert("signed_at".into(), s(&self.signed_at));
+        Value::Object(m)
     }
 
     /// The file text, laid out as the reference's `json.dumps(indent=2)`.
     pub fn to_file_text(&self) -> String {
-        python_pretty(&self.outer)
-    }
-
-    /// The claimed hash (hex), as written in the file.
-    pub fn bundle_hash_hex(&self) -> Option<&str> {
-        self.outer.get("bundle_hash_hex").and_then(Value::as_str)
+        python_pretty(&self.to_value())
     }
 }
 
@@ -127,10 +127,19 @@ pub struct VerifiedBundle {
     pub bundle_hash: [u8; 32],
     /// The signer's base58 pubkey.
     pub signer: String,
-    /// The rows.
-    pub memories: Vec<MemoryRow>,
     /// The inner bundle as parsed.
     pub inner: Value,
+}
+
+impl VerifiedBundle {
+    /// The rows as typed memory rows (an error names a row with a
+    /// non-scalar field).
+    pub fn memories(&self) -> Result<Vec<MemoryRow>, String> {
+        match self.inner.get("memories") {
+            Some(Value::Array(items)) => items.iter().map(MemoryRow::from_value).collect(),
+            _ => Err("`memories` is not an array".into()),
+        }
+    }
 }
 
 /// Verifies a signed bundle file's text. Never panics on any input.
@@ -144,12 +153,12 @@ pub fn verify_text(text: &[u8]) -> (VerifyReport, Option<VerifiedBundle>) {
             )
         }
     };
-    verify_value(&outer)
+    verify_value(outer)
 }
 
-/// Verifies a parsed signed bundle.
-pub fn verify_value(outer: &Value) -> (VerifyReport, Option<VerifiedBundle>) {
-    let Some(obj) = outer.as_object() else {
+/// Verifies a parsed signed bundle (taking it, so nothing is copied).
+pub fn verify_value(outer: Value) -> (VerifyReport, Option<VerifiedBundle>) {
+    let Value::Object(mut obj) = outer else {
         return (
             VerifyReport::fail(Verdict::Malformed, "signed bundle is not a JSON object"),
             None,
@@ -210,22 +219,22 @@ pub fn verify_value(outer: &Value) -> (VerifyReport, Option<VerifiedBundle>) {
         report.error = Some(e.to_string());
         return (report, None);
     }
-    let rows: Result<Vec<MemoryRow>, String> = memories.iter().map(MemoryRow::from_value).collect();
-    let rows = match rows {
-        Ok(r) => r,
-        Err(e) => {
-            report.verdict = Verdict::Malformed;
-            report.error = Some(format!("malformed bundle: {e}"));
-            return (report, None);
-        }
-    };
+    if let Some((i, e)) = memories
+        .iter()
+        .enumerate()
+        .find_map(|(i, m)| MemoryRow::check_value(m).err().map(|e| (i, e)))
+    {
+        report.verdict = Verdict::Malformed;
+        report.error = Some(format!("malformed bundle: memory #{i}: {e}"));
+        return (report, None);
+    }
     report.ok = true;
     report.verdict = Verdict::Valid;
+    let inner = obj.remove("bundle").expect("checked above");
     let verified = VerifiedBundle {
         bundle_hash: digest,
         signer: pub_b58,
-        memories: rows,
-        inner: inner.clone(),
+        inner,
     };
     (report, Some(verified))
 }

@@ -81,7 +81,7 @@ impl FeePolicy {
             FeeOp::Mint => self.mint_fee,
         };
         (self.enabled && amount > 0)
-            .then(|| solana_system_interface::instruction::transfer(payer, &self.treasury, amount))
+            .then(|| super::instructions::transfer(payer, &self.treasury, amount))
     }
 
     /// Settle fee: ceil(price × fee_bps / 10,000), 0 when fees don't apply.

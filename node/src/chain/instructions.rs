@@ -55,6 +55,11 @@ pub fn discovery(registry: &Pubkey, cu_limit: u32) -> Instruction {
     ix
 }
 
+/// A System transfer of `lamports` from `from` to `to`.
+pub fn transfer(from: &Pubkey, to: &Pubkey, lamports: u64) -> Instruction {
+    solana_system_interface::instruction::transfer(from, to, lamports)
+}
+
 /// Whether `program_id` is an SPL Memo program (v1 or v3).
 pub fn is_memo_program(program_id: &str) -> bool {
     program_id == MEMO_V1 || program_id == MEMO_V3.to_string()

@@ -1,0 +1,130 @@
+//! The chain layer against a real validator: discovery reference, pins, and
+//! the hostile pins that must not count.
+
+use e2e::{runtime, validator};
+use node::chain::instructions::{default_registry, discovery, memo, transfer};
+use node::chain::memo_field::parse_memo_field;
+use node::chain::pin::{find_pin, pin_memo, post_pin};
+use node::chain::Signer;
+fn hash_hex(seed: u8) -> String {
+    hex::encode([seed; 32])
+}
+
+/// DESIGN.md §Settlement, Discovery: the registry appended read-only to a
+/// SetComputeUnitLimit leaves the tx successful and findable by address.
+#[test]
+fn discovery_reference_is_found_by_registry_address() {
+    let v = validator();
+    let rt = runtime();
+    let chain = v.chain();
+    let actor = v.funded_keypair(2);
+    let registry = default_registry();
+    let text = "brainctl-marketplace/v1:cancel:20261101-0123456789ab";
+    let sent = rt
+        .block_on(chain.send(
+            &[discovery(&registry, 200_000), memo(text, &actor.pubkey())],
+            &[&actor],
+        ))
+        .expect("discovery tx lands");
+    let history = rt.block_on(chain.signatures_for(&registry, None)).unwrap();
+    let entry = history
+        .iter()
+        .find(|s| s.signature == sent.signature.to_string())
+        .expect("found via registry");
+    assert!(entry.err.is_none());
+    assert_eq!(
+        entry.memo.as_deref(),
+        Some(format!("[{}] {text}", text.len()).as_str())
+    );
+    assert_eq!(
+        parse_memo_field(entry.memo.as_deref().unwrap()).unwrap(),
+        vec![text]
+    );
+    let tx = rt
+        .block_on(chain.transaction(&sent.signature))
+        .unwrap()
+        .unwrap();
+    assert!(tx.succeeded && tx.signed_by(&actor.pubkey().to_string()));
+    assert_eq!(tx.memos, vec![text]);
+}
+
+#[test]
+fn pin_then_find_and_hostile_pins_do_not_count() {
+    let v = validator();
+    let rt = runtime();
+    let chain = v.chain();
+    let signer = v.funded_keypair(2);
+    let other = v.funded_keypair(2);
+    let me = signer.pubkey().to_string();
+
+    // never pinned
+    assert_eq!(
+        rt.block_on(find_pin(&chain, &me, &hash_hex(1))).unwrap(),
+        None
+    );
+
+    // another signer posts the exact text in a tx that touches the signer
+    // (a transfer to them), so it shows up in the signer's history
+    let h2 = hash_hex(2);
+    let forged = pin_memo(&h2, &me);
+    rt.block_on(chain.send(
+        &[
+            transfer(&other.pubkey(), &signer.pubkey(), 1),
+            memo(&forged, &other.pubkey()),
+        ],
+        &[&other],
+    ))
+    .unwrap();
+    assert_eq!(
+        rt.block_on(find_pin(&chain, &me, &h2)).unwrap(),
+        None,
+        "memo by another signer"
+    );
+
+    // extra text around the pin string
+    let h3 = hash_hex(3);
+    let padded = format!("x{}x", pin_memo(&h3, &me));
+    rt.block_on(chain.send(&[memo(&padded, &signer.pubkey())], &[&signer]))
+        .unwrap();
+    assert_eq!(
+        rt.block_on(find_pin(&chain, &me, &h3)).unwrap(),
+        None,
+        "substring must not match"
+    );
+
+    // a failed transaction carrying the exact memo (transfer beyond balance)
+    let h4 = hash_hex(4);
+    let failed = rt
+        .block_on(chain.send_skip_preflight(
+            &[
+                memo(&pin_memo(&h4, &me), &signer.pubkey()),
+                transfer(&signer.pubkey(), &other.pubkey(), 1_000_000_000_000),
+            ],
+            &[&signer],
+        ))
+        .unwrap();
+    let ftx = rt
+        .block_on(chain.transaction(&failed.signature))
+        .unwrap()
+        .unwrap();
+    assert!(
+        !ftx.succeeded,
+        "the hostile tx must really have failed on chain"
+    );
+    assert_eq!(
+        rt.block_on(find_pin(&chain, &me, &h4)).unwrap(),
+        None,
+        "failed tx"
+    );
+
+    // the real thing
+    let h5 = hash_hex(5);
+    let posted = rt.block_on(post_pin(&chain, &signer, &h5)).unwrap();
+    let found = rt
+        .block_on(find_pin(&chain, &me, &h5))
+        .unwrap()
+        .expect("pinned");
+    assert_eq!(found.signature, posted.signature);
+    assert_eq!(found.memo, pin_memo(&h5, &me));
+    assert_eq!(found.cluster, "localnet");
+}
