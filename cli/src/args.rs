@@ -13,6 +13,9 @@ Exit codes:
 Environment:
   BRAINCTL_DB, BRAIN_DB    memory store path (default ~/.brainctl/brain.db)
   BRAINCTL_WALLET_PATH     wallet path (default ~/.brainctl/wallet.json)
+  BRAINCTL_RPC_URL         cluster for on-chain commands (default mainnet-beta)
+  BRAINCTL_PROTOCOL_FEE_DISABLE=1, BRAINCTL_OP_FEE_LAMPORTS, BRAINCTL_TREASURY_PUBKEY
+                           protocol fee settings (fees apply on mainnet-beta only)
   RUST_LOG                 log filter for -v output (e.g. brainctl=debug)";
 
 /// brainctl: keep, sign, verify and trade agent memories.
@@ -25,6 +28,19 @@ pub struct Cli {
     /// Wallet keystore (Solana CLI JSON array of 64 bytes).
     #[arg(long, global = true, value_name = "PATH", env = "BRAINCTL_WALLET_PATH")]
     pub keystore: Option<PathBuf>,
+    /// Cluster: mainnet-beta, devnet, testnet, localhost, or an RPC URL (like the Solana CLI's -u).
+    #[arg(
+        short = 'u',
+        long = "url",
+        global = true,
+        value_name = "URL_OR_MONIKER",
+        env = "BRAINCTL_RPC_URL",
+        default_value = "mainnet-beta"
+    )]
+    pub url: String,
+    /// Commitment for reads and confirmations (localnet may use confirmed).
+    #[arg(long, global = true, env = "BRAINCTL_COMMITMENT", default_value = "finalized", value_parser = ["processed", "confirmed", "finalized"])]
+    pub commitment: String,
     /// Print machine-readable JSON on stdout (errors too: {"ok":false,"error":...}).
     #[arg(long, global = true)]
     pub json: bool,
@@ -48,12 +64,14 @@ pub enum Command {
     #[command(after_help = "Examples:
   brainctl export --sign -o lessons.signed.json --category lesson
   brainctl export --sign --ids 1,2,3 -o picked.signed.json
+  brainctl export --sign --pin-onchain -u devnet -o pinned.signed.json
   brainctl --db ~/agentmemory/db/brain.db export --sign -o all.signed.json   # Python brainctl store, read-only")]
     Export(ExportArgs),
     /// Verify a signed bundle (exit 0 valid, 1 tampered, 2 malformed).
     #[command(after_help = "Examples:
   brainctl verify lessons.signed.json
-  brainctl verify --json lessons.signed.json | jq .bundle_hash")]
+  brainctl verify --json lessons.signed.json | jq .bundle_hash
+  brainctl verify --check-onchain -u devnet pinned.signed.json")]
     Verify(VerifyArgs),
     /// Import a signed bundle into a quarantine scope (verified first).
     #[command(after_help = "Examples:
@@ -77,6 +95,14 @@ pub enum WalletCmd {
     Show,
     /// Print only the base58 address.
     Address,
+    /// The wallet's SOL balance on the cluster (-u).
+    Balance,
+    /// Request an airdrop (devnet, testnet, localnet only).
+    Airdrop {
+        /// Amount in SOL.
+        #[arg(default_value_t = 1.0)]
+        sol: f64,
+    },
     /// Copy an existing Solana CLI keystore into the wallet path.
     Import {
         /// The keystore to import.
@@ -194,6 +220,10 @@ pub struct ExportArgs {
     /// Sign even though secrets or personal data were found.
     #[arg(long)]
     pub allow_sensitive: bool,
+    /// Also post the pin memo `brainctl/v1:<hash>:<signer>` on chain (-u);
+    /// the receipt is saved beside the bundle as <file>.pin.json.
+    #[arg(long)]
+    pub pin_onchain: bool,
 }
 
 /// `brainctl verify`
@@ -201,6 +231,10 @@ pub struct ExportArgs {
 pub struct VerifyArgs {
     /// The signed bundle file.
     pub file: PathBuf,
+    /// Also require a pin on chain (-u): a successful transaction signed by
+    /// the bundle's signer whose memo equals the pin string (exit 2 if none).
+    #[arg(long)]
+    pub check_onchain: bool,
 }
 
 /// `brainctl import`

@@ -17,6 +17,10 @@ pub struct Context {
     pub wallet_path: PathBuf,
     /// `--json`.
     pub json: bool,
+    /// `-u`.
+    pub url: String,
+    /// `--commitment`.
+    pub commitment: String,
 }
 
 impl Context {
@@ -32,6 +36,8 @@ impl Context {
             db_path,
             wallet_path,
             json: cli.json,
+            url: cli.url.clone(),
+            commitment: cli.commitment.clone(),
         })
     }
 
@@ -45,6 +51,25 @@ impl Context {
     pub fn store_read_only(&self) -> CliResult<Store> {
         Ok(Store::open_read_only(&self.db_path)
             .with_context(|| format!("store {}", self.db_path.display()))?)
+    }
+
+    /// A chain handle for `-u` / `--commitment` (validated here, so a bad
+    /// URL is bad input before any network I/O).
+    pub fn chain(&self) -> CliResult<node::chain::Chain> {
+        let endpoint =
+            node::chain::Endpoint::parse(&self.url).map_err(crate::failure::Failure::bad_input)?;
+        let commitment = node::chain::parse_commitment(&self.commitment)
+            .map_err(crate::failure::Failure::bad_input)?;
+        Ok(node::chain::Chain::new(endpoint, commitment))
+    }
+
+    /// Runs an async on-chain step to completion.
+    pub fn block_on<F: std::future::Future>(&self, f: F) -> F::Output {
+        tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .expect("tokio runtime")
+            .block_on(f)
     }
 
     /// Loads the wallet (permission-checked).

@@ -51,6 +51,26 @@ pub fn run(a: ExportArgs, ctx: &Context) -> CliResult<u8> {
     } else {
         write_private_atomic(&out, text.as_bytes())?;
     }
+    let mut pin = None;
+    if a.pin_onchain {
+        let chain = ctx.chain()?;
+        let receipt = ctx
+            .block_on(node::chain::pin::post_pin(
+                &chain,
+                &wallet.solana_keypair(),
+                &hash,
+            ))
+            .map_err(|e| {
+                anyhow::anyhow!(e)
+                    .context("the bundle is signed and written, but the on-chain pin failed")
+            })?;
+        if !to_stdout {
+            let receipt_path = PathBuf::from(format!("{}.pin.json", out.display()));
+            let text = serde_json::to_string_pretty(&receipt).expect("serializes");
+            write_private_atomic(&receipt_path, text.as_bytes())?;
+        }
+        pin = Some(receipt);
+    }
     if !export.sensitive.is_empty() {
         eprintln!(
             "warning: signed despite sensitive content in {} memories (--allow-sensitive)",
@@ -66,6 +86,8 @@ pub fn run(a: ExportArgs, ctx: &Context) -> CliResult<u8> {
             "memories_count": export.signed.bundle.memories.len(),
             "signed_at": export.signed.signed_at,
             "sensitive": export.sensitive,
+            "pinned_onchain": pin.is_some(),
+            "pin": pin,
         });
         ctx.emit(&v, || {
             format!(
@@ -73,7 +95,14 @@ pub fn run(a: ExportArgs, ctx: &Context) -> CliResult<u8> {
                 export.signed.bundle.memories.len(),
                 wallet.address(),
                 out.display()
-            )
+            ) + &pin.as_ref().map_or(String::new(), |p| {
+                format!(
+                    "\n  pinned       {} (slot {}), receipt {}.pin.json",
+                    p.signature,
+                    p.slot,
+                    out.display()
+                )
+            })
         });
     }
     Ok(0)

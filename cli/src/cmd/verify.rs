@@ -1,19 +1,40 @@
-//! `brainctl verify FILE`: exit 0 valid, 1 tampered, 2 malformed.
+//! `brainctl verify FILE [--check-onchain]`: exit 0 valid (and pinned, when
+//! asked), 1 tampered, 2 malformed or no pin found.
 
 use super::files::read_capped;
 use crate::args::VerifyArgs;
 use crate::context::Context;
 use crate::failure::CliResult;
 use node::bundle::verify_text;
+use serde_json::json;
+
+/// Exit code when `--check-onchain` finds no pin.
+const EXIT_NOT_PINNED: u8 = 2;
 
 pub fn run(a: &VerifyArgs, ctx: &Context) -> CliResult<u8> {
     let text = read_capped(&a.file)?;
     let (report, _) = verify_text(&text);
-    if ctx.json {
-        println!(
-            "{}",
-            serde_json::to_string_pretty(&report).expect("serializes")
+    let mut code = report.verdict.exit_code();
+    let mut onchain = None;
+    if report.ok && a.check_onchain {
+        let chain = ctx.chain()?;
+        let signer = report.signer_pubkey.clone().unwrap_or_default();
+        let hash = report.bundle_hash.clone().unwrap_or_default();
+        let found = ctx.block_on(node::chain::pin::find_pin(&chain, &signer, &hash))?;
+        if found.is_none() {
+            code = EXIT_NOT_PINNED;
+        }
+        onchain = Some(
+            json!({"pinned": found.is_some(), "pin": found, "rpc_url": chain.endpoint().rpc_url}),
         );
+    }
+    if ctx.json {
+        let mut v = serde_json::to_value(&report).expect("serializes");
+        if let Some(o) = &onchain {
+            v["onchain"] = o.clone();
+            v["ok"] = json!(code == 0);
+        }
+        println!("{}", serde_json::to_string_pretty(&v).expect("serializes"));
     } else if report.ok {
         println!(
             "valid: {} memories signed by {} at {}\n  bundle hash {}",
@@ -22,11 +43,17 @@ pub fn run(a: &VerifyArgs, ctx: &Context) -> CliResult<u8> {
             report.signed_at.as_deref().unwrap_or("?"),
             report.bundle_hash.as_deref().unwrap_or("?")
         );
+        if let Some(o) = &onchain {
+            match o["pin"].as_object() {
+                Some(p) => println!("  pinned on chain: {} (slot {})", p["signature"].as_str().unwrap_or("?"), p["slot"]),
+                None => eprintln!("not pinned: no successful transaction signed by the signer carries the exact pin memo"),
+            }
+        }
     } else {
         eprintln!(
             "invalid: {}",
             report.error.as_deref().unwrap_or("unknown error")
         );
     }
-    Ok(report.verdict.exit_code())
+    Ok(code)
 }

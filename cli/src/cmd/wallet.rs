@@ -2,7 +2,9 @@
 
 use crate::args::WalletCmd;
 use crate::context::Context;
-use crate::failure::CliResult;
+use crate::failure::{CliResult, Failure};
+use anyhow::anyhow;
+use node::chain::Signer;
 use node::wallet::Wallet;
 use serde_json::json;
 
@@ -28,6 +30,40 @@ pub fn run(cmd: WalletCmd, ctx: &Context) -> CliResult<u8> {
                     "address:        {}\nx25519 pubkey:  {x}\npath:           {}",
                     w.address(),
                     path.display()
+                )
+            });
+            Ok(0)
+        }
+        WalletCmd::Balance => {
+            let w = ctx.wallet()?;
+            let chain = ctx.chain()?;
+            let pk = w.solana_keypair().pubkey();
+            let lamports = ctx.block_on(chain.balance(&pk))?;
+            let sol = lamports as f64 / 1e9;
+            let v = json!({"ok": true, "address": w.address(), "lamports": lamports, "sol": sol, "rpc_url": chain.endpoint().rpc_url});
+            ctx.emit(&v, || {
+                format!("{sol} SOL ({lamports} lamports) at {}", w.address())
+            });
+            Ok(0)
+        }
+        WalletCmd::Airdrop { sol } => {
+            if !(sol > 0.0 && sol <= 1_000.0) {
+                return Err(Failure::bad_input(anyhow!(
+                    "airdrop amount must be in (0, 1000] SOL, got {sol}"
+                )));
+            }
+            let w = ctx.wallet()?;
+            let chain = ctx.chain()?;
+            let pk = w.solana_keypair().pubkey();
+            let lamports = (sol * 1e9).round() as u64;
+            let sig = ctx.block_on(chain.airdrop(&pk, lamports))?;
+            let balance = ctx.block_on(chain.balance(&pk))?;
+            let v = json!({"ok": true, "signature": sig.to_string(), "lamports": lamports, "balance_lamports": balance});
+            ctx.emit(&v, || {
+                format!(
+                    "airdropped {sol} SOL to {} ({sig}); balance {} SOL",
+                    w.address(),
+                    balance as f64 / 1e9
                 )
             });
             Ok(0)
