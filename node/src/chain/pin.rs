@@ -78,7 +78,7 @@ pub async fn find_pin(
         }
         // Cheap pre-filter on the listed memos; the transaction itself decides.
         let listed = info.memo.as_deref().map(parse_memo_field);
-        if !matches!(&listed, Some(Ok(memos)) if memos.iter().any(|m| *m == want)) {
+        if !matches!(&listed, Some(Ok(memos)) if memos.contains(&want)) {
             continue;
         }
         let sig = Signature::from_str(&info.signature).map_err(|_| {
@@ -87,7 +87,7 @@ pub async fn find_pin(
         let Some(tx) = chain.transaction(&sig).await? else {
             continue;
         };
-        if tx.succeeded && tx.signed_by(signer_b58) && tx.memos.iter().any(|m| *m == want) {
+        if tx.succeeded && tx.signed_by(signer_b58) && tx.memos.contains(&want) {
             return Ok(Some(PinReceipt {
                 signature: tx.signature,
                 slot: tx.slot,
