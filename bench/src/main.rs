@@ -35,6 +35,7 @@ fn bench_export(db: PathBuf, iters: usize) {
     let store = Store::open_read_only(&db).expect("open --db");
     let (mut build, mut sign, mut total, mut verify, mut scan) =
         (vec![], vec![], vec![], vec![], vec![]);
+    let (mut canon_s, mut hash_s, mut canon_len) = (vec![], vec![], 0usize);
     let mut last = None;
     for _ in 0..iters {
         let t0 = Instant::now();
@@ -55,6 +56,13 @@ fn bench_export(db: PathBuf, iters: usize) {
         let t3 = Instant::now();
         let findings = find_sensitive(&signed.bundle).len();
         let t4 = Instant::now();
+        let canon = signed.bundle.canonical_bytes();
+        let t5 = Instant::now();
+        let _ = node::crypto::sha256(&canon);
+        let t6 = Instant::now();
+        canon_s.push((t5 - t4).as_secs_f64());
+        hash_s.push((t6 - t5).as_secs_f64());
+        canon_len = canon.len();
         let (t2, t2v) = t2;
         assert!(report.ok, "our own bundle must verify");
         build.push((t1 - t0).as_secs_f64());
@@ -74,7 +82,7 @@ fn bench_export(db: PathBuf, iters: usize) {
         serde_json::json!({
             "bench": "export", "impl": "rust", "memories": n, "iters": iters,
             "build_s": median(build), "sign_s": median(sign), "export_total_s": median(total),
-            "verify_s": median(verify), "sensitive_scan_s": median(scan), "sensitive_rows": findings,
+            "verify_s": median(verify), "sensitive_scan_s": median(scan), "canonical_s": median(canon_s), "sha256_s": median(hash_s), "canonical_bytes": canon_len, "sensitive_rows": findings,
             "peak_rss_kib": peak_rss_kib(), "bundle_hash": hash,
         })
     );
