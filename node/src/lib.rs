@@ -6,6 +6,7 @@
 //! - [`bundle`]: canonical JSON, signed bundles and manifests
 //! - [`seal`]: AES-256-GCM blobs and sealed-box key envelopes
 //! - [`scan`]: secret/PII and prompt-injection scanners
+//! - [`market`]: marketplace memo grammar
 //! - [`export`] / [`import`]: the signed export and quarantined import flows
 //! - `chain` (feature `chain`): RPC, memos, fees, pins
 //! - [`clock`], [`crypto`]: timestamps and small crypto helpers
@@ -20,6 +21,7 @@ pub mod clock;
 pub mod crypto;
 pub mod export;
 pub mod import;
+pub mod market;
 pub mod scan;
 pub mod seal;
 pub mod store;

@@ -226,3 +226,24 @@ fn manifests_hash_and_verify_and_re_sign_identically() {
         assert!(verify_manifest(&edited, field).is_err(), "{name}");
     }
 }
+
+#[test]
+fn memos_parse_to_the_reference_fields() {
+    use node::market::{MemoError, MemoOp};
+    let text = String::from_utf8(fixture("memos.jsonl")).unwrap();
+    let mut n = 0;
+    for line in text.lines().filter(|l| !l.trim().is_empty()) {
+        let rec: Value = serde_json::from_str(line).unwrap();
+        let memo = rec["memo"].as_str().unwrap();
+        match (&rec["parsed"], MemoOp::parse(memo)) {
+            (Value::Null, Err(MemoError::NotMarketplace)) => {}
+            (want, Ok(op)) => {
+                assert_eq!(&op.to_reference_json(), want, "{memo}");
+                assert_eq!(op.to_string(), memo, "formatting is byte-identical");
+            }
+            (want, got) => panic!("{memo}: want {want}, got {got:?}"),
+        }
+        n += 1;
+    }
+    assert_eq!(n, 10);
+}
