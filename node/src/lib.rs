@@ -4,6 +4,7 @@
 //! - [`store`]: the memory store (SQLite, FTS5, migrations)
 //! - [`wallet`]: keystores, Ed25519 signing, X25519 derivation
 //! - [`bundle`]: canonical JSON, signed bundles and manifests
+//! - [`arweave`]: ANS-104 data items
 //! - [`seal`]: AES-256-GCM blobs and sealed-box key envelopes
 //! - [`scan`]: secret/PII and prompt-injection scanners
 //! - [`market`]: marketplace memo grammar
@@ -14,6 +15,7 @@
 //! Library code returns typed errors ([`Error`]); binaries add context.
 #![deny(missing_docs)]
 
+pub mod arweave;
 pub mod bundle;
 #[cfg(feature = "chain")]
 pub mod chain;
