@@ -179,6 +179,65 @@ fn bench_search(n: usize, queries: usize) {
     let _ = std::fs::remove_dir_all(dir);
 }
 
+/// Encrypt + item-sign of an 80 KiB bundle, and ANS-104 sign/verify rate.
+fn bench_ans104(iters: usize) {
+    use node::arweave::{DataItem, Tag};
+    let wallet = Wallet::from_seed(&[7u8; 32]);
+    let plaintext = vec![b'x'; 80 * 1024 - 28];
+    let key = node::seal::new_blob_key();
+    let tags = || {
+        vec![
+            Tag::new("Content-Type", "application/x-brnctl-encrypted-bundle"),
+            Tag::new("App-Name", "brainctl"),
+        ]
+    };
+    let t = Instant::now();
+    let mut last = String::new();
+    for _ in 0..iters {
+        let blob = node::seal::encrypt_blob(&key, &plaintext).expect("fits");
+        last = DataItem::sign(&wallet, blob, tags(), None, None)
+            .expect("item")
+            .id();
+    }
+    let enc_sign = t.elapsed().as_secs_f64() / iters as f64;
+    let small: Vec<Vec<u8>> = (0..iters)
+        .map(|i| {
+            DataItem::sign(
+                &wallet,
+                format!("manifest {i}").into_bytes(),
+                tags(),
+                None,
+                None,
+            )
+            .expect("item")
+            .to_bytes()
+        })
+        .collect();
+    let t = Instant::now();
+    for (i, _) in small.iter().enumerate() {
+        let _ = DataItem::sign(
+            &wallet,
+            format!("manifest {i}").into_bytes(),
+            tags(),
+            None,
+            None,
+        );
+    }
+    let sign_rate = iters as f64 / t.elapsed().as_secs_f64();
+    let t = Instant::now();
+    for b in &small {
+        DataItem::from_bytes(b).expect("verifies");
+    }
+    let verify_rate = iters as f64 / t.elapsed().as_secs_f64();
+    println!(
+        "{}",
+        serde_json::json!({
+            "bench": "ans104", "iters": iters, "encrypt_and_sign_80kib_ms": enc_sign * 1000.0,
+            "small_items_signed_per_s": sign_rate, "small_items_verified_per_s": verify_rate, "last_id": last,
+        })
+    );
+}
+
 fn tempfile_dir() -> PathBuf {
     let d = std::env::temp_dir().join(format!("brainctl-bench-{}", std::process::id()));
     std::fs::create_dir_all(&d).expect("temp dir");
@@ -205,10 +264,12 @@ fn main() {
             let queries = arg(&args, "--queries").map_or(2000, |v| v.parse().expect("--queries N"));
             bench_search(n, queries);
         }
+        Some("ans104") => {
+            let iters = arg(&args, "--iters").map_or(2000, |v| v.parse().expect("--iters N"));
+            bench_ans104(iters);
+        }
         _ => {
-            eprintln!(
-                "usage: brainctl-bench export --db PATH [--iters N] | search [--n N] [--queries N]"
-            );
+            eprintln!("usage: brainctl-bench export --db PATH [--iters N] | search [--n N] [--queries N] | ans104 [--iters N]");
             std::process::exit(2);
         }
     }

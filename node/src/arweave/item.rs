@@ -231,3 +231,24 @@ impl<'a> Reader<'a> {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    proptest! {
+        #[test]
+        fn parse_never_panics(b in proptest::collection::vec(any::<u8>(), 0..400)) {
+            let _ = DataItem::from_bytes(&b);
+        }
+
+        #[test]
+        fn sign_parse_round_trip(data in proptest::collection::vec(any::<u8>(), 0..300), n in 0usize..4) {
+            let w = Wallet::from_seed(&[4u8; 32]);
+            let tags = (0..n).map(|i| Tag::new(format!("k{i}"), "v")).collect();
+            let item = DataItem::sign(&w, data, tags, None, Some([9u8; 32])).unwrap();
+            prop_assert_eq!(DataItem::from_bytes(&item.to_bytes()).unwrap(), item);
+        }
+    }
+}
