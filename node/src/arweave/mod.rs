@@ -6,8 +6,56 @@
 //! fetch against what they expect.
 
 pub mod deep_hash;
+pub mod fs_store;
+#[cfg(feature = "net")]
+pub mod http;
 pub mod item;
 pub mod tags;
 
+pub use fs_store::FsStore;
 pub use item::{DataItem, ItemError};
 pub use tags::Tag;
+
+/// Storage errors.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum StorageError {
+    /// Not a 43-character base64url id.
+    #[error("`{0}` is not a data item id (43 base64url characters)")]
+    BadId(String),
+    /// Nothing stored under that id.
+    #[error("no data item {0}")]
+    NotFound(String),
+    /// The stored or returned item has another id.
+    #[error("id mismatch: asked for {want}, got {got}")]
+    IdMismatch {
+        /// Asked for.
+        want: String,
+        /// Got.
+        got: String,
+    },
+    /// The content does not hash to what the caller expects.
+    #[error("content of {id} does not match: expected sha256 {want}, got {got}")]
+    HashMismatch {
+        /// Item id.
+        id: String,
+        /// Expected hex.
+        want: String,
+        /// Actual hex.
+        got: String,
+    },
+    /// The bundler wants payment (HTTP 402).
+    #[error("{0}")]
+    PaymentRequired(String),
+    /// Too large (HTTP 413, or a download over its cap).
+    #[error("too large: {0}")]
+    TooLarge(String),
+    /// Other HTTP failure.
+    #[error("HTTP error: {0}")]
+    Http(String),
+    /// Filesystem failure.
+    #[error("storage I/O: {0}")]
+    Io(String),
+    /// The bytes are not a valid signed item.
+    #[error(transparent)]
+    Item(#[from] ItemError),
+}
