@@ -80,6 +80,64 @@ pub enum Command {
 Rows that look like prompt injection are marked `suspicious`; review them, then
   brainctl memory promote --scope imported:<prefix> --to global")]
     Import(ImportArgs),
+    /// Put and get signed ANS-104 data items (debugging the storage layer).
+    #[command(
+        subcommand,
+        after_help = "Examples:
+  brainctl storage put notes.txt --tag Content-Type=text/plain     # into ~/.brainctl/items
+  brainctl storage get <id> -o notes.txt
+  brainctl storage put blob.bin --storage bundler --bundler-url https://node1.irys.xyz"
+    )]
+    Storage(StorageCmd),
+}
+
+/// Where data items go.
+#[derive(Debug, Args, Clone)]
+pub struct StorageOpts {
+    /// Backend: a local content-addressed directory, or an Irys-compatible bundler.
+    #[arg(long, env = "BRAINCTL_STORAGE", default_value = "fs", value_parser = ["fs", "bundler"])]
+    pub storage: String,
+    /// Directory of the fs backend (default ~/.brainctl/items).
+    #[arg(long, env = "BRAINCTL_STORAGE_DIR")]
+    pub storage_dir: Option<PathBuf>,
+    /// Bundler URL (bundler backend).
+    #[arg(long, env = "BRAINCTL_BUNDLER_URL")]
+    pub bundler_url: Option<String>,
+    /// Gateway to read from (bundler backend).
+    #[arg(
+        long,
+        env = "BRAINCTL_GATEWAY_URL",
+        default_value = "https://arweave.net"
+    )]
+    pub gateway_url: String,
+}
+
+/// `brainctl storage ...`
+#[derive(Debug, Subcommand)]
+pub enum StorageCmd {
+    /// Sign FILE as a data item with the wallet and store it; prints its id.
+    Put {
+        /// The file.
+        file: PathBuf,
+        /// Tags as NAME=VALUE (repeatable).
+        #[arg(long = "tag", value_name = "NAME=VALUE")]
+        tags: Vec<String>,
+        #[command(flatten)]
+        opts: StorageOpts,
+    },
+    /// Fetch an item's data by id (verified for the fs backend).
+    Get {
+        /// The item id.
+        id: String,
+        /// Write the data here instead of stdout.
+        #[arg(short = 'o', long)]
+        output: Option<PathBuf>,
+        /// Refuse bodies larger than this many bytes.
+        #[arg(long, default_value_t = 16 * 1024 * 1024)]
+        max_bytes: usize,
+        #[command(flatten)]
+        opts: StorageOpts,
+    },
 }
 
 /// `brainctl wallet ...`

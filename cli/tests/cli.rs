@@ -420,3 +420,36 @@ c.commit()
         .status()
         .is_ok_and(|s| s.success())
 }
+
+#[test]
+fn storage_put_get_round_trip_in_fs_store() {
+    let e = Env::new();
+    e.ok(&["wallet", "new"]);
+    std::fs::write(e.path("blob.bin"), [0u8, 1, 2, 255]).unwrap();
+    let put = e
+        .ok(&[
+            "storage",
+            "put",
+            "blob.bin",
+            "--tag",
+            "App-Name=brainctl",
+            "--json",
+        ])
+        .json();
+    let id = put["id"].as_str().unwrap();
+    assert_eq!(id.len(), 43);
+    assert!(e.path(&format!(".brainctl/items/{id}")).exists());
+    e.ok(&["storage", "get", id, "-o", "back.bin"]);
+    assert_eq!(
+        std::fs::read(e.path("back.bin")).unwrap(),
+        vec![0u8, 1, 2, 255]
+    );
+    let missing = e.run(&["storage", "get", &"A".repeat(43)]);
+    assert_eq!(missing.code, 1);
+    let bad = e.run(&["storage", "put", "blob.bin", "--tag", "novalue"]);
+    assert_eq!(bad.code, 2);
+    assert!(bad.stderr.contains("NAME=VALUE"));
+    let nourl = e.run(&["storage", "put", "blob.bin", "--storage", "bundler"]);
+    assert_eq!(nourl.code, 2);
+    assert!(nourl.stderr.contains("--bundler-url"));
+}

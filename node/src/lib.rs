@@ -5,6 +5,7 @@
 //! - [`wallet`]: keystores, Ed25519 signing, X25519 derivation
 //! - [`bundle`]: canonical JSON, signed bundles and manifests
 //! - [`arweave`]: ANS-104 data items
+//! - [`keys`]: bundle key files (0600, O_EXCL, by blob and by listing)
 //! - [`seal`]: AES-256-GCM blobs and sealed-box key envelopes
 //! - [`scan`]: secret/PII and prompt-injection scanners
 //! - [`market`]: marketplace memo grammar
@@ -23,6 +24,7 @@ pub mod clock;
 pub mod crypto;
 pub mod export;
 pub mod import;
+pub mod keys;
 pub mod market;
 pub mod scan;
 pub mod seal;

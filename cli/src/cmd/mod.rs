@@ -4,6 +4,7 @@ mod export;
 mod files;
 mod import;
 mod memory;
+mod storage;
 mod verify;
 mod wallet;
 
@@ -19,5 +20,6 @@ pub fn run(command: Command, ctx: &Context) -> CliResult<u8> {
         Command::Export(a) => export::run(a, ctx),
         Command::Verify(a) => verify::run(&a, ctx),
         Command::Import(a) => import::run(&a, ctx),
+        Command::Storage(c) => storage::run(c, ctx),
     }
 }

@@ -1,0 +1,93 @@
+//! `brainctl storage put|get`: signed ANS-104 items in the fs store or a bundler.
+
+use super::files::{read_capped, write_private_atomic};
+use crate::args::{StorageCmd, StorageOpts};
+use crate::context::Context;
+use crate::failure::{CliResult, Failure};
+use anyhow::{anyhow, Context as _};
+use node::arweave::http::{download, Bundler};
+use node::arweave::{DataItem, FsStore, Tag};
+use serde_json::json;
+use std::io::Write;
+
+fn fs_store(o: &StorageOpts) -> CliResult<FsStore> {
+    let dir = match &o.storage_dir {
+        Some(d) => d.clone(),
+        None => std::path::PathBuf::from(
+            std::env::var_os("HOME").context("no HOME; pass --storage-dir")?,
+        )
+        .join(".brainctl/items"),
+    };
+    Ok(FsStore::new(dir))
+}
+
+fn bundler(o: &StorageOpts) -> CliResult<Bundler> {
+    let url = o.bundler_url.as_deref().ok_or_else(|| {
+        Failure::bad_input(anyhow!(
+            "--storage bundler needs --bundler-url URL (or BRAINCTL_BUNDLER_URL)"
+        ))
+    })?;
+    Ok(Bundler::new(url))
+}
+
+fn parse_tag(s: &str) -> CliResult<Tag> {
+    let (n, v) = s
+        .split_once('=')
+        .ok_or_else(|| Failure::bad_input(anyhow!("--tag `{s}` must be NAME=VALUE")))?;
+    Ok(Tag::new(n, v))
+}
+
+pub fn run(cmd: StorageCmd, ctx: &Context) -> CliResult<u8> {
+    match cmd {
+        StorageCmd::Put { file, tags, opts } => {
+            let data = read_capped(&file)?;
+            let tags = tags
+                .iter()
+                .map(|t| parse_tag(t))
+                .collect::<CliResult<Vec<_>>>()?;
+            let wallet = ctx.wallet()?;
+            let item =
+                DataItem::sign(&wallet, data, tags, None, None).map_err(Failure::bad_input)?;
+            let id = match opts.storage.as_str() {
+                "bundler" => ctx.block_on(bundler(&opts)?.put(&item))?,
+                _ => fs_store(&opts)?.put(&item)?,
+            };
+            let v = json!({"ok": true, "id": id, "bytes": item.data.len(), "owner": item.owner_address(), "storage": opts.storage});
+            ctx.emit(&v, || id.clone());
+        }
+        StorageCmd::Get {
+            id,
+            output,
+            max_bytes,
+            opts,
+        } => {
+            let data = match opts.storage.as_str() {
+                "bundler" => ctx.block_on(download(&opts.gateway_url, &id, max_bytes))?,
+                _ => {
+                    let item = fs_store(&opts)?.get(&id)?;
+                    if item.data.len() > max_bytes {
+                        return Err(anyhow!(
+                            "item {id} holds {} bytes, over --max-bytes {max_bytes}",
+                            item.data.len()
+                        )
+                        .into());
+                    }
+                    item.data
+                }
+            };
+            match output {
+                Some(p) => {
+                    write_private_atomic(&p, &data)?;
+                    ctx.emit(
+                        &json!({"ok": true, "id": id, "bytes": data.len(), "path": p}),
+                        || format!("wrote {} bytes to {}", data.len(), p.display()),
+                    );
+                }
+                None => std::io::stdout()
+                    .write_all(&data)
+                    .context("writing stdout")?,
+            }
+        }
+    }
+    Ok(0)
+}
