@@ -8,6 +8,7 @@
 //! - [`keys`]: bundle key files (0600, O_EXCL, by blob and by listing)
 //! - [`seal`]: AES-256-GCM blobs and sealed-box key envelopes
 //! - [`scan`]: secret/PII and prompt-injection scanners
+//! - `mint` (feature `chain`): Token-2022 NFT minting
 //! - [`market`]: marketplace memo grammar
 //! - [`export`] / [`import`]: the signed export and quarantined import flows
 //! - `chain` (feature `chain`): RPC, memos, fees, pins
@@ -26,6 +27,8 @@ pub mod export;
 pub mod import;
 pub mod keys;
 pub mod market;
+#[cfg(feature = "chain")]
+pub mod mint;
 pub mod scan;
 pub mod seal;
 pub mod store;

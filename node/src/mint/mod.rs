@@ -1,0 +1,5 @@
+//! Token minting for bundles and sales. Today: the Token-2022 NFT backend
+//! (MetadataPointer + TokenMetadata → `ar://` URI, supply 1, authority
+//! revoked). The Light compressed-token backend joins it with the mint issue.
+
+pub mod token2022;
