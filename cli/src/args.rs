@@ -65,6 +65,7 @@ pub enum Command {
   brainctl export --sign -o lessons.signed.json --category lesson
   brainctl export --sign --ids 1,2,3 -o picked.signed.json
   brainctl export --sign --pin-onchain -u devnet -o pinned.signed.json
+  brainctl export --sign --mint --recipient <PUBKEY> -u devnet -o minted.signed.json
   brainctl --db ~/agentmemory/db/brain.db export --sign -o all.signed.json   # Python brainctl store, read-only")]
     Export(ExportArgs),
     /// Verify a signed bundle (exit 0 valid, 1 tampered, 2 malformed).
@@ -282,6 +283,21 @@ pub struct ExportArgs {
     /// the receipt is saved beside the bundle as <file>.pin.json.
     #[arg(long)]
     pub pin_onchain: bool,
+    /// Also encrypt the bundle (AES-256-GCM), upload blob and token metadata,
+    /// keep the key in --keys-dir, and mint one token to --recipient (-u).
+    #[arg(long)]
+    pub mint: bool,
+    /// Who receives the token (default: the wallet itself).
+    #[arg(long, value_name = "PUBKEY", requires = "mint")]
+    pub recipient: Option<String>,
+    /// Token standard of the mint.
+    #[arg(long, default_value = "token2022", value_parser = ["token2022"], requires = "mint")]
+    pub token_standard: String,
+    /// Where bundle keys are kept (0600 files, never overwritten).
+    #[arg(long, env = "BRAINCTL_KEYS_DIR", value_name = "DIR")]
+    pub keys_dir: Option<PathBuf>,
+    #[command(flatten)]
+    pub storage: StorageOpts,
 }
 
 /// `brainctl verify`

@@ -98,3 +98,74 @@ fn bad_cluster_is_bad_input() {
     assert_eq!(r.code, 2);
     assert!(r.stderr.contains("localhost"), "{}", r.stderr);
 }
+
+#[test]
+fn export_mint_encrypts_uploads_keeps_key_and_mints_one_token() {
+    use node::arweave::FsStore;
+    use node::chain::Pubkey;
+    let e = Env::new();
+    e.ok(&["wallet", "new"]);
+    ok(&e, &["wallet", "airdrop", "1", "--json"]);
+    e.ok(&[
+        "memory",
+        "add",
+        "Retry with jittered backoff",
+        "-c",
+        "lesson",
+    ]);
+    let buyer = "GcQfK48DV9BzDuDeCyV2sShbAAY4vqmK8JSj1NBrwoVZ";
+    let ex = ok(
+        &e,
+        &[
+            "export",
+            "--sign",
+            "--mint",
+            "--recipient",
+            buyer,
+            "-o",
+            "m.signed.json",
+            "--json",
+        ],
+    );
+    let m = &ex["mint"];
+    let hash = ex["bundle_hash"].as_str().unwrap();
+
+    // the key file is private and decrypts the stored blob to the bundle
+    let key_path = std::path::PathBuf::from(m["key_path"].as_str().unwrap());
+    use std::os::unix::fs::PermissionsExt;
+    assert_eq!(
+        std::fs::metadata(&key_path).unwrap().permissions().mode() & 0o777,
+        0o600
+    );
+    let key = node::seal::key_from_hex(&std::fs::read_to_string(&key_path).unwrap()).unwrap();
+    let store = FsStore::new(e.path(".brainctl/items"));
+    let blob = store.get(m["blob_id"].as_str().unwrap()).unwrap();
+    assert_eq!(
+        blob.tag("Content-Type"),
+        Some("application/x-brnctl-encrypted-bundle")
+    );
+    let plain = node::seal::decrypt_blob(&key, &blob.data).unwrap();
+    assert_eq!(hex::encode(node::crypto::sha256(&plain)), hash);
+
+    // the metadata names the blob; the mint names the metadata
+    let meta_item = store.get(m["metadata_id"].as_str().unwrap()).unwrap();
+    assert_eq!(meta_item.tag("Schema"), Some("brnctl/mint/v1/metadata"));
+    let meta: serde_json::Value = serde_json::from_slice(&meta_item.data).unwrap();
+    assert_eq!(
+        meta["properties"]["files"][0]["uri"],
+        format!("ar://{}", m["blob_id"].as_str().unwrap())
+    );
+    let chain = e2e::validator().chain();
+    let mint: Pubkey = m["mint"].as_str().unwrap().parse().unwrap();
+    let acct: Pubkey = m["token_account"].as_str().unwrap().parse().unwrap();
+    let state = e2e::runtime()
+        .block_on(node::mint::token2022::read_nft(&chain, &mint, &acct))
+        .unwrap();
+    assert_eq!(state.uri, m["metadata_uri"].as_str().unwrap());
+    assert_eq!(
+        (state.holder_amount, state.supply, state.mint_authority),
+        (1, 1, None)
+    );
+    assert_eq!(state.holder.to_string(), buyer);
+    assert!(e.path("m.signed.json.mint.json").exists());
+}

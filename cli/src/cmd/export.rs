@@ -71,6 +71,44 @@ pub fn run(a: ExportArgs, ctx: &Context) -> CliResult<u8> {
         }
         pin = Some(receipt);
     }
+    let mut minted = None;
+    if a.mint {
+        let chain = ctx.chain()?;
+        let recipient = match &a.recipient {
+            Some(r) => r.parse().map_err(|_| {
+                Failure::bad_input(anyhow!("--recipient `{r}` is not a base58 pubkey"))
+            })?,
+            None => node::chain::Signer::pubkey(&wallet.solana_keypair()),
+        };
+        let keys = node::keys::KeyDir::new(match &a.keys_dir {
+            Some(d) => d.clone(),
+            None => node::keys::KeyDir::default_dir()
+                .ok_or_else(|| anyhow!("no HOME; pass --keys-dir"))?,
+        });
+        let uploader = super::storage::uploader(&a.storage)?;
+        let receipt = ctx
+            .block_on(node::mint::bundle_mint::mint_bundle(
+                &chain,
+                &wallet,
+                &export.signed,
+                &uploader,
+                &keys,
+                &recipient,
+            ))
+            .map_err(|e| {
+                anyhow!(e).context("the bundle is signed and written, but minting failed")
+            })?;
+        if !to_stdout {
+            let p = PathBuf::from(format!("{}.mint.json", out.display()));
+            write_private_atomic(
+                &p,
+                serde_json::to_string_pretty(&receipt)
+                    .expect("serializes")
+                    .as_bytes(),
+            )?;
+        }
+        minted = Some(receipt);
+    }
     if !export.sensitive.is_empty() {
         eprintln!(
             "warning: signed despite sensitive content in {} memories (--allow-sensitive)",
@@ -88,6 +126,7 @@ pub fn run(a: ExportArgs, ctx: &Context) -> CliResult<u8> {
             "sensitive": export.sensitive,
             "pinned_onchain": pin.is_some(),
             "pin": pin,
+            "mint": minted,
         });
         ctx.emit(&v, || {
             format!(

@@ -30,6 +30,14 @@ fn bundler(o: &StorageOpts) -> CliResult<Bundler> {
     Ok(Bundler::new(url))
 }
 
+/// The uploader `--storage` names.
+pub fn uploader(o: &StorageOpts) -> CliResult<node::arweave::Uploader> {
+    Ok(match o.storage.as_str() {
+        "bundler" => node::arweave::Uploader::Bundler(bundler(o)?),
+        _ => node::arweave::Uploader::Fs(fs_store(o)?),
+    })
+}
+
 fn parse_tag(s: &str) -> CliResult<Tag> {
     let (n, v) = s
         .split_once('=')

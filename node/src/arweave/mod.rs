@@ -11,10 +11,12 @@ pub mod fs_store;
 pub mod http;
 pub mod item;
 pub mod tags;
+pub mod uploader;
 
 pub use fs_store::FsStore;
 pub use item::{DataItem, ItemError};
 pub use tags::Tag;
+pub use uploader::Uploader;
 
 /// Storage errors.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]

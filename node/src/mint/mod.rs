@@ -2,4 +2,5 @@
 //! (MetadataPointer + TokenMetadata → `ar://` URI, supply 1, authority
 //! revoked). The Light compressed-token backend joins it with the mint issue.
 
+pub mod bundle_mint;
 pub mod token2022;
