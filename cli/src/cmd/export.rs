@@ -141,6 +141,11 @@ pub fn run(a: ExportArgs, ctx: &Context) -> CliResult<u8> {
                     p.slot,
                     out.display()
                 )
+            }) + &minted.as_ref().map_or(String::new(), |m| {
+                format!(
+                    "\n  minted       {} to {} (tx {})\n  blob         ar://{} ({})\n  metadata     {}\n  key          {}",
+                    m.mint, m.recipient, m.signature, m.blob_id, m.storage, m.metadata_uri, m.key_path
+                )
             })
         });
     }
