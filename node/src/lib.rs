@@ -9,6 +9,7 @@
 //! - [`seal`]: AES-256-GCM blobs and sealed-box key envelopes
 //! - [`scan`]: secret/PII and prompt-injection scanners
 //! - `mint` (feature `chain`): Token-2022 NFT minting
+//! - `listen` (feature `chain`): settlement rules for buys
 //! - [`market`]: marketplace memo grammar
 //! - [`export`] / [`import`]: the signed export and quarantined import flows
 //! - `chain` (feature `chain`): RPC, memos, fees, pins
@@ -26,6 +27,8 @@ pub mod crypto;
 pub mod export;
 pub mod import;
 pub mod keys;
+#[cfg(feature = "chain")]
+pub mod listen;
 pub mod market;
 #[cfg(feature = "chain")]
 pub mod mint;

@@ -1,0 +1,449 @@
+//! The settlement rules (DESIGN.md §Settlement) as one pure function: does
+//! this transaction count as a paid buy of this listing? Every way it can
+//! fail is a [`Rejection`] with its reason; nothing here touches the
+//! network or the disk, so every hostile case is a unit test.
+//!
+//! Commitment is the caller's job (`listen` only feeds transactions read at
+//! the required commitment).
+
+use crate::chain::ParsedTx;
+use crate::market::MemoOp;
+use serde::Serialize;
+
+/// What the seller's signed listing fixed, plus what the chain said since.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ListingTerms {
+    /// Listing id.
+    pub listing_id: String,
+    /// Where the price must be paid.
+    pub payment_address: String,
+    /// Price in lamports from the signed manifest.
+    pub price_lamports: u64,
+    /// Expiry (unix seconds) from the signed manifest.
+    pub expires_at: i64,
+    /// Slot of a valid `cancel` by the seller, if any.
+    pub cancelled_at_slot: Option<u64>,
+    /// Fee owed to the treasury on this cluster: (treasury, lamports).
+    pub fee: Option<(String, u64)>,
+}
+
+/// An offer/counter the seller accepted, which fixes another price for one buyer.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NegotiatedTerms {
+    /// Offer id.
+    pub offer_id: String,
+    /// The only buyer the price is for.
+    pub buyer: String,
+    /// Agreed price.
+    pub price_lamports: u64,
+    /// Expiry of the accepted offer/counter (unix seconds).
+    pub expires_at: i64,
+}
+
+/// A buy that counts.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct VerifiedBuy {
+    /// Transaction signature.
+    pub signature: String,
+    /// Listing.
+    pub listing_id: String,
+    /// The buyer (sole signer and payer).
+    pub buyer: String,
+    /// The buyer's X25519 key from the memo.
+    pub buyer_x25519: String,
+    /// Lamports paid to the payment address.
+    pub paid_lamports: u64,
+    /// The price it was held to.
+    pub price_lamports: u64,
+    /// The offer whose price applied, if negotiated.
+    pub offer_id: Option<String>,
+    /// Slot.
+    pub slot: u64,
+}
+
+/// Why a transaction does not count as a buy.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, thiserror::Error)]
+#[serde(tag = "reason", rename_all = "snake_case")]
+pub enum Rejection {
+    /// `meta.err` is set.
+    #[error("the transaction failed on chain")]
+    TxFailed,
+    /// No `buy` memo for this listing.
+    #[error("no buy memo for this listing")]
+    NoBuyMemo,
+    /// More than one buy memo for this listing.
+    #[error("more than one buy memo for this listing")]
+    AmbiguousBuy,
+    /// The transaction has signers besides the buyer (a buy is signed by the buyer only).
+    #[error("signed by {signers} accounts; a buy is signed by the buyer alone")]
+    ExtraSigners {
+        /// How many.
+        signers: usize,
+    },
+    /// Paid less than the price.
+    #[error("underpaid: {paid} lamports to the payment address, {price} due")]
+    Underpaid {
+        /// Paid by the buyer to the payment address.
+        paid: u64,
+        /// Due.
+        price: u64,
+    },
+    /// The protocol fee was not paid.
+    #[error("protocol fee unpaid: {paid} of {due} lamports to the treasury")]
+    FeeUnpaid {
+        /// Paid.
+        paid: u64,
+        /// Due.
+        due: u64,
+    },
+    /// The seller cancelled the listing before this buy.
+    #[error("the listing was cancelled at slot {cancelled_at} (buy at slot {slot})")]
+    ListingCancelled {
+        /// Cancel slot.
+        cancelled_at: u64,
+        /// Buy slot.
+        slot: u64,
+    },
+    /// The listing had expired at the buy's block time.
+    #[error("the listing expired at {expires_at}, the buy's block time is {block_time}")]
+    ListingExpired {
+        /// Expiry.
+        expires_at: i64,
+        /// Block time.
+        block_time: i64,
+    },
+    /// The node reported no block time, so expiry can't be judged.
+    #[error("no block time for the buy; expiry cannot be checked")]
+    NoBlockTime,
+    /// The negotiated price belongs to another buyer.
+    #[error("offer {offer_id} was accepted for another buyer")]
+    OfferForAnotherBuyer {
+        /// Offer.
+        offer_id: String,
+    },
+    /// The accepted offer had expired.
+    #[error("accepted offer {offer_id} expired at {expires_at}")]
+    OfferExpired {
+        /// Offer.
+        offer_id: String,
+        /// Expiry.
+        expires_at: i64,
+    },
+}
+
+/// Checks `tx` against `listing` and, when the buyer claims a negotiated
+/// price, the accepted `offer`. Returns the verified buy or why not.
+pub fn verify_buy(
+    tx: &ParsedTx,
+    listing: &ListingTerms,
+    offer: Option<&NegotiatedTerms>,
+) -> Result<VerifiedBuy, Rejection> {
+    if !tx.succeeded {
+        return Err(Rejection::TxFailed);
+    }
+    let buys: Vec<String> = tx
+        .memos
+        .iter()
+        .filter_map(|m| match MemoOp::parse(m) {
+            Ok(MemoOp::Buy {
+                listing_id,
+                buyer_x25519,
+            }) if listing_id == listing.listing_id => Some(buyer_x25519),
+            _ => None,
+        })
+        .collect();
+    let buyer_x25519 = match buys.as_slice() {
+        [] => return Err(Rejection::NoBuyMemo),
+        [one] => one.clone(),
+        _ => return Err(Rejection::AmbiguousBuy),
+    };
+    let [buyer] = tx.signers.as_slice() else {
+        return Err(Rejection::ExtraSigners {
+            signers: tx.signers.len(),
+        });
+    };
+    if let Some(cancelled_at) = listing.cancelled_at_slot {
+        if cancelled_at <= tx.slot {
+            return Err(Rejection::ListingCancelled {
+                cancelled_at,
+                slot: tx.slot,
+            });
+        }
+    }
+    let block_time = tx.block_time.ok_or(Rejection::NoBlockTime)?;
+    if block_time >= listing.expires_at {
+        return Err(Rejection::ListingExpired {
+            expires_at: listing.expires_at,
+            block_time,
+        });
+    }
+    let (price, offer_id) = match offer {
+        None => (listing.price_lamports, None),
+        Some(o) => {
+            if o.buyer != *buyer {
+                return Err(Rejection::OfferForAnotherBuyer {
+                    offer_id: o.offer_id.clone(),
+                });
+            }
+            if block_time >= o.expires_at {
+                return Err(Rejection::OfferExpired {
+                    offer_id: o.offer_id.clone(),
+                    expires_at: o.expires_at,
+                });
+            }
+            (o.price_lamports, Some(o.offer_id.clone()))
+        }
+    };
+    let paid = tx.paid(buyer, &listing.payment_address);
+    if paid < price {
+        return Err(Rejection::Underpaid { paid, price });
+    }
+    if let Some((treasury, due)) = &listing.fee {
+        let fee_paid = tx.paid(buyer, treasury);
+        if fee_paid < *due {
+            return Err(Rejection::FeeUnpaid {
+                paid: fee_paid,
+                due: *due,
+            });
+        }
+    }
+    Ok(VerifiedBuy {
+        signature: tx.signature.clone(),
+        listing_id: listing.listing_id.clone(),
+        buyer: buyer.clone(),
+        buyer_x25519,
+        paid_lamports: paid,
+        price_lamports: price,
+        offer_id,
+        slot: tx.slot,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::chain::parsed_tx::Transfer;
+
+    const LISTING: &str = "20261101-0123456789ab";
+    const X25519: &str = "6tZPpkyrbRbL9PKX5WMK9dHbeCfAftmtGswHdPgULGaR";
+
+    fn listing() -> ListingTerms {
+        ListingTerms {
+            listing_id: LISTING.into(),
+            payment_address: "Seller".into(),
+            price_lamports: 1_000,
+            expires_at: 2_000,
+            cancelled_at_slot: None,
+            fee: None,
+        }
+    }
+
+    fn buy_memo() -> String {
+        format!("brainctl-marketplace/v1:buy:{LISTING}:{X25519}")
+    }
+
+    fn tx(paid: u64) -> ParsedTx {
+        ParsedTx {
+            signature: "sig".into(),
+            slot: 50,
+            block_time: Some(1_500),
+            succeeded: true,
+            signers: vec!["Buyer".into()],
+            memos: vec![buy_memo()],
+            transfers: vec![Transfer {
+                from: "Buyer".into(),
+                to: "Seller".into(),
+                lamports: paid,
+            }],
+        }
+    }
+
+    fn offer(buyer: &str) -> NegotiatedTerms {
+        NegotiatedTerms {
+            offer_id: "offer-20261101-a1b2c3d4e5f6".into(),
+            buyer: buyer.into(),
+            price_lamports: 800,
+            expires_at: 1_800,
+        }
+    }
+
+    #[test]
+    fn exact_payment_is_a_buy() {
+        let b = verify_buy(&tx(1_000), &listing(), None).unwrap();
+        assert_eq!(
+            (b.buyer.as_str(), b.buyer_x25519.as_str(), b.paid_lamports),
+            ("Buyer", X25519, 1_000)
+        );
+    }
+
+    #[test]
+    fn underpaid_by_one_lamport() {
+        assert_eq!(
+            verify_buy(&tx(999), &listing(), None),
+            Err(Rejection::Underpaid {
+                paid: 999,
+                price: 1_000
+            })
+        );
+    }
+
+    #[test]
+    fn paid_to_the_wrong_address() {
+        let mut t = tx(1_000);
+        t.transfers[0].to = "Mallory".into();
+        assert_eq!(
+            verify_buy(&t, &listing(), None),
+            Err(Rejection::Underpaid {
+                paid: 0,
+                price: 1_000
+            })
+        );
+    }
+
+    #[test]
+    fn failed_transaction() {
+        let mut t = tx(1_000);
+        t.succeeded = false;
+        assert_eq!(verify_buy(&t, &listing(), None), Err(Rejection::TxFailed));
+    }
+
+    #[test]
+    fn memo_signed_by_someone_other_than_the_payer() {
+        // Mallory signs the memo and pays the fees; the transfer comes from Buyer
+        let mut t = tx(1_000);
+        t.signers = vec!["Mallory".into(), "Buyer".into()];
+        assert_eq!(
+            verify_buy(&t, &listing(), None),
+            Err(Rejection::ExtraSigners { signers: 2 })
+        );
+        // a lone signer whose payment comes from someone else pays nothing
+        let mut t = tx(1_000);
+        t.signers = vec!["Mallory".into()];
+        assert_eq!(
+            verify_buy(&t, &listing(), None),
+            Err(Rejection::Underpaid {
+                paid: 0,
+                price: 1_000
+            })
+        );
+    }
+
+    #[test]
+    fn cancelled_before_the_buy() {
+        let mut l = listing();
+        l.cancelled_at_slot = Some(50);
+        assert_eq!(
+            verify_buy(&tx(1_000), &l, None),
+            Err(Rejection::ListingCancelled {
+                cancelled_at: 50,
+                slot: 50
+            })
+        );
+        l.cancelled_at_slot = Some(51);
+        assert!(
+            verify_buy(&tx(1_000), &l, None).is_ok(),
+            "a cancel after the buy does not void it"
+        );
+    }
+
+    #[test]
+    fn expired_listing_and_missing_block_time() {
+        let mut t = tx(1_000);
+        t.block_time = Some(2_000);
+        assert_eq!(
+            verify_buy(&t, &listing(), None),
+            Err(Rejection::ListingExpired {
+                expires_at: 2_000,
+                block_time: 2_000
+            })
+        );
+        t.block_time = None;
+        assert_eq!(
+            verify_buy(&t, &listing(), None),
+            Err(Rejection::NoBlockTime)
+        );
+    }
+
+    #[test]
+    fn negotiated_price_only_for_the_accepted_buyer() {
+        let b = verify_buy(&tx(800), &listing(), Some(&offer("Buyer"))).unwrap();
+        assert_eq!(
+            (b.price_lamports, b.offer_id.as_deref()),
+            (800, Some("offer-20261101-a1b2c3d4e5f6"))
+        );
+        assert_eq!(
+            verify_buy(&tx(800), &listing(), Some(&offer("SomeoneElse"))),
+            Err(Rejection::OfferForAnotherBuyer {
+                offer_id: "offer-20261101-a1b2c3d4e5f6".into()
+            })
+        );
+        let mut late = tx(800);
+        late.block_time = Some(1_800);
+        assert!(matches!(
+            verify_buy(&late, &listing(), Some(&offer("Buyer"))),
+            Err(Rejection::OfferExpired { .. })
+        ));
+        assert_eq!(
+            verify_buy(&tx(799), &listing(), Some(&offer("Buyer"))),
+            Err(Rejection::Underpaid {
+                paid: 799,
+                price: 800
+            })
+        );
+    }
+
+    #[test]
+    fn memo_problems() {
+        let mut t = tx(1_000);
+        t.memos = vec![format!(
+            "brainctl-marketplace/v1:buy:20261101-ffffffffffff:{X25519}"
+        )];
+        assert_eq!(
+            verify_buy(&t, &listing(), None),
+            Err(Rejection::NoBuyMemo),
+            "buy of another listing"
+        );
+        t.memos = vec![buy_memo(), buy_memo()];
+        assert_eq!(
+            verify_buy(&t, &listing(), None),
+            Err(Rejection::AmbiguousBuy)
+        );
+        t.memos = vec![format!("x{}", buy_memo())];
+        assert_eq!(
+            verify_buy(&t, &listing(), None),
+            Err(Rejection::NoBuyMemo),
+            "memo with extra text"
+        );
+    }
+
+    #[test]
+    fn fee_must_be_paid_where_due() {
+        let mut l = listing();
+        l.fee = Some(("Treasury".into(), 25));
+        assert_eq!(
+            verify_buy(&tx(1_000), &l, None),
+            Err(Rejection::FeeUnpaid { paid: 0, due: 25 })
+        );
+        let mut t = tx(1_000);
+        t.transfers.push(Transfer {
+            from: "Buyer".into(),
+            to: "Treasury".into(),
+            lamports: 25,
+        });
+        assert!(verify_buy(&t, &l, None).is_ok());
+    }
+
+    #[test]
+    fn split_payments_add_up() {
+        let mut t = tx(600);
+        t.transfers.push(Transfer {
+            from: "Buyer".into(),
+            to: "Seller".into(),
+            lamports: 400,
+        });
+        assert_eq!(
+            verify_buy(&t, &listing(), None).unwrap().paid_lamports,
+            1_000
+        );
+    }
+}
