@@ -1,7 +1,10 @@
 //! The settlement daemon's parts. Today: the buy verification rules
-//! ([`verify`]). The durable per-buy state machine and the daemon loop
-//! build on it with the trade issue.
+//! ([`verify`]) and the durable per-buy state machine ([`state`]). The
+//! daemon loop (backfill, wake-ups, release) builds on them with the trade.
 
+pub mod state;
 pub mod verify;
+
+pub use state::{BuyRow, ListenDb, StateError, Step};
 
 pub use verify::{verify_buy, ListingTerms, NegotiatedTerms, Rejection, VerifiedBuy};

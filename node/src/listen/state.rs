@@ -1,0 +1,445 @@
+//! The listen daemon's durable state: one SQLite row per buy signature,
+//! advanced `seen → verified → envelope_uploaded → released` (or
+//! `rejected`), each step in its own transaction and guarded on the state
+//! it leaves, so a repeated step is a no-op and a skipped one is refused.
+//! A restart resumes from [`ListenDb::unfinished`]. A second daemon on the
+//! same state is refused by an exclusive lock on `<db>.lock`.
+
+use super::verify::{Rejection, VerifiedBuy};
+use rusqlite::{params, Connection, OptionalExtension};
+use std::fs::File;
+use std::path::{Path, PathBuf};
+
+const MIGRATIONS: &[&str] = &[include_str!("../../../migrations/listen/0001_init.sql")];
+
+/// State errors.
+#[derive(Debug, thiserror::Error)]
+pub enum StateError {
+    /// SQLite.
+    #[error("listen state database: {0}")]
+    Sql(#[from] rusqlite::Error),
+    /// Another daemon holds the lock.
+    #[error("another `brainctl marketplace listen` is running on {0} (lock held); stop it first")]
+    AlreadyRunning(PathBuf),
+    /// Lock file I/O.
+    #[error("lock file {path}: {source}")]
+    Lock {
+        /// Path.
+        path: PathBuf,
+        /// Cause.
+        source: std::io::Error,
+    },
+    /// A step from the wrong state (e.g. releasing an unverified buy).
+    #[error("buy {signature} is `{state}`, cannot {step}")]
+    WrongState {
+        /// Buy.
+        signature: String,
+        /// Its state.
+        state: String,
+        /// The refused step.
+        step: &'static str,
+    },
+    /// No such buy.
+    #[error("no buy {0} in the listen state")]
+    Unknown(String),
+    /// Newer schema.
+    #[error("listen state schema {0} is newer than this brainctl understands")]
+    NewerSchema(i64),
+}
+
+/// Outcome of a step.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Step {
+    /// The row moved.
+    Applied,
+    /// It was already there (a repeated step after a crash): nothing changed.
+    AlreadyDone,
+}
+
+/// One buy row.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BuyRow {
+    /// Signature.
+    pub signature: String,
+    /// Listing.
+    pub listing_id: String,
+    /// Slot.
+    pub slot: u64,
+    /// State name.
+    pub state: String,
+    /// Buyer, once verified.
+    pub buyer: Option<String>,
+    /// Buyer X25519, once verified.
+    pub buyer_x25519: Option<String>,
+    /// Envelope item id, once uploaded.
+    pub envelope_id: Option<String>,
+    /// Mint address, once chosen.
+    pub mint_address: Option<String>,
+    /// Release signature, once released.
+    pub release_sig: Option<String>,
+    /// Rejection JSON.
+    pub reason: Option<String>,
+}
+
+/// The state database, locked for this process.
+pub struct ListenDb {
+    conn: Connection,
+    _lock: File,
+}
+
+const ORDER: [&str; 4] = ["seen", "verified", "envelope_uploaded", "released"];
+
+impl ListenDb {
+    /// Opens (creating) the state at `path` and takes the daemon lock.
+    pub fn open(path: &Path) -> Result<ListenDb, StateError> {
+        let lock_path = PathBuf::from(format!("{}.lock", path.display()));
+        if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+            std::fs::create_dir_all(dir).map_err(|source| StateError::Lock {
+                path: dir.into(),
+                source,
+            })?;
+        }
+        let lock = File::create(&lock_path).map_err(|source| StateError::Lock {
+            path: lock_path.clone(),
+            source,
+        })?;
+        match lock.try_lock() {
+            Ok(()) => {}
+            Err(std::fs::TryLockError::WouldBlock) => {
+                return Err(StateError::AlreadyRunning(path.into()))
+            }
+            Err(std::fs::TryLockError::Error(source)) => {
+                return Err(StateError::Lock {
+                    path: lock_path,
+                    source,
+                })
+            }
+        }
+        let mut conn = Connection::open(path)?;
+        conn.busy_timeout(std::time::Duration::from_secs(5))?;
+        conn.pragma_update(None, "journal_mode", "WAL")?;
+        conn.pragma_update(None, "synchronous", "FULL")?;
+        let version: i64 = conn.query_row("PRAGMA user_version", [], |r| r.get(0))?;
+        if version > MIGRATIONS.len() as i64 {
+            return Err(StateError::NewerSchema(version));
+        }
+        for (i, sql) in MIGRATIONS.iter().enumerate().skip(version as usize) {
+            let tx = conn.transaction()?;
+            tx.execute_batch(sql)?;
+            tx.pragma_update(None, "user_version", i as i64 + 1)?;
+            tx.commit()?;
+        }
+        Ok(ListenDb { conn, _lock: lock })
+    }
+
+    /// Records a buy signature as seen (idempotent).
+    pub fn record_seen(
+        &mut self,
+        signature: &str,
+        listing_id: &str,
+        slot: u64,
+    ) -> Result<Step, StateError> {
+        let now = crate::clock::now_iso();
+        let n = self.conn.execute(
+            "INSERT OR IGNORE INTO buys(signature, listing_id, slot, state, seen_at, updated_at) VALUES (?1, ?2, ?3, 'seen', ?4, ?4)",
+            params![signature, listing_id, slot as i64, now],
+        )?;
+        Ok(if n == 1 {
+            Step::Applied
+        } else {
+            Step::AlreadyDone
+        })
+    }
+
+    /// One row.
+    pub fn get(&self, signature: &str) -> Result<BuyRow, StateError> {
+        self.conn
+            .query_row(
+                "SELECT signature, listing_id, slot, state, buyer, buyer_x25519, envelope_id, mint_address, release_sig, reason FROM buys WHERE signature = ?1",
+                [signature],
+                |r| {
+                    Ok(BuyRow {
+                        signature: r.get(0)?,
+                        listing_id: r.get(1)?,
+                        slot: r.get::<_, i64>(2)? as u64,
+                        state: r.get(3)?,
+                        buyer: r.get(4)?,
+                        buyer_x25519: r.get(5)?,
+                        envelope_id: r.get(6)?,
+                        mint_address: r.get(7)?,
+                        release_sig: r.get(8)?,
+                        reason: r.get(9)?,
+                    })
+                },
+            )
+            .optional()?
+            .ok_or_else(|| StateError::Unknown(signature.into()))
+    }
+
+    /// Moves `signature` from `from` to `to` with `set` columns, in one
+    /// transaction. Already at or past `to` on the same path: AlreadyDone.
+    fn advance(
+        &mut self,
+        signature: &str,
+        from: &str,
+        to: &'static str,
+        step: &'static str,
+        set: &str,
+        args: &[&dyn rusqlite::ToSql],
+    ) -> Result<Step, StateError> {
+        let tx = self.conn.transaction()?;
+        let state: Option<String> = tx
+            .query_row(
+                "SELECT state FROM buys WHERE signature = ?1",
+                [signature],
+                |r| r.get(0),
+            )
+            .optional()?;
+        let state = state.ok_or_else(|| StateError::Unknown(signature.into()))?;
+        if state != from {
+            let pos = |s: &str| ORDER.iter().position(|x| *x == s);
+            return match (pos(&state), pos(to)) {
+                (Some(have), Some(want)) if have >= want => Ok(Step::AlreadyDone),
+                _ if state == to => Ok(Step::AlreadyDone),
+                _ => Err(StateError::WrongState {
+                    signature: signature.into(),
+                    state,
+                    step,
+                }),
+            };
+        }
+        let now = crate::clock::now_iso();
+        let sql = format!("UPDATE buys SET state = '{to}', updated_at = ?1{set} WHERE signature = ?2 AND state = '{from}'");
+        let mut all: Vec<&dyn rusqlite::ToSql> = vec![&now, &signature];
+        all.extend_from_slice(args);
+        tx.execute(&sql, all.as_slice())?;
+        tx.commit()?;
+        Ok(Step::Applied)
+    }
+
+    /// `seen → verified`.
+    pub fn mark_verified(&mut self, b: &VerifiedBuy) -> Result<Step, StateError> {
+        self.advance(
+            &b.signature,
+            "seen",
+            "verified",
+            "verify",
+            ", buyer = ?3, buyer_x25519 = ?4, paid_lamports = ?5, price_lamports = ?6, offer_id = ?7",
+            &[&b.buyer, &b.buyer_x25519, &(b.paid_lamports as i64), &(b.price_lamports as i64), &b.offer_id],
+        )
+    }
+
+    /// `seen → rejected` with the reason. A rejected buy never moves again.
+    pub fn mark_rejected(&mut self, signature: &str, why: &Rejection) -> Result<Step, StateError> {
+        let reason = serde_json::to_string(why).expect("serializes");
+        self.advance(
+            signature,
+            "seen",
+            "rejected",
+            "reject",
+            ", reason = ?3",
+            &[&reason],
+        )
+    }
+
+    /// `verified → envelope_uploaded`, naming the envelope and the mint.
+    pub fn mark_envelope_uploaded(
+        &mut self,
+        signature: &str,
+        envelope_id: &str,
+        mint: &str,
+    ) -> Result<Step, StateError> {
+        self.advance(
+            signature,
+            "verified",
+            "envelope_uploaded",
+            "record the envelope",
+            ", envelope_id = ?3, mint_address = ?4",
+            &[&envelope_id, &mint],
+        )
+    }
+
+    /// `envelope_uploaded → released`.
+    pub fn mark_released(
+        &mut self,
+        signature: &str,
+        release_sig: &str,
+    ) -> Result<Step, StateError> {
+        self.advance(
+            signature,
+            "envelope_uploaded",
+            "released",
+            "release",
+            ", release_sig = ?3",
+            &[&release_sig],
+        )
+    }
+
+    /// Buys not yet released or rejected, oldest slot first (for resume).
+    pub fn unfinished(&self) -> Result<Vec<BuyRow>, StateError> {
+        let mut stmt = self.conn.prepare(
+            "SELECT signature FROM buys WHERE state NOT IN ('released', 'rejected') ORDER BY slot, signature",
+        )?;
+        let sigs: Vec<String> = stmt
+            .query_map([], |r| r.get(0))?
+            .collect::<rusqlite::Result<_>>()?;
+        sigs.iter().map(|s| self.get(s)).collect()
+    }
+
+    /// Counts per state (for the health line).
+    pub fn counts(&self) -> Result<Vec<(String, i64)>, StateError> {
+        let mut stmt = self
+            .conn
+            .prepare("SELECT state, count(*) FROM buys GROUP BY state ORDER BY state")?;
+        let rows = stmt.query_map([], |r| Ok((r.get(0)?, r.get(1)?)))?;
+        Ok(rows.collect::<rusqlite::Result<_>>()?)
+    }
+
+    /// The checkpoint of a watched address.
+    pub fn checkpoint(&self, address: &str) -> Result<Option<(String, u64)>, StateError> {
+        Ok(self
+            .conn
+            .query_row(
+                "SELECT signature, slot FROM checkpoints WHERE address = ?1",
+                [address],
+                |r| Ok((r.get(0)?, r.get::<_, i64>(1)? as u64)),
+            )
+            .optional()?)
+    }
+
+    /// Moves the checkpoint forward (never back); callers pass only final slots.
+    pub fn set_checkpoint(
+        &mut self,
+        address: &str,
+        signature: &str,
+        slot: u64,
+    ) -> Result<(), StateError> {
+        self.conn.execute(
+            "INSERT INTO checkpoints(address, signature, slot, updated_at) VALUES (?1, ?2, ?3, ?4)
+             ON CONFLICT(address) DO UPDATE SET signature = excluded.signature, slot = excluded.slot, updated_at = excluded.updated_at
+             WHERE excluded.slot >= checkpoints.slot",
+            params![address, signature, slot as i64, crate::clock::now_iso()],
+        )?;
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn buy(sig: &str) -> VerifiedBuy {
+        VerifiedBuy {
+            signature: sig.into(),
+            listing_id: "20261101-0123456789ab".into(),
+            buyer: "Buyer".into(),
+            buyer_x25519: "X".into(),
+            paid_lamports: 10,
+            price_lamports: 10,
+            offer_id: None,
+            slot: 5,
+        }
+    }
+
+    #[test]
+    fn steps_are_ordered_idempotent_and_durable() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("listen.db");
+        {
+            let mut db = ListenDb::open(&path).unwrap();
+            assert_eq!(
+                db.record_seen("s1", "20261101-0123456789ab", 5).unwrap(),
+                Step::Applied
+            );
+            assert_eq!(
+                db.record_seen("s1", "20261101-0123456789ab", 5).unwrap(),
+                Step::AlreadyDone
+            );
+            assert!(
+                matches!(
+                    db.mark_released("s1", "r"),
+                    Err(StateError::WrongState { .. })
+                ),
+                "no skipping"
+            );
+            assert_eq!(db.mark_verified(&buy("s1")).unwrap(), Step::Applied);
+            assert_eq!(db.mark_verified(&buy("s1")).unwrap(), Step::AlreadyDone);
+            assert_eq!(
+                db.mark_envelope_uploaded("s1", "env", "mint").unwrap(),
+                Step::Applied
+            );
+            // "crash" here: the process ends with the buy half done
+        }
+        let mut db = ListenDb::open(&path).unwrap();
+        let pending = db.unfinished().unwrap();
+        assert_eq!(pending.len(), 1);
+        assert_eq!(
+            (
+                pending[0].state.as_str(),
+                pending[0].mint_address.as_deref()
+            ),
+            ("envelope_uploaded", Some("mint"))
+        );
+        assert_eq!(
+            db.mark_verified(&buy("s1")).unwrap(),
+            Step::AlreadyDone,
+            "a replayed earlier step changes nothing"
+        );
+        assert_eq!(db.mark_released("s1", "rel").unwrap(), Step::Applied);
+        assert_eq!(db.mark_released("s1", "other").unwrap(), Step::AlreadyDone);
+        assert_eq!(
+            db.get("s1").unwrap().release_sig.as_deref(),
+            Some("rel"),
+            "first release kept"
+        );
+        assert!(db.unfinished().unwrap().is_empty());
+    }
+
+    #[test]
+    fn rejected_buys_never_release() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut db = ListenDb::open(&dir.path().join("l.db")).unwrap();
+        db.record_seen("bad", "20261101-0123456789ab", 7).unwrap();
+        db.mark_rejected("bad", &Rejection::Underpaid { paid: 1, price: 2 })
+            .unwrap();
+        assert!(db.get("bad").unwrap().reason.unwrap().contains("underpaid"));
+        assert!(matches!(
+            db.mark_verified(&buy("bad")),
+            Err(StateError::WrongState { .. })
+        ));
+        assert!(matches!(
+            db.mark_envelope_uploaded("bad", "e", "m"),
+            Err(StateError::WrongState { .. })
+        ));
+        assert!(matches!(
+            db.mark_released("bad", "r"),
+            Err(StateError::WrongState { .. })
+        ));
+        assert!(matches!(
+            db.mark_verified(&buy("nope")),
+            Err(StateError::Unknown(_))
+        ));
+        assert_eq!(db.counts().unwrap(), vec![("rejected".to_string(), 1)]);
+    }
+
+    #[test]
+    fn one_daemon_per_state_and_checkpoints_only_advance() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("l.db");
+        let mut db = ListenDb::open(&path).unwrap();
+        assert!(matches!(
+            ListenDb::open(&path),
+            Err(StateError::AlreadyRunning(_))
+        ));
+        db.set_checkpoint("Seller", "sigA", 10).unwrap();
+        db.set_checkpoint("Seller", "sigOld", 9).unwrap();
+        assert_eq!(db.checkpoint("Seller").unwrap(), Some(("sigA".into(), 10)));
+        db.set_checkpoint("Seller", "sigB", 11).unwrap();
+        assert_eq!(db.checkpoint("Seller").unwrap(), Some(("sigB".into(), 11)));
+        drop(db);
+        assert!(
+            ListenDb::open(&path).is_ok(),
+            "lock released with the process/handle"
+        );
+    }
+}
