@@ -1,7 +1,9 @@
 //! Marketplace actions. Today: the memo grammar shared by the trade
-//! commands, the `listen` daemon and the indexer, and the release envelope.
+//! commands, the `listen` daemon and the indexer, the signed manifests
+//! (listing, offer, counter) and the release envelope.
 
 pub mod envelope;
+pub mod manifest;
 pub mod memo;
 
 pub use memo::{MemoError, MemoOp};

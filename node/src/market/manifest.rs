@@ -1,0 +1,507 @@
+//! Listing, offer and counter manifests (PROTOCOL.md §7): typed reading
+//! with validation and signature checks, and builders that enforce the
+//! protocol's limits at creation.
+//!
+//! Reading is as strict as interop allows: shapes, charsets, price range,
+//! message length, visibility and the signature are checked; duration and
+//! TTL limits are enforced when *building* (the reference's own fixtures
+//! carry injected `created_at` values), while expiry is judged against
+//! block time by `listen` and the indexer. The signed JSON is kept as is:
+//! hashes are never computed over a re-serialization of typed fields.
+
+use crate::bundle::{sign_manifest, verify_manifest, Bundle, ManifestError};
+use crate::wallet::Wallet;
+use serde_json::{json, Value};
+use std::collections::BTreeSet;
+
+/// Schema names.
+pub const LISTING_SCHEMA: &str = "brainctl-marketplace/v1/listing";
+/// Offer schema.
+pub const OFFER_SCHEMA: &str = "brainctl-marketplace/v1/offer";
+/// Counter schema.
+pub const COUNTER_SCHEMA: &str = "brainctl-marketplace/v1/counter";
+/// Highest price in USD.
+pub const MAX_PRICE_USD: f64 = 10_000.0;
+/// Longest listing, hours.
+pub const MAX_LISTING_HOURS: f64 = 720.0;
+/// Longest offer/counter TTL, hours.
+pub const MAX_OFFER_TTL_HOURS: f64 = 24.0;
+/// Longest message, characters.
+pub const MAX_MESSAGE_CHARS: usize = 280;
+/// Default protocol fee.
+pub const DEFAULT_FEE_BPS: u64 = 250;
+/// Fee cap.
+pub const MAX_FEE_BPS: u64 = 1_000;
+
+/// Why a manifest is refused.
+#[derive(Debug, thiserror::Error)]
+pub enum ManifestRuleError {
+    /// A field is missing or malformed.
+    #[error("manifest field `{field}`: {why}")]
+    Field {
+        /// Field.
+        field: &'static str,
+        /// What is wrong / expected.
+        why: String,
+    },
+    /// Signature or hashing.
+    #[error(transparent)]
+    Signature(#[from] ManifestError),
+}
+
+fn field_err(field: &'static str, why: impl Into<String>) -> ManifestRuleError {
+    ManifestRuleError::Field {
+        field,
+        why: why.into(),
+    }
+}
+
+fn str_field<'a>(v: &'a Value, field: &'static str) -> Result<&'a str, ManifestRuleError> {
+    v.get(field)
+        .and_then(Value::as_str)
+        .ok_or_else(|| field_err(field, "missing or not a string"))
+}
+
+fn pubkey_field(v: &Value, field: &'static str) -> Result<String, ManifestRuleError> {
+    let s = str_field(v, field)?;
+    crate::crypto::b58_array::<32>(s)
+        .ok_or_else(|| field_err(field, "not a base58 32-byte key"))?;
+    Ok(s.to_string())
+}
+
+fn price_field(v: &Value, field: &'static str) -> Result<f64, ManifestRuleError> {
+    let p = v
+        .pointer(field)
+        .and_then(Value::as_f64)
+        .ok_or_else(|| field_err("price", format!("{field} missing or not a number")))?;
+    if !(0.0..=MAX_PRICE_USD).contains(&p) {
+        return Err(field_err(
+            "price",
+            format!("{p} USD is outside [0, {MAX_PRICE_USD}]"),
+        ));
+    }
+    Ok(p)
+}
+
+fn lamports_field(v: &Value) -> Result<Option<u64>, ManifestRuleError> {
+    match v.get("price_lamports") {
+        None | Some(Value::Null) => Ok(None),
+        Some(x) => x
+            .as_u64()
+            .map(Some)
+            .ok_or_else(|| field_err("price_lamports", "not a non-negative integer")),
+    }
+}
+
+fn time_field(v: &Value, field: &'static str) -> Result<i64, ManifestRuleError> {
+    let s = str_field(v, field)?;
+    crate::clock::parse_iso(s)
+        .map(|t| t.unix_timestamp())
+        .ok_or_else(|| field_err(field, format!("`{s}` is not an ISO 8601 time")))
+}
+
+fn message_field(v: &Value) -> Result<String, ManifestRuleError> {
+    let m = match v.get("message") {
+        None | Some(Value::Null) => "",
+        Some(x) => x
+            .as_str()
+            .ok_or_else(|| field_err("message", "not a string"))?,
+    };
+    if m.chars().count() > MAX_MESSAGE_CHARS {
+        return Err(field_err(
+            "message",
+            format!("over {MAX_MESSAGE_CHARS} characters"),
+        ));
+    }
+    Ok(m.to_string())
+}
+
+fn id_field(v: &Value, field: &'static str, offer: bool) -> Result<String, ManifestRuleError> {
+    let s = str_field(v, field)?;
+    let core = if offer {
+        s.strip_prefix("offer-")
+    } else {
+        Some(s)
+    };
+    let ok = core.is_some_and(|c| {
+        c.len() == 21
+            && c.as_bytes()[8] == b'-'
+            && c[..8].bytes().all(|b| b.is_ascii_digit())
+            && c[9..]
+                .bytes()
+                .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
+    });
+    ok.then(|| s.to_string())
+        .ok_or_else(|| field_err(field, "not a YYYYMMDD-<12 hex> id"))
+}
+
+fn schema(v: &Value, want: &str) -> Result<(), ManifestRuleError> {
+    let s = str_field(v, "schema")?;
+    (s == want)
+        .then_some(())
+        .ok_or_else(|| field_err("schema", format!("`{s}`, expected `{want}`")))
+}
+
+/// A verified listing manifest.
+#[derive(Debug, Clone)]
+pub struct Listing {
+    /// Listing id.
+    pub listing_id: String,
+    /// Bundle hash (hex).
+    pub bundle_hash: String,
+    /// Seller (signer).
+    pub seller_pubkey: String,
+    /// Where to pay.
+    pub payment_address: String,
+    /// Fee in basis points.
+    pub fee_bps: u64,
+    /// Price in USD.
+    pub price_usd: f64,
+    /// Price in lamports (extension; required to settle).
+    pub price_lamports: Option<u64>,
+    /// auction | private.
+    pub visibility: String,
+    /// Expiry, unix seconds.
+    pub expires_at: i64,
+    /// `ar://` blob.
+    pub encrypted_bundle_uri: String,
+    /// The signed JSON.
+    pub raw: Value,
+}
+
+impl Listing {
+    /// Reads and verifies a listing (signed by `seller_pubkey`).
+    pub fn from_value(v: Value) -> Result<Listing, ManifestRuleError> {
+        schema(&v, LISTING_SCHEMA)?;
+        verify_manifest(&v, "seller_pubkey")?;
+        let hash = str_field(&v, "bundle_hash")?;
+        if hash.len() != 64
+            || !hash
+                .bytes()
+                .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
+        {
+            return Err(field_err("bundle_hash", "not 64 lowercase hex characters"));
+        }
+        let fee_bps = v
+            .get("fee_bps")
+            .and_then(Value::as_u64)
+            .ok_or_else(|| field_err("fee_bps", "missing or not an integer"))?;
+        if fee_bps > MAX_FEE_BPS {
+            return Err(field_err(
+                "fee_bps",
+                format!("{fee_bps} is over the cap of {MAX_FEE_BPS}"),
+            ));
+        }
+        let visibility = str_field(&v, "visibility")?;
+        if visibility != "auction" && visibility != "private" {
+            return Err(field_err("visibility", "must be `auction` or `private`"));
+        }
+        Ok(Listing {
+            listing_id: id_field(&v, "listing_id", false)?,
+            bundle_hash: hash.into(),
+            seller_pubkey: pubkey_field(&v, "seller_pubkey")?,
+            payment_address: pubkey_field(&v, "payment_address")?,
+            fee_bps,
+            price_usd: price_field(&v, "/pricing/price_usd")?,
+            price_lamports: lamports_field(&v)?,
+            visibility: visibility.into(),
+            expires_at: time_field(&v, "expires_at")?,
+            encrypted_bundle_uri: str_field(&v, "encrypted_bundle_uri")?.into(),
+            raw: v,
+        })
+    }
+}
+
+/// A verified offer or counter (same shape for settlement).
+#[derive(Debug, Clone)]
+pub struct Offer {
+    /// Offer id (the counter's parent for counters).
+    pub offer_id: String,
+    /// Listing (offers only).
+    pub listing_id: Option<String>,
+    /// Who signed: the buyer (offer) or the counterer.
+    pub from_pubkey: String,
+    /// Buyer X25519 (offers only).
+    pub buyer_x25519: Option<String>,
+    /// Price in USD.
+    pub price_usd: f64,
+    /// Price in lamports (extension).
+    pub price_lamports: Option<u64>,
+    /// Message.
+    pub message: String,
+    /// Expiry, unix seconds.
+    pub expires_at: i64,
+    /// The signed JSON.
+    pub raw: Value,
+}
+
+impl Offer {
+    /// Reads and verifies an offer (signed by `buyer_pubkey`).
+    pub fn offer_from_value(v: Value) -> Result<Offer, ManifestRuleError> {
+        schema(&v, OFFER_SCHEMA)?;
+        verify_manifest(&v, "buyer_pubkey")?;
+        Ok(Offer {
+            offer_id: id_field(&v, "offer_id", true)?,
+            listing_id: Some(id_field(&v, "listing_id", false)?),
+            from_pubkey: pubkey_field(&v, "buyer_pubkey")?,
+            buyer_x25519: Some(pubkey_field(&v, "buyer_x25519_pubkey")?),
+            price_usd: price_field(&v, "/offered_price_usd")?,
+            price_lamports: lamports_field(&v)?,
+            message: message_field(&v)?,
+            expires_at: time_field(&v, "expires_at")?,
+            raw: v,
+        })
+    }
+
+    /// Reads and verifies a counter (signed by `from_pubkey`).
+    pub fn counter_from_value(v: Value) -> Result<Offer, ManifestRuleError> {
+        schema(&v, COUNTER_SCHEMA)?;
+        verify_manifest(&v, "from_pubkey")?;
+        Ok(Offer {
+            offer_id: id_field(&v, "parent_offer_id", true)?,
+            listing_id: None,
+            from_pubkey: pubkey_field(&v, "from_pubkey")?,
+            buyer_x25519: None,
+            price_usd: price_field(&v, "/counter_price_usd")?,
+            price_lamports: lamports_field(&v)?,
+            message: message_field(&v)?,
+            expires_at: time_field(&v, "expires_at")?,
+            raw: v,
+        })
+    }
+}
+
+/// The listing preview: counts, categories, tags (parsed from the JSON
+/// array inside the tags string) and the creation date range. Never content.
+pub fn preview(bundle: &Bundle, description: &str) -> Value {
+    let mut categories = BTreeSet::new();
+    let mut tags = BTreeSet::new();
+    let (mut min, mut max): (Option<String>, Option<String>) = (None, None);
+    for m in &bundle.memories {
+        if let Some(c) = m.get("category").as_text() {
+            categories.insert(c.to_string());
+        }
+        if let Some(t) = m.get("tags").as_text() {
+            match serde_json::from_str::<Vec<String>>(t) {
+                Ok(list) => tags.extend(list),
+                Err(_) => {
+                    tags.extend(
+                        t.split(',')
+                            .map(|s| s.trim().to_string())
+                            .filter(|s| !s.is_empty()),
+                    );
+                }
+            }
+        }
+        if let Some(c) = m.get("created_at").as_text() {
+            if min.as_deref().is_none_or(|x| c < x) {
+                min = Some(c.into());
+            }
+            if max.as_deref().is_none_or(|x| c > x) {
+                max = Some(c.into());
+            }
+        }
+    }
+    json!({
+        "memories_count": bundle.memories.len(),
+        "categories_summary": categories,
+        "tags_summary": tags,
+        "min_created_at": min,
+        "max_created_at": max,
+        "description": description,
+    })
+}
+
+/// Inputs of a new listing.
+#[derive(Debug, Clone)]
+pub struct NewListing<'a> {
+    /// Listing id.
+    pub listing_id: &'a str,
+    /// Bundle hash.
+    pub bundle_hash: &'a str,
+    /// Payment address (default: the seller).
+    pub payment_address: Option<&'a str>,
+    /// Price USD.
+    pub price_usd: f64,
+    /// Price lamports (computed from the rate at list time).
+    pub price_lamports: u64,
+    /// Duration in hours.
+    pub duration_hours: f64,
+    /// auction | private.
+    pub visibility: &'a str,
+    /// Blob URI.
+    pub encrypted_bundle_uri: &'a str,
+    /// Metadata URI.
+    pub metadata_uri: &'a str,
+    /// Preview (see [`preview`]).
+    pub preview: Value,
+    /// Creation time (unix seconds).
+    pub now: i64,
+}
+
+/// Builds and signs a listing, enforcing the creation limits.
+pub fn build_listing(seller: &Wallet, n: &NewListing<'_>) -> Result<Value, ManifestRuleError> {
+    if !(0.0..=MAX_PRICE_USD).contains(&n.price_usd) {
+        return Err(field_err(
+            "price",
+            format!("--price-usd must be in [0, {MAX_PRICE_USD}]"),
+        ));
+    }
+    if !(n.duration_hours > 0.0 && n.duration_hours <= MAX_LISTING_HOURS) {
+        return Err(field_err(
+            "expires_at",
+            format!("--duration-hours must be in (0, {MAX_LISTING_HOURS}]"),
+        ));
+    }
+    let iso = |t: i64| {
+        crate::clock::python_isoformat(
+            time::OffsetDateTime::from_unix_timestamp(t).expect("valid time"),
+        )
+    };
+    let seller_pk = seller.address();
+    let mut v = json!({
+        "schema": LISTING_SCHEMA,
+        "listing_id": n.listing_id,
+        "bundle_hash": n.bundle_hash,
+        "seller_pubkey": seller_pk,
+        "payment_address": n.payment_address.unwrap_or(&seller_pk),
+        "treasury_pubkey": null,
+        "fee_bps": DEFAULT_FEE_BPS,
+        "pricing": {"price_usd": n.price_usd, "max_price_usd": MAX_PRICE_USD, "currency": "USD"},
+        "price_lamports": n.price_lamports,
+        "visibility": n.visibility,
+        "expires_at": iso(n.now + (n.duration_hours * 3600.0) as i64),
+        "encrypted_bundle_uri": n.encrypted_bundle_uri,
+        "metadata_uri": n.metadata_uri,
+        "preview": n.preview,
+        "created_at": iso(n.now),
+    });
+    sign_manifest(&mut v, seller)?;
+    Listing::from_value(v.clone())?;
+    Ok(v)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn fixture(name: &str) -> Value {
+        let p = format!(
+            "{}/../tests/fixtures/interop/{name}",
+            env!("CARGO_MANIFEST_DIR")
+        );
+        serde_json::from_slice(&std::fs::read(p).unwrap()).unwrap()
+    }
+
+    #[test]
+    fn reference_manifests_read_and_verify() {
+        let l = Listing::from_value(fixture("listing.manifest.json")).unwrap();
+        assert_eq!(
+            (
+                l.listing_id.as_str(),
+                l.price_usd,
+                l.fee_bps,
+                l.price_lamports
+            ),
+            ("20261101-0123456789ab", 12.5, 250, None)
+        );
+        let o = Offer::offer_from_value(fixture("offer.manifest.json")).unwrap();
+        assert_eq!(
+            (o.offer_id.as_str(), o.price_usd),
+            ("offer-20261101-a1b2c3d4e5f6", 10.0)
+        );
+        let c = Offer::counter_from_value(fixture("counter.manifest.json")).unwrap();
+        assert_eq!((c.price_usd, c.message.as_str()), (11.0, "meet at eleven"));
+        assert!(
+            Offer::offer_from_value(fixture("counter.manifest.json")).is_err(),
+            "schema checked"
+        );
+    }
+
+    #[test]
+    fn tampered_or_out_of_range_manifests_are_refused() {
+        let mut l = fixture("listing.manifest.json");
+        l["pricing"]["price_usd"] = json!(1.0);
+        assert!(matches!(
+            Listing::from_value(l),
+            Err(ManifestRuleError::Signature(_))
+        ));
+        // the fixture seller's seed is the bytes 1..=32
+        let seller = Wallet::from_seed(&std::array::from_fn(|i| i as u8 + 1));
+        let mut big = fixture("listing.manifest.json");
+        big["pricing"]["price_usd"] = json!(10_000.5);
+        sign_manifest(&mut big, &seller).unwrap();
+        assert!(matches!(
+            Listing::from_value(big),
+            Err(ManifestRuleError::Field { field: "price", .. })
+        ));
+        let mut long = fixture("offer.manifest.json");
+        long["message"] = json!("x".repeat(281));
+        sign_manifest(&mut long, &Wallet::from_seed(&[33u8; 32])).unwrap();
+        // signed by a key that is not buyer_pubkey: refused before the message check
+        assert!(matches!(
+            Offer::offer_from_value(long),
+            Err(ManifestRuleError::Signature(_))
+        ));
+    }
+
+    #[test]
+    fn built_listing_has_parsed_tags_and_enforces_limits() {
+        let seller = Wallet::from_seed(&[1u8; 32]);
+        let text = std::fs::read(format!(
+            "{}/../tests/fixtures/interop/all.signed.json",
+            env!("CARGO_MANIFEST_DIR")
+        ))
+        .unwrap();
+        let (_, v) = crate::bundle::verify_text(&text);
+        let v = v.unwrap();
+        let bundle = Bundle {
+            version: 1,
+            generated_at: "x".into(),
+            filter_used: Default::default(),
+            memories: v.memories().unwrap(),
+        };
+        let p = preview(&bundle, "four lessons");
+        assert_eq!(
+            p["tags_summary"],
+            json!(["deploy", "http", "ops", "retry", "style"])
+        );
+        assert_eq!(
+            p["categories_summary"],
+            json!(["decision", "lesson", "preference", "project"])
+        );
+        assert!(!p.to_string().contains("staging"), "no content in previews");
+        let n = NewListing {
+            listing_id: "20261123-00112233aabb",
+            bundle_hash: &hex::encode(v.bundle_hash),
+            payment_address: None,
+            price_usd: 12.5,
+            price_lamports: 62_500_000,
+            duration_hours: 48.0,
+            visibility: "auction",
+            encrypted_bundle_uri: "ar://x",
+            metadata_uri: "ar://y",
+            preview: p,
+            now: 1_795_000_000,
+        };
+        let listing = Listing::from_value(build_listing(&seller, &n).unwrap()).unwrap();
+        assert_eq!(listing.price_lamports, Some(62_500_000));
+        assert_eq!(listing.expires_at, 1_795_000_000 + 48 * 3600);
+        assert!(build_listing(
+            &seller,
+            &NewListing {
+                duration_hours: 721.0,
+                ..n.clone()
+            }
+        )
+        .is_err());
+        assert!(build_listing(
+            &seller,
+            &NewListing {
+                price_usd: -1.0,
+                ..n
+            }
+        )
+        .is_err());
+    }
+}
