@@ -23,29 +23,29 @@ Environment:
 #[command(name = "brainctl", version, about, long_about = None, after_help = EXIT_CODES)]
 pub struct Cli {
     /// Memory store (SQLite). A Python brainctl brain.db works read-only for export.
-    #[arg(long, global = true, value_name = "PATH")]
+    #[arg(long, global = true, help_heading = "Global options", value_name = "PATH")]
     pub db: Option<PathBuf>,
     /// Wallet keystore (Solana CLI JSON array of 64 bytes).
-    #[arg(long, global = true, value_name = "PATH", env = "BRAINCTL_WALLET_PATH")]
+    #[arg(long, global = true, help_heading = "Global options", value_name = "PATH", env = "BRAINCTL_WALLET_PATH")]
     pub keystore: Option<PathBuf>,
     /// Cluster: mainnet-beta, devnet, testnet, localhost, or an RPC URL (like the Solana CLI's -u).
     #[arg(
         short = 'u',
         long = "url",
-        global = true,
+        global = true, help_heading = "Global options",
         value_name = "URL_OR_MONIKER",
         env = "BRAINCTL_RPC_URL",
         default_value = "mainnet-beta"
     )]
     pub url: String,
     /// Commitment for reads and confirmations (localnet may use confirmed).
-    #[arg(long, global = true, env = "BRAINCTL_COMMITMENT", default_value = "finalized", value_parser = ["processed", "confirmed", "finalized"])]
+    #[arg(long, global = true, help_heading = "Global options", env = "BRAINCTL_COMMITMENT", default_value = "finalized", value_parser = ["processed", "confirmed", "finalized"])]
     pub commitment: String,
     /// Print machine-readable JSON on stdout (errors too: {"ok":false,"error":...}).
-    #[arg(long, global = true)]
+    #[arg(long, global = true, help_heading = "Global options")]
     pub json: bool,
     /// More logging on stderr (-v info, -vv debug).
-    #[arg(short, long, global = true, action = clap::ArgAction::Count)]
+    #[arg(short, long, global = true, help_heading = "Global options", action = clap::ArgAction::Count)]
     pub verbose: u8,
     #[command(subcommand)]
     pub command: Command,
