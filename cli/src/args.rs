@@ -23,16 +23,28 @@ Environment:
 #[command(name = "brainctl", version, about, long_about = None, after_help = EXIT_CODES)]
 pub struct Cli {
     /// Memory store (SQLite). A Python brainctl brain.db works read-only for export.
-    #[arg(long, global = true, help_heading = "Global options", value_name = "PATH")]
+    #[arg(
+        long,
+        global = true,
+        help_heading = "Global options",
+        value_name = "PATH"
+    )]
     pub db: Option<PathBuf>,
     /// Wallet keystore (Solana CLI JSON array of 64 bytes).
-    #[arg(long, global = true, help_heading = "Global options", value_name = "PATH", env = "BRAINCTL_WALLET_PATH")]
+    #[arg(
+        long,
+        global = true,
+        help_heading = "Global options",
+        value_name = "PATH",
+        env = "BRAINCTL_WALLET_PATH"
+    )]
     pub keystore: Option<PathBuf>,
     /// Cluster: mainnet-beta, devnet, testnet, localhost, or an RPC URL (like the Solana CLI's -u).
     #[arg(
         short = 'u',
         long = "url",
-        global = true, help_heading = "Global options",
+        global = true,
+        help_heading = "Global options",
         value_name = "URL_OR_MONIKER",
         env = "BRAINCTL_RPC_URL",
         default_value = "mainnet-beta"

@@ -5,11 +5,11 @@
 use time::format_description::well_known::Rfc3339;
 use time::{OffsetDateTime, UtcOffset};
 
-/// `2026-11-22T23:41:15Z`: the memory row timestamp format.
-pub fn row_timestamp(t: OffsetDateTime) -> String {
+/// `YYYY-MM-DDTHH:MM:SS` in UTC.
+fn utc_seconds(t: OffsetDateTime) -> String {
     let t = t.to_offset(UtcOffset::UTC);
     format!(
-        "{:04}-{:02}-{:02}T{:02}:{:02}:{:02}Z",
+        "{:04}-{:02}-{:02}T{:02}:{:02}:{:02}",
         t.year(),
         t.month() as u8,
         t.day(),
@@ -19,22 +19,17 @@ pub fn row_timestamp(t: OffsetDateTime) -> String {
     )
 }
 
+/// `2026-11-22T23:41:15Z`: the memory row timestamp format.
+pub fn row_timestamp(t: OffsetDateTime) -> String {
+    format!("{}Z", utc_seconds(t))
+}
+
 /// Python's `datetime.now(timezone.utc).isoformat()`:
 /// `2026-11-01T12:00:00.123456+00:00` (micros omitted when zero).
 pub fn python_isoformat(t: OffsetDateTime) -> String {
-    let t = t.to_offset(UtcOffset::UTC);
-    let base = format!(
-        "{:04}-{:02}-{:02}T{:02}:{:02}:{:02}",
-        t.year(),
-        t.month() as u8,
-        t.day(),
-        t.hour(),
-        t.minute(),
-        t.second()
-    );
     match t.microsecond() {
-        0 => format!("{base}+00:00"),
-        us => format!("{base}.{us:06}+00:00"),
+        0 => format!("{}+00:00", utc_seconds(t)),
+        us => format!("{}.{us:06}+00:00", utc_seconds(t)),
     }
 }
 

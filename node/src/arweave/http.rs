@@ -30,6 +30,22 @@ fn status_error(what: &str, status: reqwest::StatusCode, body: &str) -> StorageE
     }
 }
 
+/// Sends `req`, returning the body text of a 2xx answer or a typed error.
+async fn send_for_text(
+    what: &str,
+    url: &str,
+    req: reqwest::RequestBuilder,
+) -> Result<String, StorageError> {
+    let http = |e: reqwest::Error| StorageError::Http(format!("{url}: {e}"));
+    let resp = req.send().await.map_err(http)?;
+    let status = resp.status();
+    let text = resp.text().await.map_err(http)?;
+    if !status.is_success() {
+        return Err(status_error(what, status, &text));
+    }
+    Ok(text)
+}
+
 /// A bundler endpoint.
 #[derive(Debug, Clone)]
 pub struct Bundler {
@@ -47,19 +63,7 @@ impl Bundler {
     /// The price in lamports of uploading `bytes` bytes.
     pub async fn price(&self, bytes: usize) -> Result<u64, StorageError> {
         let url = format!("{}/price/solana/{bytes}", self.url);
-        let resp = client()?
-            .get(&url)
-            .send()
-            .await
-            .map_err(|e| StorageError::Http(format!("{url}: {e}")))?;
-        let status = resp.status();
-        let text = resp
-            .text()
-            .await
-            .map_err(|e| StorageError::Http(format!("{url}: {e}")))?;
-        if !status.is_success() {
-            return Err(status_error("price", status, &text));
-        }
+        let text = send_for_text("price", &url, client()?.get(&url)).await?;
         text.trim().parse().map_err(|_| {
             StorageError::Http(format!("{url}: price is not an integer: {}", text.trim()))
         })
@@ -68,21 +72,11 @@ impl Bundler {
     /// Uploads a signed item; returns its id (checked against the item's own).
     pub async fn put(&self, item: &DataItem) -> Result<String, StorageError> {
         let url = format!("{}/tx/solana", self.url);
-        let resp = client()?
+        let req = client()?
             .post(&url)
             .header("Content-Type", "application/octet-stream")
-            .body(item.to_bytes())
-            .send()
-            .await
-            .map_err(|e| StorageError::Http(format!("{url}: {e}")))?;
-        let status = resp.status();
-        let text = resp
-            .text()
-            .await
-            .map_err(|e| StorageError::Http(format!("{url}: {e}")))?;
-        if !status.is_success() {
-            return Err(status_error("upload", status, &text));
-        }
+            .body(item.to_bytes());
+        let text = send_for_text("upload", &url, req).await?;
         let id = item.id();
         if let Ok(v) = serde_json::from_str::<serde_json::Value>(&text) {
             if let Some(got) = v.get("id").and_then(|x| x.as_str()) {

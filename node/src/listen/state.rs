@@ -123,12 +123,7 @@ impl ListenDb {
         if version > MIGRATIONS.len() as i64 {
             return Err(StateError::NewerSchema(version));
         }
-        for (i, sql) in MIGRATIONS.iter().enumerate().skip(version as usize) {
-            let tx = conn.transaction()?;
-            tx.execute_batch(sql)?;
-            tx.pragma_update(None, "user_version", i as i64 + 1)?;
-            tx.commit()?;
-        }
+        crate::store::migrate::apply(&mut conn, MIGRATIONS, None)?;
         Ok(ListenDb { conn, _lock: lock })
     }
 

@@ -31,11 +31,26 @@ pub fn migrate(conn: &mut Connection) -> Result<(), StoreError> {
             known: LATEST,
         });
     }
-    for (i, sql) in MIGRATIONS.iter().enumerate().skip(version as usize) {
+    apply(conn, MIGRATIONS, Some(APPLICATION_ID))?;
+    Ok(())
+}
+
+/// Applies `migrations` past the database's `user_version`, each in its own
+/// transaction that also bumps the version (and sets `application_id`).
+/// Callers check for newer schemas first.
+pub(crate) fn apply(
+    conn: &mut Connection,
+    migrations: &[&str],
+    app_id: Option<i64>,
+) -> rusqlite::Result<()> {
+    let version: i64 = conn.query_row("PRAGMA user_version", [], |r| r.get(0))?;
+    for (i, sql) in migrations.iter().enumerate().skip(version.max(0) as usize) {
         let tx = conn.transaction()?;
         tx.execute_batch(sql)?;
         tx.pragma_update(None, "user_version", i as i64 + 1)?;
-        tx.pragma_update(None, "application_id", APPLICATION_ID)?;
+        if let Some(id) = app_id {
+            tx.pragma_update(None, "application_id", id)?;
+        }
         tx.commit()?;
     }
     Ok(())
