@@ -4,7 +4,7 @@
 //! Owns the import policy (verify first, nothing written on failure,
 //! default scope `imported:<hash prefix>`). SQL stays in `store`.
 
-use crate::bundle::{verify_text, VerifyReport};
+use crate::bundle::{verify_text, MemoryRow, VerifyReport};
 use crate::scan::injection;
 use crate::store::{ImportOutcome, ImportRow, Store, StoreError};
 use serde::Serialize;
@@ -68,17 +68,72 @@ pub fn import_signed(
     let Some(v) = verified else {
         return Err(ImportError::Invalid(Box::new(report)));
     };
-    let hash_hex = hex::encode(v.bundle_hash);
-    let scope = scope.map_or_else(|| default_scope(&hash_hex), str::to_string);
     let memories = v.memories().map_err(ImportError::Malformed)?;
+    import_rows(
+        store,
+        hex::encode(v.bundle_hash),
+        v.signer,
+        &memories,
+        scope,
+        source,
+    )
+}
+
+/// Imports a decrypted *inner* bundle bought on the marketplace: its bytes
+/// must hash to `expected_hash_hex` (the hash the seller signed in the
+/// listing) and be in canonical form. `signer` is the seller.
+pub fn import_inner(
+    store: &mut Store,
+    inner: &[u8],
+    expected_hash_hex: &str,
+    signer: &str,
+    scope: Option<&str>,
+    source: Option<&str>,
+) -> Result<ImportReport, ImportError> {
+    let got = hex::encode(crate::crypto::sha256(inner));
+    if got != expected_hash_hex {
+        return Err(ImportError::Malformed(format!(
+            "bundle hash {got} is not the listed {expected_hash_hex}"
+        )));
+    }
+    let value: serde_json::Value = serde_json::from_slice(inner)
+        .map_err(|e| ImportError::Malformed(format!("not JSON: {e}")))?;
+    if crate::bundle::canonical(&value) != inner {
+        return Err(ImportError::Malformed(
+            "bundle bytes are not in canonical form".into(),
+        ));
+    }
+    let memories: Vec<MemoryRow> = match value.get("memories") {
+        Some(serde_json::Value::Array(items)) => items
+            .iter()
+            .map(MemoryRow::from_value)
+            .collect::<Result<_, _>>()
+            .map_err(ImportError::Malformed)?,
+        _ => return Err(ImportError::Malformed("`memories` is not an array".into())),
+    };
+    import_rows(store, got, signer.to_string(), &memories, scope, source)
+}
+
+fn import_rows(
+    store: &mut Store,
+    hash_hex: String,
+    signer: String,
+    memories: &[MemoryRow],
+    scope: Option<&str>,
+    source: Option<&str>,
+) -> Result<ImportReport, ImportError> {
+    let scope = scope.map_or_else(|| default_scope(&hash_hex), str::to_string);
+    let scan = |row: &MemoryRow| -> Vec<&'static str> {
+        ["content", "tags"]
+            .iter()
+            .filter_map(|c| row.get(c).as_text())
+            .flat_map(injection::scan)
+            .collect()
+    };
     let rows: Vec<ImportRow> = memories
         .iter()
         .map(|row| {
-            let hits: Vec<&str> = ["content", "tags"]
-                .iter()
-                .filter_map(|c| row.get(c).as_text())
-                .flat_map(injection::scan)
-                .collect();
+            let hits = scan(row);
             ImportRow {
                 row: row.clone(),
                 suspicious: (!hits.is_empty())
@@ -86,7 +141,7 @@ pub fn import_signed(
             }
         })
         .collect();
-    let outcome = store.import_rows(&hash_hex, &v.signer, &scope, source, &rows)?;
+    let outcome = store.import_rows(&hash_hex, &signer, &scope, source, &rows)?;
     let suspicious = rows
         .iter()
         .enumerate()
@@ -94,16 +149,12 @@ pub fn import_signed(
         .map(|(i, r)| SuspiciousRow {
             origin_id: r.row.id(),
             id: outcome.ids.get(i).copied(),
-            patterns: ["content", "tags"]
-                .iter()
-                .filter_map(|c| r.row.get(c).as_text())
-                .flat_map(injection::scan)
-                .collect(),
+            patterns: scan(&r.row),
         })
         .collect();
     Ok(ImportReport {
         bundle_hash: hash_hex,
-        signer: v.signer,
+        signer,
         outcome,
         suspicious,
     })

@@ -5,5 +5,7 @@
 pub mod envelope;
 pub mod manifest;
 pub mod memo;
+#[cfg(feature = "chain")]
+pub mod tx;
 
 pub use memo::{MemoError, MemoOp};

@@ -1,0 +1,168 @@
+//! Releasing a verified buy, exactly once (DESIGN.md §Settlement):
+//! 1. `verified`: the mint address is derived from the seller and the buy
+//!    signature; the signed envelope (sealed key, naming that mint) is
+//!    uploaded and recorded → `envelope_uploaded`;
+//! 2. `envelope_uploaded`: ONE transaction creates the mint, mints 1 to the
+//!    buyer, revokes the authority and posts `release:<listing>:<envelope>:<mint>`
+//!    → `released`. If that mint already exists the release landed before a
+//!    crash: it is recorded, never sent again; a re-sent release fails on
+//!    chain because the mint account exists.
+
+use super::state::{ListenDb, StateError, Step};
+use super::verify::VerifiedBuy;
+use crate::arweave::{DataItem, Tag, Uploader};
+use crate::chain::instructions::{discovery, memo, registry_from_env, DEFAULT_CU_LIMIT};
+use crate::chain::{Chain, ChainError, Pubkey, Signature, Signer};
+use crate::market::envelope::seal_envelope;
+use crate::market::MemoOp;
+use crate::mint::token2022::{mint_address, mint_nft, seed_from, NftSpec};
+use crate::wallet::Wallet;
+use std::str::FromStr;
+
+/// Release errors.
+#[derive(Debug, thiserror::Error)]
+pub enum ReleaseError {
+    /// State machine.
+    #[error(transparent)]
+    State(#[from] StateError),
+    /// Chain.
+    #[error(transparent)]
+    Chain(#[from] ChainError),
+    /// Upload.
+    #[error(transparent)]
+    Storage(#[from] crate::arweave::StorageError),
+    /// Envelope.
+    #[error(transparent)]
+    Envelope(#[from] crate::market::envelope::EnvelopeError),
+    /// Item.
+    #[error(transparent)]
+    Item(#[from] crate::arweave::ItemError),
+    /// The buy's X25519 key is not 32 bytes of base58.
+    #[error("buy {0} carries an invalid X25519 key")]
+    BadBuyerKey(String),
+}
+
+/// What a listing sells, as the seller knows it.
+#[derive(Debug, Clone)]
+pub struct Goods<'a> {
+    /// Bundle hash.
+    pub bundle_hash: &'a str,
+    /// The blob key.
+    pub key: &'a [u8; 32],
+    /// Token name/symbol/URI for the buyer's token.
+    pub token: NftSpec,
+}
+
+/// The mint a release of `buy_signature` creates.
+pub fn release_mint(seller: &Pubkey, buy_signature: &str) -> Result<(Pubkey, String), ChainError> {
+    let seed = seed_from(format!("release:{buy_signature}").as_bytes());
+    Ok((mint_address(seller, &seed)?, seed))
+}
+
+async fn mint_exists(chain: &Chain, mint: &Pubkey) -> Result<bool, ChainError> {
+    let acct = crate::chain::client::with_retry("getAccountInfo", || {
+        chain
+            .rpc()
+            .get_account_with_commitment(mint, chain.commitment())
+    })
+    .await?;
+    Ok(acct.value.is_some())
+}
+
+/// The signature that created `mint` (the release transaction).
+async fn creating_signature(chain: &Chain, mint: &Pubkey) -> Result<String, ChainError> {
+    let history = chain.signatures_for(mint, None).await?;
+    history
+        .last()
+        .map(|s| s.signature.clone())
+        .ok_or_else(|| ChainError::Config(format!("mint {mint} exists but has no history yet")))
+}
+
+/// Step 1: seal and upload the envelope (idempotent per buy).
+pub async fn upload_envelope(
+    db: &mut ListenDb,
+    seller: &Wallet,
+    uploader: &Uploader,
+    buy: &VerifiedBuy,
+    goods: &Goods<'_>,
+) -> Result<Step, ReleaseError> {
+    let x25519 = crate::crypto::b58_array::<32>(&buy.buyer_x25519)
+        .ok_or_else(|| ReleaseError::BadBuyerKey(buy.signature.clone()))?;
+    let (mint, _) = release_mint(&seller.solana_keypair().pubkey(), &buy.signature)?;
+    let env = seal_envelope(
+        seller,
+        &buy.listing_id,
+        &buy.buyer,
+        &x25519,
+        &buy.signature,
+        goods.bundle_hash,
+        &mint.to_string(),
+        goods.key,
+    )?;
+    let item = DataItem::sign(
+        seller,
+        serde_json::to_vec(&env).expect("serializes"),
+        vec![
+            Tag::new("Content-Type", "application/json"),
+            Tag::new("App-Name", "brainctl"),
+            Tag::new("Schema", crate::market::envelope::ENVELOPE_SCHEMA),
+        ],
+        None,
+        None,
+    )?;
+    let id = uploader.put(&item).await?;
+    Ok(db.mark_envelope_uploaded(&buy.signature, &id, &mint.to_string())?)
+}
+
+/// Step 2: the one release transaction (or recording one that landed).
+/// Returns the release transaction's signature.
+pub async fn send_release(
+    db: &mut ListenDb,
+    chain: &Chain,
+    seller: &Wallet,
+    buy_signature: &str,
+    goods: &Goods<'_>,
+) -> Result<String, ReleaseError> {
+    let row = db.get(buy_signature)?;
+    if let Some(sig) = row.release_sig {
+        return Ok(sig);
+    }
+    let (Some(envelope_id), Some(buyer)) = (row.envelope_id.clone(), row.buyer.clone()) else {
+        return Err(StateError::WrongState {
+            signature: buy_signature.into(),
+            state: row.state,
+            step: "release",
+        }
+        .into());
+    };
+    let payer = seller.solana_keypair();
+    let (mint, seed) = release_mint(&payer.pubkey(), buy_signature)?;
+    if mint_exists(chain, &mint).await? {
+        let sig = creating_signature(chain, &mint).await?;
+        db.mark_released(buy_signature, &sig)?;
+        return Ok(sig);
+    }
+    let buyer = Pubkey::from_str(&buyer)
+        .map_err(|_| ChainError::Config(format!("buyer {buyer} is not a pubkey")))?;
+    let op = MemoOp::Release {
+        listing_id: row.listing_id.clone(),
+        envelope_arweave_id: envelope_id,
+        minted_token_address: mint.to_string(),
+    };
+    let extra = vec![
+        memo(&op.to_string(), &payer.pubkey()),
+        discovery(&registry_from_env()?, DEFAULT_CU_LIMIT),
+    ];
+    let sig = match mint_nft(chain, &payer, &seed, &buyer, &goods.token, extra).await {
+        Ok(m) => m.sent.signature.to_string(),
+        // landed concurrently or before a crash: the chain refused a second mint
+        Err(e) if mint_exists(chain, &mint).await? => {
+            tracing::info!(error = %e, %mint, "release already on chain; recording it");
+            creating_signature(chain, &mint).await?
+        }
+        Err(e) => return Err(e.into()),
+    };
+    Signature::from_str(&sig).map_err(|_| ChainError::Config("bad release signature".into()))?;
+    db.mark_released(buy_signature, &sig)?;
+    Ok(sig)
+}
