@@ -1,0 +1,169 @@
+//! One pass of the listen daemon over a seller's payment address:
+//! 1. backfill `getSignaturesForAddress(payment address)` down to the
+//!    checkpoint (paged to the end, no fixed window);
+//! 2. every transaction whose memos carry a `buy` of one of our listings is
+//!    recorded (`seen`), fetched, and verified or rejected with its reason;
+//! 3. every unfinished buy (this pass's and any earlier crash's) is pushed
+//!    through envelope upload and release;
+//! 4. the checkpoint moves to the newest signature at a finalized slot only.
+//!
+//! Buys are processed one at a time in slot order; each step is durable
+//! before the next, so killing the process anywhere and re-running the
+//! pass neither skips nor repeats a release.
+
+use super::release::{send_release, upload_envelope, Goods, ReleaseError};
+use super::state::{ListenDb, StateError};
+use super::verify::{verify_buy, ListingTerms, NegotiatedTerms};
+use crate::arweave::Uploader;
+use crate::chain::memo_field::parse_memo_field;
+use crate::chain::{Chain, ChainError, Pubkey, Signature};
+use crate::market::MemoOp;
+use crate::wallet::Wallet;
+use serde::Serialize;
+use solana_commitment_config::CommitmentConfig;
+use std::str::FromStr;
+
+/// What the seller sells: terms and goods per listing id.
+pub trait Catalog {
+    /// Terms of one of our listings (`None`: not ours).
+    fn terms(&self, listing_id: &str) -> Option<ListingTerms>;
+    /// What that listing sells.
+    fn goods(&self, listing_id: &str) -> Option<Goods<'_>>;
+    /// An accepted offer for this buyer, if the seller accepted one.
+    fn negotiated(&self, listing_id: &str, buyer: &str) -> Option<NegotiatedTerms>;
+}
+
+/// Counts of one pass.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct PassReport {
+    /// New buy transactions recorded.
+    pub seen: usize,
+    /// Verified this pass.
+    pub verified: usize,
+    /// Rejected this pass.
+    pub rejected: usize,
+    /// Released this pass.
+    pub released: usize,
+    /// Releases that failed (retried next pass).
+    pub failed: usize,
+}
+
+/// Runs one pass for `payment_address`.
+pub async fn run_once(
+    chain: &Chain,
+    db: &mut ListenDb,
+    seller: &Wallet,
+    uploader: &Uploader,
+    catalog: &dyn Catalog,
+    payment_address: &Pubkey,
+) -> Result<PassReport, ReleaseError> {
+    let mut report = PassReport::default();
+    let addr = payment_address.to_string();
+    let finalized = crate::chain::client::with_retry("getSlot", || {
+        chain
+            .rpc()
+            .get_slot_with_commitment(CommitmentConfig::finalized())
+    })
+    .await?;
+    let until = db.checkpoint(&addr)?.map(|(s, _)| s);
+    let until = until
+        .as_deref()
+        .map(Signature::from_str)
+        .transpose()
+        .map_err(|_| ChainError::Config("bad checkpoint".into()))?;
+    let mut history = chain
+        .signatures_for(payment_address, until.as_ref())
+        .await?;
+    history.reverse(); // oldest first
+    let mut newest_final: Option<(String, u64)> = None;
+    for info in &history {
+        if info.slot <= finalized {
+            newest_final = Some((info.signature.clone(), info.slot));
+        }
+        let listed = info
+            .memo
+            .as_deref()
+            .map(parse_memo_field)
+            .and_then(Result::ok)
+            .unwrap_or_default();
+        let Some(listing_id) = listed.iter().find_map(|m| match MemoOp::parse(m) {
+            Ok(MemoOp::Buy { listing_id, .. }) if catalog.terms(&listing_id).is_some() => {
+                Some(listing_id)
+            }
+            _ => None,
+        }) else {
+            continue;
+        };
+        if db.record_seen(&info.signature, &listing_id, info.slot)? == super::Step::AlreadyDone {
+            continue;
+        }
+        report.seen += 1;
+        let sig = Signature::from_str(&info.signature)
+            .map_err(|_| ChainError::Config("bad signature".into()))?;
+        let Some(tx) = chain.transaction(&sig).await? else {
+            continue;
+        };
+        let terms = catalog.terms(&listing_id).expect("checked above");
+        let offer = tx
+            .fee_payer()
+            .and_then(|b| catalog.negotiated(&listing_id, b));
+        match verify_buy(&tx, &terms, offer.as_ref()) {
+            Ok(buy) => {
+                db.mark_verified(&buy)?;
+                report.verified += 1;
+            }
+            Err(why) => {
+                tracing::info!(signature = %info.signature, reason = %why, "buy rejected");
+                db.mark_rejected(&info.signature, &why)?;
+                report.rejected += 1;
+            }
+        }
+    }
+    for row in db.unfinished()? {
+        match advance(chain, db, seller, uploader, catalog, &row.signature).await {
+            Ok(true) => report.released += 1,
+            Ok(false) => {}
+            Err(e) => {
+                tracing::warn!(signature = %row.signature, error = %e, "release failed; will retry");
+                report.failed += 1;
+            }
+        }
+    }
+    if let Some((sig, slot)) = newest_final {
+        db.set_checkpoint(&addr, &sig, slot)?;
+    }
+    Ok(report)
+}
+
+/// Pushes one buy as far as it goes; true when it was released now.
+async fn advance(
+    chain: &Chain,
+    db: &mut ListenDb,
+    seller: &Wallet,
+    uploader: &Uploader,
+    catalog: &dyn Catalog,
+    signature: &str,
+) -> Result<bool, ReleaseError> {
+    let row = db.get(signature)?;
+    let goods = catalog
+        .goods(&row.listing_id)
+        .ok_or_else(|| StateError::Unknown(format!("goods of {}", row.listing_id)))?;
+    if row.state == "seen" {
+        return Ok(false); // not yet verified (fetch failed); the next pass retries
+    }
+    if row.state == "verified" {
+        let buy = super::verify::VerifiedBuy {
+            signature: row.signature.clone(),
+            listing_id: row.listing_id.clone(),
+            buyer: row.buyer.clone().unwrap_or_default(),
+            buyer_x25519: row.buyer_x25519.clone().unwrap_or_default(),
+            paid_lamports: 0,
+            price_lamports: 0,
+            offer_id: None,
+            slot: row.slot,
+        };
+        upload_envelope(db, seller, uploader, &buy, &goods).await?;
+    }
+    send_release(db, chain, seller, signature, &goods).await?;
+    Ok(true)
+}

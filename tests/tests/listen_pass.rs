@@ -1,0 +1,165 @@
+//! The daemon's pass on a real validator: buyers pay concurrently, one
+//! underpays; one pass releases every valid buy exactly once and rejects
+//! the hostile one; a second pass finds nothing to do.
+
+use e2e::{runtime, validator};
+use node::arweave::{FsStore, Uploader};
+use node::chain::instructions::default_registry;
+use node::chain::{Keypair, Signer};
+use node::listen::pass::{run_once, Catalog, PassReport};
+use node::listen::release::{release_mint, Goods};
+use node::listen::{ListenDb, ListingTerms, NegotiatedTerms};
+use node::market::tx::buy_instructions;
+use node::market::MemoOp;
+use node::mint::token2022::NftSpec;
+use node::wallet::Wallet;
+
+const LISTING: &str = "20261123-aaaaaaaaaaaa";
+const PRICE: u64 = 100_000_000;
+
+struct OneListing {
+    terms: ListingTerms,
+    hash: String,
+    key: [u8; 32],
+}
+
+impl Catalog for OneListing {
+    fn terms(&self, id: &str) -> Option<ListingTerms> {
+        (id == LISTING).then(|| self.terms.clone())
+    }
+    fn goods(&self, id: &str) -> Option<Goods<'_>> {
+        (id == LISTING).then(|| Goods {
+            bundle_hash: &self.hash,
+            key: &self.key,
+            token: NftSpec {
+                name: "brainctl bundle".into(),
+                symbol: "BRNDL".into(),
+                uri: "ar://meta".into(),
+            },
+        })
+    }
+    fn negotiated(&self, _: &str, _: &str) -> Option<NegotiatedTerms> {
+        None
+    }
+}
+
+#[test]
+fn one_pass_releases_each_valid_buy_once() {
+    let v = validator();
+    let rt = runtime();
+    let chain = v.chain();
+    let dir = tempfile::tempdir().unwrap();
+    let seller = Wallet::generate();
+    let seller_kp = seller.solana_keypair();
+    v.fund(&seller_kp.pubkey(), 5);
+    let catalog = OneListing {
+        terms: ListingTerms {
+            listing_id: LISTING.into(),
+            payment_address: seller_kp.pubkey().to_string(),
+            price_lamports: PRICE,
+            expires_at: i64::MAX,
+            cancelled_at_slot: None,
+            fee: None,
+        },
+        hash: "ab".repeat(32),
+        key: [5u8; 32],
+    };
+    let buyers: Vec<(Wallet, Keypair)> = (0..6)
+        .map(|_| {
+            let w = Wallet::generate();
+            let k = w.solana_keypair();
+            v.fund(&k.pubkey(), 1);
+            (w, k)
+        })
+        .collect();
+    // all buyers pay at once; the last one underpays
+    let sends = buyers.iter().enumerate().map(|(i, (w, k))| {
+        let amount = if i == 5 { PRICE / 2 } else { PRICE };
+        let ixs = buy_instructions(
+            &k.pubkey(),
+            &seller_kp.pubkey(),
+            amount,
+            LISTING,
+            &w.x25519_address(),
+            &default_registry(),
+            None,
+        );
+        let chain = &chain;
+        async move { chain.send(&ixs, &[k]).await }
+    });
+    let sent = rt.block_on(futures_util::future::join_all(sends));
+    assert!(sent.iter().all(Result::is_ok), "{sent:?}");
+
+    let uploader = Uploader::Fs(FsStore::new(dir.path().join("items")));
+    let mut db = ListenDb::open(&dir.path().join("listen.db")).unwrap();
+    let first = rt
+        .block_on(run_once(
+            &chain,
+            &mut db,
+            &seller,
+            &uploader,
+            &catalog,
+            &seller_kp.pubkey(),
+        ))
+        .unwrap();
+    assert_eq!(
+        first,
+        PassReport {
+            seen: 6,
+            verified: 5,
+            rejected: 1,
+            released: 5,
+            failed: 0
+        }
+    );
+    let second = rt
+        .block_on(run_once(
+            &chain,
+            &mut db,
+            &seller,
+            &uploader,
+            &catalog,
+            &seller_kp.pubkey(),
+        ))
+        .unwrap();
+    assert_eq!(second, PassReport::default(), "nothing to do twice");
+
+    // one release memo per valid buy, naming the buy's own mint
+    let history = rt
+        .block_on(chain.signatures_for(&seller_kp.pubkey(), None))
+        .unwrap();
+    let mut release_mints: Vec<String> = history
+        .iter()
+        .filter_map(|s| {
+            rt.block_on(chain.transaction(&s.signature.parse().unwrap()))
+                .unwrap()
+        })
+        .flat_map(|t| t.memos)
+        .filter_map(|m| match MemoOp::parse(&m) {
+            Ok(MemoOp::Release {
+                minted_token_address,
+                ..
+            }) => Some(minted_token_address),
+            _ => None,
+        })
+        .collect();
+    release_mints.sort();
+    let mut expected: Vec<String> = sent[..5]
+        .iter()
+        .map(|s| {
+            release_mint(
+                &seller_kp.pubkey(),
+                &s.as_ref().unwrap().signature.to_string(),
+            )
+            .unwrap()
+            .0
+            .to_string()
+        })
+        .collect();
+    expected.sort();
+    assert_eq!(release_mints, expected);
+    assert_eq!(
+        db.counts().unwrap(),
+        vec![("rejected".into(), 1), ("released".into(), 5)]
+    );
+}
