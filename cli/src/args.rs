@@ -93,6 +93,15 @@ pub enum Command {
 Rows that look like prompt injection are marked `suspicious`; review them, then
   brainctl memory promote --scope imported:<prefix> --to global")]
     Import(ImportArgs),
+    /// Sell and buy bundles: list, buy, and the seller's `listen` daemon.
+    #[command(
+        subcommand,
+        after_help = "A fixed-price trade (both sides sharing a storage dir or bundler/gateway):
+  seller$ brainctl marketplace list lessons.signed.json --price-usd 5 --sol-usd 150
+  buyer$  brainctl marketplace buy <LISTING MANIFEST ID>
+  seller$ brainctl marketplace listen          # verifies each buy, releases exactly once"
+    )]
+    Marketplace(MarketCmd),
     /// Put and get signed ANS-104 data items (debugging the storage layer).
     #[command(
         subcommand,
@@ -102,6 +111,72 @@ Rows that look like prompt injection are marked `suspicious`; review them, then
   brainctl storage put blob.bin --storage bundler --bundler-url https://node1.irys.xyz"
     )]
     Storage(StorageCmd),
+}
+
+/// Where the seller's listen state lives.
+#[derive(Debug, Args, Clone)]
+pub struct SellerState {
+    /// Listen state database (listings and buys).
+    #[arg(long, env = "BRAINCTL_LISTEN_DB", value_name = "PATH")]
+    pub state: Option<PathBuf>,
+    /// Where bundle keys are kept.
+    #[arg(long, env = "BRAINCTL_KEYS_DIR", value_name = "DIR")]
+    pub keys_dir: Option<PathBuf>,
+}
+
+/// `brainctl marketplace ...`
+#[derive(Debug, Subcommand)]
+pub enum MarketCmd {
+    /// List a signed bundle at a fixed price (encrypts, stores, posts the list memo).
+    List {
+        /// The signed bundle (signed by this wallet).
+        bundle: PathBuf,
+        /// Price in USD (0 to 10000).
+        #[arg(long)]
+        price_usd: f64,
+        /// SOL/USD rate that fixes the price in lamports in the signed listing.
+        #[arg(long)]
+        sol_usd: f64,
+        /// How long the listing lives, in hours (max 720).
+        #[arg(long, default_value_t = 72.0)]
+        duration_hours: f64,
+        /// auction | private.
+        #[arg(long, default_value = "auction", value_parser = ["auction", "private"])]
+        visibility: String,
+        /// Where buyers pay (default: this wallet).
+        #[arg(long)]
+        payment_address: Option<String>,
+        /// Shown in the preview.
+        #[arg(long, default_value = "")]
+        description: String,
+        #[command(flatten)]
+        storage: StorageOpts,
+        #[command(flatten)]
+        seller: SellerState,
+    },
+    /// Buy a listing by its manifest id: pay, wait for the release, import.
+    Buy {
+        /// The listing manifest's item id (from `list`).
+        listing: String,
+        /// Seconds to wait for the seller's release.
+        #[arg(long, default_value_t = 120)]
+        timeout: u64,
+        #[command(flatten)]
+        storage: StorageOpts,
+    },
+    /// The seller's settlement daemon: verify buys, release keys exactly once.
+    Listen {
+        /// One pass, then exit.
+        #[arg(long)]
+        once: bool,
+        /// Seconds between passes.
+        #[arg(long, default_value_t = 2)]
+        interval: u64,
+        #[command(flatten)]
+        storage: StorageOpts,
+        #[command(flatten)]
+        seller: SellerState,
+    },
 }
 
 /// Where data items go.

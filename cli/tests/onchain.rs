@@ -169,3 +169,144 @@ fn export_mint_encrypts_uploads_keeps_key_and_mints_one_token() {
     assert_eq!(state.holder.to_string(), buyer);
     assert!(e.path("m.signed.json.mint.json").exists());
 }
+
+/// The fixed-price trade through the real binaries: list, buy (waiting in
+/// the background), listen --once, and the buyer's quarantined import.
+#[test]
+fn marketplace_list_buy_listen_import() {
+    let v = e2e::validator();
+    let seller = Env::new();
+    let buyer = Env::new();
+    let shared = tempfile::tempdir().unwrap();
+    let items = shared.path().join("items");
+    let dir = items.to_str().unwrap();
+    seller.ok(&["wallet", "new"]);
+    buyer.ok(&["wallet", "new"]);
+    ok(&seller, &["wallet", "airdrop", "2", "--json"]);
+    ok(&buyer, &["wallet", "airdrop", "2", "--json"]);
+    seller.ok(&[
+        "memory",
+        "add",
+        "Deploys go through staging first",
+        "-c",
+        "project",
+        "-t",
+        "ops,deploy",
+    ]);
+    seller.ok(&[
+        "memory",
+        "add",
+        "Retry with jittered backoff",
+        "-c",
+        "lesson",
+    ]);
+    seller.ok(&["export", "--sign", "-o", "b.signed.json"]);
+    let listed = ok(
+        &seller,
+        &[
+            "marketplace",
+            "list",
+            "b.signed.json",
+            "--price-usd",
+            "15",
+            "--sol-usd",
+            "150",
+            "--storage-dir",
+            dir,
+            "--json",
+        ],
+    );
+    let manifest = listed["listing"]["manifest_id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    assert_eq!(
+        listed["listing"]["price_lamports"], 100_000_000u64,
+        "15 USD at 150 USD/SOL = 0.1 SOL"
+    );
+
+    let buy = buyer
+        .cmd()
+        .args([
+            "-u",
+            v.rpc_url.as_str(),
+            "--commitment",
+            "confirmed",
+            "marketplace",
+            "buy",
+            &manifest,
+            "--storage-dir",
+            dir,
+            "--timeout",
+            "60",
+            "--json",
+        ])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut released = false;
+    for _ in 0..60 {
+        let pass = ok(
+            &seller,
+            &[
+                "marketplace",
+                "listen",
+                "--once",
+                "--storage-dir",
+                dir,
+                "--json",
+            ],
+        );
+        if pass["pass"]["released"] == 1 {
+            released = true;
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(500));
+    }
+    assert!(released, "listen released the buy");
+    let out = buy.wait_with_output().unwrap();
+    assert!(
+        out.status.success(),
+        "buy failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let scope = report["import"]["scope"].as_str().unwrap().to_string();
+    assert_eq!(
+        scope,
+        format!(
+            "imported:{}",
+            listed["listing"]["listing_id"].as_str().unwrap()
+        )
+    );
+    let rows = buyer.ok(&["memory", "list", "-s", &scope, "--json"]).json();
+    let mut got: Vec<String> = rows["memories"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| m["content"].as_str().unwrap().to_string())
+        .collect();
+    got.sort();
+    assert_eq!(
+        got,
+        vec![
+            "Deploys go through staging first",
+            "Retry with jittered backoff"
+        ]
+    );
+    // a second pass releases nothing more
+    let again = ok(
+        &seller,
+        &[
+            "marketplace",
+            "listen",
+            "--once",
+            "--storage-dir",
+            dir,
+            "--json",
+        ],
+    );
+    assert_eq!(again["pass"]["released"], 0);
+    assert_eq!(again["counts"], serde_json::json!([["released", 1]]));
+}

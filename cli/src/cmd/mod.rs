@@ -3,6 +3,7 @@
 mod export;
 mod files;
 mod import;
+mod marketplace;
 mod memory;
 mod storage;
 mod verify;
@@ -21,5 +22,6 @@ pub fn run(command: Command, ctx: &Context) -> CliResult<u8> {
         Command::Verify(a) => verify::run(&a, ctx),
         Command::Import(a) => import::run(&a, ctx),
         Command::Storage(c) => storage::run(c, ctx),
+        Command::Marketplace(c) => marketplace::run(c, ctx),
     }
 }

@@ -10,7 +10,7 @@ use node::arweave::{DataItem, FsStore, Tag};
 use serde_json::json;
 use std::io::Write;
 
-fn fs_store(o: &StorageOpts) -> CliResult<FsStore> {
+pub fn fs_store(o: &StorageOpts) -> CliResult<FsStore> {
     let dir = match &o.storage_dir {
         Some(d) => d.clone(),
         None => std::path::PathBuf::from(
@@ -28,6 +28,14 @@ fn bundler(o: &StorageOpts) -> CliResult<Bundler> {
         ))
     })?;
     Ok(Bundler::new(url))
+}
+
+/// Where items are read from under `--storage`.
+pub fn source(o: &StorageOpts) -> CliResult<node::arweave::Source> {
+    Ok(match o.storage.as_str() {
+        "bundler" => node::arweave::Source::Gateway(o.gateway_url.clone()),
+        _ => node::arweave::Source::Fs(fs_store(o)?),
+    })
 }
 
 /// The uploader `--storage` names.

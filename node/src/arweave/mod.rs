@@ -16,7 +16,7 @@ pub mod uploader;
 pub use fs_store::FsStore;
 pub use item::{DataItem, ItemError};
 pub use tags::Tag;
-pub use uploader::Uploader;
+pub use uploader::{Source, Uploader};
 
 /// Storage errors.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]

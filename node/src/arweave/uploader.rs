@@ -32,3 +32,32 @@ impl Uploader {
         }
     }
 }
+
+/// A place items are read from.
+#[derive(Debug, Clone)]
+pub enum Source {
+    /// The local content-addressed store (items verified on read).
+    Fs(FsStore),
+    /// A gateway URL (`GET {url}/{id}`); callers check what they get.
+    #[cfg(feature = "net")]
+    Gateway(String),
+}
+
+impl Source {
+    /// The data of item `id`, at most `max_bytes`.
+    pub async fn fetch(&self, id: &str, max_bytes: usize) -> Result<Vec<u8>, StorageError> {
+        match self {
+            Source::Fs(s) => {
+                let item = s.get(id)?;
+                if item.data.len() > max_bytes {
+                    return Err(StorageError::TooLarge(format!(
+                        "{id}: over {max_bytes} bytes"
+                    )));
+                }
+                Ok(item.data)
+            }
+            #[cfg(feature = "net")]
+            Source::Gateway(url) => super::http::download(url, id, max_bytes).await,
+        }
+    }
+}

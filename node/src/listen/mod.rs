@@ -7,6 +7,6 @@ pub mod release;
 pub mod state;
 pub mod verify;
 
-pub use state::{BuyRow, ListenDb, StateError, Step};
+pub use state::{BuyRow, ListenDb, ListingRecord, StateError, Step};
 
 pub use verify::{verify_buy, ListingTerms, NegotiatedTerms, Rejection, VerifiedBuy};

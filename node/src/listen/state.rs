@@ -10,7 +10,35 @@ use rusqlite::{params, Connection, OptionalExtension};
 use std::fs::File;
 use std::path::{Path, PathBuf};
 
-const MIGRATIONS: &[&str] = &[include_str!("../../../migrations/listen/0001_init.sql")];
+const MIGRATIONS: &[&str] = &[
+    include_str!("../../../migrations/listen/0001_init.sql"),
+    include_str!("../../../migrations/listen/0002_listings.sql"),
+];
+
+/// One of the seller's listings.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct ListingRecord {
+    /// Listing id.
+    pub listing_id: String,
+    /// Manifest item id.
+    pub manifest_id: String,
+    /// Bundle hash.
+    pub bundle_hash: String,
+    /// Blob item id (its key is in the keys dir).
+    pub blob_id: String,
+    /// `ar://` metadata URI for buyers' tokens.
+    pub metadata_uri: String,
+    /// Payment address.
+    pub payment_address: String,
+    /// Price.
+    pub price_lamports: u64,
+    /// Expiry (unix seconds).
+    pub expires_at: i64,
+    /// Cancel slot, if cancelled.
+    pub cancelled_at_slot: Option<u64>,
+    /// The list memo's transaction.
+    pub list_signature: String,
+}
 
 /// State errors.
 #[derive(Debug, thiserror::Error)]
@@ -279,6 +307,42 @@ impl ListenDb {
             .query_map([], |r| r.get(0))?
             .collect::<rusqlite::Result<_>>()?;
         sigs.iter().map(|s| self.get(s)).collect()
+    }
+
+    /// Records a new listing of ours.
+    pub fn add_listing(&mut self, l: &ListingRecord) -> Result<(), StateError> {
+        self.conn.execute(
+            "INSERT INTO listings(listing_id, manifest_id, bundle_hash, blob_id, metadata_uri, payment_address, price_lamports, expires_at, cancelled_at_slot, list_signature, created_at)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)",
+            params![
+                l.listing_id, l.manifest_id, l.bundle_hash, l.blob_id, l.metadata_uri, l.payment_address,
+                l.price_lamports as i64, l.expires_at, l.cancelled_at_slot.map(|s| s as i64), l.list_signature,
+                crate::clock::now_iso()
+            ],
+        )?;
+        Ok(())
+    }
+
+    /// Our listings.
+    pub fn listings(&self) -> Result<Vec<ListingRecord>, StateError> {
+        let mut stmt = self.conn.prepare(
+            "SELECT listing_id, manifest_id, bundle_hash, blob_id, metadata_uri, payment_address, price_lamports, expires_at, cancelled_at_slot, list_signature FROM listings ORDER BY created_at",
+        )?;
+        let rows = stmt.query_map([], |r| {
+            Ok(ListingRecord {
+                listing_id: r.get(0)?,
+                manifest_id: r.get(1)?,
+                bundle_hash: r.get(2)?,
+                blob_id: r.get(3)?,
+                metadata_uri: r.get(4)?,
+                payment_address: r.get(5)?,
+                price_lamports: r.get::<_, i64>(6)? as u64,
+                expires_at: r.get(7)?,
+                cancelled_at_slot: r.get::<_, Option<i64>>(8)?.map(|s| s as u64),
+                list_signature: r.get(9)?,
+            })
+        })?;
+        Ok(rows.collect::<rusqlite::Result<_>>()?)
     }
 
     /// Counts per state (for the health line).

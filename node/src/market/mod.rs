@@ -2,7 +2,13 @@
 //! commands, the `listen` daemon and the indexer, the signed manifests
 //! (listing, offer, counter) and the release envelope.
 
+#[cfg(feature = "chain")]
+pub mod buy;
+#[cfg(feature = "chain")]
+pub mod catalog;
 pub mod envelope;
+#[cfg(feature = "chain")]
+pub mod list;
 pub mod manifest;
 pub mod memo;
 #[cfg(feature = "chain")]

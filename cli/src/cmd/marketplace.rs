@@ -1,0 +1,210 @@
+//! `brainctl marketplace list|buy|listen`.
+
+use super::files::read_capped;
+use super::storage::{source, uploader};
+use crate::args::{MarketCmd, SellerState};
+use crate::context::Context;
+use crate::failure::{CliResult, Failure};
+use anyhow::{anyhow, Context as _};
+use node::chain::Signer;
+use node::keys::KeyDir;
+use node::listen::ListenDb;
+use node::market::list::{list_bundle, ListOptions};
+use serde_json::json;
+use std::path::PathBuf;
+use std::time::Duration;
+
+fn home_path(rel: &str) -> CliResult<PathBuf> {
+    Ok(
+        PathBuf::from(std::env::var_os("HOME").context("no HOME directory")?)
+            .join(".brainctl")
+            .join(rel),
+    )
+}
+
+fn seller_state(s: &SellerState) -> CliResult<(ListenDb, KeyDir)> {
+    let db_path = match &s.state {
+        Some(p) => p.clone(),
+        None => home_path("listen.db")?,
+    };
+    let keys = KeyDir::new(match &s.keys_dir {
+        Some(d) => d.clone(),
+        None => home_path("keys")?,
+    });
+    Ok((ListenDb::open(&db_path)?, keys))
+}
+
+pub fn run(cmd: MarketCmd, ctx: &Context) -> CliResult<u8> {
+    match cmd {
+        MarketCmd::List {
+            bundle,
+            price_usd,
+            sol_usd,
+            duration_hours,
+            visibility,
+            payment_address,
+            description,
+            storage,
+            seller,
+        } => {
+            let text = read_capped(&bundle)?;
+            let wallet = ctx.wallet()?;
+            let chain = ctx.chain()?;
+            let (mut db, keys) = seller_state(&seller)?;
+            let up = uploader(&storage)?;
+            let opts = ListOptions {
+                price_usd,
+                sol_usd,
+                duration_hours,
+                visibility,
+                payment_address,
+                description,
+            };
+            let rec = ctx
+                .block_on(list_bundle(
+                    &chain, &wallet, &up, &keys, &mut db, &text, &opts,
+                ))
+                .map_err(|e| match e {
+                    node::market::list::ListError::Input(_)
+                    | node::market::list::ListError::Bundle(_) => Failure::bad_input(e),
+                    other => other.into(),
+                })?;
+            let v = json!({"ok": true, "listing": rec});
+            ctx.emit(&v, || {
+                format!(
+                    "listed {} at {} lamports ({price_usd} USD at {sol_usd} USD/SOL)\n  manifest     {}   <- buyers run: brainctl marketplace buy {}\n  bundle hash  {}\n  list tx      {}",
+                    rec.listing_id, rec.price_lamports, rec.manifest_id, rec.manifest_id, rec.bundle_hash, rec.list_signature
+                )
+            });
+        }
+        MarketCmd::Buy {
+            listing,
+            timeout,
+            storage,
+        } => {
+            let wallet = ctx.wallet()?;
+            let chain = ctx.chain()?;
+            let src = source(&storage)?;
+            let mut store = ctx.store()?;
+            let l = ctx
+                .block_on(node::market::buy::fetch_listing(&src, &listing))
+                .map_err(Failure::bad_input)?;
+            if !ctx.json {
+                eprintln!(
+                    "buying {} ({} lamports to {})",
+                    l.listing_id,
+                    l.price_lamports.unwrap_or(0),
+                    l.payment_address
+                );
+            }
+            let sig = ctx.block_on(node::market::buy::pay(&chain, &wallet, &l))?;
+            if !ctx.json {
+                eprintln!("paid: {sig}\nwaiting for the seller's release (up to {timeout} s)...");
+            }
+            let report = ctx.block_on(node::market::buy::fetch_and_import(
+                &chain,
+                &wallet,
+                &src,
+                &l,
+                &sig,
+                &mut store,
+                Duration::from_secs(timeout),
+                |_| {},
+            ))?;
+            let v = json!({"ok": true, "listing_id": l.listing_id, "buy_signature": sig, "import": report});
+            ctx.emit(&v, || {
+                format!(
+                    "released and imported {} memories into {}\n  bundle hash {} (matches the seller's signed listing)",
+                    report.outcome.ids.len(),
+                    report.outcome.scope,
+                    report.bundle_hash
+                )
+            });
+        }
+        MarketCmd::Listen {
+            once,
+            interval,
+            storage,
+            seller,
+        } => {
+            let wallet = ctx.wallet()?;
+            let chain = ctx.chain()?;
+            let (mut db, keys) = seller_state(&seller)?;
+            let up = uploader(&storage)?;
+            let me = wallet.solana_keypair().pubkey();
+            let stop = shutdown_flag();
+            loop {
+                let catalog = node::market::catalog::DbCatalog::load(&db, &keys)?;
+                let mut pay_to: Vec<String> = db
+                    .listings()?
+                    .into_iter()
+                    .map(|l| l.payment_address)
+                    .collect();
+                pay_to.sort();
+                pay_to.dedup();
+                if pay_to.is_empty() {
+                    pay_to.push(me.to_string());
+                }
+                for addr in &pay_to {
+                    let addr = addr
+                        .parse()
+                        .map_err(|_| anyhow!("bad payment address {addr}"))?;
+                    let r = ctx.block_on(node::listen::pass::run_once(
+                        &chain, &mut db, &wallet, &up, &catalog, &addr,
+                    ))?;
+                    let counts = db.counts()?;
+                    tracing::info!(?r, ?counts, "pass");
+                    if ctx.json {
+                        println!("{}", json!({"pass": r, "counts": counts}));
+                    } else if r.seen + r.released + r.failed > 0 || once {
+                        println!(
+                            "listen: {} new buys, {} verified, {} rejected, {} released, {} failed; totals {:?}",
+                            r.seen, r.verified, r.rejected, r.released, r.failed, counts
+                        );
+                    }
+                }
+                if once || stop.load(std::sync::atomic::Ordering::SeqCst) {
+                    break;
+                }
+                for _ in 0..interval * 10 {
+                    if stop.load(std::sync::atomic::Ordering::SeqCst) {
+                        break;
+                    }
+                    std::thread::sleep(Duration::from_millis(100));
+                }
+                if stop.load(std::sync::atomic::Ordering::SeqCst) {
+                    eprintln!("listen: stopping (state is durable; restart resumes)");
+                    break;
+                }
+            }
+        }
+    }
+    Ok(0)
+}
+
+/// A flag set on SIGINT or SIGTERM: the loop finishes its step and exits.
+fn shutdown_flag() -> std::sync::Arc<std::sync::atomic::AtomicBool> {
+    use tokio::signal::unix::{signal, SignalKind};
+    let flag = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let set = flag.clone();
+    std::thread::spawn(move || {
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .expect("runtime");
+        rt.block_on(async move {
+            let (Ok(mut int), Ok(mut term)) = (
+                signal(SignalKind::interrupt()),
+                signal(SignalKind::terminate()),
+            ) else {
+                return;
+            };
+            tokio::select! {
+                _ = int.recv() => {}
+                _ = term.recv() => {}
+            }
+            set.store(true, std::sync::atomic::Ordering::SeqCst);
+        });
+    });
+    flag
+}

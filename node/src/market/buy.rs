@@ -1,0 +1,154 @@
+//! The buyer's side: read and verify the listing manifest, pay with one
+//! transaction signed by the buyer alone, wait for the seller's release of
+//! *this* buy, open the envelope, decrypt the blob, check the bundle hash
+//! the seller signed in the listing, import into `imported:<listing id>`.
+
+use crate::arweave::Source;
+use crate::chain::instructions::registry_from_env;
+use crate::chain::memo_field::parse_memo_field;
+use crate::chain::{Chain, ChainError, Pubkey, Signer};
+use crate::import::{import_inner, ImportReport};
+use crate::market::envelope::{open_envelope, Expected};
+use crate::market::manifest::Listing;
+use crate::market::tx::buy_instructions;
+use crate::market::MemoOp;
+use crate::store::Store;
+use crate::wallet::Wallet;
+use std::str::FromStr;
+use std::time::{Duration, Instant};
+
+/// Largest manifest or envelope we read.
+const MAX_JSON_BYTES: usize = 256 * 1024;
+
+/// Buy errors.
+#[derive(Debug, thiserror::Error)]
+pub enum BuyError {
+    /// The listing can't be bought.
+    #[error("{0}")]
+    Listing(String),
+    /// No release arrived in time (the payment stands; `marketplace fetch` resumes).
+    #[error("no release for buy {0} yet; run `brainctl marketplace fetch` later to finish")]
+    Timeout(String),
+    /// Chain.
+    #[error(transparent)]
+    Chain(#[from] ChainError),
+    /// Storage.
+    #[error(transparent)]
+    Storage(#[from] crate::arweave::StorageError),
+    /// Decryption.
+    #[error(transparent)]
+    Seal(#[from] crate::seal::SealError),
+    /// Import.
+    #[error(transparent)]
+    Import(#[from] crate::import::ImportError),
+}
+
+/// Reads and verifies a listing manifest by item id.
+pub async fn fetch_listing(source: &Source, manifest_id: &str) -> Result<Listing, BuyError> {
+    let bytes = source.fetch(manifest_id, MAX_JSON_BYTES).await?;
+    let v: serde_json::Value = serde_json::from_slice(&bytes)
+        .map_err(|e| BuyError::Listing(format!("manifest is not JSON: {e}")))?;
+    Listing::from_value(v).map_err(|e| BuyError::Listing(format!("listing manifest refused: {e}")))
+}
+
+/// Pays for `listing`; returns the buy signature.
+pub async fn pay(chain: &Chain, buyer: &Wallet, listing: &Listing) -> Result<String, BuyError> {
+    let price = listing.price_lamports.ok_or_else(|| {
+        BuyError::Listing(
+            "the listing has no price_lamports (made by an old client?); ask the seller to relist"
+                .into(),
+        )
+    })?;
+    let now = time::OffsetDateTime::now_utc().unix_timestamp();
+    if now >= listing.expires_at {
+        return Err(BuyError::Listing(format!(
+            "listing {} has expired",
+            listing.listing_id
+        )));
+    }
+    let pay_to = Pubkey::from_str(&listing.payment_address)
+        .map_err(|_| BuyError::Listing("bad payment address".into()))?;
+    let kp = buyer.solana_keypair();
+    let ixs = buy_instructions(
+        &kp.pubkey(),
+        &pay_to,
+        price,
+        &listing.listing_id,
+        &buyer.x25519_address(),
+        &registry_from_env()?,
+        None,
+    );
+    Ok(chain.send(&ixs, &[&kp]).await?.signature.to_string())
+}
+
+/// Waits for the release of `buy_signature`, then decrypts and imports.
+#[allow(clippy::too_many_arguments)]
+pub async fn fetch_and_import(
+    chain: &Chain,
+    buyer: &Wallet,
+    source: &Source,
+    listing: &Listing,
+    buy_signature: &str,
+    store: &mut Store,
+    timeout: Duration,
+    mut on_wait: impl FnMut(Duration),
+) -> Result<ImportReport, BuyError> {
+    let pay_to = Pubkey::from_str(&listing.payment_address)
+        .map_err(|_| BuyError::Listing("bad payment address".into()))?;
+    let (seller, me) = (listing.seller_pubkey.clone(), buyer.address());
+    let want = Expected {
+        listing_id: &listing.listing_id,
+        seller: &seller,
+        buyer: &me,
+        buy_signature,
+        bundle_hash: &listing.bundle_hash,
+    };
+    let start = Instant::now();
+    loop {
+        for info in chain.signatures_for(&pay_to, None).await? {
+            let memos = info
+                .memo
+                .as_deref()
+                .map(parse_memo_field)
+                .and_then(Result::ok)
+                .unwrap_or_default();
+            for m in memos {
+                let Ok(MemoOp::Release {
+                    listing_id,
+                    envelope_arweave_id,
+                    ..
+                }) = MemoOp::parse(&m)
+                else {
+                    continue;
+                };
+                if listing_id != listing.listing_id || info.err.is_some() {
+                    continue;
+                }
+                let Ok(body) = source.fetch(&envelope_arweave_id, MAX_JSON_BYTES).await else {
+                    continue;
+                };
+                // envelopes of other buyers' buys fail the bindings: skip them
+                let Ok((key, _)) = open_envelope(&body, buyer, &want) else {
+                    continue;
+                };
+                let blob_id = listing.encrypted_bundle_uri.trim_start_matches("ar://");
+                let blob = source.fetch(blob_id, crate::seal::MAX_BLOB_BYTES).await?;
+                let inner = crate::seal::decrypt_blob(&key, &blob)?;
+                let scope = format!("imported:{}", listing.listing_id);
+                return Ok(import_inner(
+                    store,
+                    &inner,
+                    &listing.bundle_hash,
+                    &seller,
+                    Some(&scope),
+                    Some(&listing.listing_id),
+                )?);
+            }
+        }
+        if start.elapsed() >= timeout {
+            return Err(BuyError::Timeout(buy_signature.into()));
+        }
+        on_wait(start.elapsed());
+        tokio::time::sleep(Duration::from_millis(500)).await;
+    }
+}

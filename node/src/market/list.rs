@@ -1,0 +1,193 @@
+//! `marketplace list`: encrypt a signed bundle, store blob, metadata and the
+//! signed listing manifest, keep the key (by blob and by listing), post the
+//! `list` memo (with the discovery reference and, on mainnet, the op fee),
+//! and record the listing for `listen`.
+
+use crate::arweave::{DataItem, Tag, Uploader};
+use crate::bundle::{canonical, verify_text, Bundle, Filter};
+use crate::chain::instructions::{discovery, memo, registry_from_env, DEFAULT_CU_LIMIT};
+use crate::chain::{Chain, FeeOp, FeePolicy, Signer};
+use crate::keys::KeyDir;
+use crate::listen::state::{ListenDb, ListingRecord};
+use crate::market::manifest::{build_listing, preview, NewListing};
+use crate::market::MemoOp;
+use crate::mint::bundle_mint::{metadata_json, BLOB_CONTENT_TYPE, BLOB_SCHEMA, METADATA_SCHEMA};
+use crate::wallet::Wallet;
+
+/// Listing errors.
+#[derive(Debug, thiserror::Error)]
+pub enum ListError {
+    /// The bundle file does not verify, or is not ours.
+    #[error("cannot list this bundle: {0}")]
+    Bundle(String),
+    /// A bad argument.
+    #[error("{0}")]
+    Input(String),
+    /// Anything below.
+    #[error(transparent)]
+    Mint(#[from] crate::mint::bundle_mint::MintError),
+    /// Manifest rules.
+    #[error(transparent)]
+    Manifest(#[from] crate::market::manifest::ManifestRuleError),
+    /// State.
+    #[error(transparent)]
+    State(#[from] crate::listen::StateError),
+}
+
+impl From<crate::chain::ChainError> for ListError {
+    fn from(e: crate::chain::ChainError) -> Self {
+        ListError::Mint(e.into())
+    }
+}
+
+/// Options of a listing.
+#[derive(Debug, Clone)]
+pub struct ListOptions {
+    /// Price in USD.
+    pub price_usd: f64,
+    /// SOL/USD rate used to fix `price_lamports`.
+    pub sol_usd: f64,
+    /// Duration.
+    pub duration_hours: f64,
+    /// auction | private.
+    pub visibility: String,
+    /// Payment address (default: the seller).
+    pub payment_address: Option<String>,
+    /// Preview description.
+    pub description: String,
+}
+
+/// `price_usd / sol_usd` SOL in lamports, rounded up.
+pub fn usd_to_lamports(price_usd: f64, sol_usd: f64) -> Result<u64, ListError> {
+    if !(sol_usd.is_finite() && sol_usd > 0.0) {
+        return Err(ListError::Input(format!(
+            "--sol-usd must be a positive rate, got {sol_usd}"
+        )));
+    }
+    Ok((price_usd / sol_usd * 1e9).ceil() as u64)
+}
+
+/// A new listing id `YYYYMMDD-<12 hex>`.
+pub fn new_listing_id() -> String {
+    let now = time::OffsetDateTime::now_utc();
+    let r = crate::crypto::random_bytes::<6>();
+    format!(
+        "{:04}{:02}{:02}-{}",
+        now.year(),
+        now.month() as u8,
+        now.day(),
+        hex::encode(r)
+    )
+}
+
+/// Lists the signed bundle `text` (signed by `seller`).
+pub async fn list_bundle(
+    chain: &Chain,
+    seller: &Wallet,
+    uploader: &Uploader,
+    keys: &KeyDir,
+    db: &mut ListenDb,
+    text: &[u8],
+    o: &ListOptions,
+) -> Result<ListingRecord, ListError> {
+    let (report, verified) = verify_text(text);
+    let v = verified.ok_or_else(|| ListError::Bundle(report.error.unwrap_or_default()))?;
+    if v.signer != seller.address() {
+        return Err(ListError::Bundle(format!(
+            "it is signed by {}, not by this wallet ({})",
+            v.signer,
+            seller.address()
+        )));
+    }
+    let price_lamports = usd_to_lamports(o.price_usd, o.sol_usd)?;
+    let memories = v.memories().map_err(ListError::Bundle)?;
+    let hash = hex::encode(v.bundle_hash);
+    let plain = canonical(&v.inner);
+    let key = crate::seal::new_blob_key();
+    let blob = crate::seal::encrypt_blob(&key, &plain)
+        .map_err(crate::mint::bundle_mint::MintError::from)?;
+    let tags = |ct: &str, schema: &str| {
+        vec![
+            Tag::new("Content-Type", ct),
+            Tag::new("App-Name", "brainctl"),
+            Tag::new("Schema", schema),
+        ]
+    };
+    let item = |data: Vec<u8>, t| {
+        DataItem::sign(seller, data, t, None, None)
+            .map_err(crate::mint::bundle_mint::MintError::from)
+    };
+    let put = |i: DataItem| async move {
+        uploader
+            .put(&i)
+            .await
+            .map_err(crate::mint::bundle_mint::MintError::from)
+    };
+    let blob_id = put(item(blob, tags(BLOB_CONTENT_TYPE, BLOB_SCHEMA))?).await?;
+    keys.save(&blob_id, &key)
+        .map_err(crate::mint::bundle_mint::MintError::from)?;
+    let meta = metadata_json(&hash, &blob_id, memories.len());
+    let meta_id = put(item(
+        serde_json::to_vec(&meta).expect("json"),
+        tags("application/json", METADATA_SCHEMA),
+    )?)
+    .await?;
+    let listing_id = new_listing_id();
+    keys.link_listing(&listing_id, &blob_id)
+        .map_err(crate::mint::bundle_mint::MintError::from)?;
+    let typed = Bundle {
+        version: 1,
+        generated_at: String::new(),
+        filter_used: Filter::default(),
+        memories,
+    };
+    let now = time::OffsetDateTime::now_utc().unix_timestamp();
+    let manifest = build_listing(
+        seller,
+        &NewListing {
+            listing_id: &listing_id,
+            bundle_hash: &hash,
+            payment_address: o.payment_address.as_deref(),
+            price_usd: o.price_usd,
+            price_lamports,
+            duration_hours: o.duration_hours,
+            visibility: &o.visibility,
+            encrypted_bundle_uri: &format!("ar://{blob_id}"),
+            metadata_uri: &format!("ar://{meta_id}"),
+            preview: preview(&typed, &o.description),
+            now,
+        },
+    )?;
+    let listing = crate::market::manifest::Listing::from_value(manifest.clone())?;
+    let manifest_id = put(item(
+        serde_json::to_vec(&manifest).expect("json"),
+        tags("application/json", crate::market::manifest::LISTING_SCHEMA),
+    )?)
+    .await?;
+    let payer = seller.solana_keypair();
+    let op = MemoOp::List {
+        listing_arweave_id: manifest_id.clone(),
+        bundle_hash: hash.clone(),
+    };
+    let mut ixs = vec![discovery(&registry_from_env()?, DEFAULT_CU_LIMIT)];
+    ixs.extend(
+        FeePolicy::from_env(chain.cluster_kind().await?)?
+            .fee_instruction(FeeOp::Op, &payer.pubkey()),
+    );
+    ixs.push(memo(&op.to_string(), &payer.pubkey()));
+    let sent = chain.send(&ixs, &[&payer]).await?;
+    let record = ListingRecord {
+        listing_id,
+        manifest_id,
+        bundle_hash: hash,
+        blob_id,
+        metadata_uri: format!("ar://{meta_id}"),
+        payment_address: listing.payment_address,
+        price_lamports,
+        expires_at: listing.expires_at,
+        cancelled_at_slot: None,
+        list_signature: sent.signature.to_string(),
+    };
+    db.add_listing(&record)?;
+    Ok(record)
+}
