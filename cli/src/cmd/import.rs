@@ -38,7 +38,7 @@ pub fn run(a: &ImportArgs, ctx: &Context) -> CliResult<u8> {
         let o = &report.outcome;
         if !o.inserted {
             return format!(
-                "already imported (bundle {}), nothing changed; rows are in scope {}",
+                "already imported (bundle {}), nothing changed (its rows were imported into scope {})",
                 report.bundle_hash, o.scope
             );
         }
