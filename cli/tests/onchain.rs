@@ -310,3 +310,153 @@ fn marketplace_list_buy_listen_import() {
     assert_eq!(again["pass"]["released"], 0);
     assert_eq!(again["counts"], serde_json::json!([["released", 1]]));
 }
+
+/// Kill the daemon (abort, like SIGKILL) after each step of a release,
+/// restart it each time: exactly one token to the buyer, one release memo.
+#[test]
+fn listen_killed_at_each_step_releases_exactly_once() {
+    let v = e2e::validator();
+    let seller = Env::new();
+    let buyer = Env::new();
+    let shared = tempfile::tempdir().unwrap();
+    let dir = shared.path().join("items");
+    let dir = dir.to_str().unwrap();
+    seller.ok(&["wallet", "new"]);
+    buyer.ok(&["wallet", "new"]);
+    ok(&seller, &["wallet", "airdrop", "2", "--json"]);
+    ok(&buyer, &["wallet", "airdrop", "2", "--json"]);
+    seller.ok(&["memory", "add", "One lesson", "-c", "lesson"]);
+    seller.ok(&["export", "--sign", "-o", "b.signed.json"]);
+    let listed = ok(
+        &seller,
+        &[
+            "marketplace",
+            "list",
+            "b.signed.json",
+            "--price-usd",
+            "1",
+            "--sol-usd",
+            "100",
+            "--storage-dir",
+            dir,
+            "--json",
+        ],
+    );
+    let manifest = listed["listing"]["manifest_id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let buy = buyer
+        .cmd()
+        .args([
+            "-u",
+            v.rpc_url.as_str(),
+            "--commitment",
+            "confirmed",
+            "marketplace",
+            "buy",
+            &manifest,
+            "--storage-dir",
+            dir,
+            "--timeout",
+            "90",
+            "--json",
+        ])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+
+    let listen = |fault: Option<&str>| {
+        let mut c = seller.cmd();
+        c.args([
+            "-u",
+            v.rpc_url.as_str(),
+            "--commitment",
+            "confirmed",
+            "marketplace",
+            "listen",
+            "--once",
+            "--storage-dir",
+            dir,
+            "--json",
+        ]);
+        if let Some(f) = fault {
+            c.env("BRAINCTL_FAULT_ABORT_AFTER", f);
+        }
+        c.output().unwrap()
+    };
+    // wait until the buy is on chain and the first step kills the daemon
+    let mut crashed_after_verify = false;
+    for _ in 0..120 {
+        let out = listen(Some("verified"));
+        if !out.status.success() {
+            crashed_after_verify = true;
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(500));
+    }
+    assert!(
+        crashed_after_verify,
+        "the daemon saw the buy and died after verifying it"
+    );
+    for step in ["envelope_uploaded", "release_sent"] {
+        let out = listen(Some(step));
+        assert!(
+            !out.status.success(),
+            "died after {step}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    // restart without faults: records the landed release, sends nothing new
+    let out = listen(None);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let pass: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(pass["counts"], serde_json::json!([["released", 1]]));
+
+    let done = buy.wait_with_output().unwrap();
+    assert!(
+        done.status.success(),
+        "buyer: {}",
+        String::from_utf8_lossy(&done.stderr)
+    );
+
+    // the chain holds exactly one release memo and the buyer exactly one token
+    let chain = v.chain();
+    let rt = e2e::runtime();
+    let seller_pk: node::chain::Pubkey = seller
+        .ok(&["wallet", "address"])
+        .stdout
+        .trim()
+        .parse()
+        .unwrap();
+    let txs: Vec<node::chain::ParsedTx> = rt
+        .block_on(chain.signatures_for(&seller_pk, None))
+        .unwrap()
+        .iter()
+        .filter_map(|s| {
+            rt.block_on(chain.transaction(&s.signature.parse().unwrap()))
+                .unwrap()
+        })
+        .collect();
+    let releases: Vec<&String> = txs
+        .iter()
+        .flat_map(|t| &t.memos)
+        .filter(|m| {
+            matches!(
+                node::market::MemoOp::parse(m),
+                Ok(node::market::MemoOp::Release { .. })
+            )
+        })
+        .collect();
+    assert_eq!(releases.len(), 1, "exactly one release memo: {releases:?}");
+    let mints: usize = txs
+        .iter()
+        .filter(|t| t.succeeded && t.memos.iter().any(|m| m.contains(":release:")))
+        .count();
+    assert_eq!(mints, 1, "exactly one successful mint+release transaction");
+}

@@ -2,6 +2,7 @@
 //! ([`verify`]) and the durable per-buy state machine ([`state`]). The
 //! daemon loop (backfill, wake-ups, release) builds on them with the trade.
 
+pub mod fault;
 pub mod pass;
 pub mod release;
 pub mod state;

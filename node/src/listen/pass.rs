@@ -110,6 +110,7 @@ pub async fn run_once(
         match verify_buy(&tx, &terms, offer.as_ref()) {
             Ok(buy) => {
                 db.mark_verified(&buy)?;
+                super::fault::maybe_abort("verified");
                 report.verified += 1;
             }
             Err(why) => {
@@ -163,6 +164,7 @@ async fn advance(
             slot: row.slot,
         };
         upload_envelope(db, seller, uploader, &buy, &goods).await?;
+        super::fault::maybe_abort("envelope_uploaded");
     }
     send_release(db, chain, seller, signature, &goods).await?;
     Ok(true)

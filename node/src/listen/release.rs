@@ -154,7 +154,10 @@ pub async fn send_release(
         discovery(&registry_from_env()?, DEFAULT_CU_LIMIT),
     ];
     let sig = match mint_nft(chain, &payer, &seed, &buyer, &goods.token, extra).await {
-        Ok(m) => m.sent.signature.to_string(),
+        Ok(m) => {
+            super::fault::maybe_abort("release_sent");
+            m.sent.signature.to_string()
+        }
         // landed concurrently or before a crash: the chain refused a second mint
         Err(e) if mint_exists(chain, &mint).await? => {
             tracing::info!(error = %e, %mint, "release already on chain; recording it");
