@@ -1,0 +1,173 @@
+//! Hostile buys on a real validator, each seen by the daemon's pass on the
+//! payment address, rejected with its reason, and never released.
+
+use e2e::{runtime, validator};
+use node::arweave::{FsStore, Uploader};
+use node::chain::instructions::{default_registry, discovery, memo, transfer};
+use node::chain::{Keypair, Pubkey, Signer};
+use node::listen::pass::{run_once, Catalog};
+use node::listen::release::Goods;
+use node::listen::{ListenDb, ListingTerms, NegotiatedTerms};
+use node::market::tx::buy_instructions;
+use node::market::MemoOp;
+use node::mint::token2022::NftSpec;
+use node::wallet::Wallet;
+
+const LIVE: &str = "20261123-111111111111";
+const CANCELLED: &str = "20261123-222222222222";
+const EXPIRED: &str = "20261123-333333333333";
+const PRICE: u64 = 50_000_000;
+
+/// Appends `address` read-only to an instruction so the transaction shows
+/// up in that address's history without paying it.
+fn reference(
+    mut ix: solana_sdk::instruction::Instruction,
+    address: &Pubkey,
+) -> solana_sdk::instruction::Instruction {
+    ix.accounts
+        .push(solana_sdk::instruction::AccountMeta::new_readonly(
+            *address, false,
+        ));
+    ix
+}
+
+struct Listings {
+    seller: String,
+}
+
+impl Catalog for Listings {
+    fn terms(&self, id: &str) -> Option<ListingTerms> {
+        let base = ListingTerms {
+            listing_id: id.into(),
+            payment_address: self.seller.clone(),
+            price_lamports: PRICE,
+            expires_at: i64::MAX,
+            cancelled_at_slot: None,
+            fee: None,
+        };
+        match id {
+            LIVE => Some(base),
+            CANCELLED => Some(ListingTerms {
+                cancelled_at_slot: Some(0),
+                ..base
+            }),
+            EXPIRED => Some(ListingTerms {
+                expires_at: 1,
+                ..base
+            }),
+            _ => None,
+        }
+    }
+    fn goods(&self, _: &str) -> Option<Goods<'_>> {
+        static KEY: [u8; 32] = [1u8; 32];
+        Some(Goods {
+            bundle_hash: "00",
+            key: &KEY,
+            token: NftSpec {
+                name: "n".into(),
+                symbol: "S".into(),
+                uri: "ar://x".into(),
+            },
+        })
+    }
+    fn negotiated(&self, _: &str, _: &str) -> Option<NegotiatedTerms> {
+        None // no offer was ever accepted
+    }
+}
+
+#[test]
+fn every_hostile_buy_is_rejected_with_its_reason() {
+    let v = validator();
+    let rt = runtime();
+    let chain = v.chain();
+    let dir = tempfile::tempdir().unwrap();
+    let seller = Wallet::generate();
+    let seller_pk = seller.solana_keypair().pubkey();
+    v.fund(&seller_pk, 1);
+    let buyer = Wallet::generate();
+    let bk = buyer.solana_keypair();
+    let mallory = v.funded_keypair(1);
+    v.fund(&bk.pubkey(), 2);
+    let x = buyer.x25519_address();
+    let reg = default_registry();
+    let buy = |listing: &str, amount: u64| {
+        buy_instructions(&bk.pubkey(), &seller_pk, amount, listing, &x, &reg, None)
+    };
+    let buy_memo = |listing: &str| {
+        MemoOp::Buy {
+            listing_id: listing.into(),
+            buyer_x25519: x.clone(),
+        }
+        .to_string()
+    };
+    let send = |ixs: Vec<solana_sdk::instruction::Instruction>, signers: &[&Keypair]| {
+        rt.block_on(chain.send(&ixs, signers))
+            .unwrap()
+            .signature
+            .to_string()
+    };
+
+    let mut expect: Vec<(String, &str)> = Vec::new();
+    expect.push((send(buy(LIVE, PRICE - 1), &[&bk]), "underpaid"));
+    // pays Mallory; references the seller read-only so the daemon sees it
+    let wrong = vec![
+        reference(discovery(&reg, 200_000), &seller_pk),
+        transfer(&bk.pubkey(), &mallory.pubkey(), PRICE),
+        memo(&buy_memo(LIVE), &bk.pubkey()),
+    ];
+    expect.push((send(wrong, &[&bk]), "underpaid"));
+    // a failed transaction carrying a full payment and the buy memo
+    let failing = vec![
+        discovery(&reg, 200_000),
+        transfer(&bk.pubkey(), &seller_pk, PRICE),
+        memo(&buy_memo(LIVE), &bk.pubkey()),
+        transfer(&bk.pubkey(), &mallory.pubkey(), 1_000_000_000_000),
+    ];
+    let failed = rt
+        .block_on(chain.send_skip_preflight(&failing, &[&bk]))
+        .unwrap()
+        .signature
+        .to_string();
+    expect.push((failed, "tx_failed"));
+    // Mallory pays the fee and co-signs; the buyer's payment is real
+    let mut cosigned = buy(LIVE, PRICE);
+    cosigned.push(memo("co-signed", &mallory.pubkey()));
+    expect.push((send(cosigned, &[&mallory, &bk]), "extra_signers"));
+    expect.push((send(buy(CANCELLED, PRICE), &[&bk]), "listing_cancelled"));
+    expect.push((send(buy(EXPIRED, PRICE), &[&bk]), "listing_expired"));
+    // claims a negotiated (lower) price that no accepted offer backs
+    expect.push((send(buy(LIVE, PRICE / 2), &[&bk]), "underpaid"));
+    // replays the buy memo with no payment, referencing the seller
+    let replay = vec![
+        reference(discovery(&reg, 200_000), &seller_pk),
+        memo(&buy_memo(LIVE), &bk.pubkey()),
+    ];
+    expect.push((send(replay, &[&bk]), "underpaid"));
+
+    let uploader = Uploader::Fs(FsStore::new(dir.path().join("items")));
+    let mut db = ListenDb::open(&dir.path().join("listen.db")).unwrap();
+    let catalog = Listings {
+        seller: seller_pk.to_string(),
+    };
+    let report = rt
+        .block_on(run_once(
+            &chain, &mut db, &seller, &uploader, &catalog, &seller_pk,
+        ))
+        .unwrap();
+    assert_eq!(
+        (
+            report.seen,
+            report.rejected,
+            report.verified,
+            report.released
+        ),
+        (expect.len(), expect.len(), 0, 0),
+        "{report:?}"
+    );
+    for (sig, reason) in &expect {
+        let row = db.get(sig).unwrap();
+        assert_eq!(row.state, "rejected", "{reason}");
+        let why: serde_json::Value = serde_json::from_str(row.reason.as_deref().unwrap()).unwrap();
+        assert_eq!(why["reason"], *reason, "{sig}");
+    }
+}
