@@ -164,6 +164,13 @@ pub enum MarketCmd {
         #[command(flatten)]
         storage: StorageOpts,
     },
+    /// Cancel one of your listings (buys after the cancel are rejected, never released).
+    Cancel {
+        /// The listing id.
+        listing_id: String,
+        #[command(flatten)]
+        seller: SellerState,
+    },
     /// The seller's settlement daemon: verify buys, release keys exactly once.
     Listen {
         /// One pass, then exit.

@@ -460,3 +460,75 @@ fn listen_killed_at_each_step_releases_exactly_once() {
         .count();
     assert_eq!(mints, 1, "exactly one successful mint+release transaction");
 }
+
+#[test]
+fn cancelled_listing_is_not_paid_for() {
+    let seller = Env::new();
+    let buyer = Env::new();
+    let shared = tempfile::tempdir().unwrap();
+    let dir = shared.path().join("items");
+    let dir = dir.to_str().unwrap();
+    seller.ok(&["wallet", "new"]);
+    buyer.ok(&["wallet", "new"]);
+    ok(&seller, &["wallet", "airdrop", "1", "--json"]);
+    ok(&buyer, &["wallet", "airdrop", "1", "--json"]);
+    seller.ok(&["memory", "add", "A lesson", "-c", "lesson"]);
+    seller.ok(&["export", "--sign", "-o", "b.signed.json"]);
+    let listed = ok(
+        &seller,
+        &[
+            "marketplace",
+            "list",
+            "b.signed.json",
+            "--price-usd",
+            "1",
+            "--sol-usd",
+            "100",
+            "--storage-dir",
+            dir,
+            "--json",
+        ],
+    );
+    let id = listed["listing"]["listing_id"].as_str().unwrap();
+    let manifest = listed["listing"]["manifest_id"].as_str().unwrap();
+    let c = ok(&seller, &["marketplace", "cancel", id, "--json"]);
+    assert!(c["slot"].as_u64().unwrap() > 0);
+    let again = onchain(&seller, &["marketplace", "cancel", id]);
+    assert_eq!(again.code, 2);
+    assert!(
+        again.stderr.contains("already cancelled"),
+        "{}",
+        again.stderr
+    );
+    let before = ok(&buyer, &["wallet", "balance", "--json"])["lamports"]
+        .as_u64()
+        .unwrap();
+    let r = onchain(
+        &buyer,
+        &[
+            "marketplace",
+            "buy",
+            manifest,
+            "--storage-dir",
+            dir,
+            "--timeout",
+            "5",
+        ],
+    );
+    assert_eq!(r.code, 1, "{}", r.stderr);
+    assert!(r.stderr.contains("cancelled by the seller"), "{}", r.stderr);
+    assert_eq!(
+        ok(&buyer, &["wallet", "balance", "--json"])["lamports"]
+            .as_u64()
+            .unwrap(),
+        before,
+        "nothing paid"
+    );
+    let unknown = onchain(&seller, &["marketplace", "cancel", "20261123-ffffffffffff"]);
+    assert_eq!(unknown.code, 2);
+    assert!(
+        unknown.stderr.contains("not one of this wallet's listings"),
+        "{}",
+        unknown.stderr
+    );
+}

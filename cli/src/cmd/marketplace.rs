@@ -121,6 +121,29 @@ pub fn run(cmd: MarketCmd, ctx: &Context) -> CliResult<u8> {
                 )
             });
         }
+        MarketCmd::Cancel { listing_id, seller } => {
+            let wallet = ctx.wallet()?;
+            let chain = ctx.chain()?;
+            let (mut db, _) = seller_state(&seller)?;
+            let sent = ctx
+                .block_on(node::market::list::cancel_listing(
+                    &chain,
+                    &wallet,
+                    &mut db,
+                    &listing_id,
+                ))
+                .map_err(|e| match e {
+                    node::market::list::ListError::Input(_) => Failure::bad_input(e),
+                    other => other.into(),
+                })?;
+            let v = json!({"ok": true, "listing_id": listing_id, "signature": sent.signature.to_string(), "slot": sent.slot});
+            ctx.emit(&v, || {
+                format!(
+                    "cancelled {listing_id} at slot {} ({})",
+                    sent.slot, sent.signature
+                )
+            });
+        }
         MarketCmd::Listen {
             once,
             interval,

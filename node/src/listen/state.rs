@@ -323,6 +323,19 @@ impl ListenDb {
         Ok(())
     }
 
+    /// Records that our listing was cancelled at `slot`.
+    pub fn mark_listing_cancelled(
+        &mut self,
+        listing_id: &str,
+        slot: u64,
+    ) -> Result<bool, StateError> {
+        let n = self.conn.execute(
+            "UPDATE listings SET cancelled_at_slot = ?2 WHERE listing_id = ?1 AND cancelled_at_slot IS NULL",
+            params![listing_id, slot as i64],
+        )?;
+        Ok(n == 1)
+    }
+
     /// Our listings.
     pub fn listings(&self) -> Result<Vec<ListingRecord>, StateError> {
         let mut stmt = self.conn.prepare(

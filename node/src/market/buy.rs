@@ -27,7 +27,7 @@ pub enum BuyError {
     #[error("{0}")]
     Listing(String),
     /// No release arrived in time (the payment stands; `marketplace fetch` resumes).
-    #[error("no release for buy {0} yet; run `brainctl marketplace fetch` later to finish")]
+    #[error("no release for buy {0} within the timeout; the payment stands on chain and the seller's daemon may still release it (resuming with `marketplace fetch` is not built yet: keep this signature)")]
     Timeout(String),
     /// Chain.
     #[error(transparent)]
@@ -68,6 +68,12 @@ pub async fn pay(chain: &Chain, buyer: &Wallet, listing: &Listing) -> Result<Str
     }
     let pay_to = Pubkey::from_str(&listing.payment_address)
         .map_err(|_| BuyError::Listing("bad payment address".into()))?;
+    if let Some(slot) = find_cancel(chain, &pay_to, listing).await? {
+        return Err(BuyError::Listing(format!(
+            "listing {} was cancelled by the seller at slot {slot}",
+            listing.listing_id
+        )));
+    }
     let kp = buyer.solana_keypair();
     let ixs = buy_instructions(
         &kp.pubkey(),
@@ -79,6 +85,34 @@ pub async fn pay(chain: &Chain, buyer: &Wallet, listing: &Listing) -> Result<Str
         None,
     );
     Ok(chain.send(&ixs, &[&kp]).await?.signature.to_string())
+}
+
+/// The slot of a successful `cancel` of `listing` signed by its seller.
+pub async fn find_cancel(
+    chain: &Chain,
+    pay_to: &Pubkey,
+    listing: &Listing,
+) -> Result<Option<u64>, BuyError> {
+    for info in chain.signatures_for(pay_to, None).await? {
+        let memos = info
+            .memo
+            .as_deref()
+            .map(parse_memo_field)
+            .and_then(Result::ok)
+            .unwrap_or_default();
+        let cancels = memos.iter().any(|m| matches!(MemoOp::parse(m), Ok(MemoOp::Cancel { listing_id }) if listing_id == listing.listing_id));
+        if !cancels || info.err.is_some() {
+            continue;
+        }
+        let sig = crate::chain::Signature::from_str(&info.signature)
+            .map_err(|_| ChainError::Config("bad signature".into()))?;
+        if let Some(tx) = chain.transaction(&sig).await? {
+            if tx.succeeded && tx.signed_by(&listing.seller_pubkey) {
+                return Ok(Some(tx.slot));
+            }
+        }
+    }
+    Ok(None)
 }
 
 /// Waits for the release of `buy_signature`, then decrypts and imports.

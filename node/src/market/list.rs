@@ -191,3 +191,56 @@ pub async fn list_bundle(
     db.add_listing(&record)?;
     Ok(record)
 }
+
+/// Cancels one of our listings: posts `cancel:<listing>` (with the
+/// discovery reference and the payment address referenced read-only, so the
+/// daemon and buyers see it in that address's history) and records the slot.
+pub async fn cancel_listing(
+    chain: &Chain,
+    seller: &Wallet,
+    db: &mut ListenDb,
+    listing_id: &str,
+) -> Result<crate::chain::Sent, ListError> {
+    let rec = db
+        .listings()?
+        .into_iter()
+        .find(|l| l.listing_id == listing_id)
+        .ok_or_else(|| {
+            ListError::Input(format!(
+                "{listing_id} is not one of this wallet's listings (see ~/.brainctl/listen.db)"
+            ))
+        })?;
+    if let Some(slot) = rec.cancelled_at_slot {
+        return Err(ListError::Input(format!(
+            "{listing_id} was already cancelled at slot {slot}"
+        )));
+    }
+    let payer = seller.solana_keypair();
+    let pay_to: crate::chain::Pubkey = rec
+        .payment_address
+        .parse()
+        .map_err(|_| ListError::Input("bad payment address on record".into()))?;
+    let mut reference = discovery(&registry_from_env()?, DEFAULT_CU_LIMIT);
+    if pay_to != payer.pubkey() {
+        reference
+            .accounts
+            .push(solana_sdk::instruction::AccountMeta::new_readonly(
+                pay_to, false,
+            ));
+    }
+    let mut ixs = vec![reference];
+    ixs.extend(
+        FeePolicy::from_env(chain.cluster_kind().await?)?
+            .fee_instruction(FeeOp::Op, &payer.pubkey()),
+    );
+    ixs.push(memo(
+        &MemoOp::Cancel {
+            listing_id: listing_id.into(),
+        }
+        .to_string(),
+        &payer.pubkey(),
+    ));
+    let sent = chain.send(&ixs, &[&payer]).await?;
+    db.mark_listing_cancelled(listing_id, sent.slot)?;
+    Ok(sent)
+}
