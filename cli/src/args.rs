@@ -164,6 +164,19 @@ pub enum MarketCmd {
         #[command(flatten)]
         storage: StorageOpts,
     },
+    /// Finish an interrupted buy: wait for its release, decrypt, import.
+    Fetch {
+        /// The listing manifest's item id.
+        listing: String,
+        /// The buy transaction's signature (printed by `buy`).
+        #[arg(long)]
+        buy_signature: String,
+        /// Seconds to wait for the seller's release.
+        #[arg(long, default_value_t = 120)]
+        timeout: u64,
+        #[command(flatten)]
+        storage: StorageOpts,
+    },
     /// Cancel one of your listings (buys after the cancel are rejected, never released).
     Cancel {
         /// The listing id.

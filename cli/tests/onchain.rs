@@ -532,3 +532,81 @@ fn cancelled_listing_is_not_paid_for() {
         unknown.stderr
     );
 }
+
+/// A buy whose release comes after the buyer gave up is finished by `fetch`.
+#[test]
+fn interrupted_buy_finishes_with_fetch() {
+    let seller = Env::new();
+    let buyer = Env::new();
+    let shared = tempfile::tempdir().unwrap();
+    let dir = shared.path().join("items");
+    let dir = dir.to_str().unwrap();
+    seller.ok(&["wallet", "new"]);
+    buyer.ok(&["wallet", "new"]);
+    ok(&seller, &["wallet", "airdrop", "1", "--json"]);
+    ok(&buyer, &["wallet", "airdrop", "1", "--json"]);
+    seller.ok(&["memory", "add", "Late lesson", "-c", "lesson"]);
+    seller.ok(&["export", "--sign", "-o", "b.signed.json"]);
+    let listed = ok(
+        &seller,
+        &[
+            "marketplace",
+            "list",
+            "b.signed.json",
+            "--price-usd",
+            "1",
+            "--sol-usd",
+            "100",
+            "--storage-dir",
+            dir,
+            "--json",
+        ],
+    );
+    let manifest = listed["listing"]["manifest_id"].as_str().unwrap();
+    let r = onchain(
+        &buyer,
+        &[
+            "marketplace",
+            "buy",
+            manifest,
+            "--storage-dir",
+            dir,
+            "--timeout",
+            "1",
+        ],
+    );
+    assert_eq!(r.code, 1);
+    let sig = r
+        .stderr
+        .split("--buy-signature ")
+        .nth(1)
+        .expect("the error names the resume command")
+        .trim()
+        .to_string();
+    let pass = ok(
+        &seller,
+        &[
+            "marketplace",
+            "listen",
+            "--once",
+            "--storage-dir",
+            dir,
+            "--json",
+        ],
+    );
+    assert_eq!(pass["pass"]["released"], 1);
+    let done = ok(
+        &buyer,
+        &[
+            "marketplace",
+            "fetch",
+            manifest,
+            "--buy-signature",
+            &sig,
+            "--storage-dir",
+            dir,
+            "--json",
+        ],
+    );
+    assert_eq!(done["import"]["ids"].as_array().unwrap().len(), 1);
+}

@@ -121,6 +121,38 @@ pub fn run(cmd: MarketCmd, ctx: &Context) -> CliResult<u8> {
                 )
             });
         }
+        MarketCmd::Fetch {
+            listing,
+            buy_signature,
+            timeout,
+            storage,
+        } => {
+            let wallet = ctx.wallet()?;
+            let chain = ctx.chain()?;
+            let src = source(&storage)?;
+            let mut store = ctx.store()?;
+            let l = ctx
+                .block_on(node::market::buy::fetch_listing(&src, &listing))
+                .map_err(Failure::bad_input)?;
+            let report = ctx.block_on(node::market::buy::fetch_and_import(
+                &chain,
+                &wallet,
+                &src,
+                &l,
+                &buy_signature,
+                &mut store,
+                Duration::from_secs(timeout),
+                |_| {},
+            ))?;
+            let v = json!({"ok": true, "listing_id": l.listing_id, "buy_signature": buy_signature, "import": report});
+            ctx.emit(&v, || {
+                format!(
+                    "imported {} memories into {}",
+                    report.outcome.ids.len(),
+                    report.outcome.scope
+                )
+            });
+        }
         MarketCmd::Cancel { listing_id, seller } => {
             let wallet = ctx.wallet()?;
             let chain = ctx.chain()?;

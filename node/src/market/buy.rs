@@ -27,7 +27,7 @@ pub enum BuyError {
     #[error("{0}")]
     Listing(String),
     /// No release arrived in time (the payment stands; `marketplace fetch` resumes).
-    #[error("no release for buy {0} within the timeout; the payment stands on chain and the seller's daemon may still release it (resuming with `marketplace fetch` is not built yet: keep this signature)")]
+    #[error("no release for buy {0} within the timeout; the payment stands on chain; finish later with: brainctl marketplace fetch <LISTING> --buy-signature {0}")]
     Timeout(String),
     /// Chain.
     #[error(transparent)]
