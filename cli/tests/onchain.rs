@@ -19,6 +19,56 @@ fn ok(e: &Env, args: &[&str]) -> serde_json::Value {
     r.json()
 }
 
+/// A seller whose signed bundle of `memories` is listed at `price_usd` (at
+/// `sol_usd`), a funded buyer, and storage both sides read.
+struct Market {
+    seller: Env,
+    buyer: Env,
+    shared: tempfile::TempDir,
+    listed: serde_json::Value,
+}
+
+impl Market {
+    fn dir(&self) -> String {
+        self.shared.path().join("items").display().to_string()
+    }
+}
+
+fn market(memories: &[&str], price_usd: &str, sol_usd: &str) -> Market {
+    let (seller, buyer) = (Env::new(), Env::new());
+    let shared = tempfile::tempdir().unwrap();
+    let dir = shared.path().join("items").display().to_string();
+    for e in [&seller, &buyer] {
+        e.ok(&["wallet", "new"]);
+        ok(e, &["wallet", "airdrop", "2", "--json"]);
+    }
+    for text in memories {
+        seller.ok(&["memory", "add", text, "-c", "lesson"]);
+    }
+    seller.ok(&["export", "--sign", "-o", "b.signed.json"]);
+    let listed = ok(
+        &seller,
+        &[
+            "marketplace",
+            "list",
+            "b.signed.json",
+            "--price-usd",
+            price_usd,
+            "--sol-usd",
+            sol_usd,
+            "--storage-dir",
+            &dir,
+            "--json",
+        ],
+    );
+    Market {
+        seller,
+        buyer,
+        shared,
+        listed,
+    }
+}
+
 #[test]
 fn airdrop_then_balance() {
     let e = Env::new();
@@ -175,47 +225,17 @@ fn export_mint_encrypts_uploads_keeps_key_and_mints_one_token() {
 #[test]
 fn marketplace_list_buy_listen_import() {
     let v = e2e::validator();
-    let seller = Env::new();
-    let buyer = Env::new();
-    let shared = tempfile::tempdir().unwrap();
-    let items = shared.path().join("items");
-    let dir = items.to_str().unwrap();
-    seller.ok(&["wallet", "new"]);
-    buyer.ok(&["wallet", "new"]);
-    ok(&seller, &["wallet", "airdrop", "2", "--json"]);
-    ok(&buyer, &["wallet", "airdrop", "2", "--json"]);
-    seller.ok(&[
-        "memory",
-        "add",
-        "Deploys go through staging first",
-        "-c",
-        "project",
-        "-t",
-        "ops,deploy",
-    ]);
-    seller.ok(&[
-        "memory",
-        "add",
-        "Retry with jittered backoff",
-        "-c",
-        "lesson",
-    ]);
-    seller.ok(&["export", "--sign", "-o", "b.signed.json"]);
-    let listed = ok(
-        &seller,
+    let m = market(
         &[
-            "marketplace",
-            "list",
-            "b.signed.json",
-            "--price-usd",
-            "15",
-            "--sol-usd",
-            "150",
-            "--storage-dir",
-            dir,
-            "--json",
+            "Deploys go through staging first",
+            "Retry with jittered backoff",
         ],
+        "15",
+        "150",
     );
+    let (seller, buyer, listed) = (&m.seller, &m.buyer, &m.listed);
+    let dir = m.dir();
+    let dir = dir.as_str();
     let manifest = listed["listing"]["manifest_id"]
         .as_str()
         .unwrap()
@@ -316,32 +336,10 @@ fn marketplace_list_buy_listen_import() {
 #[test]
 fn listen_killed_at_each_step_releases_exactly_once() {
     let v = e2e::validator();
-    let seller = Env::new();
-    let buyer = Env::new();
-    let shared = tempfile::tempdir().unwrap();
-    let dir = shared.path().join("items");
-    let dir = dir.to_str().unwrap();
-    seller.ok(&["wallet", "new"]);
-    buyer.ok(&["wallet", "new"]);
-    ok(&seller, &["wallet", "airdrop", "2", "--json"]);
-    ok(&buyer, &["wallet", "airdrop", "2", "--json"]);
-    seller.ok(&["memory", "add", "One lesson", "-c", "lesson"]);
-    seller.ok(&["export", "--sign", "-o", "b.signed.json"]);
-    let listed = ok(
-        &seller,
-        &[
-            "marketplace",
-            "list",
-            "b.signed.json",
-            "--price-usd",
-            "1",
-            "--sol-usd",
-            "100",
-            "--storage-dir",
-            dir,
-            "--json",
-        ],
-    );
+    let m = market(&["One lesson"], "1", "100");
+    let (seller, buyer, listed) = (&m.seller, &m.buyer, &m.listed);
+    let dir = m.dir();
+    let dir = dir.as_str();
     let manifest = listed["listing"]["manifest_id"]
         .as_str()
         .unwrap()
@@ -463,32 +461,10 @@ fn listen_killed_at_each_step_releases_exactly_once() {
 
 #[test]
 fn cancelled_listing_is_not_paid_for() {
-    let seller = Env::new();
-    let buyer = Env::new();
-    let shared = tempfile::tempdir().unwrap();
-    let dir = shared.path().join("items");
-    let dir = dir.to_str().unwrap();
-    seller.ok(&["wallet", "new"]);
-    buyer.ok(&["wallet", "new"]);
-    ok(&seller, &["wallet", "airdrop", "1", "--json"]);
-    ok(&buyer, &["wallet", "airdrop", "1", "--json"]);
-    seller.ok(&["memory", "add", "A lesson", "-c", "lesson"]);
-    seller.ok(&["export", "--sign", "-o", "b.signed.json"]);
-    let listed = ok(
-        &seller,
-        &[
-            "marketplace",
-            "list",
-            "b.signed.json",
-            "--price-usd",
-            "1",
-            "--sol-usd",
-            "100",
-            "--storage-dir",
-            dir,
-            "--json",
-        ],
-    );
+    let m = market(&["A lesson"], "1", "100");
+    let (seller, buyer, listed) = (&m.seller, &m.buyer, &m.listed);
+    let dir = m.dir();
+    let dir = dir.as_str();
     let id = listed["listing"]["listing_id"].as_str().unwrap();
     let manifest = listed["listing"]["manifest_id"].as_str().unwrap();
     let c = ok(&seller, &["marketplace", "cancel", id, "--json"]);
@@ -536,32 +512,10 @@ fn cancelled_listing_is_not_paid_for() {
 /// A buy whose release comes after the buyer gave up is finished by `fetch`.
 #[test]
 fn interrupted_buy_finishes_with_fetch() {
-    let seller = Env::new();
-    let buyer = Env::new();
-    let shared = tempfile::tempdir().unwrap();
-    let dir = shared.path().join("items");
-    let dir = dir.to_str().unwrap();
-    seller.ok(&["wallet", "new"]);
-    buyer.ok(&["wallet", "new"]);
-    ok(&seller, &["wallet", "airdrop", "1", "--json"]);
-    ok(&buyer, &["wallet", "airdrop", "1", "--json"]);
-    seller.ok(&["memory", "add", "Late lesson", "-c", "lesson"]);
-    seller.ok(&["export", "--sign", "-o", "b.signed.json"]);
-    let listed = ok(
-        &seller,
-        &[
-            "marketplace",
-            "list",
-            "b.signed.json",
-            "--price-usd",
-            "1",
-            "--sol-usd",
-            "100",
-            "--storage-dir",
-            dir,
-            "--json",
-        ],
-    );
+    let m = market(&["Late lesson"], "1", "100");
+    let (seller, buyer, listed) = (&m.seller, &m.buyer, &m.listed);
+    let dir = m.dir();
+    let dir = dir.as_str();
     let manifest = listed["listing"]["manifest_id"].as_str().unwrap();
     let r = onchain(
         &buyer,

@@ -81,78 +81,13 @@ pub fn run(cmd: MarketCmd, ctx: &Context) -> CliResult<u8> {
             listing,
             timeout,
             storage,
-        } => {
-            let wallet = ctx.wallet()?;
-            let chain = ctx.chain()?;
-            let src = source(&storage)?;
-            let mut store = ctx.store()?;
-            let l = ctx
-                .block_on(node::market::buy::fetch_listing(&src, &listing))
-                .map_err(Failure::bad_input)?;
-            if !ctx.json {
-                eprintln!(
-                    "buying {} ({} lamports to {})",
-                    l.listing_id,
-                    l.price_lamports.unwrap_or(0),
-                    l.payment_address
-                );
-            }
-            let sig = ctx.block_on(node::market::buy::pay(&chain, &wallet, &l))?;
-            if !ctx.json {
-                eprintln!("paid: {sig}\nwaiting for the seller's release (up to {timeout} s)...");
-            }
-            let report = ctx.block_on(node::market::buy::fetch_and_import(
-                &chain,
-                &wallet,
-                &src,
-                &l,
-                &sig,
-                &mut store,
-                Duration::from_secs(timeout),
-                |_| {},
-            ))?;
-            let v = json!({"ok": true, "listing_id": l.listing_id, "buy_signature": sig, "import": report});
-            ctx.emit(&v, || {
-                format!(
-                    "released and imported {} memories into {}\n  bundle hash {} (matches the seller's signed listing)",
-                    report.outcome.ids.len(),
-                    report.outcome.scope,
-                    report.bundle_hash
-                )
-            });
-        }
+        } => buy_or_fetch(ctx, &listing, None, timeout, &storage)?,
         MarketCmd::Fetch {
             listing,
             buy_signature,
             timeout,
             storage,
-        } => {
-            let wallet = ctx.wallet()?;
-            let chain = ctx.chain()?;
-            let src = source(&storage)?;
-            let mut store = ctx.store()?;
-            let l = ctx
-                .block_on(node::market::buy::fetch_listing(&src, &listing))
-                .map_err(Failure::bad_input)?;
-            let report = ctx.block_on(node::market::buy::fetch_and_import(
-                &chain,
-                &wallet,
-                &src,
-                &l,
-                &buy_signature,
-                &mut store,
-                Duration::from_secs(timeout),
-                |_| {},
-            ))?;
-            let v = json!({"ok": true, "listing_id": l.listing_id, "buy_signature": buy_signature, "import": report});
-            ctx.emit(&v, || {
-                format!(
-                    "imported {} memories into {}",
-                    report.outcome.ids.len(),
-                    report.outcome.scope
-                )
-            });
-        }
+        } => buy_or_fetch(ctx, &listing, Some(buy_signature), timeout, &storage)?,
         MarketCmd::Cancel { listing_id, seller } => {
             let wallet = ctx.wallet()?;
             let chain = ctx.chain()?;
@@ -235,6 +170,66 @@ pub fn run(cmd: MarketCmd, ctx: &Context) -> CliResult<u8> {
         }
     }
     Ok(0)
+}
+
+/// `buy` (pay, then receive) or `fetch` (receive for an earlier payment):
+/// wait for the release, decrypt, check the hash, import.
+fn buy_or_fetch(
+    ctx: &Context,
+    listing: &str,
+    paid: Option<String>,
+    timeout: u64,
+    storage: &crate::args::StorageOpts,
+) -> CliResult<()> {
+    let wallet = ctx.wallet()?;
+    let chain = ctx.chain()?;
+    let src = source(storage)?;
+    let mut store = ctx.store()?;
+    let l = ctx
+        .block_on(node::market::buy::fetch_listing(&src, listing))
+        .map_err(Failure::bad_input)?;
+    let sig = match paid {
+        Some(sig) => sig,
+        None => {
+            if !ctx.json {
+                eprintln!(
+                    "buying {} ({} lamports to {})",
+                    l.listing_id,
+                    l.price_lamports.unwrap_or(0),
+                    l.payment_address
+                );
+            }
+            let sig = ctx.block_on(node::market::buy::pay(&chain, &wallet, &l))?;
+            if !ctx.json {
+                eprintln!("paid: {sig}");
+            }
+            sig
+        }
+    };
+    if !ctx.json {
+        eprintln!("waiting for the seller's release (up to {timeout} s)...");
+    }
+    let wait = Duration::from_secs(timeout);
+    let report = ctx.block_on(node::market::buy::fetch_and_import(
+        &chain,
+        &wallet,
+        &src,
+        &l,
+        &sig,
+        &mut store,
+        wait,
+        |_| {},
+    ))?;
+    let v = json!({"ok": true, "listing_id": l.listing_id, "buy_signature": sig, "import": report});
+    ctx.emit(&v, || {
+        format!(
+            "released and imported {} memories into {}\n  bundle hash {} (matches the seller's signed listing)",
+            report.outcome.ids.len(),
+            report.outcome.scope,
+            report.bundle_hash
+        )
+    });
+    Ok(())
 }
 
 /// A flag set on SIGINT or SIGTERM: the loop finishes its step and exits.

@@ -87,24 +87,41 @@ pub async fn pay(chain: &Chain, buyer: &Wallet, listing: &Listing) -> Result<Str
     Ok(chain.send(&ixs, &[&kp]).await?.signature.to_string())
 }
 
-/// The slot of a successful `cancel` of `listing` signed by its seller.
-pub async fn find_cancel(
-    chain: &Chain,
-    pay_to: &Pubkey,
-    listing: &Listing,
-) -> Result<Option<u64>, BuyError> {
-    for info in chain.signatures_for(pay_to, None).await? {
+/// The marketplace memos in `address`'s history (successful transactions
+/// only), newest first, with their transaction signatures.
+async fn memo_ops(chain: &Chain, address: &Pubkey) -> Result<Vec<(String, MemoOp)>, BuyError> {
+    let mut out = Vec::new();
+    for info in chain.signatures_for(address, None).await? {
+        if info.err.is_some() {
+            continue;
+        }
         let memos = info
             .memo
             .as_deref()
             .map(parse_memo_field)
             .and_then(Result::ok)
             .unwrap_or_default();
-        let cancels = memos.iter().any(|m| matches!(MemoOp::parse(m), Ok(MemoOp::Cancel { listing_id }) if listing_id == listing.listing_id));
-        if !cancels || info.err.is_some() {
+        out.extend(
+            memos
+                .iter()
+                .filter_map(|m| MemoOp::parse(m).ok())
+                .map(|op| (info.signature.clone(), op)),
+        );
+    }
+    Ok(out)
+}
+
+/// The slot of a successful `cancel` of `listing` signed by its seller.
+pub async fn find_cancel(
+    chain: &Chain,
+    pay_to: &Pubkey,
+    listing: &Listing,
+) -> Result<Option<u64>, BuyError> {
+    for (signature, op) in memo_ops(chain, pay_to).await? {
+        if !matches!(&op, MemoOp::Cancel { listing_id } if *listing_id == listing.listing_id) {
             continue;
         }
-        let sig = crate::chain::Signature::from_str(&info.signature)
+        let sig = crate::chain::Signature::from_str(&signature)
             .map_err(|_| ChainError::Config("bad signature".into()))?;
         if let Some(tx) = chain.transaction(&sig).await? {
             if tx.succeeded && tx.signed_by(&listing.seller_pubkey) {
@@ -139,45 +156,37 @@ pub async fn fetch_and_import(
     };
     let start = Instant::now();
     loop {
-        for info in chain.signatures_for(&pay_to, None).await? {
-            let memos = info
-                .memo
-                .as_deref()
-                .map(parse_memo_field)
-                .and_then(Result::ok)
-                .unwrap_or_default();
-            for m in memos {
-                let Ok(MemoOp::Release {
-                    listing_id,
-                    envelope_arweave_id,
-                    ..
-                }) = MemoOp::parse(&m)
-                else {
-                    continue;
-                };
-                if listing_id != listing.listing_id || info.err.is_some() {
-                    continue;
-                }
-                let Ok(body) = source.fetch(&envelope_arweave_id, MAX_JSON_BYTES).await else {
-                    continue;
-                };
-                // envelopes of other buyers' buys fail the bindings: skip them
-                let Ok((key, _)) = open_envelope(&body, buyer, &want) else {
-                    continue;
-                };
-                let blob_id = listing.encrypted_bundle_uri.trim_start_matches("ar://");
-                let blob = source.fetch(blob_id, crate::seal::MAX_BLOB_BYTES).await?;
-                let inner = crate::seal::decrypt_blob(&key, &blob)?;
-                let scope = format!("imported:{}", listing.listing_id);
-                return Ok(import_inner(
-                    store,
-                    &inner,
-                    &listing.bundle_hash,
-                    &seller,
-                    Some(&scope),
-                    Some(&listing.listing_id),
-                )?);
+        for (_, op) in memo_ops(chain, &pay_to).await? {
+            let MemoOp::Release {
+                listing_id,
+                envelope_arweave_id,
+                ..
+            } = op
+            else {
+                continue;
+            };
+            if listing_id != listing.listing_id {
+                continue;
             }
+            let Ok(body) = source.fetch(&envelope_arweave_id, MAX_JSON_BYTES).await else {
+                continue;
+            };
+            // envelopes of other buyers' buys fail the bindings: skip them
+            let Ok((key, _)) = open_envelope(&body, buyer, &want) else {
+                continue;
+            };
+            let blob_id = listing.encrypted_bundle_uri.trim_start_matches("ar://");
+            let blob = source.fetch(blob_id, crate::seal::MAX_BLOB_BYTES).await?;
+            let inner = crate::seal::decrypt_blob(&key, &blob)?;
+            let scope = format!("imported:{}", listing.listing_id);
+            return Ok(import_inner(
+                store,
+                &inner,
+                &listing.bundle_hash,
+                &seller,
+                Some(&scope),
+                Some(&listing.listing_id),
+            )?);
         }
         if start.elapsed() >= timeout {
             return Err(BuyError::Timeout(buy_signature.into()));
