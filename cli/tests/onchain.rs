@@ -268,7 +268,7 @@ fn marketplace_list_buy_listen_import() {
     let mut released = false;
     for _ in 0..60 {
         let pass = ok(
-            &seller,
+            seller,
             &[
                 "marketplace",
                 "listen",
@@ -317,7 +317,7 @@ fn marketplace_list_buy_listen_import() {
     );
     // a second pass releases nothing more
     let again = ok(
-        &seller,
+        seller,
         &[
             "marketplace",
             "listen",
@@ -467,20 +467,20 @@ fn cancelled_listing_is_not_paid_for() {
     let dir = dir.as_str();
     let id = listed["listing"]["listing_id"].as_str().unwrap();
     let manifest = listed["listing"]["manifest_id"].as_str().unwrap();
-    let c = ok(&seller, &["marketplace", "cancel", id, "--json"]);
+    let c = ok(seller, &["marketplace", "cancel", id, "--json"]);
     assert!(c["slot"].as_u64().unwrap() > 0);
-    let again = onchain(&seller, &["marketplace", "cancel", id]);
+    let again = onchain(seller, &["marketplace", "cancel", id]);
     assert_eq!(again.code, 2);
     assert!(
         again.stderr.contains("already cancelled"),
         "{}",
         again.stderr
     );
-    let before = ok(&buyer, &["wallet", "balance", "--json"])["lamports"]
+    let before = ok(buyer, &["wallet", "balance", "--json"])["lamports"]
         .as_u64()
         .unwrap();
     let r = onchain(
-        &buyer,
+        buyer,
         &[
             "marketplace",
             "buy",
@@ -494,13 +494,13 @@ fn cancelled_listing_is_not_paid_for() {
     assert_eq!(r.code, 1, "{}", r.stderr);
     assert!(r.stderr.contains("cancelled by the seller"), "{}", r.stderr);
     assert_eq!(
-        ok(&buyer, &["wallet", "balance", "--json"])["lamports"]
+        ok(buyer, &["wallet", "balance", "--json"])["lamports"]
             .as_u64()
             .unwrap(),
         before,
         "nothing paid"
     );
-    let unknown = onchain(&seller, &["marketplace", "cancel", "20261123-ffffffffffff"]);
+    let unknown = onchain(seller, &["marketplace", "cancel", "20261123-ffffffffffff"]);
     assert_eq!(unknown.code, 2);
     assert!(
         unknown.stderr.contains("not one of this wallet's listings"),
@@ -518,7 +518,7 @@ fn interrupted_buy_finishes_with_fetch() {
     let dir = dir.as_str();
     let manifest = listed["listing"]["manifest_id"].as_str().unwrap();
     let r = onchain(
-        &buyer,
+        buyer,
         &[
             "marketplace",
             "buy",
@@ -538,7 +538,7 @@ fn interrupted_buy_finishes_with_fetch() {
         .trim()
         .to_string();
     let pass = ok(
-        &seller,
+        seller,
         &[
             "marketplace",
             "listen",
@@ -550,7 +550,7 @@ fn interrupted_buy_finishes_with_fetch() {
     );
     assert_eq!(pass["pass"]["released"], 1);
     let done = ok(
-        &buyer,
+        buyer,
         &[
             "marketplace",
             "fetch",
