@@ -154,10 +154,79 @@ pub enum MarketCmd {
         #[command(flatten)]
         seller: SellerState,
     },
+    /// Buyer: offer a price on a listing (manifest id); prints the offer's item id.
+    Offer {
+        /// The listing manifest's item id.
+        #[arg(allow_hyphen_values = true)]
+        listing: String,
+        /// Offered price in USD.
+        #[arg(long)]
+        price_usd: f64,
+        /// SOL/USD rate that fixes the offered lamports.
+        #[arg(long)]
+        sol_usd: f64,
+        /// A note to the seller (max 280 characters).
+        #[arg(long, default_value = "")]
+        message: String,
+        /// Offer lifetime in hours (max 24).
+        #[arg(long, default_value_t = 24.0)]
+        ttl_hours: f64,
+        #[command(flatten)]
+        storage: StorageOpts,
+    },
+    /// Seller: counter an offer (offer item id) with another price.
+    Counter {
+        /// The offer's item id.
+        #[arg(allow_hyphen_values = true)]
+        offer: String,
+        /// Counter price in USD.
+        #[arg(long)]
+        price_usd: f64,
+        /// SOL/USD rate that fixes the counter's lamports.
+        #[arg(long)]
+        sol_usd: f64,
+        /// A note to the buyer.
+        #[arg(long, default_value = "")]
+        message: String,
+        /// Counter lifetime in hours (max 24).
+        #[arg(long, default_value_t = 24.0)]
+        ttl_hours: f64,
+        #[command(flatten)]
+        storage: StorageOpts,
+        #[command(flatten)]
+        seller: SellerState,
+    },
+    /// Seller: accept an offer (at its counter's price if countered).
+    Accept {
+        /// The offer's item id.
+        #[arg(allow_hyphen_values = true)]
+        offer: String,
+        #[command(flatten)]
+        storage: StorageOpts,
+        #[command(flatten)]
+        seller: SellerState,
+    },
+    /// Seller: reject an offer.
+    Reject {
+        /// The offer's item id.
+        #[arg(allow_hyphen_values = true)]
+        offer: String,
+        #[command(flatten)]
+        storage: StorageOpts,
+        #[command(flatten)]
+        seller: SellerState,
+    },
     /// Buy a listing by its manifest id: pay, wait for the release, import.
     Buy {
         /// The listing manifest's item id (from `list`).
+        #[arg(allow_hyphen_values = true)]
         listing: String,
+        /// Pay the price of this accepted offer (its item id) instead of the list price.
+        #[arg(long, allow_hyphen_values = true)]
+        offer: Option<String>,
+        /// ...or of the seller's counter to it (counter item id).
+        #[arg(long, requires = "offer", allow_hyphen_values = true)]
+        counter: Option<String>,
         /// Seconds to wait for the seller's release.
         #[arg(long, default_value_t = 120)]
         timeout: u64,
@@ -167,6 +236,7 @@ pub enum MarketCmd {
     /// Finish an interrupted buy: wait for its release, decrypt, import.
     Fetch {
         /// The listing manifest's item id.
+        #[arg(allow_hyphen_values = true)]
         listing: String,
         /// The buy transaction's signature (printed by `buy`).
         #[arg(long)]
@@ -236,6 +306,7 @@ pub enum StorageCmd {
     /// Fetch an item's data by id (verified for the fs backend).
     Get {
         /// The item id.
+        #[arg(allow_hyphen_values = true)]
         id: String,
         /// Write the data here instead of stdout.
         #[arg(short = 'o', long)]

@@ -453,3 +453,16 @@ fn storage_put_get_round_trip_in_fs_store() {
     assert_eq!(nourl.code, 2);
     assert!(nourl.stderr.contains("--bundler-url"));
 }
+
+/// Item ids are base64url: about one in 64 starts with `-`. They must be
+/// taken as ids, not parsed as flags.
+#[test]
+fn ids_starting_with_a_hyphen_are_ids() {
+    let e = Env::new();
+    let id = format!("-{}", "A".repeat(42));
+    let r = e.run(&["storage", "get", &id]);
+    assert_eq!(r.code, 1, "a missing item, not a usage error: {}", r.stderr);
+    assert!(r.stderr.contains("no data item"), "{}", r.stderr);
+    let r = e.run(&["marketplace", "buy", &id, "--offer", &id]);
+    assert_ne!(r.code, 2, "parsed as an id: {}", r.stderr);
+}

@@ -564,3 +564,188 @@ fn interrupted_buy_finishes_with_fetch() {
     );
     assert_eq!(done["import"]["ids"].as_array().unwrap().len(), 1);
 }
+
+/// offer → counter → accept → buy at the counter price → release → import.
+#[test]
+fn negotiated_trade_at_the_counter_price() {
+    let m = market(&["Negotiated lesson"], "15", "150"); // list price 0.1 SOL
+    let (seller, buyer, listed) = (&m.seller, &m.buyer, &m.listed);
+    let dir = m.dir();
+    let dir = dir.as_str();
+    let manifest = listed["listing"]["manifest_id"].as_str().unwrap();
+    let offer = ok(
+        buyer,
+        &[
+            "marketplace",
+            "offer",
+            manifest,
+            "--price-usd",
+            "9",
+            "--sol-usd",
+            "150",
+            "--message",
+            "would you take nine?",
+            "--storage-dir",
+            dir,
+            "--json",
+        ],
+    );
+    assert_eq!(offer["price_lamports"], 60_000_000u64);
+    let offer_item = offer["offer_item_id"].as_str().unwrap();
+    let counter = ok(
+        seller,
+        &[
+            "marketplace",
+            "counter",
+            offer_item,
+            "--price-usd",
+            "12",
+            "--sol-usd",
+            "150",
+            "--storage-dir",
+            dir,
+            "--json",
+        ],
+    );
+    assert_eq!(counter["price_lamports"], 80_000_000u64);
+    let counter_item = counter["counter_item_id"].as_str().unwrap();
+
+    // before the seller accepts, the buyer refuses to pay the negotiated price
+    let early = onchain(
+        buyer,
+        &[
+            "marketplace",
+            "buy",
+            manifest,
+            "--offer",
+            offer_item,
+            "--counter",
+            counter_item,
+            "--storage-dir",
+            dir,
+            "--timeout",
+            "1",
+        ],
+    );
+    assert_eq!(early.code, 1, "{}", early.stderr);
+    assert!(
+        early.stderr.contains("has not accepted"),
+        "{}",
+        early.stderr
+    );
+
+    let accepted = ok(
+        seller,
+        &[
+            "marketplace",
+            "accept",
+            offer_item,
+            "--storage-dir",
+            dir,
+            "--json",
+        ],
+    );
+    assert_eq!(
+        (
+            accepted["state"].as_str(),
+            accepted["price_lamports"].as_u64()
+        ),
+        (Some("accepted"), Some(80_000_000))
+    );
+    let twice = onchain(
+        seller,
+        &["marketplace", "accept", offer_item, "--storage-dir", dir],
+    );
+    assert_eq!(twice.code, 2);
+
+    // someone else cannot use this offer
+    let mallory = Env::new();
+    mallory.ok(&["wallet", "new"]);
+    ok(&mallory, &["wallet", "airdrop", "1", "--json"]);
+    let stolen = onchain(
+        &mallory,
+        &[
+            "marketplace",
+            "buy",
+            manifest,
+            "--offer",
+            offer_item,
+            "--storage-dir",
+            dir,
+            "--timeout",
+            "1",
+        ],
+    );
+    assert_eq!(stolen.code, 1);
+    assert!(
+        stolen.stderr.contains("not this wallet's offer"),
+        "{}",
+        stolen.stderr
+    );
+
+    let before = ok(buyer, &["wallet", "balance", "--json"])["lamports"]
+        .as_u64()
+        .unwrap();
+    let v = e2e::validator();
+    let buy = buyer
+        .cmd()
+        .args([
+            "-u",
+            v.rpc_url.as_str(),
+            "--commitment",
+            "confirmed",
+            "marketplace",
+            "buy",
+            manifest,
+            "--offer",
+            offer_item,
+            "--counter",
+            counter_item,
+            "--storage-dir",
+            dir,
+            "--timeout",
+            "60",
+            "--json",
+        ])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut released = false;
+    for _ in 0..60 {
+        let pass = ok(
+            seller,
+            &[
+                "marketplace",
+                "listen",
+                "--once",
+                "--storage-dir",
+                dir,
+                "--json",
+            ],
+        );
+        assert_eq!(pass["pass"]["rejected"], 0, "{pass}");
+        if pass["pass"]["released"] == 1 {
+            released = true;
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(500));
+    }
+    assert!(released, "listen applied the accepted counter price");
+    let out = buy.wait_with_output().unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let after = ok(buyer, &["wallet", "balance", "--json"])["lamports"]
+        .as_u64()
+        .unwrap();
+    let spent = before - after;
+    assert!(
+        (80_000_000..80_100_000).contains(&spent),
+        "paid the counter price plus fees, spent {spent}"
+    );
+    let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(report["import"]["ids"].as_array().unwrap().len(), 1);
+}

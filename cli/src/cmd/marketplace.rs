@@ -79,15 +79,140 @@ pub fn run(cmd: MarketCmd, ctx: &Context) -> CliResult<u8> {
         }
         MarketCmd::Buy {
             listing,
+            offer,
+            counter,
             timeout,
             storage,
-        } => buy_or_fetch(ctx, &listing, None, timeout, &storage)?,
+        } => {
+            let how = match offer {
+                Some(o) => Payment::Negotiated { offer: o, counter },
+                None => Payment::Listed,
+            };
+            buy_or_fetch(ctx, &listing, how, timeout, &storage)?
+        }
+        MarketCmd::Offer {
+            listing,
+            price_usd,
+            sol_usd,
+            message,
+            ttl_hours,
+            storage,
+        } => {
+            let wallet = ctx.wallet()?;
+            let chain = ctx.chain()?;
+            let l = ctx
+                .block_on(node::market::buy::fetch_listing(
+                    &source(&storage)?,
+                    &listing,
+                ))
+                .map_err(Failure::bad_input)?;
+            let lamports = node::market::list::usd_to_lamports(price_usd, sol_usd)
+                .map_err(Failure::bad_input)?;
+            let (item, offer_id, sent) = ctx
+                .block_on(node::market::negotiate::make_offer(
+                    &chain,
+                    &wallet,
+                    &uploader(&storage)?,
+                    &l,
+                    price_usd,
+                    lamports,
+                    &message,
+                    ttl_hours,
+                ))
+                .map_err(negotiate_failure)?;
+            let v = json!({"ok": true, "offer_item_id": item, "offer_id": offer_id, "price_lamports": lamports, "signature": sent.signature.to_string()});
+            ctx.emit(&v, || {
+                format!(
+                    "offered {lamports} lamports on {} as {offer_id}
+  offer item   {item}   <- the seller runs: brainctl marketplace accept {item}
+  tx           {}",
+                    l.listing_id, sent.signature
+                )
+            });
+        }
+        MarketCmd::Counter {
+            offer,
+            price_usd,
+            sol_usd,
+            message,
+            ttl_hours,
+            storage,
+            seller,
+        } => {
+            let wallet = ctx.wallet()?;
+            let chain = ctx.chain()?;
+            let (mut db, _) = seller_state(&seller)?;
+            let o = ctx
+                .block_on(node::market::negotiate::fetch_offer(
+                    &source(&storage)?,
+                    &offer,
+                    false,
+                ))
+                .map_err(negotiate_failure)?;
+            let rec = our_listing(&db, &o)?;
+            let lamports = node::market::list::usd_to_lamports(price_usd, sol_usd)
+                .map_err(Failure::bad_input)?;
+            let pay_to = rec
+                .payment_address
+                .parse()
+                .map_err(|_| anyhow!("bad payment address on record"))?;
+            let (item, sent) = ctx
+                .block_on(node::market::negotiate::make_counter(
+                    &chain,
+                    &wallet,
+                    &uploader(&storage)?,
+                    &o,
+                    &pay_to,
+                    price_usd,
+                    lamports,
+                    &message,
+                    ttl_hours,
+                ))
+                .map_err(negotiate_failure)?;
+            let expires =
+                time::OffsetDateTime::now_utc().unix_timestamp() + (ttl_hours * 3600.0) as i64;
+            db.upsert_offer(
+                &o.offer_id,
+                &rec.listing_id,
+                &o.from_pubkey,
+                &offer,
+                lamports,
+                expires,
+                Some(&item),
+                "countered",
+            )?;
+            let v = json!({"ok": true, "counter_item_id": item, "offer_id": o.offer_id, "price_lamports": lamports, "signature": sent.signature.to_string()});
+            ctx.emit(&v, || {
+                format!(
+                    "countered {} at {lamports} lamports
+  counter item {item}
+  tx           {}",
+                    o.offer_id, sent.signature
+                )
+            });
+        }
+        MarketCmd::Accept {
+            offer,
+            storage,
+            seller,
+        } => decide(ctx, &offer, &storage, &seller, true)?,
+        MarketCmd::Reject {
+            offer,
+            storage,
+            seller,
+        } => decide(ctx, &offer, &storage, &seller, false)?,
         MarketCmd::Fetch {
             listing,
             buy_signature,
             timeout,
             storage,
-        } => buy_or_fetch(ctx, &listing, Some(buy_signature), timeout, &storage)?,
+        } => buy_or_fetch(
+            ctx,
+            &listing,
+            Payment::Already(buy_signature),
+            timeout,
+            &storage,
+        )?,
         MarketCmd::Cancel { listing_id, seller } => {
             let wallet = ctx.wallet()?;
             let chain = ctx.chain()?;
@@ -174,10 +299,127 @@ pub fn run(cmd: MarketCmd, ctx: &Context) -> CliResult<u8> {
 
 /// `buy` (pay, then receive) or `fetch` (receive for an earlier payment):
 /// wait for the release, decrypt, check the hash, import.
+/// How `buy_or_fetch` pays.
+enum Payment {
+    /// The list price.
+    Listed,
+    /// An accepted offer's price (or its counter's).
+    Negotiated {
+        offer: String,
+        counter: Option<String>,
+    },
+    /// Already paid (`fetch`).
+    Already(String),
+}
+
+fn negotiate_failure(e: node::market::negotiate::NegotiateError) -> Failure {
+    match e {
+        node::market::negotiate::NegotiateError::Refused(_)
+        | node::market::negotiate::NegotiateError::Manifest(_) => Failure::bad_input(e),
+        other => other.into(),
+    }
+}
+
+/// The seller's record of the listing an offer is for.
+fn our_listing(
+    db: &ListenDb,
+    o: &node::market::manifest::Offer,
+) -> CliResult<node::listen::ListingRecord> {
+    let id = o.listing_id.clone().unwrap_or_default();
+    db.listings()?
+        .into_iter()
+        .find(|l| l.listing_id == id)
+        .ok_or_else(|| {
+            Failure::bad_input(anyhow!(
+                "offer {} is for {id}, which is not one of this wallet's listings",
+                o.offer_id
+            ))
+        })
+}
+
+/// Seller: accept (at the countered price if countered) or reject an offer.
+fn decide(
+    ctx: &Context,
+    offer: &str,
+    storage: &crate::args::StorageOpts,
+    seller: &SellerState,
+    accept: bool,
+) -> CliResult<()> {
+    let wallet = ctx.wallet()?;
+    let chain = ctx.chain()?;
+    let (mut db, _) = seller_state(seller)?;
+    let o = ctx
+        .block_on(node::market::negotiate::fetch_offer(
+            &source(storage)?,
+            offer,
+            false,
+        ))
+        .map_err(negotiate_failure)?;
+    let rec = our_listing(&db, &o)?;
+    let recorded = db.offer(&o.offer_id)?;
+    if let Some(r) = recorded
+        .as_ref()
+        .filter(|r| r.state == "accepted" || r.state == "rejected")
+    {
+        return Err(Failure::bad_input(anyhow!(
+            "offer {} was already {}",
+            o.offer_id,
+            r.state
+        )));
+    }
+    let (price, expires, counter) = match recorded {
+        Some(r) => (r.price_lamports, r.expires_at, r.counter_manifest_id),
+        None => (
+            o.price_lamports.ok_or_else(|| {
+                Failure::bad_input(anyhow!(
+                    "the offer carries no price_lamports; counter it instead"
+                ))
+            })?,
+            o.expires_at,
+            None,
+        ),
+    };
+    let op = if accept {
+        node::market::MemoOp::Accept {
+            offer_id: o.offer_id.clone(),
+        }
+    } else {
+        node::market::MemoOp::Reject {
+            offer_id: o.offer_id.clone(),
+        }
+    };
+    let pay_to = rec
+        .payment_address
+        .parse()
+        .map_err(|_| anyhow!("bad payment address on record"))?;
+    let sent = ctx
+        .block_on(node::market::negotiate::post(&chain, &wallet, &op, &pay_to))
+        .map_err(negotiate_failure)?;
+    let state = if accept { "accepted" } else { "rejected" };
+    db.upsert_offer(
+        &o.offer_id,
+        &rec.listing_id,
+        &o.from_pubkey,
+        offer,
+        price,
+        expires,
+        counter.as_deref(),
+        state,
+    )?;
+    let v = json!({"ok": true, "offer_id": o.offer_id, "state": state, "price_lamports": price, "signature": sent.signature.to_string()});
+    ctx.emit(&v, || {
+        format!(
+            "{state} {} (price {price} lamports for {})\n  tx {}",
+            o.offer_id, o.from_pubkey, sent.signature
+        )
+    });
+    Ok(())
+}
+
 fn buy_or_fetch(
     ctx: &Context,
     listing: &str,
-    paid: Option<String>,
+    how: Payment,
     timeout: u64,
     storage: &crate::args::StorageOpts,
 ) -> CliResult<()> {
@@ -188,9 +430,32 @@ fn buy_or_fetch(
     let l = ctx
         .block_on(node::market::buy::fetch_listing(&src, listing))
         .map_err(Failure::bad_input)?;
-    let sig = match paid {
-        Some(sig) => sig,
-        None => {
+    let sig = match how {
+        Payment::Already(sig) => sig,
+        Payment::Negotiated { offer, counter } => {
+            let o = ctx
+                .block_on(node::market::negotiate::fetch_offer(&src, &offer, false))
+                .map_err(negotiate_failure)?;
+            let c = match &counter {
+                Some(id) => Some(
+                    ctx.block_on(node::market::negotiate::fetch_offer(&src, id, true))
+                        .map_err(negotiate_failure)?,
+                ),
+                None => None,
+            };
+            let sig = ctx.block_on(node::market::buy::pay_negotiated(
+                &chain,
+                &wallet,
+                &l,
+                &o,
+                c.as_ref(),
+            ))?;
+            if !ctx.json {
+                eprintln!("paid the agreed price of {}: {sig}", o.offer_id);
+            }
+            sig
+        }
+        Payment::Listed => {
             if !ctx.json {
                 eprintln!(
                     "buying {} ({} lamports to {})",

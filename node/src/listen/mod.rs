@@ -8,6 +8,6 @@ pub mod release;
 pub mod state;
 pub mod verify;
 
-pub use state::{BuyRow, ListenDb, ListingRecord, StateError, Step};
+pub use state::{BuyRow, ListenDb, ListingRecord, OfferRecord, StateError, Step};
 
 pub use verify::{verify_buy, ListingTerms, NegotiatedTerms, Rejection, VerifiedBuy};

@@ -13,6 +13,7 @@ use std::path::{Path, PathBuf};
 const MIGRATIONS: &[&str] = &[
     include_str!("../../../migrations/listen/0001_init.sql"),
     include_str!("../../../migrations/listen/0002_listings.sql"),
+    include_str!("../../../migrations/listen/0003_offers.sql"),
 ];
 
 /// One of the seller's listings.
@@ -107,6 +108,25 @@ pub struct BuyRow {
     pub release_sig: Option<String>,
     /// Rejection JSON.
     pub reason: Option<String>,
+}
+
+/// An offer as the seller decided it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct OfferRecord {
+    /// Offer id.
+    pub offer_id: String,
+    /// Listing.
+    pub listing_id: String,
+    /// The buyer.
+    pub buyer: String,
+    /// The price that applies (the counter's once countered).
+    pub price_lamports: u64,
+    /// Expiry (unix seconds) of the applicable terms.
+    pub expires_at: i64,
+    /// open | countered | accepted | rejected.
+    pub state: String,
+    /// The seller's counter, if any.
+    pub counter_manifest_id: Option<String>,
 }
 
 /// The state database, locked for this process.
@@ -334,6 +354,59 @@ impl ListenDb {
             params![listing_id, slot as i64],
         )?;
         Ok(n == 1)
+    }
+
+    /// Records (or updates) an offer's state and applicable price.
+    #[allow(clippy::too_many_arguments)]
+    pub fn upsert_offer(
+        &mut self,
+        offer_id: &str,
+        listing_id: &str,
+        buyer: &str,
+        offer_manifest_id: &str,
+        price_lamports: u64,
+        expires_at: i64,
+        counter_manifest_id: Option<&str>,
+        state: &str,
+    ) -> Result<(), StateError> {
+        self.conn.execute(
+            "INSERT INTO offers(offer_id, listing_id, buyer, offer_manifest_id, price_lamports, expires_at, counter_manifest_id, state, updated_at)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)
+             ON CONFLICT(offer_id) DO UPDATE SET price_lamports = excluded.price_lamports, expires_at = excluded.expires_at,
+                counter_manifest_id = COALESCE(excluded.counter_manifest_id, offers.counter_manifest_id),
+                state = excluded.state, updated_at = excluded.updated_at",
+            params![offer_id, listing_id, buyer, offer_manifest_id, price_lamports as i64, expires_at, counter_manifest_id, state, crate::clock::now_iso()],
+        )?;
+        Ok(())
+    }
+
+    fn offers_where(&self, clause: &str, arg: &str) -> Result<Vec<OfferRecord>, StateError> {
+        let sql = format!(
+            "SELECT offer_id, listing_id, buyer, price_lamports, expires_at, state, counter_manifest_id FROM offers WHERE {clause} ORDER BY updated_at"
+        );
+        let mut stmt = self.conn.prepare(&sql)?;
+        let rows = stmt.query_map([arg], |r| {
+            Ok(OfferRecord {
+                offer_id: r.get(0)?,
+                listing_id: r.get(1)?,
+                buyer: r.get(2)?,
+                price_lamports: r.get::<_, i64>(3)? as u64,
+                expires_at: r.get(4)?,
+                state: r.get(5)?,
+                counter_manifest_id: r.get(6)?,
+            })
+        })?;
+        Ok(rows.collect::<rusqlite::Result<_>>()?)
+    }
+
+    /// One offer, if recorded.
+    pub fn offer(&self, offer_id: &str) -> Result<Option<OfferRecord>, StateError> {
+        Ok(self.offers_where("offer_id = ?1", offer_id)?.pop())
+    }
+
+    /// Accepted offers, oldest decision first.
+    pub fn accepted_offers(&self) -> Result<Vec<OfferRecord>, StateError> {
+        self.offers_where("state = ?1", "accepted")
     }
 
     /// Our listings.

@@ -51,7 +51,7 @@ pub async fn fetch_listing(source: &Source, manifest_id: &str) -> Result<Listing
     Listing::from_value(v).map_err(|e| BuyError::Listing(format!("listing manifest refused: {e}")))
 }
 
-/// Pays for `listing`; returns the buy signature.
+/// Pays for `listing` at its listed price; returns the buy signature.
 pub async fn pay(chain: &Chain, buyer: &Wallet, listing: &Listing) -> Result<String, BuyError> {
     let price = listing.price_lamports.ok_or_else(|| {
         BuyError::Listing(
@@ -59,6 +59,59 @@ pub async fn pay(chain: &Chain, buyer: &Wallet, listing: &Listing) -> Result<Str
                 .into(),
         )
     })?;
+    pay_price(chain, buyer, listing, price).await
+}
+
+/// Pays the negotiated price: `offer` must be this buyer's offer on
+/// `listing`, `counter` (if any) the seller's counter to it, and the seller
+/// must have posted `accept` for the offer on chain.
+pub async fn pay_negotiated(
+    chain: &Chain,
+    buyer: &Wallet,
+    listing: &Listing,
+    offer: &crate::market::manifest::Offer,
+    counter: Option<&crate::market::manifest::Offer>,
+) -> Result<String, BuyError> {
+    if offer.from_pubkey != buyer.address()
+        || offer.listing_id.as_deref() != Some(listing.listing_id.as_str())
+    {
+        return Err(BuyError::Listing(
+            "that offer is not this wallet's offer on this listing".into(),
+        ));
+    }
+    let terms = match counter {
+        Some(c) if c.offer_id != offer.offer_id || c.from_pubkey != listing.seller_pubkey => {
+            return Err(BuyError::Listing(
+                "that counter is not the seller's counter to this offer".into(),
+            ))
+        }
+        Some(c) => c,
+        None => offer,
+    };
+    let price = terms
+        .price_lamports
+        .ok_or_else(|| BuyError::Listing("the agreed terms carry no price_lamports".into()))?;
+    if time::OffsetDateTime::now_utc().unix_timestamp() >= terms.expires_at {
+        return Err(BuyError::Listing("the agreed terms have expired".into()));
+    }
+    let accepted = crate::market::negotiate::find_accept(chain, listing, &offer.offer_id)
+        .await
+        .map_err(|e| BuyError::Listing(e.to_string()))?;
+    if accepted.is_none() {
+        return Err(BuyError::Listing(format!(
+            "the seller has not accepted {} on chain",
+            offer.offer_id
+        )));
+    }
+    pay_price(chain, buyer, listing, price).await
+}
+
+async fn pay_price(
+    chain: &Chain,
+    buyer: &Wallet,
+    listing: &Listing,
+    price: u64,
+) -> Result<String, BuyError> {
     let now = time::OffsetDateTime::now_utc().unix_timestamp();
     if now >= listing.expires_at {
         return Err(BuyError::Listing(format!(

@@ -10,6 +10,8 @@ use crate::mint::token2022::NftSpec;
 /// Listings plus keys, loaded once per pass.
 pub struct DbCatalog {
     entries: Vec<(ListingRecord, [u8; 32])>,
+    accepted: Vec<NegotiatedTerms>,
+    accepted_listing: Vec<String>,
 }
 
 impl DbCatalog {
@@ -25,7 +27,21 @@ impl DbCatalog {
                 }
             }
         }
-        Ok(DbCatalog { entries })
+        let (mut accepted, mut accepted_listing) = (Vec::new(), Vec::new());
+        for o in db.accepted_offers()? {
+            accepted.push(NegotiatedTerms {
+                offer_id: o.offer_id,
+                buyer: o.buyer,
+                price_lamports: o.price_lamports,
+                expires_at: o.expires_at,
+            });
+            accepted_listing.push(o.listing_id);
+        }
+        Ok(DbCatalog {
+            entries,
+            accepted,
+            accepted_listing,
+        })
     }
 
     fn find(&self, id: &str) -> Option<&(ListingRecord, [u8; 32])> {
@@ -67,7 +83,13 @@ impl Catalog for DbCatalog {
         })
     }
 
-    fn negotiated(&self, _: &str, _: &str) -> Option<NegotiatedTerms> {
-        None
+    fn negotiated(&self, listing_id: &str, buyer: &str) -> Option<NegotiatedTerms> {
+        // the most recently accepted offer of this buyer on this listing
+        self.accepted
+            .iter()
+            .zip(&self.accepted_listing)
+            .rev()
+            .find(|(o, l)| *l == listing_id && o.buyer == buyer)
+            .map(|(o, _)| o.clone())
     }
 }

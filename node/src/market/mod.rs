@@ -12,6 +12,8 @@ pub mod list;
 pub mod manifest;
 pub mod memo;
 #[cfg(feature = "chain")]
+pub mod negotiate;
+#[cfg(feature = "chain")]
 pub mod tx;
 
 pub use memo::{MemoError, MemoOp};

@@ -1,0 +1,251 @@
+//! Negotiation: offer (buyer), counter (seller), accept / reject (seller),
+//! withdraw (buyer). Manifests are signed and stored; each action posts its
+//! memo with the discovery reference and the listing's payment address
+//! referenced read-only, so both sides (and `listen`) find it in that
+//! address's history. The price that binds is the seller-signed one in the
+//! accepted offer/counter (`price_lamports`), recorded by the seller for
+//! `listen`, and checked by the buyer on chain before paying.
+
+use crate::arweave::{DataItem, Source, Tag, Uploader};
+use crate::chain::instructions::{discovery, memo, registry_from_env, DEFAULT_CU_LIMIT};
+use crate::chain::{Chain, ChainError, FeeOp, FeePolicy, Pubkey, Sent, Signer};
+use crate::market::manifest::{
+    Listing, Offer, COUNTER_SCHEMA, MAX_MESSAGE_CHARS, MAX_OFFER_TTL_HOURS, OFFER_SCHEMA,
+};
+use crate::market::MemoOp;
+use crate::wallet::Wallet;
+use serde_json::{json, Value};
+use std::str::FromStr;
+
+/// Negotiation errors.
+#[derive(Debug, thiserror::Error)]
+pub enum NegotiateError {
+    /// Bad input or a refused action.
+    #[error("{0}")]
+    Refused(String),
+    /// Chain.
+    #[error(transparent)]
+    Chain(#[from] ChainError),
+    /// Storage.
+    #[error(transparent)]
+    Storage(#[from] crate::arweave::StorageError),
+    /// Manifests.
+    #[error(transparent)]
+    Manifest(#[from] crate::market::manifest::ManifestRuleError),
+    /// Items.
+    #[error(transparent)]
+    Item(#[from] crate::arweave::ItemError),
+    /// Signing.
+    #[error(transparent)]
+    Sign(#[from] crate::bundle::ManifestError),
+}
+
+fn refused(s: impl Into<String>) -> NegotiateError {
+    NegotiateError::Refused(s.into())
+}
+
+fn iso(t: i64) -> String {
+    crate::clock::python_isoformat(
+        time::OffsetDateTime::from_unix_timestamp(t).expect("valid time"),
+    )
+}
+
+fn check_terms(price_usd: f64, message: &str, ttl_hours: f64) -> Result<(), NegotiateError> {
+    if !(0.0..=crate::market::manifest::MAX_PRICE_USD).contains(&price_usd) {
+        return Err(refused("--price-usd must be in [0, 10000]"));
+    }
+    if message.chars().count() > MAX_MESSAGE_CHARS {
+        return Err(refused(format!(
+            "--message is over {MAX_MESSAGE_CHARS} characters"
+        )));
+    }
+    if !(ttl_hours > 0.0 && ttl_hours <= MAX_OFFER_TTL_HOURS) {
+        return Err(refused(format!(
+            "--ttl-hours must be in (0, {MAX_OFFER_TTL_HOURS}]"
+        )));
+    }
+    Ok(())
+}
+
+/// A new offer id `offer-YYYYMMDD-<12 hex>`.
+pub fn new_offer_id() -> String {
+    format!("offer-{}", crate::market::list::new_listing_id())
+}
+
+/// Posts `op` signed by `signer`, referencing `pay_to` read-only.
+pub async fn post(
+    chain: &Chain,
+    signer: &Wallet,
+    op: &MemoOp,
+    pay_to: &Pubkey,
+) -> Result<Sent, NegotiateError> {
+    let kp = signer.solana_keypair();
+    let mut reference = discovery(&registry_from_env()?, DEFAULT_CU_LIMIT);
+    if *pay_to != kp.pubkey() {
+        reference
+            .accounts
+            .push(solana_sdk::instruction::AccountMeta::new_readonly(
+                *pay_to, false,
+            ));
+    }
+    let mut ixs = vec![reference];
+    ixs.extend(
+        FeePolicy::from_env(chain.cluster_kind().await?)?.fee_instruction(FeeOp::Op, &kp.pubkey()),
+    );
+    ixs.push(memo(&op.to_string(), &kp.pubkey()));
+    Ok(chain.send(&ixs, &[&kp]).await?)
+}
+
+async fn store_manifest(
+    uploader: &Uploader,
+    signer: &Wallet,
+    v: &Value,
+    schema: &str,
+) -> Result<String, NegotiateError> {
+    let item = DataItem::sign(
+        signer,
+        serde_json::to_vec(v).expect("json"),
+        vec![
+            Tag::new("Content-Type", "application/json"),
+            Tag::new("App-Name", "brainctl"),
+            Tag::new("Schema", schema),
+        ],
+        None,
+        None,
+    )?;
+    Ok(uploader.put(&item).await?)
+}
+
+/// Reads an offer or counter manifest by item id.
+pub async fn fetch_offer(
+    source: &Source,
+    id: &str,
+    counter: bool,
+) -> Result<Offer, NegotiateError> {
+    let bytes = source.fetch(id, 256 * 1024).await?;
+    let v: Value = serde_json::from_slice(&bytes)
+        .map_err(|e| refused(format!("manifest {id} is not JSON: {e}")))?;
+    Ok(if counter {
+        Offer::counter_from_value(v)?
+    } else {
+        Offer::offer_from_value(v)?
+    })
+}
+
+fn pay_to(listing: &Listing) -> Result<Pubkey, NegotiateError> {
+    Pubkey::from_str(&listing.payment_address)
+        .map_err(|_| refused("bad payment address in the listing"))
+}
+
+/// Buyer: signs and stores an offer, posts `offer:<listing>:<item>:<buyer>`.
+/// Returns (offer item id, offer id, tx).
+#[allow(clippy::too_many_arguments)]
+pub async fn make_offer(
+    chain: &Chain,
+    buyer: &Wallet,
+    uploader: &Uploader,
+    listing: &Listing,
+    price_usd: f64,
+    price_lamports: u64,
+    message: &str,
+    ttl_hours: f64,
+) -> Result<(String, String, Sent), NegotiateError> {
+    check_terms(price_usd, message, ttl_hours)?;
+    let now = time::OffsetDateTime::now_utc().unix_timestamp();
+    let offer_id = new_offer_id();
+    let mut v = json!({
+        "schema": OFFER_SCHEMA,
+        "offer_id": offer_id,
+        "listing_id": listing.listing_id,
+        "buyer_pubkey": buyer.address(),
+        "buyer_x25519_pubkey": buyer.x25519_address(),
+        "offered_price_usd": price_usd,
+        "price_lamports": price_lamports,
+        "visibility": listing.visibility,
+        "message": message,
+        "expires_at": iso(now + (ttl_hours * 3600.0) as i64),
+        "created_at": iso(now),
+    });
+    crate::bundle::sign_manifest(&mut v, buyer)?;
+    Offer::offer_from_value(v.clone())?;
+    let item = store_manifest(uploader, buyer, &v, OFFER_SCHEMA).await?;
+    let op = MemoOp::Offer {
+        listing_id: listing.listing_id.clone(),
+        offer_arweave_id: item.clone(),
+        buyer_pubkey: buyer.address(),
+    };
+    let sent = post(chain, buyer, &op, &pay_to(listing)?).await?;
+    Ok((item, offer_id, sent))
+}
+
+/// Seller: signs and stores a counter to `offer`, posts
+/// `counter:<offer>:<item>:<seller>`. Returns (counter item id, tx).
+#[allow(clippy::too_many_arguments)]
+pub async fn make_counter(
+    chain: &Chain,
+    seller: &Wallet,
+    uploader: &Uploader,
+    offer: &Offer,
+    pay_to: &Pubkey,
+    price_usd: f64,
+    price_lamports: u64,
+    message: &str,
+    ttl_hours: f64,
+) -> Result<(String, Sent), NegotiateError> {
+    check_terms(price_usd, message, ttl_hours)?;
+    let now = time::OffsetDateTime::now_utc().unix_timestamp();
+    let mut v = json!({
+        "schema": COUNTER_SCHEMA,
+        "parent_offer_id": offer.offer_id,
+        "from_pubkey": seller.address(),
+        "counter_price_usd": price_usd,
+        "price_lamports": price_lamports,
+        "message": message,
+        "expires_at": iso(now + (ttl_hours * 3600.0) as i64),
+        "created_at": iso(now),
+    });
+    crate::bundle::sign_manifest(&mut v, seller)?;
+    Offer::counter_from_value(v.clone())?;
+    let item = store_manifest(uploader, seller, &v, COUNTER_SCHEMA).await?;
+    let op = MemoOp::Counter {
+        offer_id: offer.offer_id.clone(),
+        counter_arweave_id: item.clone(),
+        counterer_pubkey: seller.address(),
+    };
+    let sent = post(chain, seller, &op, pay_to).await?;
+    Ok((item, sent))
+}
+
+/// Buyer: finds the seller's `accept` of `offer_id` on chain (a successful
+/// transaction signed by the seller); returns its slot.
+pub async fn find_accept(
+    chain: &Chain,
+    listing: &Listing,
+    offer_id: &str,
+) -> Result<Option<u64>, NegotiateError> {
+    for info in chain.signatures_for(&pay_to(listing)?, None).await? {
+        if info.err.is_some() {
+            continue;
+        }
+        let memos = info
+            .memo
+            .as_deref()
+            .map(crate::chain::memo_field::parse_memo_field)
+            .and_then(Result::ok)
+            .unwrap_or_default();
+        let accepts = memos.iter().any(
+            |m| matches!(MemoOp::parse(m), Ok(MemoOp::Accept { offer_id: o }) if o == offer_id),
+        );
+        if !accepts {
+            continue;
+        }
+        let sig = crate::chain::Signature::from_str(&info.signature)
+            .map_err(|_| refused("bad signature"))?;
+        if let Some(tx) = chain.transaction(&sig).await? {
+            if tx.succeeded && tx.signed_by(&listing.seller_pubkey) {
+                return Ok(Some(tx.slot));
+            }
+        }
+    }
+    Ok(None)
+}
