@@ -216,6 +216,17 @@ pub enum MarketCmd {
         #[command(flatten)]
         seller: SellerState,
     },
+    /// Buyer: withdraw your offer (the seller can no longer accept it).
+    Withdraw {
+        /// The offer's item id.
+        #[arg(allow_hyphen_values = true)]
+        offer: String,
+        /// The listing manifest's item id.
+        #[arg(long, allow_hyphen_values = true)]
+        listing: String,
+        #[command(flatten)]
+        storage: StorageOpts,
+    },
     /// Buy a listing by its manifest id: pay, wait for the release, import.
     Buy {
         /// The listing manifest's item id (from `list`).

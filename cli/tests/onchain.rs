@@ -749,3 +749,61 @@ fn negotiated_trade_at_the_counter_price() {
     let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(report["import"]["ids"].as_array().unwrap().len(), 1);
 }
+
+#[test]
+fn withdrawn_offer_cannot_be_accepted() {
+    let m = market(&["A lesson"], "15", "150");
+    let (seller, buyer, listed) = (&m.seller, &m.buyer, &m.listed);
+    let dir = m.dir();
+    let dir = dir.as_str();
+    let manifest = listed["listing"]["manifest_id"].as_str().unwrap();
+    let offer = ok(
+        buyer,
+        &[
+            "marketplace",
+            "offer",
+            manifest,
+            "--price-usd",
+            "9",
+            "--sol-usd",
+            "150",
+            "--storage-dir",
+            dir,
+            "--json",
+        ],
+    );
+    let offer_item = offer["offer_item_id"].as_str().unwrap();
+    // only the offer's buyer may withdraw it
+    let r = onchain(
+        seller,
+        &[
+            "marketplace",
+            "withdraw",
+            offer_item,
+            "--listing",
+            manifest,
+            "--storage-dir",
+            dir,
+        ],
+    );
+    assert_eq!(r.code, 2, "{}", r.stderr);
+    ok(
+        buyer,
+        &[
+            "marketplace",
+            "withdraw",
+            offer_item,
+            "--listing",
+            manifest,
+            "--storage-dir",
+            dir,
+            "--json",
+        ],
+    );
+    let r = onchain(
+        seller,
+        &["marketplace", "accept", offer_item, "--storage-dir", dir],
+    );
+    assert_eq!(r.code, 2, "{}", r.stderr);
+    assert!(r.stderr.contains("withdrew"), "{}", r.stderr);
+}

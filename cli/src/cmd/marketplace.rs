@@ -191,6 +191,28 @@ pub fn run(cmd: MarketCmd, ctx: &Context) -> CliResult<u8> {
                 )
             });
         }
+        MarketCmd::Withdraw {
+            offer,
+            listing,
+            storage,
+        } => {
+            let wallet = ctx.wallet()?;
+            let chain = ctx.chain()?;
+            let src = source(&storage)?;
+            let l = ctx
+                .block_on(node::market::buy::fetch_listing(&src, &listing))
+                .map_err(Failure::bad_input)?;
+            let o = ctx
+                .block_on(node::market::negotiate::fetch_offer(&src, &offer, false))
+                .map_err(negotiate_failure)?;
+            let sent = ctx
+                .block_on(node::market::negotiate::withdraw(&chain, &wallet, &l, &o))
+                .map_err(negotiate_failure)?;
+            let v = json!({"ok": true, "offer_id": o.offer_id, "signature": sent.signature.to_string()});
+            ctx.emit(&v, || {
+                format!("withdrew {} ({})", o.offer_id, sent.signature)
+            });
+        }
         MarketCmd::Accept {
             offer,
             storage,
@@ -379,6 +401,21 @@ fn decide(
             None,
         ),
     };
+    let pay_to: node::chain::Pubkey = rec
+        .payment_address
+        .parse()
+        .map_err(|_| anyhow!("bad payment address on record"))?;
+    if accept {
+        if let Some(slot) = ctx
+            .block_on(node::market::negotiate::find_withdraw(&chain, &pay_to, &o))
+            .map_err(negotiate_failure)?
+        {
+            return Err(Failure::bad_input(anyhow!(
+                "the buyer withdrew {} at slot {slot}; it can't be accepted",
+                o.offer_id
+            )));
+        }
+    }
     let op = if accept {
         node::market::MemoOp::Accept {
             offer_id: o.offer_id.clone(),
@@ -388,10 +425,6 @@ fn decide(
             offer_id: o.offer_id.clone(),
         }
     };
-    let pay_to = rec
-        .payment_address
-        .parse()
-        .map_err(|_| anyhow!("bad payment address on record"))?;
     let sent = ctx
         .block_on(node::market::negotiate::post(&chain, &wallet, &op, &pay_to))
         .map_err(negotiate_failure)?;

@@ -170,19 +170,14 @@ pub async fn find_cancel(
     pay_to: &Pubkey,
     listing: &Listing,
 ) -> Result<Option<u64>, BuyError> {
-    for (signature, op) in memo_ops(chain, pay_to).await? {
-        if !matches!(&op, MemoOp::Cancel { listing_id } if *listing_id == listing.listing_id) {
-            continue;
-        }
-        let sig = crate::chain::Signature::from_str(&signature)
-            .map_err(|_| ChainError::Config("bad signature".into()))?;
-        if let Some(tx) = chain.transaction(&sig).await? {
-            if tx.succeeded && tx.signed_by(&listing.seller_pubkey) {
-                return Ok(Some(tx.slot));
-            }
-        }
-    }
-    Ok(None)
+    crate::market::negotiate::find_signed_memo(
+        chain,
+        pay_to,
+        &listing.seller_pubkey,
+        |op| matches!(op, MemoOp::Cancel { listing_id } if *listing_id == listing.listing_id),
+    )
+    .await
+    .map_err(|e| BuyError::Listing(e.to_string()))
 }
 
 /// Waits for the release of `buy_signature`, then decrypts and imports.

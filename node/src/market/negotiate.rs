@@ -216,14 +216,15 @@ pub async fn make_counter(
     Ok((item, sent))
 }
 
-/// Buyer: finds the seller's `accept` of `offer_id` on chain (a successful
-/// transaction signed by the seller); returns its slot.
-pub async fn find_accept(
+/// The slot of a successful transaction in `pay_to`'s history, signed by
+/// `signer`, carrying a memo `wanted` accepts.
+pub async fn find_signed_memo(
     chain: &Chain,
-    listing: &Listing,
-    offer_id: &str,
+    pay_to: &Pubkey,
+    signer: &str,
+    wanted: impl Fn(&MemoOp) -> bool,
 ) -> Result<Option<u64>, NegotiateError> {
-    for info in chain.signatures_for(&pay_to(listing)?, None).await? {
+    for info in chain.signatures_for(pay_to, None).await? {
         if info.err.is_some() {
             continue;
         }
@@ -233,19 +234,74 @@ pub async fn find_accept(
             .map(crate::chain::memo_field::parse_memo_field)
             .and_then(Result::ok)
             .unwrap_or_default();
-        let accepts = memos.iter().any(
-            |m| matches!(MemoOp::parse(m), Ok(MemoOp::Accept { offer_id: o }) if o == offer_id),
-        );
-        if !accepts {
+        if !memos
+            .iter()
+            .any(|m| MemoOp::parse(m).is_ok_and(|op| wanted(&op)))
+        {
             continue;
         }
         let sig = crate::chain::Signature::from_str(&info.signature)
             .map_err(|_| refused("bad signature"))?;
         if let Some(tx) = chain.transaction(&sig).await? {
-            if tx.succeeded && tx.signed_by(&listing.seller_pubkey) {
+            if tx.succeeded && tx.signed_by(signer) {
                 return Ok(Some(tx.slot));
             }
         }
     }
     Ok(None)
+}
+
+/// Buyer: the slot of the seller's `accept` of `offer_id`, if any.
+pub async fn find_accept(
+    chain: &Chain,
+    listing: &Listing,
+    offer_id: &str,
+) -> Result<Option<u64>, NegotiateError> {
+    find_signed_memo(
+        chain,
+        &pay_to(listing)?,
+        &listing.seller_pubkey,
+        |op| matches!(op, MemoOp::Accept { offer_id: o } if o == offer_id),
+    )
+    .await
+}
+
+/// Seller: the slot of the buyer's `withdraw` of `offer`, if any.
+pub async fn find_withdraw(
+    chain: &Chain,
+    pay_to: &Pubkey,
+    offer: &Offer,
+) -> Result<Option<u64>, NegotiateError> {
+    find_signed_memo(
+        chain,
+        pay_to,
+        &offer.from_pubkey,
+        |op| matches!(op, MemoOp::Withdraw { offer_id: o } if *o == offer.offer_id),
+    )
+    .await
+}
+
+/// Buyer: withdraws an own offer on `listing`.
+pub async fn withdraw(
+    chain: &Chain,
+    buyer: &Wallet,
+    listing: &Listing,
+    offer: &Offer,
+) -> Result<Sent, NegotiateError> {
+    if offer.from_pubkey != buyer.address()
+        || offer.listing_id.as_deref() != Some(listing.listing_id.as_str())
+    {
+        return Err(refused(
+            "that offer is not this wallet's offer on this listing",
+        ));
+    }
+    post(
+        chain,
+        buyer,
+        &MemoOp::Withdraw {
+            offer_id: offer.offer_id.clone(),
+        },
+        &pay_to(listing)?,
+    )
+    .await
 }
