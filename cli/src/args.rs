@@ -265,6 +265,14 @@ pub enum MarketCmd {
         #[command(flatten)]
         seller: SellerState,
     },
+    /// Your listings: what the chain says (offers, buys, releases, cancels) and
+    /// what your daemon recorded (buy states, offer decisions).
+    Status {
+        /// Only this listing id.
+        listing_id: Option<String>,
+        #[command(flatten)]
+        seller: SellerState,
+    },
     /// The seller's settlement daemon: verify buys, release keys exactly once.
     Listen {
         /// One pass, then exit.

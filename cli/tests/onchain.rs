@@ -748,6 +748,16 @@ fn negotiated_trade_at_the_counter_price() {
     );
     let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(report["import"]["ids"].as_array().unwrap().len(), 1);
+
+    let status = ok(seller, &["marketplace", "status", "--json"]);
+    let l = &status["listings"][0];
+    assert_eq!(
+        l["chain"],
+        serde_json::json!({"buy": 1, "offer": 1, "release": 1})
+    );
+    assert_eq!(l["buys"], serde_json::json!([["released", 1]]));
+    assert_eq!(l["offers"][0]["state"], "accepted");
+    assert_eq!(l["offers"][0]["price_lamports"], 80_000_000u64);
 }
 
 #[test]

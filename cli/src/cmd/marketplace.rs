@@ -258,6 +258,61 @@ pub fn run(cmd: MarketCmd, ctx: &Context) -> CliResult<u8> {
                 )
             });
         }
+        MarketCmd::Status { listing_id, seller } => {
+            let chain = ctx.chain()?;
+            let (db, _) = seller_state(&seller)?;
+            let mut rows = Vec::new();
+            for l in db
+                .listings()?
+                .into_iter()
+                .filter(|l| listing_id.as_deref().is_none_or(|id| id == l.listing_id))
+            {
+                let pay_to = l
+                    .payment_address
+                    .parse()
+                    .map_err(|_| anyhow!("bad payment address on record"))?;
+                let chain_memos = ctx.block_on(node::market::status::listing_memos(
+                    &chain,
+                    &pay_to,
+                    &l.listing_id,
+                ))?;
+                let offers: Vec<_> = db.offers_of(&l.listing_id)?.into_iter().map(|o| json!({"offer_id": o.offer_id, "buyer": o.buyer, "state": o.state, "price_lamports": o.price_lamports})).collect();
+                rows.push(json!({
+                    "listing_id": l.listing_id, "manifest_id": l.manifest_id, "price_lamports": l.price_lamports,
+                    "expires_at": l.expires_at, "cancelled_at_slot": l.cancelled_at_slot,
+                    "chain": chain_memos, "buys": db.buy_counts(&l.listing_id)?, "offers": offers,
+                }));
+            }
+            if rows.is_empty() && listing_id.is_some() {
+                return Err(Failure::bad_input(anyhow!(
+                    "{} is not one of this wallet's listings",
+                    listing_id.unwrap_or_default()
+                )));
+            }
+            ctx.emit(&json!({"ok": true, "listings": rows}), || {
+                if rows.is_empty() {
+                    return "no listings (create one with `brainctl marketplace list`)".into();
+                }
+                rows.iter()
+                    .map(|r| {
+                        format!(
+                            "{}  {} lamports{}\n  on chain: {}\n  buys: {}   offers: {}",
+                            r["listing_id"].as_str().unwrap_or(""),
+                            r["price_lamports"],
+                            if r["cancelled_at_slot"].is_null() {
+                                String::new()
+                            } else {
+                                format!("  CANCELLED at slot {}", r["cancelled_at_slot"])
+                            },
+                            r["chain"],
+                            r["buys"],
+                            r["offers"].as_array().map_or(0, Vec::len)
+                        )
+                    })
+                    .collect::<Vec<_>>()
+                    .join("\n")
+            });
+        }
         MarketCmd::Listen {
             once,
             interval,

@@ -404,6 +404,20 @@ impl ListenDb {
         Ok(self.offers_where("offer_id = ?1", offer_id)?.pop())
     }
 
+    /// Offers on one listing.
+    pub fn offers_of(&self, listing_id: &str) -> Result<Vec<OfferRecord>, StateError> {
+        self.offers_where("listing_id = ?1", listing_id)
+    }
+
+    /// Buy states of one listing, counted.
+    pub fn buy_counts(&self, listing_id: &str) -> Result<Vec<(String, i64)>, StateError> {
+        let mut stmt = self.conn.prepare(
+            "SELECT state, count(*) FROM buys WHERE listing_id = ?1 GROUP BY state ORDER BY state",
+        )?;
+        let rows = stmt.query_map([listing_id], |r| Ok((r.get(0)?, r.get(1)?)))?;
+        Ok(rows.collect::<rusqlite::Result<_>>()?)
+    }
+
     /// Accepted offers, oldest decision first.
     pub fn accepted_offers(&self) -> Result<Vec<OfferRecord>, StateError> {
         self.offers_where("state = ?1", "accepted")

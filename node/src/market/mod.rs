@@ -14,6 +14,8 @@ pub mod memo;
 #[cfg(feature = "chain")]
 pub mod negotiate;
 #[cfg(feature = "chain")]
+pub mod status;
+#[cfg(feature = "chain")]
 pub mod tx;
 
 pub use memo::{MemoError, MemoOp};
