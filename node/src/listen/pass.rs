@@ -7,11 +7,13 @@
 //!    through envelope upload and release;
 //! 4. the checkpoint moves to the newest signature at a finalized slot only.
 //!
-//! Buys are processed one at a time in slot order; each step is durable
-//! before the next, so killing the process anywhere and re-running the
-//! pass neither skips nor repeats a release.
+//! Buys are recorded and verified in slot order; envelopes are uploaded one
+//! by one; release transactions go out up to [`RELEASE_CONCURRENCY`] at
+//! once (each mints its own seed-derived token, so they are independent).
+//! Each step is durable before the next, so killing the process anywhere
+//! and re-running the pass neither skips nor repeats a release.
 
-use super::release::{send_release, upload_envelope, Goods, ReleaseError};
+use super::release::{land_release, upload_envelope, Goods, ReleaseError};
 use super::state::{ListenDb, StateError};
 use super::verify::{verify_buy, ListingTerms, NegotiatedTerms};
 use crate::arweave::Uploader;
@@ -19,6 +21,7 @@ use crate::chain::memo_field::parse_memo_field;
 use crate::chain::{Chain, ChainError, Pubkey, Signature};
 use crate::market::MemoOp;
 use crate::wallet::Wallet;
+use futures_util::StreamExt;
 use serde::Serialize;
 use solana_commitment_config::CommitmentConfig;
 use std::str::FromStr;
@@ -32,6 +35,9 @@ pub trait Catalog {
     /// An accepted offer for this buyer, if the seller accepted one.
     fn negotiated(&self, listing_id: &str, buyer: &str) -> Option<NegotiatedTerms>;
 }
+
+/// Release transactions in flight at once.
+pub const RELEASE_CONCURRENCY: usize = 8;
 
 /// Counts of one pass.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
@@ -120,12 +126,44 @@ pub async fn run_once(
             }
         }
     }
-    for row in db.unfinished()? {
-        match advance(chain, db, seller, uploader, catalog, &row.signature).await {
-            Ok(true) => report.released += 1,
-            Ok(false) => {}
+    // envelopes first, one by one: each is durable before its release
+    for row in db
+        .unfinished()?
+        .into_iter()
+        .filter(|r| r.state == "verified")
+    {
+        if let Err(e) = upload_for(db, seller, uploader, catalog, &row).await {
+            tracing::warn!(signature = %row.signature, error = %e, "envelope upload failed; will retry");
+            report.failed += 1;
+        }
+    }
+    // then the release transactions, up to RELEASE_CONCURRENCY in flight;
+    // each has its own seed-derived mint, so they are independent
+    let ready: Vec<_> = db
+        .unfinished()?
+        .into_iter()
+        .filter(|r| r.state == "envelope_uploaded")
+        .collect();
+    let landed: Vec<(String, Result<String, ReleaseError>)> =
+        futures_util::stream::iter(ready.iter())
+            .map(|row| async move {
+                let result = match catalog.goods(&row.listing_id) {
+                    Some(goods) => land_release(chain, seller, row, &goods).await,
+                    None => Err(StateError::Unknown(format!("goods of {}", row.listing_id)).into()),
+                };
+                (row.signature.clone(), result)
+            })
+            .buffer_unordered(RELEASE_CONCURRENCY)
+            .collect()
+            .await;
+    for (signature, result) in landed {
+        match result {
+            Ok(release_sig) => {
+                db.mark_released(&signature, &release_sig)?;
+                report.released += 1;
+            }
             Err(e) => {
-                tracing::warn!(signature = %row.signature, error = %e, "release failed; will retry");
+                tracing::warn!(%signature, error = %e, "release failed; will retry");
                 report.failed += 1;
             }
         }
@@ -136,36 +174,28 @@ pub async fn run_once(
     Ok(report)
 }
 
-/// Pushes one buy as far as it goes; true when it was released now.
-async fn advance(
-    chain: &Chain,
+/// Uploads the envelope of a verified buy.
+async fn upload_for(
     db: &mut ListenDb,
     seller: &Wallet,
     uploader: &Uploader,
     catalog: &dyn Catalog,
-    signature: &str,
-) -> Result<bool, ReleaseError> {
-    let row = db.get(signature)?;
+    row: &super::state::BuyRow,
+) -> Result<(), ReleaseError> {
     let goods = catalog
         .goods(&row.listing_id)
         .ok_or_else(|| StateError::Unknown(format!("goods of {}", row.listing_id)))?;
-    if row.state == "seen" {
-        return Ok(false); // not yet verified (fetch failed); the next pass retries
-    }
-    if row.state == "verified" {
-        let buy = super::verify::VerifiedBuy {
-            signature: row.signature.clone(),
-            listing_id: row.listing_id.clone(),
-            buyer: row.buyer.clone().unwrap_or_default(),
-            buyer_x25519: row.buyer_x25519.clone().unwrap_or_default(),
-            paid_lamports: 0,
-            price_lamports: 0,
-            offer_id: None,
-            slot: row.slot,
-        };
-        upload_envelope(db, seller, uploader, &buy, &goods).await?;
-        super::fault::maybe_abort("envelope_uploaded");
-    }
-    send_release(db, chain, seller, signature, &goods).await?;
-    Ok(true)
+    let buy = super::verify::VerifiedBuy {
+        signature: row.signature.clone(),
+        listing_id: row.listing_id.clone(),
+        buyer: row.buyer.clone().unwrap_or_default(),
+        buyer_x25519: row.buyer_x25519.clone().unwrap_or_default(),
+        paid_lamports: 0,
+        price_lamports: 0,
+        offer_id: None,
+        slot: row.slot,
+    };
+    upload_envelope(db, seller, uploader, &buy, &goods).await?;
+    super::fault::maybe_abort("envelope_uploaded");
+    Ok(())
 }

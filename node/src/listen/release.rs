@@ -127,20 +127,33 @@ pub async fn send_release(
     if let Some(sig) = row.release_sig {
         return Ok(sig);
     }
+    let sig = land_release(chain, seller, &row, goods).await?;
+    db.mark_released(buy_signature, &sig)?;
+    Ok(sig)
+}
+
+/// Lands the release of `row` (state `envelope_uploaded`) without touching
+/// the state database, so several can be in flight at once: if its mint
+/// already exists the release landed before (its creating signature is
+/// returned); otherwise ONE transaction mints and posts `release`.
+pub async fn land_release(
+    chain: &Chain,
+    seller: &Wallet,
+    row: &super::state::BuyRow,
+    goods: &Goods<'_>,
+) -> Result<String, ReleaseError> {
     let (Some(envelope_id), Some(buyer)) = (row.envelope_id.clone(), row.buyer.clone()) else {
         return Err(StateError::WrongState {
-            signature: buy_signature.into(),
-            state: row.state,
+            signature: row.signature.clone(),
+            state: row.state.clone(),
             step: "release",
         }
         .into());
     };
     let payer = seller.solana_keypair();
-    let (mint, seed) = release_mint(&payer.pubkey(), buy_signature)?;
+    let (mint, seed) = release_mint(&payer.pubkey(), &row.signature)?;
     if mint_exists(chain, &mint).await? {
-        let sig = creating_signature(chain, &mint).await?;
-        db.mark_released(buy_signature, &sig)?;
-        return Ok(sig);
+        return Ok(creating_signature(chain, &mint).await?);
     }
     let buyer = Pubkey::from_str(&buyer)
         .map_err(|_| ChainError::Config(format!("buyer {buyer} is not a pubkey")))?;
@@ -166,6 +179,5 @@ pub async fn send_release(
         Err(e) => return Err(e.into()),
     };
     Signature::from_str(&sig).map_err(|_| ChainError::Config("bad release signature".into()))?;
-    db.mark_released(buy_signature, &sig)?;
     Ok(sig)
 }
