@@ -758,6 +758,12 @@ fn negotiated_trade_at_the_counter_price() {
     assert_eq!(l["buys"], serde_json::json!([["released", 1]]));
     assert_eq!(l["offers"][0]["state"], "accepted");
     assert_eq!(l["offers"][0]["price_lamports"], 80_000_000u64);
+    let mine = ok(buyer, &["marketplace", "status", "--json"]);
+    assert_eq!(mine["purchases"].as_array().unwrap().len(), 1);
+    assert_eq!(
+        mine["purchases"][0]["source"],
+        listed["listing"]["listing_id"]
+    );
 }
 
 #[test]

@@ -289,29 +289,60 @@ pub fn run(cmd: MarketCmd, ctx: &Context) -> CliResult<u8> {
                     listing_id.unwrap_or_default()
                 )));
             }
-            ctx.emit(&json!({"ok": true, "listings": rows}), || {
-                if rows.is_empty() {
-                    return "no listings (create one with `brainctl marketplace list`)".into();
-                }
-                rows.iter()
-                    .map(|r| {
-                        format!(
-                            "{}  {} lamports{}\n  on chain: {}\n  buys: {}   offers: {}",
-                            r["listing_id"].as_str().unwrap_or(""),
-                            r["price_lamports"],
-                            if r["cancelled_at_slot"].is_null() {
-                                String::new()
-                            } else {
-                                format!("  CANCELLED at slot {}", r["cancelled_at_slot"])
-                            },
-                            r["chain"],
-                            r["buys"],
-                            r["offers"].as_array().map_or(0, Vec::len)
-                        )
-                    })
-                    .collect::<Vec<_>>()
-                    .join("\n")
-            });
+            // purchases: imports whose scope is a listing's quarantine
+            let purchases: Vec<_> = ctx
+                .store()?
+                .imports()?
+                .into_iter()
+                .filter(|i| {
+                    i.scope.starts_with("imported:")
+                        && i.source
+                            .as_deref()
+                            .is_some_and(|src| i.scope.ends_with(src))
+                })
+                .collect();
+            ctx.emit(
+                &json!({"ok": true, "listings": rows, "purchases": purchases}),
+                || {
+                    let bought = purchases
+                        .iter()
+                        .map(|p| {
+                            format!(
+                                "bought {} ({} memories from {}) into {}",
+                                p.source.as_deref().unwrap_or("?"),
+                                p.memories_count,
+                                p.signer,
+                                p.scope
+                            )
+                        })
+                        .collect::<Vec<_>>();
+                    if rows.is_empty() {
+                        return std::iter::once("no listings of yours".to_string())
+                            .chain(bought)
+                            .collect::<Vec<_>>()
+                            .join("\n");
+                    }
+                    rows.iter()
+                        .map(|r| {
+                            format!(
+                                "{}  {} lamports{}\n  on chain: {}\n  buys: {}   offers: {}",
+                                r["listing_id"].as_str().unwrap_or(""),
+                                r["price_lamports"],
+                                if r["cancelled_at_slot"].is_null() {
+                                    String::new()
+                                } else {
+                                    format!("  CANCELLED at slot {}", r["cancelled_at_slot"])
+                                },
+                                r["chain"],
+                                r["buys"],
+                                r["offers"].as_array().map_or(0, Vec::len)
+                            )
+                        })
+                        .chain(bought)
+                        .collect::<Vec<_>>()
+                        .join("\n")
+                },
+            );
         }
         MarketCmd::Listen {
             once,
@@ -563,6 +594,14 @@ fn buy_or_fetch(
         eprintln!("waiting for the seller's release (up to {timeout} s)...");
     }
     let wait = Duration::from_secs(timeout);
+    let spinner = (!ctx.json && std::io::IsTerminal::is_terminal(&std::io::stderr())).then(|| {
+        let pb = indicatif::ProgressBar::new_spinner();
+        pb.set_message(format!(
+            "waiting for the seller's release of {}",
+            l.listing_id
+        ));
+        pb
+    });
     let report = ctx.block_on(node::market::buy::fetch_and_import(
         &chain,
         &wallet,
@@ -571,8 +610,20 @@ fn buy_or_fetch(
         &sig,
         &mut store,
         wait,
-        |_| {},
-    ))?;
+        |elapsed| {
+            if let Some(pb) = &spinner {
+                pb.set_message(format!(
+                    "waiting for the seller's release ({}s of {timeout}s)",
+                    elapsed.as_secs()
+                ));
+                pb.tick();
+            }
+        },
+    ));
+    if let Some(pb) = &spinner {
+        pb.finish_and_clear();
+    }
+    let report = report?;
     let v = json!({"ok": true, "listing_id": l.listing_id, "buy_signature": sig, "import": report});
     ctx.emit(&v, || {
         format!(

@@ -153,6 +153,23 @@ pub struct ImportRow {
     pub suspicious: Option<String>,
 }
 
+/// One recorded import.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct ImportRecord {
+    /// Bundle hash.
+    pub bundle_hash: String,
+    /// Who signed it (the seller, for purchases).
+    pub signer: String,
+    /// Where its rows went.
+    pub scope: String,
+    /// How many rows.
+    pub memories_count: i64,
+    /// When.
+    pub imported_at: String,
+    /// The file or listing id it came from.
+    pub source: Option<String>,
+}
+
 /// What an import did.
 #[derive(Debug, Clone, Serialize, PartialEq)]
 pub struct ImportOutcome {
@@ -438,6 +455,24 @@ impl Store {
             out.push(MemoryRow { cells });
         }
         Ok(out)
+    }
+
+    /// Every import: (bundle hash, signer, scope, memories, imported at, source).
+    pub fn imports(&self) -> Result<Vec<ImportRecord>> {
+        let mut stmt = self.conn.prepare(
+            "SELECT bundle_hash, signer, scope, memories_count, imported_at, source FROM imports ORDER BY imported_at",
+        )?;
+        let rows = stmt.query_map([], |r| {
+            Ok(ImportRecord {
+                bundle_hash: r.get(0)?,
+                signer: r.get(1)?,
+                scope: r.get(2)?,
+                memories_count: r.get(3)?,
+                imported_at: r.get(4)?,
+                source: r.get(5)?,
+            })
+        })?;
+        Ok(rows.collect::<rusqlite::Result<_>>()?)
     }
 
     /// Whether a bundle with this hash was imported already.
