@@ -356,8 +356,15 @@ pub fn run(cmd: MarketCmd, ctx: &Context) -> CliResult<u8> {
             let up = uploader(&storage)?;
             let me = wallet.solana_keypair().pubkey();
             let stop = shutdown_flag();
+            let policy = node::chain::FeePolicy::from_env(ctx.block_on(chain.cluster_kind())?)?;
+            let fee = policy.enabled.then(|| {
+                (
+                    policy.treasury.to_string(),
+                    node::market::manifest::DEFAULT_FEE_BPS,
+                )
+            });
             loop {
-                let catalog = node::market::catalog::DbCatalog::load(&db, &keys)?;
+                let catalog = node::market::catalog::DbCatalog::load(&db, &keys, fee.clone())?;
                 let mut pay_to: Vec<String> = db
                     .listings()?
                     .into_iter()

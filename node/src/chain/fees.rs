@@ -94,7 +94,7 @@ impl FeePolicy {
         if !self.enabled {
             return Ok(0);
         }
-        Ok(((price_lamports as u128 * fee_bps as u128).div_ceil(10_000)) as u64)
+        Ok(crate::listen::verify::settle_fee(price_lamports, fee_bps))
     }
 }
 

@@ -23,7 +23,8 @@ pub struct ListingTerms {
     pub expires_at: i64,
     /// Slot of a valid `cancel` by the seller, if any.
     pub cancelled_at_slot: Option<u64>,
-    /// Fee owed to the treasury on this cluster: (treasury, lamports).
+    /// Protocol fee on this cluster: (treasury, fee_bps), charged on the
+    /// price that applies (listed or negotiated), rounded up.
     pub fee: Option<(String, u64)>,
 }
 
@@ -131,6 +132,11 @@ pub enum Rejection {
     },
 }
 
+/// ceil(price × fee_bps / 10,000) (PROTOCOL.md §8).
+pub fn settle_fee(price_lamports: u64, fee_bps: u64) -> u64 {
+    (price_lamports as u128 * fee_bps as u128).div_ceil(10_000) as u64
+}
+
 /// Checks `tx` against `listing` and, when the buyer claims a negotiated
 /// price, the accepted `offer`. Returns the verified buy or why not.
 pub fn verify_buy(
@@ -198,12 +204,13 @@ pub fn verify_buy(
     if paid < price {
         return Err(Rejection::Underpaid { paid, price });
     }
-    if let Some((treasury, due)) = &listing.fee {
+    if let Some((treasury, bps)) = &listing.fee {
+        let due = settle_fee(price, *bps);
         let fee_paid = tx.paid(buyer, treasury);
-        if fee_paid < *due {
+        if fee_paid < due {
             return Err(Rejection::FeeUnpaid {
                 paid: fee_paid,
-                due: *due,
+                due,
             });
         }
     }
@@ -419,18 +426,29 @@ mod tests {
     #[test]
     fn fee_must_be_paid_where_due() {
         let mut l = listing();
-        l.fee = Some(("Treasury".into(), 25));
+        l.fee = Some(("Treasury".into(), 250)); // 2.5 %
         assert_eq!(
             verify_buy(&tx(1_000), &l, None),
             Err(Rejection::FeeUnpaid { paid: 0, due: 25 })
         );
-        let mut t = tx(1_000);
-        t.transfers.push(Transfer {
+        let fee = |n: u64| Transfer {
             from: "Buyer".into(),
             to: "Treasury".into(),
-            lamports: 25,
-        });
+            lamports: n,
+        };
+        let mut t = tx(1_000);
+        t.transfers.push(fee(24));
+        assert_eq!(
+            verify_buy(&t, &l, None),
+            Err(Rejection::FeeUnpaid { paid: 24, due: 25 })
+        );
+        t.transfers.push(fee(1));
         assert!(verify_buy(&t, &l, None).is_ok());
+        // negotiated: the fee is on the agreed price (800 -> 20)
+        let mut n = tx(800);
+        n.transfers.push(fee(20));
+        assert!(verify_buy(&n, &l, Some(&offer("Buyer"))).is_ok());
+        assert_eq!(settle_fee(1_000_001, 250), 25_001, "rounds up");
     }
 
     #[test]

@@ -128,6 +128,9 @@ async fn pay_price(
         )));
     }
     let kp = buyer.solana_keypair();
+    let policy = crate::chain::FeePolicy::from_env(chain.cluster_kind().await?)?;
+    let fee = policy.settle_fee(price, listing.fee_bps)?;
+    let treasury = policy.treasury;
     let ixs = buy_instructions(
         &kp.pubkey(),
         &pay_to,
@@ -135,7 +138,7 @@ async fn pay_price(
         &listing.listing_id,
         &buyer.x25519_address(),
         &registry_from_env()?,
-        None,
+        (fee > 0).then_some((&treasury, fee)),
     );
     Ok(chain.send(&ixs, &[&kp]).await?.signature.to_string())
 }

@@ -10,6 +10,7 @@ use crate::mint::token2022::NftSpec;
 /// Listings plus keys, loaded once per pass.
 pub struct DbCatalog {
     entries: Vec<(ListingRecord, [u8; 32])>,
+    fee: Option<(String, u64)>,
     accepted: Vec<NegotiatedTerms>,
     accepted_listing: Vec<String>,
 }
@@ -17,7 +18,13 @@ pub struct DbCatalog {
 impl DbCatalog {
     /// Loads every recorded listing whose key is present (others are
     /// skipped with a warning: they cannot be released).
-    pub fn load(db: &ListenDb, keys: &KeyDir) -> Result<DbCatalog, StateError> {
+    /// `fee` is the protocol fee in force on this cluster (treasury,
+    /// fee_bps), `None` off mainnet.
+    pub fn load(
+        db: &ListenDb,
+        keys: &KeyDir,
+        fee: Option<(String, u64)>,
+    ) -> Result<DbCatalog, StateError> {
         let mut entries = Vec::new();
         for l in db.listings()? {
             match keys.load_for_listing(&l.listing_id) {
@@ -39,6 +46,7 @@ impl DbCatalog {
         }
         Ok(DbCatalog {
             entries,
+            fee,
             accepted,
             accepted_listing,
         })
@@ -67,7 +75,7 @@ impl Catalog for DbCatalog {
             price_lamports: l.price_lamports,
             expires_at: l.expires_at,
             cancelled_at_slot: l.cancelled_at_slot,
-            fee: None,
+            fee: self.fee.clone(),
         })
     }
 

@@ -32,3 +32,48 @@ pub fn buy_instructions(
     ixs.push(memo(&op.to_string(), buyer));
     ixs
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn buy_is_discovery_payment_fee_memo() {
+        let (buyer, seller, treasury, reg) = (
+            Pubkey::new_unique(),
+            Pubkey::new_unique(),
+            Pubkey::new_unique(),
+            Pubkey::new_unique(),
+        );
+        let x = "6tZPpkyrbRbL9PKX5WMK9dHbeCfAftmtGswHdPgULGaR";
+        let with_fee = buy_instructions(
+            &buyer,
+            &seller,
+            1_000,
+            "20261123-0123456789ab",
+            x,
+            &reg,
+            Some((&treasury, 25)),
+        );
+        assert_eq!(with_fee.len(), 4);
+        assert_eq!(with_fee[1].accounts[1].pubkey, seller);
+        assert_eq!(&with_fee[1].data[4..12], &1_000u64.to_le_bytes());
+        assert_eq!(with_fee[2].accounts[1].pubkey, treasury);
+        assert_eq!(&with_fee[2].data[4..12], &25u64.to_le_bytes());
+        assert_eq!(
+            with_fee[3].data,
+            format!("brainctl-marketplace/v1:buy:20261123-0123456789ab:{x}").into_bytes()
+        );
+        assert!(with_fee[3].accounts[0].is_signer && with_fee[3].accounts[0].pubkey == buyer);
+        let no_fee = buy_instructions(
+            &buyer,
+            &seller,
+            1_000,
+            "20261123-0123456789ab",
+            x,
+            &reg,
+            Some((&treasury, 0)),
+        );
+        assert_eq!(no_fee.len(), 3, "a zero fee adds no transfer");
+    }
+}
