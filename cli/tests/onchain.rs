@@ -34,6 +34,49 @@ impl Market {
     }
 }
 
+/// Runs `brainctl <buy_args>` for the buyer in the background while the
+/// seller's `listen --once` runs until it releases one buy (asserting no
+/// rejection); returns the buyer's output.
+fn buy_while_listening(
+    buyer: &Env,
+    seller: &Env,
+    dir: &str,
+    buy_args: &[&str],
+    why: &str,
+) -> std::process::Output {
+    let v = e2e::validator();
+    let buy = buyer
+        .cmd()
+        .args(["-u", v.rpc_url.as_str(), "--commitment", "confirmed"])
+        .args(buy_args)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut released = false;
+    for _ in 0..60 {
+        let pass = ok(
+            seller,
+            &[
+                "marketplace",
+                "listen",
+                "--once",
+                "--storage-dir",
+                dir,
+                "--json",
+            ],
+        );
+        assert_eq!(pass["pass"]["rejected"], 0, "{pass}");
+        if pass["pass"]["released"] == 1 {
+            released = true;
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(500));
+    }
+    assert!(released, "{why}");
+    buy.wait_with_output().unwrap()
+}
+
 fn market(memories: &[&str], price_usd: &str, sol_usd: &str) -> Market {
     let (seller, buyer) = (Env::new(), Env::new());
     let shared = tempfile::tempdir().unwrap();
@@ -224,7 +267,6 @@ fn export_mint_encrypts_uploads_keeps_key_and_mints_one_token() {
 /// the background), listen --once, and the buyer's quarantined import.
 #[test]
 fn marketplace_list_buy_listen_import() {
-    let v = e2e::validator();
     let m = market(
         &[
             "Deploys go through staging first",
@@ -245,13 +287,11 @@ fn marketplace_list_buy_listen_import() {
         "15 USD at 150 USD/SOL = 0.1 SOL"
     );
 
-    let buy = buyer
-        .cmd()
-        .args([
-            "-u",
-            v.rpc_url.as_str(),
-            "--commitment",
-            "confirmed",
+    let out = buy_while_listening(
+        buyer,
+        seller,
+        dir,
+        &[
             "marketplace",
             "buy",
             &manifest,
@@ -260,32 +300,9 @@ fn marketplace_list_buy_listen_import() {
             "--timeout",
             "60",
             "--json",
-        ])
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut released = false;
-    for _ in 0..60 {
-        let pass = ok(
-            seller,
-            &[
-                "marketplace",
-                "listen",
-                "--once",
-                "--storage-dir",
-                dir,
-                "--json",
-            ],
-        );
-        if pass["pass"]["released"] == 1 {
-            released = true;
-            break;
-        }
-        std::thread::sleep(std::time::Duration::from_millis(500));
-    }
-    assert!(released, "listen released the buy");
-    let out = buy.wait_with_output().unwrap();
+        ],
+        "listen released the buy",
+    );
     assert!(
         out.status.success(),
         "buy failed: {}",
@@ -686,14 +703,11 @@ fn negotiated_trade_at_the_counter_price() {
     let before = ok(buyer, &["wallet", "balance", "--json"])["lamports"]
         .as_u64()
         .unwrap();
-    let v = e2e::validator();
-    let buy = buyer
-        .cmd()
-        .args([
-            "-u",
-            v.rpc_url.as_str(),
-            "--commitment",
-            "confirmed",
+    let out = buy_while_listening(
+        buyer,
+        seller,
+        dir,
+        &[
             "marketplace",
             "buy",
             manifest,
@@ -706,33 +720,9 @@ fn negotiated_trade_at_the_counter_price() {
             "--timeout",
             "60",
             "--json",
-        ])
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut released = false;
-    for _ in 0..60 {
-        let pass = ok(
-            seller,
-            &[
-                "marketplace",
-                "listen",
-                "--once",
-                "--storage-dir",
-                dir,
-                "--json",
-            ],
-        );
-        assert_eq!(pass["pass"]["rejected"], 0, "{pass}");
-        if pass["pass"]["released"] == 1 {
-            released = true;
-            break;
-        }
-        std::thread::sleep(std::time::Duration::from_millis(500));
-    }
-    assert!(released, "listen applied the accepted counter price");
-    let out = buy.wait_with_output().unwrap();
+        ],
+        "listen applied the accepted counter price",
+    );
     assert!(
         out.status.success(),
         "{}",
