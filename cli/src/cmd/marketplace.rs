@@ -139,17 +139,13 @@ pub fn run(cmd: MarketCmd, ctx: &Context) -> CliResult<u8> {
             storage,
             seller,
         } => {
-            let wallet = ctx.wallet()?;
-            let chain = ctx.chain()?;
-            let (mut db, _) = seller_state(&seller)?;
-            let o = ctx
-                .block_on(node::market::negotiate::fetch_offer(
-                    &source(&storage)?,
-                    &offer,
-                    false,
-                ))
-                .map_err(negotiate_failure)?;
-            let rec = our_listing(&db, &o)?;
+            let SellerOffer {
+                wallet,
+                chain,
+                mut db,
+                offer: o,
+                listing: rec,
+            } = seller_offer(ctx, &offer, &storage, &seller)?;
             let lamports = node::market::list::usd_to_lamports(price_usd, sol_usd)
                 .map_err(Failure::bad_input)?;
             let pay_to = rec
@@ -435,6 +431,43 @@ fn negotiate_failure(e: node::market::negotiate::NegotiateError) -> Failure {
     }
 }
 
+/// What a seller's decision on an offer needs.
+struct SellerOffer {
+    wallet: node::wallet::Wallet,
+    chain: node::chain::Chain,
+    db: ListenDb,
+    offer: node::market::manifest::Offer,
+    listing: node::listen::ListingRecord,
+}
+
+/// Loads the seller's wallet, chain and state, and the offer (by item id)
+/// with the seller's own listing it is for.
+fn seller_offer(
+    ctx: &Context,
+    offer: &str,
+    storage: &crate::args::StorageOpts,
+    seller: &SellerState,
+) -> CliResult<SellerOffer> {
+    let wallet = ctx.wallet()?;
+    let chain = ctx.chain()?;
+    let (db, _) = seller_state(seller)?;
+    let o = ctx
+        .block_on(node::market::negotiate::fetch_offer(
+            &source(storage)?,
+            offer,
+            false,
+        ))
+        .map_err(negotiate_failure)?;
+    let listing = our_listing(&db, &o)?;
+    Ok(SellerOffer {
+        wallet,
+        chain,
+        db,
+        offer: o,
+        listing,
+    })
+}
+
 /// The seller's record of the listing an offer is for.
 fn our_listing(
     db: &ListenDb,
@@ -460,17 +493,13 @@ fn decide(
     seller: &SellerState,
     accept: bool,
 ) -> CliResult<()> {
-    let wallet = ctx.wallet()?;
-    let chain = ctx.chain()?;
-    let (mut db, _) = seller_state(seller)?;
-    let o = ctx
-        .block_on(node::market::negotiate::fetch_offer(
-            &source(storage)?,
-            offer,
-            false,
-        ))
-        .map_err(negotiate_failure)?;
-    let rec = our_listing(&db, &o)?;
+    let SellerOffer {
+        wallet,
+        chain,
+        mut db,
+        offer: o,
+        listing: rec,
+    } = seller_offer(ctx, offer, storage, seller)?;
     let recorded = db.offer(&o.offer_id)?;
     if let Some(r) = recorded
         .as_ref()
