@@ -813,3 +813,69 @@ fn withdrawn_offer_cannot_be_accepted() {
     assert_eq!(r.code, 2, "{}", r.stderr);
     assert!(r.stderr.contains("withdrew"), "{}", r.stderr);
 }
+
+/// The daemon, running with a 60 s polling interval, releases a buy within
+/// seconds (logsSubscribe wake-up), and stops cleanly on SIGTERM.
+#[test]
+fn listen_wakes_on_logs_and_stops_on_sigterm() {
+    let m = market(&["Fast lesson"], "1", "100");
+    let (seller, buyer, listed) = (&m.seller, &m.buyer, &m.listed);
+    let dir = m.dir();
+    let v = e2e::validator();
+    let daemon = seller
+        .cmd()
+        .args([
+            "-u",
+            v.rpc_url.as_str(),
+            "--commitment",
+            "confirmed",
+            "marketplace",
+            "listen",
+            "--interval",
+            "60",
+            "--storage-dir",
+            &dir,
+        ])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(std::time::Duration::from_secs(2)); // first pass + subscription
+    let manifest = listed["listing"]["manifest_id"].as_str().unwrap();
+    let t = std::time::Instant::now();
+    let bought = onchain(
+        buyer,
+        &[
+            "marketplace",
+            "buy",
+            manifest,
+            "--storage-dir",
+            &dir,
+            "--timeout",
+            "30",
+            "--json",
+        ],
+    );
+    assert_eq!(
+        bought.code, 0,
+        "released without waiting for the 60 s tick: {}",
+        bought.stderr
+    );
+    assert!(t.elapsed() < std::time::Duration::from_secs(30));
+    eprintln!(
+        "buy -> imported in {:.1} s with a 60 s polling interval",
+        t.elapsed().as_secs_f64()
+    );
+    let killed = std::process::Command::new("kill")
+        .args(["-TERM", &daemon.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(killed.success());
+    let out = daemon.wait_with_output().unwrap();
+    assert!(
+        out.status.success(),
+        "graceful exit: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(String::from_utf8_lossy(&out.stderr).contains("stopping"));
+}

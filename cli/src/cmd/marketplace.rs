@@ -359,6 +359,29 @@ pub fn run(cmd: MarketCmd, ctx: &Context) -> CliResult<u8> {
                     node::market::manifest::DEFAULT_FEE_BPS,
                 )
             });
+            let (nudge_tx, mut nudges) = tokio::sync::mpsc::channel::<()>(64);
+            if !once {
+                let mut watch: Vec<node::chain::Pubkey> = db
+                    .listings()?
+                    .iter()
+                    .filter_map(|l| l.payment_address.parse().ok())
+                    .collect();
+                watch.push(me);
+                watch.sort();
+                watch.dedup();
+                let (ws, commitment) = (chain.endpoint().ws_url.clone(), chain.commitment());
+                std::thread::spawn(move || {
+                    let rt = tokio::runtime::Builder::new_current_thread()
+                        .enable_all()
+                        .build()
+                        .expect("runtime");
+                    if let Err(e) = rt.block_on(node::listen::wake::wake_on_logs(
+                        &ws, &watch, commitment, nudge_tx,
+                    )) {
+                        tracing::warn!(error = %e, "no websocket wake-ups; polling only");
+                    }
+                });
+            }
             loop {
                 let catalog = node::market::catalog::DbCatalog::load(&db, &keys, fee.clone())?;
                 let mut pay_to: Vec<String> = db
@@ -392,16 +415,23 @@ pub fn run(cmd: MarketCmd, ctx: &Context) -> CliResult<u8> {
                 if once || stop.load(std::sync::atomic::Ordering::SeqCst) {
                     break;
                 }
+                // sleep until the next tick, a logsSubscribe nudge, or a stop
                 for _ in 0..interval * 10 {
                     if stop.load(std::sync::atomic::Ordering::SeqCst) {
+                        break;
+                    }
+                    if nudges.try_recv().is_ok() {
+                        while nudges.try_recv().is_ok() {}
                         break;
                     }
                     std::thread::sleep(Duration::from_millis(100));
                 }
                 if stop.load(std::sync::atomic::Ordering::SeqCst) {
-                    eprintln!("listen: stopping (state is durable; restart resumes)");
                     break;
                 }
+            }
+            if stop.load(std::sync::atomic::Ordering::SeqCst) {
+                eprintln!("listen: stopping (state is durable; restart resumes)");
             }
         }
     }

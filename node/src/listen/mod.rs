@@ -7,6 +7,7 @@ pub mod pass;
 pub mod release;
 pub mod state;
 pub mod verify;
+pub mod wake;
 
 pub use state::{BuyRow, ListenDb, ListingRecord, OfferRecord, StateError, Step};
 

@@ -1,0 +1,46 @@
+//! Wake-ups for the listen daemon: `logsSubscribe` (mentions of the
+//! payment addresses) over the cluster's websocket. Each notification
+//! nudges the daemon to run a pass now instead of at its next polling tick;
+//! the pass itself still reads everything from RPC, so a missed or spurious
+//! notification never changes what is released. If the websocket fails,
+//! the daemon keeps polling.
+
+use crate::chain::Pubkey;
+use futures_util::StreamExt;
+use solana_commitment_config::CommitmentConfig;
+use solana_pubsub_client::nonblocking::pubsub_client::PubsubClient;
+use solana_rpc_client_api::config::{RpcTransactionLogsConfig, RpcTransactionLogsFilter};
+use tokio::sync::mpsc::Sender;
+
+/// Subscribes to logs mentioning each address and sends `()` on `nudge`
+/// for every notification. Returns when the connection ends or fails.
+pub async fn wake_on_logs(
+    ws_url: &str,
+    addresses: &[Pubkey],
+    commitment: CommitmentConfig,
+    nudge: Sender<()>,
+) -> Result<(), String> {
+    let client = PubsubClient::new(ws_url)
+        .await
+        .map_err(|e| format!("websocket {ws_url}: {e}"))?;
+    let mut streams = Vec::new();
+    for addr in addresses {
+        let (stream, _unsubscribe) = client
+            .logs_subscribe(
+                RpcTransactionLogsFilter::Mentions(vec![addr.to_string()]),
+                RpcTransactionLogsConfig {
+                    commitment: Some(commitment),
+                },
+            )
+            .await
+            .map_err(|e| format!("logsSubscribe {addr}: {e}"))?;
+        streams.push(stream);
+    }
+    let mut all = futures_util::stream::select_all(streams);
+    while all.next().await.is_some() {
+        if nudge.try_send(()).is_err() && nudge.is_closed() {
+            break;
+        }
+    }
+    Ok(())
+}
