@@ -23,6 +23,24 @@ impl Uploader {
         }
     }
 
+    /// Signs `data` as an item tagged `Content-Type`, `App-Name: brainctl`
+    /// and `Schema`, stores it, and returns its id.
+    pub async fn put_signed(
+        &self,
+        signer: &crate::wallet::Wallet,
+        data: Vec<u8>,
+        content_type: &str,
+        schema: &str,
+    ) -> Result<String, StorageError> {
+        let tags = vec![
+            super::Tag::new("Content-Type", content_type),
+            super::Tag::new("App-Name", "brainctl"),
+            super::Tag::new("Schema", schema),
+        ];
+        self.put(&DataItem::sign(signer, data, tags, None, None)?)
+            .await
+    }
+
     /// A short name for receipts.
     pub fn kind(&self) -> &'static str {
         match self {

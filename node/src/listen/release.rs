@@ -10,7 +10,7 @@
 
 use super::state::{ListenDb, StateError, Step};
 use super::verify::VerifiedBuy;
-use crate::arweave::{DataItem, Tag, Uploader};
+use crate::arweave::Uploader;
 use crate::chain::instructions::{discovery, memo, registry_from_env, DEFAULT_CU_LIMIT};
 use crate::chain::{Chain, ChainError, Pubkey, Signature, Signer};
 use crate::market::envelope::seal_envelope;
@@ -34,9 +34,6 @@ pub enum ReleaseError {
     /// Envelope.
     #[error(transparent)]
     Envelope(#[from] crate::market::envelope::EnvelopeError),
-    /// Item.
-    #[error(transparent)]
-    Item(#[from] crate::arweave::ItemError),
     /// The buy's X25519 key is not 32 bytes of base58.
     #[error("buy {0} carries an invalid X25519 key")]
     BadBuyerKey(String),
@@ -99,18 +96,14 @@ pub async fn upload_envelope(
         &mint.to_string(),
         goods.key,
     )?;
-    let item = DataItem::sign(
-        seller,
-        serde_json::to_vec(&env).expect("serializes"),
-        vec![
-            Tag::new("Content-Type", "application/json"),
-            Tag::new("App-Name", "brainctl"),
-            Tag::new("Schema", crate::market::envelope::ENVELOPE_SCHEMA),
-        ],
-        None,
-        None,
-    )?;
-    let id = uploader.put(&item).await?;
+    let id = uploader
+        .put_signed(
+            seller,
+            serde_json::to_vec(&env).expect("serializes"),
+            "application/json",
+            crate::market::envelope::ENVELOPE_SCHEMA,
+        )
+        .await?;
     Ok(db.mark_envelope_uploaded(&buy.signature, &id, &mint.to_string())?)
 }
 

@@ -3,7 +3,7 @@
 //! `list` memo (with the discovery reference and, on mainnet, the op fee),
 //! and record the listing for `listen`.
 
-use crate::arweave::{DataItem, Tag, Uploader};
+use crate::arweave::Uploader;
 use crate::bundle::{canonical, verify_text, Bundle, Filter};
 use crate::chain::instructions::{discovery, memo, registry_from_env, DEFAULT_CU_LIMIT};
 use crate::chain::{Chain, FeeOp, FeePolicy, Signer};
@@ -11,7 +11,7 @@ use crate::keys::KeyDir;
 use crate::listen::state::{ListenDb, ListingRecord};
 use crate::market::manifest::{build_listing, preview, NewListing};
 use crate::market::MemoOp;
-use crate::mint::bundle_mint::{metadata_json, BLOB_CONTENT_TYPE, BLOB_SCHEMA, METADATA_SCHEMA};
+use crate::mint::bundle_mint::store_encrypted;
 use crate::wallet::Wallet;
 
 /// Listing errors.
@@ -102,36 +102,16 @@ pub async fn list_bundle(
     let price_lamports = usd_to_lamports(o.price_usd, o.sol_usd)?;
     let memories = v.memories().map_err(ListError::Bundle)?;
     let hash = hex::encode(v.bundle_hash);
-    let plain = canonical(&v.inner);
-    let key = crate::seal::new_blob_key();
-    let blob = crate::seal::encrypt_blob(&key, &plain)
-        .map_err(crate::mint::bundle_mint::MintError::from)?;
-    let tags = |ct: &str, schema: &str| {
-        vec![
-            Tag::new("Content-Type", ct),
-            Tag::new("App-Name", "brainctl"),
-            Tag::new("Schema", schema),
-        ]
-    };
-    let item = |data: Vec<u8>, t| {
-        DataItem::sign(seller, data, t, None, None)
-            .map_err(crate::mint::bundle_mint::MintError::from)
-    };
-    let put = |i: DataItem| async move {
-        uploader
-            .put(&i)
-            .await
-            .map_err(crate::mint::bundle_mint::MintError::from)
-    };
-    let blob_id = put(item(blob, tags(BLOB_CONTENT_TYPE, BLOB_SCHEMA))?).await?;
-    keys.save(&blob_id, &key)
-        .map_err(crate::mint::bundle_mint::MintError::from)?;
-    let meta = metadata_json(&hash, &blob_id, memories.len());
-    let meta_id = put(item(
-        serde_json::to_vec(&meta).expect("json"),
-        tags("application/json", METADATA_SCHEMA),
-    )?)
+    let stored = store_encrypted(
+        seller,
+        uploader,
+        keys,
+        &canonical(&v.inner),
+        &hash,
+        memories.len(),
+    )
     .await?;
+    let (blob_id, meta_id) = (stored.blob_id, stored.metadata_id);
     let listing_id = new_listing_id();
     keys.link_listing(&listing_id, &blob_id)
         .map_err(crate::mint::bundle_mint::MintError::from)?;
@@ -159,11 +139,15 @@ pub async fn list_bundle(
         },
     )?;
     let listing = crate::market::manifest::Listing::from_value(manifest.clone())?;
-    let manifest_id = put(item(
-        serde_json::to_vec(&manifest).expect("json"),
-        tags("application/json", crate::market::manifest::LISTING_SCHEMA),
-    )?)
-    .await?;
+    let manifest_id = uploader
+        .put_signed(
+            seller,
+            serde_json::to_vec(&manifest).expect("json"),
+            "application/json",
+            crate::market::manifest::LISTING_SCHEMA,
+        )
+        .await
+        .map_err(crate::mint::bundle_mint::MintError::from)?;
     let payer = seller.solana_keypair();
     let op = MemoOp::List {
         listing_arweave_id: manifest_id.clone(),

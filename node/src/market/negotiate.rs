@@ -6,7 +6,7 @@
 //! accepted offer/counter (`price_lamports`), recorded by the seller for
 //! `listen`, and checked by the buyer on chain before paying.
 
-use crate::arweave::{DataItem, Source, Tag, Uploader};
+use crate::arweave::{Source, Uploader};
 use crate::chain::instructions::{discovery, memo, registry_from_env, DEFAULT_CU_LIMIT};
 use crate::chain::{Chain, ChainError, FeeOp, FeePolicy, Pubkey, Sent, Signer};
 use crate::market::manifest::{
@@ -32,9 +32,6 @@ pub enum NegotiateError {
     /// Manifests.
     #[error(transparent)]
     Manifest(#[from] crate::market::manifest::ManifestRuleError),
-    /// Items.
-    #[error(transparent)]
-    Item(#[from] crate::arweave::ItemError),
     /// Signing.
     #[error(transparent)]
     Sign(#[from] crate::bundle::ManifestError),
@@ -102,18 +99,14 @@ async fn store_manifest(
     v: &Value,
     schema: &str,
 ) -> Result<String, NegotiateError> {
-    let item = DataItem::sign(
-        signer,
-        serde_json::to_vec(v).expect("json"),
-        vec![
-            Tag::new("Content-Type", "application/json"),
-            Tag::new("App-Name", "brainctl"),
-            Tag::new("Schema", schema),
-        ],
-        None,
-        None,
-    )?;
-    Ok(uploader.put(&item).await?)
+    Ok(uploader
+        .put_signed(
+            signer,
+            serde_json::to_vec(v).expect("json"),
+            "application/json",
+            schema,
+        )
+        .await?)
 }
 
 /// Reads an offer or counter manifest by item id.

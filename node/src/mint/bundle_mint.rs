@@ -7,7 +7,7 @@
 //! id, so a re-run after a crash cannot mint a second token for them.
 
 use super::token2022::{mint_nft, seed_from, NftSpec};
-use crate::arweave::{DataItem, Tag, Uploader};
+use crate::arweave::Uploader;
 use crate::bundle::SignedBundle;
 use crate::chain::{Chain, ChainError, FeeOp, FeePolicy, Pubkey, Signer};
 use crate::keys::KeyDir;
@@ -30,9 +30,6 @@ pub enum MintError {
     /// Encryption (size cap).
     #[error(transparent)]
     Seal(#[from] crate::seal::SealError),
-    /// Item building.
-    #[error(transparent)]
-    Item(#[from] crate::arweave::ItemError),
     /// Upload.
     #[error("upload failed: {0}")]
     Storage(#[from] crate::arweave::StorageError),
@@ -86,6 +83,53 @@ pub fn metadata_json(bundle_hash: &str, blob_id: &str, memories: usize) -> serde
     })
 }
 
+/// An encrypted bundle in storage.
+#[derive(Debug, Clone)]
+pub struct StoredBundle {
+    /// Encrypted blob item id.
+    pub blob_id: String,
+    /// Token metadata item id.
+    pub metadata_id: String,
+    /// The metadata JSON.
+    pub metadata: serde_json::Value,
+    /// Key file.
+    pub key_path: std::path::PathBuf,
+}
+
+/// Encrypts the canonical inner bundle `plaintext` with a fresh key,
+/// uploads the blob, saves the key (0600, O_EXCL) before anything else,
+/// then uploads the token metadata naming the blob.
+pub async fn store_encrypted(
+    wallet: &Wallet,
+    uploader: &Uploader,
+    keys: &KeyDir,
+    plaintext: &[u8],
+    bundle_hash_hex: &str,
+    memories: usize,
+) -> Result<StoredBundle, MintError> {
+    let key = crate::seal::new_blob_key();
+    let blob = crate::seal::encrypt_blob(&key, plaintext)?;
+    let blob_id = uploader
+        .put_signed(wallet, blob, BLOB_CONTENT_TYPE, BLOB_SCHEMA)
+        .await?;
+    let key_path = keys.save(&blob_id, &key)?;
+    let metadata = metadata_json(bundle_hash_hex, &blob_id, memories);
+    let metadata_id = uploader
+        .put_signed(
+            wallet,
+            serde_json::to_vec(&metadata).expect("serializes"),
+            "application/json",
+            METADATA_SCHEMA,
+        )
+        .await?;
+    Ok(StoredBundle {
+        blob_id,
+        metadata_id,
+        metadata,
+        key_path,
+    })
+}
+
 /// Runs the whole flow for `signed` (signed by `wallet`).
 pub async fn mint_bundle(
     chain: &Chain,
@@ -95,39 +139,21 @@ pub async fn mint_bundle(
     keys: &KeyDir,
     recipient: &Pubkey,
 ) -> Result<MintReceipt, MintError> {
-    let plaintext = signed.bundle.canonical_bytes();
-    let key = crate::seal::new_blob_key();
-    let blob = crate::seal::encrypt_blob(&key, &plaintext)?;
-    let blob_item = DataItem::sign(
+    let stored = store_encrypted(
         wallet,
-        blob,
-        vec![
-            Tag::new("Content-Type", BLOB_CONTENT_TYPE),
-            Tag::new("App-Name", "brainctl"),
-            Tag::new("Schema", BLOB_SCHEMA),
-        ],
-        None,
-        None,
-    )?;
-    let blob_id = uploader.put(&blob_item).await?;
-    let key_path = keys.save(&blob_id, &key)?;
-    let meta = metadata_json(
+        uploader,
+        keys,
+        &signed.bundle.canonical_bytes(),
         &signed.bundle_hash_hex,
-        &blob_id,
         signed.bundle.memories.len(),
+    )
+    .await?;
+    let (blob_id, metadata_id, key_path, meta) = (
+        stored.blob_id,
+        stored.metadata_id,
+        stored.key_path,
+        stored.metadata,
     );
-    let meta_item = DataItem::sign(
-        wallet,
-        serde_json::to_vec(&meta).expect("serializes"),
-        vec![
-            Tag::new("Content-Type", "application/json"),
-            Tag::new("App-Name", "brainctl"),
-            Tag::new("Schema", METADATA_SCHEMA),
-        ],
-        None,
-        None,
-    )?;
-    let metadata_id = uploader.put(&meta_item).await?;
     let spec = NftSpec {
         name: meta["name"].as_str().expect("set above").to_string(),
         symbol: SYMBOL.into(),
