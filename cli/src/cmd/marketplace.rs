@@ -577,9 +577,7 @@ fn decide(
             offer_id: o.offer_id.clone(),
         }
     };
-    let sent = ctx
-        .block_on(node::market::negotiate::post(&chain, &wallet, &op, &pay_to))
-        .map_err(negotiate_failure)?;
+    let sent = ctx.block_on(node::market::tx::post_memo(&chain, &wallet, &op, &pay_to))?;
     let state = if accept { "accepted" } else { "rejected" };
     db.upsert_offer(
         &o.offer_id,

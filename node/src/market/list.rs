@@ -5,11 +5,11 @@
 
 use crate::arweave::Uploader;
 use crate::bundle::{canonical, verify_text, Bundle, Filter};
-use crate::chain::instructions::{discovery, memo, registry_from_env, DEFAULT_CU_LIMIT};
-use crate::chain::{Chain, FeeOp, FeePolicy, Signer};
+use crate::chain::{Chain, Signer};
 use crate::keys::KeyDir;
 use crate::listen::state::{ListenDb, ListingRecord};
 use crate::market::manifest::{build_listing, preview, NewListing};
+use crate::market::tx::post_memo;
 use crate::market::MemoOp;
 use crate::mint::bundle_mint::store_encrypted;
 use crate::wallet::Wallet;
@@ -148,18 +148,12 @@ pub async fn list_bundle(
         )
         .await
         .map_err(crate::mint::bundle_mint::MintError::from)?;
-    let payer = seller.solana_keypair();
     let op = MemoOp::List {
         listing_arweave_id: manifest_id.clone(),
         bundle_hash: hash.clone(),
     };
-    let mut ixs = vec![discovery(&registry_from_env()?, DEFAULT_CU_LIMIT)];
-    ixs.extend(
-        FeePolicy::from_env(chain.cluster_kind().await?)?
-            .fee_instruction(FeeOp::Op, &payer.pubkey()),
-    );
-    ixs.push(memo(&op.to_string(), &payer.pubkey()));
-    let sent = chain.send(&ixs, &[&payer]).await?;
+    // the seller signs; a separate payment address is not referenced (as before)
+    let sent = post_memo(chain, seller, &op, &seller.solana_keypair().pubkey()).await?;
     let record = ListingRecord {
         listing_id,
         manifest_id,
@@ -199,32 +193,14 @@ pub async fn cancel_listing(
             "{listing_id} was already cancelled at slot {slot}"
         )));
     }
-    let payer = seller.solana_keypair();
     let pay_to: crate::chain::Pubkey = rec
         .payment_address
         .parse()
         .map_err(|_| ListError::Input("bad payment address on record".into()))?;
-    let mut reference = discovery(&registry_from_env()?, DEFAULT_CU_LIMIT);
-    if pay_to != payer.pubkey() {
-        reference
-            .accounts
-            .push(solana_sdk::instruction::AccountMeta::new_readonly(
-                pay_to, false,
-            ));
-    }
-    let mut ixs = vec![reference];
-    ixs.extend(
-        FeePolicy::from_env(chain.cluster_kind().await?)?
-            .fee_instruction(FeeOp::Op, &payer.pubkey()),
-    );
-    ixs.push(memo(
-        &MemoOp::Cancel {
-            listing_id: listing_id.into(),
-        }
-        .to_string(),
-        &payer.pubkey(),
-    ));
-    let sent = chain.send(&ixs, &[&payer]).await?;
+    let op = MemoOp::Cancel {
+        listing_id: listing_id.into(),
+    };
+    let sent = post_memo(chain, seller, &op, &pay_to).await?;
     db.mark_listing_cancelled(listing_id, sent.slot)?;
     Ok(sent)
 }

@@ -7,11 +7,11 @@
 //! `listen`, and checked by the buyer on chain before paying.
 
 use crate::arweave::{Source, Uploader};
-use crate::chain::instructions::{discovery, memo, registry_from_env, DEFAULT_CU_LIMIT};
-use crate::chain::{Chain, ChainError, FeeOp, FeePolicy, Pubkey, Sent, Signer};
+use crate::chain::{Chain, ChainError, Pubkey, Sent};
 use crate::market::manifest::{
     Listing, Offer, COUNTER_SCHEMA, MAX_MESSAGE_CHARS, MAX_OFFER_TTL_HOURS, OFFER_SCHEMA,
 };
+use crate::market::tx::post_memo;
 use crate::market::MemoOp;
 use crate::wallet::Wallet;
 use serde_json::{json, Value};
@@ -67,30 +67,6 @@ fn check_terms(price_usd: f64, message: &str, ttl_hours: f64) -> Result<(), Nego
 /// A new offer id `offer-YYYYMMDD-<12 hex>`.
 pub fn new_offer_id() -> String {
     format!("offer-{}", crate::market::list::new_listing_id())
-}
-
-/// Posts `op` signed by `signer`, referencing `pay_to` read-only.
-pub async fn post(
-    chain: &Chain,
-    signer: &Wallet,
-    op: &MemoOp,
-    pay_to: &Pubkey,
-) -> Result<Sent, NegotiateError> {
-    let kp = signer.solana_keypair();
-    let mut reference = discovery(&registry_from_env()?, DEFAULT_CU_LIMIT);
-    if *pay_to != kp.pubkey() {
-        reference
-            .accounts
-            .push(solana_sdk::instruction::AccountMeta::new_readonly(
-                *pay_to, false,
-            ));
-    }
-    let mut ixs = vec![reference];
-    ixs.extend(
-        FeePolicy::from_env(chain.cluster_kind().await?)?.fee_instruction(FeeOp::Op, &kp.pubkey()),
-    );
-    ixs.push(memo(&op.to_string(), &kp.pubkey()));
-    Ok(chain.send(&ixs, &[&kp]).await?)
 }
 
 async fn store_manifest(
@@ -167,7 +143,7 @@ pub async fn make_offer(
         offer_arweave_id: item.clone(),
         buyer_pubkey: buyer.address(),
     };
-    let sent = post(chain, buyer, &op, &pay_to(listing)?).await?;
+    let sent = post_memo(chain, buyer, &op, &pay_to(listing)?).await?;
     Ok((item, offer_id, sent))
 }
 
@@ -205,7 +181,7 @@ pub async fn make_counter(
         counter_arweave_id: item.clone(),
         counterer_pubkey: seller.address(),
     };
-    let sent = post(chain, seller, &op, pay_to).await?;
+    let sent = post_memo(chain, seller, &op, pay_to).await?;
     Ok((item, sent))
 }
 
@@ -288,13 +264,8 @@ pub async fn withdraw(
             "that offer is not this wallet's offer on this listing",
         ));
     }
-    post(
-        chain,
-        buyer,
-        &MemoOp::Withdraw {
-            offer_id: offer.offer_id.clone(),
-        },
-        &pay_to(listing)?,
-    )
-    .await
+    let op = MemoOp::Withdraw {
+        offer_id: offer.offer_id.clone(),
+    };
+    Ok(post_memo(chain, buyer, &op, &pay_to(listing)?).await?)
 }

@@ -2,9 +2,36 @@
 //! discovery reference first and its memo last; payments and fees sit
 //! between, so a buy is atomic with its payment.
 
-use crate::chain::instructions::{discovery, memo, transfer, DEFAULT_CU_LIMIT};
-use crate::chain::Pubkey;
+use crate::chain::instructions::{discovery, memo, registry_from_env, transfer, DEFAULT_CU_LIMIT};
+use crate::chain::{Chain, ChainError, FeeOp, FeePolicy, Pubkey, Sent, Signer};
 use crate::market::MemoOp;
+use crate::wallet::Wallet;
+
+/// Posts a marketplace memo signed by `signer`: the discovery reference
+/// (with `pay_to` appended read-only when it is not the signer, so that
+/// address's history shows the action), the op fee where due, the memo.
+pub async fn post_memo(
+    chain: &Chain,
+    signer: &Wallet,
+    op: &MemoOp,
+    pay_to: &Pubkey,
+) -> Result<Sent, ChainError> {
+    let kp = signer.solana_keypair();
+    let mut reference = discovery(&registry_from_env()?, DEFAULT_CU_LIMIT);
+    if *pay_to != kp.pubkey() {
+        reference
+            .accounts
+            .push(solana_sdk::instruction::AccountMeta::new_readonly(
+                *pay_to, false,
+            ));
+    }
+    let mut ixs = vec![reference];
+    ixs.extend(
+        FeePolicy::from_env(chain.cluster_kind().await?)?.fee_instruction(FeeOp::Op, &kp.pubkey()),
+    );
+    ixs.push(memo(&op.to_string(), &kp.pubkey()));
+    chain.send(&ixs, &[&kp]).await
+}
 
 /// The instructions of a buy, signed by the buyer alone: pay the price to
 /// the payment address (and the fee to the treasury where due), post
