@@ -5,7 +5,6 @@
 
 use crate::arweave::Source;
 use crate::chain::instructions::registry_from_env;
-use crate::chain::memo_field::parse_memo_field;
 use crate::chain::{Chain, ChainError, Pubkey, Signer};
 use crate::import::{import_inner, ImportReport};
 use crate::market::envelope::{open_envelope, Expected};
@@ -143,30 +142,6 @@ async fn pay_price(
     Ok(chain.send(&ixs, &[&kp]).await?.signature.to_string())
 }
 
-/// The marketplace memos in `address`'s history (successful transactions
-/// only), newest first, with their transaction signatures.
-async fn memo_ops(chain: &Chain, address: &Pubkey) -> Result<Vec<(String, MemoOp)>, BuyError> {
-    let mut out = Vec::new();
-    for info in chain.signatures_for(address, None).await? {
-        if info.err.is_some() {
-            continue;
-        }
-        let memos = info
-            .memo
-            .as_deref()
-            .map(parse_memo_field)
-            .and_then(Result::ok)
-            .unwrap_or_default();
-        out.extend(
-            memos
-                .iter()
-                .filter_map(|m| MemoOp::parse(m).ok())
-                .map(|op| (info.signature.clone(), op)),
-        );
-    }
-    Ok(out)
-}
-
 /// The slot of a successful `cancel` of `listing` signed by its seller.
 pub async fn find_cancel(
     chain: &Chain,
@@ -207,7 +182,7 @@ pub async fn fetch_and_import(
     };
     let start = Instant::now();
     loop {
-        for (_, op) in memo_ops(chain, &pay_to).await? {
+        for (_, op) in crate::market::status::memo_ops(chain, &pay_to).await? {
             let MemoOp::Release {
                 listing_id,
                 envelope_arweave_id,

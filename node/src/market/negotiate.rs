@@ -193,24 +193,12 @@ pub async fn find_signed_memo(
     signer: &str,
     wanted: impl Fn(&MemoOp) -> bool,
 ) -> Result<Option<u64>, NegotiateError> {
-    for info in chain.signatures_for(pay_to, None).await? {
-        if info.err.is_some() {
+    for (signature, op) in crate::market::status::memo_ops(chain, pay_to).await? {
+        if !wanted(&op) {
             continue;
         }
-        let memos = info
-            .memo
-            .as_deref()
-            .map(crate::chain::memo_field::parse_memo_field)
-            .and_then(Result::ok)
-            .unwrap_or_default();
-        if !memos
-            .iter()
-            .any(|m| MemoOp::parse(m).is_ok_and(|op| wanted(&op)))
-        {
-            continue;
-        }
-        let sig = crate::chain::Signature::from_str(&info.signature)
-            .map_err(|_| refused("bad signature"))?;
+        let sig =
+            crate::chain::Signature::from_str(&signature).map_err(|_| refused("bad signature"))?;
         if let Some(tx) = chain.transaction(&sig).await? {
             if tx.succeeded && tx.signed_by(signer) {
                 return Ok(Some(tx.slot));

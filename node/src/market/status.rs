@@ -10,17 +10,18 @@ use crate::chain::{Chain, ChainError, Pubkey};
 use crate::market::MemoOp;
 use std::collections::BTreeMap;
 
-/// Counts per action of the memos naming `listing_id` in `pay_to`'s history.
-pub async fn listing_memos(
+/// The marketplace memos in `address`'s history (successful transactions
+/// only), newest first, with their transaction signatures. Read from the
+/// RPC's `memo` field: callers that act on one fetch its transaction.
+pub async fn memo_ops(
     chain: &Chain,
-    pay_to: &Pubkey,
-    listing_id: &str,
-) -> Result<BTreeMap<&'static str, usize>, ChainError> {
-    let mut out = BTreeMap::new();
+    address: &Pubkey,
+) -> Result<Vec<(String, MemoOp)>, ChainError> {
+    let mut out = Vec::new();
     for info in chain
-        .signatures_for(pay_to, None)
+        .signatures_for(address, None)
         .await?
-        .iter()
+        .into_iter()
         .filter(|i| i.err.is_none())
     {
         let memos = info
@@ -29,17 +30,33 @@ pub async fn listing_memos(
             .map(parse_memo_field)
             .and_then(Result::ok)
             .unwrap_or_default();
-        for op in memos.iter().filter_map(|m| MemoOp::parse(m).ok()) {
-            let names_it = match &op {
-                MemoOp::Offer { listing_id: l, .. }
-                | MemoOp::Buy { listing_id: l, .. }
-                | MemoOp::Release { listing_id: l, .. }
-                | MemoOp::Cancel { listing_id: l } => l == listing_id,
-                _ => false,
-            };
-            if names_it {
-                *out.entry(op.action()).or_default() += 1;
-            }
+        out.extend(
+            memos
+                .iter()
+                .filter_map(|m| MemoOp::parse(m).ok())
+                .map(|op| (info.signature.clone(), op)),
+        );
+    }
+    Ok(out)
+}
+
+/// Counts per action of the memos naming `listing_id` in `pay_to`'s history.
+pub async fn listing_memos(
+    chain: &Chain,
+    pay_to: &Pubkey,
+    listing_id: &str,
+) -> Result<BTreeMap<&'static str, usize>, ChainError> {
+    let mut out = BTreeMap::new();
+    for (_, op) in memo_ops(chain, pay_to).await? {
+        let names_it = match &op {
+            MemoOp::Offer { listing_id: l, .. }
+            | MemoOp::Buy { listing_id: l, .. }
+            | MemoOp::Release { listing_id: l, .. }
+            | MemoOp::Cancel { listing_id: l } => l == listing_id,
+            _ => false,
+        };
+        if names_it {
+            *out.entry(op.action()).or_default() += 1;
         }
     }
     Ok(out)
