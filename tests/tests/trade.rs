@@ -166,8 +166,14 @@ fn fixed_price_trade_releases_exactly_once() {
         },
     };
     assert_eq!(
-        rt.block_on(upload_envelope(&mut db, &seller, &uploader, &buy, &goods))
-            .unwrap(),
+        rt.block_on(upload_envelope(
+            &mut db,
+            &seller,
+            &uploader,
+            &buy.signature,
+            &goods
+        ))
+        .unwrap(),
         Step::Applied
     );
     // crash after the envelope upload: a new process resumes from the db

@@ -185,17 +185,7 @@ async fn upload_for(
     let goods = catalog
         .goods(&row.listing_id)
         .ok_or_else(|| StateError::Unknown(format!("goods of {}", row.listing_id)))?;
-    let buy = super::verify::VerifiedBuy {
-        signature: row.signature.clone(),
-        listing_id: row.listing_id.clone(),
-        buyer: row.buyer.clone().unwrap_or_default(),
-        buyer_x25519: row.buyer_x25519.clone().unwrap_or_default(),
-        paid_lamports: 0,
-        price_lamports: 0,
-        offer_id: None,
-        slot: row.slot,
-    };
-    upload_envelope(db, seller, uploader, &buy, &goods).await?;
+    upload_envelope(db, seller, uploader, &row.signature, &goods).await?;
     super::fault::maybe_abort("envelope_uploaded");
     Ok(())
 }

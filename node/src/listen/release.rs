@@ -9,7 +9,6 @@
 //!    chain because the mint account exists.
 
 use super::state::{ListenDb, StateError, Step};
-use super::verify::VerifiedBuy;
 use crate::arweave::Uploader;
 use crate::chain::instructions::{discovery, memo, registry_from_env, DEFAULT_CU_LIMIT};
 use crate::chain::{Chain, ChainError, Pubkey, Signature, Signer};
@@ -80,18 +79,27 @@ pub async fn upload_envelope(
     db: &mut ListenDb,
     seller: &Wallet,
     uploader: &Uploader,
-    buy: &VerifiedBuy,
+    signature: &str,
     goods: &Goods<'_>,
 ) -> Result<Step, ReleaseError> {
-    let x25519 = crate::crypto::b58_array::<32>(&buy.buyer_x25519)
-        .ok_or_else(|| ReleaseError::BadBuyerKey(buy.signature.clone()))?;
-    let (mint, _) = release_mint(&seller.solana_keypair().pubkey(), &buy.signature)?;
+    let row = db.get(signature)?;
+    let (Some(buyer), Some(buyer_x25519)) = (&row.buyer, &row.buyer_x25519) else {
+        return Err(StateError::WrongState {
+            signature: signature.into(),
+            state: row.state,
+            step: "upload the envelope",
+        }
+        .into());
+    };
+    let x25519 = crate::crypto::b58_array::<32>(buyer_x25519)
+        .ok_or_else(|| ReleaseError::BadBuyerKey(signature.into()))?;
+    let (mint, _) = release_mint(&seller.solana_keypair().pubkey(), signature)?;
     let env = seal_envelope(
         seller,
-        &buy.listing_id,
-        &buy.buyer,
+        &row.listing_id,
+        buyer,
         &x25519,
-        &buy.signature,
+        signature,
         goods.bundle_hash,
         &mint.to_string(),
         goods.key,
@@ -104,7 +112,7 @@ pub async fn upload_envelope(
             crate::market::envelope::ENVELOPE_SCHEMA,
         )
         .await?;
-    Ok(db.mark_envelope_uploaded(&buy.signature, &id, &mint.to_string())?)
+    Ok(db.mark_envelope_uploaded(signature, &id, &mint.to_string())?)
 }
 
 /// Step 2: the one release transaction (or recording one that landed).
