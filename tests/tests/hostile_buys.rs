@@ -1,16 +1,14 @@
 //! Hostile buys on a real validator, each seen by the daemon's pass on the
 //! payment address, rejected with its reason, and never released.
 
-use e2e::{runtime, validator};
+use e2e::{fixed_price, runtime, validator, TestCatalog};
 use node::arweave::{FsStore, Uploader};
 use node::chain::instructions::{default_registry, discovery, memo, transfer};
 use node::chain::{Keypair, Pubkey, Signer};
-use node::listen::pass::{run_once, Catalog};
-use node::listen::release::Goods;
-use node::listen::{ListenDb, ListingTerms, NegotiatedTerms};
+use node::listen::pass::run_once;
+use node::listen::{ListenDb, ListingTerms};
 use node::market::tx::buy_instructions;
 use node::market::MemoOp;
-use node::mint::token2022::NftSpec;
 use node::wallet::Wallet;
 
 const LIVE: &str = "20261123-111111111111";
@@ -29,50 +27,6 @@ fn reference(
             *address, false,
         ));
     ix
-}
-
-struct Listings {
-    seller: String,
-}
-
-impl Catalog for Listings {
-    fn terms(&self, id: &str) -> Option<ListingTerms> {
-        let base = ListingTerms {
-            listing_id: id.into(),
-            payment_address: self.seller.clone(),
-            price_lamports: PRICE,
-            expires_at: i64::MAX,
-            cancelled_at_slot: None,
-            fee: None,
-        };
-        match id {
-            LIVE => Some(base),
-            CANCELLED => Some(ListingTerms {
-                cancelled_at_slot: Some(0),
-                ..base
-            }),
-            EXPIRED => Some(ListingTerms {
-                expires_at: 1,
-                ..base
-            }),
-            _ => None,
-        }
-    }
-    fn goods(&self, _: &str) -> Option<Goods<'_>> {
-        static KEY: [u8; 32] = [1u8; 32];
-        Some(Goods {
-            bundle_hash: "00",
-            key: &KEY,
-            token: NftSpec {
-                name: "n".into(),
-                symbol: "S".into(),
-                uri: "ar://x".into(),
-            },
-        })
-    }
-    fn negotiated(&self, _: &str, _: &str) -> Option<NegotiatedTerms> {
-        None // no offer was ever accepted
-    }
 }
 
 #[test]
@@ -146,9 +100,17 @@ fn every_hostile_buy_is_rejected_with_its_reason() {
 
     let uploader = Uploader::Fs(FsStore::new(dir.path().join("items")));
     let mut db = ListenDb::open(&dir.path().join("listen.db")).unwrap();
-    let catalog = Listings {
-        seller: seller_pk.to_string(),
-    };
+    let catalog = TestCatalog::new(vec![
+        fixed_price(LIVE, &seller_pk, PRICE),
+        ListingTerms {
+            cancelled_at_slot: Some(0),
+            ..fixed_price(CANCELLED, &seller_pk, PRICE)
+        },
+        ListingTerms {
+            expires_at: 1,
+            ..fixed_price(EXPIRED, &seller_pk, PRICE)
+        },
+    ]);
     let report = rt
         .block_on(run_once(
             &chain, &mut db, &seller, &uploader, &catalog, &seller_pk,

@@ -2,46 +2,19 @@
 //! underpays; one pass releases every valid buy exactly once and rejects
 //! the hostile one; a second pass finds nothing to do.
 
-use e2e::{runtime, validator};
+use e2e::{fixed_price, runtime, validator, TestCatalog};
 use node::arweave::{FsStore, Uploader};
 use node::chain::instructions::default_registry;
 use node::chain::{Keypair, Signer};
-use node::listen::pass::{run_once, Catalog, PassReport};
-use node::listen::release::{release_mint, Goods};
-use node::listen::{ListenDb, ListingTerms, NegotiatedTerms};
+use node::listen::pass::{run_once, PassReport};
+use node::listen::release::release_mint;
+use node::listen::ListenDb;
 use node::market::tx::buy_instructions;
 use node::market::MemoOp;
-use node::mint::token2022::NftSpec;
 use node::wallet::Wallet;
 
 const LISTING: &str = "20261123-aaaaaaaaaaaa";
 const PRICE: u64 = 100_000_000;
-
-struct OneListing {
-    terms: ListingTerms,
-    hash: String,
-    key: [u8; 32],
-}
-
-impl Catalog for OneListing {
-    fn terms(&self, id: &str) -> Option<ListingTerms> {
-        (id == LISTING).then(|| self.terms.clone())
-    }
-    fn goods(&self, id: &str) -> Option<Goods<'_>> {
-        (id == LISTING).then(|| Goods {
-            bundle_hash: &self.hash,
-            key: &self.key,
-            token: NftSpec {
-                name: "brainctl bundle".into(),
-                symbol: "BRNDL".into(),
-                uri: "ar://meta".into(),
-            },
-        })
-    }
-    fn negotiated(&self, _: &str, _: &str) -> Option<NegotiatedTerms> {
-        None
-    }
-}
 
 #[test]
 fn one_pass_releases_each_valid_buy_once() {
@@ -52,18 +25,7 @@ fn one_pass_releases_each_valid_buy_once() {
     let seller = Wallet::generate();
     let seller_kp = seller.solana_keypair();
     v.fund(&seller_kp.pubkey(), 5);
-    let catalog = OneListing {
-        terms: ListingTerms {
-            listing_id: LISTING.into(),
-            payment_address: seller_kp.pubkey().to_string(),
-            price_lamports: PRICE,
-            expires_at: i64::MAX,
-            cancelled_at_slot: None,
-            fee: None,
-        },
-        hash: "ab".repeat(32),
-        key: [5u8; 32],
-    };
+    let catalog = TestCatalog::new(vec![fixed_price(LISTING, &seller_kp.pubkey(), PRICE)]);
     let buyers: Vec<(Wallet, Keypair)> = (0..6)
         .map(|_| {
             let w = Wallet::generate();

@@ -1,51 +1,19 @@
 //! Load: 100 buyers pay concurrently; the daemon releases every buy exactly
 //! once, loses none, and a further pass does nothing. Prints throughput.
 
-use e2e::{runtime, validator};
+use e2e::{fixed_price, runtime, validator, TestCatalog};
 use node::arweave::{FsStore, Uploader};
 use node::chain::instructions::default_registry;
 use node::chain::Signer;
-use node::listen::pass::{run_once, Catalog};
-use node::listen::release::Goods;
-use node::listen::{ListenDb, ListingTerms, NegotiatedTerms};
+use node::listen::pass::run_once;
+use node::listen::ListenDb;
 use node::market::tx::buy_instructions;
-use node::mint::token2022::NftSpec;
 use node::wallet::Wallet;
 use std::time::Instant;
 
 const LISTING: &str = "20261123-cccccccccccc";
 const PRICE: u64 = 10_000_000;
 const BUYERS: usize = 100;
-
-struct Shop(String);
-
-impl Catalog for Shop {
-    fn terms(&self, id: &str) -> Option<ListingTerms> {
-        (id == LISTING).then(|| ListingTerms {
-            listing_id: id.into(),
-            payment_address: self.0.clone(),
-            price_lamports: PRICE,
-            expires_at: i64::MAX,
-            cancelled_at_slot: None,
-            fee: None,
-        })
-    }
-    fn goods(&self, _: &str) -> Option<Goods<'_>> {
-        static KEY: [u8; 32] = [3u8; 32];
-        Some(Goods {
-            bundle_hash: "cd",
-            key: &KEY,
-            token: NftSpec {
-                name: "n".into(),
-                symbol: "S".into(),
-                uri: "ar://m".into(),
-            },
-        })
-    }
-    fn negotiated(&self, _: &str, _: &str) -> Option<NegotiatedTerms> {
-        None
-    }
-}
 
 #[test]
 fn hundred_concurrent_buyers_all_released_once() {
@@ -85,7 +53,7 @@ fn hundred_concurrent_buyers_all_released_once() {
 
     let uploader = Uploader::Fs(FsStore::new(dir.path().join("items")));
     let mut db = ListenDb::open(&dir.path().join("listen.db")).unwrap();
-    let shop = Shop(seller_pk.to_string());
+    let shop = TestCatalog::new(vec![fixed_price(LISTING, &seller_pk, PRICE)]);
     let t = Instant::now();
     let mut released = 0;
     for _ in 0..5 {
