@@ -113,6 +113,23 @@ Rows that look like prompt injection are marked `suspicious`; review them, then
     Storage(StorageCmd),
 }
 
+/// The terms an offer or counter proposes.
+#[derive(Debug, Args, Clone)]
+pub struct Terms {
+    /// Proposed price in USD (0 to 10000).
+    #[arg(long)]
+    pub price_usd: f64,
+    /// SOL/USD rate that fixes the proposed lamports in the signed manifest.
+    #[arg(long)]
+    pub sol_usd: f64,
+    /// A note to the other side (max 280 characters).
+    #[arg(long, default_value = "")]
+    pub message: String,
+    /// Lifetime in hours (max 24).
+    #[arg(long, default_value_t = 24.0)]
+    pub ttl_hours: f64,
+}
+
 /// Where the seller's listen state lives.
 #[derive(Debug, Args, Clone)]
 pub struct SellerState {
@@ -159,18 +176,8 @@ pub enum MarketCmd {
         /// The listing manifest's item id.
         #[arg(allow_hyphen_values = true)]
         listing: String,
-        /// Offered price in USD.
-        #[arg(long)]
-        price_usd: f64,
-        /// SOL/USD rate that fixes the offered lamports.
-        #[arg(long)]
-        sol_usd: f64,
-        /// A note to the seller (max 280 characters).
-        #[arg(long, default_value = "")]
-        message: String,
-        /// Offer lifetime in hours (max 24).
-        #[arg(long, default_value_t = 24.0)]
-        ttl_hours: f64,
+        #[command(flatten)]
+        terms: Terms,
         #[command(flatten)]
         storage: StorageOpts,
     },
@@ -179,18 +186,8 @@ pub enum MarketCmd {
         /// The offer's item id.
         #[arg(allow_hyphen_values = true)]
         offer: String,
-        /// Counter price in USD.
-        #[arg(long)]
-        price_usd: f64,
-        /// SOL/USD rate that fixes the counter's lamports.
-        #[arg(long)]
-        sol_usd: f64,
-        /// A note to the buyer.
-        #[arg(long, default_value = "")]
-        message: String,
-        /// Counter lifetime in hours (max 24).
-        #[arg(long, default_value_t = 24.0)]
-        ttl_hours: f64,
+        #[command(flatten)]
+        terms: Terms,
         #[command(flatten)]
         storage: StorageOpts,
         #[command(flatten)]

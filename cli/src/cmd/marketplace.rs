@@ -2,7 +2,7 @@
 
 use super::files::read_capped;
 use super::storage::{source, uploader};
-use crate::args::{MarketCmd, SellerState};
+use crate::args::{MarketCmd, SellerState, Terms};
 use crate::context::Context;
 use crate::failure::{CliResult, Failure};
 use anyhow::{anyhow, Context as _};
@@ -92,10 +92,13 @@ pub fn run(cmd: MarketCmd, ctx: &Context) -> CliResult<u8> {
         }
         MarketCmd::Offer {
             listing,
-            price_usd,
-            sol_usd,
-            message,
-            ttl_hours,
+            terms:
+                Terms {
+                    price_usd,
+                    sol_usd,
+                    message,
+                    ttl_hours,
+                },
             storage,
         } => {
             let wallet = ctx.wallet()?;
@@ -132,10 +135,13 @@ pub fn run(cmd: MarketCmd, ctx: &Context) -> CliResult<u8> {
         }
         MarketCmd::Counter {
             offer,
-            price_usd,
-            sol_usd,
-            message,
-            ttl_hours,
+            terms:
+                Terms {
+                    price_usd,
+                    sol_usd,
+                    message,
+                    ttl_hours,
+                },
             storage,
             seller,
         } => {
