@@ -1,9 +1,28 @@
-//! brainctl indexer: rebuilds listings, offers and settlements from chain
-//! memos alone (ingest → decode → fold) and serves them over HTTP.
+//! brainctl indexer: rebuilds every listing, offer and settlement from
+//! chain memos alone (ingest → record → fold) and serves them over HTTP.
 //!
-//! The ingest, fold and API land with the indexer issue; this crate holds
-//! no keys and never signs.
+//! - [`record`]: one transaction as logged (chain facts + manifest bodies)
+//! - [`book`]: manifests verified once, in parallel
+//! - [`fold`]: the pure state fold and its hash
+//! - [`store`]: the durable log behind a narrow trait (SQLite here)
+//! - [`engine`]: log and state kept in step
+//! - [`ingest`]: RPC polling, checkpoints, finality
+//! - [`logfile`]: JSONL export/replay of the log
+//! - [`auth`], [`views`], [`api`]: the HTTP surface
+//!
+//! It holds no keys, never signs and never custodies funds.
 #![deny(missing_docs)]
 
-/// Version of the indexer's state encoding.
+pub mod api;
+pub mod auth;
+pub mod book;
+pub mod engine;
+pub mod fold;
+pub mod ingest;
+pub mod logfile;
+pub mod record;
+pub mod store;
+pub mod views;
+
+/// Version of the indexer's state encoding (part of the state hash).
 pub const STATE_VERSION: u32 = 1;

@@ -6,10 +6,11 @@
 //! a panic, never a guess. Decoding is pure, so recorded JSON fixtures test it.
 
 use super::instructions::is_memo_program;
+use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 /// A System transfer at the top level of a transaction.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Transfer {
     /// Payer.
     pub from: String,
@@ -20,7 +21,7 @@ pub struct Transfer {
 }
 
 /// What we read from one transaction.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ParsedTx {
     /// First signature (the transaction id).
     pub signature: String,

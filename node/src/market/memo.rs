@@ -165,6 +165,26 @@ impl Kind {
     }
 }
 
+/// Whether `s` is a listing id (`YYYYMMDD-<12 hex>`).
+pub fn is_listing_id(s: &str) -> bool {
+    Kind::ListingId.ok(s)
+}
+
+/// Whether `s` is an offer id (`offer-YYYYMMDD-<12 hex>`).
+pub fn is_offer_id(s: &str) -> bool {
+    Kind::OfferId.ok(s)
+}
+
+/// Whether `s` is a base58 32-byte public key.
+pub fn is_pubkey(s: &str) -> bool {
+    Kind::Pubkey.ok(s)
+}
+
+/// Whether `s` is an Arweave item id as memos carry them.
+pub fn is_arweave_id(s: &str) -> bool {
+    Kind::ArweaveId.ok(s)
+}
+
 fn fields<const N: usize>(
     action: &'static str,
     parts: &[&str],

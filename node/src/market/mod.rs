@@ -18,4 +18,4 @@ pub mod status;
 #[cfg(feature = "chain")]
 pub mod tx;
 
-pub use memo::{MemoError, MemoOp};
+pub use memo::{is_arweave_id, is_listing_id, is_offer_id, is_pubkey, MemoError, MemoOp};

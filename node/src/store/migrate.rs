@@ -38,7 +38,7 @@ pub fn migrate(conn: &mut Connection) -> Result<(), StoreError> {
 /// Applies `migrations` past the database's `user_version`, each in its own
 /// transaction that also bumps the version (and sets `application_id`).
 /// Callers check for newer schemas first.
-pub(crate) fn apply(
+pub fn apply(
     conn: &mut Connection,
     migrations: &[&str],
     app_id: Option<i64>,

@@ -6,7 +6,7 @@
 //! It never signs, hashes or touches the network.
 
 mod fts;
-pub(crate) mod migrate;
+pub mod migrate;
 
 pub use fts::match_expression;
 pub use migrate::{APPLICATION_ID, LATEST as SCHEMA_VERSION};

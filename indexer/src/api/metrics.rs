@@ -1,0 +1,66 @@
+//! Counters for `/metrics` (Prometheus text format 0.0.4), hand-written:
+//! a handful of monotonically increasing counters plus gauges read from
+//! the current state at scrape time.
+
+use crate::fold::{FoldConfig, State};
+use std::fmt::Write;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+/// Process counters.
+#[derive(Debug, Default)]
+pub struct Metrics {
+    /// HTTP requests served.
+    pub http_requests: AtomicU64,
+    /// Of which answered with 4xx/5xx.
+    pub http_errors: AtomicU64,
+    /// Ingest polls done.
+    pub polls: AtomicU64,
+    /// Polls that failed.
+    pub poll_errors: AtomicU64,
+    /// Records ingested.
+    pub records: AtomicU64,
+    /// Full refolds.
+    pub refolds: AtomicU64,
+    /// Last finalized slot seen.
+    pub final_slot: AtomicU64,
+}
+
+impl Metrics {
+    /// Adds `n` to a counter.
+    pub fn add(c: &AtomicU64, n: u64) {
+        c.fetch_add(n, Ordering::Relaxed);
+    }
+
+    /// The exposition text.
+    pub fn render(&self, state: &State, cfg: &FoldConfig) -> String {
+        let mut out = String::new();
+        let mut line = |name: &str, kind: &str, help: &str, v: u64| {
+            let _ = writeln!(out, "# HELP {name} {help}\n# TYPE {name} {kind}\n{name} {v}");
+        };
+        let get = |c: &AtomicU64| c.load(Ordering::Relaxed);
+        line("brainctl_indexer_http_requests_total", "counter", "HTTP requests served.", get(&self.http_requests));
+        line("brainctl_indexer_http_errors_total", "counter", "HTTP responses with status >= 400.", get(&self.http_errors));
+        line("brainctl_indexer_polls_total", "counter", "Ingest polls.", get(&self.polls));
+        line("brainctl_indexer_poll_errors_total", "counter", "Ingest polls that failed.", get(&self.poll_errors));
+        line("brainctl_indexer_records_ingested_total", "counter", "Transactions recorded.", get(&self.records));
+        line("brainctl_indexer_refolds_total", "counter", "Full refolds of the log.", get(&self.refolds));
+        line("brainctl_indexer_finalized_slot", "gauge", "Last finalized slot seen.", get(&self.final_slot));
+        line("brainctl_indexer_transactions", "gauge", "Transactions folded.", state.transactions);
+        line("brainctl_indexer_listings", "gauge", "Listings (any status).", state.listings.len() as u64);
+        line("brainctl_indexer_offers", "gauge", "Offers (any status).", state.offers.len() as u64);
+        line("brainctl_indexer_rejected_memos", "gauge", "Transactions with refused memos.", state.rejected.len() as u64);
+        let _ = writeln!(
+            out,
+            "# HELP brainctl_indexer_settlements Buys by status.\n# TYPE brainctl_indexer_settlements gauge"
+        );
+        for status in ["paid", "unreleased", "released", "rejected"] {
+            let n = state
+                .settlements
+                .values()
+                .filter(|s| state.settlement_status(s, cfg) == status)
+                .count();
+            let _ = writeln!(out, "brainctl_indexer_settlements{{status=\"{status}\"}} {n}");
+        }
+        out
+    }
+}

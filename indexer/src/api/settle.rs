@@ -1,0 +1,119 @@
+//! `POST /listings/{id}/settle`: the unsigned buy transaction for the
+//! signed-in buyer, identical in effect to `brainctl marketplace buy`
+//! (same instructions from `node::market::tx::buy_instructions`): pay the
+//! price that binds this buyer (the accepted offer's, else the listing's)
+//! to the payment address, the settle fee where due, the `buy` memo with
+//! the buyer's X25519 key, the discovery reference. The buyer signs.
+
+use super::{listing_id, offer_id, signed_in, AppState, ApiError, Res};
+use axum::extract::{Path, State as AxState};
+use axum::http::HeaderMap;
+use axum::Json;
+use base64::Engine;
+use node::chain::{FeePolicy, Pubkey};
+use node::market::is_pubkey;
+use node::market::tx::buy_instructions;
+use serde::Deserialize;
+use serde_json::{json, Value};
+use solana_sdk::message::Message;
+use solana_sdk::transaction::Transaction;
+use std::str::FromStr;
+
+#[derive(Deserialize)]
+pub(super) struct SettleBody {
+    buyer_x25519_pubkey: String,
+    #[serde(default)]
+    offer_id: Option<String>,
+    #[serde(default)]
+    cluster: Option<String>,
+    #[serde(default)]
+    currency: Option<String>,
+}
+
+pub(super) async fn settle(
+    AxState(st): AxState<AppState>,
+    Path(id): Path<String>,
+    headers: HeaderMap,
+    Json(b): Json<SettleBody>,
+) -> Res<Json<Value>> {
+    let who = signed_in(&st, &headers)?;
+    super::body_cluster(&st, &b.cluster)?;
+    listing_id(&id)?;
+    if b.currency.as_deref().is_some_and(|c| c != "SOL") {
+        return Err(ApiError::bad("`currency`: only SOL settles on chain"));
+    }
+    if !is_pubkey(&b.buyer_x25519_pubkey) {
+        return Err(ApiError::bad("`buyer_x25519_pubkey` is not a base58 32-byte key"));
+    }
+    let source = st
+        .source
+        .as_ref()
+        .ok_or_else(|| ApiError::unavailable("this indexer runs without RPC; settle is off"))?;
+    let s = st.ix.state();
+    let l = s
+        .listings
+        .get(&id)
+        .ok_or_else(|| ApiError::not_found(format!("no listing {id} on chain")))?;
+    if l.status(s.now) != "live" {
+        return Err(ApiError::conflict(format!("listing {id} is {}", l.status(s.now))));
+    }
+    let negotiated = s.accepted_for(&id, &who);
+    let (price, used_offer) = match (&b.offer_id, &negotiated) {
+        (Some(o), _) => {
+            offer_id(o)?;
+            match &negotiated {
+                Some(n) if n.offer_id == *o => (n.price_lamports, Some(o.clone())),
+                _ => {
+                    return Err(ApiError::conflict(format!(
+                        "offer {o} is not accepted on chain for your wallet"
+                    )))
+                }
+            }
+        }
+        (None, Some(n)) => (n.price_lamports, Some(n.offer_id.clone())),
+        (None, None) => (
+            l.price_lamports.ok_or_else(|| {
+                ApiError::conflict("the listing fixes no price_lamports; it cannot be settled")
+            })?,
+            None,
+        ),
+    };
+    let chain = source.chain();
+    let policy = FeePolicy::from_env(chain.cluster_kind().await.map_err(crate::ingest::IngestError::from)?)
+        .map_err(|e| ApiError::unavailable(e.to_string()))?;
+    let fee = policy
+        .settle_fee(price, l.fee_bps)
+        .map_err(|e| ApiError::unavailable(e.to_string()))?;
+    let buyer = Pubkey::from_str(&who).map_err(|_| ApiError::bad("session pubkey"))?;
+    let pay_to = Pubkey::from_str(&l.payment_address)
+        .map_err(|_| ApiError::conflict("the listing's payment address is malformed"))?;
+    let ixs = buy_instructions(
+        &buyer,
+        &pay_to,
+        price,
+        &id,
+        &b.buyer_x25519_pubkey,
+        &st.registry,
+        (fee > 0).then_some((&policy.treasury, fee)),
+    );
+    let (blockhash, last_valid) = chain
+        .rpc()
+        .get_latest_blockhash_with_commitment(solana_commitment_config::CommitmentConfig::confirmed())
+        .await
+        .map_err(|e| ApiError::unavailable(format!("RPC: {e}")))?;
+    let tx = Transaction::new_unsigned(Message::new_with_blockhash(&ixs, Some(&buyer), &blockhash));
+    let bytes = bincode::serialize(&tx).map_err(|e| ApiError::unavailable(e.to_string()))?;
+    Ok(Json(json!({
+        "ok": true,
+        "tx_base64": base64::engine::general_purpose::STANDARD.encode(bytes),
+        "listing_id": id,
+        "buyer_pubkey": who,
+        "payment_address": l.payment_address,
+        "price_lamports": price,
+        "fee_lamports": fee,
+        "offer_id": used_offer,
+        "currency": "SOL",
+        "recent_blockhash": blockhash.to_string(),
+        "last_valid_block_height": last_valid,
+    })))
+}

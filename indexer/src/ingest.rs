@@ -1,0 +1,353 @@
+//! Ingest from RPC: the history of each watched address
+//! (`getSignaturesForAddress`, paged to the checkpoint), each transaction
+//! (`getTransaction` jsonParsed), its index in the block (`getBlock`,
+//! signatures only) and the manifests its memos name (gateway, cached),
+//! batched and concurrent under a request-rate limit; the node's client
+//! retries transport errors with backoff.
+//!
+//! Commitment: history is read at `confirmed`; records at or below the
+//! finalized slot are final, newer ones provisional and re-checked on the
+//! next poll: one that no longer appears has vanished and is removed.
+//! Checkpoints only ever move to final signatures.
+//!
+//! Owns turning chain data into [`TxRecord`]s; it never judges them.
+
+use crate::engine::{Applied, Indexer};
+use crate::record::TxRecord;
+use crate::store::StoreError;
+use futures_util::stream::{self, StreamExt, TryStreamExt};
+use node::arweave::{Source, StorageError};
+use node::chain::client::with_retry;
+use node::chain::{Chain, ParsedTx, Pubkey, Signature};
+use node::market::MemoOp;
+use serde_json::{json, Value};
+use solana_commitment_config::CommitmentConfig;
+use solana_rpc_client_api::request::RpcRequest;
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::str::FromStr;
+use std::time::{Duration, Instant};
+use tokio::sync::Mutex;
+
+/// Largest manifest body fetched.
+pub const MAX_MANIFEST_BYTES: usize = 64 * 1024;
+
+/// Ingest errors.
+#[derive(Debug, thiserror::Error)]
+pub enum IngestError {
+    /// RPC.
+    #[error(transparent)]
+    Chain(#[from] node::chain::ChainError),
+    /// Storage.
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    /// The gateway failed for another reason than "not found".
+    #[error("manifest {id}: {source}")]
+    Gateway {
+        /// Item.
+        id: String,
+        /// Why.
+        source: StorageError,
+    },
+}
+
+/// Spaces requests to at most `per_second`.
+pub struct RateLimit {
+    gap: Duration,
+    next: Mutex<Instant>,
+}
+
+impl RateLimit {
+    /// A limit of `per_second` requests (0 = none).
+    pub fn new(per_second: u32) -> RateLimit {
+        RateLimit {
+            gap: match per_second {
+                0 => Duration::ZERO,
+                n => Duration::from_secs(1) / n,
+            },
+            next: Mutex::new(Instant::now()),
+        }
+    }
+
+    /// Waits for the next request slot.
+    pub async fn wait(&self) {
+        if self.gap.is_zero() {
+            return;
+        }
+        let at = {
+            let mut next = self.next.lock().await;
+            let at = (*next).max(Instant::now());
+            *next = at + self.gap;
+            at
+        };
+        tokio::time::sleep_until(at.into()).await;
+    }
+}
+
+/// How to read the chain.
+pub struct RpcSource {
+    chain: Chain,
+    gateway: Source,
+    addresses: Vec<Pubkey>,
+    concurrency: usize,
+    limit: RateLimit,
+}
+
+/// What one poll did.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct PollReport {
+    /// Signatures listed across addresses.
+    pub listed: usize,
+    /// Transactions fetched.
+    pub fetched: usize,
+    /// The finalized slot.
+    pub final_slot: u64,
+    /// What the engine did.
+    pub applied: Applied,
+}
+
+/// The manifest ids a memo names.
+fn manifest_ids(memos: &[String]) -> Vec<String> {
+    memos
+        .iter()
+        .filter_map(|m| match MemoOp::parse(m).ok()? {
+            MemoOp::List {
+                listing_arweave_id: id,
+                ..
+            }
+            | MemoOp::Offer {
+                offer_arweave_id: id,
+                ..
+            }
+            | MemoOp::Counter {
+                counter_arweave_id: id,
+                ..
+            }
+            | MemoOp::Release {
+                envelope_arweave_id: id,
+                ..
+            } => Some(id),
+            _ => None,
+        })
+        .collect()
+}
+
+fn is_marketplace(tx: &ParsedTx) -> bool {
+    tx.memos
+        .iter()
+        .any(|m| m.starts_with(node::market::memo::PREFIX))
+}
+
+impl RpcSource {
+    /// Reads `addresses` through `chain` (its commitment should be
+    /// `confirmed`), manifests from `gateway`.
+    pub fn new(
+        chain: Chain,
+        gateway: Source,
+        addresses: Vec<Pubkey>,
+        concurrency: usize,
+        requests_per_second: u32,
+    ) -> RpcSource {
+        RpcSource {
+            chain,
+            gateway,
+            addresses,
+            concurrency: concurrency.max(1),
+            limit: RateLimit::new(requests_per_second),
+        }
+    }
+
+    /// The chain handle.
+    pub fn chain(&self) -> &Chain {
+        &self.chain
+    }
+
+    /// The finalized slot.
+    pub async fn finalized_slot(&self) -> Result<u64, IngestError> {
+        self.limit.wait().await;
+        Ok(with_retry("getSlot", || {
+            self.chain
+                .rpc()
+                .get_slot_with_commitment(CommitmentConfig::finalized())
+        })
+        .await?)
+    }
+
+    /// Index of each signature in the block at `slot`.
+    async fn block_positions(&self, slot: u64) -> Result<HashMap<String, u32>, IngestError> {
+        self.limit.wait().await;
+        let params = json!([slot, {
+            "encoding": "json",
+            "transactionDetails": "signatures",
+            "rewards": false,
+            "commitment": "confirmed",
+            "maxSupportedTransactionVersion": 0
+        }]);
+        let block: Value = with_retry("getBlock", || {
+            self.chain.rpc().send(RpcRequest::GetBlock, params.clone())
+        })
+        .await?;
+        Ok(block
+            .get("signatures")
+            .and_then(Value::as_array)
+            .map(|sigs| {
+                sigs.iter()
+                    .enumerate()
+                    .filter_map(|(i, s)| Some((s.as_str()?.to_string(), i as u32)))
+                    .collect()
+            })
+            .unwrap_or_default())
+    }
+
+    /// A manifest body: the store's cache, else the gateway. `None` when
+    /// the gateway has no such item or it is not JSON.
+    async fn manifest(&self, ix: &Indexer, id: &str) -> Result<Option<Value>, IngestError> {
+        if let Some(v) = ix.store().manifest(id)? {
+            return Ok(Some(v));
+        }
+        match self.gateway.fetch(id, MAX_MANIFEST_BYTES).await {
+            Ok(bytes) => {
+                let Ok(v) = serde_json::from_slice::<Value>(&bytes) else {
+                    return Ok(None);
+                };
+                ix.store().put_manifest(id, &v)?;
+                Ok(Some(v))
+            }
+            Err(
+                StorageError::NotFound(_)
+                | StorageError::BadId(_)
+                | StorageError::TooLarge(_)
+                | StorageError::Item(_)
+                | StorageError::IdMismatch { .. },
+            ) => Ok(None),
+            Err(source) => Err(IngestError::Gateway {
+                id: id.into(),
+                source,
+            }),
+        }
+    }
+
+    /// Records for `signatures` (skipping ones the node lacks and ones
+    /// without a marketplace memo), with block positions and manifests.
+    pub async fn records(
+        &self,
+        ix: &Indexer,
+        signatures: &[Signature],
+    ) -> Result<Vec<TxRecord>, IngestError> {
+        let txs: Vec<ParsedTx> = stream::iter(signatures.iter().copied())
+            .map(|sig| async move {
+                self.limit.wait().await;
+                self.chain.transaction(&sig).await
+            })
+            .buffer_unordered(self.concurrency)
+            .try_collect::<Vec<Option<ParsedTx>>>()
+            .await?
+            .into_iter()
+            .flatten()
+            .filter(is_marketplace)
+            .collect();
+        let slots: BTreeSet<u64> = txs.iter().map(|t| t.slot).collect();
+        let positions: HashMap<u64, HashMap<String, u32>> = stream::iter(slots)
+            .map(|slot| async move { Ok::<_, IngestError>((slot, self.block_positions(slot).await?)) })
+            .buffer_unordered(self.concurrency)
+            .try_collect()
+            .await?;
+        let mut out = Vec::with_capacity(txs.len());
+        for tx in txs {
+            let index = positions
+                .get(&tx.slot)
+                .and_then(|p| p.get(&tx.signature))
+                .copied()
+                .unwrap_or(u32::MAX);
+            let mut manifests = BTreeMap::new();
+            for id in manifest_ids(&tx.memos) {
+                if let Some(body) = self.manifest(ix, &id).await? {
+                    manifests.insert(id, body);
+                }
+            }
+            out.push(TxRecord {
+                tx,
+                index,
+                manifests,
+            });
+        }
+        Ok(out)
+    }
+
+    /// Which of `signatures` the node no longer knows at `confirmed`
+    /// (dropped with a fork before finality).
+    pub async fn vanished(&self, signatures: &[String]) -> Result<Vec<String>, IngestError> {
+        let mut gone = Vec::new();
+        for chunk in signatures.chunks(256) {
+            let sigs: Vec<Signature> = chunk
+                .iter()
+                .filter_map(|s| Signature::from_str(s).ok())
+                .collect();
+            self.limit.wait().await;
+            let statuses = with_retry("getSignatureStatuses", || {
+                self.chain.rpc().get_signature_statuses(&sigs)
+            })
+            .await?
+            .value;
+            for (sig, status) in sigs.iter().zip(statuses) {
+                if status.is_none() {
+                    gone.push(sig.to_string());
+                }
+            }
+        }
+        Ok(gone)
+    }
+
+    /// One poll: list each address's history past its checkpoint, fetch
+    /// what is new, finalize, drop what vanished, move checkpoints.
+    pub async fn poll(&self, ix: &Indexer) -> Result<PollReport, IngestError> {
+        let final_slot = self.finalized_slot().await?;
+        let mut listed: BTreeMap<String, u64> = BTreeMap::new();
+        let mut new_checkpoints = Vec::new();
+        for address in &self.addresses {
+            let key = address.to_string();
+            let until = ix
+                .store()
+                .checkpoint(&key)?
+                .and_then(|(s, _)| Signature::from_str(&s).ok());
+            self.limit.wait().await;
+            let history = self.chain.signatures_for(address, until.as_ref()).await?;
+            if let Some(newest_final) = history.iter().find(|h| h.slot <= final_slot) {
+                new_checkpoints.push((key, newest_final.signature.clone(), newest_final.slot));
+            }
+            for h in history {
+                listed.insert(h.signature, h.slot);
+            }
+        }
+        let mut wanted = Vec::new();
+        for sig in listed.keys() {
+            if !ix.store().has(sig)? {
+                if let Ok(s) = Signature::from_str(sig) {
+                    wanted.push(s);
+                }
+            }
+        }
+        let records = self.records(ix, &wanted).await?;
+        let unlisted: Vec<String> = ix
+            .store()
+            .provisional()?
+            .into_iter()
+            .filter(|(sig, _)| !listed.contains_key(sig))
+            .map(|(sig, _)| sig)
+            .collect();
+        let vanished = self.vanished(&unlisted).await?;
+        let fetched = records.len();
+        let applied = ix.ingest(records, final_slot, &vanished)?;
+        {
+            let mut store = ix.store();
+            for (address, sig, slot) in new_checkpoints {
+                store.set_checkpoint(&address, &sig, slot)?;
+            }
+        }
+        Ok(PollReport {
+            listed: listed.len(),
+            fetched,
+            final_slot,
+            applied,
+        })
+    }
+}

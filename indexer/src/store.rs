@@ -1,0 +1,339 @@
+//! Durable storage behind one narrow trait, [`LogStore`]: the log of
+//! recorded transactions (provisional or final), the manifest cache,
+//! per-address checkpoints, and auth nonces/sessions. SQLite (WAL) is the
+//! implementation here; a Postgres one would implement the same trait so
+//! several API replicas can fold one shared log.
+//!
+//! Owns persistence only: it never interprets a record.
+
+use crate::record::TxRecord;
+use rusqlite::{params, Connection, OptionalExtension};
+use serde_json::Value;
+use std::path::Path;
+
+const MIGRATIONS: &[&str] = &[include_str!("../../migrations/indexer/0001_init.sql")];
+/// `PRAGMA application_id` of indexer databases ("BRNI").
+pub const APPLICATION_ID: i64 = 0x4252_4e49;
+
+/// Storage errors.
+#[derive(Debug, thiserror::Error)]
+pub enum StoreError {
+    /// SQLite.
+    #[error("indexer database: {0}")]
+    Sqlite(#[from] rusqlite::Error),
+    /// A stored record does not decode.
+    #[error("stored record {signature} is corrupt: {source}")]
+    Corrupt {
+        /// Which.
+        signature: String,
+        /// Why.
+        source: serde_json::Error,
+    },
+    /// Not an indexer database, or a newer one.
+    #[error("{0}")]
+    Foreign(String),
+}
+
+/// A session: who, until when.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Session {
+    /// Wallet.
+    pub pubkey: String,
+    /// Expiry (unix seconds).
+    pub expires_at: i64,
+}
+
+/// A pending challenge.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Nonce {
+    /// Wallet it was issued to.
+    pub pubkey: String,
+    /// The exact message to sign.
+    pub message: String,
+    /// Expiry (unix seconds).
+    pub expires_at: i64,
+}
+
+/// What the indexer persists.
+pub trait LogStore: Send {
+    /// Inserts or updates records; those at or below `final_slot` are
+    /// final. Returns how many were already stored at another position
+    /// (a fork moved them: the state must be refolded).
+    fn put_records(&mut self, records: &[TxRecord], final_slot: u64) -> Result<usize, StoreError>;
+    /// Every record, in chain order.
+    fn records(&self) -> Result<Vec<TxRecord>, StoreError>;
+    /// Signatures and slots of provisional records.
+    fn provisional(&self) -> Result<Vec<(String, u64)>, StoreError>;
+    /// Marks provisional records at or below `final_slot` final.
+    fn finalize_through(&mut self, final_slot: u64) -> Result<usize, StoreError>;
+    /// Removes records (transactions that vanished before finality).
+    fn remove(&mut self, signatures: &[String]) -> Result<usize, StoreError>;
+    /// Whether a record is stored.
+    fn has(&self, signature: &str) -> Result<bool, StoreError>;
+    /// The checkpoint of a watched address.
+    fn checkpoint(&self, address: &str) -> Result<Option<(String, u64)>, StoreError>;
+    /// Moves an address's checkpoint forward (never back).
+    fn set_checkpoint(&mut self, address: &str, signature: &str, slot: u64)
+        -> Result<(), StoreError>;
+    /// A cached manifest body.
+    fn manifest(&self, id: &str) -> Result<Option<Value>, StoreError>;
+    /// Caches a manifest body.
+    fn put_manifest(&mut self, id: &str, body: &Value) -> Result<(), StoreError>;
+    /// A metadata value.
+    fn meta(&self, key: &str) -> Result<Option<String>, StoreError>;
+    /// Sets a metadata value.
+    fn set_meta(&mut self, key: &str, value: &str) -> Result<(), StoreError>;
+    /// Stores a challenge nonce.
+    fn put_nonce(&mut self, nonce: &str, n: &Nonce) -> Result<(), StoreError>;
+    /// Takes a nonce out (single use: a second take finds nothing).
+    fn take_nonce(&mut self, nonce: &str) -> Result<Option<Nonce>, StoreError>;
+    /// Stores a session under the SHA-256 of its token.
+    fn put_session(&mut self, token_sha256: &str, s: &Session) -> Result<(), StoreError>;
+    /// The session for a token hash.
+    fn session(&self, token_sha256: &str) -> Result<Option<Session>, StoreError>;
+    /// Drops expired nonces and sessions.
+    fn purge_auth(&mut self, now: i64) -> Result<(), StoreError>;
+}
+
+/// The SQLite store.
+pub struct SqliteStore {
+    conn: Connection,
+}
+
+impl SqliteStore {
+    /// Opens (creating) the database at `path`.
+    pub fn open(path: &Path) -> Result<SqliteStore, StoreError> {
+        if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+            let _ = std::fs::create_dir_all(dir);
+        }
+        let conn = Connection::open(path)?;
+        Self::init(conn)
+    }
+
+    /// An in-memory database (tests, replays without `--db`).
+    pub fn in_memory() -> Result<SqliteStore, StoreError> {
+        Self::init(Connection::open_in_memory()?)
+    }
+
+    fn init(mut conn: Connection) -> Result<SqliteStore, StoreError> {
+        conn.busy_timeout(std::time::Duration::from_secs(5))?;
+        conn.pragma_update(None, "journal_mode", "WAL")?;
+        conn.pragma_update(None, "synchronous", "NORMAL")?;
+        let app_id: i64 = conn.query_row("PRAGMA application_id", [], |r| r.get(0))?;
+        let tables: i64 = conn.query_row("SELECT count(*) FROM sqlite_master", [], |r| r.get(0))?;
+        if app_id != APPLICATION_ID && tables > 0 {
+            return Err(StoreError::Foreign(
+                "not a brainctl indexer database (pass a new --db path)".into(),
+            ));
+        }
+        let version: i64 = conn.query_row("PRAGMA user_version", [], |r| r.get(0))?;
+        if version > MIGRATIONS.len() as i64 {
+            return Err(StoreError::Foreign(format!(
+                "indexer database schema v{version} is newer than this build (v{}); upgrade brainctl-indexer",
+                MIGRATIONS.len()
+            )));
+        }
+        node::store::migrate::apply(&mut conn, MIGRATIONS, Some(APPLICATION_ID))?;
+        Ok(SqliteStore { conn })
+    }
+}
+
+fn decode(signature: String, json: &str) -> Result<TxRecord, StoreError> {
+    serde_json::from_str(json).map_err(|source| StoreError::Corrupt { signature, source })
+}
+
+impl LogStore for SqliteStore {
+    fn put_records(&mut self, records: &[TxRecord], final_slot: u64) -> Result<usize, StoreError> {
+        let tx = self.conn.transaction()?;
+        let mut moved = 0;
+        {
+            let mut old = tx.prepare_cached("SELECT slot, idx FROM txs WHERE signature = ?1")?;
+            for r in records {
+                let at: Option<(i64, u32)> = old
+                    .query_row([&r.tx.signature], |row| Ok((row.get(0)?, row.get(1)?)))
+                    .optional()?;
+                if at.is_some_and(|(slot, idx)| (slot as u64, idx) != r.position()) {
+                    moved += 1;
+                }
+            }
+        }
+        {
+            let mut stmt = tx.prepare_cached(
+                "INSERT INTO txs (signature, slot, idx, final, record) VALUES (?1, ?2, ?3, ?4, ?5)
+                 ON CONFLICT(signature) DO UPDATE SET slot = excluded.slot, idx = excluded.idx,
+                   final = max(final, excluded.final), record = excluded.record",
+            )?;
+            for r in records {
+                let json = serde_json::to_string(r).expect("records serialize");
+                stmt.execute(params![
+                    r.tx.signature,
+                    r.tx.slot as i64,
+                    r.index,
+                    (r.tx.slot <= final_slot) as i64,
+                    json
+                ])?;
+            }
+        }
+        tx.commit()?;
+        Ok(moved)
+    }
+
+    fn records(&self) -> Result<Vec<TxRecord>, StoreError> {
+        let mut stmt = self
+            .conn
+            .prepare("SELECT signature, record FROM txs ORDER BY slot, idx, signature")?;
+        let rows = stmt.query_map([], |r| Ok((r.get::<_, String>(0)?, r.get::<_, String>(1)?)))?;
+        rows.map(|row| {
+            let (sig, json) = row?;
+            decode(sig, &json)
+        })
+        .collect()
+    }
+
+    fn provisional(&self) -> Result<Vec<(String, u64)>, StoreError> {
+        let mut stmt = self
+            .conn
+            .prepare("SELECT signature, slot FROM txs WHERE final = 0 ORDER BY slot, idx")?;
+        let rows = stmt.query_map([], |r| Ok((r.get(0)?, r.get::<_, i64>(1)? as u64)))?;
+        Ok(rows.collect::<Result<_, _>>()?)
+    }
+
+    fn finalize_through(&mut self, final_slot: u64) -> Result<usize, StoreError> {
+        Ok(self.conn.execute(
+            "UPDATE txs SET final = 1 WHERE final = 0 AND slot <= ?1",
+            [final_slot as i64],
+        )?)
+    }
+
+    fn remove(&mut self, signatures: &[String]) -> Result<usize, StoreError> {
+        let tx = self.conn.transaction()?;
+        let mut n = 0;
+        for s in signatures {
+            n += tx.execute("DELETE FROM txs WHERE signature = ?1 AND final = 0", [s])?;
+        }
+        tx.commit()?;
+        Ok(n)
+    }
+
+    fn has(&self, signature: &str) -> Result<bool, StoreError> {
+        Ok(self
+            .conn
+            .query_row("SELECT 1 FROM txs WHERE signature = ?1", [signature], |_| Ok(()))
+            .optional()?
+            .is_some())
+    }
+
+    fn checkpoint(&self, address: &str) -> Result<Option<(String, u64)>, StoreError> {
+        Ok(self
+            .conn
+            .query_row(
+                "SELECT signature, slot FROM checkpoints WHERE address = ?1",
+                [address],
+                |r| Ok((r.get(0)?, r.get::<_, i64>(1)? as u64)),
+            )
+            .optional()?)
+    }
+
+    fn set_checkpoint(
+        &mut self,
+        address: &str,
+        signature: &str,
+        slot: u64,
+    ) -> Result<(), StoreError> {
+        self.conn.execute(
+            "INSERT INTO checkpoints (address, signature, slot) VALUES (?1, ?2, ?3)
+             ON CONFLICT(address) DO UPDATE SET signature = excluded.signature, slot = excluded.slot
+             WHERE excluded.slot >= checkpoints.slot",
+            params![address, signature, slot as i64],
+        )?;
+        Ok(())
+    }
+
+    fn manifest(&self, id: &str) -> Result<Option<Value>, StoreError> {
+        let body: Option<String> = self
+            .conn
+            .query_row("SELECT body FROM manifests WHERE id = ?1", [id], |r| r.get(0))
+            .optional()?;
+        Ok(body.and_then(|b| serde_json::from_str(&b).ok()))
+    }
+
+    fn put_manifest(&mut self, id: &str, body: &Value) -> Result<(), StoreError> {
+        self.conn.execute(
+            "INSERT OR IGNORE INTO manifests (id, body) VALUES (?1, ?2)",
+            params![id, body.to_string()],
+        )?;
+        Ok(())
+    }
+
+    fn meta(&self, key: &str) -> Result<Option<String>, StoreError> {
+        Ok(self
+            .conn
+            .query_row("SELECT value FROM meta WHERE key = ?1", [key], |r| r.get(0))
+            .optional()?)
+    }
+
+    fn set_meta(&mut self, key: &str, value: &str) -> Result<(), StoreError> {
+        self.conn.execute(
+            "INSERT INTO meta (key, value) VALUES (?1, ?2) ON CONFLICT(key) DO UPDATE SET value = excluded.value",
+            params![key, value],
+        )?;
+        Ok(())
+    }
+
+    fn put_nonce(&mut self, nonce: &str, n: &Nonce) -> Result<(), StoreError> {
+        self.conn.execute(
+            "INSERT INTO nonces (nonce, pubkey, message, expires_at) VALUES (?1, ?2, ?3, ?4)",
+            params![nonce, n.pubkey, n.message, n.expires_at],
+        )?;
+        Ok(())
+    }
+
+    fn take_nonce(&mut self, nonce: &str) -> Result<Option<Nonce>, StoreError> {
+        Ok(self
+            .conn
+            .query_row(
+                "DELETE FROM nonces WHERE nonce = ?1 RETURNING pubkey, message, expires_at",
+                [nonce],
+                |r| {
+                    Ok(Nonce {
+                        pubkey: r.get(0)?,
+                        message: r.get(1)?,
+                        expires_at: r.get(2)?,
+                    })
+                },
+            )
+            .optional()?)
+    }
+
+    fn put_session(&mut self, token_sha256: &str, s: &Session) -> Result<(), StoreError> {
+        self.conn.execute(
+            "INSERT INTO sessions (token_sha256, pubkey, expires_at) VALUES (?1, ?2, ?3)",
+            params![token_sha256, s.pubkey, s.expires_at],
+        )?;
+        Ok(())
+    }
+
+    fn session(&self, token_sha256: &str) -> Result<Option<Session>, StoreError> {
+        Ok(self
+            .conn
+            .query_row(
+                "SELECT pubkey, expires_at FROM sessions WHERE token_sha256 = ?1",
+                [token_sha256],
+                |r| {
+                    Ok(Session {
+                        pubkey: r.get(0)?,
+                        expires_at: r.get(1)?,
+                    })
+                },
+            )
+            .optional()?)
+    }
+
+    fn purge_auth(&mut self, now: i64) -> Result<(), StoreError> {
+        self.conn
+            .execute("DELETE FROM nonces WHERE expires_at <= ?1", [now])?;
+        self.conn
+            .execute("DELETE FROM sessions WHERE expires_at <= ?1", [now])?;
+        Ok(())
+    }
+}

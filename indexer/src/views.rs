@@ -1,0 +1,272 @@
+//! Read models over a [`State`]: the JSON shapes the API serves (the
+//! reference client reads `listings[].manifest`, `listing.manifest`,
+//! `offers[].manifest` and the settlement `status`), visibility rules for
+//! private listings, and seller reputation from the chain alone.
+//!
+//! Owns "who may see what, in which shape"; never mutates state.
+
+use crate::fold::{FoldConfig, ListingState, OfferState, Settlement, SettlementStatus, State};
+use serde::Serialize;
+use serde_json::{json, Value};
+
+/// Browse filters (all optional).
+#[derive(Debug, Clone, Default)]
+pub struct ListingFilter {
+    /// Highest price in USD.
+    pub max_price_usd: Option<f64>,
+    /// A category the preview must name.
+    pub category: Option<String>,
+    /// auction | private.
+    pub visibility: Option<String>,
+    /// Seller.
+    pub seller: Option<String>,
+    /// live (default) | cancelled | expired | all.
+    pub status: Option<String>,
+    /// Resume after this listing id (ids sort by date).
+    pub after: Option<String>,
+    /// Page size.
+    pub limit: usize,
+}
+
+fn categories(l: &ListingState) -> impl Iterator<Item = &str> {
+    l.manifest
+        .pointer("/preview/categories_summary")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .filter_map(Value::as_str)
+}
+
+impl ListingFilter {
+    fn matches(&self, l: &ListingState, now: i64) -> bool {
+        let status = self.status.as_deref().unwrap_or("live");
+        (status == "all" || l.status(now) == status)
+            && self.max_price_usd.is_none_or(|p| l.price_usd <= p)
+            && self
+                .visibility
+                .as_deref()
+                .is_none_or(|v| l.visibility == v)
+            && self.seller.as_deref().is_none_or(|s| l.seller == s)
+            && self
+                .category
+                .as_deref()
+                .is_none_or(|c| categories(l).any(|x| x == c))
+            && self
+                .after
+                .as_deref()
+                .is_none_or(|a| l.listing_id.as_str() > a)
+    }
+}
+
+/// Whether `viewer` may see `offer` (private listings: only its seller and
+/// the offer's buyer).
+pub fn may_see_offer(state: &State, offer: &OfferState, viewer: Option<&str>) -> bool {
+    match state.listings.get(&offer.listing_id) {
+        Some(l) if l.visibility == "private" => {
+            viewer.is_some_and(|v| v == l.seller || v == offer.buyer)
+        }
+        _ => true,
+    }
+}
+
+/// One listing.
+pub fn listing(state: &State, l: &ListingState) -> Value {
+    let (mut sales, mut released) = (0u64, 0u64);
+    for s in state.settlements.values().filter(|s| s.listing_id == l.listing_id) {
+        match s.status {
+            SettlementStatus::Paid => sales += 1,
+            SettlementStatus::Released { .. } => {
+                sales += 1;
+                released += 1
+            }
+            SettlementStatus::Rejected { .. } => {}
+        }
+    }
+    json!({
+        "listing_id": l.listing_id,
+        "status": l.status(state.now),
+        "seller_pubkey": l.seller,
+        "payment_address": l.payment_address,
+        "price_usd": l.price_usd,
+        "price_lamports": l.price_lamports,
+        "fee_bps": l.fee_bps,
+        "visibility": l.visibility,
+        "expires_at": l.expires_at,
+        "bundle_hash": l.bundle_hash,
+        "listing_arweave_id": l.manifest_id,
+        "list_tx_signature": l.listed.signature,
+        "listed_slot": l.listed.slot,
+        "cancel_tx_signature": l.cancelled.as_ref().map(|c| &c.signature),
+        "sales": sales,
+        "releases": released,
+        "manifest": l.manifest,
+    })
+}
+
+/// Listings matching `f`, in id order, one page, and the cursor of the next.
+pub fn listings(state: &State, f: &ListingFilter) -> Value {
+    let mut page: Vec<Value> = Vec::new();
+    let mut next = None;
+    for l in state.listings.values().filter(|l| f.matches(l, state.now)) {
+        if page.len() == f.limit {
+            next = page
+                .last()
+                .and_then(|v| v.get("listing_id").cloned());
+            break;
+        }
+        page.push(listing(state, l));
+    }
+    json!({ "listings": page, "count": page.len(), "next_cursor": next })
+}
+
+/// One offer with its lineage.
+pub fn offer(o: &OfferState, now: i64) -> Value {
+    let current = o.current();
+    let expired = o.status == crate::fold::OfferStatus::Open && now >= current.expires_at;
+    json!({
+        "offer_id": o.offer_id,
+        "listing_id": o.listing_id,
+        "buyer_pubkey": o.buyer,
+        "status": if expired { json!("expired") } else { json!(o.status) },
+        "price_usd": current.price_usd,
+        "price_lamports": current.price_lamports,
+        "expires_at": current.expires_at,
+        "offer_tx_signature": o.terms[0].at.signature,
+        "closed_tx_signature": o.closed.as_ref().map(|c| &c.signature),
+        "counters": o.terms[1..].iter().map(|t| json!({
+            "from_pubkey": t.from,
+            "counter_arweave_id": t.manifest_id,
+            "price_usd": t.price_usd,
+            "price_lamports": t.price_lamports,
+            "expires_at": t.expires_at,
+            "tx_signature": t.at.signature,
+            "manifest": t.manifest,
+        })).collect::<Vec<_>>(),
+        "offer_arweave_id": o.terms[0].manifest_id,
+        "manifest": o.terms[0].manifest,
+    })
+}
+
+/// Offers on a listing `viewer` may see.
+pub fn offers_of(state: &State, listing_id: &str, viewer: Option<&str>) -> Vec<Value> {
+    state
+        .offers
+        .values()
+        .filter(|o| o.listing_id == listing_id && may_see_offer(state, o, viewer))
+        .map(|o| offer(o, state.now))
+        .collect()
+}
+
+/// A buy as the settlement endpoint shows it.
+pub fn settlement(state: &State, sig: &str, s: &Settlement, cfg: &FoldConfig) -> Value {
+    let mut v = json!({
+        "listing_id": s.listing_id,
+        "buyer_pubkey": s.buyer,
+        "status": state.settlement_status(s, cfg),
+        "buy_tx_signature": sig,
+        "buy_slot": s.at.slot,
+        "paid_lamports": s.paid_lamports,
+        "price_lamports": s.price_lamports,
+        "offer_id": s.offer_id,
+    });
+    match &s.status {
+        SettlementStatus::Released {
+            at,
+            envelope_id,
+            minted_token,
+        } => {
+            v["release_tx_signature"] = json!(at.signature);
+            v["envelope_arweave_id"] = json!(envelope_id);
+            v["minted_token"] = json!(minted_token);
+        }
+        SettlementStatus::Rejected { reason } => v["reason"] = json!(reason),
+        SettlementStatus::Paid => {}
+    }
+    v
+}
+
+/// The settlement of `buyer` on `listing_id`: the best one (released over
+/// paid over rejected), newest first among equals; `pending` when none.
+pub fn settlement_for(state: &State, listing_id: &str, buyer: &str, cfg: &FoldConfig) -> Value {
+    let rank = |s: &Settlement| match s.status {
+        SettlementStatus::Released { .. } => 2,
+        SettlementStatus::Paid => 1,
+        SettlementStatus::Rejected { .. } => 0,
+    };
+    state
+        .settlements
+        .iter()
+        .filter(|(_, s)| s.listing_id == listing_id && s.buyer == buyer)
+        .max_by_key(|(_, s)| (rank(s), s.at.slot))
+        .map(|(sig, s)| settlement(state, sig, s, cfg))
+        .unwrap_or_else(|| {
+            json!({"listing_id": listing_id, "buyer_pubkey": buyer, "status": "pending"})
+        })
+}
+
+/// A seller's record, from the chain alone.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Reputation {
+    /// Seller.
+    pub seller_pubkey: String,
+    /// Listings made.
+    pub listings: u64,
+    /// Verified paid buys.
+    pub sales: u64,
+    /// Of those, released.
+    pub releases: u64,
+    /// Paid buys past the grace period without a release.
+    pub unreleased_paid_buys: u64,
+    /// Median seconds from buy to release (block times).
+    pub median_release_latency_secs: Option<i64>,
+    /// Lamports received in verified buys.
+    pub volume_lamports: u64,
+}
+
+/// Reputation of `seller`.
+pub fn reputation(state: &State, seller: &str, cfg: &FoldConfig) -> Reputation {
+    let mine: Vec<&str> = state
+        .listings
+        .values()
+        .filter(|l| l.seller == seller)
+        .map(|l| l.listing_id.as_str())
+        .collect();
+    let mut r = Reputation {
+        seller_pubkey: seller.into(),
+        listings: mine.len() as u64,
+        sales: 0,
+        releases: 0,
+        unreleased_paid_buys: 0,
+        median_release_latency_secs: None,
+        volume_lamports: 0,
+    };
+    let mut latencies = Vec::new();
+    for s in state
+        .settlements
+        .values()
+        .filter(|s| mine.contains(&s.listing_id.as_str()))
+    {
+        if matches!(s.status, SettlementStatus::Rejected { .. }) {
+            continue;
+        }
+        r.sales += 1;
+        r.volume_lamports = r.volume_lamports.saturating_add(s.paid_lamports);
+        match &s.status {
+            SettlementStatus::Released { at, .. } => {
+                r.releases += 1;
+                if let (Some(b), Some(e)) = (s.at.block_time, at.block_time) {
+                    latencies.push(e - b);
+                }
+            }
+            _ if state.settlement_status(s, cfg) == "unreleased" => r.unreleased_paid_buys += 1,
+            _ => {}
+        }
+    }
+    latencies.sort_unstable();
+    r.median_release_latency_secs = match latencies.len() {
+        0 => None,
+        n if n % 2 == 1 => Some(latencies[n / 2]),
+        n => Some((latencies[n / 2 - 1] + latencies[n / 2]) / 2),
+    };
+    r
+}
