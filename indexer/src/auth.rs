@@ -221,17 +221,35 @@ mod tests {
         let (k2, pk2) = wallet(2);
         let c = challenge(&mut db, &pk, "localhost", 1_000).unwrap();
         assert!(matches!(
-            verify(&mut db, &pk, &c.nonce, &sign(&k, &c.message_to_sign), 1_000 + NONCE_TTL_SECS),
+            verify(
+                &mut db,
+                &pk,
+                &c.nonce,
+                &sign(&k, &c.message_to_sign),
+                1_000 + NONCE_TTL_SECS
+            ),
             Err(AuthError::ExpiredNonce)
         ));
         let c = challenge(&mut db, &pk, "localhost", 2_000).unwrap();
         assert!(matches!(
-            verify(&mut db, &pk2, &c.nonce, &sign(&k2, &c.message_to_sign), 2_001),
+            verify(
+                &mut db,
+                &pk2,
+                &c.nonce,
+                &sign(&k2, &c.message_to_sign),
+                2_001
+            ),
             Err(AuthError::WrongPubkey)
         ));
         let c = challenge(&mut db, &pk, "localhost", 3_000).unwrap();
         assert!(matches!(
-            verify(&mut db, &pk, &c.nonce, &sign(&k2, &c.message_to_sign), 3_001),
+            verify(
+                &mut db,
+                &pk,
+                &c.nonce,
+                &sign(&k2, &c.message_to_sign),
+                3_001
+            ),
             Err(AuthError::BadSignature)
         ));
         // the failed attempt used the nonce up

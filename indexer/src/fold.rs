@@ -184,7 +184,9 @@ pub struct OfferState {
 impl OfferState {
     /// The terms that apply now (the last counter's, else the offer's).
     pub fn current(&self) -> &Terms {
-        self.terms.last().expect("an offer always has its own terms")
+        self.terms
+            .last()
+            .expect("an offer always has its own terms")
     }
 }
 
@@ -264,6 +266,20 @@ pub struct State {
     seen: BTreeSet<String>,
 }
 
+/// Feeds serde_json's output straight into the hasher (no buffer).
+struct HashWriter<'a>(&'a mut Sha256);
+
+impl std::io::Write for HashWriter<'_> {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.0.update(buf);
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
 /// Why records could not be folded incrementally.
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
 #[error("record at {got:?} is not after the last folded position {last:?}; refold from the start")]
@@ -326,10 +342,15 @@ impl State {
         self.seen.contains(signature)
     }
 
-    /// SHA-256 (hex) of the canonical JSON of the state.
+    /// SHA-256 (hex) of the state version and the canonical JSON of the state.
     pub fn hash(&self) -> String {
-        let bytes = serde_json::to_vec(self).expect("state serializes");
-        hex::encode(Sha256::digest(bytes))
+        let mut h = Sha256::new();
+        h.update(format!(
+            "brainctl-indexer/state/v{}\n",
+            crate::STATE_VERSION
+        ));
+        serde_json::to_writer(HashWriter(&mut h), self).expect("state serializes");
+        hex::encode(h.finalize())
     }
 
     fn apply_unchecked(&mut self, r: &TxRecord, book: &ManifestBook, cfg: &FoldConfig) {
@@ -385,9 +406,7 @@ impl State {
             } => self.counter(offer_id, counter_arweave_id, counterer_pubkey, r, book),
             MemoOp::Accept { offer_id } => self.close_offer(offer_id, OfferStatus::Accepted, r),
             MemoOp::Reject { offer_id } => self.close_offer(offer_id, OfferStatus::Rejected, r),
-            MemoOp::Withdraw { offer_id } => {
-                self.close_offer(offer_id, OfferStatus::Withdrawn, r)
-            }
+            MemoOp::Withdraw { offer_id } => self.close_offer(offer_id, OfferStatus::Withdrawn, r),
             MemoOp::Buy {
                 listing_id,
                 buyer_x25519,
@@ -396,7 +415,13 @@ impl State {
                 listing_id,
                 envelope_arweave_id,
                 minted_token_address,
-            } => self.release(listing_id, envelope_arweave_id, minted_token_address, r, book),
+            } => self.release(
+                listing_id,
+                envelope_arweave_id,
+                minted_token_address,
+                r,
+                book,
+            ),
             MemoOp::Cancel { listing_id } => self.cancel(listing_id, r),
         }
     }
@@ -606,10 +631,7 @@ impl State {
                     price_lamports,
                     expires_at: listing.expires_at,
                     cancelled_at_slot: listing.cancelled.as_ref().map(|c| c.slot),
-                    fee: cfg
-                        .fee_treasury
-                        .clone()
-                        .map(|t| (t, listing.fee_bps)),
+                    fee: cfg.fee_treasury.clone().map(|t| (t, listing.fee_bps)),
                 };
                 let negotiated = self.accepted_for(listing_id, &buyer);
                 verify_buy(&r.tx, &terms, negotiated.as_ref()).map_err(|e| e.to_string())
@@ -710,7 +732,10 @@ impl State {
         if listing.cancelled.is_some() {
             return Err("listing already cancelled".into());
         }
-        self.listings.get_mut(listing_id).expect("found above").cancelled = Some(At::of(r));
+        self.listings
+            .get_mut(listing_id)
+            .expect("found above")
+            .cancelled = Some(At::of(r));
         Ok(())
     }
 

@@ -246,11 +246,14 @@ impl RpcSource {
             .filter(is_marketplace)
             .collect();
         let slots: BTreeSet<u64> = txs.iter().map(|t| t.slot).collect();
-        let positions: HashMap<u64, HashMap<String, u32>> = stream::iter(slots)
-            .map(|slot| async move { Ok::<_, IngestError>((slot, self.block_positions(slot).await?)) })
-            .buffer_unordered(self.concurrency)
-            .try_collect()
-            .await?;
+        let positions: HashMap<u64, HashMap<String, u32>> =
+            stream::iter(slots)
+                .map(|slot| async move {
+                    Ok::<_, IngestError>((slot, self.block_positions(slot).await?))
+                })
+                .buffer_unordered(self.concurrency)
+                .try_collect()
+                .await?;
         let mut out = Vec::with_capacity(txs.len());
         for tx in txs {
             let index = positions

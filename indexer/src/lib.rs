@@ -8,6 +8,7 @@
 //! - [`engine`]: log and state kept in step
 //! - [`ingest`]: RPC polling, checkpoints, finality
 //! - [`logfile`]: JSONL export/replay of the log
+//! - [`synth`]: deterministic synthetic logs for tests and benchmarks
 //! - [`auth`], [`views`], [`api`]: the HTTP surface
 //!
 //! It holds no keys, never signs and never custodies funds.
@@ -22,6 +23,7 @@ pub mod ingest;
 pub mod logfile;
 pub mod record;
 pub mod store;
+pub mod synth;
 pub mod views;
 
 /// Version of the indexer's state encoding (part of the state hash).

@@ -42,7 +42,10 @@ pub fn read(input: impl Read) -> Result<Vec<TxRecord>, LogFileError> {
             continue;
         }
         out.push(
-            serde_json::from_str(&line).map_err(|source| LogFileError::Line { line: i + 1, source })?,
+            serde_json::from_str(&line).map_err(|source| LogFileError::Line {
+                line: i + 1,
+                source,
+            })?,
         );
     }
     Ok(out)

@@ -1,10 +1,433 @@
-//! `brainctl-indexer`: operator binary (subcommands land with the indexer issue).
+//! `brainctl-indexer`: the operator binary. `run` ingests and serves;
+//! `rebuild` re-reads the whole chain history into an empty log;
+//! `state-hash`, `export-log` and `replay-log` work on stored or recorded
+//! logs. Errors go to stderr with what to do about them; `--json` prints
+//! machine-readable results.
 
-fn main() -> std::process::ExitCode {
-    eprintln!(
-        "brainctl-indexer {} (state v{}): not implemented yet; see the indexer issue",
-        env!("CARGO_PKG_VERSION"),
-        indexer::STATE_VERSION
+use anyhow::{bail, Context, Result};
+use clap::{Args, Parser, Subcommand};
+use indexer::api::{self, AppState, Metrics};
+use indexer::engine::Indexer;
+use indexer::fold::{FoldConfig, DEFAULT_RELEASE_GRACE_SECS};
+use indexer::ingest::RpcSource;
+use indexer::record::TxRecord;
+use indexer::store::{LogStore, SqliteStore};
+use node::arweave::{FsStore, Source};
+use node::chain::{Chain, ClusterKind, Endpoint, FeePolicy, Pubkey};
+use serde_json::json;
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::str::FromStr;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+#[derive(Parser)]
+#[command(
+    name = "brainctl-indexer",
+    version,
+    about = "Rebuilds brainctl marketplace state from chain memos and serves it over HTTP",
+    long_about = "Rebuilds every listing, offer and settlement of the brainctl marketplace \
+from chain memos alone and serves them over HTTP (the REST surface of PROTOCOL.md §9).\n\n\
+It holds no keys and never signs: POST endpoints are hints it verifies on chain, and \
+/settle returns an unsigned transaction for the buyer to sign.\n\n\
+Quick start on localnet:\n  brainctl-indexer run --rpc http://127.0.0.1:8899 \
+--gateway http://127.0.0.1:1984 --db indexer.db --listen 127.0.0.1:8080"
+)]
+struct Cli {
+    /// Print results as JSON.
+    #[arg(long, global = true)]
+    json: bool,
+    #[command(subcommand)]
+    cmd: Cmd,
+}
+
+#[derive(Subcommand)]
+enum Cmd {
+    /// Ingest continuously and serve the HTTP API until SIGINT/SIGTERM.
+    Run(RunArgs),
+    /// Re-read the whole chain history into an empty log and print its state hash.
+    Rebuild(RebuildArgs),
+    /// Print the hash of the canonical state folded from the stored log.
+    StateHash(DbArg),
+    /// Write the stored log as JSONL (one transaction record per line).
+    ExportLog {
+        #[command(flatten)]
+        db: DbArg,
+        /// Output file.
+        file: PathBuf,
+    },
+    /// Fold a recorded JSONL log in memory; print its state hash and speed.
+    ReplayLog {
+        /// The log (from `export-log`).
+        file: PathBuf,
+        /// Records per ingest batch (the hash does not depend on it).
+        #[arg(long, default_value_t = 1_000)]
+        batch: usize,
+        /// Seconds before a paid buy without release counts as unreleased.
+        #[arg(long, default_value_t = DEFAULT_RELEASE_GRACE_SECS)]
+        release_grace_secs: i64,
+    },
+}
+
+#[derive(Args)]
+struct DbArg {
+    /// The indexer database (SQLite, WAL).
+    #[arg(long, env = "BRAINCTL_INDEXER_DB", default_value = "indexer.db")]
+    db: PathBuf,
+}
+
+#[derive(Args)]
+struct SourceArgs {
+    /// Solana JSON-RPC URL (or localnet/devnet/mainnet-beta).
+    #[arg(
+        long,
+        env = "BRAINCTL_INDEXER_RPC",
+        default_value = "http://127.0.0.1:8899"
+    )]
+    rpc: String,
+    /// Arweave gateway serving manifests by item id.
+    #[arg(long, env = "BRAINCTL_GATEWAY_URL", conflicts_with = "fs_store")]
+    gateway: Option<String>,
+    /// A local content-addressed item directory instead of a gateway.
+    #[arg(long, env = "BRAINCTL_FS_STORE")]
+    fs_store: Option<PathBuf>,
+    /// Extra seller payment addresses to watch (the registry is always watched).
+    #[arg(long = "address", value_name = "PUBKEY")]
+    addresses: Vec<String>,
+    /// Discovery registry address (default: the protocol's).
+    #[arg(long, env = "BRAINCTL_REGISTRY")]
+    registry: Option<String>,
+    /// Concurrent transaction fetches.
+    #[arg(long, default_value_t = 8)]
+    concurrency: usize,
+    /// RPC requests per second (0 = unlimited).
+    #[arg(long, default_value_t = 40)]
+    rps: u32,
+    /// Seconds before a paid buy without release counts as unreleased.
+    #[arg(long, default_value_t = DEFAULT_RELEASE_GRACE_SECS)]
+    release_grace_secs: i64,
+}
+
+#[derive(Args)]
+struct RunArgs {
+    #[command(flatten)]
+    db: DbArg,
+    #[command(flatten)]
+    src: SourceArgs,
+    /// Address the HTTP API listens on.
+    #[arg(
+        long,
+        env = "BRAINCTL_INDEXER_LISTEN",
+        default_value = "127.0.0.1:8080"
+    )]
+    listen: String,
+    /// Milliseconds between polls.
+    #[arg(long, default_value_t = 1_000)]
+    interval_ms: u64,
+    /// Name shown in sign-in messages.
+    #[arg(long, default_value = "brainctl-indexer")]
+    domain: String,
+}
+
+#[derive(Args)]
+struct RebuildArgs {
+    #[command(flatten)]
+    db: DbArg,
+    #[command(flatten)]
+    src: SourceArgs,
+    /// Drop the existing log (sessions are kept) instead of refusing.
+    #[arg(long)]
+    force: bool,
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .try_init();
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .expect("tokio runtime");
+    match rt.block_on(dispatch(cli)) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("error: {e:#}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+async fn dispatch(cli: Cli) -> Result<()> {
+    let json = cli.json;
+    match cli.cmd {
+        Cmd::Run(a) => run(a).await,
+        Cmd::Rebuild(a) => rebuild(a, json).await,
+        Cmd::StateHash(d) => {
+            let ix = open_indexer(&d.db, FoldConfig::default(), None)?;
+            let s = ix.state();
+            print(
+                json,
+                json!({
+                    "state_hash": s.hash(),
+                    "transactions": s.transactions,
+                    "listings": s.listings.len(),
+                    "offers": s.offers.len(),
+                    "settlements": s.settlements.len(),
+                    "rejected": s.rejected.len(),
+                }),
+                &s.hash(),
+            );
+            Ok(())
+        }
+        Cmd::ExportLog { db, file } => {
+            let store = open_store(&db.db)?;
+            let records = store.records()?;
+            let f = std::fs::File::create(&file)
+                .with_context(|| format!("create {}", file.display()))?;
+            indexer::logfile::write(f, &records)?;
+            print(
+                json,
+                json!({"records": records.len(), "file": file}),
+                &format!("wrote {} records to {}", records.len(), file.display()),
+            );
+            Ok(())
+        }
+        Cmd::ReplayLog {
+            file,
+            batch,
+            release_grace_secs,
+        } => replay_log(&file, batch, release_grace_secs, json),
+    }
+}
+
+fn print(json: bool, value: serde_json::Value, human: &str) {
+    if json {
+        println!("{value}");
+    } else {
+        println!("{human}");
+    }
+}
+
+fn open_store(db: &Path) -> Result<SqliteStore> {
+    SqliteStore::open(db).with_context(|| format!("indexer database {}", db.display()))
+}
+
+/// Opens the log at `db`, checking it was built for `cluster` (recorded
+/// on first use) and folding it.
+fn open_indexer(db: &Path, cfg: FoldConfig, cluster: Option<&str>) -> Result<Indexer> {
+    let mut store = open_store(db)?;
+    if let Some(c) = cluster {
+        match store.meta("cluster")? {
+            Some(had) if had != c => bail!(
+                "{} indexes {had}, but the RPC serves {c}; use another --db for {c}",
+                db.display()
+            ),
+            Some(_) => {}
+            None => store.set_meta("cluster", c)?,
+        }
+    }
+    Ok(Indexer::open(Box::new(store), cfg)?)
+}
+
+/// The RPC source, the cluster's name and the fold rules for it.
+async fn connect(src: &SourceArgs) -> Result<(RpcSource, String, FoldConfig, Pubkey)> {
+    let endpoint = Endpoint::parse(&src.rpc).with_context(|| format!("--rpc {}", src.rpc))?;
+    let chain = Chain::new(
+        endpoint,
+        solana_commitment_config::CommitmentConfig::confirmed(),
     );
-    std::process::ExitCode::from(2)
+    let kind = chain
+        .cluster_kind()
+        .await
+        .with_context(|| format!("reach the RPC at {} (is the validator up?)", src.rpc))?;
+    let cluster = match kind {
+        ClusterKind::Local => "localnet".to_string(),
+        k => k.name().to_string(),
+    };
+    let policy = FeePolicy::from_env(kind)?;
+    let cfg = FoldConfig {
+        fee_treasury: policy.enabled.then(|| policy.treasury.to_string()),
+        release_grace_secs: src.release_grace_secs,
+    };
+    let registry = match &src.registry {
+        Some(r) => Pubkey::from_str(r.trim())
+            .map_err(|_| anyhow::anyhow!("--registry {r} is not a base58 pubkey"))?,
+        None => node::chain::instructions::default_registry(),
+    };
+    let mut addresses = vec![registry];
+    for a in &src.addresses {
+        let pk = Pubkey::from_str(a.trim())
+            .map_err(|_| anyhow::anyhow!("--address {a} is not a base58 pubkey"))?;
+        if !addresses.contains(&pk) {
+            addresses.push(pk);
+        }
+    }
+    let gateway = match (&src.gateway, &src.fs_store) {
+        (Some(url), _) => Source::Gateway(url.trim_end_matches('/').to_string()),
+        (None, Some(dir)) => Source::Fs(FsStore::new(dir)),
+        (None, None) => {
+            bail!("no manifest source: pass --gateway URL (an Arweave gateway) or --fs-store DIR")
+        }
+    };
+    let source = RpcSource::new(chain, gateway, addresses, src.concurrency, src.rps);
+    Ok((source, cluster, cfg, registry))
+}
+
+async fn run(a: RunArgs) -> Result<()> {
+    let (source, cluster, cfg, registry) = connect(&a.src).await?;
+    let ix = Arc::new(open_indexer(&a.db.db, cfg, Some(&cluster))?);
+    let source = Arc::new(source);
+    let listener = tokio::net::TcpListener::bind(&a.listen)
+        .await
+        .with_context(|| format!("listen on {}", a.listen))?;
+    let metrics = Arc::new(Metrics::default());
+    let state = AppState {
+        ix: ix.clone(),
+        source: Some(source.clone()),
+        cluster: cluster.clone(),
+        domain: a.domain,
+        clock: api::system_clock(),
+        metrics: metrics.clone(),
+        registry,
+    };
+    tracing::info!(
+        listen = %listener.local_addr()?,
+        %cluster,
+        db = %a.db.db.display(),
+        "brainctl-indexer serving"
+    );
+    let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
+    let server = {
+        let mut rx = stop_rx.clone();
+        tokio::spawn(api::serve(listener, state, async move {
+            let _ = rx.changed().await;
+        }))
+    };
+    let poller = {
+        let mut rx = stop_rx;
+        let interval = Duration::from_millis(a.interval_ms.max(50));
+        tokio::spawn(async move {
+            loop {
+                let started = Instant::now();
+                match source.poll(&ix).await {
+                    Ok(r) => {
+                        metrics.record_poll(&r);
+                        if r.fetched > 0 || r.applied.removed > 0 {
+                            let s = ix.state();
+                            tracing::info!(
+                                fetched = r.fetched,
+                                removed = r.applied.removed,
+                                final_slot = r.final_slot,
+                                listings = s.listings.len(),
+                                offers = s.offers.len(),
+                                settlements = s.settlements.len(),
+                                ms = started.elapsed().as_millis() as u64,
+                                "ingested"
+                            );
+                        }
+                    }
+                    Err(e) => {
+                        metrics.record_poll_error();
+                        tracing::warn!(error = %e, "poll failed; retrying next interval");
+                    }
+                }
+                tokio::select! {
+                    _ = tokio::time::sleep(interval) => {}
+                    _ = rx.changed() => break,
+                }
+            }
+        })
+    };
+    shutdown_signal().await;
+    tracing::info!("shutting down");
+    let _ = stop_tx.send(true);
+    let _ = poller.await;
+    server.await??;
+    Ok(())
+}
+
+async fn shutdown_signal() {
+    use tokio::signal::unix::{signal, SignalKind};
+    let mut term = signal(SignalKind::terminate()).expect("SIGTERM handler");
+    tokio::select! {
+        _ = tokio::signal::ctrl_c() => {}
+        _ = term.recv() => {}
+    }
+}
+
+async fn rebuild(a: RebuildArgs, json: bool) -> Result<()> {
+    let (source, cluster, cfg, _) = connect(&a.src).await?;
+    {
+        let mut store = open_store(&a.db.db)?;
+        if !store.records()?.is_empty() {
+            if !a.force {
+                bail!(
+                    "{} already holds a log; pass --force to drop it, or give a new --db",
+                    a.db.db.display()
+                );
+            }
+            store.clear_log()?;
+        }
+    }
+    let ix = open_indexer(&a.db.db, cfg, Some(&cluster))?;
+    let started = Instant::now();
+    let report = source.poll(&ix).await?;
+    let s = ix.state();
+    let secs = started.elapsed().as_secs_f64();
+    print(
+        json,
+        json!({
+            "state_hash": s.hash(),
+            "transactions": s.transactions,
+            "fetched": report.fetched,
+            "final_slot": report.final_slot,
+            "seconds": secs,
+        }),
+        &format!(
+            "{}\n({} transactions fetched through final slot {} in {secs:.1} s)",
+            s.hash(),
+            report.fetched,
+            report.final_slot
+        ),
+    );
+    Ok(())
+}
+
+fn replay_log(file: &Path, batch: usize, grace: i64, json: bool) -> Result<()> {
+    let f = std::fs::File::open(file).with_context(|| format!("open {}", file.display()))?;
+    let records: Vec<TxRecord> = indexer::logfile::read(f)?;
+    let memos: usize = records.iter().map(|r| r.tx.memos.len()).sum();
+    let cfg = FoldConfig {
+        release_grace_secs: grace,
+        ..FoldConfig::default()
+    };
+    let ix = Indexer::open(Box::new(SqliteStore::in_memory()?), cfg)?;
+    let started = Instant::now();
+    let final_slot = records.iter().map(|r| r.tx.slot).max().unwrap_or(0);
+    for chunk in records.chunks(batch.max(1)) {
+        ix.ingest(chunk.to_vec(), final_slot, &[])?;
+    }
+    let secs = started.elapsed().as_secs_f64();
+    let s = ix.state();
+    let rate = memos as f64 / secs.max(1e-9);
+    print(
+        json,
+        json!({
+            "state_hash": s.hash(),
+            "records": records.len(),
+            "memos": memos,
+            "seconds": secs,
+            "memos_per_second": rate,
+        }),
+        &format!(
+            "{}\n({} records, {memos} memos in {secs:.3} s: {rate:.0} memos/s)",
+            s.hash(),
+            records.len()
+        ),
+    );
+    Ok(())
 }

@@ -68,13 +68,20 @@ pub trait LogStore: Send {
     fn finalize_through(&mut self, final_slot: u64) -> Result<usize, StoreError>;
     /// Removes records (transactions that vanished before finality).
     fn remove(&mut self, signatures: &[String]) -> Result<usize, StoreError>;
+    /// Drops every record and checkpoint (a rebuild); manifests, auth
+    /// and metadata are kept.
+    fn clear_log(&mut self) -> Result<(), StoreError>;
     /// Whether a record is stored.
     fn has(&self, signature: &str) -> Result<bool, StoreError>;
     /// The checkpoint of a watched address.
     fn checkpoint(&self, address: &str) -> Result<Option<(String, u64)>, StoreError>;
     /// Moves an address's checkpoint forward (never back).
-    fn set_checkpoint(&mut self, address: &str, signature: &str, slot: u64)
-        -> Result<(), StoreError>;
+    fn set_checkpoint(
+        &mut self,
+        address: &str,
+        signature: &str,
+        slot: u64,
+    ) -> Result<(), StoreError>;
     /// A cached manifest body.
     fn manifest(&self, id: &str) -> Result<Option<Value>, StoreError>;
     /// Caches a manifest body.
@@ -178,6 +185,12 @@ impl LogStore for SqliteStore {
         Ok(moved)
     }
 
+    fn clear_log(&mut self) -> Result<(), StoreError> {
+        self.conn
+            .execute_batch("BEGIN; DELETE FROM txs; DELETE FROM checkpoints; COMMIT;")?;
+        Ok(())
+    }
+
     fn records(&self) -> Result<Vec<TxRecord>, StoreError> {
         let mut stmt = self
             .conn
@@ -218,7 +231,11 @@ impl LogStore for SqliteStore {
     fn has(&self, signature: &str) -> Result<bool, StoreError> {
         Ok(self
             .conn
-            .query_row("SELECT 1 FROM txs WHERE signature = ?1", [signature], |_| Ok(()))
+            .query_row(
+                "SELECT 1 FROM txs WHERE signature = ?1",
+                [signature],
+                |_| Ok(()),
+            )
             .optional()?
             .is_some())
     }
@@ -252,7 +269,9 @@ impl LogStore for SqliteStore {
     fn manifest(&self, id: &str) -> Result<Option<Value>, StoreError> {
         let body: Option<String> = self
             .conn
-            .query_row("SELECT body FROM manifests WHERE id = ?1", [id], |r| r.get(0))
+            .query_row("SELECT body FROM manifests WHERE id = ?1", [id], |r| {
+                r.get(0)
+            })
             .optional()?;
         Ok(body.and_then(|b| serde_json::from_str(&b).ok()))
     }

@@ -42,10 +42,7 @@ impl ListingFilter {
         let status = self.status.as_deref().unwrap_or("live");
         (status == "all" || l.status(now) == status)
             && self.max_price_usd.is_none_or(|p| l.price_usd <= p)
-            && self
-                .visibility
-                .as_deref()
-                .is_none_or(|v| l.visibility == v)
+            && self.visibility.as_deref().is_none_or(|v| l.visibility == v)
             && self.seller.as_deref().is_none_or(|s| l.seller == s)
             && self
                 .category
@@ -72,7 +69,11 @@ pub fn may_see_offer(state: &State, offer: &OfferState, viewer: Option<&str>) ->
 /// One listing.
 pub fn listing(state: &State, l: &ListingState) -> Value {
     let (mut sales, mut released) = (0u64, 0u64);
-    for s in state.settlements.values().filter(|s| s.listing_id == l.listing_id) {
+    for s in state
+        .settlements
+        .values()
+        .filter(|s| s.listing_id == l.listing_id)
+    {
         match s.status {
             SettlementStatus::Paid => sales += 1,
             SettlementStatus::Released { .. } => {
@@ -109,9 +110,7 @@ pub fn listings(state: &State, f: &ListingFilter) -> Value {
     let mut next = None;
     for l in state.listings.values().filter(|l| f.matches(l, state.now)) {
         if page.len() == f.limit {
-            next = page
-                .last()
-                .and_then(|v| v.get("listing_id").cloned());
+            next = page.last().and_then(|v| v.get("listing_id").cloned());
             break;
         }
         page.push(listing(state, l));
@@ -199,9 +198,9 @@ pub fn settlement_for(state: &State, listing_id: &str, buyer: &str, cfg: &FoldCo
         .filter(|(_, s)| s.listing_id == listing_id && s.buyer == buyer)
         .max_by_key(|(_, s)| (rank(s), s.at.slot))
         .map(|(sig, s)| settlement(state, sig, s, cfg))
-        .unwrap_or_else(|| {
-            json!({"listing_id": listing_id, "buyer_pubkey": buyer, "status": "pending"})
-        })
+        .unwrap_or_else(
+            || json!({"listing_id": listing_id, "buyer_pubkey": buyer, "status": "pending"}),
+        )
 }
 
 /// A seller's record, from the chain alone.

@@ -31,24 +31,96 @@ impl Metrics {
         c.fetch_add(n, Ordering::Relaxed);
     }
 
+    /// Counts one successful poll.
+    pub fn record_poll(&self, r: &crate::ingest::PollReport) {
+        Self::add(&self.polls, 1);
+        Self::add(&self.records, r.fetched as u64);
+        Self::add(&self.refolds, r.applied.refolded as u64);
+        self.final_slot.fetch_max(r.final_slot, Ordering::Relaxed);
+    }
+
+    /// Counts one failed poll.
+    pub fn record_poll_error(&self) {
+        Self::add(&self.polls, 1);
+        Self::add(&self.poll_errors, 1);
+    }
+
     /// The exposition text.
     pub fn render(&self, state: &State, cfg: &FoldConfig) -> String {
         let mut out = String::new();
         let mut line = |name: &str, kind: &str, help: &str, v: u64| {
-            let _ = writeln!(out, "# HELP {name} {help}\n# TYPE {name} {kind}\n{name} {v}");
+            let _ = writeln!(
+                out,
+                "# HELP {name} {help}\n# TYPE {name} {kind}\n{name} {v}"
+            );
         };
         let get = |c: &AtomicU64| c.load(Ordering::Relaxed);
-        line("brainctl_indexer_http_requests_total", "counter", "HTTP requests served.", get(&self.http_requests));
-        line("brainctl_indexer_http_errors_total", "counter", "HTTP responses with status >= 400.", get(&self.http_errors));
-        line("brainctl_indexer_polls_total", "counter", "Ingest polls.", get(&self.polls));
-        line("brainctl_indexer_poll_errors_total", "counter", "Ingest polls that failed.", get(&self.poll_errors));
-        line("brainctl_indexer_records_ingested_total", "counter", "Transactions recorded.", get(&self.records));
-        line("brainctl_indexer_refolds_total", "counter", "Full refolds of the log.", get(&self.refolds));
-        line("brainctl_indexer_finalized_slot", "gauge", "Last finalized slot seen.", get(&self.final_slot));
-        line("brainctl_indexer_transactions", "gauge", "Transactions folded.", state.transactions);
-        line("brainctl_indexer_listings", "gauge", "Listings (any status).", state.listings.len() as u64);
-        line("brainctl_indexer_offers", "gauge", "Offers (any status).", state.offers.len() as u64);
-        line("brainctl_indexer_rejected_memos", "gauge", "Transactions with refused memos.", state.rejected.len() as u64);
+        line(
+            "brainctl_indexer_http_requests_total",
+            "counter",
+            "HTTP requests served.",
+            get(&self.http_requests),
+        );
+        line(
+            "brainctl_indexer_http_errors_total",
+            "counter",
+            "HTTP responses with status >= 400.",
+            get(&self.http_errors),
+        );
+        line(
+            "brainctl_indexer_polls_total",
+            "counter",
+            "Ingest polls.",
+            get(&self.polls),
+        );
+        line(
+            "brainctl_indexer_poll_errors_total",
+            "counter",
+            "Ingest polls that failed.",
+            get(&self.poll_errors),
+        );
+        line(
+            "brainctl_indexer_records_ingested_total",
+            "counter",
+            "Transactions recorded.",
+            get(&self.records),
+        );
+        line(
+            "brainctl_indexer_refolds_total",
+            "counter",
+            "Full refolds of the log.",
+            get(&self.refolds),
+        );
+        line(
+            "brainctl_indexer_finalized_slot",
+            "gauge",
+            "Last finalized slot seen.",
+            get(&self.final_slot),
+        );
+        line(
+            "brainctl_indexer_transactions",
+            "gauge",
+            "Transactions folded.",
+            state.transactions,
+        );
+        line(
+            "brainctl_indexer_listings",
+            "gauge",
+            "Listings (any status).",
+            state.listings.len() as u64,
+        );
+        line(
+            "brainctl_indexer_offers",
+            "gauge",
+            "Offers (any status).",
+            state.offers.len() as u64,
+        );
+        line(
+            "brainctl_indexer_rejected_memos",
+            "gauge",
+            "Transactions with refused memos.",
+            state.rejected.len() as u64,
+        );
         let _ = writeln!(
             out,
             "# HELP brainctl_indexer_settlements Buys by status.\n# TYPE brainctl_indexer_settlements gauge"
@@ -59,7 +131,10 @@ impl Metrics {
                 .values()
                 .filter(|s| state.settlement_status(s, cfg) == status)
                 .count();
-            let _ = writeln!(out, "brainctl_indexer_settlements{{status=\"{status}\"}} {n}");
+            let _ = writeln!(
+                out,
+                "brainctl_indexer_settlements{{status=\"{status}\"}} {n}"
+            );
         }
         out
     }

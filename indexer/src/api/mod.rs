@@ -77,7 +77,10 @@ pub fn router(state: AppState) -> Router {
         .route("/listings", get(browse).post(post_listing))
         .route("/listings/{id}", get(show_listing))
         .route("/listings/{id}/cancel", post(post_cancel))
-        .route("/listings/{id}/offers", get(listing_offers).post(post_offer))
+        .route(
+            "/listings/{id}/offers",
+            get(listing_offers).post(post_offer),
+        )
         .route("/listings/{id}/settle", post(settle::settle))
         .route("/offers/{id}", get(show_offer))
         .route("/offers/{id}/accept", post(post_accept))
@@ -173,7 +176,10 @@ struct ChallengeBody {
     pubkey: String,
 }
 
-async fn challenge(AxState(st): AxState<AppState>, Json(b): Json<ChallengeBody>) -> Res<Json<auth::Challenge>> {
+async fn challenge(
+    AxState(st): AxState<AppState>,
+    Json(b): Json<ChallengeBody>,
+) -> Res<Json<auth::Challenge>> {
     let c = auth::challenge(&mut **st.ix.store(), &b.pubkey, &st.domain, (st.clock)())?;
     Ok(Json(c))
 }
@@ -185,7 +191,10 @@ struct VerifyBody {
     signature_b58: String,
 }
 
-async fn verify(AxState(st): AxState<AppState>, Json(b): Json<VerifyBody>) -> Res<Json<auth::Issued>> {
+async fn verify(
+    AxState(st): AxState<AppState>,
+    Json(b): Json<VerifyBody>,
+) -> Res<Json<auth::Issued>> {
     let issued = auth::verify(
         &mut **st.ix.store(),
         &b.pubkey,
@@ -236,7 +245,9 @@ fn parse_filter(q: &HashMap<String, String>) -> Res<ListingFilter> {
     }
     if let Some(s) = &f.status {
         if !["live", "cancelled", "expired", "all"].contains(&s.as_str()) {
-            return Err(ApiError::bad("`status` must be live, cancelled, expired or all"));
+            return Err(ApiError::bad(
+                "`status` must be live, cancelled, expired or all",
+            ));
         }
     }
     if f.seller.as_deref().is_some_and(|s| !is_pubkey(s)) {
@@ -245,7 +256,10 @@ fn parse_filter(q: &HashMap<String, String>) -> Res<ListingFilter> {
     Ok(f)
 }
 
-async fn browse(AxState(st): AxState<AppState>, Query(q): Query<HashMap<String, String>>) -> Res<Json<Value>> {
+async fn browse(
+    AxState(st): AxState<AppState>,
+    Query(q): Query<HashMap<String, String>>,
+) -> Res<Json<Value>> {
     check_cluster(&st, &q)?;
     let f = parse_filter(&q)?;
     Ok(Json(views::listings(&st.ix.state(), &f)))
@@ -284,7 +298,9 @@ async fn listing_offers(
     if !s.listings.contains_key(&id) {
         return Err(ApiError::not_found(format!("no listing {id} on chain")));
     }
-    Ok(Json(json!({"offers": views::offers_of(&s, &id, who.as_deref())})))
+    Ok(Json(
+        json!({"offers": views::offers_of(&s, &id, who.as_deref())}),
+    ))
 }
 
 async fn show_offer(
@@ -324,7 +340,10 @@ async fn settlement(
     Ok(Json(views::settlement_for(&s, &id, buyer, st.ix.config())))
 }
 
-async fn seller(AxState(st): AxState<AppState>, Path(pk): Path<String>) -> Res<Json<views::Reputation>> {
+async fn seller(
+    AxState(st): AxState<AppState>,
+    Path(pk): Path<String>,
+) -> Res<Json<views::Reputation>> {
     if !is_pubkey(&pk) {
         return Err(ApiError::bad("seller must be a base58 32-byte key"));
     }
@@ -360,10 +379,14 @@ async fn hint(
             .filter_map(|m| MemoOp::parse(m).ok())
             .collect();
         if !ops.iter().any(&wanted) {
-            return Err(ApiError::bad("the transaction carries no memo for this action"));
+            return Err(ApiError::bad(
+                "the transaction carries no memo for this action",
+            ));
         }
         if !rec.tx.signed_by(who) {
-            return Err(ApiError::forbidden("the transaction is not signed by your wallet"));
+            return Err(ApiError::forbidden(
+                "the transaction is not signed by your wallet",
+            ));
         }
         if let Some((id, body)) = manifest {
             if !rec.manifests.contains_key(id) {
@@ -402,7 +425,11 @@ fn body_cluster(st: &AppState, c: &Option<String>) -> Res<()> {
     check_cluster(st, &q)
 }
 
-async fn post_listing(AxState(st): AxState<AppState>, headers: HeaderMap, Json(b): Json<PostListing>) -> Res<Json<Value>> {
+async fn post_listing(
+    AxState(st): AxState<AppState>,
+    headers: HeaderMap,
+    Json(b): Json<PostListing>,
+) -> Res<Json<Value>> {
     let who = signed_in(&st, &headers)?;
     body_cluster(&st, &b.cluster)?;
     let id = b
@@ -529,16 +556,52 @@ async fn offer_action(
     offer_reply(&st, &id, &who)
 }
 
-async fn post_accept(AxState(st): AxState<AppState>, Path(id): Path<String>, headers: HeaderMap, Json(b): Json<ActionBody>) -> Res<Json<Value>> {
-    offer_action(st, id, headers, b, |op, id| matches!(op, MemoOp::Accept { offer_id } if offer_id == id)).await
+async fn post_accept(
+    AxState(st): AxState<AppState>,
+    Path(id): Path<String>,
+    headers: HeaderMap,
+    Json(b): Json<ActionBody>,
+) -> Res<Json<Value>> {
+    offer_action(
+        st,
+        id,
+        headers,
+        b,
+        |op, id| matches!(op, MemoOp::Accept { offer_id } if offer_id == id),
+    )
+    .await
 }
 
-async fn post_reject(AxState(st): AxState<AppState>, Path(id): Path<String>, headers: HeaderMap, Json(b): Json<ActionBody>) -> Res<Json<Value>> {
-    offer_action(st, id, headers, b, |op, id| matches!(op, MemoOp::Reject { offer_id } if offer_id == id)).await
+async fn post_reject(
+    AxState(st): AxState<AppState>,
+    Path(id): Path<String>,
+    headers: HeaderMap,
+    Json(b): Json<ActionBody>,
+) -> Res<Json<Value>> {
+    offer_action(
+        st,
+        id,
+        headers,
+        b,
+        |op, id| matches!(op, MemoOp::Reject { offer_id } if offer_id == id),
+    )
+    .await
 }
 
-async fn post_withdraw(AxState(st): AxState<AppState>, Path(id): Path<String>, headers: HeaderMap, Json(b): Json<ActionBody>) -> Res<Json<Value>> {
-    offer_action(st, id, headers, b, |op, id| matches!(op, MemoOp::Withdraw { offer_id } if offer_id == id)).await
+async fn post_withdraw(
+    AxState(st): AxState<AppState>,
+    Path(id): Path<String>,
+    headers: HeaderMap,
+    Json(b): Json<ActionBody>,
+) -> Res<Json<Value>> {
+    offer_action(
+        st,
+        id,
+        headers,
+        b,
+        |op, id| matches!(op, MemoOp::Withdraw { offer_id } if offer_id == id),
+    )
+    .await
 }
 
 #[derive(Deserialize)]
@@ -581,4 +644,3 @@ pub async fn serve(
         .with_graceful_shutdown(shutdown)
         .await
 }
-

@@ -5,7 +5,7 @@
 //! to the payment address, the settle fee where due, the `buy` memo with
 //! the buyer's X25519 key, the discovery reference. The buyer signs.
 
-use super::{listing_id, offer_id, signed_in, AppState, ApiError, Res};
+use super::{listing_id, offer_id, signed_in, ApiError, AppState, Res};
 use axum::extract::{Path, State as AxState};
 use axum::http::HeaderMap;
 use axum::Json;
@@ -43,7 +43,9 @@ pub(super) async fn settle(
         return Err(ApiError::bad("`currency`: only SOL settles on chain"));
     }
     if !is_pubkey(&b.buyer_x25519_pubkey) {
-        return Err(ApiError::bad("`buyer_x25519_pubkey` is not a base58 32-byte key"));
+        return Err(ApiError::bad(
+            "`buyer_x25519_pubkey` is not a base58 32-byte key",
+        ));
     }
     let source = st
         .source
@@ -55,7 +57,10 @@ pub(super) async fn settle(
         .get(&id)
         .ok_or_else(|| ApiError::not_found(format!("no listing {id} on chain")))?;
     if l.status(s.now) != "live" {
-        return Err(ApiError::conflict(format!("listing {id} is {}", l.status(s.now))));
+        return Err(ApiError::conflict(format!(
+            "listing {id} is {}",
+            l.status(s.now)
+        )));
     }
     let negotiated = s.accepted_for(&id, &who);
     let (price, used_offer) = match (&b.offer_id, &negotiated) {
@@ -79,8 +84,13 @@ pub(super) async fn settle(
         ),
     };
     let chain = source.chain();
-    let policy = FeePolicy::from_env(chain.cluster_kind().await.map_err(crate::ingest::IngestError::from)?)
-        .map_err(|e| ApiError::unavailable(e.to_string()))?;
+    let policy = FeePolicy::from_env(
+        chain
+            .cluster_kind()
+            .await
+            .map_err(crate::ingest::IngestError::from)?,
+    )
+    .map_err(|e| ApiError::unavailable(e.to_string()))?;
     let fee = policy
         .settle_fee(price, l.fee_bps)
         .map_err(|e| ApiError::unavailable(e.to_string()))?;
@@ -98,7 +108,9 @@ pub(super) async fn settle(
     );
     let (blockhash, last_valid) = chain
         .rpc()
-        .get_latest_blockhash_with_commitment(solana_commitment_config::CommitmentConfig::confirmed())
+        .get_latest_blockhash_with_commitment(
+            solana_commitment_config::CommitmentConfig::confirmed(),
+        )
         .await
         .map_err(|e| ApiError::unavailable(format!("RPC: {e}")))?;
     let tx = Transaction::new_unsigned(Message::new_with_blockhash(&ixs, Some(&buyer), &blockhash));

@@ -64,6 +64,69 @@ fn check_terms(price_usd: f64, message: &str, ttl_hours: f64) -> Result<(), Nego
     Ok(())
 }
 
+/// What an offer or counter proposes.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct OfferTerms<'a> {
+    /// Price in USD.
+    pub price_usd: f64,
+    /// The binding price in lamports.
+    pub price_lamports: u64,
+    /// Free text.
+    pub message: &'a str,
+    /// Hours the terms stand.
+    pub ttl_hours: f64,
+}
+
+/// Builds and signs an offer manifest of `buyer` on `listing` at `now`.
+pub fn offer_manifest(
+    buyer: &Wallet,
+    listing: &Listing,
+    offer_id: &str,
+    t: &OfferTerms<'_>,
+    now: i64,
+) -> Result<Value, NegotiateError> {
+    check_terms(t.price_usd, t.message, t.ttl_hours)?;
+    let mut v = json!({
+        "schema": OFFER_SCHEMA,
+        "offer_id": offer_id,
+        "listing_id": listing.listing_id,
+        "buyer_pubkey": buyer.address(),
+        "buyer_x25519_pubkey": buyer.x25519_address(),
+        "offered_price_usd": t.price_usd,
+        "price_lamports": t.price_lamports,
+        "visibility": listing.visibility,
+        "message": t.message,
+        "expires_at": iso(now + (t.ttl_hours * 3600.0) as i64),
+        "created_at": iso(now),
+    });
+    crate::bundle::sign_manifest(&mut v, buyer)?;
+    Offer::offer_from_value(v.clone())?;
+    Ok(v)
+}
+
+/// Builds and signs a counter manifest of `from` to `offer_id` at `now`.
+pub fn counter_manifest(
+    from: &Wallet,
+    offer_id: &str,
+    t: &OfferTerms<'_>,
+    now: i64,
+) -> Result<Value, NegotiateError> {
+    check_terms(t.price_usd, t.message, t.ttl_hours)?;
+    let mut v = json!({
+        "schema": COUNTER_SCHEMA,
+        "parent_offer_id": offer_id,
+        "from_pubkey": from.address(),
+        "counter_price_usd": t.price_usd,
+        "price_lamports": t.price_lamports,
+        "message": t.message,
+        "expires_at": iso(now + (t.ttl_hours * 3600.0) as i64),
+        "created_at": iso(now),
+    });
+    crate::bundle::sign_manifest(&mut v, from)?;
+    Offer::counter_from_value(v.clone())?;
+    Ok(v)
+}
+
 /// A new offer id `offer-YYYYMMDD-<12 hex>`.
 pub fn new_offer_id() -> String {
     format!("offer-{}", crate::market::list::new_listing_id())
@@ -119,24 +182,15 @@ pub async fn make_offer(
     message: &str,
     ttl_hours: f64,
 ) -> Result<(String, String, Sent), NegotiateError> {
-    check_terms(price_usd, message, ttl_hours)?;
+    let terms = OfferTerms {
+        price_usd,
+        price_lamports,
+        message,
+        ttl_hours,
+    };
     let now = time::OffsetDateTime::now_utc().unix_timestamp();
     let offer_id = new_offer_id();
-    let mut v = json!({
-        "schema": OFFER_SCHEMA,
-        "offer_id": offer_id,
-        "listing_id": listing.listing_id,
-        "buyer_pubkey": buyer.address(),
-        "buyer_x25519_pubkey": buyer.x25519_address(),
-        "offered_price_usd": price_usd,
-        "price_lamports": price_lamports,
-        "visibility": listing.visibility,
-        "message": message,
-        "expires_at": iso(now + (ttl_hours * 3600.0) as i64),
-        "created_at": iso(now),
-    });
-    crate::bundle::sign_manifest(&mut v, buyer)?;
-    Offer::offer_from_value(v.clone())?;
+    let v = offer_manifest(buyer, listing, &offer_id, &terms, now)?;
     let item = store_manifest(uploader, buyer, &v, OFFER_SCHEMA).await?;
     let op = MemoOp::Offer {
         listing_id: listing.listing_id.clone(),
@@ -161,20 +215,14 @@ pub async fn make_counter(
     message: &str,
     ttl_hours: f64,
 ) -> Result<(String, Sent), NegotiateError> {
-    check_terms(price_usd, message, ttl_hours)?;
+    let terms = OfferTerms {
+        price_usd,
+        price_lamports,
+        message,
+        ttl_hours,
+    };
     let now = time::OffsetDateTime::now_utc().unix_timestamp();
-    let mut v = json!({
-        "schema": COUNTER_SCHEMA,
-        "parent_offer_id": offer.offer_id,
-        "from_pubkey": seller.address(),
-        "counter_price_usd": price_usd,
-        "price_lamports": price_lamports,
-        "message": message,
-        "expires_at": iso(now + (ttl_hours * 3600.0) as i64),
-        "created_at": iso(now),
-    });
-    crate::bundle::sign_manifest(&mut v, seller)?;
-    Offer::counter_from_value(v.clone())?;
+    let v = counter_manifest(seller, &offer.offer_id, &terms, now)?;
     let item = store_manifest(uploader, seller, &v, COUNTER_SCHEMA).await?;
     let op = MemoOp::Counter {
         offer_id: offer.offer_id.clone(),

@@ -1,0 +1,379 @@
+//! The fold's rules on synthetic logs with real signed manifests: trades
+//! settle, hostile and forged transactions change nothing but the
+//! rejection list (each with its reason), and the state hash is the same
+//! however the log is batched or replayed.
+
+use indexer::book::ManifestBook;
+use indexer::engine::Indexer;
+use indexer::fold::{FoldConfig, OfferStatus, SettlementStatus, State};
+use indexer::record::TxRecord;
+use indexer::store::SqliteStore;
+use indexer::synth::{self, wallet, LogBuilder, COUNTER_PRICE_LAMPORTS, LIST_PRICE_LAMPORTS};
+use node::chain::parsed_tx::Transfer;
+use node::market::MemoOp;
+use proptest::prelude::*;
+
+fn fold(records: &[TxRecord]) -> State {
+    let mut book = ManifestBook::new();
+    book.add_records(records);
+    State::fold(records, &book, &FoldConfig::default())
+}
+
+/// Everything but the bookkeeping (transaction count, rejections, clock).
+fn meaning(s: &State) -> String {
+    serde_json::to_string(&(&s.listings, &s.offers, &s.settlements)).unwrap()
+}
+
+fn reasons(s: &State, sig: &str) -> Vec<String> {
+    s.rejected
+        .get(sig)
+        .map(|v| v.iter().map(|r| r.reason.clone()).collect())
+        .unwrap_or_default()
+}
+
+#[test]
+fn negotiated_trades_settle_and_release() {
+    let s = fold(&synth::trades(3, 2));
+    assert_eq!(s.transactions, 18);
+    assert_eq!(s.listings.len(), 3);
+    assert!(s.rejected.is_empty(), "{:?}", s.rejected);
+    for o in s.offers.values() {
+        assert_eq!(o.status, OfferStatus::Accepted);
+        assert_eq!(o.current().price_lamports, Some(COUNTER_PRICE_LAMPORTS));
+    }
+    for st in s.settlements.values() {
+        assert_eq!(st.price_lamports, COUNTER_PRICE_LAMPORTS);
+        assert!(st.offer_id.is_some());
+        assert!(
+            matches!(st.status, SettlementStatus::Released { .. }),
+            "{st:?}"
+        );
+    }
+    assert_eq!(s.settlements.len(), 3);
+}
+
+/// A live listing by `seller` (bought by nobody yet) and the builder.
+fn one_listing() -> (LogBuilder, node::market::manifest::Listing) {
+    let mut b = LogBuilder::new();
+    let l = b.list(&wallet(1, 0), 0, "auction");
+    (b, l)
+}
+
+#[test]
+fn forged_memos_change_nothing() {
+    let seller = wallet(1, 0);
+    let buyer = wallet(2, 0);
+    let mallory = wallet(3, 0);
+    let (mut b, l) = one_listing();
+    let offer = b.offer(&buyer, &l, 30_000_000);
+    let before = fold(b.records());
+
+    let mut forged = Vec::new();
+    // Each a tx signed by the wrong wallet, naming the right ids.
+    forged.push((
+        b.memo(
+            &mallory,
+            MemoOp::Cancel {
+                listing_id: l.listing_id.clone(),
+            },
+        ),
+        "cancel not signed by the listing's seller",
+    ));
+    forged.push((
+        b.memo(
+            &mallory,
+            MemoOp::Accept {
+                offer_id: offer.clone(),
+            },
+        ),
+        "not signed by the listing's seller",
+    ));
+    forged.push((
+        b.memo(
+            &seller,
+            MemoOp::Withdraw {
+                offer_id: offer.clone(),
+            },
+        ),
+        "not signed by the offer's buyer",
+    ));
+    let sig = {
+        let r = b.push(
+            &[&mallory],
+            MemoOp::Offer {
+                listing_id: l.listing_id.clone(),
+                offer_arweave_id: "A".repeat(43),
+                buyer_pubkey: buyer.address(),
+            }
+            .to_string(),
+            vec![],
+            vec![],
+        );
+        r.tx.signature.clone()
+    };
+    forged.push((sig, "offer memo not signed by the buyer it names"));
+    let sig = {
+        let r = b.push(
+            &[&mallory],
+            MemoOp::Release {
+                listing_id: l.listing_id.clone(),
+                envelope_arweave_id: "B".repeat(43),
+                minted_token_address: mallory.address(),
+            }
+            .to_string(),
+            vec![],
+            vec![],
+        );
+        r.tx.signature.clone()
+    };
+    forged.push((sig, "release not signed by the listing's seller"));
+    // A counter by a third party, with a valid manifest signed by them.
+    b.counter(&mallory, &offer, 1);
+    let counter_sig = b.records().last().unwrap().tx.signature.clone();
+    forged.push((
+        counter_sig,
+        "only the seller or the offer's buyer may counter",
+    ));
+    // The seller's own listing manifest re-posted by someone else.
+    let relist = b.records()[0].clone();
+    let sig = {
+        let r = b.push(&[&mallory], relist.tx.memos[0].clone(), vec![], vec![]);
+        r.manifests = relist.manifests.clone();
+        r.tx.signature.clone()
+    };
+    forged.push((sig, "list memo not signed by the manifest's seller"));
+
+    let after = fold(b.records());
+    assert_eq!(
+        meaning(&after),
+        meaning(&before),
+        "forgeries changed the state"
+    );
+    for (sig, want) in forged {
+        let got = reasons(&after, &sig);
+        assert_eq!(got, vec![want.to_string()], "tx {sig}");
+    }
+}
+
+#[test]
+fn hostile_buys_are_rejected_with_reasons() {
+    let seller = wallet(1, 0);
+    let buyer = wallet(2, 0);
+    let other = wallet(2, 1);
+    let (mut b, l) = one_listing();
+    let offer = b.offer(&buyer, &l, 30_000_000);
+    b.memo(&seller, MemoOp::Accept { offer_id: offer });
+
+    // The accepted offer's price binds `buyer`: one lamport short.
+    let underpaid = b.buy(&buyer, &l, 29_999_999);
+    // `other` has no accepted offer: held to the listed price.
+    let other_at_offer_price = b.buy(&other, &l, 30_000_000);
+    let wrong_address = {
+        let memo = MemoOp::Buy {
+            listing_id: l.listing_id.clone(),
+            buyer_x25519: other.x25519_address(),
+        };
+        let pay = Transfer {
+            from: other.address(),
+            to: other.address(),
+            lamports: LIST_PRICE_LAMPORTS,
+        };
+        b.push(&[&other], memo.to_string(), vec![pay], vec![])
+            .tx
+            .signature
+            .clone()
+    };
+    let failed = b.buy(&other, &l, LIST_PRICE_LAMPORTS);
+    let co_signed = {
+        let memo = MemoOp::Buy {
+            listing_id: l.listing_id.clone(),
+            buyer_x25519: other.x25519_address(),
+        };
+        let pay = Transfer {
+            from: other.address(),
+            to: l.payment_address.clone(),
+            lamports: LIST_PRICE_LAMPORTS,
+        };
+        b.push(&[&other, &seller], memo.to_string(), vec![pay], vec![])
+            .tx
+            .signature
+            .clone()
+    };
+    let good = b.buy(&other, &l, LIST_PRICE_LAMPORTS);
+    b.memo(
+        &seller,
+        MemoOp::Cancel {
+            listing_id: l.listing_id.clone(),
+        },
+    );
+    let after_cancel = b.buy(&buyer, &l, LIST_PRICE_LAMPORTS);
+
+    let mut records = b.finish();
+    // Mark `failed` as failed on chain.
+    records
+        .iter_mut()
+        .find(|r| r.tx.signature == failed)
+        .unwrap()
+        .tx
+        .succeeded = false;
+    let s = fold(&records);
+    let reason = |sig: &str| match &s.settlements.get(sig).map(|x| &x.status) {
+        Some(SettlementStatus::Rejected { reason }) => reason.clone(),
+        other => format!("{other:?}"),
+    };
+    assert_eq!(
+        reason(&underpaid),
+        "underpaid: 29999999 lamports to the payment address, 30000000 due"
+    );
+    assert!(reason(&other_at_offer_price).starts_with("underpaid: 30000000"));
+    assert!(reason(&wrong_address).starts_with("underpaid: 0 lamports"));
+    assert_eq!(
+        reasons(&s, &failed),
+        vec!["the transaction failed on chain"]
+    );
+    assert!(!s.settlements.contains_key(&failed));
+    assert_eq!(
+        reason(&co_signed),
+        "signed by 2 accounts; a buy is signed by the buyer alone"
+    );
+    assert!(reason(&after_cancel).starts_with("the listing was cancelled at slot"));
+    assert_eq!(s.settlements[&good].status, SettlementStatus::Paid);
+}
+
+#[test]
+fn expired_listing_refuses_buys_and_offers() {
+    let mut b = LogBuilder::new();
+    let l = b.list(&wallet(1, 0), 0, "auction");
+    let buyer = wallet(2, 0);
+    let mut records = b.finish();
+    let mut late = LogBuilder::new();
+    let sig = late.buy(&buyer, &l, LIST_PRICE_LAMPORTS);
+    let mut r = late.finish().pop().unwrap();
+    r.tx.slot = 10_000_000;
+    r.tx.block_time = Some(l.expires_at + 1);
+    records.push(r);
+    let s = fold(&records);
+    match &s.settlements[&sig].status {
+        SettlementStatus::Rejected { reason } => {
+            assert!(reason.starts_with("the listing expired at"), "{reason}")
+        }
+        other => panic!("{other:?}"),
+    }
+    assert_eq!(s.listings[&l.listing_id].status(s.now), "expired");
+}
+
+#[test]
+fn second_release_of_a_released_buy_is_refused() {
+    let seller = wallet(1, 0);
+    let buyer = wallet(2, 0);
+    let (mut b, l) = one_listing();
+    let buy = b.buy(&buyer, &l, LIST_PRICE_LAMPORTS);
+    b.release(&seller, &l, &buyer, &buy);
+    b.release(&seller, &l, &buyer, &buy);
+    let replay = b.records().last().unwrap().tx.signature.clone();
+    let s = fold(b.records());
+    assert!(matches!(
+        s.settlements[&buy].status,
+        SettlementStatus::Released { .. }
+    ));
+    assert_eq!(
+        reasons(&s, &replay),
+        vec![format!("buy {buy} is not awaiting release")]
+    );
+}
+
+fn ingest_in(records: &[TxRecord], batches: &[usize]) -> String {
+    let ix = Indexer::open(
+        Box::new(SqliteStore::in_memory().unwrap()),
+        FoldConfig::default(),
+    )
+    .unwrap();
+    let final_slot = records.iter().map(|r| r.tx.slot).max().unwrap_or(0);
+    let mut rest = records;
+    let mut sizes = batches.iter().cycle();
+    while !rest.is_empty() {
+        let n = (*sizes.next().unwrap()).clamp(1, rest.len());
+        ix.ingest(rest[..n].to_vec(), final_slot, &[]).unwrap();
+        rest = &rest[n..];
+    }
+    ix.state().hash()
+}
+
+#[test]
+fn replay_of_a_10k_memo_log_matches_incremental_ingest() {
+    let records = synth::trades(1_667, 40);
+    let memos: usize = records.iter().map(|r| r.tx.memos.len()).sum();
+    assert!(memos >= 10_000, "{memos}");
+    let incremental = ingest_in(&records, &[1, 7, 250]);
+    let mut file = Vec::new();
+    indexer::logfile::write(&mut file, &records).unwrap();
+    let replayed = indexer::logfile::read(file.as_slice()).unwrap();
+    assert_eq!(replayed, records);
+    let whole = fold(&replayed);
+    assert_eq!(whole.hash(), incremental);
+    assert_eq!(whole.settlements.len(), 1_667);
+    assert!(whole.rejected.is_empty());
+}
+
+#[test]
+fn a_bad_log_line_is_an_error_naming_the_line() {
+    let mut file = Vec::new();
+    indexer::logfile::write(&mut file, &synth::trades(1, 1)[..2]).unwrap();
+    file.extend_from_slice(b"{\"tx\": 5}\n");
+    let err = indexer::logfile::read(file.as_slice()).unwrap_err();
+    assert!(err.to_string().starts_with("log file line 3:"), "{err}");
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(24))]
+
+    /// The hash does not depend on how the log is cut into batches, nor
+    /// on batches arriving out of order (the engine refolds).
+    #[test]
+    fn state_hash_is_independent_of_batching(
+        sizes in proptest::collection::vec(1usize..20, 1..6),
+        rotate in 0usize..30,
+    ) {
+        let records = synth::trades(5, 2);
+        let want = fold(&records).hash();
+        prop_assert_eq!(ingest_in(&records, &sizes), want.clone());
+        let mut shuffled = records.clone();
+        shuffled.rotate_left(rotate % records.len());
+        prop_assert_eq!(ingest_in(&shuffled, &sizes), want);
+    }
+
+    /// Arbitrary memos, signers and manifests never panic the fold, and
+    /// whatever they are, the honest trades around them still settle.
+    #[test]
+    fn hostile_memos_never_panic(
+        junk in proptest::collection::vec(
+            (
+                prop_oneof![
+                    "brainctl-marketplace/v1:[a-z]{1,8}(:[A-Za-z0-9_-]{0,70}){0,5}",
+                    ".{0,200}",
+                ],
+                any::<bool>(),
+                proptest::option::of(any::<i64>()),
+            ),
+            0..20,
+        ),
+    ) {
+        let mut b = LogBuilder::new();
+        b.trade(0, 1);
+        let mallory = wallet(3, 0);
+        for (memo, ok, time) in junk {
+            let r = b.push(&[&mallory], memo, vec![], vec![]);
+            r.tx.succeeded = ok;
+            r.tx.block_time = time;
+        }
+        b.trade(1, 1);
+        let s = fold(b.records());
+        prop_assert_eq!(s.settlements.len(), 2);
+        let released = s
+            .settlements
+            .values()
+            .filter(|x| matches!(x.status, SettlementStatus::Released { .. }))
+            .count();
+        prop_assert_eq!(released, 2);
+    }
+}
