@@ -264,6 +264,9 @@ pub struct State {
     pub rejected: BTreeMap<String, Vec<Rejected>>,
     #[serde(skip)]
     seen: BTreeSet<String>,
+    /// Buy signatures by listing (an index over `settlements`).
+    #[serde(skip)]
+    buys_by_listing: BTreeMap<String, Vec<String>>,
 }
 
 /// Feeds serde_json's output straight into the hasher (no buffer).
@@ -335,6 +338,18 @@ impl State {
             self.apply_unchecked(r, book, cfg);
         }
         Ok(())
+    }
+
+    /// The buys of `listing_id` (signature, settlement), in chain order.
+    pub fn settlements_of<'a>(
+        &'a self,
+        listing_id: &str,
+    ) -> impl Iterator<Item = (&'a String, &'a Settlement)> + 'a {
+        self.buys_by_listing
+            .get(listing_id)
+            .into_iter()
+            .flatten()
+            .filter_map(|sig| self.settlements.get_key_value(sig))
     }
 
     /// Whether the transaction `signature` has been folded.
@@ -644,6 +659,10 @@ impl State {
             }
             Err(reason) => settlement.status = SettlementStatus::Rejected { reason },
         }
+        self.buys_by_listing
+            .entry(settlement.listing_id.clone())
+            .or_default()
+            .push(r.tx.signature.clone());
         self.settlements.insert(r.tx.signature.clone(), settlement);
         Ok(())
     }
@@ -708,10 +727,8 @@ impl State {
                 sig
             }
             None => self
-                .settlements
-                .iter()
-                .filter(|(_, s)| s.listing_id == listing_id && s.status == SettlementStatus::Paid)
-                .min_by_key(|(_, s)| s.at.slot)
+                .settlements_of(listing_id)
+                .find(|(_, s)| s.status == SettlementStatus::Paid)
                 .map(|(k, _)| k.clone())
                 .ok_or("no paid buy of this listing awaits release")?,
         };

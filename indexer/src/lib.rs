@@ -8,6 +8,7 @@
 //! - [`engine`]: log and state kept in step
 //! - [`ingest`]: RPC polling, checkpoints, finality
 //! - [`logfile`]: JSONL export/replay of the log
+//! - [`loadtest`]: the replay and API benchmarks
 //! - [`synth`]: deterministic synthetic logs for tests and benchmarks
 //! - [`auth`], [`views`], [`api`]: the HTTP surface
 //!
@@ -20,6 +21,7 @@ pub mod book;
 pub mod engine;
 pub mod fold;
 pub mod ingest;
+pub mod loadtest;
 pub mod logfile;
 pub mod record;
 pub mod store;

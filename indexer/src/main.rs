@@ -56,6 +56,20 @@ enum Cmd {
         /// Output file.
         file: PathBuf,
     },
+    /// Write a synthetic log of complete negotiated trades (for tests and benchmarks).
+    SynthLog {
+        /// Output file.
+        file: PathBuf,
+        /// Trades (6 memos each).
+        #[arg(long, default_value_t = 1_667)]
+        trades: u64,
+        /// Distinct sellers.
+        #[arg(long, default_value_t = 40)]
+        sellers: u64,
+    },
+    /// Benchmarks: replay speed and HTTP API latency under load.
+    #[command(subcommand)]
+    Bench(BenchCmd),
     /// Fold a recorded JSONL log in memory; print its state hash and speed.
     ReplayLog {
         /// The log (from `export-log`).
@@ -66,6 +80,31 @@ enum Cmd {
         /// Seconds before a paid buy without release counts as unreleased.
         #[arg(long, default_value_t = DEFAULT_RELEASE_GRACE_SECS)]
         release_grace_secs: i64,
+    },
+}
+
+#[derive(Subcommand)]
+enum BenchCmd {
+    /// Replay a synthetic log of N trades (6 memos each) in memory.
+    Replay {
+        /// Trades.
+        #[arg(long, default_value_t = 1_667)]
+        trades: u64,
+        /// Records per ingest batch.
+        #[arg(long, default_value_t = 1_000)]
+        batch: usize,
+    },
+    /// GET /listings from many concurrent clients on 127.0.0.1.
+    Api {
+        /// Listings indexed.
+        #[arg(long, default_value_t = 10_000)]
+        listings: usize,
+        /// Concurrent clients.
+        #[arg(long, default_value_t = 100)]
+        clients: usize,
+        /// Requests per client.
+        #[arg(long, default_value_t = 50)]
+        requests: usize,
     },
 }
 
@@ -194,6 +233,51 @@ async fn dispatch(cli: Cli) -> Result<()> {
                 json!({"records": records.len(), "file": file}),
                 &format!("wrote {} records to {}", records.len(), file.display()),
             );
+            Ok(())
+        }
+        Cmd::SynthLog {
+            file,
+            trades,
+            sellers,
+        } => {
+            let records = indexer::synth::trades(trades, sellers);
+            let f = std::fs::File::create(&file)
+                .with_context(|| format!("create {}", file.display()))?;
+            indexer::logfile::write(f, &records)?;
+            print(
+                json,
+                json!({"records": records.len(), "file": file}),
+                &format!(
+                    "wrote {} records ({trades} trades) to {}",
+                    records.len(),
+                    file.display()
+                ),
+            );
+            Ok(())
+        }
+        Cmd::Bench(BenchCmd::Replay { trades, batch }) => {
+            let records = indexer::synth::trades(trades, 40);
+            let r = indexer::loadtest::replay(&records, batch, FoldConfig::default());
+            print(
+                json,
+                serde_json::to_value(&r)?,
+                &format!(
+                    "replay: {} memos in {:.3} s = {:.0} memos/s (state {})",
+                    r.memos, r.seconds, r.memos_per_second, r.state_hash
+                ),
+            );
+            Ok(())
+        }
+        Cmd::Bench(BenchCmd::Api {
+            listings,
+            clients,
+            requests,
+        }) => {
+            let r = indexer::loadtest::api_load(listings, clients, requests).await?;
+            print(json, serde_json::to_value(&r)?, &format!(
+                "GET /listings ({} listings, {} clients, {} requests): p50 {:.2} ms, p99 {:.2} ms, max {:.2} ms, {:.0} req/s",
+                r.listings, r.clients, r.requests, r.p50_ms, r.p99_ms, r.max_ms, r.requests_per_second
+            ));
             Ok(())
         }
         Cmd::ReplayLog {
@@ -400,33 +484,17 @@ async fn rebuild(a: RebuildArgs, json: bool) -> Result<()> {
 fn replay_log(file: &Path, batch: usize, grace: i64, json: bool) -> Result<()> {
     let f = std::fs::File::open(file).with_context(|| format!("open {}", file.display()))?;
     let records: Vec<TxRecord> = indexer::logfile::read(f)?;
-    let memos: usize = records.iter().map(|r| r.tx.memos.len()).sum();
     let cfg = FoldConfig {
         release_grace_secs: grace,
         ..FoldConfig::default()
     };
-    let ix = Indexer::open(Box::new(SqliteStore::in_memory()?), cfg)?;
-    let started = Instant::now();
-    let final_slot = records.iter().map(|r| r.tx.slot).max().unwrap_or(0);
-    for chunk in records.chunks(batch.max(1)) {
-        ix.ingest(chunk.to_vec(), final_slot, &[])?;
-    }
-    let secs = started.elapsed().as_secs_f64();
-    let s = ix.state();
-    let rate = memos as f64 / secs.max(1e-9);
+    let r = indexer::loadtest::replay(&records, batch, cfg);
     print(
         json,
-        json!({
-            "state_hash": s.hash(),
-            "records": records.len(),
-            "memos": memos,
-            "seconds": secs,
-            "memos_per_second": rate,
-        }),
+        serde_json::to_value(&r)?,
         &format!(
-            "{}\n({} records, {memos} memos in {secs:.3} s: {rate:.0} memos/s)",
-            s.hash(),
-            records.len()
+            "{}\n({} records, {} memos in {:.3} s: {:.0} memos/s)",
+            r.state_hash, r.records, r.memos, r.seconds, r.memos_per_second
         ),
     );
     Ok(())

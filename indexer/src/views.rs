@@ -69,11 +69,7 @@ pub fn may_see_offer(state: &State, offer: &OfferState, viewer: Option<&str>) ->
 /// One listing.
 pub fn listing(state: &State, l: &ListingState) -> Value {
     let (mut sales, mut released) = (0u64, 0u64);
-    for s in state
-        .settlements
-        .values()
-        .filter(|s| s.listing_id == l.listing_id)
-    {
+    for (_, s) in state.settlements_of(&l.listing_id) {
         match s.status {
             SettlementStatus::Paid => sales += 1,
             SettlementStatus::Released { .. } => {
@@ -108,7 +104,17 @@ pub fn listing(state: &State, l: &ListingState) -> Value {
 pub fn listings(state: &State, f: &ListingFilter) -> Value {
     let mut page: Vec<Value> = Vec::new();
     let mut next = None;
-    for l in state.listings.values().filter(|l| f.matches(l, state.now)) {
+    use std::ops::Bound::{Excluded, Unbounded};
+    let from = match &f.after {
+        Some(a) => (Excluded(a.clone()), Unbounded),
+        None => (Unbounded, Unbounded),
+    };
+    for l in state
+        .listings
+        .range::<String, _>(from)
+        .map(|(_, l)| l)
+        .filter(|l| f.matches(l, state.now))
+    {
         if page.len() == f.limit {
             next = page.last().and_then(|v| v.get("listing_id").cloned());
             break;
@@ -193,9 +199,8 @@ pub fn settlement_for(state: &State, listing_id: &str, buyer: &str, cfg: &FoldCo
         SettlementStatus::Rejected { .. } => 0,
     };
     state
-        .settlements
-        .iter()
-        .filter(|(_, s)| s.listing_id == listing_id && s.buyer == buyer)
+        .settlements_of(listing_id)
+        .filter(|(_, s)| s.buyer == buyer)
         .max_by_key(|(_, s)| (rank(s), s.at.slot))
         .map(|(sig, s)| settlement(state, sig, s, cfg))
         .unwrap_or_else(

@@ -72,6 +72,7 @@ pub fn router(state: AppState) -> Router {
     Router::new()
         .route("/health", get(health))
         .route("/metrics", get(metrics_text))
+        .route("/state", get(state_hash))
         .route("/auth/challenge", post(challenge))
         .route("/auth/verify", post(verify))
         .route("/listings", get(browse).post(post_listing))
@@ -160,8 +161,13 @@ async fn health(AxState(st): AxState<AppState>) -> Json<Value> {
         "listings": s.listings.len(),
         "offers": s.offers.len(),
         "settlements": s.settlements.len(),
-        "state_hash": s.hash(),
     }))
+}
+
+/// The canonical state hash (a full serialization: not for probes).
+async fn state_hash(AxState(st): AxState<AppState>) -> Json<Value> {
+    let s = st.ix.state();
+    Json(json!({"state_hash": s.hash(), "transactions": s.transactions}))
 }
 
 async fn metrics_text(AxState(st): AxState<AppState>) -> impl IntoResponse {

@@ -1,0 +1,192 @@
+//! The indexer's benchmarks (`brainctl-indexer bench ...`): replay speed
+//! of a synthetic log, and a bounded local load test of the HTTP API
+//! (many concurrent clients against 127.0.0.1, latency percentiles).
+//!
+//! Owns measuring only; it builds its own in-memory indexer and never
+//! touches a chain or an operator's database.
+
+use crate::api::{self, AppState, Metrics};
+use crate::engine::Indexer;
+use crate::fold::FoldConfig;
+use crate::record::TxRecord;
+use crate::store::SqliteStore;
+use crate::synth::{wallet, LogBuilder};
+use serde::Serialize;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+/// Result of a replay run.
+#[derive(Debug, Clone, Serialize)]
+pub struct ReplayReport {
+    /// Records folded.
+    pub records: usize,
+    /// Memos among them.
+    pub memos: usize,
+    /// Wall time.
+    pub seconds: f64,
+    /// Throughput.
+    pub memos_per_second: f64,
+    /// The resulting state hash.
+    pub state_hash: String,
+}
+
+/// Ingests `records` into a fresh in-memory indexer in batches of `batch`.
+pub fn replay(records: &[TxRecord], batch: usize, cfg: FoldConfig) -> ReplayReport {
+    let memos: usize = records.iter().map(|r| r.tx.memos.len()).sum();
+    let ix = Indexer::open(
+        Box::new(SqliteStore::in_memory().expect("in-memory SQLite")),
+        cfg,
+    )
+    .expect("empty log folds");
+    let final_slot = records.iter().map(|r| r.tx.slot).max().unwrap_or(0);
+    let started = Instant::now();
+    for chunk in records.chunks(batch.max(1)) {
+        ix.ingest(chunk.to_vec(), final_slot, &[])
+            .expect("in-memory ingest");
+    }
+    let seconds = started.elapsed().as_secs_f64();
+    ReplayReport {
+        records: records.len(),
+        memos,
+        seconds,
+        memos_per_second: memos as f64 / seconds.max(1e-9),
+        state_hash: ix.state().hash(),
+    }
+}
+
+/// Result of an API load run.
+#[derive(Debug, Clone, Serialize)]
+pub struct LoadReport {
+    /// Listings indexed.
+    pub listings: usize,
+    /// Concurrent clients.
+    pub clients: usize,
+    /// Requests completed (all 200).
+    pub requests: usize,
+    /// Median latency.
+    pub p50_ms: f64,
+    /// 99th percentile latency.
+    pub p99_ms: f64,
+    /// Slowest request.
+    pub max_ms: f64,
+    /// Requests per second over the run.
+    pub requests_per_second: f64,
+}
+
+/// Load-test failures.
+#[derive(Debug, thiserror::Error)]
+pub enum LoadError {
+    /// Could not bind or serve.
+    #[error("load test server: {0}")]
+    Io(#[from] std::io::Error),
+    /// A request failed or answered wrongly.
+    #[error("load test request: {0}")]
+    Request(String),
+}
+
+/// A synthetic log of `n` live listings among 50 sellers.
+pub fn listings_log(n: usize) -> Vec<TxRecord> {
+    let mut b = LogBuilder::new();
+    for i in 0..n as u64 {
+        b.list(&wallet(1, i % 50), i, "auction");
+    }
+    b.finish()
+}
+
+fn percentile(sorted: &[Duration], p: f64) -> f64 {
+    if sorted.is_empty() {
+        return 0.0;
+    }
+    let i = ((sorted.len() as f64 * p).ceil() as usize).clamp(1, sorted.len()) - 1;
+    sorted[i].as_secs_f64() * 1e3
+}
+
+/// Serves an indexer of `listings` listings on 127.0.0.1 and has
+/// `clients` concurrent clients each GET `/listings` (walking pages with
+/// the cursor) `per_client` times.
+pub async fn api_load(
+    listings: usize,
+    clients: usize,
+    per_client: usize,
+) -> Result<LoadReport, LoadError> {
+    let records = listings_log(listings);
+    let ix = Indexer::open(
+        Box::new(SqliteStore::in_memory().map_err(|e| LoadError::Request(e.to_string()))?),
+        FoldConfig::default(),
+    )
+    .map_err(|e| LoadError::Request(e.to_string()))?;
+    let final_slot = records.last().map_or(0, |r| r.tx.slot);
+    ix.ingest(records, final_slot, &[])
+        .map_err(|e| LoadError::Request(e.to_string()))?;
+    let state = AppState {
+        ix: Arc::new(ix),
+        source: None,
+        cluster: "localnet".into(),
+        domain: "bench".into(),
+        clock: api::system_clock(),
+        metrics: Arc::new(Metrics::default()),
+        registry: node::chain::instructions::default_registry(),
+    };
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
+    let base = format!("http://{}", listener.local_addr()?);
+    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    let server = tokio::spawn(api::serve(listener, state, async move {
+        let _ = stopped.await;
+    }));
+    let http = reqwest::Client::builder()
+        .pool_max_idle_per_host(clients)
+        .build()
+        .map_err(|e| LoadError::Request(e.to_string()))?;
+    let started = Instant::now();
+    let tasks: Vec<_> = (0..clients)
+        .map(|c| {
+            let (http, base) = (http.clone(), base.clone());
+            tokio::spawn(async move {
+                let mut times = Vec::with_capacity(per_client);
+                let mut cursor: Option<String> = None;
+                for i in 0..per_client {
+                    let url = match (&cursor, (c + i) % 4) {
+                        (Some(after), 0) => format!("{base}/listings?limit=50&cursor={after}"),
+                        _ => format!("{base}/listings?limit=50"),
+                    };
+                    let t = Instant::now();
+                    let res = http
+                        .get(&url)
+                        .send()
+                        .await
+                        .map_err(|e| LoadError::Request(e.to_string()))?;
+                    if !res.status().is_success() {
+                        return Err(LoadError::Request(format!("{url}: {}", res.status())));
+                    }
+                    let body: serde_json::Value = res
+                        .json()
+                        .await
+                        .map_err(|e| LoadError::Request(e.to_string()))?;
+                    times.push(t.elapsed());
+                    if body["count"].as_u64() != Some(50) {
+                        return Err(LoadError::Request(format!("{url}: short page")));
+                    }
+                    cursor = body["next_cursor"].as_str().map(str::to_string);
+                }
+                Ok::<_, LoadError>(times)
+            })
+        })
+        .collect();
+    let mut all = Vec::with_capacity(clients * per_client);
+    for t in tasks {
+        all.extend(t.await.map_err(|e| LoadError::Request(e.to_string()))??);
+    }
+    let wall = started.elapsed().as_secs_f64();
+    let _ = stop.send(());
+    let _ = server.await;
+    all.sort();
+    Ok(LoadReport {
+        listings,
+        clients,
+        requests: all.len(),
+        p50_ms: percentile(&all, 0.50),
+        p99_ms: percentile(&all, 0.99),
+        max_ms: all.last().map_or(0.0, |d| d.as_secs_f64() * 1e3),
+        requests_per_second: all.len() as f64 / wall.max(1e-9),
+    })
+}
