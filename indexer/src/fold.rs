@@ -694,7 +694,8 @@ impl State {
         r: &TxRecord,
         book: &ManifestBook,
     ) -> Result<(), String> {
-        let seller = self.listing(listing_id)?.seller.clone();
+        let listing = self.listing(listing_id)?;
+        let (seller, bundle_hash) = (listing.seller.clone(), listing.bundle_hash.clone());
         if !r.tx.signed_by(&seller) {
             return Err("release not signed by the listing's seller".into());
         }
@@ -705,6 +706,9 @@ impl State {
                 verify_manifest_by(v, &seller).map_err(|e| format!("envelope refused: {e}"))?;
                 if v.get("listing_id").and_then(Value::as_str) != Some(listing_id) {
                     return Err("envelope names another listing".into());
+                }
+                if v.get("bundle_hash").and_then(Value::as_str) != Some(bundle_hash.as_str()) {
+                    return Err("envelope names another bundle hash than the listing".into());
                 }
                 v.get("buy_signature")
                     .and_then(Value::as_str)

@@ -62,13 +62,21 @@ impl IntoResponse for ApiError {
     }
 }
 
+fn auth_err(code: &'static str, e: crate::auth::AuthError) -> ApiError {
+    ApiError::new(StatusCode::UNAUTHORIZED, code, e.to_string())
+}
+
 impl From<crate::auth::AuthError> for ApiError {
     fn from(e: crate::auth::AuthError) -> ApiError {
         use crate::auth::AuthError::*;
         match e {
             BadRequest(d) => ApiError::bad(d),
             Store(s) => ApiError::unavailable(s.to_string()),
-            other => ApiError::unauthorized(other.to_string()),
+            UnknownNonce => auth_err("unknown_nonce", e),
+            ExpiredNonce => auth_err("expired_nonce", e),
+            WrongPubkey => auth_err("wrong_pubkey", e),
+            BadSignature => auth_err("bad_signature", e),
+            NoSession => auth_err("no_session", e),
         }
     }
 }

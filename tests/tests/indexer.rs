@@ -1,0 +1,521 @@
+//! The indexer against a real validator: a negotiated trade (list → offer
+//! → counter → accept → settle via the API → listen releases) is seen
+//! with the right states; a forged cancel changes nothing; sign-in refuses
+//! expired and reused nonces, wrong signatures and wrong keys; offers on a
+//! private listing are visible to its seller and that offer's buyer only;
+//! and a rebuild from an empty database reaches the same state hash as the
+//! incremental ingest.
+
+use base64::Engine;
+use e2e::validator;
+use indexer::api::{self, AppState, Metrics};
+use indexer::engine::Indexer;
+use indexer::fold::{FoldConfig, OfferStatus, SettlementStatus};
+use indexer::ingest::RpcSource;
+use indexer::store::SqliteStore;
+use node::arweave::{FsStore, Source, Uploader};
+use node::chain::instructions::default_registry;
+use node::chain::Signer;
+use node::listen::pass::{run_once, Catalog};
+use node::listen::release::Goods;
+use node::listen::{ListenDb, ListingTerms, NegotiatedTerms};
+use node::market::manifest::{build_listing, Listing, NewListing, LISTING_SCHEMA};
+use node::market::negotiate::{make_counter, make_offer};
+use node::market::tx::post_memo;
+use node::market::MemoOp;
+use node::mint::token2022::NftSpec;
+use node::wallet::Wallet;
+use serde_json::{json, Value};
+use std::sync::atomic::{AtomicI64, Ordering};
+use std::sync::Arc;
+
+const PRICE: u64 = 90_000_000;
+const AGREED: u64 = 70_000_000;
+
+struct Market {
+    chain: node::chain::Chain,
+    uploader: Uploader,
+    store: FsStore,
+}
+
+impl Market {
+    async fn list(&self, seller: &Wallet, visibility: &str, bundle_hash: &str) -> Listing {
+        let id = node::market::list::new_listing_id();
+        let now = time::OffsetDateTime::now_utc().unix_timestamp();
+        let manifest = build_listing(
+            seller,
+            &NewListing {
+                listing_id: &id,
+                bundle_hash,
+                payment_address: None,
+                price_usd: 9.0,
+                price_lamports: PRICE,
+                duration_hours: 24.0,
+                visibility,
+                encrypted_bundle_uri: "ar://blob",
+                metadata_uri: "ar://meta",
+                preview: json!({"memories_count": 2}),
+                now,
+            },
+        )
+        .unwrap();
+        let item = self
+            .uploader
+            .put_signed(
+                seller,
+                serde_json::to_vec(&manifest).unwrap(),
+                "application/json",
+                LISTING_SCHEMA,
+            )
+            .await
+            .unwrap();
+        let op = MemoOp::List {
+            listing_arweave_id: item,
+            bundle_hash: bundle_hash.into(),
+        };
+        post_memo(&self.chain, seller, &op, &seller.solana_keypair().pubkey())
+            .await
+            .unwrap();
+        Listing::from_value(manifest).unwrap()
+    }
+}
+
+/// The seller's catalog, read from the indexer's state.
+struct IndexedCatalog<'a> {
+    ix: &'a Indexer,
+    hash: String,
+    key: [u8; 32],
+}
+
+impl Catalog for IndexedCatalog<'_> {
+    fn terms(&self, id: &str) -> Option<ListingTerms> {
+        let s = self.ix.state();
+        let l = s.listings.get(id)?;
+        Some(ListingTerms {
+            listing_id: id.into(),
+            payment_address: l.payment_address.clone(),
+            price_lamports: l.price_lamports?,
+            expires_at: l.expires_at,
+            cancelled_at_slot: l.cancelled.as_ref().map(|c| c.slot),
+            fee: None,
+        })
+    }
+    fn goods(&self, id: &str) -> Option<Goods<'_>> {
+        self.terms(id).map(|_| Goods {
+            bundle_hash: &self.hash,
+            key: &self.key,
+            token: NftSpec {
+                name: "brainctl bundle".into(),
+                symbol: "BRNDL".into(),
+                uri: "ar://meta".into(),
+            },
+        })
+    }
+    fn negotiated(&self, id: &str, buyer: &str) -> Option<NegotiatedTerms> {
+        self.ix.state().accepted_for(id, buyer)
+    }
+}
+
+fn indexer_at(path: &std::path::Path) -> Indexer {
+    Indexer::open(
+        Box::new(SqliteStore::open(path).unwrap()),
+        FoldConfig::default(),
+    )
+    .unwrap()
+}
+
+struct Api {
+    base: String,
+    http: reqwest::Client,
+}
+
+impl Api {
+    async fn post(&self, path: &str, body: Value, token: Option<&str>) -> (u16, Value) {
+        let mut req = self.http.post(format!("{}{path}", self.base)).json(&body);
+        if let Some(t) = token {
+            req = req.bearer_auth(t);
+        }
+        let res = req.send().await.unwrap();
+        (
+            res.status().as_u16(),
+            res.json().await.unwrap_or(Value::Null),
+        )
+    }
+
+    async fn get(&self, path: &str, token: Option<&str>) -> (u16, Value) {
+        let mut req = self.http.get(format!("{}{path}", self.base));
+        if let Some(t) = token {
+            req = req.bearer_auth(t);
+        }
+        let res = req.send().await.unwrap();
+        (
+            res.status().as_u16(),
+            res.json().await.unwrap_or(Value::Null),
+        )
+    }
+
+    async fn challenge(&self, who: &Wallet) -> (String, String) {
+        let (code, c) = self
+            .post("/auth/challenge", json!({"pubkey": who.address()}), None)
+            .await;
+        assert_eq!(code, 200, "{c}");
+        (
+            c["nonce"].as_str().unwrap().to_string(),
+            c["message_to_sign"].as_str().unwrap().to_string(),
+        )
+    }
+
+    async fn verify(&self, pubkey: &str, nonce: &str, sig: &[u8; 64]) -> (u16, Value) {
+        let body = json!({
+            "pubkey": pubkey,
+            "nonce": nonce,
+            "signature_b58": bs58::encode(sig).into_string(),
+        });
+        self.post("/auth/verify", body, None).await
+    }
+
+    async fn sign_in(&self, who: &Wallet) -> String {
+        let (nonce, msg) = self.challenge(who).await;
+        let (code, v) = self
+            .verify(&who.address(), &nonce, &who.sign(msg.as_bytes()))
+            .await;
+        assert_eq!(code, 200, "{v}");
+        v["session_token"].as_str().unwrap().to_string()
+    }
+}
+
+#[test]
+fn indexer_follows_a_trade_and_serves_it() {
+    let v = validator();
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let chain = v.chain();
+    let store = FsStore::new(dir.path().join("items"));
+    let market = Market {
+        chain: v.chain(),
+        uploader: Uploader::Fs(store.clone()),
+        store: store.clone(),
+    };
+    let seller = Wallet::generate();
+    let buyer = Wallet::generate();
+    let mallory = Wallet::generate();
+    for w in [&seller, &buyer, &mallory] {
+        v.fund(&w.solana_keypair().pubkey(), 2);
+    }
+    let bundle_hash = "cd".repeat(32);
+    let key = [9u8; 32];
+
+    // The indexer, served on a free port; its clock can be moved.
+    let ix = Arc::new(indexer_at(&dir.path().join("indexer.db")));
+    let source = Arc::new(RpcSource::new(
+        v.chain(),
+        Source::Fs(market.store.clone()),
+        vec![default_registry()],
+        4,
+        0,
+    ));
+    let skew = Arc::new(AtomicI64::new(0));
+    let clock: api::Clock = {
+        let skew = skew.clone();
+        Arc::new(move || {
+            time::OffsetDateTime::now_utc().unix_timestamp() + skew.load(Ordering::SeqCst)
+        })
+    };
+    let state = AppState {
+        ix: ix.clone(),
+        source: Some(source.clone()),
+        cluster: "localnet".into(),
+        domain: "brainctl-indexer-test".into(),
+        clock,
+        metrics: Arc::new(Metrics::default()),
+        registry: default_registry(),
+    };
+    let listener = rt
+        .block_on(tokio::net::TcpListener::bind("127.0.0.1:0"))
+        .unwrap();
+    let api = Api {
+        base: format!("http://{}", listener.local_addr().unwrap()),
+        http: reqwest::Client::new(),
+    };
+    rt.spawn(api::serve(listener, state, std::future::pending()));
+    let poll = || rt.block_on(source.poll(&ix)).unwrap();
+
+    // --- the negotiated trade, read from chain memos alone
+    let listing = rt.block_on(market.list(&seller, "auction", &bundle_hash));
+    let (offer_item, offer_id, _) = rt
+        .block_on(make_offer(
+            &chain,
+            &buyer,
+            &market.uploader,
+            &listing,
+            5.0,
+            50_000_000,
+            "fifty?",
+            2.0,
+        ))
+        .unwrap();
+    let offer = rt
+        .block_on(node::market::negotiate::fetch_offer(
+            &Source::Fs(store.clone()),
+            &offer_item,
+            false,
+        ))
+        .unwrap();
+    let seller_pk = seller.solana_keypair().pubkey();
+    rt.block_on(make_counter(
+        &chain,
+        &seller,
+        &market.uploader,
+        &offer,
+        &seller_pk,
+        7.0,
+        AGREED,
+        "seventy",
+        2.0,
+    ))
+    .unwrap();
+    rt.block_on(post_memo(
+        &chain,
+        &seller,
+        &MemoOp::Accept {
+            offer_id: offer_id.clone(),
+        },
+        &seller_pk,
+    ))
+    .unwrap();
+    // A forgery: mallory "cancels" the seller's listing.
+    let forged = rt
+        .block_on(post_memo(
+            &chain,
+            &mallory,
+            &MemoOp::Cancel {
+                listing_id: listing.listing_id.clone(),
+            },
+            &seller_pk,
+        ))
+        .unwrap();
+    let report = poll();
+    assert!(report.fetched >= 5, "{report:?}");
+    {
+        let s = ix.state();
+        let l = &s.listings[&listing.listing_id];
+        assert_eq!(l.status(s.now), "live", "forged cancel ignored");
+        assert!(l.cancelled.is_none());
+        assert_eq!(
+            s.rejected[&forged.signature.to_string()][0].reason,
+            "cancel not signed by the listing's seller"
+        );
+        let o = &s.offers[&offer_id];
+        assert_eq!(o.status, OfferStatus::Accepted);
+        assert_eq!(o.terms.len(), 2);
+        assert_eq!(o.current().price_lamports, Some(AGREED));
+    }
+    let (code, body) = rt.block_on(api.get("/listings", None));
+    assert_eq!(code, 200);
+    assert_eq!(
+        body["listings"][0]["manifest"]["listing_id"],
+        listing.listing_id
+    );
+    assert_eq!(body["listings"][0]["status"], "live");
+
+    // --- sign-in: good, reused, expired, wrong signature, wrong key
+    let token = rt.block_on(api.sign_in(&buyer));
+    let (nonce, msg) = rt.block_on(api.challenge(&buyer));
+    let good_sig = buyer.sign(msg.as_bytes());
+    let (code, _) = rt.block_on(api.verify(&buyer.address(), &nonce, &good_sig));
+    assert_eq!(code, 200);
+    let (code, body) = rt.block_on(api.verify(&buyer.address(), &nonce, &good_sig));
+    assert_eq!(
+        (code, body["error"].as_str()),
+        (401, Some("unknown_nonce")),
+        "reused nonce: {body}"
+    );
+    let (nonce, msg) = rt.block_on(api.challenge(&buyer));
+    let (code, body) =
+        rt.block_on(api.verify(&buyer.address(), &nonce, &mallory.sign(msg.as_bytes())));
+    assert_eq!(
+        (code, body["error"].as_str()),
+        (401, Some("bad_signature")),
+        "{body}"
+    );
+    let (nonce, msg) = rt.block_on(api.challenge(&buyer));
+    let (code, body) =
+        rt.block_on(api.verify(&mallory.address(), &nonce, &mallory.sign(msg.as_bytes())));
+    assert_eq!(
+        (code, body["error"].as_str()),
+        (401, Some("wrong_pubkey")),
+        "{body}"
+    );
+    let (nonce, msg) = rt.block_on(api.challenge(&buyer));
+    skew.store(301, Ordering::SeqCst);
+    let (code, body) =
+        rt.block_on(api.verify(&buyer.address(), &nonce, &buyer.sign(msg.as_bytes())));
+    assert_eq!(
+        (code, body["error"].as_str()),
+        (401, Some("expired_nonce")),
+        "{body}"
+    );
+    skew.store(0, Ordering::SeqCst);
+    let (code, _) = rt.block_on(api.get(
+        "/listings/00000000-000000000000/offers",
+        Some("forged-token"),
+    ));
+    assert_eq!(code, 401, "a made-up session token is refused");
+
+    // --- settle through the API: the buyer signs the returned transaction
+    let settle_path = format!("/listings/{}/settle", listing.listing_id);
+    let (code, body) = rt.block_on(api.post(
+        &settle_path,
+        json!({"buyer_x25519_pubkey": buyer.x25519_address()}),
+        None,
+    ));
+    assert_eq!(code, 401, "settle needs a session: {body}");
+    let (code, settle) = rt.block_on(api.post(
+        &settle_path,
+        json!({"buyer_x25519_pubkey": buyer.x25519_address(), "cluster": "localnet"}),
+        Some(&token),
+    ));
+    assert_eq!(code, 200, "{settle}");
+    assert_eq!(
+        settle["price_lamports"], AGREED,
+        "the accepted counter binds"
+    );
+    assert_eq!(settle["offer_id"], offer_id.as_str());
+    let bytes = base64::engine::general_purpose::STANDARD
+        .decode(settle["tx_base64"].as_str().unwrap())
+        .unwrap();
+    let mut tx: solana_sdk::transaction::Transaction = bincode::deserialize(&bytes).unwrap();
+    let buyer_kp = buyer.solana_keypair();
+    assert_eq!(
+        tx.message.account_keys[0],
+        buyer_kp.pubkey(),
+        "buyer pays the fee"
+    );
+    let blockhash = tx.message.recent_blockhash;
+    tx.try_sign(&[&buyer_kp], blockhash).unwrap();
+    let seller_before = rt.block_on(chain.rpc().get_balance(&seller_pk)).unwrap();
+    let buy_sig = rt
+        .block_on(chain.rpc().send_and_confirm_transaction(&tx))
+        .unwrap();
+    let seller_after = rt.block_on(chain.rpc().get_balance(&seller_pk)).unwrap();
+    assert_eq!(seller_after - seller_before, AGREED);
+
+    // --- the seller's listen pass releases it, with the indexer as catalog
+    poll();
+    let catalog = IndexedCatalog {
+        ix: &ix,
+        hash: bundle_hash.clone(),
+        key,
+    };
+    let mut db = ListenDb::open(&dir.path().join("listen.db")).unwrap();
+    let pass = rt
+        .block_on(run_once(
+            &chain,
+            &mut db,
+            &seller,
+            &market.uploader,
+            &catalog,
+            &seller_pk,
+        ))
+        .unwrap();
+    assert_eq!(
+        (pass.verified, pass.released, pass.rejected),
+        (1, 1, 0),
+        "{pass:?}"
+    );
+    poll();
+    {
+        let s = ix.state();
+        let st = &s.settlements[&buy_sig.to_string()];
+        assert_eq!(st.price_lamports, AGREED);
+        assert_eq!(st.paid_lamports, AGREED);
+        assert_eq!(st.offer_id.as_deref(), Some(offer_id.as_str()));
+        assert!(
+            matches!(st.status, SettlementStatus::Released { .. }),
+            "{st:?}"
+        );
+    }
+    let (code, body) = rt.block_on(api.get(
+        &format!(
+            "/settlements/{}?buyer={}&cluster=localnet",
+            listing.listing_id,
+            buyer.address()
+        ),
+        None,
+    ));
+    assert_eq!(code, 200);
+    assert_eq!(body["status"], "released", "{body}");
+    assert!(body["envelope_arweave_id"]
+        .as_str()
+        .is_some_and(|e| store.get(e).is_ok()));
+    let (code, rep) = rt.block_on(api.get(&format!("/sellers/{}", seller.address()), None));
+    assert_eq!(code, 200);
+    assert_eq!(
+        (rep["sales"].as_u64(), rep["releases"].as_u64()),
+        (Some(1), Some(1)),
+        "{rep}"
+    );
+
+    // --- private listing: offers visible to its seller and that buyer only
+    let private = rt.block_on(market.list(&seller, "private", &"ef".repeat(32)));
+    let (_, private_offer, _) = rt
+        .block_on(make_offer(
+            &chain,
+            &buyer,
+            &market.uploader,
+            &private,
+            4.0,
+            40_000_000,
+            "private bid",
+            2.0,
+        ))
+        .unwrap();
+    poll();
+    let path = format!("/listings/{}/offers", private.listing_id);
+    let ids = |v: &Value| -> Vec<String> {
+        v["offers"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|o| o["offer_id"].as_str().unwrap().to_string())
+            .collect()
+    };
+    let seller_token = rt.block_on(api.sign_in(&seller));
+    let mallory_token = rt.block_on(api.sign_in(&mallory));
+    let (_, as_seller) = rt.block_on(api.get(&path, Some(&seller_token)));
+    let (_, as_buyer) = rt.block_on(api.get(&path, Some(&token)));
+    let (_, as_mallory) = rt.block_on(api.get(&path, Some(&mallory_token)));
+    let (_, anonymous) = rt.block_on(api.get(&path, None));
+    assert_eq!(ids(&as_seller), vec![private_offer.clone()]);
+    assert_eq!(ids(&as_buyer), vec![private_offer.clone()]);
+    assert!(ids(&as_mallory).is_empty(), "{as_mallory}");
+    assert!(ids(&anonymous).is_empty(), "{anonymous}");
+    let (code, _) = rt.block_on(api.get(&format!("/offers/{private_offer}"), Some(&mallory_token)));
+    assert_eq!(code, 404, "a private offer is not even confirmed to exist");
+
+    // --- a hint for a transaction the chain refuses: 409 with the reason
+    let (code, body) = rt.block_on(api.post(
+        &format!("/listings/{}/cancel", listing.listing_id),
+        json!({"cancel_tx_signature": forged.signature.to_string()}),
+        Some(&mallory_token),
+    ));
+    assert_eq!(code, 409, "{body}");
+    assert!(body["detail"]
+        .as_str()
+        .unwrap()
+        .contains("cancel not signed by the listing's seller"));
+
+    // --- rebuild from an empty database: the same state
+    let incremental = ix.state().hash();
+    let fresh = indexer_at(&dir.path().join("rebuilt.db"));
+    rt.block_on(source.poll(&fresh)).unwrap();
+    assert_eq!(fresh.state().hash(), incremental);
+    assert_eq!(fresh.state().transactions, ix.state().transactions);
+    // and a restart on the original database folds to it too
+    let reopened = indexer_at(&dir.path().join("indexer.db"));
+    assert_eq!(reopened.state().hash(), incremental);
+}
