@@ -141,6 +141,18 @@ pub struct SellerState {
     pub keys_dir: Option<PathBuf>,
 }
 
+/// Where the marketplace indexer is.
+#[derive(Debug, Args, Clone)]
+pub struct IndexerOpts {
+    /// Base URL of a marketplace indexer (the reference's `BRNCTL_MARKETPLACE_API`).
+    #[arg(
+        long = "indexer",
+        env = "BRNCTL_MARKETPLACE_API",
+        default_value = "http://127.0.0.1:8080"
+    )]
+    pub url: String,
+}
+
 /// `brainctl marketplace ...`
 #[derive(Debug, Subcommand)]
 pub enum MarketCmd {
@@ -261,6 +273,37 @@ pub enum MarketCmd {
         listing_id: String,
         #[command(flatten)]
         seller: SellerState,
+    },
+    /// Browse live listings on a marketplace indexer (`brainctl-indexer run`).
+    Browse {
+        #[command(flatten)]
+        indexer: IndexerOpts,
+        /// Only listings at or under this price in USD.
+        #[arg(long)]
+        max_price_usd: Option<f64>,
+        /// Only listings whose preview names this category.
+        #[arg(long)]
+        category: Option<String>,
+        /// Only this seller's listings.
+        #[arg(long)]
+        seller: Option<String>,
+        /// live | cancelled | expired | all.
+        #[arg(long, default_value = "live", value_parser = ["live", "cancelled", "expired", "all"])]
+        status: String,
+        /// Page size (1-100).
+        #[arg(long, default_value_t = 20)]
+        limit: u32,
+        /// Continue after this listing id (the previous page's `next_cursor`).
+        #[arg(long)]
+        cursor: Option<String>,
+    },
+    /// Show one listing from an indexer: manifest, status, sales, and the
+    /// offers you may see.
+    Show {
+        /// Listing id (YYYYMMDD-<12 hex>).
+        listing_id: String,
+        #[command(flatten)]
+        indexer: IndexerOpts,
     },
     /// Your listings: what the chain says (offers, buys, releases, cancels) and
     /// what your daemon recorded (buy states, offer decisions).

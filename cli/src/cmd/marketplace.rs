@@ -260,6 +260,28 @@ pub fn run(cmd: MarketCmd, ctx: &Context) -> CliResult<u8> {
                 )
             });
         }
+        MarketCmd::Browse {
+            indexer,
+            max_price_usd,
+            category,
+            seller,
+            status,
+            limit,
+            cursor,
+        } => super::browse::browse(
+            ctx,
+            &indexer,
+            max_price_usd,
+            category,
+            seller,
+            status,
+            limit,
+            cursor,
+        )?,
+        MarketCmd::Show {
+            listing_id,
+            indexer,
+        } => super::browse::show(ctx, &indexer, &listing_id)?,
         MarketCmd::Status { listing_id, seller } => {
             let chain = ctx.chain()?;
             let (db, _) = seller_state(&seller)?;

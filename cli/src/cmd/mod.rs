@@ -1,5 +1,6 @@
 //! One module per command group; [`run`] dispatches.
 
+mod browse;
 mod export;
 mod files;
 mod import;

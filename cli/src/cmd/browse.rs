@@ -1,0 +1,152 @@
+//! `brainctl marketplace browse|show`: read-only views from a marketplace
+//! indexer over HTTP. Never signs or sends anything; what an indexer says
+//! is a convenience, and `buy` re-checks everything on chain.
+
+use crate::args::IndexerOpts;
+use crate::context::Context;
+use crate::failure::{CliResult, Failure};
+use anyhow::{anyhow, Context as _};
+use serde_json::Value;
+use std::time::Duration;
+
+/// Largest indexer answer read.
+const MAX_ANSWER_BYTES: usize = 4 * 1024 * 1024;
+
+/// GETs `path` (with `query`) from the indexer as JSON.
+fn get(
+    ctx: &Context,
+    opts: &IndexerOpts,
+    path: &str,
+    query: &[(&str, String)],
+) -> CliResult<Value> {
+    let base = opts.url.trim_end_matches('/');
+    if !(base.starts_with("http://") || base.starts_with("https://")) {
+        return Err(Failure::bad_input(anyhow!(
+            "--indexer {base} is not an http(s) URL (e.g. http://127.0.0.1:8080)"
+        )));
+    }
+    let url = format!("{base}{path}");
+    ctx.block_on(async {
+        let http = reqwest::Client::builder()
+            .timeout(Duration::from_secs(20))
+            .build()
+            .context("HTTP client")?;
+        let res = http.get(&url).query(query).send().await.with_context(|| {
+            format!("reach the indexer at {base} (is `brainctl-indexer run` up?)")
+        })?;
+        let status = res.status();
+        let bytes = res.bytes().await.context("read the indexer's answer")?;
+        if bytes.len() > MAX_ANSWER_BYTES {
+            return Err(anyhow!("the indexer's answer is over {MAX_ANSWER_BYTES} bytes").into());
+        }
+        let body: Value = serde_json::from_slice(&bytes)
+            .with_context(|| format!("the indexer's answer to {path} is not JSON"))?;
+        if !status.is_success() {
+            let detail = body["detail"].as_str().unwrap_or("no detail");
+            return Err(anyhow!("indexer: {status} on {path}: {detail}").into());
+        }
+        Ok(body)
+    })
+}
+
+fn sol(lamports: &Value) -> String {
+    lamports
+        .as_u64()
+        .map_or("-".into(), |l| format!("{:.4} SOL", l as f64 / 1e9))
+}
+
+fn listing_line(l: &Value) -> String {
+    format!(
+        "{}  {:>9}  {:>13}  {:<8} {:<9} {:>3} memories  seller {}",
+        l["listing_id"].as_str().unwrap_or("?"),
+        format!("${}", l["price_usd"]),
+        sol(&l["price_lamports"]),
+        l["visibility"].as_str().unwrap_or("?"),
+        l["status"].as_str().unwrap_or("?"),
+        l["manifest"]["preview"]["memories_count"],
+        l["seller_pubkey"].as_str().unwrap_or("?"),
+    )
+}
+
+/// `browse`.
+#[allow(clippy::too_many_arguments)]
+pub fn browse(
+    ctx: &Context,
+    opts: &IndexerOpts,
+    max_price_usd: Option<f64>,
+    category: Option<String>,
+    seller: Option<String>,
+    status: String,
+    limit: u32,
+    cursor: Option<String>,
+) -> CliResult<()> {
+    if !(1..=100).contains(&limit) {
+        return Err(Failure::bad_input(anyhow!("--limit must be 1 to 100")));
+    }
+    let mut q = vec![("status", status), ("limit", limit.to_string())];
+    q.extend(max_price_usd.map(|p| ("max_price_usd", p.to_string())));
+    q.extend(category.map(|c| ("category", c)));
+    q.extend(seller.map(|s| ("seller_pubkey", s)));
+    q.extend(cursor.map(|c| ("cursor", c)));
+    let page = get(ctx, opts, "/listings", &q)?;
+    ctx.emit(&page, || {
+        let rows: Vec<String> = page["listings"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .map(listing_line)
+            .collect();
+        let mut out = if rows.is_empty() {
+            "no listings match".to_string()
+        } else {
+            rows.join("\n")
+        };
+        if let Some(next) = page["next_cursor"].as_str() {
+            out.push_str(&format!("\nmore: --cursor {next}"));
+        }
+        out
+    });
+    Ok(())
+}
+
+/// `show`.
+pub fn show(ctx: &Context, opts: &IndexerOpts, listing_id: &str) -> CliResult<()> {
+    if !node::market::is_listing_id(listing_id) {
+        return Err(Failure::bad_input(anyhow!(
+            "{listing_id:?} is not a listing id (YYYYMMDD-<12 hex>)"
+        )));
+    }
+    let v = get(ctx, opts, &format!("/listings/{listing_id}"), &[])?;
+    ctx.emit(&v, || {
+        let l = &v["listing"];
+        let p = &l["manifest"]["preview"];
+        let mut out = vec![
+            listing_line(l),
+            format!(
+                "  bundle hash  {}",
+                l["bundle_hash"].as_str().unwrap_or("?")
+            ),
+            format!(
+                "  expires at   {}",
+                l["manifest"]["expires_at"].as_str().unwrap_or("?")
+            ),
+            format!(
+                "  pay to       {}",
+                l["payment_address"].as_str().unwrap_or("?")
+            ),
+            format!("  categories   {}", p["categories_summary"]),
+            format!("  description  {}", p["description"].as_str().unwrap_or("")),
+            format!("  sales {} / releases {}", l["sales"], l["releases"]),
+        ];
+        for o in v["offers"].as_array().into_iter().flatten() {
+            out.push(format!(
+                "  offer {}  {}  {}",
+                o["offer_id"].as_str().unwrap_or("?"),
+                o["status"].as_str().unwrap_or("?"),
+                sol(&o["price_lamports"]),
+            ));
+        }
+        out.join("\n")
+    });
+    Ok(())
+}
