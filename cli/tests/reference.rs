@@ -5,28 +5,8 @@
 
 mod util;
 
-use std::path::PathBuf;
+use e2e::ref_python;
 use util::Env;
-
-/// The reference venv's python, or `None` (test skipped) where it is not
-/// installed; under CI=true a missing venv fails the test instead.
-fn ref_python() -> Option<PathBuf> {
-    let py = std::env::var_os("BRAINCTL_REF_VENV")
-        .map(PathBuf::from)
-        .or_else(|| {
-            std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cache/brainctl/ref-venv"))
-        })
-        .map(|venv| venv.join("bin/python"))
-        .filter(|py| py.exists());
-    if py.is_none() {
-        assert!(
-            std::env::var("CI").is_err(),
-            "CI=true but the reference venv is missing: run localnet/install"
-        );
-        eprintln!("skipping: reference venv not installed (run localnet/install)");
-    }
-    py
-}
 
 #[test]
 fn reference_verifies_what_we_sign() {

@@ -202,6 +202,28 @@ impl TestValidator {
     }
 }
 
+/// The reference venv's python (Python brainctl 2.8.0), or `None` (the
+/// test skips) where it is not installed; under CI=true a missing venv
+/// fails the test instead. `localnet/install` creates it at
+/// ~/.cache/brainctl/ref-venv; BRAINCTL_REF_VENV overrides.
+pub fn ref_python() -> Option<PathBuf> {
+    let py = std::env::var_os("BRAINCTL_REF_VENV")
+        .map(PathBuf::from)
+        .or_else(|| {
+            std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cache/brainctl/ref-venv"))
+        })
+        .map(|venv| venv.join("bin/python"))
+        .filter(|py| py.exists());
+    if py.is_none() {
+        assert!(
+            std::env::var("CI").is_err(),
+            "CI=true but the reference venv is missing: run localnet/install"
+        );
+        eprintln!("skipping: reference venv not installed (run localnet/install)");
+    }
+    py
+}
+
 /// A small runtime for blocking test code.
 pub fn runtime() -> tokio::runtime::Runtime {
     tokio::runtime::Builder::new_current_thread()

@@ -184,6 +184,28 @@ impl Api {
     }
 }
 
+/// Drives `agentmemory.marketplace_api` (PyPI brainctl 2.8.0) as a buyer:
+/// browse, detail, sign in with the keystore, private offers, settle, status.
+const REFERENCE_CLIENT: &str = r#"
+import json, sys
+from agentmemory import marketplace_api as m
+base, pubkey, keystore, listing, private, x25519 = sys.argv[1:7]
+browsed = m.browse_listings(base, cluster="localnet", limit=50)
+shown = m.get_listing(base, listing, cluster="localnet")
+token = m.ensure_session(base, pubkey, keystore_path=keystore)
+offers = m.list_offers(base, private, cluster="localnet", session_token=token)
+settle = m.build_settle_tx(base, private, buyer_x25519_pubkey=x25519, cluster="localnet", session_token=token)
+status = m.settlement_status(base, listing, buyer_pubkey=pubkey, cluster="localnet")
+print(json.dumps({
+    "browsed": [l["manifest"]["listing_id"] for l in browsed["listings"]],
+    "shown": shown["listing"]["manifest"]["listing_id"],
+    "private_offers": [o["offer_id"] for o in offers["offers"]],
+    "settle_price": settle["price_lamports"],
+    "has_tx": bool(settle["tx_base64"]),
+    "status": status["status"],
+}))
+"#;
+
 #[test]
 fn indexer_follows_a_trade_and_serves_it() {
     let v = validator();
@@ -508,6 +530,47 @@ fn indexer_follows_a_trade_and_serves_it() {
         .as_str()
         .unwrap()
         .contains("cancel not signed by the listing's seller"));
+
+    // --- the reference Python client, unchanged, against this indexer
+    if let Some(py) = e2e::ref_python() {
+        let home = dir.path().join("ref-home");
+        let keystore = home.join("buyer.json");
+        buyer.save(&keystore, false).unwrap();
+        let out = std::process::Command::new(py)
+            .arg("-c")
+            .arg(REFERENCE_CLIENT)
+            .args([
+                &api.base,
+                &buyer.address(),
+                keystore.to_str().unwrap(),
+                &listing.listing_id,
+                &private.listing_id,
+                &buyer.x25519_address(),
+            ])
+            .env("HOME", &home)
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let r: Value = serde_json::from_slice(&out.stdout).unwrap();
+        assert!(
+            r["browsed"]
+                .as_array()
+                .unwrap()
+                .contains(&json!(listing.listing_id)),
+            "{r}"
+        );
+        assert_eq!(r["shown"], listing.listing_id.as_str());
+        assert_eq!(r["status"], "released");
+        assert_eq!(r["private_offers"], json!([private_offer]));
+        assert_eq!(
+            r["settle_price"], PRICE,
+            "the offer was not accepted: list price"
+        );
+    }
 
     // --- rebuild from an empty database: the same state
     let incremental = ix.state().hash();
