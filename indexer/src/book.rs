@@ -5,9 +5,13 @@
 //!
 //! Owns "is this body a valid signed manifest"; whether it matches its
 //! memo (ids, hashes, signer) is the fold's job. Envelopes name no signer
-//! field, so they are kept raw and checked by the fold against the seller.
+//! field: they are verified here against the sellers of the listing
+//! manifests held under the listing id they name, and the fold checks the
+//! state's seller is among those (or verifies itself if not).
 
 use crate::record::TxRecord;
+use node::bundle::verify_manifest_by;
+use node::market::envelope::ENVELOPE_SCHEMA;
 use node::market::manifest::{Listing, Offer, COUNTER_SCHEMA, LISTING_SCHEMA, OFFER_SCHEMA};
 use serde_json::Value;
 use std::collections::HashMap;
@@ -22,7 +26,15 @@ pub enum Checked {
     Offer(Arc<Offer>),
     /// A valid signed counter.
     Counter(Arc<Offer>),
-    /// Another schema (envelopes), kept for the fold to check.
+    /// A signed release envelope, with the sellers (of listings the book
+    /// holds under its listing id) whose signature it carries.
+    Envelope {
+        /// The body.
+        body: Arc<Value>,
+        /// Candidate signers that verified.
+        signed_by: Vec<String>,
+    },
+    /// Another schema (e.g. the reference's bare envelope), kept as is.
     Other(Arc<Value>),
     /// Refused, with the reason.
     Invalid(String),
@@ -32,6 +44,38 @@ pub enum Checked {
 #[derive(Debug, Default, Clone)]
 pub struct ManifestBook {
     by_id: HashMap<String, Checked>,
+    /// Sellers of the valid listing manifests held, by listing id.
+    sellers: HashMap<String, Vec<String>>,
+}
+
+/// Maps `f` over `items` on all cores (scoped threads, order kept).
+fn par_map<T: Sync, U: Send>(items: &[T], f: impl Fn(&T) -> U + Sync) -> Vec<U> {
+    let threads = std::thread::available_parallelism()
+        .map(|n| n.get())
+        .unwrap_or(1)
+        .min(items.len().div_ceil(64))
+        .max(1);
+    let chunk = items.len().div_ceil(threads).max(1);
+    let f = &f;
+    std::thread::scope(|s| {
+        let handles: Vec<_> = items
+            .chunks(chunk)
+            .map(|part| s.spawn(move || part.iter().map(f).collect::<Vec<U>>()))
+            .collect();
+        handles
+            .into_iter()
+            .flat_map(|h| h.join().expect("manifest check does not panic"))
+            .collect()
+    })
+}
+
+/// The signers among `candidates` whose signature the envelope carries.
+fn envelope_signers(body: &Value, candidates: &[String]) -> Vec<String> {
+    candidates
+        .iter()
+        .filter(|c| verify_manifest_by(body, c).is_ok())
+        .cloned()
+        .collect()
 }
 
 fn check(v: &Value) -> Checked {
@@ -41,6 +85,12 @@ fn check(v: &Value) -> Checked {
         OFFER_SCHEMA => Offer::offer_from_value(v.clone()).map(|o| Checked::Offer(Arc::new(o))),
         COUNTER_SCHEMA => {
             Offer::counter_from_value(v.clone()).map(|o| Checked::Counter(Arc::new(o)))
+        }
+        ENVELOPE_SCHEMA => {
+            return Checked::Envelope {
+                body: Arc::new(v.clone()),
+                signed_by: Vec::new(),
+            }
         }
         _ => return Checked::Other(Arc::new(v.clone())),
     };
@@ -68,28 +118,42 @@ impl ManifestBook {
         if todo.is_empty() {
             return;
         }
-        let threads = std::thread::available_parallelism()
-            .map(|n| n.get())
-            .unwrap_or(1)
-            .min(todo.len().div_ceil(64));
-        let chunk = todo.len().div_ceil(threads.max(1));
-        let checked: Vec<Vec<(String, Checked)>> = std::thread::scope(|s| {
-            let handles: Vec<_> = todo
-                .chunks(chunk)
-                .map(|part| {
-                    s.spawn(move || {
-                        part.iter()
-                            .map(|(id, body)| ((*id).clone(), check(body)))
-                            .collect::<Vec<_>>()
-                    })
-                })
-                .collect();
-            handles
-                .into_iter()
-                .map(|h| h.join().unwrap_or_default())
-                .collect()
+        // Listings, offers, counters first; then envelopes, verified
+        // against the sellers of the listings they name.
+        let checked = par_map(&todo, |(id, body)| ((*id).clone(), check(body)));
+        let mut envelopes = Vec::new();
+        for (id, c) in checked {
+            match c {
+                Checked::Envelope { body, .. } => envelopes.push((id, body)),
+                Checked::Listing(l) => {
+                    self.sellers
+                        .entry(l.listing_id.clone())
+                        .or_default()
+                        .push(l.seller_pubkey.clone());
+                    self.by_id.insert(id, Checked::Listing(l));
+                }
+                other => {
+                    self.by_id.insert(id, other);
+                }
+            }
+        }
+        let sellers = &self.sellers;
+        let verified = par_map(&envelopes, |(id, body)| {
+            let candidates = body
+                .get("listing_id")
+                .and_then(Value::as_str)
+                .and_then(|l| sellers.get(l))
+                .map_or(&[][..], Vec::as_slice);
+            let signed_by = envelope_signers(body, candidates);
+            (
+                id.clone(),
+                Checked::Envelope {
+                    body: body.clone(),
+                    signed_by,
+                },
+            )
         });
-        self.by_id.extend(checked.into_iter().flatten());
+        self.by_id.extend(verified);
     }
 
     /// The checked manifest stored under `id`.

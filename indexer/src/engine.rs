@@ -111,9 +111,11 @@ impl Indexer {
             .into_iter()
             .filter(|r| !state.has_folded(r.signature()))
             .collect();
-        let mut next = (**state).clone();
-        match next.apply_batch(&fresh, book, &self.cfg) {
-            Ok(()) => *state = Arc::new(next),
+        // In place: `apply_batch` checks the order before changing
+        // anything, and `make_mut` copies only while a reader holds the
+        // previous snapshot.
+        match Arc::make_mut(state).apply_batch(&fresh, book, &self.cfg) {
+            Ok(()) => {}
             Err(_) => {
                 drop(guard);
                 self.refold()?;

@@ -702,8 +702,10 @@ impl State {
         // The signed envelope names its buy; the reference's bare
         // envelope does not, so its release settles the oldest paid buy.
         let named = match book.get(envelope_id) {
-            Some(Checked::Other(v)) => {
-                verify_manifest_by(v, &seller).map_err(|e| format!("envelope refused: {e}"))?;
+            Some(Checked::Envelope { body: v, signed_by }) => {
+                if !signed_by.contains(&seller) {
+                    verify_manifest_by(v, &seller).map_err(|e| format!("envelope refused: {e}"))?;
+                }
                 if v.get("listing_id").and_then(Value::as_str) != Some(listing_id) {
                     return Err("envelope names another listing".into());
                 }

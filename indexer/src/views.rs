@@ -66,49 +66,80 @@ pub fn may_see_offer(state: &State, offer: &OfferState, viewer: Option<&str>) ->
     }
 }
 
+/// One listing as served: borrowed from the state, serialized straight
+/// to the response (no intermediate JSON tree).
+#[derive(Debug, Serialize)]
+pub struct ListingView<'a> {
+    listing_id: &'a str,
+    status: &'static str,
+    seller_pubkey: &'a str,
+    payment_address: &'a str,
+    price_usd: f64,
+    price_lamports: Option<u64>,
+    fee_bps: u64,
+    visibility: &'a str,
+    expires_at: i64,
+    bundle_hash: &'a str,
+    listing_arweave_id: &'a str,
+    list_tx_signature: &'a str,
+    listed_slot: u64,
+    cancel_tx_signature: Option<&'a str>,
+    sales: u64,
+    releases: u64,
+    manifest: &'a Value,
+}
+
 /// One listing.
-pub fn listing(state: &State, l: &ListingState) -> Value {
-    let (mut sales, mut released) = (0u64, 0u64);
+pub fn listing<'a>(state: &'a State, l: &'a ListingState) -> ListingView<'a> {
+    let (mut sales, mut releases) = (0u64, 0u64);
     for (_, s) in state.settlements_of(&l.listing_id) {
         match s.status {
             SettlementStatus::Paid => sales += 1,
             SettlementStatus::Released { .. } => {
                 sales += 1;
-                released += 1
+                releases += 1
             }
             SettlementStatus::Rejected { .. } => {}
         }
     }
-    json!({
-        "listing_id": l.listing_id,
-        "status": l.status(state.now),
-        "seller_pubkey": l.seller,
-        "payment_address": l.payment_address,
-        "price_usd": l.price_usd,
-        "price_lamports": l.price_lamports,
-        "fee_bps": l.fee_bps,
-        "visibility": l.visibility,
-        "expires_at": l.expires_at,
-        "bundle_hash": l.bundle_hash,
-        "listing_arweave_id": l.manifest_id,
-        "list_tx_signature": l.listed.signature,
-        "listed_slot": l.listed.slot,
-        "cancel_tx_signature": l.cancelled.as_ref().map(|c| &c.signature),
-        "sales": sales,
-        "releases": released,
-        "manifest": l.manifest,
-    })
+    ListingView {
+        listing_id: &l.listing_id,
+        status: l.status(state.now),
+        seller_pubkey: &l.seller,
+        payment_address: &l.payment_address,
+        price_usd: l.price_usd,
+        price_lamports: l.price_lamports,
+        fee_bps: l.fee_bps,
+        visibility: &l.visibility,
+        expires_at: l.expires_at,
+        bundle_hash: &l.bundle_hash,
+        listing_arweave_id: &l.manifest_id,
+        list_tx_signature: &l.listed.signature,
+        listed_slot: l.listed.slot,
+        cancel_tx_signature: l.cancelled.as_ref().map(|c| c.signature.as_str()),
+        sales,
+        releases,
+        manifest: &l.manifest,
+    }
+}
+
+/// A page of listings and the cursor of the next.
+#[derive(Debug, Serialize)]
+pub struct ListingPage<'a> {
+    listings: Vec<ListingView<'a>>,
+    count: usize,
+    next_cursor: Option<&'a str>,
 }
 
 /// Listings matching `f`, in id order, one page, and the cursor of the next.
-pub fn listings(state: &State, f: &ListingFilter) -> Value {
-    let mut page: Vec<Value> = Vec::new();
-    let mut next = None;
+pub fn listings<'a>(state: &'a State, f: &ListingFilter) -> ListingPage<'a> {
     use std::ops::Bound::{Excluded, Unbounded};
     let from = match &f.after {
         Some(a) => (Excluded(a.clone()), Unbounded),
         None => (Unbounded, Unbounded),
     };
+    let mut page = Vec::new();
+    let mut next_cursor = None;
     for l in state
         .listings
         .range::<String, _>(from)
@@ -116,12 +147,16 @@ pub fn listings(state: &State, f: &ListingFilter) -> Value {
         .filter(|l| f.matches(l, state.now))
     {
         if page.len() == f.limit {
-            next = page.last().and_then(|v| v.get("listing_id").cloned());
+            next_cursor = page.last().map(|v: &ListingView<'a>| v.listing_id);
             break;
         }
         page.push(listing(state, l));
     }
-    json!({ "listings": page, "count": page.len(), "next_cursor": next })
+    ListingPage {
+        count: page.len(),
+        listings: page,
+        next_cursor,
+    }
 }
 
 /// One offer with its lineage.

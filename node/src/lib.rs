@@ -24,6 +24,8 @@ pub mod bundle;
 pub mod chain;
 pub mod clock;
 pub mod crypto;
+#[cfg(feature = "chain")]
+pub mod escrow;
 pub mod export;
 pub mod import;
 pub mod keys;

@@ -265,10 +265,11 @@ fn parse_filter(q: &HashMap<String, String>) -> Res<ListingFilter> {
 async fn browse(
     AxState(st): AxState<AppState>,
     Query(q): Query<HashMap<String, String>>,
-) -> Res<Json<Value>> {
+) -> Res<Response> {
     check_cluster(&st, &q)?;
     let f = parse_filter(&q)?;
-    Ok(Json(views::listings(&st.ix.state(), &f)))
+    let s = st.ix.state();
+    Ok(Json(views::listings(&s, &f)).into_response())
 }
 
 async fn show_listing(

@@ -1,0 +1,71 @@
+//! Every way an instruction is refused, with the reason shown to users.
+
+use anchor_lang::prelude::*;
+
+/// Escrow program errors.
+#[error_code]
+pub enum EscrowError {
+    /// `fee_bps` over [`crate::constants::MAX_FEE_BPS`].
+    #[msg("fee_bps is above the 1000 bps cap")]
+    FeeTooHigh,
+    /// `slash_bps` over 10,000.
+    #[msg("slash_bps is above 10000")]
+    SlashTooHigh,
+    /// Zero release window.
+    #[msg("the release window must be positive")]
+    ZeroWindow,
+    /// A listing id not of the `YYYYMMDD-<12 hex>` shape.
+    #[msg("listing id must be YYYYMMDD-<12 hex>")]
+    BadListingId,
+    /// Price of zero.
+    #[msg("price_lamports must be positive")]
+    ZeroPrice,
+    /// Stake under the configured minimum.
+    #[msg("stake is below the configured minimum")]
+    StakeTooLow,
+    /// Expiry not in the future.
+    #[msg("expires_at must be in the future")]
+    ExpiryInPast,
+    /// The listing was cancelled.
+    #[msg("the listing is cancelled")]
+    ListingCancelled,
+    /// The listing expired.
+    #[msg("the listing has expired")]
+    ListingExpired,
+    /// The signer is not the listing's seller.
+    #[msg("only the listing's seller may do this")]
+    NotSeller,
+    /// The signer is not the escrow's buyer.
+    #[msg("only the escrow's buyer may do this")]
+    NotBuyer,
+    /// Released or refunded already.
+    #[msg("the escrow is already settled")]
+    AlreadySettled,
+    /// The committed bundle hash differs from the listing's.
+    #[msg("bundle hash differs from the listing's")]
+    BundleHashMismatch,
+    /// Envelope id empty or too long.
+    #[msg("envelope id must be 1 to 64 characters")]
+    BadEnvelopeId,
+    /// Refund asked before the release window closed.
+    #[msg("the release window is still open")]
+    ReleaseWindowOpen,
+    /// Cancel with deposits still held, or refunds not yet slashed.
+    #[msg("the listing has open escrows or unslashed refunds")]
+    OpenEscrows,
+    /// Slash of an escrow that was not refunded after the window.
+    #[msg("nothing to slash: the escrow was not refunded")]
+    NoCause,
+    /// Slashed already.
+    #[msg("the escrow was already slashed")]
+    AlreadySlashed,
+    /// Arithmetic overflow or underflow.
+    #[msg("arithmetic overflow")]
+    Overflow,
+    /// The treasury account differs from the config's.
+    #[msg("treasury account differs from the config's")]
+    WrongTreasury,
+    /// The escrow belongs to another listing.
+    #[msg("escrow belongs to another listing")]
+    WrongListing,
+}

@@ -1,0 +1,96 @@
+//! Running the Anchor program natively in `solana-program-test` 4.2.2.
+//!
+//! Anchor 1.2.2 reaches sysvars and CPI through `solana-sysvar` 3.1's
+//! syscall stubs, while program-test installs its stubs into
+//! `solana-sysvar` 4.1 only; the 3.1 defaults answer "unsupported sysvar"
+//! and turn every CPI into a silent no-op. [`start`] installs an adapter
+//! that forwards each 3.1 stub to program-test's, so the program sees the
+//! same bank either way.
+#![allow(dead_code)] // each test binary uses a different subset
+
+use solana_program_test::{processor, ProgramTest, ProgramTestContext};
+use solana_sdk::account_info::AccountInfo;
+use solana_sdk::entrypoint::ProgramResult;
+use solana_sdk::instruction::Instruction;
+use solana_sdk::pubkey::Pubkey;
+use solana_sysvar_v3::program_stubs as v3;
+use solana_sysvar_v4::program_stubs as v4;
+use std::sync::{Arc, Once};
+
+/// Anchor's entry ties every lifetime to `'info`; the native runtime
+/// passes shorter ones, and keeps the values alive for the call.
+pub fn process(program_id: &Pubkey, accounts: &[AccountInfo], data: &[u8]) -> ProgramResult {
+    let accounts: &[AccountInfo<'static>] = unsafe { std::mem::transmute(accounts) };
+    let program_id: &'static Pubkey = Box::leak(Box::new(*program_id));
+    let data: &'static [u8] = Box::leak(data.to_vec().into_boxed_slice());
+    escrow::entry(program_id, accounts, data)
+}
+
+/// program-test's stubs, shared by both stub slots.
+struct Shared(Arc<Box<dyn v4::SyscallStubs>>);
+
+macro_rules! forward {
+    ($($name:ident($($arg:ident: $ty:ty),*) -> $ret:ty;)*) => {$(
+        fn $name(&self, $($arg: $ty),*) -> $ret { self.0.$name($($arg),*) }
+    )*};
+}
+
+impl v4::SyscallStubs for Shared {
+    forward! {
+        sol_log(m: &str) -> ();
+        sol_log_compute_units() -> ();
+        sol_remaining_compute_units() -> u64;
+        sol_invoke_signed(i: &Instruction, a: &[AccountInfo], s: &[&[&[u8]]]) -> ProgramResult;
+        sol_get_sysvar(id: *const u8, var: *mut u8, off: u64, len: u64) -> u64;
+        sol_get_clock_sysvar(var: *mut u8) -> u64;
+        sol_get_epoch_schedule_sysvar(var: *mut u8) -> u64;
+        sol_get_fees_sysvar(var: *mut u8) -> u64;
+        sol_get_rent_sysvar(var: *mut u8) -> u64;
+        sol_get_epoch_rewards_sysvar(var: *mut u8) -> u64;
+        sol_get_last_restart_slot(var: *mut u8) -> u64;
+        sol_get_epoch_stake(vote: *const u8) -> u64;
+        sol_get_return_data() -> Option<(Pubkey, Vec<u8>)>;
+        sol_set_return_data(d: &[u8]) -> ();
+        sol_log_data(f: &[&[u8]]) -> ();
+        sol_get_processed_sibling_instruction(i: usize) -> Option<Instruction>;
+        sol_get_stack_height() -> u64;
+    }
+}
+
+impl v3::SyscallStubs for Shared {
+    forward! {
+        sol_log(m: &str) -> ();
+        sol_log_compute_units() -> ();
+        sol_remaining_compute_units() -> u64;
+        sol_invoke_signed(i: &Instruction, a: &[AccountInfo], s: &[&[&[u8]]]) -> ProgramResult;
+        sol_get_sysvar(id: *const u8, var: *mut u8, off: u64, len: u64) -> u64;
+        sol_get_clock_sysvar(var: *mut u8) -> u64;
+        sol_get_epoch_schedule_sysvar(var: *mut u8) -> u64;
+        sol_get_fees_sysvar(var: *mut u8) -> u64;
+        sol_get_rent_sysvar(var: *mut u8) -> u64;
+        sol_get_epoch_rewards_sysvar(var: *mut u8) -> u64;
+        sol_get_last_restart_slot(var: *mut u8) -> u64;
+        sol_get_epoch_stake(vote: *const u8) -> u64;
+        sol_get_return_data() -> Option<(Pubkey, Vec<u8>)>;
+        sol_set_return_data(d: &[u8]) -> ();
+        sol_log_data(f: &[&[u8]]) -> ();
+        sol_get_processed_sibling_instruction(i: usize) -> Option<Instruction>;
+        sol_get_stack_height() -> u64;
+    }
+}
+
+/// Starts `pt` (with the escrow program added) and bridges the stubs.
+pub async fn start(mut pt: ProgramTest) -> ProgramTestContext {
+    pt.add_program("escrow", escrow::ID, processor!(process));
+    let ctx = pt.start_with_context().await;
+    static BRIDGE: Once = Once::new();
+    BRIDGE.call_once(|| {
+        struct Placeholder;
+        impl v4::SyscallStubs for Placeholder {}
+        let theirs = v4::set_syscall_stubs(Box::new(Placeholder));
+        let shared = Arc::new(theirs);
+        v4::set_syscall_stubs(Box::new(Shared(shared.clone())));
+        v3::set_syscall_stubs(Box::new(Shared(shared)));
+    });
+    ctx
+}
