@@ -21,7 +21,7 @@ use axum::extract::{DefaultBodyLimit, Path, Query, Request, State as AxState};
 use axum::http::{header, HeaderMap};
 use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
-use axum::routing::{get, post};
+use axum::routing::{get, post, MethodRouter};
 use axum::{Json, Router};
 pub use error::ApiError;
 pub use metrics::Metrics;
@@ -84,9 +84,24 @@ pub fn router(state: AppState) -> Router {
         )
         .route("/listings/{id}/settle", post(settle::settle))
         .route("/offers/{id}", get(show_offer))
-        .route("/offers/{id}/accept", post(post_accept))
-        .route("/offers/{id}/reject", post(post_reject))
-        .route("/offers/{id}/withdraw", post(post_withdraw))
+        .route(
+            "/offers/{id}/accept",
+            offer_action_route(
+                |op, id| matches!(op, MemoOp::Accept { offer_id } if offer_id == id),
+            ),
+        )
+        .route(
+            "/offers/{id}/reject",
+            offer_action_route(
+                |op, id| matches!(op, MemoOp::Reject { offer_id } if offer_id == id),
+            ),
+        )
+        .route(
+            "/offers/{id}/withdraw",
+            offer_action_route(
+                |op, id| matches!(op, MemoOp::Withdraw { offer_id } if offer_id == id),
+            ),
+        )
         .route("/offers/{id}/counter", post(post_counter))
         .route("/settlements/{id}", get(settlement))
         .route("/sellers/{pubkey}", get(seller))
@@ -563,52 +578,16 @@ async fn offer_action(
     offer_reply(&st, &id, &who)
 }
 
-async fn post_accept(
-    AxState(st): AxState<AppState>,
-    Path(id): Path<String>,
-    headers: HeaderMap,
-    Json(b): Json<ActionBody>,
-) -> Res<Json<Value>> {
-    offer_action(
-        st,
-        id,
-        headers,
-        b,
-        |op, id| matches!(op, MemoOp::Accept { offer_id } if offer_id == id),
+/// `POST /offers/{id}/<action>`: a hint for the memo `wanted` accepts.
+fn offer_action_route(wanted: fn(&MemoOp, &str) -> bool) -> MethodRouter<AppState> {
+    post(
+        move |AxState(st): AxState<AppState>,
+              Path(id): Path<String>,
+              headers: HeaderMap,
+              Json(b): Json<ActionBody>| async move {
+            offer_action(st, id, headers, b, wanted).await
+        },
     )
-    .await
-}
-
-async fn post_reject(
-    AxState(st): AxState<AppState>,
-    Path(id): Path<String>,
-    headers: HeaderMap,
-    Json(b): Json<ActionBody>,
-) -> Res<Json<Value>> {
-    offer_action(
-        st,
-        id,
-        headers,
-        b,
-        |op, id| matches!(op, MemoOp::Reject { offer_id } if offer_id == id),
-    )
-    .await
-}
-
-async fn post_withdraw(
-    AxState(st): AxState<AppState>,
-    Path(id): Path<String>,
-    headers: HeaderMap,
-    Json(b): Json<ActionBody>,
-) -> Res<Json<Value>> {
-    offer_action(
-        st,
-        id,
-        headers,
-        b,
-        |op, id| matches!(op, MemoOp::Withdraw { offer_id } if offer_id == id),
-    )
-    .await
 }
 
 #[derive(Deserialize)]

@@ -29,55 +29,37 @@ pub fn process(program_id: &Pubkey, accounts: &[AccountInfo], data: &[u8]) -> Pr
 /// program-test's stubs, shared by both stub slots.
 struct Shared(Arc<Box<dyn v4::SyscallStubs>>);
 
-macro_rules! forward {
-    ($($name:ident($($arg:ident: $ty:ty),*) -> $ret:ty;)*) => {$(
+/// Implements each stub trait by forwarding every method to program-test's.
+macro_rules! bridge {
+    (@methods $($name:ident($($arg:ident: $ty:ty),*) -> $ret:ty;)*) => {$(
         fn $name(&self, $($arg: $ty),*) -> $ret { self.0.$name($($arg),*) }
+    )*};
+    ($($stubs:path),*) => {$(
+        impl $stubs for Shared {
+            bridge!(@methods
+                sol_log(m: &str) -> ();
+                sol_log_compute_units() -> ();
+                sol_remaining_compute_units() -> u64;
+                sol_invoke_signed(i: &Instruction, a: &[AccountInfo], s: &[&[&[u8]]]) -> ProgramResult;
+                sol_get_sysvar(id: *const u8, var: *mut u8, off: u64, len: u64) -> u64;
+                sol_get_clock_sysvar(var: *mut u8) -> u64;
+                sol_get_epoch_schedule_sysvar(var: *mut u8) -> u64;
+                sol_get_fees_sysvar(var: *mut u8) -> u64;
+                sol_get_rent_sysvar(var: *mut u8) -> u64;
+                sol_get_epoch_rewards_sysvar(var: *mut u8) -> u64;
+                sol_get_last_restart_slot(var: *mut u8) -> u64;
+                sol_get_epoch_stake(vote: *const u8) -> u64;
+                sol_get_return_data() -> Option<(Pubkey, Vec<u8>)>;
+                sol_set_return_data(d: &[u8]) -> ();
+                sol_log_data(f: &[&[u8]]) -> ();
+                sol_get_processed_sibling_instruction(i: usize) -> Option<Instruction>;
+                sol_get_stack_height() -> u64;
+            );
+        }
     )*};
 }
 
-impl v4::SyscallStubs for Shared {
-    forward! {
-        sol_log(m: &str) -> ();
-        sol_log_compute_units() -> ();
-        sol_remaining_compute_units() -> u64;
-        sol_invoke_signed(i: &Instruction, a: &[AccountInfo], s: &[&[&[u8]]]) -> ProgramResult;
-        sol_get_sysvar(id: *const u8, var: *mut u8, off: u64, len: u64) -> u64;
-        sol_get_clock_sysvar(var: *mut u8) -> u64;
-        sol_get_epoch_schedule_sysvar(var: *mut u8) -> u64;
-        sol_get_fees_sysvar(var: *mut u8) -> u64;
-        sol_get_rent_sysvar(var: *mut u8) -> u64;
-        sol_get_epoch_rewards_sysvar(var: *mut u8) -> u64;
-        sol_get_last_restart_slot(var: *mut u8) -> u64;
-        sol_get_epoch_stake(vote: *const u8) -> u64;
-        sol_get_return_data() -> Option<(Pubkey, Vec<u8>)>;
-        sol_set_return_data(d: &[u8]) -> ();
-        sol_log_data(f: &[&[u8]]) -> ();
-        sol_get_processed_sibling_instruction(i: usize) -> Option<Instruction>;
-        sol_get_stack_height() -> u64;
-    }
-}
-
-impl v3::SyscallStubs for Shared {
-    forward! {
-        sol_log(m: &str) -> ();
-        sol_log_compute_units() -> ();
-        sol_remaining_compute_units() -> u64;
-        sol_invoke_signed(i: &Instruction, a: &[AccountInfo], s: &[&[&[u8]]]) -> ProgramResult;
-        sol_get_sysvar(id: *const u8, var: *mut u8, off: u64, len: u64) -> u64;
-        sol_get_clock_sysvar(var: *mut u8) -> u64;
-        sol_get_epoch_schedule_sysvar(var: *mut u8) -> u64;
-        sol_get_fees_sysvar(var: *mut u8) -> u64;
-        sol_get_rent_sysvar(var: *mut u8) -> u64;
-        sol_get_epoch_rewards_sysvar(var: *mut u8) -> u64;
-        sol_get_last_restart_slot(var: *mut u8) -> u64;
-        sol_get_epoch_stake(vote: *const u8) -> u64;
-        sol_get_return_data() -> Option<(Pubkey, Vec<u8>)>;
-        sol_set_return_data(d: &[u8]) -> ();
-        sol_log_data(f: &[&[u8]]) -> ();
-        sol_get_processed_sibling_instruction(i: usize) -> Option<Instruction>;
-        sol_get_stack_height() -> u64;
-    }
-}
+bridge!(v4::SyscallStubs, v3::SyscallStubs);
 
 /// Starts `pt` (with the escrow program added) and bridges the stubs.
 pub async fn start(mut pt: ProgramTest) -> ProgramTestContext {
