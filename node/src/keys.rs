@@ -81,7 +81,9 @@ impl KeyDir {
         }
     }
 
-    fn create_exclusive(&self, name: &str, contents: &[u8]) -> Result<PathBuf, KeyError> {
+    /// Writes a new secret file `name` (0600, O_EXCL, fsynced) in the
+    /// 0700 directory; refuses to overwrite.
+    pub fn create_exclusive(&self, name: &str, contents: &[u8]) -> Result<PathBuf, KeyError> {
         if !self.dir.exists() {
             std::fs::DirBuilder::new()
                 .recursive(true)

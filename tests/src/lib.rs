@@ -67,6 +67,90 @@ pub fn validator() -> &'static TestValidator {
     VALIDATOR.get_or_init(|| start(&[]))
 }
 
+/// Spawns `cmd` (output to `log`) so that it dies exactly when this test
+/// process does: spawned, with PR_SET_PDEATHSIG armed, from a thread that
+/// lives as long as the process. Returns the pid.
+fn spawn_owned(mut cmd: Command, log: &std::path::Path, what: &'static str) -> u32 {
+    let (tx, rx) = std::sync::mpsc::channel();
+    let out = std::fs::File::create(log).expect("log file");
+    cmd.stdin(Stdio::null())
+        .stdout(out.try_clone().expect("dup"))
+        .stderr(out);
+    std::thread::spawn(move || {
+        unsafe {
+            use std::os::unix::process::CommandExt;
+            cmd.pre_exec(|| {
+                if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL) != 0 {
+                    return Err(std::io::Error::last_os_error());
+                }
+                Ok(())
+            });
+        }
+        let mut child = cmd.spawn().unwrap_or_else(|e| panic!("spawn {what}: {e}"));
+        tx.send(child.id()).expect("report pid");
+        let status = child.wait();
+        eprintln!("{what} exited: {status:?}");
+        loop {
+            std::thread::park();
+        }
+    });
+    rx.recv().expect("child pid")
+}
+
+/// A running local Arweave gateway (`arlocal`).
+pub struct TestGateway {
+    /// Base URL.
+    pub url: String,
+}
+
+static GATEWAY: OnceLock<TestGateway> = OnceLock::new();
+
+/// The arlocal of this test binary (from `localnet/install`'s npm dir),
+/// started on a free port with a temp database on first use.
+pub fn gateway() -> &'static TestGateway {
+    GATEWAY.get_or_init(|| {
+        let npm = std::env::var_os("BRAINCTL_NPM_DIR")
+            .map(PathBuf::from)
+            .unwrap_or_else(|| {
+                validator_bin()
+                    .ancestors()
+                    .nth(3)
+                    .expect("cache dir")
+                    .join("npm")
+            });
+        let script = npm.join("node_modules/arlocal/bin/index.js");
+        assert!(
+            script.exists(),
+            "arlocal not found at {}: run ./localnet/install",
+            script.display()
+        );
+        let port = free_port_block(1);
+        let dir = tempfile::Builder::new()
+            .prefix("brainctl-arlocal-")
+            .tempdir()
+            .expect("temp dir")
+            .keep();
+        let mut cmd = Command::new("node");
+        cmd.arg(&script)
+            .arg(port.to_string())
+            .arg("--hidelogs")
+            .args(["--dbpath", "db"])
+            .current_dir(&dir);
+        spawn_owned(cmd, &dir.join("arlocal.log"), "arlocal");
+        let url = format!("http://127.0.0.1:{port}");
+        let deadline = Instant::now() + Duration::from_secs(60);
+        while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+            assert!(
+                Instant::now() < deadline,
+                "arlocal did not start; see {}",
+                dir.display()
+            );
+            std::thread::sleep(Duration::from_millis(200));
+        }
+        TestGateway { url }
+    })
+}
+
 /// Starts a validator with extra arguments (e.g. `--bpf-program`).
 pub fn start(extra: &[String]) -> TestValidator {
     let bin = validator_bin();
@@ -104,35 +188,9 @@ pub fn start(extra: &[String]) -> TestValidator {
     .map(|s| s.to_string())
     .collect();
     args.extend(extra.iter().cloned());
-    let (tx, rx) = std::sync::mpsc::channel();
-    let log_for_thread = log.clone();
-    // The child is spawned (and PR_SET_PDEATHSIG armed) from a thread that
-    // lives as long as the process, so it dies exactly when the test process does.
-    std::thread::spawn(move || {
-        let out = std::fs::File::create(&log_for_thread).expect("log file");
-        let mut cmd = Command::new(bin);
-        cmd.args(&args)
-            .stdin(Stdio::null())
-            .stdout(out.try_clone().expect("dup"))
-            .stderr(out);
-        unsafe {
-            use std::os::unix::process::CommandExt;
-            cmd.pre_exec(|| {
-                if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL) != 0 {
-                    return Err(std::io::Error::last_os_error());
-                }
-                Ok(())
-            });
-        }
-        let mut child = cmd.spawn().expect("spawn solana-test-validator");
-        tx.send(child.id()).expect("report pid");
-        let status = child.wait();
-        eprintln!("solana-test-validator exited: {status:?}");
-        loop {
-            std::thread::park();
-        }
-    });
-    let pid = rx.recv().expect("validator pid");
+    let mut cmd = Command::new(bin);
+    cmd.args(&args);
+    let pid = spawn_owned(cmd, &log, "solana-test-validator");
     let rpc_url = format!("http://127.0.0.1:{rpc}");
     let v = TestValidator {
         ws_url: format!("ws://127.0.0.1:{}", rpc + 1),

@@ -8,8 +8,11 @@
 pub mod deep_hash;
 pub mod fs_store;
 #[cfg(feature = "net")]
+pub mod gateway;
+#[cfg(feature = "net")]
 pub mod http;
 pub mod item;
+pub mod merkle;
 pub mod tags;
 pub mod uploader;
 

@@ -11,6 +11,9 @@ pub enum Uploader {
     /// Irys-compatible bundler.
     #[cfg(feature = "net")]
     Bundler(super::http::Bundler),
+    /// An Arweave gateway (arlocal on localnet): a one-item bundle per put.
+    #[cfg(feature = "net")]
+    Gateway(super::gateway::Gateway),
 }
 
 impl Uploader {
@@ -20,6 +23,8 @@ impl Uploader {
             Uploader::Fs(s) => s.put(item),
             #[cfg(feature = "net")]
             Uploader::Bundler(b) => b.put(item).await,
+            #[cfg(feature = "net")]
+            Uploader::Gateway(g) => g.put(item).await,
         }
     }
 
@@ -47,6 +52,8 @@ impl Uploader {
             Uploader::Fs(_) => "fs",
             #[cfg(feature = "net")]
             Uploader::Bundler(_) => "bundler",
+            #[cfg(feature = "net")]
+            Uploader::Gateway(_) => "gateway",
         }
     }
 }
