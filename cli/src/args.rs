@@ -331,8 +331,10 @@ pub enum MarketCmd {
 /// Where data items go.
 #[derive(Debug, Args, Clone)]
 pub struct StorageOpts {
-    /// Backend: a local content-addressed directory, or an Irys-compatible bundler.
-    #[arg(long, env = "BRAINCTL_STORAGE", default_value = "fs", value_parser = ["fs", "bundler"])]
+    /// Backend: a local content-addressed directory, an Irys-compatible
+    /// bundler, or an Arweave gateway that takes transactions (arlocal on
+    /// localnet: `--storage gateway --gateway-url http://127.0.0.1:1984`).
+    #[arg(long, env = "BRAINCTL_STORAGE", default_value = "fs", value_parser = ["fs", "bundler", "gateway"])]
     pub storage: String,
     /// Directory of the fs backend (default ~/.brainctl/items).
     #[arg(long, env = "BRAINCTL_STORAGE_DIR")]
@@ -340,13 +342,18 @@ pub struct StorageOpts {
     /// Bundler URL (bundler backend).
     #[arg(long, env = "BRAINCTL_BUNDLER_URL")]
     pub bundler_url: Option<String>,
-    /// Gateway to read from (bundler backend).
+    /// Gateway to read from (bundler and gateway backends; the gateway
+    /// backend also posts there).
     #[arg(
         long,
         env = "BRAINCTL_GATEWAY_URL",
         default_value = "https://arweave.net"
     )]
     pub gateway_url: String,
+    /// RSA wallet the gateway backend signs Arweave transactions with
+    /// (PKCS#8, created 0600 on first use; default ~/.brainctl/arweave-wallet.pkcs8).
+    #[arg(long, env = "BRAINCTL_ARWEAVE_WALLET")]
+    pub arweave_wallet: Option<PathBuf>,
 }
 
 /// `brainctl storage ...`

@@ -1,11 +1,12 @@
-//! `brainctl storage put|get`: signed ANS-104 items in the fs store or a bundler.
+//! `brainctl storage put|get`: signed ANS-104 items in the fs store, a
+//! bundler, or an Arweave gateway.
 
 use super::files::{read_capped, write_private_atomic};
 use crate::args::{StorageCmd, StorageOpts};
 use crate::context::Context;
 use crate::failure::{CliResult, Failure};
 use anyhow::{anyhow, Context as _};
-use node::arweave::http::{download, Bundler};
+use node::arweave::http::Bundler;
 use node::arweave::{DataItem, FsStore, Tag};
 use serde_json::json;
 use std::io::Write;
@@ -30,10 +31,23 @@ fn bundler(o: &StorageOpts) -> CliResult<Bundler> {
     Ok(Bundler::new(url))
 }
 
+fn gateway(o: &StorageOpts) -> CliResult<node::arweave::gateway::Gateway> {
+    let path = match &o.arweave_wallet {
+        Some(p) => p.clone(),
+        None => std::path::PathBuf::from(
+            std::env::var_os("HOME").context("no HOME; pass --arweave-wallet")?,
+        )
+        .join(".brainctl/arweave-wallet.pkcs8"),
+    };
+    let key = node::arweave::gateway::Gateway::load_or_create_key(&path)
+        .with_context(|| format!("Arweave wallet {}", path.display()))?;
+    Ok(node::arweave::gateway::Gateway::new(&o.gateway_url, key))
+}
+
 /// Where items are read from under `--storage`.
 pub fn source(o: &StorageOpts) -> CliResult<node::arweave::Source> {
     Ok(match o.storage.as_str() {
-        "bundler" => node::arweave::Source::Gateway(o.gateway_url.clone()),
+        "bundler" | "gateway" => node::arweave::Source::Gateway(o.gateway_url.clone()),
         _ => node::arweave::Source::Fs(fs_store(o)?),
     })
 }
@@ -42,6 +56,7 @@ pub fn source(o: &StorageOpts) -> CliResult<node::arweave::Source> {
 pub fn uploader(o: &StorageOpts) -> CliResult<node::arweave::Uploader> {
     Ok(match o.storage.as_str() {
         "bundler" => node::arweave::Uploader::Bundler(bundler(o)?),
+        "gateway" => node::arweave::Uploader::Gateway(gateway(o)?),
         _ => node::arweave::Uploader::Fs(fs_store(o)?),
     })
 }
@@ -64,10 +79,7 @@ pub fn run(cmd: StorageCmd, ctx: &Context) -> CliResult<u8> {
             let wallet = ctx.wallet()?;
             let item =
                 DataItem::sign(&wallet, data, tags, None, None).map_err(Failure::bad_input)?;
-            let id = match opts.storage.as_str() {
-                "bundler" => ctx.block_on(bundler(&opts)?.put(&item))?,
-                _ => fs_store(&opts)?.put(&item)?,
-            };
+            let id = ctx.block_on(uploader(&opts)?.put(&item))?;
             let v = json!({"ok": true, "id": id, "bytes": item.data.len(), "owner": item.owner_address(), "storage": opts.storage});
             ctx.emit(&v, || id.clone());
         }
@@ -77,20 +89,7 @@ pub fn run(cmd: StorageCmd, ctx: &Context) -> CliResult<u8> {
             max_bytes,
             opts,
         } => {
-            let data = match opts.storage.as_str() {
-                "bundler" => ctx.block_on(download(&opts.gateway_url, &id, max_bytes))?,
-                _ => {
-                    let item = fs_store(&opts)?.get(&id)?;
-                    if item.data.len() > max_bytes {
-                        return Err(anyhow!(
-                            "item {id} holds {} bytes, over --max-bytes {max_bytes}",
-                            item.data.len()
-                        )
-                        .into());
-                    }
-                    item.data
-                }
-            };
+            let data = ctx.block_on(source(&opts)?.fetch(&id, max_bytes))?;
             match output {
                 Some(p) => {
                     write_private_atomic(&p, &data)?;
