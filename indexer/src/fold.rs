@@ -245,6 +245,27 @@ pub struct Rejected {
     pub reason: String,
 }
 
+/// One escrow deposit as the program's events tell it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct EscrowState {
+    /// Listing account (program PDA).
+    pub listing: String,
+    /// Buyer.
+    pub buyer: String,
+    /// Lamports deposited.
+    pub amount: u64,
+    /// deposited | released | refunded.
+    pub status: &'static str,
+    /// Envelope named on release.
+    pub envelope_id: Option<String>,
+    /// Paid to the seller and to the treasury on release.
+    pub paid: Option<(u64, u64)>,
+    /// Deposit transaction.
+    pub deposited: At,
+    /// Release or refund transaction.
+    pub settled: Option<At>,
+}
+
 /// The whole marketplace.
 #[derive(Debug, Clone, PartialEq, Serialize, Default)]
 pub struct State {
@@ -262,6 +283,9 @@ pub struct State {
     pub settlements: BTreeMap<String, Settlement>,
     /// Refused memos by transaction signature.
     pub rejected: BTreeMap<String, Vec<Rejected>>,
+    /// Escrow-program deposits by escrow account (from its events).
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    pub escrows: BTreeMap<String, EscrowState>,
     #[serde(skip)]
     seen: BTreeSet<String>,
     /// Buy signatures by listing (an index over `settlements`).
@@ -377,6 +401,11 @@ impl State {
         if let Some(t) = r.tx.block_time {
             self.now = self.now.max(t);
         }
+        if r.tx.succeeded {
+            for ev in node::escrow::events_in_logs(&r.tx.logs) {
+                self.apply_escrow(ev, r);
+            }
+        }
         for memo in &r.tx.memos {
             let outcome = match MemoOp::parse(memo) {
                 Err(MemoError::NotMarketplace) => continue,
@@ -394,6 +423,52 @@ impl State {
                         reason,
                     });
             }
+        }
+    }
+
+    fn apply_escrow(&mut self, ev: node::escrow::EscrowEvent, r: &TxRecord) {
+        use node::escrow::EscrowEvent as E;
+        match ev {
+            E::Deposited {
+                listing,
+                escrow,
+                buyer,
+                amount,
+            } => {
+                self.escrows.insert(
+                    escrow.to_string(),
+                    EscrowState {
+                        listing: listing.to_string(),
+                        buyer: buyer.to_string(),
+                        amount,
+                        status: "deposited",
+                        envelope_id: None,
+                        paid: None,
+                        deposited: At::of(r),
+                        settled: None,
+                    },
+                );
+            }
+            E::Released {
+                escrow,
+                envelope_id,
+                to_seller,
+                fee,
+            } => {
+                if let Some(e) = self.escrows.get_mut(&escrow.to_string()) {
+                    e.status = "released";
+                    e.envelope_id = Some(envelope_id);
+                    e.paid = Some((to_seller, fee));
+                    e.settled = Some(At::of(r));
+                }
+            }
+            E::Refunded { escrow, .. } => {
+                if let Some(e) = self.escrows.get_mut(&escrow.to_string()) {
+                    e.status = "refunded";
+                    e.settled = Some(At::of(r));
+                }
+            }
+            E::Other(_) => {}
         }
     }
 

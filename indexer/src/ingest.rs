@@ -132,9 +132,11 @@ fn manifest_ids(memos: &[String]) -> Vec<String> {
 }
 
 fn is_marketplace(tx: &ParsedTx) -> bool {
-    tx.memos
-        .iter()
-        .any(|m| m.starts_with(node::market::memo::PREFIX))
+    !tx.logs.is_empty()
+        || tx
+            .memos
+            .iter()
+            .any(|m| m.starts_with(node::market::memo::PREFIX))
 }
 
 impl RpcSource {
@@ -227,7 +229,8 @@ impl RpcSource {
     }
 
     /// Records for `signatures` (skipping ones the node lacks and ones
-    /// without a marketplace memo), with block positions and manifests.
+    /// with neither a marketplace memo nor an escrow program run), with
+    /// block positions and manifests.
     pub async fn records(
         &self,
         ix: &Indexer,

@@ -335,7 +335,8 @@ async fn connect(src: &SourceArgs) -> Result<(RpcSource, String, FoldConfig, Pub
             .map_err(|_| anyhow::anyhow!("--registry {r} is not a base58 pubkey"))?,
         None => node::chain::instructions::default_registry(),
     };
-    let mut addresses = vec![registry];
+    // The escrow program's history too: its events fold beside the memos.
+    let mut addresses = vec![registry, node::escrow::program_id()];
     for a in &src.addresses {
         let pk = Pubkey::from_str(a.trim())
             .map_err(|_| anyhow::anyhow!("--address {a} is not a base58 pubkey"))?;

@@ -98,6 +98,7 @@ impl LogBuilder {
                 signers: signers.iter().map(|w| w.address()).collect(),
                 memos: vec![memo],
                 transfers,
+                logs: vec![],
             },
             index: 0,
             manifests: manifests

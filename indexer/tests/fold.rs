@@ -377,3 +377,68 @@ proptest! {
         prop_assert_eq!(released, 2);
     }
 }
+
+fn event_line(name: &str, body: &[u8]) -> String {
+    use base64::Engine;
+    let mut b = node::escrow::discriminator("event", name).to_vec();
+    b.extend_from_slice(body);
+    format!(
+        "Program data: {}",
+        base64::engine::general_purpose::STANDARD.encode(b)
+    )
+}
+
+#[test]
+fn escrow_program_events_fold_beside_the_memos() {
+    let (listing, escrow, buyer) = ([1u8; 32], [2u8; 32], [3u8; 32]);
+    let deposited = event_line(
+        "Deposited",
+        &[
+            &listing[..],
+            &escrow[..],
+            &buyer[..],
+            &5_000u64.to_le_bytes(),
+        ]
+        .concat(),
+    );
+    let released = event_line(
+        "Released",
+        &[
+            &escrow[..],
+            &3u32.to_le_bytes(),
+            b"env",
+            &4_950u64.to_le_bytes(),
+            &50u64.to_le_bytes(),
+        ]
+        .concat(),
+    );
+    let program = node::escrow::PROGRAM_ID;
+    let run = |line: &str| {
+        vec![
+            format!("Program {program} invoke [1]"),
+            line.to_string(),
+            format!("Program {program} success"),
+        ]
+    };
+    let mut b = LogBuilder::new();
+    let payer = wallet(2, 0);
+    b.push(&[&payer], String::new(), vec![], vec![]).tx.logs = run(&deposited);
+    // the same bytes logged by another program are not the escrow's
+    b.push(&[&payer], String::new(), vec![], vec![]).tx.logs = vec![
+        format!("Program {program} invoke [1]"),
+        "Program Evi1111111111111111111111111111111111111111 invoke [2]".into(),
+        released.clone(),
+        "Program Evi1111111111111111111111111111111111111111 success".into(),
+        format!("Program {program} success"),
+    ];
+    let s = fold(b.records());
+    let key = node::chain::Pubkey::new_from_array(escrow).to_string();
+    assert_eq!(s.escrows[&key].status, "deposited");
+    b.push(&[&payer], String::new(), vec![], vec![]).tx.logs = run(&released);
+    let s = fold(b.records());
+    let e = &s.escrows[&key];
+    assert_eq!(
+        (e.status, e.envelope_id.as_deref(), e.paid, e.amount),
+        ("released", Some("env"), Some((4_950, 50)), 5_000)
+    );
+}

@@ -266,6 +266,37 @@ pub fn decode_event(log_line: &str) -> Option<EscrowEvent> {
     }
 }
 
+/// The program's events in a transaction's logs, in order: only `Program
+/// data:` lines emitted while the escrow program is the innermost running
+/// program count (another program logging the same bytes is ignored).
+pub fn events_in_logs(logs: &[String]) -> Vec<EscrowEvent> {
+    let mut stack: Vec<&str> = Vec::new();
+    let mut out = Vec::new();
+    for line in logs {
+        if let Some(rest) = line.strip_prefix("Program ") {
+            let mut words = rest.split(' ');
+            let (id, verb) = (words.next().unwrap_or(""), words.next().unwrap_or(""));
+            match verb {
+                "invoke" => {
+                    stack.push(id);
+                    continue;
+                }
+                "success" | "failed:" => {
+                    if stack.last() == Some(&id) {
+                        stack.pop();
+                    }
+                    continue;
+                }
+                _ => {}
+            }
+        }
+        if stack.last() == Some(&PROGRAM_ID) {
+            out.extend(decode_event(line));
+        }
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -330,6 +361,42 @@ mod tests {
         // create_listing args: string, [u8;32], u64, u64, i64
         let data = create_listing(&s, &el).data;
         assert_eq!(data.len(), 8 + 4 + 21 + 32 + 8 + 8 + 8);
+    }
+
+    fn data_line(name: &str, body: &[u8]) -> String {
+        let mut b = discriminator("event", name).to_vec();
+        b.extend_from_slice(body);
+        format!(
+            "Program data: {}",
+            base64::engine::general_purpose::STANDARD.encode(b)
+        )
+    }
+
+    #[test]
+    fn only_the_escrow_programs_own_data_lines_count() {
+        let escrow = Pubkey::new_unique();
+        let mut body = escrow.to_bytes().to_vec();
+        body.extend_from_slice(&9u64.to_le_bytes());
+        let refunded = data_line("Refunded", &body);
+        let other = "Evi1111111111111111111111111111111111111111";
+        let logs: Vec<String> = [
+            format!("Program {other} invoke [1]"),
+            refunded.clone(),
+            format!("Program {other} success"),
+            format!("Program {PROGRAM_ID} invoke [1]"),
+            "Program 11111111111111111111111111111111 invoke [2]".to_string(),
+            refunded.clone(),
+            "Program 11111111111111111111111111111111 success".to_string(),
+            refunded.clone(),
+            format!("Program {PROGRAM_ID} success"),
+            refunded,
+        ]
+        .into();
+        assert_eq!(
+            events_in_logs(&logs),
+            vec![EscrowEvent::Refunded { escrow, amount: 9 }],
+            "forged by another program, inside a CPI, or after return: ignored"
+        );
     }
 
     #[test]

@@ -105,6 +105,7 @@ pub fn router(state: AppState) -> Router {
         .route("/offers/{id}/counter", post(post_counter))
         .route("/settlements/{id}", get(settlement))
         .route("/sellers/{pubkey}", get(seller))
+        .route("/escrows/{pubkey}", get(show_escrow))
         .layer(DefaultBodyLimit::max(MAX_BODY_BYTES))
         .layer(middleware::from_fn_with_state(state.clone(), count))
         .with_state(state)
@@ -370,6 +371,19 @@ async fn seller(
         return Err(ApiError::bad("seller must be a base58 32-byte key"));
     }
     Ok(Json(views::reputation(&st.ix.state(), &pk, st.ix.config())))
+}
+
+/// An escrow-program deposit (from the program's events).
+async fn show_escrow(AxState(st): AxState<AppState>, Path(pk): Path<String>) -> Res<Json<Value>> {
+    if !is_pubkey(&pk) {
+        return Err(ApiError::bad("escrow must be a base58 32-byte key"));
+    }
+    let s = st.ix.state();
+    let e = s
+        .escrows
+        .get(&pk)
+        .ok_or_else(|| ApiError::not_found(format!("no escrow {pk} on chain")))?;
+    Ok(Json(json!({ "escrow_pubkey": pk, "escrow": e })))
 }
 
 /// A hinted transaction: fetch, check, fold; then the fold's verdict.

@@ -37,6 +37,10 @@ pub struct ParsedTx {
     pub memos: Vec<String>,
     /// Top-level System transfers, in order.
     pub transfers: Vec<Transfer>,
+    /// Log messages, kept only when the escrow program ran (its events
+    /// live there); empty otherwise.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub logs: Vec<String>,
 }
 
 /// Why a transaction JSON did not decode.
@@ -117,6 +121,19 @@ impl ParsedTx {
                 });
             }
         }
+        let escrow_invoke = format!("Program {} invoke", crate::escrow::PROGRAM_ID);
+        let logs: Vec<String> = meta
+            .get("logMessages")
+            .and_then(Value::as_array)
+            .map(|lines| {
+                lines
+                    .iter()
+                    .filter_map(Value::as_str)
+                    .map(String::from)
+                    .collect()
+            })
+            .filter(|lines: &Vec<String>| lines.iter().any(|l| l.starts_with(&escrow_invoke)))
+            .unwrap_or_default();
         Ok(ParsedTx {
             signature,
             slot,
@@ -125,6 +142,7 @@ impl ParsedTx {
             signers,
             memos,
             transfers,
+            logs,
         })
     }
 

@@ -262,6 +262,7 @@ mod tests {
                 to: "Seller".into(),
                 lamports: paid,
             }],
+            logs: vec![],
         }
     }
 
