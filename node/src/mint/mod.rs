@@ -3,4 +3,5 @@
 //! revoked). The Light compressed-token backend joins it with the mint issue.
 
 pub mod bundle_mint;
+pub mod light;
 pub mod token2022;
