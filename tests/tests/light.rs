@@ -1,0 +1,114 @@
+//! The Light compressed-token builders on a real validator loaded with the
+//! Light programs and tree accounts (npm `@lightprotocol/zk-compression-cli`
+//! 0.28.3, installed by `localnet/install`): create an SPL mint with its
+//! token pool, then `mint_to` one compressed token to a recipient. The
+//! pool then holds the 1 SPL unit backing the compressed token. (Reading
+//! the recipient's compressed account back from the event is next.)
+
+use node::chain::{Keypair, Signer};
+use node::mint::light::{self, LOCALNET_STATE_TREE};
+use solana_sdk::instruction::Instruction;
+use std::path::PathBuf;
+
+fn light_args() -> Vec<String> {
+    let npm = std::env::var_os("BRAINCTL_NPM_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| {
+            e2e::validator_bin()
+                .ancestors()
+                .nth(3)
+                .expect("cache dir")
+                .join("npm")
+        });
+    let cli = npm.join("node_modules/@lightprotocol/zk-compression-cli");
+    assert!(
+        cli.exists(),
+        "{} missing: run ./localnet/install",
+        cli.display()
+    );
+    let mut args = Vec::new();
+    for (id, so) in [
+        ("noopb9bkMVfRPU8AsbpTUg8AQkHtKwMYZiFUjNRtMmV", "spl_noop.so"),
+        (
+            "SySTEM1eSU2p4BGQfQpimFEWWSC1XDFeun3Nqzz3rT7",
+            "light_system_program_pinocchio.so",
+        ),
+        (
+            "cTokenmWW8bLPjZEBAUgYy3zKxQZW6VKi7bqNFEVv3m",
+            "light_compressed_token.so",
+        ),
+        (
+            "compr6CUsB5m2jS4Y3831ztGSTnDpnKJTKS95d64XVq",
+            "account_compression.so",
+        ),
+        (
+            "Lighton6oQpVkeewmo2mcPTQQp7kYHr4fWpAgJyEmDX",
+            "light_registry.so",
+        ),
+    ] {
+        args.push("--bpf-program".into());
+        args.push(id.into());
+        args.push(cli.join("bin").join(so).to_string_lossy().into_owned());
+    }
+    args.push("--account-dir".into());
+    args.push(cli.join("accounts").to_string_lossy().into_owned());
+    args
+}
+
+#[test]
+fn compressed_mint_to_a_recipient_on_the_validator() {
+    let v = e2e::start(&light_args());
+    let rt = e2e::runtime();
+    let chain = v.chain();
+    let payer = v.funded_keypair(2);
+    let mint = Keypair::new();
+    let recipient = Keypair::new().pubkey();
+    let rent = rt
+        .block_on(
+            chain
+                .rpc()
+                .get_minimum_balance_for_rent_exemption(light::MINT_LEN as usize),
+        )
+        .unwrap();
+    let create = light::create_mint(
+        &payer.pubkey(),
+        &mint.pubkey(),
+        &payer.pubkey(),
+        rent,
+        false,
+    );
+    rt.block_on(chain.send(&create, &[&payer, &mint])).unwrap();
+    let pool = light::token_pool(&mint.pubkey());
+    let pool_acc = rt.block_on(chain.rpc().get_account(&pool)).unwrap();
+    assert_eq!(pool_acc.owner, light::SPL_TOKEN, "token pool registered");
+
+    let mut limit = vec![2u8];
+    limit.extend_from_slice(&1_000_000u32.to_le_bytes());
+    let budget = Instruction {
+        program_id: solana_sdk::pubkey!("ComputeBudget111111111111111111111111111111"),
+        accounts: vec![],
+        data: limit,
+    };
+    let mint_to = light::mint_to(
+        &payer.pubkey(),
+        &payer.pubkey(),
+        &mint.pubkey(),
+        &recipient,
+        1,
+        &LOCALNET_STATE_TREE,
+        false,
+    );
+    let sent = rt
+        .block_on(chain.send(&[budget, mint_to], &[&payer]))
+        .unwrap();
+    // the pool holds the SPL unit that backs the compressed token
+    let pool_acc = rt.block_on(chain.rpc().get_account(&pool)).unwrap();
+    let amount = u64::from_le_bytes(pool_acc.data[64..72].try_into().unwrap());
+    assert_eq!(amount, 1);
+    // the transaction ran the compressed-token program and succeeded
+    let tx = rt
+        .block_on(chain.transaction(&sent.signature))
+        .unwrap()
+        .unwrap();
+    assert!(tx.succeeded);
+}
