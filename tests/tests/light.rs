@@ -112,3 +112,49 @@ fn compressed_mint_to_a_recipient_on_the_validator() {
         .unwrap();
     assert!(tx.succeeded);
 }
+
+#[test]
+fn one_transaction_compressed_mint_is_once_only_and_capped() {
+    let v = e2e::start(&light_args());
+    let rt = e2e::runtime();
+    let chain = v.chain();
+    let payer = node::wallet::Wallet::generate();
+    v.fund(&payer.solana_keypair().pubkey(), 2);
+    let recipient = Keypair::new().pubkey();
+    let minted = rt
+        .block_on(light::mint_compressed(
+            &chain,
+            &payer,
+            "bundle-seed-1",
+            &recipient,
+            1,
+            vec![],
+        ))
+        .unwrap();
+    assert_eq!(
+        minted.mint,
+        light::mint_keypair(&payer, "bundle-seed-1").pubkey()
+    );
+    // SPL mint: COption<authority> None, supply 1, decimals 0
+    let acc = rt.block_on(chain.rpc().get_account(&minted.mint)).unwrap();
+    assert_eq!(&acc.data[0..4], &[0, 0, 0, 0], "mint authority revoked");
+    assert_eq!(
+        u64::from_le_bytes(acc.data[36..44].try_into().unwrap()),
+        1,
+        "supply 1"
+    );
+    assert_eq!(acc.data[44], 0, "0 decimals");
+    // the same seed again: the mint exists, the transaction fails, nothing more is minted
+    assert!(rt
+        .block_on(light::mint_compressed(
+            &chain,
+            &payer,
+            "bundle-seed-1",
+            &recipient,
+            1,
+            vec![]
+        ))
+        .is_err());
+    let acc = rt.block_on(chain.rpc().get_account(&minted.mint)).unwrap();
+    assert_eq!(u64::from_le_bytes(acc.data[36..44].try_into().unwrap()), 1);
+}

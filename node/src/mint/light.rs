@@ -152,6 +152,75 @@ pub fn mint_to(
     }
 }
 
+/// SPL Token `SetAuthority(MintTokens → None)`: no more can ever be minted.
+pub fn revoke_mint_authority(mint: &Pubkey, authority: &Pubkey, token2022: bool) -> Instruction {
+    Instruction {
+        program_id: token_program(token2022),
+        accounts: vec![
+            AccountMeta::new(*mint, false),
+            AccountMeta::new_readonly(*authority, true),
+        ],
+        data: vec![6, 0, 0],
+    }
+}
+
+/// The mint key for `seed`: derived from the payer's secret, so a re-run
+/// with the same seed names the same mint, whose creation then fails on
+/// chain instead of minting twice.
+pub fn mint_keypair(payer: &crate::wallet::Wallet, seed: &str) -> solana_sdk::signature::Keypair {
+    let secret = payer.solana_keypair().to_bytes();
+    let mut input = b"brainctl/light-mint/v1:".to_vec();
+    input.extend_from_slice(&secret[..32]);
+    input.extend_from_slice(seed.as_bytes());
+    crate::wallet::Wallet::from_seed(&sha256(&input)).solana_keypair()
+}
+
+/// A compressed mint done.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CompressedMint {
+    /// The SPL mint.
+    pub mint: Pubkey,
+    /// The transaction.
+    pub sent: crate::chain::Sent,
+}
+
+/// One transaction: create the mint (authority `payer`) and its pool,
+/// mint `amount` compressed tokens to `recipient`, revoke the mint
+/// authority, then `extra` (e.g. a fee or a release memo).
+pub async fn mint_compressed(
+    chain: &crate::chain::Chain,
+    payer: &crate::wallet::Wallet,
+    seed: &str,
+    recipient: &Pubkey,
+    amount: u64,
+    extra: Vec<Instruction>,
+) -> Result<CompressedMint, crate::chain::ChainError> {
+    use solana_sdk::signer::Signer;
+    let kp = payer.solana_keypair();
+    let mint_kp = mint_keypair(payer, seed);
+    let (p, m) = (kp.pubkey(), mint_kp.pubkey());
+    let rent = crate::chain::client::with_retry("getMinimumBalanceForRentExemption", || {
+        chain
+            .rpc()
+            .get_minimum_balance_for_rent_exemption(MINT_LEN as usize)
+    })
+    .await?;
+    let mut ixs = create_mint(&p, &m, &p, rent, false);
+    ixs.push(mint_to(
+        &p,
+        &p,
+        &m,
+        recipient,
+        amount,
+        &LOCALNET_STATE_TREE,
+        false,
+    ));
+    ixs.push(revoke_mint_authority(&m, &p, false));
+    ixs.extend(extra);
+    let sent = chain.send(&ixs, &[&kp, &mint_kp]).await?;
+    Ok(CompressedMint { mint: m, sent })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
