@@ -534,8 +534,11 @@ pub struct ExportArgs {
     /// Who receives the token (default: the wallet itself).
     #[arg(long, value_name = "PUBKEY", requires = "mint")]
     pub recipient: Option<String>,
-    /// Token standard of the mint.
-    #[arg(long, default_value = "token2022", value_parser = ["token2022"], requires = "mint")]
+    /// Token standard: `light` (a Light Protocol compressed token; the
+    /// cluster needs the Light programs, as localnet has) or `token2022` (a
+    /// Token-2022 NFT carrying the `ar://` metadata URI, for wallets that
+    /// don't read compressed state).
+    #[arg(long, default_value = "light", value_parser = ["light", "token2022"], requires = "mint")]
     pub token_standard: String,
     /// Where bundle keys are kept (0600 files, never overwritten).
     #[arg(long, env = "BRAINCTL_KEYS_DIR", value_name = "DIR")]

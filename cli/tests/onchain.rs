@@ -213,6 +213,8 @@ fn export_mint_encrypts_uploads_keeps_key_and_mints_one_token() {
             "export",
             "--sign",
             "--mint",
+            "--token-standard",
+            "token2022",
             "--recipient",
             buyer,
             "-o",
@@ -250,6 +252,7 @@ fn export_mint_encrypts_uploads_keeps_key_and_mints_one_token() {
     );
     let chain = e2e::validator().chain();
     let mint: Pubkey = m["mint"].as_str().unwrap().parse().unwrap();
+    assert_eq!(m["token_standard"], "token2022");
     let acct: Pubkey = m["token_account"].as_str().unwrap().parse().unwrap();
     let state = e2e::runtime()
         .block_on(node::mint::token2022::read_nft(&chain, &mint, &acct))
@@ -261,6 +264,51 @@ fn export_mint_encrypts_uploads_keeps_key_and_mints_one_token() {
     );
     assert_eq!(state.holder.to_string(), buyer);
     assert!(e.path("m.signed.json.mint.json").exists());
+}
+
+#[test]
+fn export_mint_defaults_to_one_light_compressed_token() {
+    let e = Env::new();
+    e.ok(&["wallet", "new"]);
+    ok(&e, &["wallet", "airdrop", "1", "--json"]);
+    e.ok(&[
+        "memory",
+        "add",
+        "Deploys go through staging first",
+        "-c",
+        "lesson",
+    ]);
+    let buyer = "GcQfK48DV9BzDuDeCyV2sShbAAY4vqmK8JSj1NBrwoVZ";
+    let ex = ok(
+        &e,
+        &[
+            "export",
+            "--sign",
+            "--mint",
+            "--recipient",
+            buyer,
+            "-o",
+            "l.signed.json",
+            "--json",
+        ],
+    );
+    let m = &ex["mint"];
+    assert_eq!(m["token_standard"], "light");
+    assert!(
+        m.get("token_account").is_none(),
+        "compressed: no token account"
+    );
+    let mint: node::chain::Pubkey = m["mint"].as_str().unwrap().parse().unwrap();
+    let chain = e2e::validator().chain();
+    let acc = e2e::runtime()
+        .block_on(chain.rpc().get_account(&mint))
+        .unwrap();
+    assert_eq!(&acc.data[0..4], &[0, 0, 0, 0], "mint authority revoked");
+    assert_eq!(
+        u64::from_le_bytes(acc.data[36..44].try_into().unwrap()),
+        1,
+        "supply 1"
+    );
 }
 
 /// The fixed-price trade through the real binaries: list, buy (waiting in

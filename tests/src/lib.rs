@@ -62,9 +62,58 @@ fn free_port_block(span: u16) -> u16 {
 
 static VALIDATOR: OnceLock<TestValidator> = OnceLock::new();
 
-/// The validator of this test binary, started on first use.
+/// The validator of this test binary, started on first use, with the
+/// Light programs and tree accounts loaded (as `localnet/up` does).
 pub fn validator() -> &'static TestValidator {
-    VALIDATOR.get_or_init(|| start(&[]))
+    VALIDATOR.get_or_init(|| start(&light_args()))
+}
+
+/// `--bpf-program`/`--account-dir` flags loading the Light programs and
+/// accounts from the npm `@lightprotocol/zk-compression-cli` that
+/// `localnet/install` caches (program ids: DESIGN.md §Local network).
+pub fn light_args() -> Vec<String> {
+    let npm = std::env::var_os("BRAINCTL_NPM_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| {
+            validator_bin()
+                .ancestors()
+                .nth(3)
+                .expect("cache dir")
+                .join("npm")
+        });
+    let cli = npm.join("node_modules/@lightprotocol/zk-compression-cli");
+    assert!(
+        cli.exists(),
+        "{} missing: run ./localnet/install",
+        cli.display()
+    );
+    let mut args = Vec::new();
+    for (id, so) in [
+        ("noopb9bkMVfRPU8AsbpTUg8AQkHtKwMYZiFUjNRtMmV", "spl_noop.so"),
+        (
+            "SySTEM1eSU2p4BGQfQpimFEWWSC1XDFeun3Nqzz3rT7",
+            "light_system_program_pinocchio.so",
+        ),
+        (
+            "cTokenmWW8bLPjZEBAUgYy3zKxQZW6VKi7bqNFEVv3m",
+            "light_compressed_token.so",
+        ),
+        (
+            "compr6CUsB5m2jS4Y3831ztGSTnDpnKJTKS95d64XVq",
+            "account_compression.so",
+        ),
+        (
+            "Lighton6oQpVkeewmo2mcPTQQp7kYHr4fWpAgJyEmDX",
+            "light_registry.so",
+        ),
+    ] {
+        args.push("--bpf-program".into());
+        args.push(id.into());
+        args.push(cli.join("bin").join(so).to_string_lossy().into_owned());
+    }
+    args.push("--account-dir".into());
+    args.push(cli.join("accounts").to_string_lossy().into_owned());
+    args
 }
 
 /// Spawns `cmd` (output to `log`) so that it dies exactly when this test

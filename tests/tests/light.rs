@@ -8,56 +8,10 @@
 use node::chain::{Keypair, Signer};
 use node::mint::light::{self, LOCALNET_STATE_TREE};
 use solana_sdk::instruction::Instruction;
-use std::path::PathBuf;
-
-fn light_args() -> Vec<String> {
-    let npm = std::env::var_os("BRAINCTL_NPM_DIR")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| {
-            e2e::validator_bin()
-                .ancestors()
-                .nth(3)
-                .expect("cache dir")
-                .join("npm")
-        });
-    let cli = npm.join("node_modules/@lightprotocol/zk-compression-cli");
-    assert!(
-        cli.exists(),
-        "{} missing: run ./localnet/install",
-        cli.display()
-    );
-    let mut args = Vec::new();
-    for (id, so) in [
-        ("noopb9bkMVfRPU8AsbpTUg8AQkHtKwMYZiFUjNRtMmV", "spl_noop.so"),
-        (
-            "SySTEM1eSU2p4BGQfQpimFEWWSC1XDFeun3Nqzz3rT7",
-            "light_system_program_pinocchio.so",
-        ),
-        (
-            "cTokenmWW8bLPjZEBAUgYy3zKxQZW6VKi7bqNFEVv3m",
-            "light_compressed_token.so",
-        ),
-        (
-            "compr6CUsB5m2jS4Y3831ztGSTnDpnKJTKS95d64XVq",
-            "account_compression.so",
-        ),
-        (
-            "Lighton6oQpVkeewmo2mcPTQQp7kYHr4fWpAgJyEmDX",
-            "light_registry.so",
-        ),
-    ] {
-        args.push("--bpf-program".into());
-        args.push(id.into());
-        args.push(cli.join("bin").join(so).to_string_lossy().into_owned());
-    }
-    args.push("--account-dir".into());
-    args.push(cli.join("accounts").to_string_lossy().into_owned());
-    args
-}
 
 #[test]
 fn compressed_mint_to_a_recipient_on_the_validator() {
-    let v = e2e::start(&light_args());
+    let v = e2e::validator();
     let rt = e2e::runtime();
     let chain = v.chain();
     let payer = v.funded_keypair(2);
@@ -115,7 +69,7 @@ fn compressed_mint_to_a_recipient_on_the_validator() {
 
 #[test]
 fn one_transaction_compressed_mint_is_once_only_and_capped() {
-    let v = e2e::start(&light_args());
+    let v = e2e::validator();
     let rt = e2e::runtime();
     let chain = v.chain();
     let payer = node::wallet::Wallet::generate();

@@ -56,8 +56,10 @@ pub struct MintReceipt {
     pub key_path: String,
     /// The new mint.
     pub mint: String,
-    /// Recipient's token account.
-    pub token_account: String,
+    /// Recipient's token account (Token-2022; compressed tokens live in
+    /// the state tree instead).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub token_account: Option<String>,
     /// Recipient.
     pub recipient: String,
     /// Mint transaction.
@@ -68,6 +70,27 @@ pub struct MintReceipt {
     pub storage: String,
     /// Token standard.
     pub token_standard: &'static str,
+}
+
+/// Which token `export --mint` creates.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TokenStandard {
+    /// A Light Protocol compressed token (SPL mint + token pool, supply 1,
+    /// authority revoked). The metadata URI lives in the receipt and the
+    /// stored metadata item, not on chain.
+    LightCompressed,
+    /// A Token-2022 NFT with MetadataPointer + TokenMetadata (`ar://` URI).
+    Token2022,
+}
+
+impl TokenStandard {
+    /// The name used in flags and receipts.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            TokenStandard::LightCompressed => "light",
+            TokenStandard::Token2022 => "token2022",
+        }
+    }
 }
 
 /// The token metadata JSON (PROTOCOL.md §4).
@@ -138,6 +161,7 @@ pub async fn mint_bundle(
     uploader: &Uploader,
     keys: &KeyDir,
     recipient: &Pubkey,
+    standard: TokenStandard,
 ) -> Result<MintReceipt, MintError> {
     let stored = store_encrypted(
         wallet,
@@ -166,19 +190,29 @@ pub async fn mint_bundle(
         .into_iter()
         .collect();
     let seed = seed_from(format!("{}:{blob_id}", signed.bundle_hash_hex).as_bytes());
-    let minted = mint_nft(chain, &payer, &seed, recipient, &spec, extra).await?;
+    let (mint, token_account, sent) = match standard {
+        TokenStandard::Token2022 => {
+            let m = mint_nft(chain, &payer, &seed, recipient, &spec, extra).await?;
+            (m.mint, Some(m.token_account.to_string()), m.sent)
+        }
+        TokenStandard::LightCompressed => {
+            let m =
+                super::light::mint_compressed(chain, wallet, &seed, recipient, 1, extra).await?;
+            (m.mint, None, m.sent)
+        }
+    };
     Ok(MintReceipt {
         bundle_hash: signed.bundle_hash_hex.clone(),
         blob_id,
         metadata_id,
         metadata_uri: spec.uri,
         key_path: key_path.display().to_string(),
-        mint: minted.mint.to_string(),
-        token_account: minted.token_account.to_string(),
+        mint: mint.to_string(),
+        token_account,
         recipient: recipient.to_string(),
-        signature: minted.sent.signature.to_string(),
-        slot: minted.sent.slot,
+        signature: sent.signature.to_string(),
+        slot: sent.slot,
         storage: uploader.kind().into(),
-        token_standard: "token2022",
+        token_standard: standard.as_str(),
     })
 }
