@@ -321,6 +321,9 @@ pub enum MarketCmd {
         /// Seconds between passes.
         #[arg(long, default_value_t = 2)]
         interval: u64,
+        /// The buyer's token: `light` (compressed, default) or `token2022` (NFT).
+        #[arg(long, default_value = "light", value_parser = ["light", "token2022"])]
+        token_standard: String,
         #[command(flatten)]
         storage: StorageOpts,
         #[command(flatten)]

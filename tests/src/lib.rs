@@ -387,6 +387,7 @@ impl node::listen::pass::Catalog for TestCatalog {
                 symbol: "BRNDL".into(),
                 uri: "ar://meta".into(),
             },
+            standard: node::mint::bundle_mint::TokenStandard::LightCompressed,
         })
     }
     fn negotiated(&self, _: &str, _: &str) -> Option<node::listen::NegotiatedTerms> {

@@ -109,6 +109,7 @@ impl Catalog for IndexedCatalog<'_> {
                 symbol: "BRNDL".into(),
                 uri: "ar://meta".into(),
             },
+            standard: node::mint::bundle_mint::TokenStandard::LightCompressed,
         })
     }
     fn negotiated(&self, id: &str, buyer: &str) -> Option<NegotiatedTerms> {

@@ -110,8 +110,9 @@ fn one_pass_releases_each_valid_buy_once() {
         .iter()
         .map(|s| {
             release_mint(
-                &seller_kp.pubkey(),
+                &seller,
                 &s.as_ref().unwrap().signature.to_string(),
+                node::mint::bundle_mint::TokenStandard::LightCompressed,
             )
             .unwrap()
             .0

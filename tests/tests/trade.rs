@@ -16,6 +16,7 @@ use node::listen::{verify_buy, ListenDb, ListingTerms, Rejection, StateError, St
 use node::market::envelope::{open_envelope, Expected};
 use node::market::tx::buy_instructions;
 use node::market::MemoOp;
+use node::mint::bundle_mint::TokenStandard;
 use node::mint::token2022::{read_nft, NftSpec};
 use node::wallet::Wallet;
 
@@ -164,6 +165,7 @@ fn fixed_price_trade_releases_exactly_once() {
             symbol: "BRNDL".into(),
             uri: format!("ar://{blob_id}"),
         },
+        standard: TokenStandard::Token2022,
     };
     assert_eq!(
         rt.block_on(upload_envelope(
@@ -218,7 +220,7 @@ fn fixed_price_trade_releases_exactly_once() {
     ));
 
     // exactly one release memo, exactly one token to the buyer
-    let (mint, _) = release_mint(&seller_kp.pubkey(), &buy.signature).unwrap();
+    let (mint, _) = release_mint(&seller, &buy.signature, TokenStandard::Token2022).unwrap();
     let releases: Vec<ParsedTx> = rt
         .block_on(chain.signatures_for(&seller_kp.pubkey(), None))
         .unwrap()
@@ -243,7 +245,9 @@ fn fixed_price_trade_releases_exactly_once() {
     assert_eq!(minted_token_address, mint.to_string());
     let (token_account, _) = node::mint::token2022::token_account_address(
         &seller_kp.pubkey(),
-        &release_mint(&seller_kp.pubkey(), &buy.signature).unwrap().1,
+        &release_mint(&seller, &buy.signature, TokenStandard::Token2022)
+            .unwrap()
+            .1,
         &buyer_kp.pubkey(),
     )
     .unwrap();

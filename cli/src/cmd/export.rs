@@ -94,10 +94,7 @@ pub fn run(a: ExportArgs, ctx: &Context) -> CliResult<u8> {
                 &uploader,
                 &keys,
                 &recipient,
-                match a.token_standard.as_str() {
-                    "token2022" => node::mint::bundle_mint::TokenStandard::Token2022,
-                    _ => node::mint::bundle_mint::TokenStandard::LightCompressed,
-                },
+                node::mint::bundle_mint::TokenStandard::from_flag(&a.token_standard),
             ))
             .map_err(|e| {
                 anyhow!(e).context("the bundle is signed and written, but minting failed")

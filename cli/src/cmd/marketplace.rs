@@ -371,9 +371,11 @@ pub fn run(cmd: MarketCmd, ctx: &Context) -> CliResult<u8> {
         MarketCmd::Listen {
             once,
             interval,
+            token_standard,
             storage,
             seller,
         } => {
+            let standard = node::mint::bundle_mint::TokenStandard::from_flag(&token_standard);
             let wallet = ctx.wallet()?;
             let chain = ctx.chain()?;
             let (mut db, keys) = seller_state(&seller)?;
@@ -411,7 +413,8 @@ pub fn run(cmd: MarketCmd, ctx: &Context) -> CliResult<u8> {
                 });
             }
             loop {
-                let catalog = node::market::catalog::DbCatalog::load(&db, &keys, fee.clone())?;
+                let catalog = node::market::catalog::DbCatalog::load(&db, &keys, fee.clone())?
+                    .with_standard(standard);
                 let mut pay_to: Vec<String> = db
                     .listings()?
                     .into_iter()

@@ -14,6 +14,7 @@ use crate::chain::instructions::{discovery, memo, registry_from_env, DEFAULT_CU_
 use crate::chain::{Chain, ChainError, Pubkey, Signature, Signer};
 use crate::market::envelope::seal_envelope;
 use crate::market::MemoOp;
+use crate::mint::bundle_mint::TokenStandard;
 use crate::mint::token2022::{mint_address, mint_nft, seed_from, NftSpec};
 use crate::wallet::Wallet;
 use std::str::FromStr;
@@ -47,12 +48,23 @@ pub struct Goods<'a> {
     pub key: &'a [u8; 32],
     /// Token name/symbol/URI for the buyer's token.
     pub token: NftSpec,
+    /// Light compressed token (default) or Token-2022 NFT.
+    pub standard: TokenStandard,
 }
 
-/// The mint a release of `buy_signature` creates.
-pub fn release_mint(seller: &Pubkey, buy_signature: &str) -> Result<(Pubkey, String), ChainError> {
+/// The mint a release of `buy_signature` creates (derived, so a second
+/// release of the same buy names the same mint and cannot land).
+pub fn release_mint(
+    seller: &Wallet,
+    buy_signature: &str,
+    standard: TokenStandard,
+) -> Result<(Pubkey, String), ChainError> {
     let seed = seed_from(format!("release:{buy_signature}").as_bytes());
-    Ok((mint_address(seller, &seed)?, seed))
+    let mint = match standard {
+        TokenStandard::Token2022 => mint_address(&seller.solana_keypair().pubkey(), &seed)?,
+        TokenStandard::LightCompressed => crate::mint::light::mint_keypair(seller, &seed).pubkey(),
+    };
+    Ok((mint, seed))
 }
 
 async fn mint_exists(chain: &Chain, mint: &Pubkey) -> Result<bool, ChainError> {
@@ -93,7 +105,7 @@ pub async fn upload_envelope(
     };
     let x25519 = crate::crypto::b58_array::<32>(buyer_x25519)
         .ok_or_else(|| ReleaseError::BadBuyerKey(signature.into()))?;
-    let (mint, _) = release_mint(&seller.solana_keypair().pubkey(), signature)?;
+    let (mint, _) = release_mint(seller, signature, goods.standard)?;
     let env = seal_envelope(
         seller,
         &row.listing_id,
@@ -152,7 +164,7 @@ pub async fn land_release(
         .into());
     };
     let payer = seller.solana_keypair();
-    let (mint, seed) = release_mint(&payer.pubkey(), &row.signature)?;
+    let (mint, seed) = release_mint(seller, &row.signature, goods.standard)?;
     if mint_exists(chain, &mint).await? {
         return Ok(creating_signature(chain, &mint).await?);
     }
@@ -167,10 +179,20 @@ pub async fn land_release(
         memo(&op.to_string(), &payer.pubkey()),
         discovery(&registry_from_env()?, DEFAULT_CU_LIMIT),
     ];
-    let sig = match mint_nft(chain, &payer, &seed, &buyer, &goods.token, extra).await {
-        Ok(m) => {
+    let minted = match goods.standard {
+        TokenStandard::Token2022 => mint_nft(chain, &payer, &seed, &buyer, &goods.token, extra)
+            .await
+            .map(|m| m.sent),
+        TokenStandard::LightCompressed => {
+            crate::mint::light::mint_compressed(chain, seller, &seed, &buyer, 1, extra)
+                .await
+                .map(|m| m.sent)
+        }
+    };
+    let sig = match minted {
+        Ok(sent) => {
             super::fault::maybe_abort("release_sent");
-            m.sent.signature.to_string()
+            sent.signature.to_string()
         }
         // landed concurrently or before a crash: the chain refused a second mint
         Err(e) if mint_exists(chain, &mint).await? => {

@@ -5,6 +5,7 @@ use crate::keys::KeyDir;
 use crate::listen::pass::Catalog;
 use crate::listen::release::Goods;
 use crate::listen::{ListenDb, ListingRecord, ListingTerms, NegotiatedTerms, StateError};
+use crate::mint::bundle_mint::TokenStandard;
 use crate::mint::token2022::NftSpec;
 
 /// Listings plus keys, loaded once per pass.
@@ -13,6 +14,7 @@ pub struct DbCatalog {
     fee: Option<(String, u64)>,
     accepted: Vec<NegotiatedTerms>,
     accepted_listing: Vec<String>,
+    standard: TokenStandard,
 }
 
 impl DbCatalog {
@@ -49,7 +51,14 @@ impl DbCatalog {
             fee,
             accepted,
             accepted_listing,
+            standard: TokenStandard::LightCompressed,
         })
+    }
+
+    /// Releases mint tokens of `standard` (default: Light compressed).
+    pub fn with_standard(mut self, standard: TokenStandard) -> DbCatalog {
+        self.standard = standard;
+        self
     }
 
     fn find(&self, id: &str) -> Option<&(ListingRecord, [u8; 32])> {
@@ -88,6 +97,7 @@ impl Catalog for DbCatalog {
                 symbol: crate::mint::bundle_mint::SYMBOL.into(),
                 uri: l.metadata_uri.clone(),
             },
+            standard: self.standard,
         })
     }
 

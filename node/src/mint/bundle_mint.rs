@@ -84,6 +84,14 @@ pub enum TokenStandard {
 }
 
 impl TokenStandard {
+    /// From a `--token-standard` value (`token2022`, else Light).
+    pub fn from_flag(flag: &str) -> TokenStandard {
+        match flag {
+            "token2022" => TokenStandard::Token2022,
+            _ => TokenStandard::LightCompressed,
+        }
+    }
+
     /// The name used in flags and receipts.
     pub fn as_str(self) -> &'static str {
         match self {
