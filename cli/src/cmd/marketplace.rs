@@ -433,13 +433,15 @@ pub fn run(cmd: MarketCmd, ctx: &Context) -> CliResult<u8> {
                         &chain, &mut db, &wallet, &up, &catalog, &addr,
                     ))?;
                     let counts = db.counts()?;
-                    tracing::info!(?r, ?counts, "pass");
+                    let rss = rss_mib();
+                    tracing::info!(?r, ?counts, ?rss, "pass");
                     if ctx.json {
-                        println!("{}", json!({"pass": r, "counts": counts}));
+                        println!("{}", json!({"pass": r, "counts": counts, "rss_mib": rss}));
                     } else if r.seen + r.released + r.failed > 0 || once {
                         println!(
-                            "listen: {} new buys, {} verified, {} rejected, {} released, {} failed; totals {:?}",
-                            r.seen, r.verified, r.rejected, r.released, r.failed, counts
+                            "listen: {} new buys, {} verified, {} rejected, {} released, {} failed; totals {:?}; rss {} MiB",
+                            r.seen, r.verified, r.rejected, r.released, r.failed, counts,
+                            rss.map_or("?".into(), |m| format!("{m:.1}"))
                         );
                     }
                 }
@@ -729,6 +731,19 @@ fn buy_or_fetch(
         )
     });
     Ok(())
+}
+
+/// This process's resident memory (Linux `/proc`; `None` elsewhere).
+fn rss_mib() -> Option<f64> {
+    let status = std::fs::read_to_string("/proc/self/status").ok()?;
+    let kib: f64 = status
+        .lines()
+        .find(|l| l.starts_with("VmRSS:"))?
+        .split_whitespace()
+        .nth(1)?
+        .parse()
+        .ok()?;
+    Some(kib / 1024.0)
 }
 
 /// A flag set on SIGINT or SIGTERM: the loop finishes its step and exits.
