@@ -2,8 +2,8 @@
 //! Light programs and tree accounts (npm `@lightprotocol/zk-compression-cli`
 //! 0.28.3, installed by `localnet/install`): create an SPL mint with its
 //! token pool, then `mint_to` one compressed token to a recipient. The
-//! pool then holds the 1 SPL unit backing the compressed token. (Reading
-//! the recipient's compressed account back from the event is next.)
+//! pool then holds the 1 SPL unit backing the compressed token, and the
+//! recipient's compressed account decodes from the transaction alone.
 
 use node::chain::{Keypair, Signer};
 use node::mint::light::{self, LOCALNET_STATE_TREE};
@@ -65,6 +65,20 @@ fn compressed_mint_to_a_recipient_on_the_validator() {
         .unwrap()
         .unwrap();
     assert!(tx.succeeded);
+    // the recipient's compressed account, decoded from the instruction the
+    // compressed-token program sent the Light system program
+    let outputs = rt
+        .block_on(light::minted_outputs(&chain, &sent.signature))
+        .unwrap();
+    assert_eq!(
+        outputs,
+        vec![light::TokenOutput {
+            mint: mint.pubkey(),
+            owner: recipient,
+            amount: 1,
+            delegate: None,
+        }]
+    );
 }
 
 #[test]

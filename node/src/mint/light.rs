@@ -218,7 +218,180 @@ pub async fn mint_compressed(
     ixs.push(revoke_mint_authority(&m, &p, false));
     ixs.extend(extra);
     let sent = chain.send(&ixs, &[&kp, &mint_kp]).await?;
+    let outputs = minted_outputs(chain, &sent.signature).await?;
+    let want = TokenOutput {
+        mint: m,
+        owner: *recipient,
+        amount,
+        delegate: None,
+    };
+    if outputs != [want] {
+        return Err(crate::chain::ChainError::Config(format!(
+            "mint {m} landed in {} but its compressed outputs are {outputs:?}, not {amount} to {recipient}",
+            sent.signature
+        )));
+    }
     Ok(CompressedMint { mint: m, sent })
+}
+
+/// A compressed token account a transaction created.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TokenOutput {
+    /// Mint.
+    pub mint: Pubkey,
+    /// Owner.
+    pub owner: Pubkey,
+    /// Amount.
+    pub amount: u64,
+    /// Delegate, if any.
+    pub delegate: Option<Pubkey>,
+}
+
+/// Why an `invoke_cpi` payload did not decode.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("Light invoke_cpi data: {0}")]
+pub struct OutputDecodeError(pub &'static str);
+
+struct Cursor<'a>(&'a [u8]);
+
+impl<'a> Cursor<'a> {
+    fn take(&mut self, n: usize) -> Result<&'a [u8], OutputDecodeError> {
+        if self.0.len() < n {
+            return Err(OutputDecodeError("truncated"));
+        }
+        let (a, b) = self.0.split_at(n);
+        self.0 = b;
+        Ok(a)
+    }
+    fn u8(&mut self) -> Result<u8, OutputDecodeError> {
+        Ok(self.take(1)?[0])
+    }
+    fn u32(&mut self) -> Result<u32, OutputDecodeError> {
+        Ok(u32::from_le_bytes(self.take(4)?.try_into().expect("4")))
+    }
+    fn u64(&mut self) -> Result<u64, OutputDecodeError> {
+        Ok(u64::from_le_bytes(self.take(8)?.try_into().expect("8")))
+    }
+    fn key(&mut self) -> Result<Pubkey, OutputDecodeError> {
+        Ok(Pubkey::new_from_array(
+            self.take(32)?.try_into().expect("32"),
+        ))
+    }
+    fn option(&mut self) -> Result<bool, OutputDecodeError> {
+        match self.u8()? {
+            0 => Ok(false),
+            1 => Ok(true),
+            _ => Err(OutputDecodeError("bad option tag")),
+        }
+    }
+}
+
+/// Discriminator of compressed token data.
+const TOKEN_DATA_DISCRIMINATOR: [u8; 8] = [2, 0, 0, 0, 0, 0, 0, 0];
+
+/// The compressed token accounts in the data of the compressed-token
+/// program's `invoke_cpi` to the Light system program (Borsh
+/// `InstructionDataInvokeCpi`: proof, new addresses, inputs, outputs, ...).
+/// Outputs owned by other programs are skipped; transfers with inputs
+/// are not decoded (a mint has none).
+pub fn token_outputs(data: &[u8]) -> Result<Vec<TokenOutput>, OutputDecodeError> {
+    let mut c = Cursor(data);
+    if c.take(8)? != anchor_ix("invoke_cpi") {
+        return Err(OutputDecodeError("not invoke_cpi"));
+    }
+    let len = c.u32()? as usize;
+    let mut c = Cursor(c.take(len)?);
+    if c.option()? {
+        c.take(128)?; // proof a, b, c
+    }
+    let new_addresses = c.u32()? as usize;
+    c.take(
+        new_addresses
+            .checked_mul(36)
+            .ok_or(OutputDecodeError("overflow"))?,
+    )?;
+    if c.u32()? != 0 {
+        return Err(OutputDecodeError("inputs present (not a mint)"));
+    }
+    let outputs = c.u32()?;
+    let mut out = Vec::new();
+    for _ in 0..outputs {
+        let owner = c.key()?;
+        let _lamports = c.u64()?;
+        if c.option()? {
+            c.take(32)?; // address
+        }
+        let data = if c.option()? {
+            let disc: [u8; 8] = c.take(8)?.try_into().expect("8");
+            let n = c.u32()? as usize;
+            let body = c.take(n)?;
+            c.take(32)?; // data hash
+            Some((disc, body))
+        } else {
+            None
+        };
+        c.u8()?; // merkle tree index
+        if let (true, Some((TOKEN_DATA_DISCRIMINATOR, body))) = (owner == COMPRESSED_TOKEN, data) {
+            let mut t = Cursor(body);
+            let (mint, holder, amount) = (t.key()?, t.key()?, t.u64()?);
+            let delegate = if t.option()? { Some(t.key()?) } else { None };
+            out.push(TokenOutput {
+                mint,
+                owner: holder,
+                amount,
+                delegate,
+            });
+        }
+    }
+    Ok(out)
+}
+
+/// Reads back the compressed accounts transaction `signature` created,
+/// from its instruction to the Light system program (no indexer needed).
+pub async fn minted_outputs(
+    chain: &crate::chain::Chain,
+    signature: &solana_sdk::signature::Signature,
+) -> Result<Vec<TokenOutput>, crate::chain::ChainError> {
+    use serde_json::{json, Value};
+    let raw: Value = crate::chain::client::with_retry("getTransaction", || {
+        chain.rpc().send(
+            solana_rpc_client_api::request::RpcRequest::GetTransaction,
+            json!([signature.to_string(), {
+                "encoding": "json", "commitment": "confirmed",
+                "maxSupportedTransactionVersion": 0
+            }]),
+        )
+    })
+    .await?;
+    let bad = |m: &str| crate::chain::ChainError::Config(format!("transaction {signature}: {m}"));
+    let keys = raw
+        .pointer("/transaction/message/accountKeys")
+        .and_then(Value::as_array)
+        .ok_or_else(|| bad("no account keys"))?;
+    let mut out = Vec::new();
+    for group in raw
+        .pointer("/meta/innerInstructions")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+    {
+        for ix in group["instructions"].as_array().into_iter().flatten() {
+            let pid = ix["programIdIndex"]
+                .as_u64()
+                .and_then(|i| keys.get(i as usize))
+                .and_then(Value::as_str);
+            if pid != Some(LIGHT_SYSTEM.to_string().as_str()) {
+                continue;
+            }
+            let data = bs58::decode(ix["data"].as_str().unwrap_or_default())
+                .into_vec()
+                .map_err(|_| bad("inner instruction data is not base58"))?;
+            if data.starts_with(&anchor_ix("invoke_cpi")) {
+                out.extend(token_outputs(&data).map_err(|e| bad(&e.to_string()))?);
+            }
+        }
+    }
+    Ok(out)
 }
 
 #[cfg(test)]
@@ -264,6 +437,27 @@ mod tests {
             .decode(want["data_b64"].as_str().unwrap())
             .unwrap();
         assert_eq!(ours.data, data, "data of {}", ours.program_id);
+    }
+
+    #[test]
+    fn token_outputs_decode_a_real_mint_and_refuse_garbage() {
+        // invoke_cpi data of a mint_to on the validator (1 unit)
+        let hex = "31d4bf8127c22bc4b3000000000000000000000000010000000915a35723794e8fb65d075b6b72699c38dd02e5948b75b0e5a0418e80975b440000000000000000000102000000000000004b000000cd43b20afe32ac78146705bca397646870a1fb3de5ae2a3ddc0ea4648c3c3a2874596bacd8a4b04f326962faaf97e6262b05e9539e58a6ce30fbb7d7f3d68adc01000000000000000000001ab371274d733e09fcb648edd17ee14ee69462e8430bba3906b90f0693cfaab10000000000";
+        let data = hex::decode(hex).unwrap();
+        let out = token_outputs(&data).unwrap();
+        assert_eq!(out.len(), 1);
+        assert_eq!(out[0].amount, 1);
+        assert_eq!(out[0].delegate, None);
+        assert_eq!(
+            hex::encode(out[0].mint),
+            "cd43b20afe32ac78146705bca397646870a1fb3de5ae2a3ddc0ea4648c3c3a28"
+        );
+        for cut in 0..data.len() {
+            assert!(token_outputs(&data[..cut]).is_err(), "truncated at {cut}");
+        }
+        let mut wrong = data.clone();
+        wrong[0] ^= 1;
+        assert!(token_outputs(&wrong).is_err());
     }
 
     #[test]
