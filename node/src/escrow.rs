@@ -8,7 +8,8 @@
 //! be deployed on localnet here (no SBF toolchain), so these builders are
 //! tested against the program in `solana-program-test`.
 
-use crate::crypto::sha256;
+pub use crate::chain::anchor::discriminator;
+use crate::chain::anchor::Reader;
 use base64::Engine;
 use solana_sdk::instruction::{AccountMeta, Instruction};
 use solana_sdk::pubkey::Pubkey;
@@ -21,12 +22,6 @@ const SYSTEM: Pubkey = solana_sdk::pubkey!("11111111111111111111111111111111");
 /// The program id as a key.
 pub fn program_id() -> Pubkey {
     Pubkey::from_str(PROGRAM_ID).expect("valid program id")
-}
-
-/// The 8-byte Anchor discriminator of `kind:name` (`global`, `account`, `event`).
-pub fn discriminator(kind: &str, name: &str) -> [u8; 8] {
-    let h = sha256(format!("{kind}:{name}").as_bytes());
-    h[..8].try_into().expect("8 bytes")
 }
 
 /// The Config PDA.
@@ -203,32 +198,6 @@ pub enum EscrowEvent {
     Other(&'static str),
 }
 
-struct Reader<'a>(&'a [u8]);
-
-impl Reader<'_> {
-    fn take(&mut self, n: usize) -> Option<&[u8]> {
-        if self.0.len() < n {
-            return None;
-        }
-        let (a, b) = self.0.split_at(n);
-        self.0 = b;
-        Some(a)
-    }
-    fn key(&mut self) -> Option<Pubkey> {
-        Some(Pubkey::new_from_array(self.take(32)?.try_into().ok()?))
-    }
-    fn u64(&mut self) -> Option<u64> {
-        Some(u64::from_le_bytes(self.take(8)?.try_into().ok()?))
-    }
-    fn string(&mut self, max: usize) -> Option<String> {
-        let n = u32::from_le_bytes(self.take(4)?.try_into().ok()?) as usize;
-        if n > max {
-            return None;
-        }
-        String::from_utf8(self.take(n)?.to_vec()).ok()
-    }
-}
-
 /// Decodes one `Program data: <base64>` log line of the program (`None`
 /// for other lines, other programs' events or malformed data).
 pub fn decode_event(log_line: &str) -> Option<EscrowEvent> {
@@ -241,22 +210,22 @@ pub fn decode_event(log_line: &str) -> Option<EscrowEvent> {
     let is = |name: &str| disc == discriminator("event", name);
     if is("Deposited") {
         Some(EscrowEvent::Deposited {
-            listing: r.key()?,
-            escrow: r.key()?,
-            buyer: r.key()?,
-            amount: r.u64()?,
+            listing: r.key().ok()?,
+            escrow: r.key().ok()?,
+            buyer: r.key().ok()?,
+            amount: r.u64().ok()?,
         })
     } else if is("Released") {
         Some(EscrowEvent::Released {
-            escrow: r.key()?,
-            envelope_id: r.string(64)?,
-            to_seller: r.u64()?,
-            fee: r.u64()?,
+            escrow: r.key().ok()?,
+            envelope_id: r.string(64).ok()?,
+            to_seller: r.u64().ok()?,
+            fee: r.u64().ok()?,
         })
     } else if is("Refunded") {
         Some(EscrowEvent::Refunded {
-            escrow: r.key()?,
-            amount: r.u64()?,
+            escrow: r.key().ok()?,
+            amount: r.u64().ok()?,
         })
     } else {
         ["ListingCreated", "ListingCancelled", "Slashed"]

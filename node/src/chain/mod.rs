@@ -5,6 +5,7 @@
 //! Owns every RPC call of the node. It never decides settlement rules
 //! (that is `listen`'s) and never holds keys beyond the signer it is handed.
 
+pub mod anchor;
 pub mod client;
 pub mod cluster;
 pub mod fees;

@@ -7,6 +7,7 @@
 //! Owns instruction bytes and account order only; sending, revoking the
 //! mint authority and reading the minted output back are the caller's.
 
+use crate::chain::anchor::{discriminator, ReadError, Reader};
 use crate::crypto::sha256;
 use solana_sdk::instruction::{AccountMeta, Instruction};
 use solana_sdk::pubkey;
@@ -27,12 +28,6 @@ pub const SPL_TOKEN: Pubkey = pubkey!("TokenkegQfeZyiNwAJbNbGKPFXCWuBvf9Ss623VQ5
 /// Size of an SPL mint account.
 pub const MINT_LEN: u64 = 82;
 const SYSTEM: Pubkey = pubkey!("11111111111111111111111111111111");
-
-fn anchor_ix(name: &str) -> [u8; 8] {
-    sha256(format!("global:{name}").as_bytes())[..8]
-        .try_into()
-        .expect("8 bytes")
-}
 
 /// The token program of a mint (SPL Token or Token-2022).
 pub fn token_program(token2022: bool) -> Pubkey {
@@ -106,7 +101,7 @@ pub fn create_mint(
                 AccountMeta::new_readonly(token, false),
                 AccountMeta::new_readonly(cpi_authority(), false),
             ],
-            data: anchor_ix("create_token_pool").to_vec(),
+            data: discriminator("global", "create_token_pool").to_vec(),
         },
     ]
 }
@@ -122,7 +117,7 @@ pub fn mint_to(
     state_tree: &Pubkey,
     token2022: bool,
 ) -> Instruction {
-    let mut data = anchor_ix("mint_to").to_vec();
+    let mut data = discriminator("global", "mint_to").to_vec();
     data.extend_from_slice(&1u32.to_le_bytes());
     data.extend_from_slice(recipient.as_ref());
     data.extend_from_slice(&1u32.to_le_bytes());
@@ -252,37 +247,14 @@ pub struct TokenOutput {
 #[error("Light invoke_cpi data: {0}")]
 pub struct OutputDecodeError(pub &'static str);
 
-struct Cursor<'a>(&'a [u8]);
-
-impl<'a> Cursor<'a> {
-    fn take(&mut self, n: usize) -> Result<&'a [u8], OutputDecodeError> {
-        if self.0.len() < n {
-            return Err(OutputDecodeError("truncated"));
-        }
-        let (a, b) = self.0.split_at(n);
-        self.0 = b;
-        Ok(a)
-    }
-    fn u8(&mut self) -> Result<u8, OutputDecodeError> {
-        Ok(self.take(1)?[0])
-    }
-    fn u32(&mut self) -> Result<u32, OutputDecodeError> {
-        Ok(u32::from_le_bytes(self.take(4)?.try_into().expect("4")))
-    }
-    fn u64(&mut self) -> Result<u64, OutputDecodeError> {
-        Ok(u64::from_le_bytes(self.take(8)?.try_into().expect("8")))
-    }
-    fn key(&mut self) -> Result<Pubkey, OutputDecodeError> {
-        Ok(Pubkey::new_from_array(
-            self.take(32)?.try_into().expect("32"),
-        ))
-    }
-    fn option(&mut self) -> Result<bool, OutputDecodeError> {
-        match self.u8()? {
-            0 => Ok(false),
-            1 => Ok(true),
-            _ => Err(OutputDecodeError("bad option tag")),
-        }
+impl From<ReadError> for OutputDecodeError {
+    fn from(e: ReadError) -> Self {
+        OutputDecodeError(match e {
+            ReadError::Truncated => "truncated",
+            ReadError::BadOptionTag => "bad option tag",
+            ReadError::TooLong => "length over its cap",
+            ReadError::NotUtf8 => "string is not UTF-8",
+        })
     }
 }
 
@@ -295,12 +267,12 @@ const TOKEN_DATA_DISCRIMINATOR: [u8; 8] = [2, 0, 0, 0, 0, 0, 0, 0];
 /// Outputs owned by other programs are skipped; transfers with inputs
 /// are not decoded (a mint has none).
 pub fn token_outputs(data: &[u8]) -> Result<Vec<TokenOutput>, OutputDecodeError> {
-    let mut c = Cursor(data);
-    if c.take(8)? != anchor_ix("invoke_cpi") {
+    let mut c = Reader(data);
+    if c.take(8)? != discriminator("global", "invoke_cpi") {
         return Err(OutputDecodeError("not invoke_cpi"));
     }
     let len = c.u32()? as usize;
-    let mut c = Cursor(c.take(len)?);
+    let mut c = Reader(c.take(len)?);
     if c.option()? {
         c.take(128)?; // proof a, b, c
     }
@@ -332,7 +304,7 @@ pub fn token_outputs(data: &[u8]) -> Result<Vec<TokenOutput>, OutputDecodeError>
         };
         c.u8()?; // merkle tree index
         if let (true, Some((TOKEN_DATA_DISCRIMINATOR, body))) = (owner == COMPRESSED_TOKEN, data) {
-            let mut t = Cursor(body);
+            let mut t = Reader(body);
             let (mint, holder, amount) = (t.key()?, t.key()?, t.u64()?);
             let delegate = if t.option()? { Some(t.key()?) } else { None };
             out.push(TokenOutput {
@@ -386,7 +358,7 @@ pub async fn minted_outputs(
             let data = bs58::decode(ix["data"].as_str().unwrap_or_default())
                 .into_vec()
                 .map_err(|_| bad("inner instruction data is not base58"))?;
-            if data.starts_with(&anchor_ix("invoke_cpi")) {
+            if data.starts_with(&discriminator("global", "invoke_cpi")) {
                 out.extend(token_outputs(&data).map_err(|e| bad(&e.to_string()))?);
             }
         }
