@@ -441,7 +441,7 @@ async fn rebuild(a: RebuildArgs, json: bool) -> Result<()> {
     let (source, cluster, cfg, _) = connect(&a.src).await?;
     {
         let mut store = open_store(&a.db.db)?;
-        if !store.records()?.is_empty() {
+        if !store.is_empty()? {
             if !a.force {
                 bail!(
                     "{} already holds a log; pass --force to drop it, or give a new --db",

@@ -71,6 +71,8 @@ pub trait LogStore: Send {
     /// Drops every record and checkpoint (a rebuild); manifests, auth
     /// and metadata are kept.
     fn clear_log(&mut self) -> Result<(), StoreError>;
+    /// Whether no record is stored.
+    fn is_empty(&self) -> Result<bool, StoreError>;
     /// Whether a record is stored.
     fn has(&self, signature: &str) -> Result<bool, StoreError>;
     /// The checkpoint of a watched address.
@@ -189,6 +191,13 @@ impl LogStore for SqliteStore {
         self.conn
             .execute_batch("BEGIN; DELETE FROM txs; DELETE FROM checkpoints; COMMIT;")?;
         Ok(())
+    }
+
+    fn is_empty(&self) -> Result<bool, StoreError> {
+        let any: bool = self
+            .conn
+            .query_row("SELECT EXISTS(SELECT 1 FROM txs)", [], |r| r.get(0))?;
+        Ok(!any)
     }
 
     fn records(&self) -> Result<Vec<TxRecord>, StoreError> {

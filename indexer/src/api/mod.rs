@@ -15,6 +15,7 @@ mod settle;
 
 use crate::auth;
 use crate::engine::Indexer;
+use crate::fold::{ListingState, State};
 use crate::ingest::RpcSource;
 use crate::views::{self, ListingFilter};
 use axum::extract::{DefaultBodyLimit, Path, Query, Request, State as AxState};
@@ -135,6 +136,13 @@ fn listing_id(id: &str) -> Res<()> {
     is_listing_id(id)
         .then_some(())
         .ok_or_else(|| ApiError::bad("listing id must be YYYYMMDD-<12 hex>"))
+}
+
+/// The listing `id` in `s`, or 404.
+fn known_listing<'a>(s: &'a State, id: &str) -> Res<&'a ListingState> {
+    s.listings
+        .get(id)
+        .ok_or_else(|| ApiError::not_found(format!("no listing {id} on chain")))
 }
 
 fn offer_id(id: &str) -> Res<()> {
@@ -298,10 +306,7 @@ async fn show_listing(
     listing_id(&id)?;
     let who = viewer(&st, &headers)?;
     let s = st.ix.state();
-    let l = s
-        .listings
-        .get(&id)
-        .ok_or_else(|| ApiError::not_found(format!("no listing {id} on chain")))?;
+    let l = known_listing(&s, &id)?;
     Ok(Json(json!({
         "listing": views::listing(&s, l),
         "offers": views::offers_of(&s, &id, who.as_deref()),
@@ -318,9 +323,7 @@ async fn listing_offers(
     listing_id(&id)?;
     let who = viewer(&st, &headers)?;
     let s = st.ix.state();
-    if !s.listings.contains_key(&id) {
-        return Err(ApiError::not_found(format!("no listing {id} on chain")));
-    }
+    known_listing(&s, &id)?;
     Ok(Json(
         json!({"offers": views::offers_of(&s, &id, who.as_deref())}),
     ))
@@ -357,9 +360,7 @@ async fn settlement(
         .filter(|b| is_pubkey(b))
         .ok_or_else(|| ApiError::bad("`buyer` must be the buyer's base58 pubkey"))?;
     let s = st.ix.state();
-    if !s.listings.contains_key(&id) {
-        return Err(ApiError::not_found(format!("no listing {id} on chain")));
-    }
+    known_listing(&s, &id)?;
     Ok(Json(views::settlement_for(&s, &id, buyer, st.ix.config())))
 }
 
@@ -517,10 +518,7 @@ async fn post_cancel(
     )
     .await?;
     let s = st.ix.state();
-    let l = s
-        .listings
-        .get(&id)
-        .ok_or_else(|| ApiError::not_found(format!("no listing {id} on chain")))?;
+    let l = known_listing(&s, &id)?;
     Ok(Json(json!({"ok": true, "listing": views::listing(&s, l)})))
 }
 

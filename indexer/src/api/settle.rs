@@ -52,10 +52,7 @@ pub(super) async fn settle(
         .as_ref()
         .ok_or_else(|| ApiError::unavailable("this indexer runs without RPC; settle is off"))?;
     let s = st.ix.state();
-    let l = s
-        .listings
-        .get(&id)
-        .ok_or_else(|| ApiError::not_found(format!("no listing {id} on chain")))?;
+    let l = super::known_listing(&s, &id)?;
     if l.status(s.now) != "live" {
         return Err(ApiError::conflict(format!(
             "listing {id} is {}",
