@@ -68,11 +68,10 @@ pub fn validator() -> &'static TestValidator {
     VALIDATOR.get_or_init(|| start(&light_args()))
 }
 
-/// `--bpf-program`/`--account-dir` flags loading the Light programs and
-/// accounts from the npm `@lightprotocol/zk-compression-cli` that
-/// `localnet/install` caches (program ids: DESIGN.md §Local network).
-pub fn light_args() -> Vec<String> {
-    let npm = std::env::var_os("BRAINCTL_NPM_DIR")
+/// Where `localnet/install` puts the npm tools (`BRAINCTL_NPM_DIR`, else
+/// `<cache>/npm` beside the validator).
+fn npm_dir() -> PathBuf {
+    std::env::var_os("BRAINCTL_NPM_DIR")
         .map(PathBuf::from)
         .unwrap_or_else(|| {
             validator_bin()
@@ -80,8 +79,14 @@ pub fn light_args() -> Vec<String> {
                 .nth(3)
                 .expect("cache dir")
                 .join("npm")
-        });
-    let cli = npm.join("node_modules/@lightprotocol/zk-compression-cli");
+        })
+}
+
+/// `--bpf-program`/`--account-dir` flags loading the Light programs and
+/// accounts from the npm `@lightprotocol/zk-compression-cli` that
+/// `localnet/install` caches (program ids: DESIGN.md §Local network).
+pub fn light_args() -> Vec<String> {
+    let cli = npm_dir().join("node_modules/@lightprotocol/zk-compression-cli");
     assert!(
         cli.exists(),
         "{} missing: run ./localnet/install",
@@ -158,16 +163,7 @@ static GATEWAY: OnceLock<TestGateway> = OnceLock::new();
 /// started on a free port with a temp database on first use.
 pub fn gateway() -> &'static TestGateway {
     GATEWAY.get_or_init(|| {
-        let npm = std::env::var_os("BRAINCTL_NPM_DIR")
-            .map(PathBuf::from)
-            .unwrap_or_else(|| {
-                validator_bin()
-                    .ancestors()
-                    .nth(3)
-                    .expect("cache dir")
-                    .join("npm")
-            });
-        let script = npm.join("node_modules/arlocal/bin/index.js");
+        let script = npm_dir().join("node_modules/arlocal/bin/index.js");
         assert!(
             script.exists(),
             "arlocal not found at {}: run ./localnet/install",
