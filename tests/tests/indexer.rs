@@ -20,7 +20,7 @@ use node::listen::pass::{run_once, Catalog};
 use node::listen::release::Goods;
 use node::listen::{ListenDb, ListingTerms, NegotiatedTerms};
 use node::market::manifest::{build_listing, Listing, NewListing, LISTING_SCHEMA};
-use node::market::negotiate::{make_counter, make_offer};
+use node::market::negotiate::{make_counter, make_offer, OfferTerms};
 use node::market::tx::post_memo;
 use node::market::MemoOp;
 use node::mint::token2022::NftSpec;
@@ -275,10 +275,12 @@ fn indexer_follows_a_trade_and_serves_it() {
             &buyer,
             &market.uploader,
             &listing,
-            5.0,
-            50_000_000,
-            "fifty?",
-            2.0,
+            &OfferTerms {
+                price_usd: 5.0,
+                price_lamports: 50_000_000,
+                message: "fifty?",
+                ttl_hours: 2.0,
+            },
         ))
         .unwrap();
     let offer = rt
@@ -295,10 +297,12 @@ fn indexer_follows_a_trade_and_serves_it() {
         &market.uploader,
         &offer,
         &seller_pk,
-        7.0,
-        AGREED,
-        "seventy",
-        2.0,
+        &OfferTerms {
+            price_usd: 7.0,
+            price_lamports: AGREED,
+            message: "seventy",
+            ttl_hours: 2.0,
+        },
     ))
     .unwrap();
     rt.block_on(post_memo(
@@ -491,10 +495,12 @@ fn indexer_follows_a_trade_and_serves_it() {
             &buyer,
             &market.uploader,
             &private,
-            4.0,
-            40_000_000,
-            "private bid",
-            2.0,
+            &OfferTerms {
+                price_usd: 4.0,
+                price_lamports: 40_000_000,
+                message: "private bid",
+                ttl_hours: 2.0,
+            },
         ))
         .unwrap();
     poll();

@@ -10,6 +10,7 @@ use node::chain::Signer;
 use node::keys::KeyDir;
 use node::listen::ListenDb;
 use node::market::list::{list_bundle, ListOptions};
+use node::market::negotiate::OfferTerms;
 use serde_json::json;
 use std::path::PathBuf;
 use std::time::Duration;
@@ -117,10 +118,12 @@ pub fn run(cmd: MarketCmd, ctx: &Context) -> CliResult<u8> {
                     &wallet,
                     &uploader(&storage)?,
                     &l,
-                    price_usd,
-                    lamports,
-                    &message,
-                    ttl_hours,
+                    &OfferTerms {
+                        price_usd,
+                        price_lamports: lamports,
+                        message: &message,
+                        ttl_hours,
+                    },
                 ))
                 .map_err(negotiate_failure)?;
             let v = json!({"ok": true, "offer_item_id": item, "offer_id": offer_id, "price_lamports": lamports, "signature": sent.signature.to_string()});
@@ -165,10 +168,12 @@ pub fn run(cmd: MarketCmd, ctx: &Context) -> CliResult<u8> {
                     &uploader(&storage)?,
                     &o,
                     &pay_to,
-                    price_usd,
-                    lamports,
-                    &message,
-                    ttl_hours,
+                    &OfferTerms {
+                        price_usd,
+                        price_lamports: lamports,
+                        message: &message,
+                        ttl_hours,
+                    },
                 ))
                 .map_err(negotiate_failure)?;
             let expires =

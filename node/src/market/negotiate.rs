@@ -171,26 +171,16 @@ fn pay_to(listing: &Listing) -> Result<Pubkey, NegotiateError> {
 
 /// Buyer: signs and stores an offer, posts `offer:<listing>:<item>:<buyer>`.
 /// Returns (offer item id, offer id, tx).
-#[allow(clippy::too_many_arguments)]
 pub async fn make_offer(
     chain: &Chain,
     buyer: &Wallet,
     uploader: &Uploader,
     listing: &Listing,
-    price_usd: f64,
-    price_lamports: u64,
-    message: &str,
-    ttl_hours: f64,
+    terms: &OfferTerms<'_>,
 ) -> Result<(String, String, Sent), NegotiateError> {
-    let terms = OfferTerms {
-        price_usd,
-        price_lamports,
-        message,
-        ttl_hours,
-    };
     let now = time::OffsetDateTime::now_utc().unix_timestamp();
     let offer_id = new_offer_id();
-    let v = offer_manifest(buyer, listing, &offer_id, &terms, now)?;
+    let v = offer_manifest(buyer, listing, &offer_id, terms, now)?;
     let item = store_manifest(uploader, buyer, &v, OFFER_SCHEMA).await?;
     let op = MemoOp::Offer {
         listing_id: listing.listing_id.clone(),
@@ -203,26 +193,16 @@ pub async fn make_offer(
 
 /// Seller: signs and stores a counter to `offer`, posts
 /// `counter:<offer>:<item>:<seller>`. Returns (counter item id, tx).
-#[allow(clippy::too_many_arguments)]
 pub async fn make_counter(
     chain: &Chain,
     seller: &Wallet,
     uploader: &Uploader,
     offer: &Offer,
     pay_to: &Pubkey,
-    price_usd: f64,
-    price_lamports: u64,
-    message: &str,
-    ttl_hours: f64,
+    terms: &OfferTerms<'_>,
 ) -> Result<(String, Sent), NegotiateError> {
-    let terms = OfferTerms {
-        price_usd,
-        price_lamports,
-        message,
-        ttl_hours,
-    };
     let now = time::OffsetDateTime::now_utc().unix_timestamp();
-    let v = counter_manifest(seller, &offer.offer_id, &terms, now)?;
+    let v = counter_manifest(seller, &offer.offer_id, terms, now)?;
     let item = store_manifest(uploader, seller, &v, COUNTER_SCHEMA).await?;
     let op = MemoOp::Counter {
         offer_id: offer.offer_id.clone(),
