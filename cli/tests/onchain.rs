@@ -19,6 +19,15 @@ fn ok(e: &Env, args: &[&str]) -> serde_json::Value {
     r.json()
 }
 
+/// A fresh home with a wallet funded with 1 SOL and one memory.
+fn funded_with_memory(text: &str, category: &str) -> Env {
+    let e = Env::new();
+    e.ok(&["wallet", "new"]);
+    ok(&e, &["wallet", "airdrop", "1", "--json"]);
+    e.ok(&["memory", "add", text, "-c", category]);
+    e
+}
+
 /// A seller whose signed bundle of `memories` is listed at `price_usd` (at
 /// `sol_usd`), a funded buyer, and storage both sides read.
 struct Market {
@@ -129,16 +138,7 @@ fn airdrop_then_balance() {
 
 #[test]
 fn pin_then_check_onchain() {
-    let e = Env::new();
-    e.ok(&["wallet", "new"]);
-    ok(&e, &["wallet", "airdrop", "1", "--json"]);
-    e.ok(&[
-        "memory",
-        "add",
-        "Deploys go through staging first",
-        "-c",
-        "project",
-    ]);
+    let e = funded_with_memory("Deploys go through staging first", "project");
     let ex = ok(
         &e,
         &[
@@ -196,16 +196,7 @@ fn bad_cluster_is_bad_input() {
 fn export_mint_encrypts_uploads_keeps_key_and_mints_one_token() {
     use node::arweave::FsStore;
     use node::chain::Pubkey;
-    let e = Env::new();
-    e.ok(&["wallet", "new"]);
-    ok(&e, &["wallet", "airdrop", "1", "--json"]);
-    e.ok(&[
-        "memory",
-        "add",
-        "Retry with jittered backoff",
-        "-c",
-        "lesson",
-    ]);
+    let e = funded_with_memory("Retry with jittered backoff", "lesson");
     let buyer = "GcQfK48DV9BzDuDeCyV2sShbAAY4vqmK8JSj1NBrwoVZ";
     let ex = ok(
         &e,
@@ -268,16 +259,7 @@ fn export_mint_encrypts_uploads_keeps_key_and_mints_one_token() {
 
 #[test]
 fn export_mint_defaults_to_one_light_compressed_token() {
-    let e = Env::new();
-    e.ok(&["wallet", "new"]);
-    ok(&e, &["wallet", "airdrop", "1", "--json"]);
-    e.ok(&[
-        "memory",
-        "add",
-        "Deploys go through staging first",
-        "-c",
-        "lesson",
-    ]);
+    let e = funded_with_memory("Deploys go through staging first", "lesson");
     let buyer = "GcQfK48DV9BzDuDeCyV2sShbAAY4vqmK8JSj1NBrwoVZ";
     let ex = ok(
         &e,
