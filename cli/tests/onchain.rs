@@ -248,9 +248,13 @@ fn export_mint_encrypts_uploads_keeps_key_and_mints_one_token() {
     let state = e2e::runtime()
         .block_on(node::mint::token2022::read_nft(&chain, &mint, &acct))
         .unwrap();
-    assert_eq!(state.uri, m["metadata_uri"].as_str().unwrap());
+    assert_eq!(state.mint.uri, m["metadata_uri"].as_str().unwrap());
     assert_eq!(
-        (state.holder_amount, state.supply, state.mint_authority),
+        (
+            state.holder_amount,
+            state.mint.supply,
+            state.mint.mint_authority
+        ),
         (1, 1, None)
     );
     assert_eq!(state.holder.to_string(), buyer);
@@ -282,14 +286,30 @@ fn export_mint_defaults_to_one_light_compressed_token() {
     );
     let mint: node::chain::Pubkey = m["mint"].as_str().unwrap().parse().unwrap();
     let chain = e2e::validator().chain();
-    let acc = e2e::runtime()
-        .block_on(chain.rpc().get_account(&mint))
+    let rt = e2e::runtime();
+    let state = rt
+        .block_on(node::mint::token2022::read_mint(&chain, &mint))
         .unwrap();
-    assert_eq!(&acc.data[0..4], &[0, 0, 0, 0], "mint authority revoked");
     assert_eq!(
-        u64::from_le_bytes(acc.data[36..44].try_into().unwrap()),
-        1,
-        "supply 1"
+        (state.supply, state.decimals, state.mint_authority),
+        (1, 0, None),
+        "supply 1, authority revoked"
+    );
+    assert_eq!(
+        state.uri,
+        m["metadata_uri"].as_str().unwrap(),
+        "URI on the mint"
+    );
+    assert_eq!(state.metadata_address, Some(mint));
+    let sig = m["signature"].as_str().unwrap().parse().unwrap();
+    let outputs = rt
+        .block_on(node::mint::light::minted_outputs(&chain, &sig))
+        .unwrap();
+    assert_eq!(outputs.len(), 1);
+    assert_eq!(
+        (outputs[0].owner.to_string(), outputs[0].amount),
+        (buyer.to_string(), 1),
+        "the recipient holds exactly 1"
     );
 }
 

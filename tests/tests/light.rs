@@ -7,6 +7,7 @@
 
 use node::chain::{Keypair, Signer};
 use node::mint::light::{self, LOCALNET_STATE_TREE};
+use node::mint::token2022::{read_mint, MintState, NftSpec};
 use solana_sdk::instruction::Instruction;
 
 #[test]
@@ -82,13 +83,18 @@ fn compressed_mint_to_a_recipient_on_the_validator() {
 }
 
 #[test]
-fn one_transaction_compressed_mint_is_once_only_and_capped() {
+fn one_transaction_compressed_mint_carries_its_uri_is_once_only_and_capped() {
     let v = e2e::validator();
     let rt = e2e::runtime();
     let chain = v.chain();
     let payer = node::wallet::Wallet::generate();
     v.fund(&payer.solana_keypair().pubkey(), 2);
     let recipient = Keypair::new().pubkey();
+    let spec = NftSpec {
+        name: "brainctl bundle 1a2b".into(),
+        symbol: "BRAIN".into(),
+        uri: "ar://Zm9vYmFyYmF6cXV4MTIzNDU2Nzg5MGFiY2RlZmdoaWpr".into(),
+    };
     let minted = rt
         .block_on(light::mint_compressed(
             &chain,
@@ -96,6 +102,7 @@ fn one_transaction_compressed_mint_is_once_only_and_capped() {
             "bundle-seed-1",
             &recipient,
             1,
+            &spec,
             vec![],
         ))
         .unwrap();
@@ -103,15 +110,48 @@ fn one_transaction_compressed_mint_is_once_only_and_capped() {
         minted.mint,
         light::mint_keypair(&payer, "bundle-seed-1").pubkey()
     );
-    // SPL mint: COption<authority> None, supply 1, decimals 0
-    let acc = rt.block_on(chain.rpc().get_account(&minted.mint)).unwrap();
-    assert_eq!(&acc.data[0..4], &[0, 0, 0, 0], "mint authority revoked");
+    // a Token-2022 mint carrying its own metadata: the URI is on chain,
+    // supply 1 (in the pool), 0 decimals, authority revoked
+    let state = rt.block_on(read_mint(&chain, &minted.mint)).unwrap();
     assert_eq!(
-        u64::from_le_bytes(acc.data[36..44].try_into().unwrap()),
-        1,
-        "supply 1"
+        state,
+        MintState {
+            supply: 1,
+            decimals: 0,
+            mint_authority: None,
+            metadata_address: Some(minted.mint),
+            uri: spec.uri.clone(),
+            name: spec.name.clone(),
+        }
     );
-    assert_eq!(acc.data[44], 0, "0 decimals");
+    let outputs = rt
+        .block_on(light::minted_outputs(&chain, &minted.sent.signature))
+        .unwrap();
+    assert_eq!(
+        outputs,
+        vec![light::TokenOutput {
+            mint: minted.mint,
+            owner: recipient,
+            amount: 1,
+            delegate: None,
+        }],
+        "the recipient holds exactly 1"
+    );
+    // the old authority cannot mint more compressed tokens
+    let more = light::mint_to(
+        &payer.solana_keypair().pubkey(),
+        &payer.solana_keypair().pubkey(),
+        &minted.mint,
+        &recipient,
+        1,
+        &LOCALNET_STATE_TREE,
+        true,
+    );
+    assert!(
+        rt.block_on(chain.send(&[more], &[&payer.solana_keypair()]))
+            .is_err(),
+        "supply can't grow"
+    );
     // the same seed again: the mint exists, the transaction fails, nothing more is minted
     assert!(rt
         .block_on(light::mint_compressed(
@@ -120,9 +160,12 @@ fn one_transaction_compressed_mint_is_once_only_and_capped() {
             "bundle-seed-1",
             &recipient,
             1,
+            &spec,
             vec![]
         ))
         .is_err());
-    let acc = rt.block_on(chain.rpc().get_account(&minted.mint)).unwrap();
-    assert_eq!(u64::from_le_bytes(acc.data[36..44].try_into().unwrap()), 1);
+    assert_eq!(
+        rt.block_on(read_mint(&chain, &minted.mint)).unwrap().supply,
+        1
+    );
 }

@@ -121,6 +121,19 @@ fn one_pass_releases_each_valid_buy_once() {
         .collect();
     expected.sort();
     assert_eq!(release_mints, expected);
+    // each released token is tied to the listing's metadata URI by its mint
+    for mint in &release_mints {
+        let state = rt
+            .block_on(node::mint::token2022::read_mint(
+                &chain,
+                &mint.parse().unwrap(),
+            ))
+            .unwrap();
+        assert_eq!(
+            (state.uri.as_str(), state.supply, state.mint_authority),
+            ("ar://meta", 1, None)
+        );
+    }
     assert_eq!(
         db.counts().unwrap(),
         vec![("rejected".into(), 1), ("released".into(), 5)]

@@ -44,11 +44,16 @@ fn nft_mint_is_exactly_once_and_supply_is_fixed() {
         buyer.pubkey(),
         "the buyer owns the token account"
     );
-    assert_eq!(state.supply, 1);
-    assert_eq!(state.decimals, 0);
-    assert_eq!(state.mint_authority, None, "mint authority revoked");
-    assert_eq!(state.uri, spec.uri);
-    assert_eq!(state.name, spec.name);
+    assert_eq!(state.mint.supply, 1);
+    assert_eq!(state.mint.decimals, 0);
+    assert_eq!(state.mint.mint_authority, None, "mint authority revoked");
+    assert_eq!(state.mint.uri, spec.uri);
+    assert_eq!(state.mint.name, spec.name);
+    assert_eq!(
+        state.mint.metadata_address,
+        Some(minted.mint),
+        "metadata lives in the mint"
+    );
 
     // the same seed again: the chain refuses (account exists), nothing minted twice
     let again = rt.block_on(mint_nft(
@@ -69,6 +74,7 @@ fn nft_mint_is_exactly_once_and_supply_is_fixed() {
     assert_eq!(
         rt.block_on(read_nft(&chain, &minted.mint, &minted.token_account))
             .unwrap()
+            .mint
             .supply,
         1
     );
@@ -90,6 +96,7 @@ fn nft_mint_is_exactly_once_and_supply_is_fixed() {
     assert_eq!(
         rt.block_on(read_nft(&chain, &minted.mint, &minted.token_account))
             .unwrap()
+            .mint
             .supply,
         1
     );

@@ -257,8 +257,8 @@ fn fixed_price_trade_releases_exactly_once() {
     assert_eq!(
         (
             nft.holder_amount,
-            nft.supply,
-            nft.mint_authority,
+            nft.mint.supply,
+            nft.mint.mint_authority,
             nft.holder
         ),
         (1, 1, None, buyer_kp.pubkey())

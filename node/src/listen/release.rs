@@ -183,11 +183,17 @@ pub async fn land_release(
         TokenStandard::Token2022 => mint_nft(chain, &payer, &seed, &buyer, &goods.token, extra)
             .await
             .map(|m| m.sent),
-        TokenStandard::LightCompressed => {
-            crate::mint::light::mint_compressed(chain, seller, &seed, &buyer, 1, extra)
-                .await
-                .map(|m| m.sent)
-        }
+        TokenStandard::LightCompressed => crate::mint::light::mint_compressed(
+            chain,
+            seller,
+            &seed,
+            &buyer,
+            1,
+            &goods.token,
+            extra,
+        )
+        .await
+        .map(|m| m.sent),
     };
     let sig = match minted {
         Ok(sent) => {

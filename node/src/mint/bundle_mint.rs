@@ -204,8 +204,8 @@ pub async fn mint_bundle(
             (m.mint, Some(m.token_account.to_string()), m.sent)
         }
         TokenStandard::LightCompressed => {
-            let m =
-                super::light::mint_compressed(chain, wallet, &seed, recipient, 1, extra).await?;
+            let m = super::light::mint_compressed(chain, wallet, &seed, recipient, 1, &spec, extra)
+                .await?;
             (m.mint, None, m.sent)
         }
     };

@@ -4,9 +4,12 @@
 //! tokens to a recipient. Byte-for-byte what the JS SDK sends
 //! (`tests/fixtures/light/golden-mint.json` is the judge).
 //!
-//! Owns instruction bytes and account order only; sending, revoking the
-//! mint authority and reading the minted output back are the caller's.
+//! `mint_compressed` is the backend: its mint is a Token-2022 mint with
+//! MetadataPointer + TokenMetadata (the `ar://` URI), which the
+//! compressed-token program accepts as a pool mint, so the compressed
+//! token is tied to its metadata on chain like the NFT backend's.
 
+use super::token2022::{metadata_mint_instructions, mint_sizes, NftSpec, TOKEN_2022};
 use crate::chain::anchor::{discriminator, ReadError, Reader};
 use crate::crypto::sha256;
 use solana_sdk::instruction::{AccountMeta, Instruction};
@@ -32,7 +35,7 @@ const SYSTEM: Pubkey = pubkey!("11111111111111111111111111111111");
 /// The token program of a mint (SPL Token or Token-2022).
 pub fn token_program(token2022: bool) -> Pubkey {
     if token2022 {
-        super::token2022::TOKEN_2022
+        TOKEN_2022
     } else {
         SPL_TOKEN
     }
@@ -91,19 +94,25 @@ pub fn create_mint(
             accounts: vec![AccountMeta::new(*mint, true)],
             data: init,
         },
-        Instruction {
-            program_id: COMPRESSED_TOKEN,
-            accounts: vec![
-                AccountMeta::new(*payer, true),
-                AccountMeta::new(token_pool(mint), false),
-                AccountMeta::new_readonly(SYSTEM, false),
-                AccountMeta::new(*mint, true),
-                AccountMeta::new_readonly(token, false),
-                AccountMeta::new_readonly(cpi_authority(), false),
-            ],
-            data: discriminator("global", "create_token_pool").to_vec(),
-        },
+        create_token_pool(payer, mint, token2022),
     ]
+}
+
+/// `create_token_pool`: the pool account (owned by the token program,
+/// held by the CPI authority) that backs compressed tokens of `mint`.
+pub fn create_token_pool(payer: &Pubkey, mint: &Pubkey, token2022: bool) -> Instruction {
+    Instruction {
+        program_id: COMPRESSED_TOKEN,
+        accounts: vec![
+            AccountMeta::new(*payer, true),
+            AccountMeta::new(token_pool(mint), false),
+            AccountMeta::new_readonly(SYSTEM, false),
+            AccountMeta::new(*mint, true),
+            AccountMeta::new_readonly(token_program(token2022), false),
+            AccountMeta::new_readonly(cpi_authority(), false),
+        ],
+        data: discriminator("global", "create_token_pool").to_vec(),
+    }
 }
 
 /// `mint_to`: `amount` compressed tokens of `mint` to `recipient` in
@@ -179,28 +188,38 @@ pub struct CompressedMint {
     pub sent: crate::chain::Sent,
 }
 
-/// One transaction: create the mint (authority `payer`) and its pool,
-/// mint `amount` compressed tokens to `recipient`, revoke the mint
-/// authority, then `extra` (e.g. a fee or a release memo).
+/// One transaction: create a Token-2022 mint carrying its own metadata
+/// (MetadataPointer → the mint, TokenMetadata `spec`, authority `payer`)
+/// and its compressed-token pool, mint `amount` compressed tokens to
+/// `recipient`, revoke the mint authority, then `extra` (e.g. a fee or a
+/// release memo). The token is tied to `spec.uri` by its mint.
 pub async fn mint_compressed(
     chain: &crate::chain::Chain,
     payer: &crate::wallet::Wallet,
     seed: &str,
     recipient: &Pubkey,
     amount: u64,
+    spec: &NftSpec,
     extra: Vec<Instruction>,
 ) -> Result<CompressedMint, crate::chain::ChainError> {
     use solana_sdk::signer::Signer;
     let kp = payer.solana_keypair();
     let mint_kp = mint_keypair(payer, seed);
     let (p, m) = (kp.pubkey(), mint_kp.pubkey());
+    let (base, total) = mint_sizes(&p, &m, spec)?;
     let rent = crate::chain::client::with_retry("getMinimumBalanceForRentExemption", || {
-        chain
-            .rpc()
-            .get_minimum_balance_for_rent_exemption(MINT_LEN as usize)
+        chain.rpc().get_minimum_balance_for_rent_exemption(total)
     })
     .await?;
-    let mut ixs = create_mint(&p, &m, &p, rent, false);
+    let mut ixs = vec![solana_system_interface::instruction::create_account(
+        &p,
+        &m,
+        rent,
+        base as u64,
+        &TOKEN_2022,
+    )];
+    ixs.extend(metadata_mint_instructions(&p, &m, spec)?);
+    ixs.push(create_token_pool(&p, &m, true));
     ixs.push(mint_to(
         &p,
         &p,
@@ -208,9 +227,9 @@ pub async fn mint_compressed(
         recipient,
         amount,
         &LOCALNET_STATE_TREE,
-        false,
+        true,
     ));
-    ixs.push(revoke_mint_authority(&m, &p, false));
+    ixs.push(revoke_mint_authority(&m, &p, true));
     ixs.extend(extra);
     let sent = chain.send(&ixs, &[&kp, &mint_kp]).await?;
     let outputs = minted_outputs(chain, &sent.signature).await?;

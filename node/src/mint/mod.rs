@@ -1,6 +1,9 @@
-//! Token minting for bundles and sales. Today: the Token-2022 NFT backend
-//! (MetadataPointer + TokenMetadata → `ar://` URI, supply 1, authority
-//! revoked). The Light compressed-token backend joins it with the mint issue.
+//! Token minting for bundles and sales: one fresh mint per export or sale,
+//! supply 1, 0 decimals, mint authority revoked in the minting transaction.
+//! Both backends mint from a Token-2022 mint carrying its own metadata
+//! (MetadataPointer + TokenMetadata → `ar://` URI): `light` as a Light
+//! compressed token (default), `token2022` as a plain NFT. `bundle_mint`
+//! runs the export flow (encrypt, upload, mint).
 
 pub mod bundle_mint;
 pub mod light;

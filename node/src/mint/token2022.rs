@@ -101,11 +101,7 @@ pub fn nft_instructions(
     let mint = mint_address(payer, seed)?;
     let (token_account, acct_seed) = token_account_address(payer, seed, recipient)?;
     let (base, _) = mint_sizes(payer, &mint, spec)?;
-    let err = |e: solana_sdk::program_error::ProgramError| {
-        ChainError::Config(format!("token instruction: {e}"))
-    };
-    use spl_token_2022_interface::instruction as ti;
-    let ixs = vec![
+    let mut ixs = vec![
         solana_system_interface::instruction::create_account_with_seed(
             payer,
             &mint,
@@ -115,24 +111,10 @@ pub fn nft_instructions(
             base as u64,
             &TOKEN_2022,
         ),
-        spl_token_2022_interface::extension::metadata_pointer::instruction::initialize(
-            &TOKEN_2022,
-            &mint,
-            Some(*payer),
-            Some(mint),
-        )
-        .map_err(err)?,
-        ti::initialize_mint2(&TOKEN_2022, &mint, payer, None, 0).map_err(err)?,
-        spl_token_metadata_interface::instruction::initialize(
-            &TOKEN_2022,
-            &mint,
-            payer,
-            &mint,
-            payer,
-            spec.name.clone(),
-            spec.symbol.clone(),
-            spec.uri.clone(),
-        ),
+    ];
+    ixs.extend(metadata_mint_instructions(payer, &mint, spec)?);
+    use spl_token_2022_interface::instruction as ti;
+    ixs.extend([
         solana_system_interface::instruction::create_account_with_seed(
             payer,
             &token_account,
@@ -153,8 +135,51 @@ pub fn nft_instructions(
             &[],
         )
         .map_err(err)?,
-    ];
+    ]);
     Ok((mint, token_account, ixs))
+}
+
+fn err(e: solana_sdk::program_error::ProgramError) -> ChainError {
+    ChainError::Config(format!("token instruction: {e}"))
+}
+
+/// What turns a created (`mint_sizes().0` bytes, rent for the total),
+/// Token-2022-owned account into a mint carrying its own metadata:
+/// MetadataPointer → the mint, InitializeMint2 (0 decimals, `authority`
+/// mints and updates the metadata, no freeze authority), TokenMetadata
+/// with `spec`. Shared by the NFT and the Light compressed backends.
+pub fn metadata_mint_instructions(
+    authority: &Pubkey,
+    mint: &Pubkey,
+    spec: &NftSpec,
+) -> Result<Vec<Instruction>, ChainError> {
+    Ok(vec![
+        spl_token_2022_interface::extension::metadata_pointer::instruction::initialize(
+            &TOKEN_2022,
+            mint,
+            Some(*authority),
+            Some(*mint),
+        )
+        .map_err(err)?,
+        spl_token_2022_interface::instruction::initialize_mint2(
+            &TOKEN_2022,
+            mint,
+            authority,
+            None,
+            0,
+        )
+        .map_err(err)?,
+        spl_token_metadata_interface::instruction::initialize(
+            &TOKEN_2022,
+            mint,
+            authority,
+            mint,
+            authority,
+            spec.name.clone(),
+            spec.symbol.clone(),
+            spec.uri.clone(),
+        ),
+    ])
 }
 
 /// A minted NFT.
@@ -197,23 +222,57 @@ pub async fn mint_nft(
     })
 }
 
-/// What the chain says about an NFT mint.
+/// What the chain says about a Token-2022 mint carrying its own metadata.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct NftState {
+pub struct MintState {
     /// Supply.
     pub supply: u64,
     /// Decimals.
     pub decimals: u8,
     /// Mint authority (None once revoked).
     pub mint_authority: Option<Pubkey>,
+    /// Where the MetadataPointer points (the mint itself for ours).
+    pub metadata_address: Option<Pubkey>,
     /// Metadata URI.
     pub uri: String,
     /// Metadata name.
     pub name: String,
+}
+
+/// What the chain says about an NFT mint and one holder of it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NftState {
+    /// The mint.
+    pub mint: MintState,
     /// Units in the token account read.
     pub holder_amount: u64,
     /// Owner of that token account.
     pub holder: Pubkey,
+}
+
+/// Reads a Token-2022 mint and its TokenMetadata back from the chain.
+pub async fn read_mint(chain: &Chain, mint: &Pubkey) -> Result<MintState, ChainError> {
+    let bad = |w: &str| ChainError::Config(format!("mint {mint}: {w}"));
+    let acct = crate::chain::client::with_retry("getAccountInfo", || chain.rpc().get_account(mint))
+        .await?;
+    if acct.owner != TOKEN_2022 {
+        return Err(bad("not a Token-2022 account"));
+    }
+    let state = StateWithExtensions::<Mint>::unpack(&acct.data).map_err(|_| bad("not a mint"))?;
+    let pointer = state
+        .get_extension::<spl_token_2022_interface::extension::metadata_pointer::MetadataPointer>()
+        .map_err(|_| bad("no metadata pointer"))?;
+    let meta = state
+        .get_variable_len_extension::<TokenMetadata>()
+        .map_err(|_| bad("no token metadata"))?;
+    Ok(MintState {
+        supply: state.base.supply,
+        decimals: state.base.decimals,
+        mint_authority: Option::<Pubkey>::from(state.base.mint_authority),
+        metadata_address: Option::<Pubkey>::from(pointer.metadata_address),
+        uri: meta.uri,
+        name: meta.name,
+    })
 }
 
 /// Reads a mint and a token account of it back from the chain.
@@ -223,15 +282,7 @@ pub async fn read_nft(
     token_account: &Pubkey,
 ) -> Result<NftState, ChainError> {
     let bad = |w: &str| ChainError::Config(format!("mint {mint}: {w}"));
-    let acct = crate::chain::client::with_retry("getAccountInfo", || chain.rpc().get_account(mint))
-        .await?;
-    if acct.owner != TOKEN_2022 {
-        return Err(bad("not a Token-2022 account"));
-    }
-    let state = StateWithExtensions::<Mint>::unpack(&acct.data).map_err(|_| bad("not a mint"))?;
-    let meta = state
-        .get_variable_len_extension::<TokenMetadata>()
-        .map_err(|_| bad("no token metadata"))?;
+    let state = read_mint(chain, mint).await?;
     let acct = crate::chain::client::with_retry("getAccountInfo", || {
         chain.rpc().get_account(token_account)
     })
@@ -242,11 +293,7 @@ pub async fn read_nft(
         return Err(bad("token account is for another mint"));
     }
     Ok(NftState {
-        supply: state.base.supply,
-        decimals: state.base.decimals,
-        mint_authority: Option::<Pubkey>::from(state.base.mint_authority),
-        uri: meta.uri,
-        name: meta.name,
+        mint: state,
         holder_amount: held.base.amount,
         holder: held.base.owner,
     })
