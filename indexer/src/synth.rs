@@ -99,6 +99,7 @@ impl LogBuilder {
                 memos: vec![memo],
                 transfers,
                 logs: vec![],
+                deposits: vec![],
             },
             index: 0,
             manifests: manifests

@@ -41,6 +41,10 @@ pub struct ParsedTx {
     /// live there); empty otherwise.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub logs: Vec<String>,
+    /// Top-level escrow-program `deposit` instructions: (listing account,
+    /// buyer), so an escrow buy is bound to the deposit in its own transaction.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub deposits: Vec<crate::escrow::Deposit>,
 }
 
 /// Why a transaction JSON did not decode.
@@ -52,6 +56,25 @@ fn need<'a>(v: &'a Value, path: &str) -> Result<&'a Value, TxShapeError> {
     path.split('.')
         .try_fold(v, |cur, k| cur.get(k))
         .ok_or_else(|| TxShapeError(format!("missing `{path}`")))
+}
+
+/// An escrow-program instruction rendered unparsed (`accounts`, base58
+/// `data`) that is a `deposit`, if it is one.
+fn escrow_deposit(ix: &Value) -> Result<Option<crate::escrow::Deposit>, TxShapeError> {
+    let accounts = ix
+        .get("accounts")
+        .and_then(Value::as_array)
+        .ok_or_else(|| TxShapeError("escrow instruction without `accounts`".into()))?
+        .iter()
+        .map(|a| a.as_str().and_then(|s| s.parse().ok()))
+        .collect::<Option<Vec<solana_sdk::pubkey::Pubkey>>>()
+        .ok_or_else(|| TxShapeError("escrow instruction account is not a pubkey".into()))?;
+    let data = ix
+        .get("data")
+        .and_then(Value::as_str)
+        .and_then(|d| bs58::decode(d).into_vec().ok())
+        .ok_or_else(|| TxShapeError("escrow instruction `data` is not base58".into()))?;
+    Ok(crate::escrow::deposit_of(&accounts, &data))
 }
 
 impl ParsedTx {
@@ -85,12 +108,15 @@ impl ParsedTx {
             .ok_or_else(|| TxShapeError("`instructions` is not an array".into()))?;
         let mut memos = Vec::new();
         let mut transfers = Vec::new();
+        let mut deposits = Vec::new();
         for ix in ixs {
             let program_id = ix
                 .get("programId")
                 .and_then(Value::as_str)
                 .unwrap_or_default();
-            if is_memo_program(program_id) {
+            if program_id == crate::escrow::PROGRAM_ID {
+                deposits.extend(escrow_deposit(ix)?);
+            } else if is_memo_program(program_id) {
                 // jsonParsed renders memo data as a string in `parsed`.
                 match ix.get("parsed").and_then(Value::as_str) {
                     Some(text) => memos.push(text.to_string()),
@@ -143,6 +169,7 @@ impl ParsedTx {
             memos,
             transfers,
             logs,
+            deposits,
         })
     }
 

@@ -122,6 +122,30 @@ pub enum Rejection {
         /// Offer.
         offer_id: String,
     },
+    /// An escrow listing's buy without its own `deposit` into this listing's account.
+    #[error("no escrow deposit into {listing_account} in this transaction")]
+    NoEscrowDeposit {
+        /// The listing account expected.
+        listing_account: String,
+    },
+    /// The escrow account is missing or not this buyer's on this listing.
+    #[error("no escrow of this buyer on this listing on chain")]
+    EscrowMissing,
+    /// The escrow was already paid out or refunded.
+    #[error("the escrow is already {status:?}")]
+    EscrowSettled {
+        /// Its status.
+        status: crate::escrow::EscrowStatus,
+    },
+    /// The escrow seals to another X25519 key than the memo names.
+    #[error("the escrow records another X25519 key than the buy memo")]
+    EscrowKeyMismatch,
+    /// Escrow listings settle at the listed price only.
+    #[error("escrow listings settle at the listed price; offer {offer_id} does not apply")]
+    NegotiatedEscrow {
+        /// Offer.
+        offer_id: String,
+    },
     /// The accepted offer had expired.
     #[error("accepted offer {offer_id} expired at {expires_at}")]
     OfferExpired {
@@ -137,13 +161,16 @@ pub fn settle_fee(price_lamports: u64, fee_bps: u64) -> u64 {
     (price_lamports as u128 * fee_bps as u128).div_ceil(10_000) as u64
 }
 
-/// Checks `tx` against `listing` and, when the buyer claims a negotiated
-/// price, the accepted `offer`. Returns the verified buy or why not.
-pub fn verify_buy(
-    tx: &ParsedTx,
-    listing: &ListingTerms,
-    offer: Option<&NegotiatedTerms>,
-) -> Result<VerifiedBuy, Rejection> {
+/// What every buy must show before its payment is looked at: success, one
+/// `buy` memo of this listing, the buyer as sole signer, the listing not
+/// cancelled before and not expired at the buy.
+struct Claim {
+    buyer: String,
+    buyer_x25519: String,
+    block_time: i64,
+}
+
+fn claim(tx: &ParsedTx, listing: &ListingTerms) -> Result<Claim, Rejection> {
     if !tx.succeeded {
         return Err(Rejection::TxFailed);
     }
@@ -183,6 +210,83 @@ pub fn verify_buy(
             block_time,
         });
     }
+    Ok(Claim {
+        buyer: buyer.clone(),
+        buyer_x25519,
+        block_time,
+    })
+}
+
+/// Checks an escrow buy: the claim as for any buy, then the transaction's
+/// own `deposit` into `listing_account` by the buyer (one escrow per
+/// buyer and listing can ever be created, so no deposit is counted twice),
+/// and the escrow account as the chain holds it now (`escrow`, read at the
+/// required commitment): this buyer's, on this listing, still deposited,
+/// holding at least the price, sealed to the memo's X25519 key. The fee is
+/// the program's, taken on release.
+pub fn verify_escrow_buy(
+    tx: &ParsedTx,
+    listing: &ListingTerms,
+    listing_account: &str,
+    escrow: Option<&crate::escrow::EscrowAccount>,
+    offer: Option<&NegotiatedTerms>,
+) -> Result<VerifiedBuy, Rejection> {
+    let c = claim(tx, listing)?;
+    if let Some(o) = offer {
+        return Err(Rejection::NegotiatedEscrow {
+            offer_id: o.offer_id.clone(),
+        });
+    }
+    let deposit = crate::escrow::Deposit {
+        listing: listing_account.into(),
+        buyer: c.buyer.clone(),
+    };
+    if tx.deposits != [deposit] {
+        return Err(Rejection::NoEscrowDeposit {
+            listing_account: listing_account.into(),
+        });
+    }
+    let e = escrow.ok_or(Rejection::EscrowMissing)?;
+    if e.listing.to_string() != listing_account || e.buyer.to_string() != c.buyer {
+        return Err(Rejection::EscrowMissing);
+    }
+    if e.status != crate::escrow::EscrowStatus::Deposited {
+        return Err(Rejection::EscrowSettled { status: e.status });
+    }
+    if e.amount < listing.price_lamports {
+        return Err(Rejection::Underpaid {
+            paid: e.amount,
+            price: listing.price_lamports,
+        });
+    }
+    if bs58::encode(e.buyer_x25519).into_string() != c.buyer_x25519 {
+        return Err(Rejection::EscrowKeyMismatch);
+    }
+    Ok(VerifiedBuy {
+        signature: tx.signature.clone(),
+        listing_id: listing.listing_id.clone(),
+        buyer: c.buyer,
+        buyer_x25519: c.buyer_x25519,
+        paid_lamports: e.amount,
+        price_lamports: listing.price_lamports,
+        offer_id: None,
+        slot: tx.slot,
+    })
+}
+
+/// Checks `tx` against `listing` and, when the buyer claims a negotiated
+/// price, the accepted `offer`. Returns the verified buy or why not.
+pub fn verify_buy(
+    tx: &ParsedTx,
+    listing: &ListingTerms,
+    offer: Option<&NegotiatedTerms>,
+) -> Result<VerifiedBuy, Rejection> {
+    let Claim {
+        buyer,
+        buyer_x25519,
+        block_time,
+    } = claim(tx, listing)?;
+    let buyer = &buyer;
     let (price, offer_id) = match offer {
         None => (listing.price_lamports, None),
         Some(o) => {
@@ -263,6 +367,7 @@ mod tests {
                 lamports: paid,
             }],
             logs: vec![],
+            deposits: vec![],
         }
     }
 
@@ -464,5 +569,154 @@ mod tests {
             verify_buy(&t, &listing(), None).unwrap().paid_lamports,
             1_000
         );
+    }
+
+    mod escrow_buys {
+        use super::*;
+        use crate::escrow::{Deposit, EscrowAccount, EscrowStatus};
+        use solana_sdk::pubkey::Pubkey;
+
+        struct World {
+            listing_account: Pubkey,
+            buyer: Pubkey,
+            x25519: [u8; 32],
+        }
+
+        fn world() -> World {
+            World {
+                listing_account: Pubkey::new_unique(),
+                buyer: Pubkey::new_unique(),
+                x25519: bs58::decode(X25519).into_vec().unwrap().try_into().unwrap(),
+            }
+        }
+
+        fn escrow_tx(w: &World) -> ParsedTx {
+            let mut t = tx(0);
+            t.transfers.clear();
+            t.signers = vec![w.buyer.to_string()];
+            t.deposits = vec![Deposit {
+                listing: w.listing_account.to_string(),
+                buyer: w.buyer.to_string(),
+            }];
+            t
+        }
+
+        fn account(w: &World) -> EscrowAccount {
+            EscrowAccount {
+                listing: w.listing_account,
+                buyer: w.buyer,
+                buyer_x25519: w.x25519,
+                amount: 1_000,
+                deposited_at: 1_500,
+                status: EscrowStatus::Deposited,
+                envelope_id: String::new(),
+                slashed: false,
+            }
+        }
+
+        fn check(
+            w: &World,
+            t: &ParsedTx,
+            e: Option<&EscrowAccount>,
+        ) -> Result<VerifiedBuy, Rejection> {
+            verify_escrow_buy(t, &listing(), &w.listing_account.to_string(), e, None)
+        }
+
+        #[test]
+        fn a_deposit_with_its_escrow_is_a_buy() {
+            let w = world();
+            let b = check(&w, &escrow_tx(&w), Some(&account(&w))).unwrap();
+            assert_eq!(
+                (b.buyer, b.paid_lamports, b.buyer_x25519.as_str()),
+                (w.buyer.to_string(), 1_000, X25519)
+            );
+        }
+
+        #[test]
+        fn hostile_escrow_buys_are_rejected_with_their_reason() {
+            let w = world();
+            let (t, e) = (escrow_tx(&w), account(&w));
+            let no_deposit = Rejection::NoEscrowDeposit {
+                listing_account: w.listing_account.to_string(),
+            };
+            // a second buy memo riding on the one deposit (replay), or a direct payment
+            let mut replay = t.clone();
+            replay.deposits.clear();
+            assert_eq!(check(&w, &replay, Some(&e)), Err(no_deposit.clone()));
+            // a deposit into another listing's account
+            let mut other = t.clone();
+            other.deposits[0].listing = Pubkey::new_unique().to_string();
+            assert_eq!(check(&w, &other, Some(&e)), Err(no_deposit.clone()));
+            // a deposit by someone else than the signer
+            let mut someone = t.clone();
+            someone.deposits[0].buyer = Pubkey::new_unique().to_string();
+            assert_eq!(check(&w, &someone, Some(&e)), Err(no_deposit.clone()));
+            // two deposits in one transaction
+            let mut two = t.clone();
+            two.deposits.push(t.deposits[0].clone());
+            assert_eq!(check(&w, &two, Some(&e)), Err(no_deposit));
+            // no escrow on chain (or another buyer's)
+            assert_eq!(check(&w, &t, None), Err(Rejection::EscrowMissing));
+            let mut theirs = e.clone();
+            theirs.buyer = Pubkey::new_unique();
+            assert_eq!(check(&w, &t, Some(&theirs)), Err(Rejection::EscrowMissing));
+            // released already, or refunded
+            for status in [EscrowStatus::Released, EscrowStatus::Refunded] {
+                let mut done = e.clone();
+                done.status = status;
+                assert_eq!(
+                    check(&w, &t, Some(&done)),
+                    Err(Rejection::EscrowSettled { status })
+                );
+            }
+            // underfunded
+            let mut short = e.clone();
+            short.amount = 999;
+            assert_eq!(
+                check(&w, &t, Some(&short)),
+                Err(Rejection::Underpaid {
+                    paid: 999,
+                    price: 1_000
+                })
+            );
+            // sealed to another key than the memo names
+            let mut key = e.clone();
+            key.buyer_x25519 = [9; 32];
+            assert_eq!(check(&w, &t, Some(&key)), Err(Rejection::EscrowKeyMismatch));
+            // failed, expired, cancelled: the same claim rules as any buy
+            let mut failed = t.clone();
+            failed.succeeded = false;
+            assert_eq!(check(&w, &failed, Some(&e)), Err(Rejection::TxFailed));
+            let mut late = t.clone();
+            late.block_time = Some(2_000);
+            assert!(matches!(
+                check(&w, &late, Some(&e)),
+                Err(Rejection::ListingExpired { .. })
+            ));
+            let mut l = listing();
+            l.cancelled_at_slot = Some(10);
+            assert!(matches!(
+                verify_escrow_buy(&t, &l, &w.listing_account.to_string(), Some(&e), None),
+                Err(Rejection::ListingCancelled { .. })
+            ));
+            // a co-signed buy
+            let mut co = t.clone();
+            co.signers.push("Mallory".into());
+            assert_eq!(
+                check(&w, &co, Some(&e)),
+                Err(Rejection::ExtraSigners { signers: 2 })
+            );
+            // negotiated prices do not apply to escrow listings
+            assert!(matches!(
+                verify_escrow_buy(
+                    &t,
+                    &listing(),
+                    &w.listing_account.to_string(),
+                    Some(&e),
+                    Some(&offer(&w.buyer.to_string()))
+                ),
+                Err(Rejection::NegotiatedEscrow { .. })
+            ));
+        }
     }
 }
