@@ -178,6 +178,15 @@ pub enum MarketCmd {
         /// Shown in the preview.
         #[arg(long, default_value = "")]
         description: String,
+        /// Settle through the escrow program: buyers deposit there and
+        /// `listen` is paid out of the escrow when it releases; a buyer
+        /// whose release never comes takes a refund and a share of your
+        /// stake. Needs the program deployed on the cluster.
+        #[arg(long)]
+        escrow: bool,
+        /// Stake (lamports) put up with an escrow listing, returned on cancel.
+        #[arg(long, requires = "escrow", default_value_t = 0)]
+        stake_lamports: u64,
         #[command(flatten)]
         storage: StorageOpts,
         #[command(flatten)]
@@ -247,6 +256,11 @@ pub enum MarketCmd {
         /// ...or of the seller's counter to it (counter item id).
         #[arg(long, requires = "offer", allow_hyphen_values = true)]
         counter: Option<String>,
+        /// Require escrow settlement: deposit into the escrow program
+        /// (refused if the listing settles by direct payment). Listings
+        /// that say escrow are always paid into escrow.
+        #[arg(long, conflicts_with = "offer")]
+        escrow: bool,
         /// Seconds to wait for the seller's release.
         #[arg(long, default_value_t = 120)]
         timeout: u64,
@@ -264,6 +278,15 @@ pub enum MarketCmd {
         /// Seconds to wait for the seller's release.
         #[arg(long, default_value_t = 120)]
         timeout: u64,
+        #[command(flatten)]
+        storage: StorageOpts,
+    },
+    /// Buyer: take back an escrow deposit the seller never released (after
+    /// the program's release window), with a share of the seller's stake.
+    Refund {
+        /// The listing manifest's item id.
+        #[arg(allow_hyphen_values = true)]
+        listing: String,
         #[command(flatten)]
         storage: StorageOpts,
     },

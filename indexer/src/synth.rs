@@ -132,6 +132,7 @@ impl LogBuilder {
                 metadata_uri: "ar://metadata",
                 preview: json!({"memories_count": 3, "categories_summary": {"lesson": 3}}),
                 now,
+                escrow_program: None,
             },
         )
         .expect("synthetic listing is valid");

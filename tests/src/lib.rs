@@ -384,6 +384,7 @@ impl node::listen::pass::Catalog for TestCatalog {
                 uri: "ar://meta".into(),
             },
             standard: node::mint::bundle_mint::TokenStandard::LightCompressed,
+            escrow: false,
         })
     }
     fn negotiated(&self, _: &str, _: &str) -> Option<node::listen::NegotiatedTerms> {

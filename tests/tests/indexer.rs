@@ -56,6 +56,7 @@ impl Market {
                 metadata_uri: "ar://meta",
                 preview: json!({"memories_count": 2}),
                 now,
+                escrow_program: None,
             },
         )
         .unwrap();
@@ -110,6 +111,7 @@ impl Catalog for IndexedCatalog<'_> {
                 uri: "ar://meta".into(),
             },
             standard: node::mint::bundle_mint::TokenStandard::LightCompressed,
+            escrow: false,
         })
     }
     fn negotiated(&self, id: &str, buyer: &str) -> Option<NegotiatedTerms> {

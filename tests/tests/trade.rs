@@ -166,6 +166,7 @@ fn fixed_price_trade_releases_exactly_once() {
             uri: format!("ar://{blob_id}"),
         },
         standard: TokenStandard::Token2022,
+        escrow: false,
     };
     assert_eq!(
         rt.block_on(upload_envelope(

@@ -45,6 +45,8 @@ pub fn run(cmd: MarketCmd, ctx: &Context) -> CliResult<u8> {
             visibility,
             payment_address,
             description,
+            escrow,
+            stake_lamports,
             storage,
             seller,
         } => {
@@ -60,6 +62,7 @@ pub fn run(cmd: MarketCmd, ctx: &Context) -> CliResult<u8> {
                 visibility,
                 payment_address,
                 description,
+                escrow_stake: escrow.then_some(stake_lamports),
             };
             let rec = ctx
                 .block_on(list_bundle(
@@ -67,7 +70,10 @@ pub fn run(cmd: MarketCmd, ctx: &Context) -> CliResult<u8> {
                 ))
                 .map_err(|e| match e {
                     node::market::list::ListError::Input(_)
-                    | node::market::list::ListError::Bundle(_) => Failure::bad_input(e),
+                    | node::market::list::ListError::Bundle(_)
+                    | node::market::list::ListError::Escrow(
+                        node::market::escrow_trade::EscrowReadError::Plan(_),
+                    ) => Failure::bad_input(e),
                     other => other.into(),
                 })?;
             let v = json!({"ok": true, "listing": rec});
@@ -82,11 +88,13 @@ pub fn run(cmd: MarketCmd, ctx: &Context) -> CliResult<u8> {
             listing,
             offer,
             counter,
+            escrow,
             timeout,
             storage,
         } => {
             let how = match offer {
                 Some(o) => Payment::Negotiated { offer: o, counter },
+                None if escrow => Payment::Escrow,
                 None => Payment::Listed,
             };
             buy_or_fetch(ctx, &listing, how, timeout, &storage)?
@@ -242,6 +250,26 @@ pub fn run(cmd: MarketCmd, ctx: &Context) -> CliResult<u8> {
             timeout,
             &storage,
         )?,
+        MarketCmd::Refund { listing, storage } => {
+            let wallet = ctx.wallet()?;
+            let chain = ctx.chain()?;
+            let l = ctx
+                .block_on(node::market::buy::fetch_listing(
+                    &source(&storage)?,
+                    &listing,
+                ))
+                .map_err(Failure::bad_input)?;
+            let sig = ctx
+                .block_on(node::market::buy::refund_escrow(&chain, &wallet, &l))
+                .map_err(buy_failure)?;
+            let v = json!({"ok": true, "listing_id": l.listing_id, "signature": sig});
+            ctx.emit(&v, || {
+                format!(
+                    "refunded your escrow deposit on {} and slashed the seller's stake\n  tx           {sig}",
+                    l.listing_id
+                )
+            });
+        }
         MarketCmd::Cancel { listing_id, seller } => {
             let wallet = ctx.wallet()?;
             let chain = ctx.chain()?;
@@ -487,8 +515,20 @@ enum Payment {
         offer: String,
         counter: Option<String>,
     },
+    /// Into the escrow program (`--escrow`: the listing must say escrow).
+    Escrow,
     /// Already paid (`fetch`).
     Already(String),
+}
+
+/// Refusals before any money moves are the user's to fix (exit 2).
+fn buy_failure(e: node::market::buy::BuyError) -> Failure {
+    use node::market::buy::BuyError;
+    use node::market::escrow_trade::EscrowReadError;
+    match e {
+        BuyError::Listing(_) | BuyError::Escrow(EscrowReadError::Plan(_)) => Failure::bad_input(e),
+        other => other.into(),
+    }
 }
 
 fn negotiate_failure(e: node::market::negotiate::NegotiateError) -> Failure {
@@ -675,6 +715,27 @@ fn buy_or_fetch(
                 eprintln!("paid the agreed price of {}: {sig}", o.offer_id);
             }
             sig
+        }
+        Payment::Escrow | Payment::Listed if l.escrow_program.is_some() => {
+            if !ctx.json {
+                eprintln!(
+                    "buying {} through the escrow program ({} lamports held until the seller releases)",
+                    l.listing_id,
+                    l.price_lamports.unwrap_or(0),
+                );
+            }
+            let sig = ctx
+                .block_on(node::market::buy::pay_escrow(&chain, &wallet, &l))
+                .map_err(buy_failure)?;
+            if !ctx.json {
+                eprintln!("deposited: {sig}");
+            }
+            sig
+        }
+        Payment::Escrow => {
+            return Err(Failure::bad_input(
+                node::market::escrow_trade::EscrowPlanError::NotEscrow(l.listing_id.clone()),
+            ))
         }
         Payment::Listed => {
             if !ctx.json {

@@ -15,10 +15,10 @@
 
 use super::release::{land_release, upload_envelope, Goods, ReleaseError};
 use super::state::{ListenDb, StateError};
-use super::verify::{verify_buy, ListingTerms, NegotiatedTerms};
+use super::verify::{verify_buy, verify_escrow_buy, ListingTerms, NegotiatedTerms};
 use crate::arweave::Uploader;
 use crate::chain::memo_field::parse_memo_field;
-use crate::chain::{Chain, ChainError, Pubkey, Signature};
+use crate::chain::{Chain, ChainError, Pubkey, Signature, Signer};
 use crate::market::MemoOp;
 use crate::wallet::Wallet;
 use futures_util::StreamExt;
@@ -34,6 +34,11 @@ pub trait Catalog {
     fn goods(&self, listing_id: &str) -> Option<Goods<'_>>;
     /// An accepted offer for this buyer, if the seller accepted one.
     fn negotiated(&self, listing_id: &str, buyer: &str) -> Option<NegotiatedTerms>;
+    /// Whether the listing settles through the escrow program (buyers
+    /// deposit; the release pays out of the escrow). Default: no.
+    fn settles_in_escrow(&self, _listing_id: &str) -> bool {
+        false
+    }
 }
 
 /// Release transactions in flight at once.
@@ -113,7 +118,24 @@ pub async fn run_once(
         let offer = tx
             .fee_payer()
             .and_then(|b| catalog.negotiated(&listing_id, b));
-        match verify_buy(&tx, &terms, offer.as_ref()) {
+        let verdict = if catalog.settles_in_escrow(&listing_id) {
+            let account =
+                crate::escrow::listing_address(&seller.solana_keypair().pubkey(), &listing_id);
+            let escrow = match tx.fee_payer().map(Pubkey::from_str) {
+                Some(Ok(buyer)) => read_escrow(chain, &account, &buyer).await?,
+                _ => None,
+            };
+            verify_escrow_buy(
+                &tx,
+                &terms,
+                &account.to_string(),
+                escrow.as_ref(),
+                offer.as_ref(),
+            )
+        } else {
+            verify_buy(&tx, &terms, offer.as_ref())
+        };
+        match verdict {
             Ok(buy) => {
                 db.mark_verified(&buy)?;
                 super::fault::maybe_abort("verified");
@@ -188,4 +210,23 @@ async fn upload_for(
     upload_envelope(db, seller, uploader, &row.signature, &goods).await?;
     super::fault::maybe_abort("envelope_uploaded");
     Ok(())
+}
+
+/// The buyer's escrow on our listing account as the chain holds it; an
+/// account that does not decode as one is no escrow.
+async fn read_escrow(
+    chain: &Chain,
+    listing_account: &Pubkey,
+    buyer: &Pubkey,
+) -> Result<Option<crate::escrow::EscrowAccount>, ChainError> {
+    use crate::market::escrow_trade::{read_account, EscrowReadError};
+    let address = crate::escrow::escrow_address(listing_account, buyer);
+    match read_account(chain, &address, crate::escrow::EscrowAccount::decode).await {
+        Ok(e) => Ok(e),
+        Err(EscrowReadError::Chain(e)) => Err(e),
+        Err(EscrowReadError::Plan(why)) => {
+            tracing::warn!(%address, error = %why, "not an escrow account");
+            Ok(None)
+        }
+    }
 }

@@ -37,6 +37,42 @@ pub enum ReleaseError {
     /// The buy's X25519 key is not 32 bytes of base58.
     #[error("buy {0} carries an invalid X25519 key")]
     BadBuyerKey(String),
+    /// The escrow program refused or could not be read.
+    #[error("escrow release: {0}")]
+    Escrow(#[from] crate::market::escrow_trade::EscrowReadError),
+}
+
+/// The escrow `release` for `row` (its envelope, the listing's bundle
+/// hash; the fee to the program's treasury), after checking the escrow is
+/// still deposited: a refunded one can never be released.
+async fn escrow_release(
+    chain: &Chain,
+    seller: &Wallet,
+    row: &super::state::BuyRow,
+    buyer: &Pubkey,
+    goods: &Goods<'_>,
+) -> Result<solana_sdk::instruction::Instruction, ReleaseError> {
+    use crate::escrow::{escrow_address, listing_address, EscrowAccount, EscrowStatus};
+    use crate::market::escrow_trade::{
+        read_account, read_config, release_instruction, EscrowPlanError,
+    };
+    let me = seller.solana_keypair().pubkey();
+    let config = read_config(chain).await?;
+    let at = escrow_address(&listing_address(&me, &row.listing_id), buyer);
+    if let Some(e) = read_account(chain, &at, EscrowAccount::decode).await? {
+        if e.status != EscrowStatus::Deposited {
+            return Err(EscrowPlanError::Settled(e.status).into());
+        }
+    }
+    let envelope = row.envelope_id.as_deref().unwrap_or_default();
+    Ok(release_instruction(
+        &me,
+        &row.listing_id,
+        buyer,
+        &config.treasury,
+        envelope,
+        goods.bundle_hash,
+    )?)
 }
 
 /// What a listing sells, as the seller knows it.
@@ -50,6 +86,9 @@ pub struct Goods<'a> {
     pub token: NftSpec,
     /// Light compressed token (default) or Token-2022 NFT.
     pub standard: TokenStandard,
+    /// Settled through the escrow program: the release transaction also
+    /// releases the buyer's escrow (the seller is paid there).
+    pub escrow: bool,
 }
 
 /// The mint a release of `buy_signature` creates (derived, so a second
@@ -175,10 +214,13 @@ pub async fn land_release(
         envelope_arweave_id: envelope_id,
         minted_token_address: mint.to_string(),
     };
-    let extra = vec![
+    let mut extra = vec![
         memo(&op.to_string(), &payer.pubkey()),
         discovery(&registry_from_env()?, DEFAULT_CU_LIMIT),
     ];
+    if goods.escrow {
+        extra.push(escrow_release(chain, seller, row, &buyer, goods).await?);
+    }
     let minted = match goods.standard {
         TokenStandard::Token2022 => mint_nft(chain, &payer, &seed, &buyer, &goods.token, extra)
             .await

@@ -14,6 +14,7 @@ const MIGRATIONS: &[&str] = &[
     include_str!("../../../migrations/listen/0001_init.sql"),
     include_str!("../../../migrations/listen/0002_listings.sql"),
     include_str!("../../../migrations/listen/0003_offers.sql"),
+    include_str!("../../../migrations/listen/0004_escrow_listings.sql"),
 ];
 
 /// One of the seller's listings.
@@ -39,6 +40,8 @@ pub struct ListingRecord {
     pub cancelled_at_slot: Option<u64>,
     /// The list memo's transaction.
     pub list_signature: String,
+    /// Settled through the escrow program (buyers deposit; release pays out).
+    pub escrow: bool,
 }
 
 /// State errors.
@@ -332,12 +335,12 @@ impl ListenDb {
     /// Records a new listing of ours.
     pub fn add_listing(&mut self, l: &ListingRecord) -> Result<(), StateError> {
         self.conn.execute(
-            "INSERT INTO listings(listing_id, manifest_id, bundle_hash, blob_id, metadata_uri, payment_address, price_lamports, expires_at, cancelled_at_slot, list_signature, created_at)
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)",
+            "INSERT INTO listings(listing_id, manifest_id, bundle_hash, blob_id, metadata_uri, payment_address, price_lamports, expires_at, cancelled_at_slot, list_signature, created_at, escrow)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)",
             params![
                 l.listing_id, l.manifest_id, l.bundle_hash, l.blob_id, l.metadata_uri, l.payment_address,
                 l.price_lamports as i64, l.expires_at, l.cancelled_at_slot.map(|s| s as i64), l.list_signature,
-                crate::clock::now_iso()
+                crate::clock::now_iso(), l.escrow
             ],
         )?;
         Ok(())
@@ -426,7 +429,7 @@ impl ListenDb {
     /// Our listings.
     pub fn listings(&self) -> Result<Vec<ListingRecord>, StateError> {
         let mut stmt = self.conn.prepare(
-            "SELECT listing_id, manifest_id, bundle_hash, blob_id, metadata_uri, payment_address, price_lamports, expires_at, cancelled_at_slot, list_signature FROM listings ORDER BY created_at",
+            "SELECT listing_id, manifest_id, bundle_hash, blob_id, metadata_uri, payment_address, price_lamports, expires_at, cancelled_at_slot, list_signature, escrow FROM listings ORDER BY created_at",
         )?;
         let rows = stmt.query_map([], |r| {
             Ok(ListingRecord {
@@ -440,6 +443,7 @@ impl ListenDb {
                 expires_at: r.get(7)?,
                 cancelled_at_slot: r.get::<_, Option<i64>>(8)?.map(|s| s as u64),
                 list_signature: r.get(9)?,
+                escrow: r.get(10)?,
             })
         })?;
         Ok(rows.collect::<rusqlite::Result<_>>()?)

@@ -40,6 +40,15 @@ pub enum BuyError {
     /// Import.
     #[error(transparent)]
     Import(#[from] crate::import::ImportError),
+    /// The escrow program or its accounts refused the buy.
+    #[error(transparent)]
+    Escrow(#[from] crate::market::escrow_trade::EscrowReadError),
+}
+
+impl From<crate::market::escrow_trade::EscrowPlanError> for BuyError {
+    fn from(e: crate::market::escrow_trade::EscrowPlanError) -> Self {
+        BuyError::Escrow(e.into())
+    }
 }
 
 /// Reads and verifies a listing manifest by item id.
@@ -51,7 +60,12 @@ pub async fn fetch_listing(source: &Source, manifest_id: &str) -> Result<Listing
 }
 
 /// Pays for `listing` at its listed price; returns the buy signature.
+/// A listing that settles through the escrow program is paid into it
+/// ([`pay_escrow`]): a direct payment would never be released.
 pub async fn pay(chain: &Chain, buyer: &Wallet, listing: &Listing) -> Result<String, BuyError> {
+    if listing.escrow_program.is_some() {
+        return pay_escrow(chain, buyer, listing).await;
+    }
     let price = listing.price_lamports.ok_or_else(|| {
         BuyError::Listing(
             "the listing has no price_lamports (made by an old client?); ask the seller to relist"
@@ -59,6 +73,63 @@ pub async fn pay(chain: &Chain, buyer: &Wallet, listing: &Listing) -> Result<Str
         )
     })?;
     pay_price(chain, buyer, listing, price).await
+}
+
+/// Deposits the listed price into the escrow program: the listing account
+/// on chain must match the signed manifest (seller, bundle hash, price,
+/// expiry) and take deposits; the seller is paid only when it releases.
+pub async fn pay_escrow(
+    chain: &Chain,
+    buyer: &Wallet,
+    listing: &Listing,
+) -> Result<String, BuyError> {
+    use crate::market::escrow_trade::{buy_instructions, read_account, EscrowPlanError};
+    let seller = Pubkey::from_str(&listing.seller_pubkey)
+        .map_err(|_| BuyError::Listing("bad seller_pubkey".into()))?;
+    let account = crate::escrow::listing_address(&seller, &listing.listing_id);
+    let onchain = read_account(chain, &account, crate::escrow::ListingAccount::decode)
+        .await?
+        .ok_or_else(|| EscrowPlanError::NoListingAccount(listing.listing_id.clone()))?;
+    let kp = buyer.solana_keypair();
+    let x25519 = crate::crypto::b58_array::<32>(&buyer.x25519_address())
+        .ok_or_else(|| BuyError::Listing("wallet X25519 key".into()))?;
+    let now = time::OffsetDateTime::now_utc().unix_timestamp();
+    let ixs = buy_instructions(
+        &kp.pubkey(),
+        &x25519,
+        listing,
+        &onchain,
+        &registry_from_env()?,
+        now,
+    )?;
+    Ok(chain.send(&ixs, &[&kp]).await?.signature.to_string())
+}
+
+/// The buyer's refund of an escrow buy the seller never released (after
+/// the program's release window), with the slash of the seller's stake.
+pub async fn refund_escrow(
+    chain: &Chain,
+    buyer: &Wallet,
+    listing: &Listing,
+) -> Result<String, BuyError> {
+    use crate::market::escrow_trade::{read_account, read_config, refund_instructions};
+    let seller = Pubkey::from_str(&listing.seller_pubkey)
+        .map_err(|_| BuyError::Listing("bad seller_pubkey".into()))?;
+    let account = crate::escrow::listing_address(&seller, &listing.listing_id);
+    let kp = buyer.solana_keypair();
+    let config = read_config(chain).await?;
+    let at = crate::escrow::escrow_address(&account, &kp.pubkey());
+    let state = read_account(chain, &at, crate::escrow::EscrowAccount::decode).await?;
+    let now = time::OffsetDateTime::now_utc().unix_timestamp();
+    let ixs = refund_instructions(
+        &kp.pubkey(),
+        &account,
+        &listing.listing_id,
+        state.as_ref(),
+        &config,
+        now,
+    )?;
+    Ok(chain.send(&ixs, &[&kp]).await?.signature.to_string())
 }
 
 /// Pays the negotiated price: `offer` must be this buyer's offer on
@@ -71,6 +142,11 @@ pub async fn pay_negotiated(
     offer: &crate::market::manifest::Offer,
     counter: Option<&crate::market::manifest::Offer>,
 ) -> Result<String, BuyError> {
+    if listing.escrow_program.is_some() {
+        return Err(BuyError::Listing(
+            "escrow listings settle at the listed price only; buy it without --offer".into(),
+        ));
+    }
     if offer.from_pubkey != buyer.address()
         || offer.listing_id.as_deref() != Some(listing.listing_id.as_str())
     {

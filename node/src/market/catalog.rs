@@ -98,7 +98,12 @@ impl Catalog for DbCatalog {
                 uri: l.metadata_uri.clone(),
             },
             standard: self.standard,
+            escrow: l.escrow,
         })
+    }
+
+    fn settles_in_escrow(&self, id: &str) -> bool {
+        self.find(id).is_some_and(|(l, _)| l.escrow)
     }
 
     fn negotiated(&self, listing_id: &str, buyer: &str) -> Option<NegotiatedTerms> {

@@ -9,7 +9,7 @@ use crate::chain::{Chain, Signer};
 use crate::keys::KeyDir;
 use crate::listen::state::{ListenDb, ListingRecord};
 use crate::market::manifest::{build_listing, preview, NewListing};
-use crate::market::tx::post_memo;
+use crate::market::tx::{post_memo, post_memo_with};
 use crate::market::MemoOp;
 use crate::mint::bundle_mint::store_encrypted;
 use crate::wallet::Wallet;
@@ -32,6 +32,9 @@ pub enum ListError {
     /// State.
     #[error(transparent)]
     State(#[from] crate::listen::StateError),
+    /// The escrow program refused (not deployed, no config, stake).
+    #[error(transparent)]
+    Escrow(#[from] crate::market::escrow_trade::EscrowReadError),
 }
 
 impl From<crate::chain::ChainError> for ListError {
@@ -55,6 +58,9 @@ pub struct ListOptions {
     pub payment_address: Option<String>,
     /// Preview description.
     pub description: String,
+    /// Settle through the escrow program with this stake (lamports);
+    /// `None`: direct payment.
+    pub escrow_stake: Option<u64>,
 }
 
 /// `price_usd / sol_usd` SOL in lamports, rounded up.
@@ -100,6 +106,11 @@ pub async fn list_bundle(
         )));
     }
     let price_lamports = usd_to_lamports(o.price_usd, o.sol_usd)?;
+    // an escrow listing needs the program and its config: checked before anything is uploaded
+    let escrow_config = match o.escrow_stake {
+        Some(_) => Some(crate::market::escrow_trade::read_config(chain).await?),
+        None => None,
+    };
     let memories = v.memories().map_err(ListError::Bundle)?;
     let hash = hex::encode(v.bundle_hash);
     let stored = store_encrypted(
@@ -136,6 +147,7 @@ pub async fn list_bundle(
             metadata_uri: &format!("ar://{meta_id}"),
             preview: preview(&typed, &o.description),
             now,
+            escrow_program: o.escrow_stake.map(|_| crate::escrow::PROGRAM_ID),
         },
     )?;
     let listing = crate::market::manifest::Listing::from_value(manifest.clone())?;
@@ -152,8 +164,25 @@ pub async fn list_bundle(
         listing_arweave_id: manifest_id.clone(),
         bundle_hash: hash.clone(),
     };
+    let create = match (o.escrow_stake, &escrow_config) {
+        (Some(stake), Some(config)) => vec![crate::market::escrow_trade::list_instruction(
+            &seller.solana_keypair().pubkey(),
+            &listing,
+            stake,
+            config,
+        )
+        .map_err(crate::market::escrow_trade::EscrowReadError::from)?],
+        _ => vec![],
+    };
     // the seller signs; a separate payment address is not referenced (as before)
-    let sent = post_memo(chain, seller, &op, &seller.solana_keypair().pubkey()).await?;
+    let sent = post_memo_with(
+        chain,
+        seller,
+        &op,
+        &seller.solana_keypair().pubkey(),
+        create,
+    )
+    .await?;
     let record = ListingRecord {
         listing_id,
         manifest_id,
@@ -165,6 +194,7 @@ pub async fn list_bundle(
         expires_at: listing.expires_at,
         cancelled_at_slot: None,
         list_signature: sent.signature.to_string(),
+        escrow: o.escrow_stake.is_some(),
     };
     db.add_listing(&record)?;
     Ok(record)

@@ -165,6 +165,9 @@ pub struct Listing {
     pub expires_at: i64,
     /// `ar://` blob.
     pub encrypted_bundle_uri: String,
+    /// Extension: the escrow program this listing settles through (its
+    /// buyers deposit there; absent: direct payment to `payment_address`).
+    pub escrow_program: Option<String>,
     /// The signed JSON.
     pub raw: Value,
 }
@@ -207,6 +210,10 @@ impl Listing {
             visibility: visibility.into(),
             expires_at: time_field(&v, "expires_at")?,
             encrypted_bundle_uri: str_field(&v, "encrypted_bundle_uri")?.into(),
+            escrow_program: match v.get("escrow_program") {
+                None | Some(Value::Null) => None,
+                Some(_) => Some(pubkey_field(&v, "escrow_program")?),
+            },
             raw: v,
         })
     }
@@ -337,6 +344,8 @@ pub struct NewListing<'a> {
     pub preview: Value,
     /// Creation time (unix seconds).
     pub now: i64,
+    /// Settles through this escrow program (extension field `escrow_program`).
+    pub escrow_program: Option<&'a str>,
 }
 
 /// Builds and signs a listing, enforcing the creation limits.
@@ -376,6 +385,9 @@ pub fn build_listing(seller: &Wallet, n: &NewListing<'_>) -> Result<Value, Manif
         "preview": n.preview,
         "created_at": iso(n.now),
     });
+    if let Some(program) = n.escrow_program {
+        v["escrow_program"] = json!(program);
+    }
     sign_manifest(&mut v, seller)?;
     Listing::from_value(v.clone())?;
     Ok(v)
@@ -483,10 +495,35 @@ mod tests {
             metadata_uri: "ar://y",
             preview: p,
             now: 1_795_000_000,
+            escrow_program: None,
         };
         let listing = Listing::from_value(build_listing(&seller, &n).unwrap()).unwrap();
         assert_eq!(listing.price_lamports, Some(62_500_000));
         assert_eq!(listing.expires_at, 1_795_000_000 + 48 * 3600);
+        assert_eq!(listing.escrow_program, None, "direct payment by default");
+        let program = "GupF9eVkWTDfA9Y6o3AwS1FniLXRAsyo1ucCFTwjrFmq";
+        let escrowed = build_listing(
+            &seller,
+            &NewListing {
+                escrow_program: Some(program),
+                ..n.clone()
+            },
+        )
+        .unwrap();
+        assert_eq!(
+            Listing::from_value(escrowed.clone())
+                .unwrap()
+                .escrow_program
+                .as_deref(),
+            Some(program),
+            "signed with the manifest"
+        );
+        let mut forged = escrowed;
+        forged["escrow_program"] = json!("11111111111111111111111111111111");
+        assert!(
+            Listing::from_value(forged).is_err(),
+            "covered by the signature"
+        );
         assert!(build_listing(
             &seller,
             &NewListing {

@@ -8,6 +8,8 @@ pub mod buy;
 pub mod catalog;
 pub mod envelope;
 #[cfg(feature = "chain")]
+pub mod escrow_trade;
+#[cfg(feature = "chain")]
 pub mod list;
 pub mod manifest;
 pub mod memo;

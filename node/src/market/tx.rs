@@ -16,6 +16,18 @@ pub async fn post_memo(
     op: &MemoOp,
     pay_to: &Pubkey,
 ) -> Result<Sent, ChainError> {
+    post_memo_with(chain, signer, op, pay_to, vec![]).await
+}
+
+/// [`post_memo`] with `extra` instructions before the memo, in the same
+/// transaction (e.g. the escrow program's `create_listing` with `list`).
+pub async fn post_memo_with(
+    chain: &Chain,
+    signer: &Wallet,
+    op: &MemoOp,
+    pay_to: &Pubkey,
+    extra: Vec<solana_sdk::instruction::Instruction>,
+) -> Result<Sent, ChainError> {
     let kp = signer.solana_keypair();
     let mut reference = discovery(&registry_from_env()?, DEFAULT_CU_LIMIT);
     if *pay_to != kp.pubkey() {
@@ -29,6 +41,7 @@ pub async fn post_memo(
     ixs.extend(
         FeePolicy::from_env(chain.cluster_kind().await?)?.fee_instruction(FeeOp::Op, &kp.pubkey()),
     );
+    ixs.extend(extra);
     ixs.push(memo(&op.to_string(), &kp.pubkey()));
     chain.send(&ixs, &[&kp]).await
 }

@@ -1,0 +1,319 @@
+//! Escrow settlement, the trade side: the transactions `marketplace list
+//! --escrow`, `buy` of an escrow listing and `refund` send, each built only
+//! after the program's accounts (as the chain holds them) agree with the
+//! signed manifest. The plans are pure, so the same functions run against
+//! the program in `solana-program-test`; the async wrappers read the
+//! accounts over RPC and send.
+//!
+//! Never moves money on a mismatch: a listing whose on-chain terms differ
+//! from its signed manifest (seller, bundle hash, price, expiry) or that
+//! names another program is refused with the field that differs.
+
+use crate::chain::instructions::{discovery, memo, DEFAULT_CU_LIMIT};
+use crate::chain::{Chain, ChainError, Pubkey};
+use crate::escrow::{
+    self, AccountError, ConfigAccount, EscrowAccount, EscrowListing, EscrowStatus, ListingAccount,
+    ListingStatus,
+};
+use crate::market::manifest::Listing;
+use crate::market::MemoOp;
+use solana_sdk::instruction::{AccountMeta, Instruction};
+
+/// Why an escrow action is refused before anything is sent.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum EscrowPlanError {
+    /// The manifest names a program this client does not know.
+    #[error("listing settles through escrow program {0}, not {prog}; refusing to deposit into an unknown program", prog = escrow::PROGRAM_ID)]
+    UnknownProgram(String),
+    /// The listing settles by direct payment.
+    #[error("listing {0} settles by direct payment, not escrow; buy it without --escrow")]
+    NotEscrow(String),
+    /// The program is not deployed on this cluster.
+    #[error("escrow program {prog} is not deployed on this cluster (needs an SBF build and `anchor deploy`); list or buy without --escrow", prog = escrow::PROGRAM_ID)]
+    NotDeployed,
+    /// The program's config was never initialized.
+    #[error(
+        "escrow program has no config on this cluster (its admin must run initialize_config first)"
+    )]
+    NoConfig,
+    /// An account did not decode.
+    #[error(transparent)]
+    Account(#[from] AccountError),
+    /// No escrow listing account for this listing.
+    #[error("no escrow listing account for {0} on chain; the seller did not list it through the program")]
+    NoListingAccount(String),
+    /// On-chain terms differ from the signed manifest.
+    #[error("escrow listing `{field}` on chain is {chain}, the signed manifest says {manifest}; refusing")]
+    Mismatch {
+        /// Field.
+        field: &'static str,
+        /// On chain.
+        chain: String,
+        /// In the manifest.
+        manifest: String,
+    },
+    /// Cancelled or expired.
+    #[error("escrow listing {0} takes no deposits: {1}")]
+    Closed(String, &'static str),
+    /// A stake under the program's minimum.
+    #[error("--stake-lamports {stake} is under the program's minimum stake of {min}")]
+    StakeTooLow {
+        /// Asked.
+        stake: u64,
+        /// Minimum.
+        min: u64,
+    },
+    /// Nothing to refund.
+    #[error("no escrow of this wallet on listing {0}")]
+    NoEscrow(String),
+    /// Already settled.
+    #[error("the escrow is already {0:?}; nothing to refund")]
+    Settled(EscrowStatus),
+    /// Refund asked before the release window ends.
+    #[error("the seller may still release until unix time {opens_at}; refund after that")]
+    WindowOpen {
+        /// First second a refund is allowed.
+        opens_at: i64,
+    },
+    /// Bad manifest values.
+    #[error("manifest: {0}")]
+    Manifest(String),
+}
+
+fn hash_bytes(hex_hash: &str) -> Result<[u8; 32], EscrowPlanError> {
+    hex::decode(hex_hash)
+        .ok()
+        .and_then(|b| b.try_into().ok())
+        .ok_or_else(|| EscrowPlanError::Manifest("bundle_hash is not 32 bytes of hex".into()))
+}
+
+/// The `create_listing` a seller sends with the `list` memo.
+pub fn list_instruction(
+    seller: &Pubkey,
+    listing: &Listing,
+    stake: u64,
+    config: &ConfigAccount,
+) -> Result<Instruction, EscrowPlanError> {
+    if stake < config.min_stake {
+        return Err(EscrowPlanError::StakeTooLow {
+            stake,
+            min: config.min_stake,
+        });
+    }
+    let price_lamports = listing
+        .price_lamports
+        .ok_or_else(|| EscrowPlanError::Manifest("no price_lamports".into()))?;
+    Ok(escrow::create_listing(
+        seller,
+        &EscrowListing {
+            listing_id: &listing.listing_id,
+            bundle_hash: hash_bytes(&listing.bundle_hash)?,
+            price_lamports,
+            stake,
+            expires_at: listing.expires_at,
+        },
+    ))
+}
+
+fn mismatch(field: &'static str, chain: impl ToString, manifest: impl ToString) -> EscrowPlanError {
+    EscrowPlanError::Mismatch {
+        field,
+        chain: chain.to_string(),
+        manifest: manifest.to_string(),
+    }
+}
+
+/// Checks the on-chain listing account against the signed manifest.
+pub fn check_listing(
+    listing: &Listing,
+    onchain: &ListingAccount,
+    now: i64,
+) -> Result<(), EscrowPlanError> {
+    match listing.escrow_program.as_deref() {
+        None => return Err(EscrowPlanError::NotEscrow(listing.listing_id.clone())),
+        Some(p) if p != escrow::PROGRAM_ID => {
+            return Err(EscrowPlanError::UnknownProgram(p.into()))
+        }
+        Some(_) => {}
+    }
+    let price = listing
+        .price_lamports
+        .ok_or_else(|| EscrowPlanError::Manifest("no price_lamports".into()))?;
+    if onchain.seller.to_string() != listing.seller_pubkey {
+        return Err(mismatch("seller", onchain.seller, &listing.seller_pubkey));
+    }
+    if onchain.listing_id != listing.listing_id {
+        return Err(mismatch(
+            "listing_id",
+            &onchain.listing_id,
+            &listing.listing_id,
+        ));
+    }
+    if hex::encode(onchain.bundle_hash) != listing.bundle_hash {
+        return Err(mismatch(
+            "bundle_hash",
+            hex::encode(onchain.bundle_hash),
+            &listing.bundle_hash,
+        ));
+    }
+    if onchain.price_lamports != price {
+        return Err(mismatch("price_lamports", onchain.price_lamports, price));
+    }
+    if onchain.expires_at != listing.expires_at {
+        return Err(mismatch(
+            "expires_at",
+            onchain.expires_at,
+            listing.expires_at,
+        ));
+    }
+    if onchain.status == ListingStatus::Cancelled {
+        return Err(EscrowPlanError::Closed(
+            listing.listing_id.clone(),
+            "cancelled",
+        ));
+    }
+    if now >= onchain.expires_at {
+        return Err(EscrowPlanError::Closed(
+            listing.listing_id.clone(),
+            "expired",
+        ));
+    }
+    Ok(())
+}
+
+/// An escrow buy, signed by the buyer alone: the discovery reference (with
+/// the payment address read-only, so the seller's `listen` sees the buy in
+/// that address's history), the `deposit` of the listed price, and
+/// `buy:<listing>:<buyer x25519>`.
+pub fn buy_instructions(
+    buyer: &Pubkey,
+    buyer_x25519: &[u8; 32],
+    listing: &Listing,
+    onchain: &ListingAccount,
+    registry: &Pubkey,
+    now: i64,
+) -> Result<Vec<Instruction>, EscrowPlanError> {
+    check_listing(listing, onchain, now)?;
+    let pay_to: Pubkey = listing
+        .payment_address
+        .parse()
+        .map_err(|_| EscrowPlanError::Manifest("bad payment_address".into()))?;
+    let mut reference = discovery(registry, DEFAULT_CU_LIMIT);
+    reference
+        .accounts
+        .push(AccountMeta::new_readonly(pay_to, false));
+    let account = escrow::listing_address(&onchain.seller, &listing.listing_id);
+    let op = MemoOp::Buy {
+        listing_id: listing.listing_id.clone(),
+        buyer_x25519: bs58::encode(buyer_x25519).into_string(),
+    };
+    Ok(vec![
+        reference,
+        escrow::deposit(&account, buyer, buyer_x25519),
+        memo(&op.to_string(), buyer),
+    ])
+}
+
+/// The buyer's way out when no release came: `refund` after the window,
+/// then `slash` (the buyer asks) for the configured share of the stake.
+pub fn refund_instructions(
+    buyer: &Pubkey,
+    listing_account: &Pubkey,
+    listing_id: &str,
+    escrow_state: Option<&EscrowAccount>,
+    config: &ConfigAccount,
+    now: i64,
+) -> Result<Vec<Instruction>, EscrowPlanError> {
+    let e = escrow_state
+        .filter(|e| e.buyer == *buyer && e.listing == *listing_account)
+        .ok_or_else(|| EscrowPlanError::NoEscrow(listing_id.into()))?;
+    if e.status != EscrowStatus::Deposited {
+        return Err(EscrowPlanError::Settled(e.status));
+    }
+    let opens_at = e.deposited_at.saturating_add(config.release_window_secs);
+    if now < opens_at {
+        return Err(EscrowPlanError::WindowOpen { opens_at });
+    }
+    Ok(vec![
+        escrow::refund(listing_account, buyer),
+        escrow::slash(listing_account, buyer, buyer),
+    ])
+}
+
+/// The seller's `release` of `buyer`'s escrow, appended to the release
+/// transaction (same transaction as the token and the `release` memo).
+pub fn release_instruction(
+    seller: &Pubkey,
+    listing_id: &str,
+    buyer: &Pubkey,
+    treasury: &Pubkey,
+    envelope_id: &str,
+    bundle_hash_hex: &str,
+) -> Result<Instruction, EscrowPlanError> {
+    Ok(escrow::release(
+        &escrow::listing_address(seller, listing_id),
+        buyer,
+        seller,
+        treasury,
+        envelope_id,
+        &hash_bytes(bundle_hash_hex)?,
+    ))
+}
+
+/// Reads and decodes one of the program's accounts (`None`: no account).
+pub async fn read_account<T>(
+    chain: &Chain,
+    address: &Pubkey,
+    decode: fn(&Pubkey, &[u8]) -> Result<T, AccountError>,
+) -> Result<Option<T>, EscrowReadError> {
+    let got = crate::chain::client::with_retry("getAccountInfo", || {
+        chain
+            .rpc()
+            .get_account_with_commitment(address, chain.commitment())
+    })
+    .await?;
+    match got.value {
+        None => Ok(None),
+        Some(a) => Ok(Some(decode(&a.owner, &a.data)?)),
+    }
+}
+
+/// The config, after checking the program is deployed.
+pub async fn read_config(chain: &Chain) -> Result<ConfigAccount, EscrowReadError> {
+    let id = escrow::program_id();
+    let program = crate::chain::client::with_retry("getAccountInfo", || {
+        chain
+            .rpc()
+            .get_account_with_commitment(&id, chain.commitment())
+    })
+    .await?;
+    if !program.value.is_some_and(|a| a.executable) {
+        return Err(EscrowPlanError::NotDeployed.into());
+    }
+    read_account(chain, &escrow::config_address(), ConfigAccount::decode)
+        .await?
+        .ok_or(EscrowPlanError::NoConfig.into())
+}
+
+/// Reading escrow accounts.
+#[derive(Debug, thiserror::Error)]
+pub enum EscrowReadError {
+    /// Chain.
+    #[error(transparent)]
+    Chain(#[from] ChainError),
+    /// Plan.
+    #[error(transparent)]
+    Plan(#[from] EscrowPlanError),
+}
+
+impl From<AccountError> for EscrowReadError {
+    fn from(e: AccountError) -> Self {
+        EscrowReadError::Plan(e.into())
+    }
+}
+
+impl From<EscrowPlanError> for crate::listen::release::ReleaseError {
+    fn from(e: EscrowPlanError) -> Self {
+        crate::listen::release::ReleaseError::Escrow(e.into())
+    }
+}
