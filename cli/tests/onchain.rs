@@ -929,3 +929,83 @@ fn listen_wakes_on_logs_and_stops_on_sigterm() {
     );
     assert!(String::from_utf8_lossy(&out.stderr).contains("stopping"));
 }
+
+/// Escrow settlement where the program is not deployed (localnet: no SBF
+/// build): `list --escrow` and `refund` refuse before anything is uploaded
+/// or paid, and `buy --escrow` of a direct-payment listing pays nothing.
+#[test]
+fn escrow_refuses_cleanly_without_the_program_and_never_pays_directly() {
+    let m = market(&["A lesson"], "1", "100");
+    let (seller, buyer, listed) = (&m.seller, &m.buyer, &m.listed);
+    let dir = m.dir();
+    let dir = dir.as_str();
+    let manifest = listed["listing"]["manifest_id"].as_str().unwrap();
+    let balance = |e: &Env| {
+        ok(e, &["wallet", "balance", "--json"])["lamports"]
+            .as_u64()
+            .unwrap()
+    };
+    let (seller_before, buyer_before) = (balance(seller), balance(buyer));
+    let items_before = std::fs::read_dir(dir).unwrap().count();
+    let list = onchain(
+        seller,
+        &[
+            "marketplace",
+            "list",
+            "b.signed.json",
+            "--price-usd",
+            "1",
+            "--sol-usd",
+            "100",
+            "--escrow",
+            "--stake-lamports",
+            "1000",
+            "--storage-dir",
+            dir,
+        ],
+    );
+    assert_eq!(list.code, 2, "{}", list.stderr);
+    assert!(
+        list.stderr.contains("is not deployed on this cluster")
+            && list.stderr.contains("without --escrow"),
+        "{}",
+        list.stderr
+    );
+    assert_eq!(
+        std::fs::read_dir(dir).unwrap().count(),
+        items_before,
+        "nothing uploaded"
+    );
+    let buy = onchain(
+        buyer,
+        &[
+            "marketplace",
+            "buy",
+            manifest,
+            "--escrow",
+            "--storage-dir",
+            dir,
+        ],
+    );
+    assert_eq!(buy.code, 2, "{}", buy.stderr);
+    assert!(
+        buy.stderr.contains("settles by direct payment"),
+        "{}",
+        buy.stderr
+    );
+    let refund = onchain(
+        buyer,
+        &["marketplace", "refund", manifest, "--storage-dir", dir],
+    );
+    assert_eq!(refund.code, 2, "{}", refund.stderr);
+    assert!(
+        refund.stderr.contains("is not deployed"),
+        "{}",
+        refund.stderr
+    );
+    assert_eq!(
+        (balance(seller), balance(buyer)),
+        (seller_before, buyer_before),
+        "no fee, no payment"
+    );
+}

@@ -249,4 +249,50 @@ mod tests {
             .0
             .contains("jsonParsed"));
     }
+
+    #[test]
+    fn escrow_deposits_are_decoded_and_hostile_ones_refused() {
+        use solana_sdk::pubkey::Pubkey;
+        let (listing, buyer) = (Pubkey::new_unique(), Pubkey::new_unique());
+        let ix = crate::escrow::deposit(&listing, &buyer, &[7; 32]);
+        let unparsed = |accounts: Vec<String>, data: &[u8]| {
+            json!({"programId": crate::escrow::PROGRAM_ID, "accounts": accounts,
+                   "data": bs58::encode(data).into_string(), "stackHeight": null})
+        };
+        let keys: Vec<String> = ix.accounts.iter().map(|m| m.pubkey.to_string()).collect();
+        let mut raw = sample(Value::Null);
+        raw["transaction"]["message"]["instructions"]
+            .as_array_mut()
+            .unwrap()
+            .push(unparsed(keys.clone(), &ix.data));
+        let t = ParsedTx::from_json(&raw).unwrap();
+        assert_eq!(
+            t.deposits,
+            vec![crate::escrow::Deposit {
+                listing: listing.to_string(),
+                buyer: buyer.to_string()
+            }]
+        );
+        // another instruction of the program (release) is no deposit
+        let release = crate::escrow::release(&listing, &buyer, &buyer, &buyer, "e", &[0; 32]);
+        raw["transaction"]["message"]["instructions"][2] = unparsed(
+            release
+                .accounts
+                .iter()
+                .map(|m| m.pubkey.to_string())
+                .collect(),
+            &release.data,
+        );
+        assert!(ParsedTx::from_json(&raw).unwrap().deposits.is_empty());
+        // a deposit with a short argument, or missing accounts, is no deposit
+        raw["transaction"]["message"]["instructions"][2] = unparsed(keys.clone(), &ix.data[..20]);
+        assert!(ParsedTx::from_json(&raw).unwrap().deposits.is_empty());
+        raw["transaction"]["message"]["instructions"][2] = unparsed(keys[..3].to_vec(), &ix.data);
+        assert!(ParsedTx::from_json(&raw).unwrap().deposits.is_empty());
+        // malformed shapes are errors naming the field
+        raw["transaction"]["message"]["instructions"][2]["data"] = json!("0OIl");
+        assert!(ParsedTx::from_json(&raw).unwrap_err().0.contains("base58"));
+        raw["transaction"]["message"]["instructions"][2]["accounts"] = json!(["nope"]);
+        assert!(ParsedTx::from_json(&raw).unwrap_err().0.contains("pubkey"));
+    }
 }

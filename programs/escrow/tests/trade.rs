@@ -1,0 +1,546 @@
+//! The node's escrow trade against the program in `solana-program-test`:
+//! the very plans `marketplace list --escrow`, `buy` and `refund` send and
+//! the checks `listen` makes (`verify_escrow_buy` on the buy transaction
+//! and the escrow account as the bank holds it), with hostile buys, the
+//! release the daemon appends to its release transaction, and a buyer's
+//! refund + slash after the window. Balances to the lamport.
+
+mod common;
+
+use anchor_lang::{InstructionData, ToAccountMetas};
+use node::chain::instructions::{default_registry, memo};
+use node::chain::ParsedTx;
+use node::escrow::{self as client, ConfigAccount, EscrowAccount, EscrowStatus, ListingAccount};
+use node::listen::verify::{verify_escrow_buy, ListingTerms, Rejection};
+use node::market::escrow_trade::{self as plan, EscrowPlanError};
+use node::market::manifest::{build_listing, Listing, NewListing};
+use node::market::MemoOp;
+use node::wallet::Wallet;
+use solana_program_test::{BanksClientError, ProgramTest, ProgramTestContext};
+use solana_sdk::account::Account;
+use solana_sdk::clock::Clock;
+use solana_sdk::instruction::Instruction;
+use solana_sdk::pubkey::Pubkey;
+use solana_sdk::rent::Rent;
+use solana_sdk::signature::{Keypair, Signer};
+use solana_sdk::transaction::Transaction;
+
+const SYSTEM: Pubkey = solana_sdk::pubkey!("11111111111111111111111111111111");
+const SOL: u64 = 1_000_000_000;
+const PRICE: u64 = 250_000_000;
+const STAKE: u64 = 100_000_000;
+const FEE_BPS: u16 = 100;
+const SLASH_BPS: u16 = 5_000;
+const WINDOW: i64 = 600;
+const HASH: &str = "8e1f1b2b4a3c5d6e7f8091a2b3c4d5e6f708192a3b4c5d6e7f8091a2b3c4d5e6";
+
+struct Trade {
+    ctx: ProgramTestContext,
+    seller: Wallet,
+    treasury: Keypair,
+    buyers: Vec<Wallet>,
+}
+
+impl Trade {
+    async fn new() -> Trade {
+        let mut pt = ProgramTest::default();
+        let seller = Wallet::generate();
+        let buyers: Vec<Wallet> = (0..3).map(|_| Wallet::generate()).collect();
+        let treasury = Keypair::new();
+        let keys: Vec<Pubkey> = std::iter::once(&seller)
+            .chain(&buyers)
+            .map(|w| w.solana_keypair().pubkey())
+            .chain([treasury.pubkey()])
+            .collect();
+        for k in keys {
+            pt.add_account(k, Account::new(10 * SOL, 0, &SYSTEM));
+        }
+        let ctx = common::start(pt).await;
+        let mut t = Trade {
+            ctx,
+            seller,
+            treasury,
+            buyers,
+        };
+        let payer = t.ctx.payer.insecure_clone();
+        let init = Instruction {
+            program_id: escrow::ID,
+            accounts: escrow::accounts::InitializeConfig {
+                config: client::config_address(),
+                admin: payer.pubkey(),
+                system_program: SYSTEM,
+            }
+            .to_account_metas(None),
+            data: escrow::instruction::InitializeConfig {
+                treasury: t.treasury.pubkey(),
+                fee_bps: FEE_BPS,
+                slash_bps: SLASH_BPS,
+                release_window_secs: WINDOW,
+                min_stake: STAKE,
+            }
+            .data(),
+        };
+        t.send(vec![init], &payer, &[]).await.unwrap();
+        t
+    }
+
+    /// Sends `ixs` with `payer` paying and signing, plus `signers`, on a
+    /// fresh blockhash (so identical sends are distinct transactions).
+    async fn send(
+        &mut self,
+        ixs: Vec<Instruction>,
+        payer: &Keypair,
+        signers: &[&Keypair],
+    ) -> Result<Transaction, BanksClientError> {
+        let mut all = vec![payer];
+        all.extend_from_slice(signers);
+        let blockhash = self.ctx.get_new_latest_blockhash().await.unwrap();
+        let tx = Transaction::new_signed_with_payer(&ixs, Some(&payer.pubkey()), &all, blockhash);
+        self.ctx
+            .banks_client
+            .process_transaction(tx.clone())
+            .await
+            .map(|()| tx)
+    }
+
+    async fn account(&mut self, k: &Pubkey) -> Option<Account> {
+        self.ctx.banks_client.get_account(*k).await.unwrap()
+    }
+
+    async fn lamports(&mut self, k: &Pubkey) -> u64 {
+        self.account(k).await.map_or(0, |a| a.lamports)
+    }
+
+    async fn config(&mut self) -> ConfigAccount {
+        let a = self.account(&client::config_address()).await.unwrap();
+        ConfigAccount::decode(&a.owner, &a.data).unwrap()
+    }
+
+    async fn listing_account(&mut self, id: &str) -> ListingAccount {
+        let at = client::listing_address(&self.seller.solana_keypair().pubkey(), id);
+        let a = self.account(&at).await.unwrap();
+        ListingAccount::decode(&a.owner, &a.data).unwrap()
+    }
+
+    async fn escrow_of(&mut self, id: &str, buyer: &Pubkey) -> Option<EscrowAccount> {
+        let listing = client::listing_address(&self.seller.solana_keypair().pubkey(), id);
+        let a = self
+            .account(&client::escrow_address(&listing, buyer))
+            .await?;
+        Some(EscrowAccount::decode(&a.owner, &a.data).unwrap())
+    }
+
+    async fn now(&mut self) -> (i64, u64) {
+        let clock: Clock = self.ctx.banks_client.get_sysvar().await.unwrap();
+        (clock.unix_timestamp, clock.slot)
+    }
+
+    async fn advance(&mut self, secs: i64) {
+        let mut clock: Clock = self.ctx.banks_client.get_sysvar().await.unwrap();
+        clock.unix_timestamp += secs;
+        self.ctx.set_sysvar(&clock);
+    }
+
+    /// The signed listing manifest `list --escrow` would upload.
+    async fn manifest(&mut self, id: &str, price: u64, program: Option<&str>) -> Listing {
+        let (now, _) = self.now().await;
+        let v = build_listing(
+            &self.seller,
+            &NewListing {
+                listing_id: id,
+                bundle_hash: HASH,
+                payment_address: None,
+                price_usd: 25.0,
+                price_lamports: price,
+                duration_hours: 24.0,
+                visibility: "auction",
+                encrypted_bundle_uri: "ar://blob",
+                metadata_uri: "ar://meta",
+                preview: serde_json::json!({}),
+                now,
+                escrow_program: program,
+            },
+        )
+        .unwrap();
+        Listing::from_value(v).unwrap()
+    }
+}
+
+/// What `getTransaction` would give `listen` for a landed transaction:
+/// signers, top-level memos and escrow deposits, slot and block time.
+fn parsed(tx: &Transaction, slot: u64, block_time: i64) -> ParsedTx {
+    let msg = &tx.message;
+    let keys = &msg.account_keys;
+    let mut memos = Vec::new();
+    let mut deposits = Vec::new();
+    for ix in &msg.instructions {
+        let program = keys[ix.program_id_index as usize];
+        let accounts: Vec<Pubkey> = ix.accounts.iter().map(|i| keys[*i as usize]).collect();
+        if node::chain::instructions::is_memo_program(&program.to_string()) {
+            memos.push(String::from_utf8(ix.data.clone()).unwrap());
+        } else if program == escrow::ID {
+            deposits.extend(client::deposit_of(&accounts, &ix.data));
+        }
+    }
+    ParsedTx {
+        signature: tx.signatures[0].to_string(),
+        slot,
+        block_time: Some(block_time),
+        succeeded: true,
+        signers: keys[..msg.header.num_required_signatures as usize]
+            .iter()
+            .map(Pubkey::to_string)
+            .collect(),
+        memos,
+        transfers: vec![],
+        logs: vec![],
+        deposits,
+    }
+}
+
+fn terms(l: &Listing) -> ListingTerms {
+    ListingTerms {
+        listing_id: l.listing_id.clone(),
+        payment_address: l.payment_address.clone(),
+        price_lamports: l.price_lamports.unwrap(),
+        expires_at: l.expires_at,
+        cancelled_at_slot: None,
+        fee: None,
+    }
+}
+
+#[tokio::test]
+async fn list_buy_verify_release_through_the_program_and_refuse_hostile_buys() {
+    let mut t = Trade::new().await;
+    let id = "20261123-e5c0000000a1";
+    let seller_kp = t.seller.solana_keypair();
+    let seller = seller_kp.pubkey();
+    let listing = t.manifest(id, PRICE, Some(client::PROGRAM_ID)).await;
+    let config = t.config().await;
+    assert_eq!(
+        plan::list_instruction(&seller, &listing, STAKE - 1, &config),
+        Err(EscrowPlanError::StakeTooLow {
+            stake: STAKE - 1,
+            min: STAKE
+        })
+    );
+    // `list --escrow`: create_listing + the list memo, one transaction
+    let list_op = MemoOp::List {
+        listing_arweave_id: "manifest-item".into(),
+        bundle_hash: HASH.into(),
+    };
+    let create = plan::list_instruction(&seller, &listing, STAKE, &config).unwrap();
+    let seller_before = t.lamports(&seller).await;
+    t.send(
+        vec![create, memo(&list_op.to_string(), &seller)],
+        &seller_kp,
+        &[],
+    )
+    .await
+    .unwrap();
+    let onchain = t.listing_account(id).await;
+    assert_eq!(
+        (onchain.price_lamports, onchain.stake, onchain.expires_at),
+        (PRICE, STAKE, listing.expires_at)
+    );
+    assert!(
+        seller_before - t.lamports(&seller).await > STAKE,
+        "stake moved"
+    );
+
+    // the buyer's checks against the signed manifest, before any money moves
+    let (now, _) = t.now().await;
+    let buyer = t.buyers.remove(0);
+    let buyer_kp = buyer.solana_keypair();
+    let x25519: [u8; 32] = bs58::decode(buyer.x25519_address())
+        .into_vec()
+        .unwrap()
+        .try_into()
+        .unwrap();
+    let reg = default_registry();
+    let cheaper = t.manifest(id, PRICE - 1, Some(client::PROGRAM_ID)).await;
+    assert!(matches!(
+        plan::buy_instructions(&buyer_kp.pubkey(), &x25519, &cheaper, &onchain, &reg, now),
+        Err(EscrowPlanError::Mismatch {
+            field: "price_lamports",
+            ..
+        })
+    ));
+    let evil = t
+        .manifest(
+            id,
+            PRICE,
+            Some("Evi1111111111111111111111111111111111111111"),
+        )
+        .await;
+    assert!(matches!(
+        plan::buy_instructions(&buyer_kp.pubkey(), &x25519, &evil, &onchain, &reg, now),
+        Err(EscrowPlanError::UnknownProgram(_))
+    ));
+    let direct = t.manifest(id, PRICE, None).await;
+    assert!(matches!(
+        plan::buy_instructions(&buyer_kp.pubkey(), &x25519, &direct, &onchain, &reg, now),
+        Err(EscrowPlanError::NotEscrow(_))
+    ));
+    assert!(matches!(
+        plan::buy_instructions(
+            &buyer_kp.pubkey(),
+            &x25519,
+            &listing,
+            &onchain,
+            &reg,
+            listing.expires_at
+        ),
+        Err(EscrowPlanError::Closed(_, "expired"))
+    ));
+
+    // `buy`: the buyer alone signs and pays; the price sits in the escrow
+    let ixs =
+        plan::buy_instructions(&buyer_kp.pubkey(), &x25519, &listing, &onchain, &reg, now).unwrap();
+    let buy = t.send(ixs, &buyer_kp, &[]).await.unwrap();
+    let (block_time, slot) = t.now().await;
+    let account = client::listing_address(&seller, id);
+    let escrow_key = client::escrow_address(&account, &buyer_kp.pubkey());
+    let rent: Rent = t.ctx.banks_client.get_sysvar().await.unwrap();
+    let receipt_rent = rent.minimum_balance(t.account(&escrow_key).await.unwrap().data.len());
+    assert_eq!(t.lamports(&escrow_key).await, PRICE + receipt_rent);
+
+    // `listen`: the buy transaction + the escrow as the bank holds it
+    let tx = parsed(&buy, slot, block_time);
+    let state = t.escrow_of(id, &buyer_kp.pubkey()).await;
+    let verified = verify_escrow_buy(
+        &tx,
+        &terms(&listing),
+        &account.to_string(),
+        state.as_ref(),
+        None,
+    )
+    .unwrap();
+    assert_eq!(
+        (
+            verified.buyer.as_str(),
+            verified.paid_lamports,
+            verified.buyer_x25519.as_str()
+        ),
+        (
+            buyer_kp.pubkey().to_string().as_str(),
+            PRICE,
+            buyer.x25519_address().as_str()
+        )
+    );
+
+    // hostile: a replayed buy memo without its own deposit...
+    let replay_op = MemoOp::Buy {
+        listing_id: id.into(),
+        buyer_x25519: buyer.x25519_address(),
+    };
+    let replay = t
+        .send(
+            vec![memo(&replay_op.to_string(), &buyer_kp.pubkey())],
+            &buyer_kp,
+            &[],
+        )
+        .await
+        .unwrap();
+    assert_eq!(
+        verify_escrow_buy(
+            &parsed(&replay, slot, block_time),
+            &terms(&listing),
+            &account.to_string(),
+            state.as_ref(),
+            None
+        ),
+        Err(Rejection::NoEscrowDeposit {
+            listing_account: account.to_string()
+        })
+    );
+    // ...and a second deposit by the same buyer fails on chain (one escrow per buyer)
+    let again =
+        plan::buy_instructions(&buyer_kp.pubkey(), &x25519, &listing, &onchain, &reg, now).unwrap();
+    assert!(t.send(again, &buyer_kp, &[]).await.is_err());
+    // a buy co-signed by a third party (who could pay for someone else)
+    let mallory = Keypair::new();
+    let cosigned = parsed(&buy, slot, block_time);
+    let mut cosigned = cosigned;
+    cosigned.signers.push(mallory.pubkey().to_string());
+    assert_eq!(
+        verify_escrow_buy(
+            &cosigned,
+            &terms(&listing),
+            &account.to_string(),
+            state.as_ref(),
+            None
+        ),
+        Err(Rejection::ExtraSigners { signers: 2 })
+    );
+
+    // `listen`'s release: the release memo + the escrow release, one transaction
+    let seller_before = t.lamports(&seller).await;
+    let treasury_before = t.lamports(&t.treasury.pubkey()).await;
+    let release_op = MemoOp::Release {
+        listing_id: id.into(),
+        envelope_arweave_id: "envelope-item".into(),
+        minted_token_address: Pubkey::new_unique().to_string(),
+    };
+    let release_ix = plan::release_instruction(
+        &seller,
+        id,
+        &buyer_kp.pubkey(),
+        &config.treasury,
+        "envelope-item",
+        HASH,
+    )
+    .unwrap();
+    let payer = t.ctx.payer.insecure_clone();
+    t.send(
+        vec![memo(&release_op.to_string(), &seller), release_ix.clone()],
+        &payer,
+        &[&seller_kp],
+    )
+    .await
+    .unwrap();
+    let fee = (PRICE as u128 * FEE_BPS as u128).div_ceil(10_000) as u64;
+    assert_eq!(t.lamports(&seller).await, seller_before + PRICE - fee);
+    assert_eq!(
+        t.lamports(&t.treasury.pubkey()).await,
+        treasury_before + fee
+    );
+    assert_eq!(
+        t.lamports(&escrow_key).await,
+        receipt_rent,
+        "receipt keeps its rent"
+    );
+    let settled = t.escrow_of(id, &buyer_kp.pubkey()).await.unwrap();
+    assert_eq!(
+        (settled.status, settled.envelope_id.as_str()),
+        (EscrowStatus::Released, "envelope-item")
+    );
+    // a second release of the same escrow (a crashed daemon re-sending) fails on chain
+    assert!(t
+        .send(
+            vec![memo(&release_op.to_string(), &seller), release_ix],
+            &payer,
+            &[&seller_kp]
+        )
+        .await
+        .is_err());
+    assert_eq!(t.lamports(&seller).await, seller_before + PRICE - fee);
+    // re-verifying the buy now: already released, never released twice
+    assert_eq!(
+        verify_escrow_buy(
+            &tx,
+            &terms(&listing),
+            &account.to_string(),
+            Some(&settled),
+            None
+        ),
+        Err(Rejection::EscrowSettled {
+            status: EscrowStatus::Released
+        })
+    );
+}
+
+#[tokio::test]
+async fn an_unreleased_escrow_is_refunded_after_the_window_with_the_slash() {
+    let mut t = Trade::new().await;
+    let id = "20261123-e5c0000000b2";
+    let seller_kp = t.seller.solana_keypair();
+    let seller = seller_kp.pubkey();
+    let listing = t.manifest(id, PRICE, Some(client::PROGRAM_ID)).await;
+    let config = t.config().await;
+    let create = plan::list_instruction(&seller, &listing, STAKE, &config).unwrap();
+    t.send(vec![create], &seller_kp, &[]).await.unwrap();
+    let onchain = t.listing_account(id).await;
+    let buyer = t.buyers.remove(1);
+    let buyer_kp = buyer.solana_keypair();
+    let x25519: [u8; 32] = bs58::decode(buyer.x25519_address())
+        .into_vec()
+        .unwrap()
+        .try_into()
+        .unwrap();
+    let (now, _) = t.now().await;
+    let ixs = plan::buy_instructions(
+        &buyer_kp.pubkey(),
+        &x25519,
+        &listing,
+        &onchain,
+        &default_registry(),
+        now,
+    )
+    .unwrap();
+    t.send(ixs, &buyer_kp, &[]).await.unwrap();
+    let account = client::listing_address(&seller, id);
+    let state = t.escrow_of(id, &buyer_kp.pubkey()).await;
+
+    // before the window ends the plan refuses (and would fail on chain)
+    let (now, _) = t.now().await;
+    assert_eq!(
+        plan::refund_instructions(
+            &buyer_kp.pubkey(),
+            &account,
+            id,
+            state.as_ref(),
+            &config,
+            now
+        ),
+        Err(EscrowPlanError::WindowOpen {
+            opens_at: state.as_ref().unwrap().deposited_at + WINDOW
+        })
+    );
+    // someone else's escrow is not theirs to refund
+    let other = t.buyers[1].solana_keypair().pubkey();
+    assert_eq!(
+        plan::refund_instructions(&other, &account, id, state.as_ref(), &config, now),
+        Err(EscrowPlanError::NoEscrow(id.into()))
+    );
+
+    t.advance(WINDOW).await;
+    let (now, _) = t.now().await;
+    let refund = plan::refund_instructions(
+        &buyer_kp.pubkey(),
+        &account,
+        id,
+        state.as_ref(),
+        &config,
+        now,
+    )
+    .unwrap();
+    let payer = t.ctx.payer.insecure_clone();
+    let before = t.lamports(&buyer_kp.pubkey()).await;
+    t.send(refund, &payer, &[&buyer_kp]).await.unwrap();
+    let slash = (STAKE as u128 * SLASH_BPS as u128 / 10_000) as u64;
+    assert_eq!(
+        t.lamports(&buyer_kp.pubkey()).await,
+        before + PRICE + slash,
+        "price back plus half the stake"
+    );
+    let refunded = t.escrow_of(id, &buyer_kp.pubkey()).await.unwrap();
+    assert_eq!(
+        (refunded.status, refunded.slashed),
+        (EscrowStatus::Refunded, true)
+    );
+    assert_eq!(t.listing_account(id).await.stake, STAKE - slash);
+    // the seller's late release can no longer take the money
+    let late = plan::release_instruction(
+        &seller,
+        id,
+        &buyer_kp.pubkey(),
+        &config.treasury,
+        "envelope-item",
+        HASH,
+    )
+    .unwrap();
+    assert!(t.send(vec![late], &payer, &[&seller_kp]).await.is_err());
+    // and nothing is refunded twice
+    assert_eq!(
+        plan::refund_instructions(
+            &buyer_kp.pubkey(),
+            &account,
+            id,
+            Some(&refunded),
+            &config,
+            now
+        ),
+        Err(EscrowPlanError::Settled(EscrowStatus::Refunded))
+    );
+}
