@@ -11,7 +11,8 @@
 use crate::book::{Checked, ManifestBook};
 use crate::record::{Position, TxRecord};
 use node::bundle::verify_manifest_by;
-use node::listen::{verify_buy, ListingTerms, NegotiatedTerms};
+use node::escrow;
+use node::listen::{verify_buy, verify_escrow_deposit, ListingTerms, NegotiatedTerms};
 use node::market::{MemoError, MemoOp};
 use serde::Serialize;
 use serde_json::Value;
@@ -724,7 +725,26 @@ impl State {
                     fee: cfg.fee_treasury.clone().map(|t| (t, listing.fee_bps)),
                 };
                 let negotiated = self.accepted_for(listing_id, &buyer);
-                verify_buy(&r.tx, &terms, negotiated.as_ref()).map_err(|e| e.to_string())
+                match listing
+                    .manifest
+                    .get("escrow_program")
+                    .and_then(Value::as_str)
+                {
+                    None => verify_buy(&r.tx, &terms, negotiated.as_ref()),
+                    Some(escrow::PROGRAM_ID) => {
+                        let account = escrow_listing_account(&listing.seller, listing_id)?;
+                        verify_escrow_deposit(&r.tx, &terms, &account, negotiated.as_ref())
+                            .inspect(|v| settlement.paid_lamports = v.paid_lamports)
+                    }
+                    Some(other) => {
+                        return self.reject_buy(
+                            settlement,
+                            r,
+                            format!("the listing names escrow program {other}, not ours"),
+                        )
+                    }
+                }
+                .map_err(|e| e.to_string())
             }
         };
         match verdict {
@@ -734,6 +754,20 @@ impl State {
             }
             Err(reason) => settlement.status = SettlementStatus::Rejected { reason },
         }
+        self.record_buy(settlement, r)
+    }
+
+    fn reject_buy(
+        &mut self,
+        mut settlement: Settlement,
+        r: &TxRecord,
+        reason: String,
+    ) -> Result<(), String> {
+        settlement.status = SettlementStatus::Rejected { reason };
+        self.record_buy(settlement, r)
+    }
+
+    fn record_buy(&mut self, settlement: Settlement, r: &TxRecord) -> Result<(), String> {
         self.buys_by_listing
             .entry(settlement.listing_id.clone())
             .or_default()
@@ -849,4 +883,12 @@ impl State {
             },
         }
     }
+}
+
+/// The escrow program's listing account of (seller, listing id).
+fn escrow_listing_account(seller: &str, listing_id: &str) -> Result<String, String> {
+    let seller: node::chain::Pubkey = seller
+        .parse()
+        .map_err(|_| format!("seller {seller} is not a pubkey"))?;
+    Ok(escrow::listing_address(&seller, listing_id).to_string())
 }

@@ -112,6 +112,38 @@ impl LogBuilder {
 
     /// A signed listing by `seller`, posted with its `list` memo.
     pub fn list(&mut self, seller: &Wallet, n: u64, visibility: &str) -> Listing {
+        self.list_settled(seller, n, visibility, None)
+    }
+
+    /// A listing that settles through `escrow_program` (its manifest says so).
+    pub fn list_escrow(&mut self, seller: &Wallet, n: u64, escrow_program: &str) -> Listing {
+        self.list_settled(seller, n, "auction", Some(escrow_program))
+    }
+
+    /// `buyer`'s escrow buy: the `deposit` into the listing's account and
+    /// the `buy` memo, no transfer to the seller; returns the signature.
+    pub fn escrow_buy(&mut self, buyer: &Wallet, listing: &Listing) -> String {
+        let memo = MemoOp::Buy {
+            listing_id: listing.listing_id.clone(),
+            buyer_x25519: buyer.x25519_address(),
+        };
+        let seller = listing.seller_pubkey.parse().expect("seller pubkey");
+        let account = node::escrow::listing_address(&seller, &listing.listing_id);
+        let r = self.push(&[buyer], memo.to_string(), vec![], vec![]);
+        r.tx.deposits = vec![node::escrow::Deposit {
+            listing: account.to_string(),
+            buyer: buyer.address(),
+        }];
+        r.tx.signature.clone()
+    }
+
+    fn list_settled(
+        &mut self,
+        seller: &Wallet,
+        n: u64,
+        visibility: &str,
+        escrow_program: Option<&str>,
+    ) -> Listing {
         let now = self.now();
         let listing_id = format!(
             "20260901-{}",
@@ -132,7 +164,7 @@ impl LogBuilder {
                 metadata_uri: "ar://metadata",
                 preview: json!({"memories_count": 3, "categories_summary": {"lesson": 3}}),
                 now,
-                escrow_program: None,
+                escrow_program,
             },
         )
         .expect("synthetic listing is valid");

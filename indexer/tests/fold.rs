@@ -241,6 +241,50 @@ fn hostile_buys_are_rejected_with_reasons() {
 }
 
 #[test]
+fn escrow_buys_settle_by_their_deposit_alone() {
+    let seller = wallet(1, 0);
+    let (buyer, other) = (wallet(2, 0), wallet(2, 1));
+    let mut b = LogBuilder::new();
+    let l = b.list_escrow(&seller, 0, node::escrow::PROGRAM_ID);
+    let good = b.escrow_buy(&buyer, &l);
+    // a direct payment to an escrow listing is no buy: nothing holds it to a release
+    let direct = b.buy(&other, &l, LIST_PRICE_LAMPORTS);
+    // a deposit into another listing's account
+    let elsewhere = b.escrow_buy(&other, &l);
+    b.release(&seller, &l, &buyer, &good);
+    let evil = b.list_escrow(&seller, 1, "Evi1111111111111111111111111111111111111111");
+    let into_evil = b.escrow_buy(&buyer, &evil);
+    let mut records = b.finish();
+    records
+        .iter_mut()
+        .find(|r| r.tx.signature == elsewhere)
+        .unwrap()
+        .tx
+        .deposits[0]
+        .listing = wallet(9, 9).address();
+    let s = fold(&records);
+    let status = |sig: &str| s.settlements[sig].status.clone();
+    assert!(
+        matches!(status(&good), SettlementStatus::Released { .. }),
+        "{:?}",
+        status(&good)
+    );
+    assert_eq!(s.settlements[&good].paid_lamports, LIST_PRICE_LAMPORTS);
+    let account = node::escrow::listing_address(&seller.address().parse().unwrap(), &l.listing_id);
+    let no_deposit = SettlementStatus::Rejected {
+        reason: format!("no escrow deposit into {account} in this transaction"),
+    };
+    assert_eq!(status(&direct), no_deposit);
+    assert_eq!(status(&elsewhere), no_deposit);
+    assert_eq!(
+        status(&into_evil),
+        SettlementStatus::Rejected {
+            reason: "the listing names escrow program Evi1111111111111111111111111111111111111111, not ours".into()
+        }
+    );
+}
+
+#[test]
 fn expired_listing_refuses_buys_and_offers() {
     let mut b = LogBuilder::new();
     let l = b.list(&wallet(1, 0), 0, "auction");

@@ -11,4 +11,7 @@ pub mod wake;
 
 pub use state::{BuyRow, ListenDb, ListingRecord, OfferRecord, StateError, Step};
 
-pub use verify::{verify_buy, ListingTerms, NegotiatedTerms, Rejection, VerifiedBuy};
+pub use verify::{
+    verify_buy, verify_escrow_buy, verify_escrow_deposit, ListingTerms, NegotiatedTerms, Rejection,
+    VerifiedBuy,
+};

@@ -217,18 +217,15 @@ fn claim(tx: &ParsedTx, listing: &ListingTerms) -> Result<Claim, Rejection> {
     })
 }
 
-/// Checks an escrow buy: the claim as for any buy, then the transaction's
-/// own `deposit` into `listing_account` by the buyer (one escrow per
-/// buyer and listing can ever be created, so no deposit is counted twice),
-/// and the escrow account as the chain holds it now (`escrow`, read at the
-/// required commitment): this buyer's, on this listing, still deposited,
-/// holding at least the price, sealed to the memo's X25519 key. The fee is
-/// the program's, taken on release.
-pub fn verify_escrow_buy(
+/// The part of an escrow buy the transaction alone shows: the claim as for
+/// any buy, no negotiated price, and the transaction's own `deposit` into
+/// `listing_account` by the buyer (one escrow per buyer and listing can
+/// ever be created, so no deposit is counted twice). The program holds
+/// the deposit to the on-chain listing's price. What the indexer folds.
+pub fn verify_escrow_deposit(
     tx: &ParsedTx,
     listing: &ListingTerms,
     listing_account: &str,
-    escrow: Option<&crate::escrow::EscrowAccount>,
     offer: Option<&NegotiatedTerms>,
 ) -> Result<VerifiedBuy, Rejection> {
     let c = claim(tx, listing)?;
@@ -246,8 +243,33 @@ pub fn verify_escrow_buy(
             listing_account: listing_account.into(),
         });
     }
+    Ok(VerifiedBuy {
+        signature: tx.signature.clone(),
+        listing_id: listing.listing_id.clone(),
+        buyer: c.buyer,
+        buyer_x25519: c.buyer_x25519,
+        paid_lamports: listing.price_lamports,
+        price_lamports: listing.price_lamports,
+        offer_id: None,
+        slot: tx.slot,
+    })
+}
+
+/// Checks an escrow buy before a release: [`verify_escrow_deposit`], then
+/// the escrow account as the chain holds it now (`escrow`, read at the
+/// required commitment): this buyer's, on this listing, still deposited,
+/// holding at least the price, sealed to the memo's X25519 key. The fee is
+/// the program's, taken on release.
+pub fn verify_escrow_buy(
+    tx: &ParsedTx,
+    listing: &ListingTerms,
+    listing_account: &str,
+    escrow: Option<&crate::escrow::EscrowAccount>,
+    offer: Option<&NegotiatedTerms>,
+) -> Result<VerifiedBuy, Rejection> {
+    let mut v = verify_escrow_deposit(tx, listing, listing_account, offer)?;
     let e = escrow.ok_or(Rejection::EscrowMissing)?;
-    if e.listing.to_string() != listing_account || e.buyer.to_string() != c.buyer {
+    if e.listing.to_string() != listing_account || e.buyer.to_string() != v.buyer {
         return Err(Rejection::EscrowMissing);
     }
     if e.status != crate::escrow::EscrowStatus::Deposited {
@@ -259,19 +281,11 @@ pub fn verify_escrow_buy(
             price: listing.price_lamports,
         });
     }
-    if bs58::encode(e.buyer_x25519).into_string() != c.buyer_x25519 {
+    if bs58::encode(e.buyer_x25519).into_string() != v.buyer_x25519 {
         return Err(Rejection::EscrowKeyMismatch);
     }
-    Ok(VerifiedBuy {
-        signature: tx.signature.clone(),
-        listing_id: listing.listing_id.clone(),
-        buyer: c.buyer,
-        buyer_x25519: c.buyer_x25519,
-        paid_lamports: e.amount,
-        price_lamports: listing.price_lamports,
-        offer_id: None,
-        slot: tx.slot,
-    })
+    v.paid_lamports = e.amount;
+    Ok(v)
 }
 
 /// Checks `tx` against `listing` and, when the buyer claims a negotiated
