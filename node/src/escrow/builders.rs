@@ -1,7 +1,10 @@
 //! Instruction builders of the escrow program: Anchor discriminator +
 //! Borsh arguments, account metas in the IDL's order.
 
-use super::{config_address, discriminator, escrow_address, listing_address, program_id, SYSTEM};
+use super::{
+    config_address, discriminator, escrow_address, listing_address, program_data_address,
+    program_id, SYSTEM,
+};
 use solana_sdk::instruction::{AccountMeta, Instruction};
 use solana_sdk::pubkey::Pubkey;
 
@@ -37,6 +40,39 @@ fn ix(data: Args, accounts: Vec<AccountMeta>) -> Instruction {
         accounts,
         data: data.0,
     }
+}
+
+/// The program's settings, chosen once by its upgrade authority.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NewConfig {
+    /// Where release fees go.
+    pub treasury: Pubkey,
+    /// Release fee, basis points (≤ 1000).
+    pub fee_bps: u16,
+    /// Share of the stake a slash pays, basis points.
+    pub slash_bps: u16,
+    /// Seconds after a deposit before the buyer may take a refund.
+    pub release_window_secs: i64,
+    /// Smallest stake a listing needs.
+    pub min_stake: u64,
+}
+
+/// `initialize_config` by `admin`, who must be the upgrade authority.
+pub fn initialize_config(admin: &Pubkey, c: &NewConfig) -> Instruction {
+    ix(
+        Args::new("initialize_config")
+            .bytes(c.treasury.as_ref())
+            .bytes(&c.fee_bps.to_le_bytes())
+            .bytes(&c.slash_bps.to_le_bytes())
+            .i64(c.release_window_secs)
+            .u64(c.min_stake),
+        vec![
+            AccountMeta::new(config_address(), false),
+            AccountMeta::new(*admin, true),
+            AccountMeta::new_readonly(program_data_address(), false),
+            AccountMeta::new_readonly(SYSTEM, false),
+        ],
+    )
 }
 
 /// What a seller lists.
@@ -177,7 +213,15 @@ mod tests {
             stake: 6,
             expires_at: 7,
         };
+        let config = NewConfig {
+            treasury: s,
+            fee_bps: 1,
+            slash_bps: 2,
+            release_window_secs: 3,
+            min_stake: 4,
+        };
         for (name, ix) in [
+            ("initialize_config", initialize_config(&s, &config)),
             ("create_listing", create_listing(&s, &el)),
             ("deposit", deposit(&l, &b, &[2; 32])),
             ("release", release(&l, &b, &s, &s, "e", &[1; 32])),

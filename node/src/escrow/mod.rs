@@ -18,7 +18,8 @@ pub use accounts::{
     AccountError, ConfigAccount, EscrowAccount, EscrowStatus, ListingAccount, ListingStatus,
 };
 pub use builders::{
-    cancel_listing, create_listing, deposit, refund, release, slash, EscrowListing,
+    cancel_listing, create_listing, deposit, initialize_config, refund, release, slash,
+    EscrowListing, NewConfig,
 };
 pub use events::{decode_event, events_in_logs, EscrowEvent};
 
@@ -61,6 +62,16 @@ pub fn program_id() -> Pubkey {
 /// The Config PDA.
 pub fn config_address() -> Pubkey {
     Pubkey::find_program_address(&[b"config"], &program_id()).0
+}
+
+/// The upgradeable loader, which holds the program's ProgramData.
+pub const UPGRADEABLE_LOADER: Pubkey =
+    solana_sdk::pubkey!("BPFLoaderUpgradeab1e11111111111111111111111");
+
+/// The program's ProgramData account: its upgrade authority is the only
+/// one who may initialize the config.
+pub fn program_data_address() -> Pubkey {
+    Pubkey::find_program_address(&[program_id().as_ref()], &UPGRADEABLE_LOADER).0
 }
 
 /// The Listing PDA of (seller, listing id).

@@ -11,6 +11,14 @@ import hashlib, json
 
 ADDRESS = "GupF9eVkWTDfA9Y6o3AwS1FniLXRAsyo1ucCFTwjrFmq"
 SYSTEM = "11111111111111111111111111111111"
+UPGRADEABLE_LOADER = "BPFLoaderUpgradeab1e11111111111111111111111"
+
+def b58decode(s):
+    alphabet = "123456789ABCDEFGHJKLMNPQRSTUVWXYZabcdefghijkmnopqrstuvwxyz"
+    n = 0
+    for c in s:
+        n = n * 58 + alphabet.index(c)
+    return list(n.to_bytes(32, "big"))
 
 def disc(prefix, name):
     return list(hashlib.sha256(f"{prefix}:{name}".encode()).digest()[:8])
@@ -35,7 +43,11 @@ SYS = {"name": "system_program", "address": SYSTEM}
 
 INSTRUCTIONS = [
     ("initialize_config",
-     [{**CONFIG, "writable": True}, {"name": "admin", "writable": True, "signer": True}, SYS],
+     [{**CONFIG, "writable": True}, {"name": "admin", "writable": True, "signer": True},
+      {"name": "program_data",
+       "pda": {"seeds": [{"kind": "const", "value": b58decode(ADDRESS)}],
+               "program": {"kind": "const", "value": b58decode(UPGRADEABLE_LOADER)}}},
+      SYS],
      [("treasury", "pubkey"), ("fee_bps", "u16"), ("slash_bps", "u16"),
       ("release_window_secs", "i64"), ("min_stake", "u64")]),
     ("create_listing",
@@ -114,6 +126,7 @@ ERRORS = [
     ("Overflow", "arithmetic overflow"),
     ("WrongTreasury", "treasury account differs from the config's"),
     ("WrongListing", "escrow belongs to another listing"),
+    ("NotUpgradeAuthority", "only the program's upgrade authority may initialize the config"),
 ]
 
 idl = {

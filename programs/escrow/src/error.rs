@@ -68,4 +68,7 @@ pub enum EscrowError {
     /// The escrow belongs to another listing.
     #[msg("escrow belongs to another listing")]
     WrongListing,
+    /// `initialize_config` signed by someone other than the upgrade authority.
+    #[msg("only the program's upgrade authority may initialize the config")]
+    NotUpgradeAuthority,
 }

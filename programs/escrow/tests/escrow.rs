@@ -4,7 +4,7 @@
 
 use anchor_lang::{AccountDeserialize, InstructionData, ToAccountMetas};
 use escrow::error::EscrowError;
-use escrow::state::{Escrow, EscrowStatus, Listing};
+use escrow::state::{Config, Escrow, EscrowStatus, Listing};
 mod common;
 
 use solana_program_test::{BanksClientError, ProgramTest, ProgramTestContext};
@@ -74,6 +74,7 @@ impl T {
         for k in [&admin, &treasury, &seller, &buyer, &other] {
             pt.add_account(k.pubkey(), Account::new(10 * SOL, 0, &SYSTEM));
         }
+        common::add_program_data(&mut pt, Some(&admin.pubkey()));
         let ctx = common::start(pt).await;
         T {
             ctx,
@@ -159,10 +160,22 @@ impl T {
     }
 
     async fn init_config(&mut self, fee_bps: u16) -> Result<(), BanksClientError> {
+        let admin = self.admin.insecure_clone();
+        self.init_config_as(&admin, common::program_data_address(), fee_bps)
+            .await
+    }
+
+    async fn init_config_as(
+        &mut self,
+        admin: &Keypair,
+        program_data: Pubkey,
+        fee_bps: u16,
+    ) -> Result<(), BanksClientError> {
         let ix = Self::ix(
             escrow::accounts::InitializeConfig {
                 config: config_pda(),
-                admin: self.admin.pubkey(),
+                admin: admin.pubkey(),
+                program_data,
                 system_program: SYSTEM,
             },
             escrow::instruction::InitializeConfig {
@@ -173,8 +186,7 @@ impl T {
                 min_stake: STAKE,
             },
         );
-        let admin = self.admin.insecure_clone();
-        self.send(ix, &[&admin]).await
+        self.send(ix, &[admin]).await
     }
 
     async fn create_listing(
@@ -418,6 +430,51 @@ async fn refund_after_the_window_then_slash_once() {
     let s0 = t.lamports(&t.seller.pubkey()).await;
     t.cancel(listing).await.unwrap();
     assert_eq!(t.lamports(&t.seller.pubkey()).await, s0 + l0 - share);
+}
+
+#[tokio::test]
+async fn only_the_upgrade_authority_sets_the_config() {
+    let mut t = T::new().await;
+    let other = t.other.insecure_clone();
+    // someone front-running the deploy with their own treasury
+    assert_eq!(
+        custom(
+            t.init_config_as(&other, common::program_data_address(), FEE_BPS)
+                .await
+        ),
+        code(EscrowError::NotUpgradeAuthority)
+    );
+    // ...or passing a ProgramData of their own making at another address
+    let fake = Pubkey::new_unique();
+    t.ctx.set_account(
+        &fake,
+        &solana_sdk::account::AccountSharedData::from(Account {
+            lamports: SOL,
+            data: [
+                &3u32.to_le_bytes()[..],
+                &0u64.to_le_bytes(),
+                &[1],
+                other.pubkey().as_ref(),
+            ]
+            .concat(),
+            owner: common::UPGRADEABLE_LOADER,
+            executable: false,
+            rent_epoch: 0,
+        }),
+    );
+    assert_eq!(
+        custom(t.init_config_as(&other, fake, FEE_BPS).await),
+        anchor_lang::error::ErrorCode::ConstraintSeeds as u32
+    );
+    assert_eq!(t.lamports(&config_pda()).await, 0, "no config yet");
+    // the upgrade authority sets it, once
+    t.init_config(FEE_BPS).await.unwrap();
+    let c: Config = t.read(&config_pda()).await;
+    assert_eq!(
+        (c.admin, c.treasury),
+        (t.admin.pubkey(), t.treasury.pubkey())
+    );
+    assert!(t.init_config(FEE_BPS).await.is_err(), "set once");
 }
 
 #[tokio::test]

@@ -61,6 +61,7 @@ fn instructions_match_the_program() {
             a::InitializeConfig {
                 config: k(),
                 admin: k(),
+                program_data: k(),
                 system_program: k(),
             }
             .to_account_metas(None),
@@ -185,6 +186,7 @@ fn accounts_events_and_errors_match_the_program() {
         Overflow,
         WrongTreasury,
         WrongListing,
+        NotUpgradeAuthority,
     ];
     let errors = idl["errors"].as_array().unwrap();
     assert_eq!(errors.len(), all.len());

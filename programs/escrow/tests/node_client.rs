@@ -20,17 +20,28 @@ use solana_sdk::transaction::Transaction;
 async fn node_builders_drive_the_program_and_decode_its_events() {
     assert_eq!(client::program_id(), escrow::ID);
     let mut pt = ProgramTest::default();
-    let [seller, buyer, treasury] = std::array::from_fn(|_| Keypair::new());
-    for k in [&seller, &buyer, &treasury] {
+    let [seller, buyer, treasury, admin] = std::array::from_fn(|_| Keypair::new());
+    for k in [&seller, &buyer, &treasury, &admin] {
         pt.add_account(k.pubkey(), Account::new(10_000_000_000, 0, &SYSTEM));
     }
+    common::add_program_data(&mut pt, Some(&admin.pubkey()));
     let ctx = common::start(pt).await;
     let payer = ctx.payer.insecure_clone();
-    let init = Instruction {
+    // the node's builder is byte-identical with Anchor's own client types
+    let config = client::NewConfig {
+        treasury: treasury.pubkey(),
+        fee_bps: 100,
+        slash_bps: 1_000,
+        release_window_secs: 60,
+        min_stake: 0,
+    };
+    let init = client::initialize_config(&admin.pubkey(), &config);
+    let anchors = Instruction {
         program_id: escrow::ID,
         accounts: escrow::accounts::InitializeConfig {
             config: client::config_address(),
-            admin: payer.pubkey(),
+            admin: admin.pubkey(),
+            program_data: client::program_data_address(),
             system_program: SYSTEM,
         }
         .to_account_metas(None),
@@ -43,10 +54,15 @@ async fn node_builders_drive_the_program_and_decode_its_events() {
         }
         .data(),
     };
+    assert_eq!(init, anchors);
+    assert_eq!(
+        client::program_data_address(),
+        common::program_data_address()
+    );
     let id = "20261123-abcdefabcdef";
     let listing = client::listing_address(&seller.pubkey(), id);
     let steps: Vec<(Instruction, &Keypair)> = vec![
-        (init, &payer),
+        (init, &admin),
         (
             client::create_listing(
                 &seller.pubkey(),

@@ -7,7 +7,6 @@
 
 mod common;
 
-use anchor_lang::{InstructionData, ToAccountMetas};
 use node::chain::instructions::{default_registry, memo};
 use node::chain::ParsedTx;
 use node::escrow::{self as client, ConfigAccount, EscrowAccount, EscrowStatus, ListingAccount};
@@ -47,14 +46,16 @@ impl Trade {
         let seller = Wallet::generate();
         let buyers: Vec<Wallet> = (0..3).map(|_| Wallet::generate()).collect();
         let treasury = Keypair::new();
+        let admin = Keypair::new();
         let keys: Vec<Pubkey> = std::iter::once(&seller)
             .chain(&buyers)
             .map(|w| w.solana_keypair().pubkey())
-            .chain([treasury.pubkey()])
+            .chain([treasury.pubkey(), admin.pubkey()])
             .collect();
         for k in keys {
             pt.add_account(k, Account::new(10 * SOL, 0, &SYSTEM));
         }
+        common::add_program_data(&mut pt, Some(&admin.pubkey()));
         let ctx = common::start(pt).await;
         let mut t = Trade {
             ctx,
@@ -63,24 +64,17 @@ impl Trade {
             buyers,
         };
         let payer = t.ctx.payer.insecure_clone();
-        let init = Instruction {
-            program_id: escrow::ID,
-            accounts: escrow::accounts::InitializeConfig {
-                config: client::config_address(),
-                admin: payer.pubkey(),
-                system_program: SYSTEM,
-            }
-            .to_account_metas(None),
-            data: escrow::instruction::InitializeConfig {
+        let init = client::initialize_config(
+            &admin.pubkey(),
+            &client::NewConfig {
                 treasury: t.treasury.pubkey(),
                 fee_bps: FEE_BPS,
                 slash_bps: SLASH_BPS,
                 release_window_secs: WINDOW,
                 min_stake: STAKE,
-            }
-            .data(),
-        };
-        t.send(vec![init], &payer, &[]).await.unwrap();
+            },
+        );
+        t.send(vec![init], &payer, &[&admin]).await.unwrap();
         t
     }
 

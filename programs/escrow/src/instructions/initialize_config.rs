@@ -1,5 +1,7 @@
 //! `initialize_config`: the one Config (treasury, fee, slash share,
-//! release window, minimum stake).
+//! release window, minimum stake), set by the program's upgrade authority
+//! only: whoever deploys the program chooses the treasury, and nobody can
+//! front-run the first call with their own.
 
 use crate::constants::{BPS, CONFIG_SEED, MAX_FEE_BPS};
 use crate::error::EscrowError;
@@ -12,9 +14,19 @@ pub struct InitializeConfig<'info> {
     /// The config PDA, created here.
     #[account(init, payer = admin, space = 8 + Config::INIT_SPACE, seeds = [CONFIG_SEED], bump)]
     pub config: Account<'info, Config>,
-    /// Pays and is recorded as admin.
+    /// Pays and is recorded as admin: must be the upgrade authority.
     #[account(mut)]
     pub admin: Signer<'info>,
+    /// This program's ProgramData (upgradeable loader), whose upgrade
+    /// authority is the only admin.
+    #[account(
+        seeds = [crate::ID.as_ref()],
+        bump,
+        seeds::program = anchor_lang::solana_program::bpf_loader_upgradeable::ID,
+        constraint = program_data.upgrade_authority_address == Some(admin.key())
+            @ EscrowError::NotUpgradeAuthority
+    )]
+    pub program_data: Account<'info, ProgramData>,
     /// System program.
     pub system_program: Program<'info, System>,
 }

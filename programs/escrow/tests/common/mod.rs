@@ -76,3 +76,37 @@ pub async fn start(mut pt: ProgramTest) -> ProgramTestContext {
     });
     ctx
 }
+
+/// Adds the ProgramData account an upgradeable deploy of the program
+/// creates (bincode `UpgradeableLoaderState::ProgramData`), with
+/// `authority` as its upgrade authority.
+/// The upgradeable loader.
+pub const UPGRADEABLE_LOADER: Pubkey =
+    solana_sdk::pubkey!("BPFLoaderUpgradeab1e11111111111111111111111");
+
+/// The program's ProgramData address.
+pub fn program_data_address() -> Pubkey {
+    Pubkey::find_program_address(&[escrow::ID.as_ref()], &UPGRADEABLE_LOADER).0
+}
+
+pub fn add_program_data(pt: &mut ProgramTest, authority: Option<&Pubkey>) {
+    let mut data = 3u32.to_le_bytes().to_vec(); // variant ProgramData
+    data.extend_from_slice(&0u64.to_le_bytes()); // slot
+    match authority {
+        Some(a) => {
+            data.push(1);
+            data.extend_from_slice(a.as_ref());
+        }
+        None => data.push(0),
+    }
+    pt.add_account(
+        program_data_address(),
+        solana_sdk::account::Account {
+            lamports: 1_000_000_000,
+            data,
+            owner: UPGRADEABLE_LOADER,
+            executable: false,
+            rent_epoch: 0,
+        },
+    );
+}
