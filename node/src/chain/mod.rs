@@ -14,7 +14,7 @@ pub mod memo_field;
 pub mod parsed_tx;
 pub mod pin;
 
-pub use client::{Chain, Sent};
+pub use client::{Chain, Sent, SigInfo};
 pub use cluster::{parse_commitment, ClusterKind, Endpoint};
 pub use fees::{FeeOp, FeePolicy};
 pub use parsed_tx::ParsedTx;

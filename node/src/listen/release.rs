@@ -6,7 +6,9 @@
 //!    buyer, revokes the authority and posts `release:<listing>:<envelope>:<mint>`
 //!    → `released`. If that mint already exists the release landed before a
 //!    crash: it is recorded, never sent again; a re-sent release fails on
-//!    chain because the mint account exists.
+//!    chain because the mint account exists. An escrow listing's release
+//!    is two transactions (memo + the program's `release`, then the
+//!    token), each refused on chain if repeated: see [`land_release`].
 
 use super::state::{ListenDb, StateError, Step};
 use crate::arweave::Uploader;
@@ -42,37 +44,135 @@ pub enum ReleaseError {
     Escrow(#[from] crate::market::escrow_trade::EscrowReadError),
 }
 
-/// The escrow `release` for `row` (its envelope, the listing's bundle
-/// hash; the fee to the program's treasury), after checking the escrow is
-/// still deposited: a refunded one can never be released.
-async fn escrow_release(
+/// Mints the buyer's token (`extra` riding along); a re-sent mint fails on
+/// chain (its derived account exists) instead of minting twice.
+async fn mint_token(
+    chain: &Chain,
+    seller: &Wallet,
+    seed: &str,
+    buyer: &Pubkey,
+    goods: &Goods<'_>,
+    extra: Vec<solana_sdk::instruction::Instruction>,
+) -> Result<crate::chain::Sent, ChainError> {
+    match goods.standard {
+        TokenStandard::Token2022 => mint_nft(
+            chain,
+            &seller.solana_keypair(),
+            seed,
+            buyer,
+            &goods.token,
+            extra,
+        )
+        .await
+        .map(|m| m.sent),
+        TokenStandard::LightCompressed => {
+            crate::mint::light::mint_compressed(chain, seller, seed, buyer, 1, &goods.token, extra)
+                .await
+                .map(|m| m.sent)
+        }
+    }
+}
+
+/// An escrow listing's release, as two transactions because the token,
+/// the memo and the program's `release` together exceed a packet
+/// (1,461 of 1,232 bytes with a Light mint):
+/// 1. the `release` memo + the escrow program's `release` (the seller is
+///    paid, the envelope recorded); the program refuses a second release,
+///    and after a crash the landed one is found in the escrow's history;
+/// 2. the buyer's token, unless its derived mint exists.
+///
+/// Returns the signature of (1), which carries the memo.
+async fn land_escrow_release(
     chain: &Chain,
     seller: &Wallet,
     row: &super::state::BuyRow,
     buyer: &Pubkey,
     goods: &Goods<'_>,
-) -> Result<solana_sdk::instruction::Instruction, ReleaseError> {
+    mut release: Vec<solana_sdk::instruction::Instruction>,
+    seed: &str,
+) -> Result<String, ReleaseError> {
     use crate::escrow::{escrow_address, listing_address, EscrowAccount, EscrowStatus};
     use crate::market::escrow_trade::{
         read_account, read_config, release_instruction, EscrowPlanError,
     };
-    let me = seller.solana_keypair().pubkey();
-    let config = read_config(chain).await?;
+    let payer = seller.solana_keypair();
+    let me = payer.pubkey();
     let at = escrow_address(&listing_address(&me, &row.listing_id), buyer);
-    if let Some(e) = read_account(chain, &at, EscrowAccount::decode).await? {
-        if e.status != EscrowStatus::Deposited {
-            return Err(EscrowPlanError::Settled(e.status).into());
+    let status = || async {
+        read_account(chain, &at, EscrowAccount::decode)
+            .await
+            .map(|e| e.map(|e| e.status))
+    };
+    let memo_text = release
+        .first()
+        .map(|m| String::from_utf8_lossy(&m.data).into_owned())
+        .unwrap_or_default();
+    let sig = match status().await? {
+        None => return Err(EscrowPlanError::NoEscrow(row.listing_id.clone()).into()),
+        Some(EscrowStatus::Refunded) => {
+            return Err(EscrowPlanError::Settled(EscrowStatus::Refunded).into())
+        }
+        Some(EscrowStatus::Released) => released_by(chain, &at, &memo_text).await?,
+        Some(EscrowStatus::Deposited) => {
+            let treasury = read_config(chain).await?.treasury;
+            let envelope = row.envelope_id.as_deref().unwrap_or_default();
+            release.push(release_instruction(
+                &me,
+                &row.listing_id,
+                buyer,
+                &treasury,
+                envelope,
+                goods.bundle_hash,
+            )?);
+            match chain.send(&release, &[&payer]).await {
+                Ok(sent) => sent.signature.to_string(),
+                // released concurrently or before a crash: the program refused a second one
+                Err(e) if status().await? == Some(EscrowStatus::Released) => {
+                    tracing::info!(error = %e, escrow = %at, "escrow already released; recording it");
+                    released_by(chain, &at, &memo_text).await?
+                }
+                Err(e) => return Err(e.into()),
+            }
+        }
+    };
+    super::fault::maybe_abort("release_sent");
+    let (mint, _) = release_mint(seller, &row.signature, goods.standard)?;
+    if !mint_exists(chain, &mint).await? {
+        if let Err(e) = mint_token(chain, seller, seed, buyer, goods, vec![]).await {
+            if !mint_exists(chain, &mint).await? {
+                return Err(e.into());
+            }
         }
     }
-    let envelope = row.envelope_id.as_deref().unwrap_or_default();
-    Ok(release_instruction(
-        &me,
-        &row.listing_id,
-        buyer,
-        &config.treasury,
-        envelope,
-        goods.bundle_hash,
-    )?)
+    Ok(sig)
+}
+
+/// The successful transaction in the escrow's history carrying our release memo.
+async fn released_by(
+    chain: &Chain,
+    escrow: &Pubkey,
+    memo_text: &str,
+) -> Result<String, ChainError> {
+    let history = chain.signatures_for(escrow, None).await?;
+    release_in(&history, memo_text).ok_or_else(|| {
+        ChainError::Config(format!(
+            "escrow {escrow} is released but no transaction with our release memo is in its history"
+        ))
+    })
+}
+
+/// The first successful entry of `history` whose memo field holds `memo_text`.
+fn release_in(history: &[crate::chain::SigInfo], memo_text: &str) -> Option<String> {
+    history
+        .iter()
+        .find(|s| {
+            s.err.is_none()
+                && s.memo
+                    .as_deref()
+                    .and_then(|m| crate::chain::memo_field::parse_memo_field(m).ok())
+                    .is_some_and(|memos| memos.iter().any(|m| m == memo_text))
+        })
+        .map(|s| s.signature.clone())
 }
 
 /// What a listing sells, as the seller knows it.
@@ -204,9 +304,6 @@ pub async fn land_release(
     };
     let payer = seller.solana_keypair();
     let (mint, seed) = release_mint(seller, &row.signature, goods.standard)?;
-    if mint_exists(chain, &mint).await? {
-        return Ok(creating_signature(chain, &mint).await?);
-    }
     let buyer = Pubkey::from_str(&buyer)
         .map_err(|_| ChainError::Config(format!("buyer {buyer} is not a pubkey")))?;
     let op = MemoOp::Release {
@@ -214,29 +311,17 @@ pub async fn land_release(
         envelope_arweave_id: envelope_id,
         minted_token_address: mint.to_string(),
     };
-    let mut extra = vec![
+    let extra = vec![
         memo(&op.to_string(), &payer.pubkey()),
         discovery(&registry_from_env()?, DEFAULT_CU_LIMIT),
     ];
     if goods.escrow {
-        extra.push(escrow_release(chain, seller, row, &buyer, goods).await?);
+        return land_escrow_release(chain, seller, row, &buyer, goods, extra, &seed).await;
     }
-    let minted = match goods.standard {
-        TokenStandard::Token2022 => mint_nft(chain, &payer, &seed, &buyer, &goods.token, extra)
-            .await
-            .map(|m| m.sent),
-        TokenStandard::LightCompressed => crate::mint::light::mint_compressed(
-            chain,
-            seller,
-            &seed,
-            &buyer,
-            1,
-            &goods.token,
-            extra,
-        )
-        .await
-        .map(|m| m.sent),
-    };
+    if mint_exists(chain, &mint).await? {
+        return Ok(creating_signature(chain, &mint).await?);
+    }
+    let minted = mint_token(chain, seller, &seed, &buyer, goods, extra).await;
     let sig = match minted {
         Ok(sent) => {
             super::fault::maybe_abort("release_sent");
@@ -251,4 +336,99 @@ pub async fn land_release(
     };
     Signature::from_str(&sig).map_err(|_| ChainError::Config("bad release signature".into()))?;
     Ok(sig)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::mint::light::compressed_mint_instructions;
+    use solana_sdk::message::Message;
+
+    /// The releases `listen` sends, with ids at their longest, fit in a
+    /// packet (1232 bytes): a Light mint with its metadata + the `release`
+    /// memo + the discovery reference in one; for escrow listings the memo
+    /// + the program's `release`, then the mint (all three would not fit).
+    #[test]
+    fn release_transactions_fit_in_a_packet() {
+        let (seller, mint, buyer) = (
+            Pubkey::new_unique(),
+            Pubkey::new_unique(),
+            Pubkey::new_unique(),
+        );
+        let item = "x".repeat(43);
+        let listing_id = "20261123-0123456789ab";
+        let spec = NftSpec {
+            name: "brainctl bundle 0123456789ab".into(),
+            symbol: crate::mint::bundle_mint::SYMBOL.into(),
+            uri: format!("ar://{item}"),
+        };
+        let mut ixs =
+            compressed_mint_instructions(&seller, &mint, &buyer, 1, &spec, 234, 1).unwrap();
+        let op = MemoOp::Release {
+            listing_id: listing_id.into(),
+            envelope_arweave_id: item.clone(),
+            minted_token_address: mint.to_string(),
+        };
+        ixs.push(memo(&op.to_string(), &seller));
+        ixs.push(discovery(
+            &crate::chain::instructions::default_registry(),
+            DEFAULT_CU_LIMIT,
+        ));
+        ixs.push(
+            crate::market::escrow_trade::release_instruction(
+                &seller,
+                listing_id,
+                &buyer,
+                &Pubkey::new_unique(),
+                &item,
+                &"ab".repeat(32),
+            )
+            .unwrap(),
+        );
+        let size = |ixs: &[solana_sdk::instruction::Instruction]| {
+            let m = Message::new(ixs, Some(&seller));
+            1 + 64 * m.header.num_required_signatures as usize + m.serialize().len()
+        };
+        let (mint_ixs, memo_ixs, escrow_ix) = (&ixs[..6], &ixs[6..8], &ixs[8]);
+        assert!(
+            size(&ixs[..8]) <= 1232,
+            "memo release: {} bytes",
+            size(&ixs[..8])
+        );
+        assert!(
+            size(&ixs) > 1232,
+            "all in one would not fit: why escrow releases are two"
+        );
+        let first = [memo_ixs, std::slice::from_ref(escrow_ix)].concat();
+        assert!(
+            size(&first) <= 1232,
+            "escrow release: {} bytes",
+            size(&first)
+        );
+        assert!(size(mint_ixs) <= 1232, "mint: {} bytes", size(mint_ixs));
+    }
+
+    #[test]
+    fn a_landed_escrow_release_is_found_by_its_memo_not_by_a_failed_copy() {
+        let text = "brainctl-marketplace/v1:release:20261123-0123456789ab:env:mint";
+        let entry = |sig: &str, memo: Option<String>, failed: bool| {
+            serde_json::from_value::<crate::chain::SigInfo>(serde_json::json!({
+                "signature": sig, "slot": 1, "err": if failed { serde_json::json!({"InstructionError": [0, {"Custom": 6011}]}) } else { serde_json::Value::Null },
+                "memo": memo, "blockTime": null, "confirmationStatus": "confirmed"
+            }))
+            .unwrap()
+        };
+        let history = vec![
+            entry(
+                "retry-failed",
+                Some(format!("[{}] {text}", text.len())),
+                true,
+            ),
+            entry("other-memo", Some("[3] abc".into()), false),
+            entry("deposit", None, false),
+            entry("landed", Some(format!("[{}] {text}", text.len())), false),
+        ];
+        assert_eq!(release_in(&history, text).as_deref(), Some("landed"));
+        assert_eq!(release_in(&history[..3], text), None);
+    }
 }

@@ -179,6 +179,41 @@ pub fn mint_keypair(payer: &crate::wallet::Wallet, seed: &str) -> solana_sdk::si
     crate::wallet::Wallet::from_seed(&sha256(&input)).solana_keypair()
 }
 
+/// The instructions of a compressed mint with its metadata: create the
+/// Token-2022 mint account (`base` bytes, `rent` for the size with
+/// metadata), MetadataPointer + InitializeMint2 + TokenMetadata, the token
+/// pool, `mint_to` `recipient`, and the mint authority revoked.
+pub fn compressed_mint_instructions(
+    payer: &Pubkey,
+    mint: &Pubkey,
+    recipient: &Pubkey,
+    amount: u64,
+    spec: &NftSpec,
+    base: usize,
+    rent: u64,
+) -> Result<Vec<Instruction>, crate::chain::ChainError> {
+    let mut ixs = vec![solana_system_interface::instruction::create_account(
+        payer,
+        mint,
+        rent,
+        base as u64,
+        &TOKEN_2022,
+    )];
+    ixs.extend(metadata_mint_instructions(payer, mint, spec)?);
+    ixs.push(create_token_pool(payer, mint, true));
+    ixs.push(mint_to(
+        payer,
+        payer,
+        mint,
+        recipient,
+        amount,
+        &LOCALNET_STATE_TREE,
+        true,
+    ));
+    ixs.push(revoke_mint_authority(mint, payer, true));
+    Ok(ixs)
+}
+
 /// A compressed mint done.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct CompressedMint {
@@ -211,25 +246,7 @@ pub async fn mint_compressed(
         chain.rpc().get_minimum_balance_for_rent_exemption(total)
     })
     .await?;
-    let mut ixs = vec![solana_system_interface::instruction::create_account(
-        &p,
-        &m,
-        rent,
-        base as u64,
-        &TOKEN_2022,
-    )];
-    ixs.extend(metadata_mint_instructions(&p, &m, spec)?);
-    ixs.push(create_token_pool(&p, &m, true));
-    ixs.push(mint_to(
-        &p,
-        &p,
-        &m,
-        recipient,
-        amount,
-        &LOCALNET_STATE_TREE,
-        true,
-    ));
-    ixs.push(revoke_mint_authority(&m, &p, true));
+    let mut ixs = compressed_mint_instructions(&p, &m, recipient, amount, spec, base, rent)?;
     ixs.extend(extra);
     let sent = chain.send(&ixs, &[&kp, &mint_kp]).await?;
     let outputs = minted_outputs(chain, &sent.signature).await?;
