@@ -110,14 +110,7 @@ pub fn run(cmd: MarketCmd, ctx: &Context) -> CliResult<u8> {
                 },
             storage,
         } => {
-            let wallet = ctx.wallet()?;
-            let chain = ctx.chain()?;
-            let l = ctx
-                .block_on(node::market::buy::fetch_listing(
-                    &source(&storage)?,
-                    &listing,
-                ))
-                .map_err(Failure::bad_input)?;
+            let (wallet, chain, l) = buyer_and_listing(ctx, &storage, &listing)?;
             let lamports = node::market::list::usd_to_lamports(price_usd, sol_usd)
                 .map_err(Failure::bad_input)?;
             let (item, offer_id, sent) = ctx
@@ -251,14 +244,7 @@ pub fn run(cmd: MarketCmd, ctx: &Context) -> CliResult<u8> {
             &storage,
         )?,
         MarketCmd::Refund { listing, storage } => {
-            let wallet = ctx.wallet()?;
-            let chain = ctx.chain()?;
-            let l = ctx
-                .block_on(node::market::buy::fetch_listing(
-                    &source(&storage)?,
-                    &listing,
-                ))
-                .map_err(Failure::bad_input)?;
+            let (wallet, chain, l) = buyer_and_listing(ctx, &storage, &listing)?;
             let sig = ctx
                 .block_on(node::market::buy::refund_escrow(&chain, &wallet, &l))
                 .map_err(buy_failure)?;
@@ -519,6 +505,25 @@ enum Payment {
     Escrow,
     /// Already paid (`fetch`).
     Already(String),
+}
+
+/// The wallet, the chain and the verified listing manifest `listing`
+/// (a bad or unreadable manifest is bad input).
+fn buyer_and_listing(
+    ctx: &Context,
+    storage: &crate::args::StorageOpts,
+    listing: &str,
+) -> CliResult<(
+    node::wallet::Wallet,
+    node::chain::Chain,
+    node::market::manifest::Listing,
+)> {
+    let wallet = ctx.wallet()?;
+    let chain = ctx.chain()?;
+    let l = ctx
+        .block_on(node::market::buy::fetch_listing(&source(storage)?, listing))
+        .map_err(Failure::bad_input)?;
+    Ok((wallet, chain, l))
 }
 
 /// Refusals before any money moves are the user's to fix (exit 2).

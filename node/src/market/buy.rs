@@ -75,6 +75,13 @@ pub async fn pay(chain: &Chain, buyer: &Wallet, listing: &Listing) -> Result<Str
     pay_price(chain, buyer, listing, price).await
 }
 
+/// The escrow program's account of `listing` (seller, listing id).
+fn escrow_listing_account(listing: &Listing) -> Result<Pubkey, BuyError> {
+    let seller = Pubkey::from_str(&listing.seller_pubkey)
+        .map_err(|_| BuyError::Listing("bad seller_pubkey".into()))?;
+    Ok(crate::escrow::listing_address(&seller, &listing.listing_id))
+}
+
 /// Deposits the listed price into the escrow program: the listing account
 /// on chain must match the signed manifest (seller, bundle hash, price,
 /// expiry) and take deposits; the seller is paid only when it releases.
@@ -84,9 +91,7 @@ pub async fn pay_escrow(
     listing: &Listing,
 ) -> Result<String, BuyError> {
     use crate::market::escrow_trade::{buy_instructions, read_account, EscrowPlanError};
-    let seller = Pubkey::from_str(&listing.seller_pubkey)
-        .map_err(|_| BuyError::Listing("bad seller_pubkey".into()))?;
-    let account = crate::escrow::listing_address(&seller, &listing.listing_id);
+    let account = escrow_listing_account(listing)?;
     let onchain = read_account(chain, &account, crate::escrow::ListingAccount::decode)
         .await?
         .ok_or_else(|| EscrowPlanError::NoListingAccount(listing.listing_id.clone()))?;
@@ -113,9 +118,7 @@ pub async fn refund_escrow(
     listing: &Listing,
 ) -> Result<String, BuyError> {
     use crate::market::escrow_trade::{read_account, read_config, refund_instructions};
-    let seller = Pubkey::from_str(&listing.seller_pubkey)
-        .map_err(|_| BuyError::Listing("bad seller_pubkey".into()))?;
-    let account = crate::escrow::listing_address(&seller, &listing.listing_id);
+    let account = escrow_listing_account(listing)?;
     let kp = buyer.solana_keypair();
     let config = read_config(chain).await?;
     let at = crate::escrow::escrow_address(&account, &kp.pubkey());

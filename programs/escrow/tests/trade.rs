@@ -135,6 +135,26 @@ impl Trade {
         self.ctx.set_sysvar(&clock);
     }
 
+    /// `list --escrow`: the signed manifest, then `create_listing` + the
+    /// `list` memo in one transaction; returns the manifest, the config
+    /// and the listing account as the bank holds it.
+    async fn list(&mut self, id: &str) -> (Listing, ConfigAccount, ListingAccount) {
+        let seller_kp = self.seller.solana_keypair();
+        let listing = self.manifest(id, PRICE, Some(client::PROGRAM_ID)).await;
+        let config = self.config().await;
+        let create = plan::list_instruction(&seller_kp.pubkey(), &listing, STAKE, &config).unwrap();
+        let list_op = MemoOp::List {
+            listing_arweave_id: "manifest-item".into(),
+            bundle_hash: HASH.into(),
+        };
+        let memo_ix = memo(&list_op.to_string(), &seller_kp.pubkey());
+        self.send(vec![create, memo_ix], &seller_kp, &[])
+            .await
+            .unwrap();
+        let onchain = self.listing_account(id).await;
+        (listing, config, onchain)
+    }
+
     /// The signed listing manifest `list --escrow` would upload.
     async fn manifest(&mut self, id: &str, price: u64, program: Option<&str>) -> Listing {
         let (now, _) = self.now().await;
@@ -158,6 +178,15 @@ impl Trade {
         .unwrap();
         Listing::from_value(v).unwrap()
     }
+}
+
+/// A buyer's X25519 key as the deposit records it.
+fn x25519_of(buyer: &Wallet) -> [u8; 32] {
+    bs58::decode(buyer.x25519_address())
+        .into_vec()
+        .unwrap()
+        .try_into()
+        .unwrap()
 }
 
 /// What `getTransaction` would give `listen` for a landed transaction:
@@ -192,6 +221,11 @@ fn parsed(tx: &Transaction, slot: u64, block_time: i64) -> ParsedTx {
     }
 }
 
+/// The program `release` `listen` sends for `buyer` (envelope `envelope-item`).
+fn release_of(seller: &Pubkey, id: &str, buyer: &Pubkey, config: &ConfigAccount) -> Instruction {
+    plan::release_instruction(seller, id, buyer, &config.treasury, "envelope-item", HASH).unwrap()
+}
+
 fn terms(l: &Listing) -> ListingTerms {
     ListingTerms {
         listing_id: l.listing_id.clone(),
@@ -209,8 +243,8 @@ async fn list_buy_verify_release_through_the_program_and_refuse_hostile_buys() {
     let id = "20261123-e5c0000000a1";
     let seller_kp = t.seller.solana_keypair();
     let seller = seller_kp.pubkey();
-    let listing = t.manifest(id, PRICE, Some(client::PROGRAM_ID)).await;
-    let config = t.config().await;
+    let seller_before = t.lamports(&seller).await;
+    let (listing, config, onchain) = t.list(id).await;
     assert_eq!(
         plan::list_instruction(&seller, &listing, STAKE - 1, &config),
         Err(EscrowPlanError::StakeTooLow {
@@ -218,21 +252,6 @@ async fn list_buy_verify_release_through_the_program_and_refuse_hostile_buys() {
             min: STAKE
         })
     );
-    // `list --escrow`: create_listing + the list memo, one transaction
-    let list_op = MemoOp::List {
-        listing_arweave_id: "manifest-item".into(),
-        bundle_hash: HASH.into(),
-    };
-    let create = plan::list_instruction(&seller, &listing, STAKE, &config).unwrap();
-    let seller_before = t.lamports(&seller).await;
-    t.send(
-        vec![create, memo(&list_op.to_string(), &seller)],
-        &seller_kp,
-        &[],
-    )
-    .await
-    .unwrap();
-    let onchain = t.listing_account(id).await;
     assert_eq!(
         (onchain.price_lamports, onchain.stake, onchain.expires_at),
         (PRICE, STAKE, listing.expires_at)
@@ -246,11 +265,7 @@ async fn list_buy_verify_release_through_the_program_and_refuse_hostile_buys() {
     let (now, _) = t.now().await;
     let buyer = t.buyers.remove(0);
     let buyer_kp = buyer.solana_keypair();
-    let x25519: [u8; 32] = bs58::decode(buyer.x25519_address())
-        .into_vec()
-        .unwrap()
-        .try_into()
-        .unwrap();
+    let x25519 = x25519_of(&buyer);
     let reg = default_registry();
     let cheaper = t.manifest(id, PRICE - 1, Some(client::PROGRAM_ID)).await;
     assert!(matches!(
@@ -376,15 +391,7 @@ async fn list_buy_verify_release_through_the_program_and_refuse_hostile_buys() {
         envelope_arweave_id: "envelope-item".into(),
         minted_token_address: Pubkey::new_unique().to_string(),
     };
-    let release_ix = plan::release_instruction(
-        &seller,
-        id,
-        &buyer_kp.pubkey(),
-        &config.treasury,
-        "envelope-item",
-        HASH,
-    )
-    .unwrap();
+    let release_ix = release_of(&seller, id, &buyer_kp.pubkey(), &config);
     let payer = t.ctx.payer.insecure_clone();
     t.send(
         vec![memo(&release_op.to_string(), &seller), release_ix.clone()],
@@ -440,18 +447,10 @@ async fn an_unreleased_escrow_is_refunded_after_the_window_with_the_slash() {
     let id = "20261123-e5c0000000b2";
     let seller_kp = t.seller.solana_keypair();
     let seller = seller_kp.pubkey();
-    let listing = t.manifest(id, PRICE, Some(client::PROGRAM_ID)).await;
-    let config = t.config().await;
-    let create = plan::list_instruction(&seller, &listing, STAKE, &config).unwrap();
-    t.send(vec![create], &seller_kp, &[]).await.unwrap();
-    let onchain = t.listing_account(id).await;
+    let (listing, config, onchain) = t.list(id).await;
     let buyer = t.buyers.remove(1);
     let buyer_kp = buyer.solana_keypair();
-    let x25519: [u8; 32] = bs58::decode(buyer.x25519_address())
-        .into_vec()
-        .unwrap()
-        .try_into()
-        .unwrap();
+    let x25519 = x25519_of(&buyer);
     let (now, _) = t.now().await;
     let ixs = plan::buy_instructions(
         &buyer_kp.pubkey(),
@@ -515,15 +514,7 @@ async fn an_unreleased_escrow_is_refunded_after_the_window_with_the_slash() {
     );
     assert_eq!(t.listing_account(id).await.stake, STAKE - slash);
     // the seller's late release can no longer take the money
-    let late = plan::release_instruction(
-        &seller,
-        id,
-        &buyer_kp.pubkey(),
-        &config.treasury,
-        "envelope-item",
-        HASH,
-    )
-    .unwrap();
+    let late = release_of(&seller, id, &buyer_kp.pubkey(), &config);
     assert!(t.send(vec![late], &payer, &[&seller_kp]).await.is_err());
     // and nothing is refunded twice
     assert_eq!(
