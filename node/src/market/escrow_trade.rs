@@ -100,9 +100,9 @@ pub fn list_instruction(
             min: config.min_stake,
         });
     }
-    let price_lamports = listing
-        .price_lamports
-        .ok_or_else(|| EscrowPlanError::Manifest("no price_lamports".into()))?;
+    let price_lamports = listing.price_lamports.filter(|p| *p > 0).ok_or_else(|| {
+        EscrowPlanError::Manifest("an escrow listing needs a price above 0 lamports".into())
+    })?;
     Ok(escrow::create_listing(
         seller,
         &EscrowListing {
@@ -315,5 +315,103 @@ impl From<AccountError> for EscrowReadError {
 impl From<EscrowPlanError> for crate::listen::release::ReleaseError {
     fn from(e: EscrowPlanError) -> Self {
         crate::listen::release::ReleaseError::Escrow(e.into())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::market::manifest::{build_listing, NewListing};
+    use crate::wallet::Wallet;
+
+    const HASH: &str = "8e1f1b2b4a3c5d6e7f8091a2b3c4d5e6f708192a3b4c5d6e7f8091a2b3c4d5e6";
+    const NOW: i64 = 1_795_000_000;
+
+    fn manifest(seller: &Wallet, price: u64) -> Listing {
+        let v = build_listing(
+            seller,
+            &NewListing {
+                listing_id: "20261123-0123456789ab",
+                bundle_hash: HASH,
+                payment_address: None,
+                price_usd: 1.0,
+                price_lamports: price,
+                duration_hours: 1.0,
+                visibility: "auction",
+                encrypted_bundle_uri: "ar://b",
+                metadata_uri: "ar://m",
+                preview: serde_json::json!({}),
+                now: NOW,
+                escrow_program: Some(escrow::PROGRAM_ID),
+            },
+        )
+        .unwrap();
+        Listing::from_value(v).unwrap()
+    }
+
+    fn onchain(seller: &Wallet, l: &Listing) -> ListingAccount {
+        ListingAccount {
+            seller: seller.address().parse().unwrap(),
+            listing_id: l.listing_id.clone(),
+            bundle_hash: hash_bytes(HASH).unwrap(),
+            price_lamports: l.price_lamports.unwrap(),
+            stake: 0,
+            expires_at: l.expires_at,
+            status: ListingStatus::Live,
+            open_escrows: 0,
+            unslashed_refunds: 0,
+        }
+    }
+
+    #[test]
+    fn every_on_chain_field_that_differs_from_the_manifest_is_named() {
+        let seller = Wallet::generate();
+        let l = manifest(&seller, 5_000);
+        let good = onchain(&seller, &l);
+        assert_eq!(check_listing(&l, &good, NOW), Ok(()));
+        let field = |e: Result<(), EscrowPlanError>| match e {
+            Err(EscrowPlanError::Mismatch { field, .. }) => field,
+            other => panic!("{other:?}"),
+        };
+        let mut a = good.clone();
+        a.seller = Wallet::generate().address().parse().unwrap();
+        assert_eq!(field(check_listing(&l, &a, NOW)), "seller");
+        let mut a = good.clone();
+        a.bundle_hash[0] ^= 1;
+        assert_eq!(field(check_listing(&l, &a, NOW)), "bundle_hash");
+        let mut a = good.clone();
+        a.price_lamports += 1;
+        assert_eq!(field(check_listing(&l, &a, NOW)), "price_lamports");
+        let mut a = good.clone();
+        a.expires_at += 1;
+        assert_eq!(field(check_listing(&l, &a, NOW)), "expires_at");
+        let mut a = good.clone();
+        a.listing_id = "20261123-ffffffffffff".into();
+        assert_eq!(field(check_listing(&l, &a, NOW)), "listing_id");
+        let mut a = good.clone();
+        a.status = ListingStatus::Cancelled;
+        assert_eq!(
+            check_listing(&l, &a, NOW),
+            Err(EscrowPlanError::Closed(l.listing_id.clone(), "cancelled"))
+        );
+    }
+
+    #[test]
+    fn a_free_escrow_listing_is_refused_before_anything_is_sent() {
+        let seller = Wallet::generate();
+        let config = ConfigAccount {
+            admin: Pubkey::new_unique(),
+            treasury: Pubkey::new_unique(),
+            fee_bps: 0,
+            slash_bps: 0,
+            release_window_secs: 1,
+            min_stake: 0,
+        };
+        let me: Pubkey = seller.address().parse().unwrap();
+        assert!(matches!(
+            list_instruction(&me, &manifest(&seller, 0), 0, &config),
+            Err(EscrowPlanError::Manifest(_))
+        ));
+        assert!(list_instruction(&me, &manifest(&seller, 1), 0, &config).is_ok());
     }
 }
