@@ -733,7 +733,7 @@ impl State {
                     None => verify_buy(&r.tx, &terms, negotiated.as_ref()),
                     Some(escrow::PROGRAM_ID) => {
                         let account = escrow_listing_account(&listing.seller, listing_id)?;
-                        verify_escrow_deposit(&r.tx, &terms, &account, negotiated.as_ref())
+                        verify_escrow_deposit(&r.tx, &terms, &account)
                             .inspect(|v| settlement.paid_lamports = v.paid_lamports)
                     }
                     Some(other) => {

@@ -246,6 +246,9 @@ fn escrow_buys_settle_by_their_deposit_alone() {
     let (buyer, other) = (wallet(2, 0), wallet(2, 1));
     let mut b = LogBuilder::new();
     let l = b.list_escrow(&seller, 0, node::escrow::PROGRAM_ID);
+    // an accepted offer does not change an escrow buy: the program holds the listed price
+    let offer = b.offer(&buyer, &l, 1);
+    b.memo(&seller, MemoOp::Accept { offer_id: offer });
     let good = b.escrow_buy(&buyer, &l);
     // a direct payment to an escrow listing is no buy: nothing holds it to a release
     let direct = b.buy(&other, &l, LIST_PRICE_LAMPORTS);
@@ -269,7 +272,14 @@ fn escrow_buys_settle_by_their_deposit_alone() {
         "{:?}",
         status(&good)
     );
-    assert_eq!(s.settlements[&good].paid_lamports, LIST_PRICE_LAMPORTS);
+    assert_eq!(
+        (
+            s.settlements[&good].paid_lamports,
+            s.settlements[&good].price_lamports,
+            s.settlements[&good].offer_id.as_deref()
+        ),
+        (LIST_PRICE_LAMPORTS, LIST_PRICE_LAMPORTS, None)
+    );
     let account = node::escrow::listing_address(&seller.address().parse().unwrap(), &l.listing_id);
     let no_deposit = SettlementStatus::Rejected {
         reason: format!("no escrow deposit into {account} in this transaction"),

@@ -125,13 +125,8 @@ pub async fn run_once(
                 Some(Ok(buyer)) => read_escrow(chain, &account, &buyer).await?,
                 _ => None,
             };
-            verify_escrow_buy(
-                &tx,
-                &terms,
-                &account.to_string(),
-                escrow.as_ref(),
-                offer.as_ref(),
-            )
+            // the program holds every deposit to the listed price: offers do not apply
+            verify_escrow_buy(&tx, &terms, &account.to_string(), escrow.as_ref())
         } else {
             verify_buy(&tx, &terms, offer.as_ref())
         };

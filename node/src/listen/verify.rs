@@ -140,12 +140,6 @@ pub enum Rejection {
     /// The escrow seals to another X25519 key than the memo names.
     #[error("the escrow records another X25519 key than the buy memo")]
     EscrowKeyMismatch,
-    /// Escrow listings settle at the listed price only.
-    #[error("escrow listings settle at the listed price; offer {offer_id} does not apply")]
-    NegotiatedEscrow {
-        /// Offer.
-        offer_id: String,
-    },
     /// The accepted offer had expired.
     #[error("accepted offer {offer_id} expired at {expires_at}")]
     OfferExpired {
@@ -218,22 +212,17 @@ fn claim(tx: &ParsedTx, listing: &ListingTerms) -> Result<Claim, Rejection> {
 }
 
 /// The part of an escrow buy the transaction alone shows: the claim as for
-/// any buy, no negotiated price, and the transaction's own `deposit` into
+/// any buy and the transaction's own `deposit` into
 /// `listing_account` by the buyer (one escrow per buyer and listing can
 /// ever be created, so no deposit is counted twice). The program holds
-/// the deposit to the on-chain listing's price. What the indexer folds.
+/// the deposit to the on-chain listing's price, so negotiated prices (an
+/// accepted offer) never apply to escrow listings. What the indexer folds.
 pub fn verify_escrow_deposit(
     tx: &ParsedTx,
     listing: &ListingTerms,
     listing_account: &str,
-    offer: Option<&NegotiatedTerms>,
 ) -> Result<VerifiedBuy, Rejection> {
     let c = claim(tx, listing)?;
-    if let Some(o) = offer {
-        return Err(Rejection::NegotiatedEscrow {
-            offer_id: o.offer_id.clone(),
-        });
-    }
     let deposit = crate::escrow::Deposit {
         listing: listing_account.into(),
         buyer: c.buyer.clone(),
@@ -265,9 +254,8 @@ pub fn verify_escrow_buy(
     listing: &ListingTerms,
     listing_account: &str,
     escrow: Option<&crate::escrow::EscrowAccount>,
-    offer: Option<&NegotiatedTerms>,
 ) -> Result<VerifiedBuy, Rejection> {
-    let mut v = verify_escrow_deposit(tx, listing, listing_account, offer)?;
+    let mut v = verify_escrow_deposit(tx, listing, listing_account)?;
     let e = escrow.ok_or(Rejection::EscrowMissing)?;
     if e.listing.to_string() != listing_account || e.buyer.to_string() != v.buyer {
         return Err(Rejection::EscrowMissing);
@@ -633,7 +621,7 @@ mod tests {
             t: &ParsedTx,
             e: Option<&EscrowAccount>,
         ) -> Result<VerifiedBuy, Rejection> {
-            verify_escrow_buy(t, &listing(), &w.listing_account.to_string(), e, None)
+            verify_escrow_buy(t, &listing(), &w.listing_account.to_string(), e)
         }
 
         #[test]
@@ -710,7 +698,7 @@ mod tests {
             let mut l = listing();
             l.cancelled_at_slot = Some(10);
             assert!(matches!(
-                verify_escrow_buy(&t, &l, &w.listing_account.to_string(), Some(&e), None),
+                verify_escrow_buy(&t, &l, &w.listing_account.to_string(), Some(&e)),
                 Err(Rejection::ListingCancelled { .. })
             ));
             // a co-signed buy
@@ -720,17 +708,6 @@ mod tests {
                 check(&w, &co, Some(&e)),
                 Err(Rejection::ExtraSigners { signers: 2 })
             );
-            // negotiated prices do not apply to escrow listings
-            assert!(matches!(
-                verify_escrow_buy(
-                    &t,
-                    &listing(),
-                    &w.listing_account.to_string(),
-                    Some(&e),
-                    Some(&offer(&w.buyer.to_string()))
-                ),
-                Err(Rejection::NegotiatedEscrow { .. })
-            ));
         }
     }
 }

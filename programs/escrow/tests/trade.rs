@@ -317,14 +317,8 @@ async fn list_buy_verify_release_through_the_program_and_refuse_hostile_buys() {
     // `listen`: the buy transaction + the escrow as the bank holds it
     let tx = parsed(&buy, slot, block_time);
     let state = t.escrow_of(id, &buyer_kp.pubkey()).await;
-    let verified = verify_escrow_buy(
-        &tx,
-        &terms(&listing),
-        &account.to_string(),
-        state.as_ref(),
-        None,
-    )
-    .unwrap();
+    let verified =
+        verify_escrow_buy(&tx, &terms(&listing), &account.to_string(), state.as_ref()).unwrap();
     assert_eq!(
         (
             verified.buyer.as_str(),
@@ -356,8 +350,7 @@ async fn list_buy_verify_release_through_the_program_and_refuse_hostile_buys() {
             &parsed(&replay, slot, block_time),
             &terms(&listing),
             &account.to_string(),
-            state.as_ref(),
-            None
+            state.as_ref()
         ),
         Err(Rejection::NoEscrowDeposit {
             listing_account: account.to_string()
@@ -377,8 +370,7 @@ async fn list_buy_verify_release_through_the_program_and_refuse_hostile_buys() {
             &cosigned,
             &terms(&listing),
             &account.to_string(),
-            state.as_ref(),
-            None
+            state.as_ref()
         ),
         Err(Rejection::ExtraSigners { signers: 2 })
     );
@@ -428,13 +420,7 @@ async fn list_buy_verify_release_through_the_program_and_refuse_hostile_buys() {
     assert_eq!(t.lamports(&seller).await, seller_before + PRICE - fee);
     // re-verifying the buy now: already released, never released twice
     assert_eq!(
-        verify_escrow_buy(
-            &tx,
-            &terms(&listing),
-            &account.to_string(),
-            Some(&settled),
-            None
-        ),
+        verify_escrow_buy(&tx, &terms(&listing), &account.to_string(), Some(&settled)),
         Err(Rejection::EscrowSettled {
             status: EscrowStatus::Released
         })
