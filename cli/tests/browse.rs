@@ -11,7 +11,7 @@ use indexer::synth::{wallet, LogBuilder};
 use std::sync::Arc;
 use util::Env;
 
-/// Serves a log of 3 settled trades plus one cancelled listing; returns
+/// Serves a log of 3 settled trades plus one cancelled escrow listing; returns
 /// the base URL, the listing ids (trades first, cancelled last) and the runtime.
 fn serve() -> (String, Vec<String>, tokio::runtime::Runtime) {
     let mut b = LogBuilder::new();
@@ -19,7 +19,7 @@ fn serve() -> (String, Vec<String>, tokio::runtime::Runtime) {
         b.trade(n, 2);
     }
     let seller = wallet(1, 9);
-    let gone = b.list(&seller, 99, "auction");
+    let gone = b.list_escrow(&seller, 99, node::escrow::PROGRAM_ID);
     b.memo(
         &seller,
         node::market::MemoOp::Cancel {
@@ -128,6 +128,22 @@ fn browse_pages_and_show_reads_one_listing() {
         (Some(1), Some(1))
     );
     assert_eq!(show.json()["offers"][0]["status"], "accepted");
+    // how each settles, in words
+    let direct = env.run(&["marketplace", "show", &ids[0], "--indexer", &base]);
+    assert!(
+        direct.stdout.contains("  pay to       "),
+        "{}",
+        direct.stdout
+    );
+    let escrowed = env.run(&["marketplace", "show", &ids[3], "--indexer", &base]);
+    assert!(
+        escrowed.stdout.contains(&format!(
+            "settles      through escrow program {}",
+            node::escrow::PROGRAM_ID
+        )),
+        "{}",
+        escrowed.stdout
+    );
 }
 
 #[test]

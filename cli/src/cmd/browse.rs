@@ -130,10 +130,15 @@ pub fn show(ctx: &Context, opts: &IndexerOpts, listing_id: &str) -> CliResult<()
                 "  expires at   {}",
                 l["manifest"]["expires_at"].as_str().unwrap_or("?")
             ),
-            format!(
-                "  pay to       {}",
-                l["payment_address"].as_str().unwrap_or("?")
-            ),
+            match l["manifest"]["escrow_program"].as_str() {
+                Some(program) => format!(
+                    "  settles      through escrow program {program} (buy deposits; paid out on release)"
+                ),
+                None => format!(
+                    "  pay to       {}",
+                    l["payment_address"].as_str().unwrap_or("?")
+                ),
+            },
             format!("  categories   {}", p["categories_summary"]),
             format!("  description  {}", p["description"].as_str().unwrap_or("")),
             format!("  sales {} / releases {}", l["sales"], l["releases"]),
