@@ -179,6 +179,11 @@ pub async fn run_once(
                 db.mark_released(&signature, &release_sig)?;
                 report.released += 1;
             }
+            Err(e) if e.is_refunded() => {
+                tracing::info!(%signature, "the buyer took the escrow back; nothing to release");
+                db.mark_abandoned(&signature, &super::verify::Rejection::RefundedBeforeRelease)?;
+                report.rejected += 1;
+            }
             Err(e) => {
                 tracing::warn!(%signature, error = %e, "release failed; will retry");
                 report.failed += 1;

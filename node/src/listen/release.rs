@@ -44,6 +44,19 @@ pub enum ReleaseError {
     Escrow(#[from] crate::market::escrow_trade::EscrowReadError),
 }
 
+impl ReleaseError {
+    /// Whether the buy's escrow was refunded, so it can never be released.
+    pub fn is_refunded(&self) -> bool {
+        use crate::market::escrow_trade::{EscrowPlanError, EscrowReadError};
+        matches!(
+            self,
+            ReleaseError::Escrow(EscrowReadError::Plan(EscrowPlanError::Settled(
+                crate::escrow::EscrowStatus::Refunded
+            )))
+        )
+    }
+}
+
 /// Mints the buyer's token (`extra` riding along); a re-sent mint fails on
 /// chain (its derived account exists) instead of minting twice.
 async fn mint_token(
@@ -430,5 +443,16 @@ mod tests {
         ];
         assert_eq!(release_in(&history, text).as_deref(), Some("landed"));
         assert_eq!(release_in(&history[..3], text), None);
+    }
+
+    #[test]
+    fn only_a_refunded_escrow_abandons_a_release() {
+        use crate::escrow::EscrowStatus;
+        use crate::market::escrow_trade::EscrowPlanError;
+        let settled = |s| ReleaseError::from(EscrowPlanError::Settled(s));
+        assert!(settled(EscrowStatus::Refunded).is_refunded());
+        assert!(!settled(EscrowStatus::Released).is_refunded());
+        assert!(!ReleaseError::from(EscrowPlanError::NotDeployed).is_refunded());
+        assert!(!ReleaseError::BadBuyerKey("s".into()).is_refunded());
     }
 }

@@ -288,6 +288,30 @@ impl ListenDb {
         )
     }
 
+    /// `verified | envelope_uploaded → rejected` with the reason: a verified
+    /// buy that can no longer be released (its escrow was refunded).
+    pub fn mark_abandoned(&mut self, signature: &str, why: &Rejection) -> Result<Step, StateError> {
+        let reason = serde_json::to_string(why).expect("serializes");
+        let tx = self.conn.transaction()?;
+        let n = tx.execute(
+            "UPDATE buys SET state = 'rejected', reason = ?3, updated_at = ?1
+             WHERE signature = ?2 AND state IN ('verified', 'envelope_uploaded')",
+            params![crate::clock::now_iso(), signature, reason],
+        )?;
+        tx.commit()?;
+        if n == 1 {
+            return Ok(Step::Applied);
+        }
+        match self.get(signature)?.state.as_str() {
+            "rejected" => Ok(Step::AlreadyDone),
+            state => Err(StateError::WrongState {
+                signature: signature.into(),
+                state: state.into(),
+                step: "abandon",
+            }),
+        }
+    }
+
     /// `verified → envelope_uploaded`, naming the envelope and the mint.
     pub fn mark_envelope_uploaded(
         &mut self,
@@ -604,5 +628,28 @@ mod tests {
             ListenDb::open(&path).is_ok(),
             "lock released with the process/handle"
         );
+    }
+
+    #[test]
+    fn a_refunded_escrow_buy_is_abandoned_once_and_never_released() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut db = ListenDb::open(&dir.path().join("listen.db")).unwrap();
+        db.record_seen("s1", "20261101-0123456789ab", 5).unwrap();
+        let why = Rejection::RefundedBeforeRelease;
+        assert!(
+            matches!(
+                db.mark_abandoned("s1", &why),
+                Err(StateError::WrongState { .. })
+            ),
+            "only a verified buy is abandoned"
+        );
+        db.mark_verified(&buy("s1")).unwrap();
+        db.mark_envelope_uploaded("s1", "env", "mint").unwrap();
+        assert_eq!(db.mark_abandoned("s1", &why).unwrap(), Step::Applied);
+        assert_eq!(db.mark_abandoned("s1", &why).unwrap(), Step::AlreadyDone);
+        let row = db.get("s1").unwrap();
+        assert_eq!(row.state, "rejected");
+        assert!(db.unfinished().unwrap().is_empty(), "never retried");
+        assert!(db.mark_released("s1", "r").is_err(), "never released");
     }
 }

@@ -137,6 +137,10 @@ pub enum Rejection {
         /// Its status.
         status: crate::escrow::EscrowStatus,
     },
+    /// The buyer took the escrow back (after the release window) before
+    /// the release landed: nothing is left to release.
+    #[error("the buyer was refunded from the escrow before the release")]
+    RefundedBeforeRelease,
     /// The escrow seals to another X25519 key than the memo names.
     #[error("the escrow records another X25519 key than the buy memo")]
     EscrowKeyMismatch,
