@@ -34,11 +34,6 @@ pub trait Catalog {
     fn goods(&self, listing_id: &str) -> Option<Goods<'_>>;
     /// An accepted offer for this buyer, if the seller accepted one.
     fn negotiated(&self, listing_id: &str, buyer: &str) -> Option<NegotiatedTerms>;
-    /// Whether the listing settles through the escrow program (buyers
-    /// deposit; the release pays out of the escrow). Default: no.
-    fn settles_in_escrow(&self, _listing_id: &str) -> bool {
-        false
-    }
 }
 
 /// Release transactions in flight at once.
@@ -118,7 +113,7 @@ pub async fn run_once(
         let offer = tx
             .fee_payer()
             .and_then(|b| catalog.negotiated(&listing_id, b));
-        let verdict = if catalog.settles_in_escrow(&listing_id) {
+        let verdict = if catalog.goods(&listing_id).is_some_and(|g| g.escrow) {
             let account =
                 crate::escrow::listing_address(&seller.solana_keypair().pubkey(), &listing_id);
             let escrow = match tx.fee_payer().map(Pubkey::from_str) {

@@ -44,6 +44,12 @@ pub enum ReleaseError {
     Escrow(#[from] crate::market::escrow_trade::EscrowReadError),
 }
 
+impl From<crate::market::escrow_trade::EscrowPlanError> for ReleaseError {
+    fn from(e: crate::market::escrow_trade::EscrowPlanError) -> Self {
+        ReleaseError::Escrow(e.into())
+    }
+}
+
 impl ReleaseError {
     /// Whether the buy's escrow was refunded, so it can never be released.
     pub fn is_refunded(&self) -> bool {
@@ -86,6 +92,16 @@ async fn mint_token(
     }
 }
 
+/// A release about to land: the buyer, the mint derived from the buy, and
+/// the `release` memo (its text, and it with the discovery reference).
+struct Pending {
+    buyer: Pubkey,
+    mint: Pubkey,
+    seed: String,
+    memo_text: String,
+    extra: Vec<solana_sdk::instruction::Instruction>,
+}
+
 /// An escrow listing's release, as two transactions because the token,
 /// the memo and the program's `release` together exceed a packet
 /// (1,461 of 1,232 bytes with a Light mint):
@@ -99,15 +115,21 @@ async fn land_escrow_release(
     chain: &Chain,
     seller: &Wallet,
     row: &super::state::BuyRow,
-    buyer: &Pubkey,
     goods: &Goods<'_>,
-    mut release: Vec<solana_sdk::instruction::Instruction>,
-    seed: &str,
+    p: Pending,
 ) -> Result<String, ReleaseError> {
     use crate::escrow::{escrow_address, listing_address, EscrowAccount, EscrowStatus};
     use crate::market::escrow_trade::{
         read_account, read_config, release_instruction, EscrowPlanError,
     };
+    let Pending {
+        buyer,
+        mint,
+        seed,
+        memo_text,
+        extra: mut release,
+    } = p;
+    let buyer = &buyer;
     let payer = seller.solana_keypair();
     let me = payer.pubkey();
     let at = escrow_address(&listing_address(&me, &row.listing_id), buyer);
@@ -116,10 +138,6 @@ async fn land_escrow_release(
             .await
             .map(|e| e.map(|e| e.status))
     };
-    let memo_text = release
-        .first()
-        .map(|m| String::from_utf8_lossy(&m.data).into_owned())
-        .unwrap_or_default();
     let sig = match status().await? {
         None => return Err(EscrowPlanError::NoEscrow(row.listing_id.clone()).into()),
         Some(EscrowStatus::Refunded) => {
@@ -149,9 +167,8 @@ async fn land_escrow_release(
         }
     };
     super::fault::maybe_abort("release_sent");
-    let (mint, _) = release_mint(seller, &row.signature, goods.standard)?;
     if !mint_exists(chain, &mint).await? {
-        if let Err(e) = mint_token(chain, seller, seed, buyer, goods, vec![]).await {
+        if let Err(e) = mint_token(chain, seller, &seed, buyer, goods, vec![]).await {
             if !mint_exists(chain, &mint).await? {
                 return Err(e.into());
             }
@@ -324,12 +341,20 @@ pub async fn land_release(
         envelope_arweave_id: envelope_id,
         minted_token_address: mint.to_string(),
     };
+    let memo_text = op.to_string();
     let extra = vec![
-        memo(&op.to_string(), &payer.pubkey()),
+        memo(&memo_text, &payer.pubkey()),
         discovery(&registry_from_env()?, DEFAULT_CU_LIMIT),
     ];
     if goods.escrow {
-        return land_escrow_release(chain, seller, row, &buyer, goods, extra, &seed).await;
+        let p = Pending {
+            buyer,
+            mint,
+            seed,
+            memo_text,
+            extra,
+        };
+        return land_escrow_release(chain, seller, row, goods, p).await;
     }
     if mint_exists(chain, &mint).await? {
         return Ok(creating_signature(chain, &mint).await?);

@@ -102,10 +102,6 @@ impl Catalog for DbCatalog {
         })
     }
 
-    fn settles_in_escrow(&self, id: &str) -> bool {
-        self.find(id).is_some_and(|(l, _)| l.escrow)
-    }
-
     fn negotiated(&self, listing_id: &str, buyer: &str) -> Option<NegotiatedTerms> {
         // the most recently accepted offer of this buyer on this listing
         self.accepted

@@ -312,12 +312,6 @@ impl From<AccountError> for EscrowReadError {
     }
 }
 
-impl From<EscrowPlanError> for crate::listen::release::ReleaseError {
-    fn from(e: EscrowPlanError) -> Self {
-        crate::listen::release::ReleaseError::Escrow(e.into())
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
