@@ -225,9 +225,7 @@ async fn dispatch(cli: Cli) -> Result<()> {
         Cmd::ExportLog { db, file } => {
             let store = open_store(&db.db)?;
             let records = store.records()?;
-            let f = std::fs::File::create(&file)
-                .with_context(|| format!("create {}", file.display()))?;
-            indexer::logfile::write(f, &records)?;
+            write_log(&file, &records)?;
             print(
                 json,
                 json!({"records": records.len(), "file": file}),
@@ -241,9 +239,7 @@ async fn dispatch(cli: Cli) -> Result<()> {
             sellers,
         } => {
             let records = indexer::synth::trades(trades, sellers);
-            let f = std::fs::File::create(&file)
-                .with_context(|| format!("create {}", file.display()))?;
-            indexer::logfile::write(f, &records)?;
+            write_log(&file, &records)?;
             print(
                 json,
                 json!({"records": records.len(), "file": file}),
@@ -287,6 +283,13 @@ fn print(json: bool, value: serde_json::Value, human: &str) {
     } else {
         println!("{human}");
     }
+}
+
+/// Writes `records` as a JSONL log to `file`.
+fn write_log(file: &Path, records: &[indexer::record::TxRecord]) -> Result<()> {
+    let f = std::fs::File::create(file).with_context(|| format!("create {}", file.display()))?;
+    indexer::logfile::write(f, records)?;
+    Ok(())
 }
 
 fn open_store(db: &Path) -> Result<SqliteStore> {

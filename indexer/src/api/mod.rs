@@ -454,12 +454,16 @@ struct PostListing {
     cluster: Option<String>,
 }
 
-fn body_cluster(st: &AppState, c: &Option<String>) -> Res<()> {
+/// The signed-in wallet of a write (hint) request whose body names, if
+/// anything, this indexer's cluster; 401 / 400 otherwise.
+fn signed_in_on(st: &AppState, headers: &HeaderMap, cluster: &Option<String>) -> Res<String> {
+    let who = signed_in(st, headers)?;
     let mut q = HashMap::new();
-    if let Some(c) = c {
+    if let Some(c) = cluster {
         q.insert("cluster".to_string(), c.clone());
     }
-    check_cluster(st, &q)
+    check_cluster(st, &q)?;
+    Ok(who)
 }
 
 async fn post_listing(
@@ -467,8 +471,7 @@ async fn post_listing(
     headers: HeaderMap,
     Json(b): Json<PostListing>,
 ) -> Res<Json<Value>> {
-    let who = signed_in(&st, &headers)?;
-    body_cluster(&st, &b.cluster)?;
+    let who = signed_in_on(&st, &headers, &b.cluster)?;
     let id = b
         .manifest
         .get("listing_id")
@@ -506,8 +509,7 @@ async fn post_cancel(
     headers: HeaderMap,
     Json(b): Json<CancelBody>,
 ) -> Res<Json<Value>> {
-    let who = signed_in(&st, &headers)?;
-    body_cluster(&st, &b.cluster)?;
+    let who = signed_in_on(&st, &headers, &b.cluster)?;
     listing_id(&id)?;
     hint(
         &st,
@@ -537,8 +539,7 @@ async fn post_offer(
     headers: HeaderMap,
     Json(b): Json<OfferBody>,
 ) -> Res<Json<Value>> {
-    let who = signed_in(&st, &headers)?;
-    body_cluster(&st, &b.cluster)?;
+    let who = signed_in_on(&st, &headers, &b.cluster)?;
     listing_id(&id)?;
     let oid = b
         .manifest
@@ -583,8 +584,7 @@ async fn offer_action(
     b: ActionBody,
     wanted: fn(&MemoOp, &str) -> bool,
 ) -> Res<Json<Value>> {
-    let who = signed_in(&st, &headers)?;
-    body_cluster(&st, &b.cluster)?;
+    let who = signed_in_on(&st, &headers, &b.cluster)?;
     offer_id(&id)?;
     hint(&st, &who, &b.tx_signature, |op| wanted(op, &id), None).await?;
     offer_reply(&st, &id, &who)
@@ -617,8 +617,7 @@ async fn post_counter(
     headers: HeaderMap,
     Json(b): Json<CounterBody>,
 ) -> Res<Json<Value>> {
-    let who = signed_in(&st, &headers)?;
-    body_cluster(&st, &b.cluster)?;
+    let who = signed_in_on(&st, &headers, &b.cluster)?;
     offer_id(&id)?;
     let aid = b.counter_arweave_id.clone();
     hint(

@@ -5,7 +5,7 @@
 //! to the payment address, the settle fee where due, the `buy` memo with
 //! the buyer's X25519 key, the discovery reference. The buyer signs.
 
-use super::{listing_id, offer_id, signed_in, ApiError, AppState, Res};
+use super::{listing_id, offer_id, signed_in_on, ApiError, AppState, Res};
 use axum::extract::{Path, State as AxState};
 use axum::http::HeaderMap;
 use axum::Json;
@@ -36,8 +36,7 @@ pub(super) async fn settle(
     headers: HeaderMap,
     Json(b): Json<SettleBody>,
 ) -> Res<Json<Value>> {
-    let who = signed_in(&st, &headers)?;
-    super::body_cluster(&st, &b.cluster)?;
+    let who = signed_in_on(&st, &headers, &b.cluster)?;
     listing_id(&id)?;
     if b.currency.as_deref().is_some_and(|c| c != "SOL") {
         return Err(ApiError::bad("`currency`: only SOL settles on chain"));
