@@ -335,6 +335,16 @@ pub fn runtime() -> tokio::runtime::Runtime {
         .expect("tokio runtime")
 }
 
+/// A two-worker runtime, for tests whose tasks must run beside the one
+/// that blocks (a daemon loop, an API server).
+pub fn multi_thread_runtime() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .expect("tokio runtime")
+}
+
 /// A seller's catalog for daemon tests: fixed listings, one stand-in bundle
 /// hash and key for all of them, no accepted offers.
 pub struct TestCatalog {

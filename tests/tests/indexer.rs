@@ -212,11 +212,7 @@ print(json.dumps({
 #[test]
 fn indexer_follows_a_trade_and_serves_it() {
     let v = validator();
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .unwrap();
+    let rt = e2e::multi_thread_runtime();
     let dir = tempfile::tempdir().unwrap();
     let chain = v.chain();
     let store = FsStore::new(dir.path().join("items"));

@@ -41,11 +41,7 @@ fn main() {
         .and_then(|a| a.parse().ok())
         .unwrap_or(20);
     let v = validator();
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .unwrap();
+    let rt = e2e::multi_thread_runtime();
     let chain = v.chain();
     let dir = tempfile::tempdir().unwrap();
     let seller = Wallet::generate();
