@@ -399,7 +399,8 @@ fn marketplace_list_buy_listen_import() {
 }
 
 /// Kill the daemon (abort, like SIGKILL) after each step of a release,
-/// restart it each time: exactly one token to the buyer, one release memo.
+/// from `seen` on, restart it each time: exactly one token to the buyer,
+/// one release memo.
 #[test]
 fn listen_killed_at_each_step_releases_exactly_once() {
     let v = e2e::validator();
@@ -452,20 +453,22 @@ fn listen_killed_at_each_step_releases_exactly_once() {
         c.output().unwrap()
     };
     // wait until the buy is on chain and the first step kills the daemon
-    let mut crashed_after_verify = false;
+    let mut crashed_after_seen = false;
     for _ in 0..120 {
-        let out = listen(Some("verified"));
+        let out = listen(Some("seen"));
         if !out.status.success() {
-            crashed_after_verify = true;
+            crashed_after_seen = true;
             break;
         }
         std::thread::sleep(std::time::Duration::from_millis(500));
     }
     assert!(
-        crashed_after_verify,
-        "the daemon saw the buy and died after verifying it"
+        crashed_after_seen,
+        "the daemon saw the buy and died right after recording it"
     );
-    for step in ["envelope_uploaded", "release_sent"] {
+    // each restart resumes the buy where the last one died (`seen`
+    // included: it is never skipped as "already done")
+    for step in ["verified", "envelope_uploaded", "release_sent"] {
         let out = listen(Some(step));
         assert!(
             !out.status.success(),
@@ -633,6 +636,8 @@ fn interrupted_buy_finishes_with_fetch() {
 }
 
 /// offer → counter → accept → buy at the counter price → release → import.
+/// The final buy names only the offer: the buyer's client finds the
+/// seller's counter on chain and pays its terms.
 #[test]
 fn negotiated_trade_at_the_counter_price() {
     let m = market(&["Negotiated lesson"], "15", "150"); // list price 0.1 SOL
@@ -763,15 +768,13 @@ fn negotiated_trade_at_the_counter_price() {
             manifest,
             "--offer",
             offer_item,
-            "--counter",
-            counter_item,
             "--storage-dir",
             dir,
             "--timeout",
             "60",
             "--json",
         ],
-        "listen applied the accepted counter price",
+        "the buyer found the accepted counter itself; listen applied its price",
     );
     assert!(
         out.status.success(),
@@ -1007,5 +1010,147 @@ fn escrow_refuses_cleanly_without_the_program_and_never_pays_directly() {
         (balance(seller), balance(buyer)),
         (seller_before, buyer_before),
         "no fee, no payment"
+    );
+}
+
+/// `marketplace listen` as sellers run it (a service, not `--once`):
+/// the seller's own commands work beside it, a listing made after it
+/// started is sold, the transaction that used to stop it is rejected with
+/// its reason while it keeps serving, and SIGTERM stops it cleanly.
+#[test]
+fn listen_runs_as_a_service_beside_the_sellers_commands() {
+    use node::chain::instructions::{discovery, memo, registry_from_env, transfer};
+    use node::chain::Signer;
+    let v = e2e::validator();
+    let m = market(&["First lesson"], "1", "100");
+    let (seller, buyer) = (&m.seller, &m.buyer);
+    let dir = m.dir();
+    let dir = dir.as_str();
+    let mut daemon = seller
+        .cmd()
+        .args(["-u", v.rpc_url.as_str(), "--commitment", "confirmed"])
+        .args([
+            "marketplace",
+            "listen",
+            "--interval",
+            "1",
+            "--storage-dir",
+            dir,
+            "--json",
+        ])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(std::time::Duration::from_secs(1));
+
+    // the seller works while the daemon runs: status, export, a new listing
+    let status = ok(seller, &["marketplace", "status", "--json"]);
+    assert_eq!(status["listings"].as_array().unwrap().len(), 1);
+    seller.ok(&["memory", "add", "Second lesson", "-c", "lesson"]);
+    seller.ok(&["export", "--sign", "-o", "c.signed.json"]);
+    let second = ok(
+        seller,
+        &[
+            "marketplace",
+            "list",
+            "c.signed.json",
+            "--price-usd",
+            "1",
+            "--sol-usd",
+            "100",
+            "--storage-dir",
+            dir,
+            "--json",
+        ],
+    );
+    let listing_id = second["listing"]["listing_id"].as_str().unwrap();
+    let pay_to: node::chain::Pubkey = second["listing"]["payment_address"]
+        .as_str()
+        .unwrap()
+        .parse()
+        .unwrap();
+
+    // the attack: failed, references the payment address and the registry,
+    // a buy memo and a memo the RPC cannot decode
+    let mallory = v.funded_keypair(1);
+    let buy_memo = node::market::MemoOp::Buy {
+        listing_id: listing_id.into(),
+        buyer_x25519: node::wallet::Wallet::generate().x25519_address(),
+    }
+    .to_string();
+    let mut not_utf8 = memo("x", &mallory.pubkey());
+    not_utf8.data = vec![0xff, 0xfe];
+    let attack = vec![
+        discovery(&registry_from_env().unwrap(), 200_000),
+        transfer(&mallory.pubkey(), &pay_to, 1),
+        memo(&buy_memo, &mallory.pubkey()),
+        not_utf8,
+    ];
+    let attack_sig = e2e::runtime()
+        .block_on(v.chain().send_skip_preflight(&attack, &[&mallory]))
+        .unwrap()
+        .signature
+        .to_string();
+
+    // an honest buy of the listing made after the daemon started
+    let manifest = second["listing"]["manifest_id"].as_str().unwrap();
+    let bought = onchain(
+        buyer,
+        &[
+            "marketplace",
+            "buy",
+            manifest,
+            "--storage-dir",
+            dir,
+            "--timeout",
+            "90",
+            "--json",
+        ],
+    );
+    assert_eq!(bought.code, 0, "{}\n{}", bought.stdout, bought.stderr);
+    assert_eq!(bought.json()["import"]["ids"].as_array().unwrap().len(), 1);
+    assert!(
+        daemon.try_wait().unwrap().is_none(),
+        "the daemon is still serving"
+    );
+
+    // the attack is on record with its typed reason, per buy signature
+    let status = ok(seller, &["marketplace", "status", "--json"]);
+    let rows: Vec<&serde_json::Value> = status["listings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .flat_map(|l| l["buy_details"].as_array().unwrap())
+        .collect();
+    let hostile = rows
+        .iter()
+        .find(|b| b["signature"] == attack_sig.as_str())
+        .expect("the attack is recorded");
+    assert_eq!(hostile["state"], "rejected");
+    assert_eq!(hostile["reason"]["reason"], "tx_failed");
+    assert_eq!(
+        rows.iter().filter(|b| b["state"] == "released").count(),
+        1,
+        "{rows:?}"
+    );
+
+    // a second daemon on the same state is refused; SIGTERM stops the first
+    let second_daemon = onchain(
+        seller,
+        &["marketplace", "listen", "--once", "--storage-dir", dir],
+    );
+    assert_ne!(second_daemon.code, 0);
+    assert!(second_daemon.stderr.contains("lock held"), "{}", second_daemon.stderr);
+    let term = std::process::Command::new("kill")
+        .args(["-TERM", &daemon.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(term.success());
+    let out = daemon.wait_with_output().unwrap();
+    assert!(
+        out.status.success(),
+        "stopped cleanly: {}",
+        String::from_utf8_lossy(&out.stderr)
     );
 }

@@ -730,7 +730,7 @@ impl State {
                     .get("escrow_program")
                     .and_then(Value::as_str)
                 {
-                    None => verify_buy(&r.tx, &terms, negotiated.as_ref()),
+                    None => verify_buy(&r.tx, &terms, &negotiated),
                     Some(escrow::PROGRAM_ID) => {
                         let account = escrow_listing_account(&listing.seller, listing_id)?;
                         verify_escrow_deposit(&r.tx, &terms, &account)
@@ -776,15 +776,15 @@ impl State {
         Ok(())
     }
 
-    /// The terms of the newest offer of `buyer` on `listing_id` the seller accepted.
-    pub fn accepted_for(&self, listing_id: &str, buyer: &str) -> Option<NegotiatedTerms> {
+    /// The terms of every offer of `buyer` on `listing_id` the seller
+    /// accepted (expired ones too: `verify_buy` decides which bind).
+    pub fn accepted_for(&self, listing_id: &str, buyer: &str) -> Vec<NegotiatedTerms> {
         self.offers
             .values()
             .filter(|o| {
                 o.listing_id == listing_id && o.buyer == buyer && o.status == OfferStatus::Accepted
             })
-            .max_by_key(|o| o.closed.as_ref().map(|c| c.slot))
-            .and_then(|o| {
+            .filter_map(|o| {
                 let t = o.current();
                 Some(NegotiatedTerms {
                     offer_id: o.offer_id.clone(),
@@ -793,6 +793,7 @@ impl State {
                     expires_at: t.expires_at,
                 })
             })
+            .collect()
     }
 
     fn release(

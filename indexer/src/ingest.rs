@@ -131,6 +131,12 @@ fn manifest_ids(memos: &[String]) -> Vec<String> {
         .collect()
 }
 
+/// The meta key under which a transaction whose JSON did not decode is
+/// recorded with its reason.
+pub fn bad_key(signature: &str) -> String {
+    format!("undecodable_tx:{signature}")
+}
+
 fn is_marketplace(tx: &ParsedTx) -> bool {
     !tx.logs.is_empty()
         || tx
@@ -236,18 +242,29 @@ impl RpcSource {
         ix: &Indexer,
         signatures: &[Signature],
     ) -> Result<Vec<TxRecord>, IngestError> {
-        let txs: Vec<ParsedTx> = stream::iter(signatures.iter().copied())
-            .map(|sig| async move {
-                self.limit.wait().await;
-                self.chain.transaction(&sig).await
-            })
-            .buffer_unordered(self.concurrency)
-            .try_collect::<Vec<Option<ParsedTx>>>()
-            .await?
-            .into_iter()
-            .flatten()
-            .filter(is_marketplace)
-            .collect();
+        let fetched: Vec<(Signature, Result<Option<ParsedTx>, node::chain::ChainError>)> =
+            stream::iter(signatures.iter().copied())
+                .map(|sig| async move {
+                    self.limit.wait().await;
+                    (sig, self.chain.transaction(&sig).await)
+                })
+                .buffer_unordered(self.concurrency)
+                .collect()
+                .await;
+        let mut txs = Vec::new();
+        for (sig, got) in fetched {
+            match got {
+                Ok(Some(tx)) if is_marketplace(&tx) => txs.push(tx),
+                Ok(_) => {}
+                // JSON that is no transaction at all: stored with its
+                // reason and never fetched again; the poll goes on
+                Err(node::chain::ChainError::Shape(why)) => {
+                    tracing::warn!(signature = %sig, error = %why, "transaction JSON does not decode; recorded and skipped");
+                    ix.store().set_meta(&bad_key(&sig.to_string()), &why.to_string())?;
+                }
+                Err(e) => return Err(e.into()),
+            }
+        }
         let slots: BTreeSet<u64> = txs.iter().map(|t| t.slot).collect();
         let positions: HashMap<u64, HashMap<String, u32>> =
             stream::iter(slots)
@@ -326,7 +343,7 @@ impl RpcSource {
         }
         let mut wanted = Vec::new();
         for sig in listed.keys() {
-            if !ix.store().has(sig)? {
+            if !ix.store().has(sig)? && ix.store().meta(&bad_key(sig))?.is_none() {
                 if let Ok(s) = Signature::from_str(sig) {
                     wanted.push(s);
                 }

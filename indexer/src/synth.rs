@@ -100,6 +100,7 @@ impl LogBuilder {
                 transfers,
                 logs: vec![],
                 deposits: vec![],
+                anomalies: vec![],
             },
             index: 0,
             manifests: manifests

@@ -6,6 +6,8 @@
 //! the cache path). A missing binary fails the test with the fix; it is
 //! never a skip.
 
+pub mod hostile;
+
 use node::chain::{parse_commitment, Chain, Endpoint, Keypair, Pubkey, Signer};
 use std::net::{TcpListener, UdpSocket};
 use std::path::PathBuf;
@@ -397,7 +399,7 @@ impl node::listen::pass::Catalog for TestCatalog {
             escrow: false,
         })
     }
-    fn negotiated(&self, _: &str, _: &str) -> Option<node::listen::NegotiatedTerms> {
-        None // no offer was ever accepted
+    fn negotiated(&self, _: &str, _: &str) -> Vec<node::listen::NegotiatedTerms> {
+        vec![] // no offer was ever accepted
     }
 }

@@ -133,3 +133,77 @@ fn every_hostile_buy_is_rejected_with_its_reason() {
         assert_eq!(why["reason"], *reason, "{sig}");
     }
 }
+
+/// The transaction that stopped `listen` and froze the indexer (issue 14):
+/// failed, referencing the seller's payment address and the registry,
+/// carrying a `buy` memo and a memo the RPC returns undecoded (its data is
+/// not UTF-8, which is also why it failed). It decodes with an anomaly, is
+/// rejected as failed, and the honest buy after it is released.
+#[test]
+fn the_transaction_that_stopped_listen_is_rejected_and_honest_buys_go_on() {
+    let v = validator();
+    let rt = runtime();
+    let chain = v.chain();
+    let dir = tempfile::tempdir().unwrap();
+    let seller = Wallet::generate();
+    let seller_pk = seller.solana_keypair().pubkey();
+    v.fund(&seller_pk, 1);
+    let mallory = Wallet::generate();
+    let mk = mallory.solana_keypair();
+    v.fund(&mk.pubkey(), 1);
+    let buyer = Wallet::generate();
+    let bk = buyer.solana_keypair();
+    v.fund(&bk.pubkey(), 1);
+    let reg = default_registry();
+    let buy_memo = MemoOp::Buy {
+        listing_id: LIVE.into(),
+        buyer_x25519: mallory.x25519_address(),
+    }
+    .to_string();
+    let mut not_utf8 = memo("x", &mk.pubkey());
+    not_utf8.data = vec![0xff, 0xfe, 0xfd];
+    let attack = vec![
+        reference(discovery(&reg, 200_000), &seller_pk),
+        memo(&buy_memo, &mk.pubkey()),
+        not_utf8,
+    ];
+    let attack_sig = rt
+        .block_on(chain.send_skip_preflight(&attack, &[&mk]))
+        .unwrap()
+        .signature;
+    let honest = buy_instructions(
+        &bk.pubkey(),
+        &seller_pk,
+        PRICE,
+        LIVE,
+        &buyer.x25519_address(),
+        &reg,
+        None,
+    );
+    let honest_sig = rt.block_on(chain.send(&honest, &[&bk])).unwrap().signature;
+
+    // as the RPC returns it: failed, the buy memo read, the other noted
+    let parsed = rt.block_on(chain.transaction(&attack_sig)).unwrap().unwrap();
+    assert!(!parsed.succeeded);
+    assert_eq!(parsed.memos, vec![buy_memo.clone()]);
+    assert_eq!(parsed.anomalies.len(), 1, "{:?}", parsed.anomalies);
+    assert!(parsed.anomalies[0].contains("memo"), "{:?}", parsed.anomalies);
+
+    let uploader = Uploader::Fs(FsStore::new(dir.path().join("items")));
+    let mut db = ListenDb::open(&dir.path().join("listen.db")).unwrap();
+    let catalog = TestCatalog::new(vec![fixed_price(LIVE, &seller_pk, PRICE)]);
+    let report = rt
+        .block_on(run_once(
+            &chain, &mut db, &seller, &uploader, &catalog, &seller_pk,
+        ))
+        .unwrap();
+    assert_eq!(
+        (report.seen, report.rejected, report.released, report.failed),
+        (2, 1, 1, 0),
+        "{report:?}"
+    );
+    let attack_row = db.get(&attack_sig.to_string()).unwrap();
+    assert_eq!(attack_row.state, "rejected");
+    assert!(attack_row.reason.unwrap().contains("tx_failed"));
+    assert_eq!(db.get(&honest_sig.to_string()).unwrap().state, "released");
+}

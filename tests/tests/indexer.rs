@@ -114,7 +114,7 @@ impl Catalog for IndexedCatalog<'_> {
             escrow: false,
         })
     }
-    fn negotiated(&self, id: &str, buyer: &str) -> Option<NegotiatedTerms> {
+    fn negotiated(&self, id: &str, buyer: &str) -> Vec<NegotiatedTerms> {
         self.ix.state().accepted_for(id, buyer)
     }
 }

@@ -71,7 +71,8 @@ fn one_pass_releases_each_valid_buy_once() {
             verified: 5,
             rejected: 1,
             released: 5,
-            failed: 0
+            failed: 0,
+            discovery_error: None,
         }
     );
     let second = rt

@@ -23,16 +23,24 @@ fn home_path(rel: &str) -> CliResult<PathBuf> {
     )
 }
 
-fn seller_state(s: &SellerState) -> CliResult<(ListenDb, KeyDir)> {
-    let db_path = match &s.state {
-        Some(p) => p.clone(),
-        None => home_path("listen.db")?,
-    };
-    let keys = KeyDir::new(match &s.keys_dir {
+fn seller_db_path(s: &SellerState) -> CliResult<PathBuf> {
+    match &s.state {
+        Some(p) => Ok(p.clone()),
+        None => home_path("listen.db"),
+    }
+}
+
+fn seller_keys(s: &SellerState) -> CliResult<KeyDir> {
+    Ok(KeyDir::new(match &s.keys_dir {
         Some(d) => d.clone(),
         None => home_path("keys")?,
-    });
-    Ok((ListenDb::open(&db_path)?, keys))
+    }))
+}
+
+/// The seller's state for a command: opened beside a running daemon (no
+/// lock; SQLite WAL with short transactions keeps both consistent).
+fn seller_state(s: &SellerState) -> CliResult<(ListenDb, KeyDir)> {
+    Ok((ListenDb::open(&seller_db_path(s)?)?, seller_keys(s)?))
 }
 
 pub fn run(cmd: MarketCmd, ctx: &Context) -> CliResult<u8> {
@@ -324,6 +332,7 @@ pub fn run(cmd: MarketCmd, ctx: &Context) -> CliResult<u8> {
                     "listing_id": l.listing_id, "manifest_id": l.manifest_id, "price_lamports": l.price_lamports,
                     "expires_at": l.expires_at, "cancelled_at_slot": l.cancelled_at_slot,
                     "chain": chain_memos, "buys": db.buy_counts(&l.listing_id)?, "offers": offers,
+                    "buy_details": db.buys_of(&l.listing_id)?.iter().map(buy_detail).collect::<Vec<_>>(),
                 }));
             }
             if rows.is_empty() && listing_id.is_some() {
@@ -394,96 +403,53 @@ pub fn run(cmd: MarketCmd, ctx: &Context) -> CliResult<u8> {
             storage,
             seller,
         } => {
-            let standard = node::mint::bundle_mint::TokenStandard::from_flag(&token_standard);
             let wallet = ctx.wallet()?;
             let chain = ctx.chain()?;
-            let (mut db, keys) = seller_state(&seller)?;
+            let db_path = seller_db_path(&seller)?;
+            let mut db = ListenDb::open_daemon(&db_path)?;
+            let keys = seller_keys(&seller)?;
             let up = uploader(&storage)?;
-            let me = wallet.solana_keypair().pubkey();
-            let stop = shutdown_flag();
             let policy = node::chain::FeePolicy::from_env(ctx.block_on(chain.cluster_kind())?)?;
-            let fee = policy.enabled.then(|| {
-                (
-                    policy.treasury.to_string(),
-                    node::market::manifest::DEFAULT_FEE_BPS,
-                )
-            });
-            let (nudge_tx, mut nudges) = tokio::sync::mpsc::channel::<()>(64);
+            let config = node::listen::daemon::DaemonConfig {
+                keys,
+                fee: policy.enabled.then(|| {
+                    (
+                        policy.treasury.to_string(),
+                        node::market::manifest::DEFAULT_FEE_BPS,
+                    )
+                }),
+                standard: node::mint::bundle_mint::TokenStandard::from_flag(&token_standard),
+                interval: Duration::from_secs(interval.max(1)),
+                once,
+                wake_ups: true,
+            };
+            let json = ctx.json;
+            let report = |db: &ListenDb, r: &node::listen::daemon::RoundReport| {
+                let counts = db.counts().unwrap_or_default();
+                let rss = rss_mib();
+                let p = &r.pass;
+                tracing::info!(address = %r.payment_address, pass = ?p, ?counts, ?rss, "pass");
+                if json {
+                    println!("{}", json!({"pass": p, "payment_address": r.payment_address, "counts": counts, "rss_mib": rss}));
+                } else if p.seen + p.released + p.failed > 0 || once {
+                    println!(
+                        "listen: {} new buys, {} verified, {} rejected, {} released, {} retrying; totals {:?}; rss {} MiB",
+                        p.seen, p.verified, p.rejected, p.released, p.failed, counts,
+                        rss.map_or("?".into(), |m| format!("{m:.1}"))
+                    );
+                }
+            };
+            ctx.block_on(node::listen::daemon::run(
+                &chain,
+                &mut db,
+                &wallet,
+                &up,
+                &config,
+                shutdown_signal(),
+                report,
+            ))?;
             if !once {
-                let mut watch: Vec<node::chain::Pubkey> = db
-                    .listings()?
-                    .iter()
-                    .filter_map(|l| l.payment_address.parse().ok())
-                    .collect();
-                watch.push(me);
-                watch.sort();
-                watch.dedup();
-                let (ws, commitment) = (chain.endpoint().ws_url.clone(), chain.commitment());
-                std::thread::spawn(move || {
-                    let rt = tokio::runtime::Builder::new_current_thread()
-                        .enable_all()
-                        .build()
-                        .expect("runtime");
-                    if let Err(e) = rt.block_on(node::listen::wake::wake_on_logs(
-                        &ws, &watch, commitment, nudge_tx,
-                    )) {
-                        tracing::warn!(error = %e, "no websocket wake-ups; polling only");
-                    }
-                });
-            }
-            loop {
-                let catalog = node::market::catalog::DbCatalog::load(&db, &keys, fee.clone())?
-                    .with_standard(standard);
-                let mut pay_to: Vec<String> = db
-                    .listings()?
-                    .into_iter()
-                    .map(|l| l.payment_address)
-                    .collect();
-                pay_to.sort();
-                pay_to.dedup();
-                if pay_to.is_empty() {
-                    pay_to.push(me.to_string());
-                }
-                for addr in &pay_to {
-                    let addr = addr
-                        .parse()
-                        .map_err(|_| anyhow!("bad payment address {addr}"))?;
-                    let r = ctx.block_on(node::listen::pass::run_once(
-                        &chain, &mut db, &wallet, &up, &catalog, &addr,
-                    ))?;
-                    let counts = db.counts()?;
-                    let rss = rss_mib();
-                    tracing::info!(?r, ?counts, ?rss, "pass");
-                    if ctx.json {
-                        println!("{}", json!({"pass": r, "counts": counts, "rss_mib": rss}));
-                    } else if r.seen + r.released + r.failed > 0 || once {
-                        println!(
-                            "listen: {} new buys, {} verified, {} rejected, {} released, {} failed; totals {:?}; rss {} MiB",
-                            r.seen, r.verified, r.rejected, r.released, r.failed, counts,
-                            rss.map_or("?".into(), |m| format!("{m:.1}"))
-                        );
-                    }
-                }
-                if once || stop.load(std::sync::atomic::Ordering::SeqCst) {
-                    break;
-                }
-                // sleep until the next tick, a logsSubscribe nudge, or a stop
-                for _ in 0..interval * 10 {
-                    if stop.load(std::sync::atomic::Ordering::SeqCst) {
-                        break;
-                    }
-                    if nudges.try_recv().is_ok() {
-                        while nudges.try_recv().is_ok() {}
-                        break;
-                    }
-                    std::thread::sleep(Duration::from_millis(100));
-                }
-                if stop.load(std::sync::atomic::Ordering::SeqCst) {
-                    break;
-                }
-            }
-            if stop.load(std::sync::atomic::Ordering::SeqCst) {
-                eprintln!("listen: stopping (state is durable; restart resumes)");
+                eprintln!("listen: stopped (state is durable; restart resumes)");
             }
         }
     }
@@ -702,6 +668,14 @@ fn buy_or_fetch(
             let o = ctx
                 .block_on(node::market::negotiate::fetch_offer(&src, &offer, false))
                 .map_err(negotiate_failure)?;
+            // the buyer's client finds the seller's counter itself: with an
+            // accept, its terms are the ones that bind
+            let counter = match counter {
+                Some(id) => Some(id),
+                None => ctx
+                    .block_on(node::market::negotiate::find_counter(&chain, &l, &offer))
+                    .map_err(negotiate_failure)?,
+            };
             let c = match &counter {
                 Some(id) => Some(
                     ctx.block_on(node::market::negotiate::fetch_offer(&src, id, true))
@@ -804,6 +778,17 @@ fn buy_or_fetch(
     Ok(())
 }
 
+/// One buy as `status --json` shows it: its state, the typed rejection
+/// reason, and the retry bookkeeping of an unfinished one.
+fn buy_detail(b: &node::listen::BuyRow) -> serde_json::Value {
+    json!({
+        "signature": b.signature, "state": b.state, "slot": b.slot, "buyer": b.buyer,
+        "reason": b.reason.as_deref().and_then(|r| serde_json::from_str::<serde_json::Value>(r).ok()),
+        "attempts": b.attempts, "last_error": b.last_error,
+        "envelope_id": b.envelope_id, "mint": b.mint_address, "release_signature": b.release_sig,
+    })
+}
+
 /// This process's resident memory (Linux `/proc`; `None` elsewhere).
 fn rss_mib() -> Option<f64> {
     let status = std::fs::read_to_string("/proc/self/status").ok()?;
@@ -817,29 +802,16 @@ fn rss_mib() -> Option<f64> {
     Some(kib / 1024.0)
 }
 
-/// A flag set on SIGINT or SIGTERM: the loop finishes its step and exits.
-fn shutdown_flag() -> std::sync::Arc<std::sync::atomic::AtomicBool> {
+/// Completes on SIGINT or SIGTERM (the daemon stops; its state is durable).
+async fn shutdown_signal() {
     use tokio::signal::unix::{signal, SignalKind};
-    let flag = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
-    let set = flag.clone();
-    std::thread::spawn(move || {
-        let rt = tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build()
-            .expect("runtime");
-        rt.block_on(async move {
-            let (Ok(mut int), Ok(mut term)) = (
-                signal(SignalKind::interrupt()),
-                signal(SignalKind::terminate()),
-            ) else {
-                return;
-            };
+    match (signal(SignalKind::interrupt()), signal(SignalKind::terminate())) {
+        (Ok(mut int), Ok(mut term)) => {
             tokio::select! {
                 _ = int.recv() => {}
                 _ = term.recv() => {}
             }
-            set.store(true, std::sync::atomic::Ordering::SeqCst);
-        });
-    });
-    flag
+        }
+        _ => std::future::pending().await,
+    }
 }

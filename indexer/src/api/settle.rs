@@ -58,27 +58,29 @@ pub(super) async fn settle(
             l.status(s.now)
         )));
     }
-    let negotiated = s.accepted_for(&id, &who);
-    let (price, used_offer) = match (&b.offer_id, &negotiated) {
-        (Some(o), _) => {
-            offer_id(o)?;
-            match &negotiated {
-                Some(n) if n.offer_id == *o => (n.price_lamports, Some(o.clone())),
-                _ => {
-                    return Err(ApiError::conflict(format!(
-                        "offer {o} is not accepted on chain for your wallet"
-                    )))
-                }
-            }
-        }
-        (None, Some(n)) => (n.price_lamports, Some(n.offer_id.clone())),
-        (None, None) => (
-            l.price_lamports.ok_or_else(|| {
-                ApiError::conflict("the listing fixes no price_lamports; it cannot be settled")
-            })?,
-            None,
-        ),
+    let listed = l.price_lamports.ok_or_else(|| {
+        ApiError::conflict("the listing fixes no price_lamports; it cannot be settled")
+    })?;
+    let accepted = s.accepted_for(&id, &who);
+    let terms = node::listen::ListingTerms {
+        listing_id: id.clone(),
+        payment_address: l.payment_address.clone(),
+        price_lamports: listed,
+        expires_at: l.expires_at,
+        cancelled_at_slot: None,
+        fee: None,
     };
+    // the lowest price binding this wallet now; a named offer must be one of them
+    let (price, used_offer) = node::listen::binding_price(&terms, &accepted, &who, s.now);
+    if let Some(o) = &b.offer_id {
+        offer_id(o)?;
+        if used_offer.as_deref() != Some(o.as_str()) {
+            return Err(ApiError::conflict(match accepted.iter().find(|n| n.offer_id == *o) {
+                Some(_) => format!("offer {o} has expired or is above the listed price; pay the listed price (omit offer_id)"),
+                None => format!("offer {o} is not accepted on chain for your wallet"),
+            }));
+        }
+    }
     let chain = source.chain();
     let policy = FeePolicy::from_env(
         chain

@@ -2,6 +2,12 @@
 //! `[<byte length>] <text>`, several joined by `; `. The length prefix is
 //! trusted over separators, so memo text containing `; ` or `[` parses
 //! right. Anything else is an error, never a panic.
+//!
+//! The node writes a memo that is not UTF-8 (possible in a failed
+//! transaction) with its byte length but other text, so one hostile memo
+//! breaks the strict parse of the whole field; [`memos_lenient`] still
+//! finds the well-formed ones for discovery (the transaction itself is
+//! what gets verified).
 
 /// Why a memo field did not parse.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -72,6 +78,22 @@ pub fn parse_memo_field(field: &str) -> Result<Vec<String>, MemoFieldError> {
     }
 }
 
+/// The memos of a field, strictly parsed when it is well formed; else
+/// every `; `-separated piece with its `[n] ` prefix removed (a piece may
+/// then be cut short or run long: only for finding candidates).
+pub fn memos_lenient(field: &str) -> Vec<String> {
+    if let Ok(memos) = parse_memo_field(field) {
+        return memos;
+    }
+    field
+        .split("; ")
+        .map(|piece| match piece.strip_prefix('[').and_then(|p| p.split_once("] ")) {
+            Some((len, text)) if len.bytes().all(|b| b.is_ascii_digit()) => text.to_string(),
+            _ => piece.to_string(),
+        })
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -100,7 +122,23 @@ mod tests {
         }
     }
 
+    #[test]
+    fn a_broken_memo_does_not_hide_the_others() {
+        let field = "[40] brainctl-marketplace/v1:buy:20261123-aa:X; [3] (unparseable)";
+        assert!(parse_memo_field(field).is_err());
+        assert_eq!(
+            memos_lenient(field),
+            vec!["brainctl-marketplace/v1:buy:20261123-aa:X", "(unparseable)"]
+        );
+        assert_eq!(memos_lenient("[5] hello"), vec!["hello"]);
+    }
+
     proptest! {
+        #[test]
+        fn lenient_never_panics(s in ".*") {
+            let _ = memos_lenient(&s);
+        }
+
         #[test]
         fn round_trips(memos in proptest::collection::vec(".{0,40}", 1..4)) {
             let field = memos.iter().map(|m| format!("[{}] {m}", m.len())).collect::<Vec<_>>().join("; ");

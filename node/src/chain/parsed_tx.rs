@@ -2,8 +2,18 @@
 //! to what settlement and the indexer need: slot, block time, success,
 //! signers, fee payer, top-level memos and System transfers.
 //!
-//! Strict: a shape we don't understand is an error naming the field, never
-//! a panic, never a guess. Decoding is pure, so recorded JSON fixtures test it.
+//! Two levels of strictness, because strangers choose what lands on chain:
+//! - the envelope (slot, meta, signature, `accountKeys` in jsonParsed form)
+//!   is what any node returns for any transaction; without it the JSON is
+//!   not a transaction and decoding is an error naming the field;
+//! - an instruction is whatever its sender made it: one we cannot read (a
+//!   memo the RPC left undecoded, an escrow instruction with odd data, a
+//!   transfer missing a field, something that is not even an object) is
+//!   recorded in [`ParsedTx::anomalies`] and skipped, never an error. Such
+//!   an instruction carries no memo, transfer or deposit, so it can only
+//!   make a buy *fail* verification, never pass it.
+//!
+//! Never a panic, never a guess. Decoding is pure, so JSON fixtures test it.
 
 use super::instructions::is_memo_program;
 use serde::{Deserialize, Serialize};
@@ -45,6 +55,10 @@ pub struct ParsedTx {
     /// buyer), so an escrow buy is bound to the deposit in its own transaction.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub deposits: Vec<crate::escrow::Deposit>,
+    /// Top-level instructions that could not be read, each with why (see
+    /// the module doc); they contribute nothing to the fields above.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub anomalies: Vec<String>,
 }
 
 /// Why a transaction JSON did not decode.
@@ -75,6 +89,58 @@ fn escrow_deposit(ix: &Value) -> Result<Option<crate::escrow::Deposit>, TxShapeE
         .and_then(|d| bs58::decode(d).into_vec().ok())
         .ok_or_else(|| TxShapeError("escrow instruction `data` is not base58".into()))?;
     Ok(crate::escrow::deposit_of(&accounts, &data))
+}
+
+/// What one top-level instruction contributes.
+enum Read {
+    Memo(String),
+    Transfer(Transfer),
+    Deposit(crate::escrow::Deposit),
+    Other,
+}
+
+/// Reads one top-level instruction; an error is an anomaly of this
+/// instruction only.
+fn read_instruction(ix: &Value) -> Result<Read, TxShapeError> {
+    let program_id = ix
+        .get("programId")
+        .and_then(Value::as_str)
+        .ok_or_else(|| TxShapeError("no `programId`".into()))?;
+    if program_id == crate::escrow::PROGRAM_ID {
+        return Ok(escrow_deposit(ix)?.map_or(Read::Other, Read::Deposit));
+    }
+    if is_memo_program(program_id) {
+        // jsonParsed renders memo data as a string in `parsed`; data that is
+        // not UTF-8 (the program refuses it, so only in a failed
+        // transaction) comes back undecoded.
+        return match ix.get("parsed").and_then(Value::as_str) {
+            Some(text) => Ok(Read::Memo(text.to_string())),
+            None => Err(TxShapeError("memo instruction without parsed text".into())),
+        };
+    }
+    if ix.get("program").and_then(Value::as_str) != Some("system")
+        || ix.pointer("/parsed/type").and_then(Value::as_str) != Some("transfer")
+    {
+        return Ok(Read::Other);
+    }
+    let info = ix
+        .pointer("/parsed/info")
+        .ok_or_else(|| TxShapeError("transfer without info".into()))?;
+    let field = |k: &str| {
+        info.get(k)
+            .and_then(Value::as_str)
+            .map(String::from)
+            .ok_or_else(|| TxShapeError(format!("transfer without `{k}`")))
+    };
+    let lamports = info
+        .get("lamports")
+        .and_then(Value::as_u64)
+        .ok_or_else(|| TxShapeError("transfer without `lamports`".into()))?;
+    Ok(Read::Transfer(Transfer {
+        from: field("source")?,
+        to: field("destination")?,
+        lamports,
+    }))
 }
 
 impl ParsedTx {
@@ -109,42 +175,14 @@ impl ParsedTx {
         let mut memos = Vec::new();
         let mut transfers = Vec::new();
         let mut deposits = Vec::new();
-        for ix in ixs {
-            let program_id = ix
-                .get("programId")
-                .and_then(Value::as_str)
-                .unwrap_or_default();
-            if program_id == crate::escrow::PROGRAM_ID {
-                deposits.extend(escrow_deposit(ix)?);
-            } else if is_memo_program(program_id) {
-                // jsonParsed renders memo data as a string in `parsed`.
-                match ix.get("parsed").and_then(Value::as_str) {
-                    Some(text) => memos.push(text.to_string()),
-                    None => {
-                        return Err(TxShapeError("memo instruction without parsed text".into()))
-                    }
-                }
-            } else if ix.get("program").and_then(Value::as_str) == Some("system")
-                && ix.pointer("/parsed/type").and_then(Value::as_str) == Some("transfer")
-            {
-                let info = ix
-                    .pointer("/parsed/info")
-                    .ok_or_else(|| TxShapeError("transfer without info".into()))?;
-                let field = |k: &str| {
-                    info.get(k)
-                        .and_then(Value::as_str)
-                        .map(String::from)
-                        .ok_or_else(|| TxShapeError(format!("transfer without `{k}`")))
-                };
-                let lamports = info
-                    .get("lamports")
-                    .and_then(Value::as_u64)
-                    .ok_or_else(|| TxShapeError("transfer without `lamports`".into()))?;
-                transfers.push(Transfer {
-                    from: field("source")?,
-                    to: field("destination")?,
-                    lamports,
-                });
+        let mut anomalies = Vec::new();
+        for (i, ix) in ixs.iter().enumerate() {
+            match read_instruction(ix) {
+                Ok(Read::Memo(text)) => memos.push(text),
+                Ok(Read::Transfer(t)) => transfers.push(t),
+                Ok(Read::Deposit(d)) => deposits.push(d),
+                Ok(Read::Other) => {}
+                Err(TxShapeError(why)) => anomalies.push(format!("instruction {i}: {why}")),
             }
         }
         let escrow_invoke = format!("Program {} invoke", crate::escrow::PROGRAM_ID);
@@ -170,6 +208,7 @@ impl ParsedTx {
             transfers,
             logs,
             deposits,
+            anomalies,
         })
     }
 
@@ -289,10 +328,123 @@ mod tests {
         assert!(ParsedTx::from_json(&raw).unwrap().deposits.is_empty());
         raw["transaction"]["message"]["instructions"][2] = unparsed(keys[..3].to_vec(), &ix.data);
         assert!(ParsedTx::from_json(&raw).unwrap().deposits.is_empty());
-        // malformed shapes are errors naming the field
+        // malformed shapes are anomalies naming the field, never errors
         raw["transaction"]["message"]["instructions"][2]["data"] = json!("0OIl");
-        assert!(ParsedTx::from_json(&raw).unwrap_err().0.contains("base58"));
+        let t = ParsedTx::from_json(&raw).unwrap();
+        assert!(t.deposits.is_empty() && t.anomalies[0].contains("base58"));
         raw["transaction"]["message"]["instructions"][2]["accounts"] = json!(["nope"]);
-        assert!(ParsedTx::from_json(&raw).unwrap_err().0.contains("pubkey"));
+        let t = ParsedTx::from_json(&raw).unwrap();
+        assert!(t.anomalies[0].contains("pubkey"), "{:?}", t.anomalies);
+    }
+
+    fn with_ixs(extra: Vec<Value>) -> Value {
+        let mut raw = sample(Value::Null);
+        raw["transaction"]["message"]["instructions"]
+            .as_array_mut()
+            .unwrap()
+            .extend(extra);
+        raw
+    }
+
+    /// The transaction that stopped `listen` and the indexer: failed, a
+    /// `buy` memo, and a memo the RPC left undecoded. It decodes, keeps the
+    /// readable memo, notes the other, and settles nothing (failed).
+    #[test]
+    fn a_partially_decoded_memo_is_an_anomaly_not_an_error() {
+        let undecoded = json!({"programId": "MemoSq4gqABAXKb96qnH8TysNcWxMyWCqXgDLGmfcHr",
+            "accounts": [], "data": "2M", "stackHeight": null});
+        let raw = with_ixs(vec![undecoded]);
+        let mut failed = raw.clone();
+        failed["meta"]["err"] = json!({"InstructionError": [2, "InvalidInstructionData"]});
+        for (v, ok) in [(raw, true), (failed, false)] {
+            let t = ParsedTx::from_json(&v).unwrap();
+            assert_eq!(t.succeeded, ok);
+            assert_eq!(t.memos, vec!["brainctl-marketplace/v1:cancel:x"]);
+            assert_eq!(t.anomalies.len(), 1);
+            assert!(t.anomalies[0].starts_with("instruction 2: memo"));
+        }
+    }
+
+    /// Shapes strangers choose: unknown programs, memo v1, instructions
+    /// that are not objects, transfers missing fields, v0 messages whose
+    /// keys come from lookup tables, inner instructions, many memos.
+    #[test]
+    fn every_instruction_shape_decodes() {
+        let memo_v1 = json!({"parsed": "v1 memo", "program": "spl-memo",
+            "programId": "Memo1UhkJRfHyvLMcVucJwxXeuD728EqVDDwQDxFMNo", "stackHeight": null});
+        let unknown = json!({"programId": "Stake11111111111111111111111111111111111111",
+            "accounts": ["Payer"], "data": "3Bxs4h24hBtQy9rw", "stackHeight": null});
+        let half_transfer = json!({"program": "system", "programId": "11111111111111111111111111111111",
+            "parsed": {"type": "transfer", "info": {"source": "Payer", "lamports": 5}}});
+        let huge = json!({"program": "system", "programId": "11111111111111111111111111111111",
+            "parsed": {"type": "transfer", "info": {"source": "Payer", "destination": "Seller", "lamports": -1}}});
+        let mut raw = with_ixs(vec![memo_v1, unknown, json!(7), json!(null), half_transfer, huge]);
+        raw["transaction"]["message"]["accountKeys"]
+            .as_array_mut()
+            .unwrap()
+            .push(json!({"pubkey": "FromTable", "signer": false, "writable": true, "source": "lookupTable"}));
+        raw["transaction"]["message"]["addressTableLookups"] = json!([{"accountKey": "Tbl", "readonlyIndexes": [], "writableIndexes": [0]}]);
+        raw["version"] = json!(0);
+        raw["meta"]["innerInstructions"] = json!([{"index": 0, "instructions": [
+            {"parsed": {"info": {"destination": "Seller", "lamports": 999, "source": "Payer"}, "type": "transfer"},
+             "program": "system", "programId": "11111111111111111111111111111111", "stackHeight": 2}]}]);
+        let t = ParsedTx::from_json(&raw).unwrap();
+        assert_eq!(t.memos.len(), 2);
+        assert_eq!(t.paid("Payer", "Seller"), 10, "inner and broken transfers do not count");
+        assert_eq!(t.anomalies.len(), 4, "{:?}", t.anomalies);
+        let many: Vec<Value> = (0..300)
+            .map(|i| json!({"parsed": "m".repeat(i), "program": "spl-memo",
+                "programId": "MemoSq4gqABAXKb96qnH8TysNcWxMyWCqXgDLGmfcHr"}))
+            .collect();
+        assert_eq!(ParsedTx::from_json(&with_ixs(many)).unwrap().memos.len(), 301);
+    }
+
+    fn arb_json() -> impl Strategy<Value = Value> {
+        let leaf = prop_oneof![
+            Just(Value::Null),
+            any::<bool>().prop_map(Value::from),
+            any::<i64>().prop_map(Value::from),
+            "[a-zA-Z0-9]{0,12}".prop_map(Value::from),
+            Just(json!("MemoSq4gqABAXKb96qnH8TysNcWxMyWCqXgDLGmfcHr")),
+            Just(json!("11111111111111111111111111111111")),
+            Just(json!(crate::escrow::PROGRAM_ID)),
+        ];
+        leaf.prop_recursive(3, 24, 6, |inner| {
+            prop_oneof![
+                proptest::collection::vec(inner.clone(), 0..4).prop_map(Value::from),
+                proptest::collection::btree_map(
+                    prop_oneof![
+                        Just("programId".to_string()),
+                        Just("parsed".to_string()),
+                        Just("program".to_string()),
+                        Just("info".to_string()),
+                        Just("type".to_string()),
+                        Just("accounts".to_string()),
+                        Just("data".to_string()),
+                        "[a-z]{1,6}"
+                    ],
+                    inner,
+                    0..5
+                )
+                .prop_map(|m| Value::Object(m.into_iter().collect())),
+            ]
+        })
+    }
+
+    use proptest::prelude::*;
+    proptest! {
+        /// Any instruction list decodes (the envelope is sound), keeps the
+        /// honest transfer, and never panics.
+        #[test]
+        fn arbitrary_instructions_never_fail_the_transaction(ixs in proptest::collection::vec(arb_json(), 0..8)) {
+            let t = ParsedTx::from_json(&with_ixs(ixs)).unwrap();
+            prop_assert!(t.paid("Payer", "Seller") >= 10);
+        }
+
+        /// Any JSON at all: an error or a transaction, never a panic.
+        #[test]
+        fn arbitrary_json_never_panics(v in arb_json()) {
+            let _ = ParsedTx::from_json(&v);
+        }
     }
 }

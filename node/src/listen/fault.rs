@@ -1,6 +1,6 @@
 //! Fault injection for crash tests: with `BRAINCTL_FAULT_ABORT_AFTER=<step>`
 //! the process aborts right after that step (no destructors, no flushes:
-//! the same as SIGKILL). Steps: `verified`, `envelope_uploaded`,
+//! the same as SIGKILL). Steps: `seen` (a new buy recorded, not yet fetched), `verified`, `envelope_uploaded`,
 //! `release_sent` (the release transaction landed but is not yet recorded).
 //! Without the variable this does nothing.
 

@@ -1,7 +1,9 @@
-//! The settlement daemon's parts. Today: the buy verification rules
-//! ([`verify`]) and the durable per-buy state machine ([`state`]). The
-//! daemon loop (backfill, wake-ups, release) builds on them with the trade.
+//! The settlement daemon: the buy verification rules ([`verify`]), the
+//! durable per-buy state machine ([`state`]), one pass over a payment
+//! address ([`pass`]), releasing ([`release`]), wake-ups ([`wake`]) and the
+//! service loop that runs them until shut down ([`daemon`]).
 
+pub mod daemon;
 pub mod fault;
 pub mod pass;
 pub mod release;
@@ -12,6 +14,6 @@ pub mod wake;
 pub use state::{BuyRow, ListenDb, ListingRecord, OfferRecord, StateError, Step};
 
 pub use verify::{
-    verify_buy, verify_escrow_buy, verify_escrow_deposit, ListingTerms, NegotiatedTerms, Rejection,
+    binding_price, verify_buy, verify_escrow_buy, verify_escrow_deposit, ListingTerms, NegotiatedTerms, Rejection,
     VerifiedBuy,
 };

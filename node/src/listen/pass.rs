@@ -1,23 +1,32 @@
 //! One pass of the listen daemon over a seller's payment address:
-//! 1. backfill `getSignaturesForAddress(payment address)` down to the
-//!    checkpoint (paged to the end, no fixed window);
-//! 2. every transaction whose memos carry a `buy` of one of our listings is
-//!    recorded (`seen`), fetched, and verified or rejected with its reason;
-//! 3. every unfinished buy (this pass's and any earlier crash's) is pushed
-//!    through envelope upload and release;
-//! 4. the checkpoint moves to the newest signature at a finalized slot only.
+//! 1. discover: backfill `getSignaturesForAddress(payment address)` down
+//!    to the checkpoint (paged to the end, no fixed window); every
+//!    transaction whose memos carry a `buy` of one of our listings is
+//!    recorded `seen` (a failed one is rejected at once); the checkpoint
+//!    moves to the newest signature at a finalized slot only;
+//! 2. every due `seen` buy (this pass's and any earlier pass's or crash's)
+//!    is fetched and verified or rejected with its reason;
+//! 3. every due `verified` buy gets its envelope, every due
+//!    `envelope_uploaded` buy its release.
 //!
-//! Buys are recorded and verified in slot order; envelopes are uploaded one
-//! by one; release transactions go out up to [`RELEASE_CONCURRENCY`] at
-//! once (each mints its own seed-derived token, so they are independent).
+//! Nothing a stranger puts on chain ends a pass: a memo field or a
+//! transaction in any shape is at worst no buy or a rejected one. A
+//! transient problem with one buy (not yet visible at the commitment, an
+//! RPC or gateway error, a release that did not land) is recorded on that
+//! buy with capped backoff ([`ListenDb::note_retry`]) while the others go
+//! on; a failed history read is reported and retried next pass. Only the
+//! state database failing ends a pass early.
+//!
 //! Each step is durable before the next, so killing the process anywhere
 //! and re-running the pass neither skips nor repeats a release.
 
 use super::release::{land_release, upload_envelope, Goods, ReleaseError};
-use super::state::{ListenDb, StateError};
-use super::verify::{verify_buy, verify_escrow_buy, ListingTerms, NegotiatedTerms};
+use super::state::{now_ms, BuyRow, ListenDb, StateError};
+use super::verify::{
+    verify_buy, verify_escrow_buy, ListingTerms, NegotiatedTerms, Rejection, VerifiedBuy,
+};
 use crate::arweave::Uploader;
-use crate::chain::memo_field::parse_memo_field;
+use crate::chain::memo_field::memos_lenient;
 use crate::chain::{Chain, ChainError, Pubkey, Signature, Signer};
 use crate::market::MemoOp;
 use crate::wallet::Wallet;
@@ -32,8 +41,9 @@ pub trait Catalog {
     fn terms(&self, listing_id: &str) -> Option<ListingTerms>;
     /// What that listing sells.
     fn goods(&self, listing_id: &str) -> Option<Goods<'_>>;
-    /// An accepted offer for this buyer, if the seller accepted one.
-    fn negotiated(&self, listing_id: &str, buyer: &str) -> Option<NegotiatedTerms>;
+    /// The offers (or counters) the seller accepted for this buyer on this
+    /// listing, expired ones included: [`verify_buy`] decides which bind.
+    fn negotiated(&self, listing_id: &str, buyer: &str) -> Vec<NegotiatedTerms>;
 }
 
 /// Release transactions in flight at once.
@@ -50,11 +60,17 @@ pub struct PassReport {
     pub rejected: usize,
     /// Released this pass.
     pub released: usize,
-    /// Releases that failed (retried next pass).
+    /// Steps that failed this pass (each recorded on its buy, retried
+    /// after its backoff).
     pub failed: usize,
+    /// Why reading the address's history failed, if it did (the pass
+    /// still resumed every due buy; the next pass reads it again).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub discovery_error: Option<String>,
 }
 
-/// Runs one pass for `payment_address`.
+/// Runs one pass for `payment_address`. Only a state-database error ends
+/// it early; chain, gateway and per-buy problems are recorded and retried.
 pub async fn run_once(
     chain: &Chain,
     db: &mut ListenDb,
@@ -62,8 +78,64 @@ pub async fn run_once(
     uploader: &Uploader,
     catalog: &dyn Catalog,
     payment_address: &Pubkey,
-) -> Result<PassReport, ReleaseError> {
+) -> Result<PassReport, StateError> {
     let mut report = PassReport::default();
+    match discover(chain, db, catalog, payment_address, &mut report).await {
+        Ok(()) => {}
+        Err(PassStep::State(e)) => return Err(e),
+        Err(PassStep::Chain(e)) => {
+            tracing::warn!(address = %payment_address, error = %e, "reading the payment address's history failed; will retry");
+            report.discovery_error = Some(e.to_string());
+        }
+    }
+    verify_due(chain, db, seller, catalog, &mut report).await?;
+    upload_due(db, seller, uploader, catalog, &mut report).await?;
+    release_due(chain, db, seller, catalog, &mut report).await?;
+    Ok(report)
+}
+
+/// A step's failure: the state database (fatal to the pass) or the chain
+/// (recorded, retried).
+enum PassStep {
+    State(StateError),
+    Chain(ChainError),
+}
+
+impl From<StateError> for PassStep {
+    fn from(e: StateError) -> Self {
+        PassStep::State(e)
+    }
+}
+
+impl From<ChainError> for PassStep {
+    fn from(e: ChainError) -> Self {
+        PassStep::Chain(e)
+    }
+}
+
+/// The listing a `memo` field buys, if it is one of ours. Any field, any
+/// text: a malformed one is simply no buy.
+fn bought_listing(memo_field: Option<&str>, catalog: &dyn Catalog) -> Option<String> {
+    let memos = memos_lenient(memo_field?);
+    memos.iter().find_map(|m| match MemoOp::parse(m) {
+        Ok(MemoOp::Buy { listing_id, .. }) if catalog.terms(&listing_id).is_some() => {
+            Some(listing_id)
+        }
+        _ => None,
+    })
+}
+
+/// Backfills the address's history down to its checkpoint and records
+/// every buy of ours as `seen` (a failed one is rejected at once: it
+/// settles nothing). The checkpoint moves to the newest final signature;
+/// everything at or below it is durable in `buys`, so nothing is skipped.
+async fn discover(
+    chain: &Chain,
+    db: &mut ListenDb,
+    catalog: &dyn Catalog,
+    payment_address: &Pubkey,
+    report: &mut PassReport,
+) -> Result<(), PassStep> {
     let addr = payment_address.to_string();
     let finalized = crate::chain::client::with_retry("getSlot", || {
         chain
@@ -71,91 +143,140 @@ pub async fn run_once(
             .get_slot_with_commitment(CommitmentConfig::finalized())
     })
     .await?;
-    let until = db.checkpoint(&addr)?.map(|(s, _)| s);
-    let until = until
-        .as_deref()
-        .map(Signature::from_str)
-        .transpose()
-        .map_err(|_| ChainError::Config("bad checkpoint".into()))?;
-    let mut history = chain
-        .signatures_for(payment_address, until.as_ref())
-        .await?;
+    // a checkpoint that is not a signature (hand-edited state) is ignored:
+    // the whole history is read again, and `record_seen` is idempotent
+    let until = db
+        .checkpoint(&addr)?
+        .and_then(|(s, _)| Signature::from_str(&s).ok());
+    let mut history = chain.signatures_for(payment_address, until.as_ref()).await?;
     history.reverse(); // oldest first
     let mut newest_final: Option<(String, u64)> = None;
     for info in &history {
         if info.slot <= finalized {
             newest_final = Some((info.signature.clone(), info.slot));
         }
-        let listed = info
-            .memo
-            .as_deref()
-            .map(parse_memo_field)
-            .and_then(Result::ok)
-            .unwrap_or_default();
-        let Some(listing_id) = listed.iter().find_map(|m| match MemoOp::parse(m) {
-            Ok(MemoOp::Buy { listing_id, .. }) if catalog.terms(&listing_id).is_some() => {
-                Some(listing_id)
-            }
-            _ => None,
-        }) else {
+        let Some(listing_id) = bought_listing(info.memo.as_deref(), catalog) else {
             continue;
         };
         if db.record_seen(&info.signature, &listing_id, info.slot)? == super::Step::AlreadyDone {
             continue;
         }
+        super::fault::maybe_abort("seen");
         report.seen += 1;
-        let sig = Signature::from_str(&info.signature)
-            .map_err(|_| ChainError::Config("bad signature".into()))?;
-        let Some(tx) = chain.transaction(&sig).await? else {
-            continue;
-        };
-        let terms = catalog.terms(&listing_id).expect("checked above");
-        let offer = tx
-            .fee_payer()
-            .and_then(|b| catalog.negotiated(&listing_id, b));
-        let verdict = if catalog.goods(&listing_id).is_some_and(|g| g.escrow) {
-            let account =
-                crate::escrow::listing_address(&seller.solana_keypair().pubkey(), &listing_id);
-            let escrow = match tx.fee_payer().map(Pubkey::from_str) {
-                Some(Ok(buyer)) => read_escrow(chain, &account, &buyer).await?,
-                _ => None,
-            };
-            // the program holds every deposit to the listed price: offers do not apply
-            verify_escrow_buy(&tx, &terms, &account.to_string(), escrow.as_ref())
-        } else {
-            verify_buy(&tx, &terms, offer.as_ref())
-        };
-        match verdict {
-            Ok(buy) => {
+        if info.err.is_some() {
+            db.mark_rejected(&info.signature, &Rejection::TxFailed)?;
+            report.rejected += 1;
+        }
+    }
+    if let Some((sig, slot)) = newest_final {
+        db.set_checkpoint(&addr, &sig, slot)?;
+    }
+    Ok(())
+}
+
+/// Verifies (or rejects) every `seen` buy that is due, oldest first. Not
+/// visible yet, or an RPC error, is a retry on that buy, never a verdict.
+async fn verify_due(
+    chain: &Chain,
+    db: &mut ListenDb,
+    seller: &Wallet,
+    catalog: &dyn Catalog,
+    report: &mut PassReport,
+) -> Result<(), StateError> {
+    for row in db.due("seen", now_ms())? {
+        match verdict_of(chain, seller, catalog, &row).await {
+            Ok(Ok(buy)) => {
                 db.mark_verified(&buy)?;
                 super::fault::maybe_abort("verified");
                 report.verified += 1;
             }
-            Err(why) => {
-                tracing::info!(signature = %info.signature, reason = %why, "buy rejected");
-                db.mark_rejected(&info.signature, &why)?;
+            Ok(Err(why)) => {
+                tracing::info!(signature = %row.signature, reason = %why, "buy rejected");
+                db.mark_rejected(&row.signature, &why)?;
                 report.rejected += 1;
+            }
+            Err(e) => {
+                let attempts = db.note_retry(&row.signature, &e)?;
+                tracing::warn!(signature = %row.signature, attempts, error = %e, "buy not verified yet; will retry");
+                report.failed += 1;
             }
         }
     }
-    // envelopes first, one by one: each is durable before its release
-    for row in db
-        .unfinished()?
-        .into_iter()
-        .filter(|r| r.state == "verified")
-    {
-        if let Err(e) = upload_for(db, seller, uploader, catalog, &row).await {
-            tracing::warn!(signature = %row.signature, error = %e, "envelope upload failed; will retry");
+    Ok(())
+}
+
+/// The verdict on one `seen` buy, or why none can be given yet.
+async fn verdict_of(
+    chain: &Chain,
+    seller: &Wallet,
+    catalog: &dyn Catalog,
+    row: &BuyRow,
+) -> Result<Result<VerifiedBuy, Rejection>, String> {
+    let terms = catalog
+        .terms(&row.listing_id)
+        .ok_or_else(|| format!("listing {} is not in the catalog (its key is missing?)", row.listing_id))?;
+    let sig = Signature::from_str(&row.signature)
+        .map_err(|_| format!("{} is not a signature", row.signature))?;
+    let tx = chain
+        .transaction(&sig)
+        .await
+        .map_err(|e| e.to_string())?
+        .ok_or_else(|| "transaction not visible yet at the commitment".to_string())?;
+    if !tx.succeeded {
+        return Ok(Err(Rejection::TxFailed));
+    }
+    if !catalog.goods(&row.listing_id).is_some_and(|g| g.escrow) {
+        let offers = tx
+            .fee_payer()
+            .map(|b| catalog.negotiated(&row.listing_id, b))
+            .unwrap_or_default();
+        return Ok(verify_buy(&tx, &terms, &offers));
+    }
+    let account = crate::escrow::listing_address(&seller.solana_keypair().pubkey(), &row.listing_id);
+    let escrow = match tx.fee_payer().map(Pubkey::from_str) {
+        Some(Ok(buyer)) => read_escrow(chain, &account, &buyer)
+            .await
+            .map_err(|e| e.to_string())?,
+        _ => None,
+    };
+    // the program holds every deposit to the listed price: offers do not apply
+    Ok(verify_escrow_buy(&tx, &terms, &account.to_string(), escrow.as_ref()))
+}
+
+/// Uploads the envelope of every due `verified` buy, one by one: each is
+/// durable before its release.
+async fn upload_due(
+    db: &mut ListenDb,
+    seller: &Wallet,
+    uploader: &Uploader,
+    catalog: &dyn Catalog,
+    report: &mut PassReport,
+) -> Result<(), StateError> {
+    for row in db.due("verified", now_ms())? {
+        match upload_for(db, seller, uploader, catalog, &row).await {
+            Ok(()) => {}
+            Err(ReleaseError::State(e @ StateError::Sql(_))) => return Err(e),
+            Err(e) => {
+            let attempts = db.note_retry(&row.signature, &e.to_string())?;
+            tracing::warn!(signature = %row.signature, attempts, error = %e, "envelope upload failed; will retry");
             report.failed += 1;
+            }
         }
     }
-    // then the release transactions, up to RELEASE_CONCURRENCY in flight;
-    // each has its own seed-derived mint, so they are independent
-    let ready: Vec<_> = db
-        .unfinished()?
-        .into_iter()
-        .filter(|r| r.state == "envelope_uploaded")
-        .collect();
+    Ok(())
+}
+
+/// Lands the release of every due `envelope_uploaded` buy, up to
+/// [`RELEASE_CONCURRENCY`] in flight (each has its own derived mint, so
+/// they are independent), and records each outcome.
+async fn release_due(
+    chain: &Chain,
+    db: &mut ListenDb,
+    seller: &Wallet,
+    catalog: &dyn Catalog,
+    report: &mut PassReport,
+) -> Result<(), StateError> {
+    let ready = db.due("envelope_uploaded", now_ms())?;
     let landed: Vec<(String, Result<String, ReleaseError>)> =
         futures_util::stream::iter(ready.iter())
             .map(|row| async move {
@@ -176,19 +297,17 @@ pub async fn run_once(
             }
             Err(e) if e.is_refunded() => {
                 tracing::info!(%signature, "the buyer took the escrow back; nothing to release");
-                db.mark_abandoned(&signature, &super::verify::Rejection::RefundedBeforeRelease)?;
+                db.mark_abandoned(&signature, &Rejection::RefundedBeforeRelease)?;
                 report.rejected += 1;
             }
             Err(e) => {
-                tracing::warn!(%signature, error = %e, "release failed; will retry");
+                let attempts = db.note_retry(&signature, &e.to_string())?;
+                tracing::warn!(%signature, attempts, error = %e, "release failed; will retry");
                 report.failed += 1;
             }
         }
     }
-    if let Some((sig, slot)) = newest_final {
-        db.set_checkpoint(&addr, &sig, slot)?;
-    }
-    Ok(report)
+    Ok(())
 }
 
 /// Uploads the envelope of a verified buy.

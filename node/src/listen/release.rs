@@ -4,9 +4,17 @@
 //!    uploaded and recorded → `envelope_uploaded`;
 //! 2. `envelope_uploaded`: ONE transaction creates the mint, mints 1 to the
 //!    buyer, revokes the authority and posts `release:<listing>:<envelope>:<mint>`
-//!    → `released`. If that mint already exists the release landed before a
-//!    crash: it is recorded, never sent again; a re-sent release fails on
-//!    chain because the mint account exists. An escrow listing's release
+//!    → `released`. A re-sent release fails on chain because the mint
+//!    account exists. A release is recorded as done only from evidence
+//!    that proves it: a successful transaction in the mint's history that
+//!    carries this buy's exact `release` memo signed by the seller
+//!    ([`landed_release`]); an account merely existing at the mint address
+//!    (anyone can send lamports there) proves nothing.
+//!
+//! Mint addresses of both standards are derived from the seller's *secret*
+//! key and the buy signature ([`release_mint`]), so nobody can compute
+//! them before the envelope is published; after a crash the mint recorded
+//! for the buy is reused whatever `--token-standard` the restart has. An escrow listing's release
 //!    is two transactions (memo + the program's `release`, then the
 //!    token), each refused on chain if repeated: see [`land_release`].
 
@@ -42,6 +50,14 @@ pub enum ReleaseError {
     /// The escrow program refused or could not be read.
     #[error("escrow release: {0}")]
     Escrow(#[from] crate::market::escrow_trade::EscrowReadError),
+    /// The mint recorded for the buy is none this seller derives for it.
+    #[error("buy {signature}: recorded mint {mint} is not derived from this wallet for this buy")]
+    ForeignMint {
+        /// Buy.
+        signature: String,
+        /// The recorded mint.
+        mint: String,
+    },
 }
 
 impl From<crate::market::escrow_trade::EscrowPlanError> for ReleaseError {
@@ -71,9 +87,10 @@ async fn mint_token(
     seed: &str,
     buyer: &Pubkey,
     goods: &Goods<'_>,
+    standard: TokenStandard,
     extra: Vec<solana_sdk::instruction::Instruction>,
 ) -> Result<crate::chain::Sent, ChainError> {
-    match goods.standard {
+    match standard {
         TokenStandard::Token2022 => mint_nft(
             chain,
             &seller.solana_keypair(),
@@ -98,6 +115,7 @@ struct Pending {
     buyer: Pubkey,
     mint: Pubkey,
     seed: String,
+    standard: TokenStandard,
     memo_text: String,
     extra: Vec<solana_sdk::instruction::Instruction>,
 }
@@ -126,6 +144,7 @@ async fn land_escrow_release(
         buyer,
         mint,
         seed,
+        standard,
         memo_text,
         extra: mut release,
     } = p;
@@ -143,7 +162,7 @@ async fn land_escrow_release(
         Some(EscrowStatus::Refunded) => {
             return Err(EscrowPlanError::Settled(EscrowStatus::Refunded).into())
         }
-        Some(EscrowStatus::Released) => released_by(chain, &at, &memo_text).await?,
+        Some(EscrowStatus::Released) => released_by(chain, &at, &memo_text, &me).await?,
         Some(EscrowStatus::Deposited) => {
             let treasury = read_config(chain).await?.treasury;
             let envelope = row.envelope_id.as_deref().unwrap_or_default();
@@ -160,16 +179,16 @@ async fn land_escrow_release(
                 // released concurrently or before a crash: the program refused a second one
                 Err(e) if status().await? == Some(EscrowStatus::Released) => {
                     tracing::info!(error = %e, escrow = %at, "escrow already released; recording it");
-                    released_by(chain, &at, &memo_text).await?
+                    released_by(chain, &at, &memo_text, &me).await?
                 }
                 Err(e) => return Err(e.into()),
             }
         }
     };
     super::fault::maybe_abort("release_sent");
-    if !mint_exists(chain, &mint).await? {
-        if let Err(e) = mint_token(chain, seller, &seed, buyer, goods, vec![]).await {
-            if !mint_exists(chain, &mint).await? {
+    if !is_our_mint(chain, &mint).await? {
+        if let Err(e) = mint_token(chain, seller, &seed, buyer, goods, standard, vec![]).await {
+            if !is_our_mint(chain, &mint).await? {
                 return Err(e.into());
             }
         }
@@ -177,25 +196,29 @@ async fn land_escrow_release(
     Ok(sig)
 }
 
-/// The successful transaction in the escrow's history carrying our release memo.
+/// The transaction in the escrow's history that released it with our memo.
 async fn released_by(
     chain: &Chain,
     escrow: &Pubkey,
     memo_text: &str,
+    seller: &Pubkey,
 ) -> Result<String, ChainError> {
-    let history = chain.signatures_for(escrow, None).await?;
-    release_in(&history, memo_text).ok_or_else(|| {
-        ChainError::Config(format!(
-            "escrow {escrow} is released but no transaction with our release memo is in its history"
-        ))
-    })
+    landed_release(chain, escrow, memo_text, seller)
+        .await?
+        .ok_or_else(|| {
+            ChainError::Config(format!(
+                "escrow {escrow} is released but no transaction with our release memo is in its history"
+            ))
+        })
 }
 
-/// The first successful entry of `history` whose memo field holds `memo_text`.
-fn release_in(history: &[crate::chain::SigInfo], memo_text: &str) -> Option<String> {
+/// Successful entries of `history` whose memo field holds `memo_text`,
+/// oldest first: candidates only (the memo field does not say who signed).
+fn release_candidates(history: &[crate::chain::SigInfo], memo_text: &str) -> Vec<String> {
     history
         .iter()
-        .find(|s| {
+        .rev()
+        .filter(|s| {
             s.err.is_none()
                 && s.memo
                     .as_deref()
@@ -203,6 +226,33 @@ fn release_in(history: &[crate::chain::SigInfo], memo_text: &str) -> Option<Stri
                     .is_some_and(|memos| memos.iter().any(|m| m == memo_text))
         })
         .map(|s| s.signature.clone())
+        .collect()
+}
+
+/// Proof that a release landed: the first successful transaction in
+/// `address`'s history carrying exactly `memo_text`, signed by `seller`
+/// (a stranger can copy the memo text, not the seller's signature).
+pub async fn landed_release(
+    chain: &Chain,
+    address: &Pubkey,
+    memo_text: &str,
+    seller: &Pubkey,
+) -> Result<Option<String>, ChainError> {
+    let history = chain.signatures_for(address, None).await?;
+    for candidate in release_candidates(&history, memo_text) {
+        let Ok(sig) = Signature::from_str(&candidate) else {
+            continue;
+        };
+        if let Some(tx) = chain.transaction(&sig).await? {
+            if tx.succeeded
+                && tx.signed_by(&seller.to_string())
+                && tx.memos.iter().any(|m| m == memo_text)
+            {
+                return Ok(Some(candidate));
+            }
+        }
+    }
+    Ok(None)
 }
 
 /// What a listing sells, as the seller knows it.
@@ -221,38 +271,91 @@ pub struct Goods<'a> {
     pub escrow: bool,
 }
 
-/// The mint a release of `buy_signature` creates (derived, so a second
-/// release of the same buy names the same mint and cannot land).
+/// The seed of a release's mint: from the seller's secret key and the buy
+/// signature, so it cannot be computed from public data.
+fn release_seed(seller: &Wallet, buy_signature: &str) -> String {
+    let secret = seller.solana_keypair().to_bytes();
+    let mut input = b"brainctl/release-mint/v2:".to_vec();
+    input.extend_from_slice(&secret[..32]);
+    input.extend_from_slice(buy_signature.as_bytes());
+    seed_from(&input)
+}
+
+/// The seed releases used before v2 (public: kept only so a buy recorded
+/// with such a mint before an upgrade is finished with that same mint).
+fn legacy_release_seed(buy_signature: &str) -> String {
+    seed_from(format!("release:{buy_signature}").as_bytes())
+}
+
+fn mint_of(seller: &Wallet, seed: &str, standard: TokenStandard) -> Result<Pubkey, ChainError> {
+    Ok(match standard {
+        TokenStandard::Token2022 => mint_address(&seller.solana_keypair().pubkey(), seed)?,
+        TokenStandard::LightCompressed => crate::mint::light::mint_keypair(seller, seed).pubkey(),
+    })
+}
+
+/// The mint a release of `buy_signature` creates (derived from the
+/// seller's secret, so a second release of the same buy names the same
+/// mint and cannot land, and nobody else can compute it).
 pub fn release_mint(
     seller: &Wallet,
     buy_signature: &str,
     standard: TokenStandard,
 ) -> Result<(Pubkey, String), ChainError> {
-    let seed = seed_from(format!("release:{buy_signature}").as_bytes());
-    let mint = match standard {
-        TokenStandard::Token2022 => mint_address(&seller.solana_keypair().pubkey(), &seed)?,
-        TokenStandard::LightCompressed => crate::mint::light::mint_keypair(seller, &seed).pubkey(),
-    };
-    Ok((mint, seed))
+    let seed = release_seed(seller, buy_signature);
+    Ok((mint_of(seller, &seed, standard)?, seed))
 }
 
-async fn mint_exists(chain: &Chain, mint: &Pubkey) -> Result<bool, ChainError> {
+/// The mint, seed and standard of `row`'s release: the mint recorded for
+/// the buy when there is one (whatever standard this process was started
+/// with), else a new one of `standard`.
+fn mint_for_row(
+    seller: &Wallet,
+    row: &super::state::BuyRow,
+    standard: TokenStandard,
+) -> Result<(Pubkey, String, TokenStandard), ReleaseError> {
+    let Some(recorded) = row.mint_address.as_deref() else {
+        let (mint, seed) = release_mint(seller, &row.signature, standard)?;
+        return Ok((mint, seed, standard));
+    };
+    let seeds = [
+        release_seed(seller, &row.signature),
+        legacy_release_seed(&row.signature),
+    ];
+    for seed in seeds {
+        for std in [TokenStandard::LightCompressed, TokenStandard::Token2022] {
+            if mint_of(seller, &seed, std)?.to_string() == recorded {
+                return Ok((mint_of(seller, &seed, std)?, seed, std));
+            }
+        }
+    }
+    Err(ReleaseError::ForeignMint {
+        signature: row.signature.clone(),
+        mint: recorded.into(),
+    })
+}
+
+/// Whether `mint` is a finished release mint: owned by Token-2022, supply
+/// exactly 1, mint authority revoked. Lamports parked at the address by a
+/// stranger, or a half-made mint, are not.
+async fn is_our_mint(chain: &Chain, mint: &Pubkey) -> Result<bool, ChainError> {
+    use spl_token_2022_interface::extension::StateWithExtensions;
+    use spl_token_2022_interface::state::Mint;
     let acct = crate::chain::client::with_retry("getAccountInfo", || {
         chain
             .rpc()
             .get_account_with_commitment(mint, chain.commitment())
     })
     .await?;
-    Ok(acct.value.is_some())
-}
-
-/// The signature that created `mint` (the release transaction).
-async fn creating_signature(chain: &Chain, mint: &Pubkey) -> Result<String, ChainError> {
-    let history = chain.signatures_for(mint, None).await?;
-    history
-        .last()
-        .map(|s| s.signature.clone())
-        .ok_or_else(|| ChainError::Config(format!("mint {mint} exists but has no history yet")))
+    let Some(acct) = acct.value else {
+        return Ok(false);
+    };
+    if acct.owner != crate::mint::token2022::TOKEN_2022 {
+        return Ok(false);
+    }
+    Ok(StateWithExtensions::<Mint>::unpack(&acct.data).is_ok_and(|m| {
+        m.base.is_initialized && m.base.supply == 1 && m.base.mint_authority.is_none()
+    }))
 }
 
 /// Step 1: seal and upload the envelope (idempotent per buy).
@@ -274,7 +377,7 @@ pub async fn upload_envelope(
     };
     let x25519 = crate::crypto::b58_array::<32>(buyer_x25519)
         .ok_or_else(|| ReleaseError::BadBuyerKey(signature.into()))?;
-    let (mint, _) = release_mint(seller, signature, goods.standard)?;
+    let (mint, _, standard) = mint_for_row(seller, &row, goods.standard)?;
     let env = seal_envelope(
         seller,
         &row.listing_id,
@@ -293,7 +396,7 @@ pub async fn upload_envelope(
             crate::market::envelope::ENVELOPE_SCHEMA,
         )
         .await?;
-    Ok(db.mark_envelope_uploaded(signature, &id, &mint.to_string())?)
+    Ok(db.mark_envelope_uploaded(signature, &id, &mint.to_string(), standard.as_str())?)
 }
 
 /// Step 2: the one release transaction (or recording one that landed).
@@ -333,7 +436,7 @@ pub async fn land_release(
         .into());
     };
     let payer = seller.solana_keypair();
-    let (mint, seed) = release_mint(seller, &row.signature, goods.standard)?;
+    let (mint, seed, standard) = mint_for_row(seller, row, goods.standard)?;
     let buyer = Pubkey::from_str(&buyer)
         .map_err(|_| ChainError::Config(format!("buyer {buyer} is not a pubkey")))?;
     let op = MemoOp::Release {
@@ -351,26 +454,31 @@ pub async fn land_release(
             buyer,
             mint,
             seed,
+            standard,
             memo_text,
             extra,
         };
         return land_escrow_release(chain, seller, row, goods, p).await;
     }
-    if mint_exists(chain, &mint).await? {
-        return Ok(creating_signature(chain, &mint).await?);
+    let me = payer.pubkey();
+    if let Some(sig) = landed_release(chain, &mint, &memo_text, &me).await? {
+        return Ok(sig);
     }
-    let minted = mint_token(chain, seller, &seed, &buyer, goods, extra).await;
+    let minted = mint_token(chain, seller, &seed, &buyer, goods, standard, extra).await;
     let sig = match minted {
         Ok(sent) => {
             super::fault::maybe_abort("release_sent");
             sent.signature.to_string()
         }
-        // landed concurrently or before a crash: the chain refused a second mint
-        Err(e) if mint_exists(chain, &mint).await? => {
-            tracing::info!(error = %e, %mint, "release already on chain; recording it");
-            creating_signature(chain, &mint).await?
-        }
-        Err(e) => return Err(e.into()),
+        // landed concurrently or before a crash: the chain refused a second
+        // mint; recorded only if our signed release memo proves it
+        Err(e) => match landed_release(chain, &mint, &memo_text, &me).await? {
+            Some(sig) => {
+                tracing::info!(error = %e, %mint, "release already on chain; recording it");
+                sig
+            }
+            None => return Err(e.into()),
+        },
     };
     Signature::from_str(&sig).map_err(|_| ChainError::Config("bad release signature".into()))?;
     Ok(sig)
@@ -447,7 +555,7 @@ mod tests {
     }
 
     #[test]
-    fn a_landed_escrow_release_is_found_by_its_memo_not_by_a_failed_copy() {
+    fn a_landed_release_is_a_candidate_by_its_memo_not_by_a_failed_copy() {
         let text = "brainctl-marketplace/v1:release:20261123-0123456789ab:env:mint";
         let entry = |sig: &str, memo: Option<String>, failed: bool| {
             serde_json::from_value::<crate::chain::SigInfo>(serde_json::json!({
@@ -466,8 +574,8 @@ mod tests {
             entry("deposit", None, false),
             entry("landed", Some(format!("[{}] {text}", text.len())), false),
         ];
-        assert_eq!(release_in(&history, text).as_deref(), Some("landed"));
-        assert_eq!(release_in(&history[..3], text), None);
+        assert_eq!(release_candidates(&history, text), vec!["landed"]);
+        assert!(release_candidates(&history[..3], text).is_empty());
     }
 
     #[test]
@@ -479,5 +587,48 @@ mod tests {
         assert!(!settled(EscrowStatus::Released).is_refunded());
         assert!(!ReleaseError::from(EscrowPlanError::NotDeployed).is_refunded());
         assert!(!ReleaseError::BadBuyerKey("s".into()).is_refunded());
+    }
+
+    #[test]
+    fn release_mints_are_secret_derived_and_a_recorded_one_is_reused() {
+        let seller = Wallet::generate();
+        let sig = "5".repeat(88);
+        let (light, seed) = release_mint(&seller, &sig, TokenStandard::LightCompressed).unwrap();
+        let (t22, seed2) = release_mint(&seller, &sig, TokenStandard::Token2022).unwrap();
+        assert_eq!(seed, seed2);
+        assert_ne!(seed, legacy_release_seed(&sig), "not computable from public data");
+        // what anyone could compute from the seller's public key and the buy
+        let public = mint_address(&seller.solana_keypair().pubkey(), &legacy_release_seed(&sig)).unwrap();
+        assert_ne!(t22, public);
+        let row = |mint: Option<String>| crate::listen::BuyRow {
+            signature: sig.clone(),
+            listing_id: "20261123-0123456789ab".into(),
+            slot: 1,
+            state: "envelope_uploaded".into(),
+            buyer: None,
+            buyer_x25519: None,
+            envelope_id: None,
+            mint_address: mint,
+            release_sig: None,
+            reason: None,
+            attempts: 0,
+            last_error: None,
+            retry_at: 0,
+            token_standard: None,
+        };
+        // restarted with the other standard: the recorded mint wins
+        let (m, _, std) = mint_for_row(&seller, &row(Some(t22.to_string())), TokenStandard::LightCompressed).unwrap();
+        assert_eq!((m, std), (t22, TokenStandard::Token2022));
+        let (m, _, std) = mint_for_row(&seller, &row(Some(light.to_string())), TokenStandard::Token2022).unwrap();
+        assert_eq!((m, std), (light, TokenStandard::LightCompressed));
+        // a buy recorded before v2 seeds finishes with its legacy mint
+        let (m, _, _) = mint_for_row(&seller, &row(Some(public.to_string())), TokenStandard::LightCompressed).unwrap();
+        assert_eq!(m, public);
+        let (m, _, std) = mint_for_row(&seller, &row(None), TokenStandard::Token2022).unwrap();
+        assert_eq!((m, std), (t22, TokenStandard::Token2022));
+        assert!(matches!(
+            mint_for_row(&seller, &row(Some(Pubkey::new_unique().to_string())), TokenStandard::Token2022),
+            Err(ReleaseError::ForeignMint { .. })
+        ));
     }
 }

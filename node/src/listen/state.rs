@@ -2,8 +2,16 @@
 //! advanced `seen → verified → envelope_uploaded → released` (or
 //! `rejected`), each step in its own transaction and guarded on the state
 //! it leaves, so a repeated step is a no-op and a skipped one is refused.
-//! A restart resumes from [`ListenDb::unfinished`]. A second daemon on the
-//! same state is refused by an exclusive lock on `<db>.lock`.
+//! A restart resumes from [`ListenDb::unfinished`]; every unfinished
+//! state, `seen` included, is resumed. A transient problem with one buy is
+//! recorded on its row ([`ListenDb::note_retry`]: attempts, last error,
+//! when to retry, capped backoff) and never blocks the others.
+//!
+//! Concurrency: the database is SQLite in WAL mode with short
+//! transactions, so the seller's own commands (`list`, `accept`, `status`,
+//! …) open it with [`ListenDb::open`] while the daemon runs. Only the
+//! daemon takes the exclusive lock on `<db>.lock` ([`ListenDb::open_daemon`]),
+//! so a second daemon on the same state is refused.
 
 use super::verify::{Rejection, VerifiedBuy};
 use rusqlite::{params, Connection, OptionalExtension};
@@ -15,7 +23,26 @@ const MIGRATIONS: &[&str] = &[
     include_str!("../../../migrations/listen/0002_listings.sql"),
     include_str!("../../../migrations/listen/0003_offers.sql"),
     include_str!("../../../migrations/listen/0004_escrow_listings.sql"),
+    include_str!("../../../migrations/listen/0005_retries.sql"),
 ];
+
+/// First retry delay of a buy; doubles per attempt up to [`RETRY_CAP_MS`].
+pub const RETRY_BASE_MS: i64 = 500;
+/// The longest wait between two attempts on one buy.
+pub const RETRY_CAP_MS: i64 = 60_000;
+
+/// The wait before attempt `attempts + 1` (capped exponential backoff).
+pub fn retry_delay_ms(attempts: u32) -> i64 {
+    let doublings = attempts.saturating_sub(1).min(20);
+    (RETRY_BASE_MS << doublings).min(RETRY_CAP_MS)
+}
+
+/// Milliseconds since the Unix epoch.
+pub fn now_ms() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as i64)
+}
 
 /// One of the seller's listings.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
@@ -111,6 +138,14 @@ pub struct BuyRow {
     pub release_sig: Option<String>,
     /// Rejection JSON.
     pub reason: Option<String>,
+    /// Failed attempts at the current step.
+    pub attempts: u32,
+    /// The last transient error at the current step.
+    pub last_error: Option<String>,
+    /// When the next attempt is due (unix ms).
+    pub retry_at: i64,
+    /// Token standard of `mint_address` (`light` | `token2022`).
+    pub token_standard: Option<String>,
 }
 
 /// An offer as the seller decided it.
@@ -132,24 +167,57 @@ pub struct OfferRecord {
     pub counter_manifest_id: Option<String>,
 }
 
-/// The state database, locked for this process.
+/// The state database (locked for this process when opened as the daemon).
 pub struct ListenDb {
     conn: Connection,
-    _lock: File,
+    _lock: Option<File>,
+}
+
+const BUY_COLUMNS: &str = "signature, listing_id, slot, state, buyer, buyer_x25519, envelope_id, mint_address, release_sig, reason, attempts, last_error, retry_at, token_standard";
+
+fn buy_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<BuyRow> {
+    Ok(BuyRow {
+        signature: r.get(0)?,
+        listing_id: r.get(1)?,
+        slot: r.get::<_, i64>(2)? as u64,
+        state: r.get(3)?,
+        buyer: r.get(4)?,
+        buyer_x25519: r.get(5)?,
+        envelope_id: r.get(6)?,
+        mint_address: r.get(7)?,
+        release_sig: r.get(8)?,
+        reason: r.get(9)?,
+        attempts: r.get::<_, i64>(10)?.clamp(0, u32::MAX as i64) as u32,
+        last_error: r.get(11)?,
+        retry_at: r.get(12)?,
+        token_standard: r.get(13)?,
+    })
+}
+
+fn ensure_parent(path: &Path) -> Result<(), StateError> {
+    match path.parent().filter(|d| !d.as_os_str().is_empty()) {
+        Some(dir) => std::fs::create_dir_all(dir).map_err(|source| StateError::Lock {
+            path: dir.into(),
+            source,
+        }),
+        None => Ok(()),
+    }
 }
 
 const ORDER: [&str; 4] = ["seen", "verified", "envelope_uploaded", "released"];
 
 impl ListenDb {
-    /// Opens (creating) the state at `path` and takes the daemon lock.
+    /// Opens (creating) the state at `path` for the seller's commands:
+    /// no lock, safe beside a running daemon.
     pub fn open(path: &Path) -> Result<ListenDb, StateError> {
+        Self::open_with(path, None)
+    }
+
+    /// Opens the state for the daemon: takes the exclusive daemon lock
+    /// first (a second daemon gets [`StateError::AlreadyRunning`]).
+    pub fn open_daemon(path: &Path) -> Result<ListenDb, StateError> {
         let lock_path = PathBuf::from(format!("{}.lock", path.display()));
-        if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
-            std::fs::create_dir_all(dir).map_err(|source| StateError::Lock {
-                path: dir.into(),
-                source,
-            })?;
-        }
+        ensure_parent(path)?;
         let lock = File::create(&lock_path).map_err(|source| StateError::Lock {
             path: lock_path.clone(),
             source,
@@ -166,8 +234,13 @@ impl ListenDb {
                 })
             }
         }
+        Self::open_with(path, Some(lock))
+    }
+
+    fn open_with(path: &Path, lock: Option<File>) -> Result<ListenDb, StateError> {
+        ensure_parent(path)?;
         let mut conn = Connection::open(path)?;
-        conn.busy_timeout(std::time::Duration::from_secs(5))?;
+        conn.busy_timeout(std::time::Duration::from_secs(10))?;
         conn.pragma_update(None, "journal_mode", "WAL")?;
         conn.pragma_update(None, "synchronous", "FULL")?;
         let version: i64 = conn.query_row("PRAGMA user_version", [], |r| r.get(0))?;
@@ -201,25 +274,46 @@ impl ListenDb {
     pub fn get(&self, signature: &str) -> Result<BuyRow, StateError> {
         self.conn
             .query_row(
-                "SELECT signature, listing_id, slot, state, buyer, buyer_x25519, envelope_id, mint_address, release_sig, reason FROM buys WHERE signature = ?1",
+                &format!("SELECT {BUY_COLUMNS} FROM buys WHERE signature = ?1"),
                 [signature],
-                |r| {
-                    Ok(BuyRow {
-                        signature: r.get(0)?,
-                        listing_id: r.get(1)?,
-                        slot: r.get::<_, i64>(2)? as u64,
-                        state: r.get(3)?,
-                        buyer: r.get(4)?,
-                        buyer_x25519: r.get(5)?,
-                        envelope_id: r.get(6)?,
-                        mint_address: r.get(7)?,
-                        release_sig: r.get(8)?,
-                        reason: r.get(9)?,
-                    })
-                },
+                buy_row,
             )
             .optional()?
             .ok_or_else(|| StateError::Unknown(signature.into()))
+    }
+
+    fn buys_where(&self, clause: &str, args: &[&dyn rusqlite::ToSql]) -> Result<Vec<BuyRow>, StateError> {
+        let mut stmt = self.conn.prepare(&format!(
+            "SELECT {BUY_COLUMNS} FROM buys WHERE {clause} ORDER BY slot, signature"
+        ))?;
+        let rows = stmt.query_map(args, buy_row)?;
+        Ok(rows.collect::<rusqlite::Result<_>>()?)
+    }
+
+    /// Every buy of one listing (all states), oldest slot first.
+    pub fn buys_of(&self, listing_id: &str) -> Result<Vec<BuyRow>, StateError> {
+        self.buys_where("listing_id = ?1", &[&listing_id])
+    }
+
+    /// Records a transient failure of `signature` at its current step:
+    /// one more attempt, the error, and when to try again (capped
+    /// exponential backoff). Returns the attempts so far.
+    pub fn note_retry(&mut self, signature: &str, error: &str) -> Result<u32, StateError> {
+        let row = self.get(signature)?;
+        let attempts = row.attempts.saturating_add(1);
+        let retry_at = now_ms() + retry_delay_ms(attempts);
+        // errors come from RPC/gateway text: keep them short in the row
+        let error: String = error.chars().take(500).collect();
+        self.conn.execute(
+            "UPDATE buys SET attempts = ?2, last_error = ?3, retry_at = ?4, updated_at = ?5 WHERE signature = ?1",
+            params![signature, attempts as i64, error, retry_at, crate::clock::now_iso()],
+        )?;
+        Ok(attempts)
+    }
+
+    /// Unfinished buys in `state` whose next attempt is due at `now_ms`.
+    pub fn due(&self, state: &str, now_ms: i64) -> Result<Vec<BuyRow>, StateError> {
+        self.buys_where("state = ?1 AND retry_at <= ?2", &[&state, &now_ms])
     }
 
     /// Moves `signature` from `from` to `to` with `set` columns, in one
@@ -255,7 +349,7 @@ impl ListenDb {
             };
         }
         let now = crate::clock::now_iso();
-        let sql = format!("UPDATE buys SET state = '{to}', updated_at = ?1{set} WHERE signature = ?2 AND state = '{from}'");
+        let sql = format!("UPDATE buys SET state = '{to}', updated_at = ?1, attempts = 0, last_error = NULL, retry_at = 0{set} WHERE signature = ?2 AND state = '{from}'");
         let mut all: Vec<&dyn rusqlite::ToSql> = vec![&now, &signature];
         all.extend_from_slice(args);
         tx.execute(&sql, all.as_slice())?;
@@ -312,20 +406,22 @@ impl ListenDb {
         }
     }
 
-    /// `verified → envelope_uploaded`, naming the envelope and the mint.
+    /// `verified → envelope_uploaded`, naming the envelope and the mint
+    /// (of `standard`: `light` | `token2022`).
     pub fn mark_envelope_uploaded(
         &mut self,
         signature: &str,
         envelope_id: &str,
         mint: &str,
+        standard: &str,
     ) -> Result<Step, StateError> {
         self.advance(
             signature,
             "verified",
             "envelope_uploaded",
             "record the envelope",
-            ", envelope_id = ?3, mint_address = ?4",
-            &[&envelope_id, &mint],
+            ", envelope_id = ?3, mint_address = ?4, token_standard = ?5",
+            &[&envelope_id, &mint, &standard],
         )
     }
 
@@ -347,13 +443,7 @@ impl ListenDb {
 
     /// Buys not yet released or rejected, oldest slot first (for resume).
     pub fn unfinished(&self) -> Result<Vec<BuyRow>, StateError> {
-        let mut stmt = self.conn.prepare(
-            "SELECT signature FROM buys WHERE state NOT IN ('released', 'rejected') ORDER BY slot, signature",
-        )?;
-        let sigs: Vec<String> = stmt
-            .query_map([], |r| r.get(0))?
-            .collect::<rusqlite::Result<_>>()?;
-        sigs.iter().map(|s| self.get(s)).collect()
+        self.buys_where("state NOT IN ('released', 'rejected')", &[])
     }
 
     /// Records a new listing of ours.
@@ -552,7 +642,7 @@ mod tests {
             assert_eq!(db.mark_verified(&buy("s1")).unwrap(), Step::Applied);
             assert_eq!(db.mark_verified(&buy("s1")).unwrap(), Step::AlreadyDone);
             assert_eq!(
-                db.mark_envelope_uploaded("s1", "env", "mint").unwrap(),
+                db.mark_envelope_uploaded("s1", "env", "mint", "light").unwrap(),
                 Step::Applied
             );
             // "crash" here: the process ends with the buy half done
@@ -595,7 +685,7 @@ mod tests {
             Err(StateError::WrongState { .. })
         ));
         assert!(matches!(
-            db.mark_envelope_uploaded("bad", "e", "m"),
+            db.mark_envelope_uploaded("bad", "e", "m", "light"),
             Err(StateError::WrongState { .. })
         ));
         assert!(matches!(
@@ -613,11 +703,16 @@ mod tests {
     fn one_daemon_per_state_and_checkpoints_only_advance() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("l.db");
-        let mut db = ListenDb::open(&path).unwrap();
+        let mut db = ListenDb::open_daemon(&path).unwrap();
         assert!(matches!(
-            ListenDb::open(&path),
+            ListenDb::open_daemon(&path),
             Err(StateError::AlreadyRunning(_))
         ));
+        // the seller's commands open it beside the daemon and write to it
+        let mut cmd = ListenDb::open(&path).unwrap();
+        cmd.set_checkpoint("Other", "sigX", 3).unwrap();
+        assert_eq!(db.checkpoint("Other").unwrap(), Some(("sigX".into(), 3)));
+        drop(cmd);
         db.set_checkpoint("Seller", "sigA", 10).unwrap();
         db.set_checkpoint("Seller", "sigOld", 9).unwrap();
         assert_eq!(db.checkpoint("Seller").unwrap(), Some(("sigA".into(), 10)));
@@ -625,7 +720,7 @@ mod tests {
         assert_eq!(db.checkpoint("Seller").unwrap(), Some(("sigB".into(), 11)));
         drop(db);
         assert!(
-            ListenDb::open(&path).is_ok(),
+            ListenDb::open_daemon(&path).is_ok(),
             "lock released with the process/handle"
         );
     }
@@ -644,12 +739,33 @@ mod tests {
             "only a verified buy is abandoned"
         );
         db.mark_verified(&buy("s1")).unwrap();
-        db.mark_envelope_uploaded("s1", "env", "mint").unwrap();
+        db.mark_envelope_uploaded("s1", "env", "mint", "light").unwrap();
         assert_eq!(db.mark_abandoned("s1", &why).unwrap(), Step::Applied);
         assert_eq!(db.mark_abandoned("s1", &why).unwrap(), Step::AlreadyDone);
         let row = db.get("s1").unwrap();
         assert_eq!(row.state, "rejected");
         assert!(db.unfinished().unwrap().is_empty(), "never retried");
         assert!(db.mark_released("s1", "r").is_err(), "never released");
+    }
+
+    #[test]
+    fn a_stuck_buy_backs_off_and_a_step_clears_its_errors() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut db = ListenDb::open(&dir.path().join("listen.db")).unwrap();
+        db.record_seen("s1", "20261101-0123456789ab", 5).unwrap();
+        assert_eq!(db.due("seen", now_ms()).unwrap().len(), 1);
+        assert_eq!(db.note_retry("s1", "not visible yet").unwrap(), 1);
+        assert_eq!(db.note_retry("s1", "rpc 503").unwrap(), 2);
+        let row = db.get("s1").unwrap();
+        assert_eq!((row.attempts, row.last_error.as_deref()), (2, Some("rpc 503")));
+        assert!(db.due("seen", now_ms()).unwrap().is_empty(), "backing off");
+        assert_eq!(db.due("seen", row.retry_at).unwrap().len(), 1);
+        assert_eq!(db.unfinished().unwrap().len(), 1, "never dropped");
+        db.mark_verified(&buy("s1")).unwrap();
+        let row = db.get("s1").unwrap();
+        assert_eq!((row.attempts, row.last_error, row.retry_at), (0, None, 0));
+        assert_eq!(retry_delay_ms(1), RETRY_BASE_MS);
+        assert_eq!(retry_delay_ms(2), 2 * RETRY_BASE_MS);
+        assert_eq!(retry_delay_ms(u32::MAX), RETRY_CAP_MS);
     }
 }

@@ -116,12 +116,6 @@ pub enum Rejection {
     /// The node reported no block time, so expiry can't be judged.
     #[error("no block time for the buy; expiry cannot be checked")]
     NoBlockTime,
-    /// The negotiated price belongs to another buyer.
-    #[error("offer {offer_id} was accepted for another buyer")]
-    OfferForAnotherBuyer {
-        /// Offer.
-        offer_id: String,
-    },
     /// An escrow listing's buy without its own `deposit` into this listing's account.
     #[error("no escrow deposit into {listing_account} in this transaction")]
     NoEscrowDeposit {
@@ -144,14 +138,6 @@ pub enum Rejection {
     /// The escrow seals to another X25519 key than the memo names.
     #[error("the escrow records another X25519 key than the buy memo")]
     EscrowKeyMismatch,
-    /// The accepted offer had expired.
-    #[error("accepted offer {offer_id} expired at {expires_at}")]
-    OfferExpired {
-        /// Offer.
-        offer_id: String,
-        /// Expiry.
-        expires_at: i64,
-    },
 }
 
 /// ceil(price × fee_bps / 10,000) (PROTOCOL.md §8).
@@ -280,12 +266,35 @@ pub fn verify_escrow_buy(
     Ok(v)
 }
 
-/// Checks `tx` against `listing` and, when the buyer claims a negotiated
-/// price, the accepted `offer`. Returns the verified buy or why not.
+/// The price that binds `buyer` at `at` (unix seconds): the listed price,
+/// lowered by any accepted offer (or the counter that was accepted) of
+/// this buyer that is unexpired at `at`. Offers of other buyers and
+/// expired ones change nothing, and an offer above the listed price never
+/// raises it. Returns the price and the offer it came from, if any.
+pub fn binding_price(
+    listing: &ListingTerms,
+    accepted: &[NegotiatedTerms],
+    buyer: &str,
+    at: i64,
+) -> (u64, Option<String>) {
+    accepted
+        .iter()
+        .filter(|o| o.buyer == buyer && at < o.expires_at)
+        .filter(|o| o.price_lamports < listing.price_lamports)
+        .min_by_key(|o| o.price_lamports)
+        .map_or((listing.price_lamports, None), |o| {
+            (o.price_lamports, Some(o.offer_id.clone()))
+        })
+}
+
+/// Checks `tx` against `listing` and the offers the seller accepted on it
+/// (`accepted`, any buyer's). A buy counts when it pays at least the price
+/// binding its buyer at its block time ([`binding_price`]), and the fee on
+/// that price where one is due. Returns the verified buy or why not.
 pub fn verify_buy(
     tx: &ParsedTx,
     listing: &ListingTerms,
-    offer: Option<&NegotiatedTerms>,
+    accepted: &[NegotiatedTerms],
 ) -> Result<VerifiedBuy, Rejection> {
     let Claim {
         buyer,
@@ -293,23 +302,7 @@ pub fn verify_buy(
         block_time,
     } = claim(tx, listing)?;
     let buyer = &buyer;
-    let (price, offer_id) = match offer {
-        None => (listing.price_lamports, None),
-        Some(o) => {
-            if o.buyer != *buyer {
-                return Err(Rejection::OfferForAnotherBuyer {
-                    offer_id: o.offer_id.clone(),
-                });
-            }
-            if block_time >= o.expires_at {
-                return Err(Rejection::OfferExpired {
-                    offer_id: o.offer_id.clone(),
-                    expires_at: o.expires_at,
-                });
-            }
-            (o.price_lamports, Some(o.offer_id.clone()))
-        }
-    };
+    let (price, offer_id) = binding_price(listing, accepted, buyer, block_time);
     let paid = tx.paid(buyer, &listing.payment_address);
     if paid < price {
         return Err(Rejection::Underpaid { paid, price });
@@ -374,6 +367,7 @@ mod tests {
             }],
             logs: vec![],
             deposits: vec![],
+            anomalies: vec![],
         }
     }
 
@@ -388,7 +382,7 @@ mod tests {
 
     #[test]
     fn exact_payment_is_a_buy() {
-        let b = verify_buy(&tx(1_000), &listing(), None).unwrap();
+        let b = verify_buy(&tx(1_000), &listing(), &[]).unwrap();
         assert_eq!(
             (b.buyer.as_str(), b.buyer_x25519.as_str(), b.paid_lamports),
             ("Buyer", X25519, 1_000)
@@ -398,7 +392,7 @@ mod tests {
     #[test]
     fn underpaid_by_one_lamport() {
         assert_eq!(
-            verify_buy(&tx(999), &listing(), None),
+            verify_buy(&tx(999), &listing(), &[]),
             Err(Rejection::Underpaid {
                 paid: 999,
                 price: 1_000
@@ -411,7 +405,7 @@ mod tests {
         let mut t = tx(1_000);
         t.transfers[0].to = "Mallory".into();
         assert_eq!(
-            verify_buy(&t, &listing(), None),
+            verify_buy(&t, &listing(), &[]),
             Err(Rejection::Underpaid {
                 paid: 0,
                 price: 1_000
@@ -423,7 +417,7 @@ mod tests {
     fn failed_transaction() {
         let mut t = tx(1_000);
         t.succeeded = false;
-        assert_eq!(verify_buy(&t, &listing(), None), Err(Rejection::TxFailed));
+        assert_eq!(verify_buy(&t, &listing(), &[]), Err(Rejection::TxFailed));
     }
 
     #[test]
@@ -432,14 +426,14 @@ mod tests {
         let mut t = tx(1_000);
         t.signers = vec!["Mallory".into(), "Buyer".into()];
         assert_eq!(
-            verify_buy(&t, &listing(), None),
+            verify_buy(&t, &listing(), &[]),
             Err(Rejection::ExtraSigners { signers: 2 })
         );
         // a lone signer whose payment comes from someone else pays nothing
         let mut t = tx(1_000);
         t.signers = vec!["Mallory".into()];
         assert_eq!(
-            verify_buy(&t, &listing(), None),
+            verify_buy(&t, &listing(), &[]),
             Err(Rejection::Underpaid {
                 paid: 0,
                 price: 1_000
@@ -452,7 +446,7 @@ mod tests {
         let mut l = listing();
         l.cancelled_at_slot = Some(50);
         assert_eq!(
-            verify_buy(&tx(1_000), &l, None),
+            verify_buy(&tx(1_000), &l, &[]),
             Err(Rejection::ListingCancelled {
                 cancelled_at: 50,
                 slot: 50
@@ -460,7 +454,7 @@ mod tests {
         );
         l.cancelled_at_slot = Some(51);
         assert!(
-            verify_buy(&tx(1_000), &l, None).is_ok(),
+            verify_buy(&tx(1_000), &l, &[]).is_ok(),
             "a cancel after the buy does not void it"
         );
     }
@@ -470,7 +464,7 @@ mod tests {
         let mut t = tx(1_000);
         t.block_time = Some(2_000);
         assert_eq!(
-            verify_buy(&t, &listing(), None),
+            verify_buy(&t, &listing(), &[]),
             Err(Rejection::ListingExpired {
                 expires_at: 2_000,
                 block_time: 2_000
@@ -478,37 +472,84 @@ mod tests {
         );
         t.block_time = None;
         assert_eq!(
-            verify_buy(&t, &listing(), None),
+            verify_buy(&t, &listing(), &[]),
             Err(Rejection::NoBlockTime)
         );
     }
 
     #[test]
     fn negotiated_price_only_for_the_accepted_buyer() {
-        let b = verify_buy(&tx(800), &listing(), Some(&offer("Buyer"))).unwrap();
+        let b = verify_buy(&tx(800), &listing(), &[offer("Buyer")]).unwrap();
         assert_eq!(
             (b.price_lamports, b.offer_id.as_deref()),
             (800, Some("offer-20261101-a1b2c3d4e5f6"))
         );
+        // an offer accepted for someone else changes nothing
         assert_eq!(
-            verify_buy(&tx(800), &listing(), Some(&offer("SomeoneElse"))),
-            Err(Rejection::OfferForAnotherBuyer {
-                offer_id: "offer-20261101-a1b2c3d4e5f6".into()
+            verify_buy(&tx(800), &listing(), &[offer("SomeoneElse")]),
+            Err(Rejection::Underpaid {
+                paid: 800,
+                price: 1_000
             })
         );
-        let mut late = tx(800);
-        late.block_time = Some(1_800);
-        assert!(matches!(
-            verify_buy(&late, &listing(), Some(&offer("Buyer"))),
-            Err(Rejection::OfferExpired { .. })
-        ));
+        let other = verify_buy(&tx(1_000), &listing(), &[offer("SomeoneElse")]).unwrap();
+        assert_eq!((other.price_lamports, other.offer_id), (1_000, None));
         assert_eq!(
-            verify_buy(&tx(799), &listing(), Some(&offer("Buyer"))),
+            verify_buy(&tx(799), &listing(), &[offer("Buyer")]),
             Err(Rejection::Underpaid {
                 paid: 799,
                 price: 800
             })
         );
+    }
+
+    /// Prices bind the buyer, never against them (issue 14).
+    #[test]
+    fn an_accepted_offer_only_ever_lowers_the_price() {
+        // expired accepted offer + a full-price buy: released at the list price
+        let mut late = tx(1_000);
+        late.block_time = Some(1_800);
+        let b = verify_buy(&late, &listing(), &[offer("Buyer")]).unwrap();
+        assert_eq!((b.price_lamports, b.offer_id), (1_000, None));
+        // expired offer + the offer's price: underpaid against the list price
+        let mut late_cheap = tx(800);
+        late_cheap.block_time = Some(1_800);
+        assert_eq!(
+            verify_buy(&late_cheap, &listing(), &[offer("Buyer")]),
+            Err(Rejection::Underpaid {
+                paid: 800,
+                price: 1_000
+            })
+        );
+        // an accepted offer above the list price: the list price still buys
+        let dear = NegotiatedTerms {
+            price_lamports: 5_000,
+            ..offer("Buyer")
+        };
+        let b = verify_buy(&tx(1_000), &listing(), &[dear]).unwrap();
+        assert_eq!((b.price_lamports, b.offer_id), (1_000, None));
+        // several accepted (an offer, then its counter): the lowest live one binds
+        let counter = NegotiatedTerms {
+            offer_id: "offer-20261101-ffffffffffff".into(),
+            price_lamports: 900,
+            expires_at: 1_900,
+            ..offer("Buyer")
+        };
+        let both = [counter.clone(), offer("Buyer")];
+        assert_eq!(
+            verify_buy(&tx(800), &listing(), &both).unwrap().price_lamports,
+            800
+        );
+        let mut between = tx(900);
+        between.block_time = Some(1_850);
+        let b = verify_buy(&between, &listing(), &both).unwrap();
+        assert_eq!(b.offer_id.as_deref(), Some("offer-20261101-ffffffffffff"));
+        // full price always counts, whatever is accepted
+        for at in [1_000, 1_799, 1_800, 1_999] {
+            let mut t = tx(1_000);
+            t.block_time = Some(at);
+            assert!(verify_buy(&t, &listing(), &both).is_ok(), "at {at}");
+        }
     }
 
     #[test]
@@ -518,18 +559,18 @@ mod tests {
             "brainctl-marketplace/v1:buy:20261101-ffffffffffff:{X25519}"
         )];
         assert_eq!(
-            verify_buy(&t, &listing(), None),
+            verify_buy(&t, &listing(), &[]),
             Err(Rejection::NoBuyMemo),
             "buy of another listing"
         );
         t.memos = vec![buy_memo(), buy_memo()];
         assert_eq!(
-            verify_buy(&t, &listing(), None),
+            verify_buy(&t, &listing(), &[]),
             Err(Rejection::AmbiguousBuy)
         );
         t.memos = vec![format!("x{}", buy_memo())];
         assert_eq!(
-            verify_buy(&t, &listing(), None),
+            verify_buy(&t, &listing(), &[]),
             Err(Rejection::NoBuyMemo),
             "memo with extra text"
         );
@@ -540,7 +581,7 @@ mod tests {
         let mut l = listing();
         l.fee = Some(("Treasury".into(), 250)); // 2.5 %
         assert_eq!(
-            verify_buy(&tx(1_000), &l, None),
+            verify_buy(&tx(1_000), &l, &[]),
             Err(Rejection::FeeUnpaid { paid: 0, due: 25 })
         );
         let fee = |n: u64| Transfer {
@@ -551,11 +592,11 @@ mod tests {
         let mut t = tx(1_000);
         t.transfers.push(fee(24));
         assert_eq!(
-            verify_buy(&t, &l, None),
+            verify_buy(&t, &l, &[]),
             Err(Rejection::FeeUnpaid { paid: 24, due: 25 })
         );
         t.transfers.push(fee(1));
-        assert!(verify_buy(&t, &l, None).is_ok());
+        assert!(verify_buy(&t, &l, &[]).is_ok());
         // negotiated: the fee is on the agreed price (800 -> 20)
         let mut n = tx(800);
         n.transfers.push(fee(20));
@@ -572,7 +613,7 @@ mod tests {
             lamports: 400,
         });
         assert_eq!(
-            verify_buy(&t, &listing(), None).unwrap().paid_lamports,
+            verify_buy(&t, &listing(), &[]).unwrap().paid_lamports,
             1_000
         );
     }

@@ -102,13 +102,12 @@ impl Catalog for DbCatalog {
         })
     }
 
-    fn negotiated(&self, listing_id: &str, buyer: &str) -> Option<NegotiatedTerms> {
-        // the most recently accepted offer of this buyer on this listing
+    fn negotiated(&self, listing_id: &str, buyer: &str) -> Vec<NegotiatedTerms> {
         self.accepted
             .iter()
             .zip(&self.accepted_listing)
-            .rev()
-            .find(|(o, l)| *l == listing_id && o.buyer == buyer)
+            .filter(|(o, l)| *l == listing_id && o.buyer == buyer)
             .map(|(o, _)| o.clone())
+            .collect()
     }
 }

@@ -251,6 +251,38 @@ pub async fn find_accept(
     .await
 }
 
+/// Buyer: the Arweave id of the seller's newest `counter` to `offer_id`
+/// (signed by the seller), if the seller countered. With an `accept`, the
+/// counter's terms are the ones that bind, so `buy --offer` pays them
+/// without being told `--counter`.
+pub async fn find_counter(
+    chain: &Chain,
+    listing: &Listing,
+    offer_id: &str,
+) -> Result<Option<String>, NegotiateError> {
+    for (signature, op) in crate::market::status::memo_ops(chain, &pay_to(listing)?).await? {
+        let MemoOp::Counter {
+            offer_id: o,
+            counter_arweave_id,
+            counterer_pubkey,
+        } = op
+        else {
+            continue;
+        };
+        if o != offer_id || counterer_pubkey != listing.seller_pubkey {
+            continue;
+        }
+        let sig =
+            crate::chain::Signature::from_str(&signature).map_err(|_| refused("bad signature"))?;
+        if let Some(tx) = chain.transaction(&sig).await? {
+            if tx.succeeded && tx.signed_by(&listing.seller_pubkey) {
+                return Ok(Some(counter_arweave_id));
+            }
+        }
+    }
+    Ok(None)
+}
+
 /// Seller: the slot of the buyer's `withdraw` of `offer`, if any.
 pub async fn find_withdraw(
     chain: &Chain,

@@ -218,6 +218,7 @@ fn parsed(tx: &Transaction, slot: u64, block_time: i64) -> ParsedTx {
         transfers: vec![],
         logs: vec![],
         deposits,
+        anomalies: vec![],
     }
 }
 

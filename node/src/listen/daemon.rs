@@ -1,0 +1,162 @@
+//! The settlement daemon as a service (the loop `brainctl marketplace
+//! listen` runs; the CLI only wires it, as mini-redis's `server::run`):
+//! each round reloads the seller's catalog from the state database (so a
+//! listing made while the daemon runs is sold from the next round on),
+//! runs one [`pass`](super::pass::run_once) per payment address, then
+//! waits for the next tick, a websocket wake-up, or the shutdown future.
+//!
+//! What ends it: the shutdown future (at once: a pass cut short is the
+//! same as a crash, which the state machine survives by design) or the
+//! state database failing. Chain, gateway and per-buy problems never do.
+//!
+//! It never holds a write transaction across a network call, so the
+//! seller's own commands write to the same database while it runs.
+
+use super::pass::{run_once, PassReport};
+use super::state::{ListenDb, StateError};
+use crate::arweave::Uploader;
+use crate::chain::{Chain, Pubkey, Signer};
+use crate::keys::KeyDir;
+use crate::market::catalog::DbCatalog;
+use crate::mint::bundle_mint::TokenStandard;
+use crate::wallet::Wallet;
+use std::future::Future;
+use std::time::Duration;
+use tokio::sync::mpsc;
+
+/// How the daemon runs.
+#[derive(Debug, Clone)]
+pub struct DaemonConfig {
+    /// Where the listings' blob keys are.
+    pub keys: KeyDir,
+    /// The protocol fee in force (treasury, fee_bps), `None` off mainnet.
+    pub fee: Option<(String, u64)>,
+    /// The token standard of new releases.
+    pub standard: TokenStandard,
+    /// Time between rounds when nothing wakes it.
+    pub interval: Duration,
+    /// One round, then return.
+    pub once: bool,
+    /// Subscribe to the payment addresses' logs for wake-ups.
+    pub wake_ups: bool,
+}
+
+/// What one round reports per payment address.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct RoundReport {
+    /// The address passed over.
+    pub payment_address: String,
+    /// The pass's counts.
+    pub pass: PassReport,
+}
+
+/// The payment addresses to watch: every listing's, or the seller's own
+/// when there are none yet.
+fn watched(db: &ListenDb, seller: &Pubkey) -> Result<Vec<Pubkey>, StateError> {
+    let mut out: Vec<Pubkey> = db
+        .listings()?
+        .iter()
+        .filter_map(|l| match l.payment_address.parse() {
+            Ok(p) => Some(p),
+            Err(_) => {
+                tracing::warn!(listing = %l.listing_id, address = %l.payment_address, "payment address on record is not a pubkey; skipped");
+                None
+            }
+        })
+        .collect();
+    if out.is_empty() {
+        out.push(*seller);
+    }
+    out.sort();
+    out.dedup();
+    Ok(out)
+}
+
+/// The websocket wake-up task over the current address set.
+struct Wake {
+    addresses: Vec<Pubkey>,
+    task: Option<tokio::task::JoinHandle<()>>,
+}
+
+impl Wake {
+    /// (Re)subscribes when the address set changed.
+    fn follow(&mut self, chain: &Chain, addresses: &[Pubkey], nudge: &mpsc::Sender<()>) {
+        if self.addresses == addresses && self.task.as_ref().is_some_and(|t| !t.is_finished()) {
+            return;
+        }
+        if let Some(old) = self.task.take() {
+            old.abort();
+        }
+        self.addresses = addresses.to_vec();
+        let (ws, commitment) = (chain.endpoint().ws_url.clone(), chain.commitment());
+        let (watch, nudge) = (self.addresses.clone(), nudge.clone());
+        self.task = Some(tokio::spawn(async move {
+            if let Err(e) = super::wake::wake_on_logs(&ws, &watch, commitment, nudge).await {
+                tracing::warn!(error = %e, "no websocket wake-ups; polling only");
+            }
+        }));
+    }
+}
+
+impl Drop for Wake {
+    fn drop(&mut self) {
+        if let Some(t) = self.task.take() {
+            t.abort();
+        }
+    }
+}
+
+/// Runs the daemon until `shutdown` completes (or after one round with
+/// `once`). `on_round` sees every pass's report as it finishes.
+pub async fn run(
+    chain: &Chain,
+    db: &mut ListenDb,
+    seller: &Wallet,
+    uploader: &Uploader,
+    config: &DaemonConfig,
+    shutdown: impl Future<Output = ()>,
+    mut on_round: impl FnMut(&ListenDb, &RoundReport),
+) -> Result<(), StateError> {
+    tokio::pin!(shutdown);
+    let me = seller.solana_keypair().pubkey();
+    let (nudge_tx, mut nudges) = mpsc::channel::<()>(64);
+    let mut wake = Wake {
+        addresses: Vec::new(),
+        task: None,
+    };
+    loop {
+        let addresses = watched(db, &me)?;
+        if config.wake_ups && !config.once {
+            wake.follow(chain, &addresses, &nudge_tx);
+        }
+        let round = async {
+            let catalog = DbCatalog::load(db, &config.keys, config.fee.clone())?
+                .with_standard(config.standard);
+            for address in &addresses {
+                let pass = run_once(chain, db, seller, uploader, &catalog, address).await?;
+                on_round(
+                    db,
+                    &RoundReport {
+                        payment_address: address.to_string(),
+                        pass,
+                    },
+                );
+            }
+            Ok::<(), StateError>(())
+        };
+        tokio::select! {
+            r = round => r?,
+            () = &mut shutdown => return Ok(()),
+        }
+        if config.once {
+            return Ok(());
+        }
+        tokio::select! {
+            () = &mut shutdown => return Ok(()),
+            () = tokio::time::sleep(config.interval) => {}
+            Some(()) = nudges.recv() => {
+                while nudges.try_recv().is_ok() {}
+            }
+        }
+    }
+}

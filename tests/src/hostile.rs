@@ -1,0 +1,262 @@
+//! A generator of hostile (and honest) marketplace transactions for the
+//! hostile-chain suite and the trade bench: a seeded, replayable sequence
+//! of shapes a stranger can make the chain accept (or land failed), each
+//! sent to a real validator while the real daemons run.
+//!
+//! Seeded with `HOSTILE_SEED` (printed by every run, so a failure replays);
+//! the PRNG is splitmix64, so the sequence is the same on every machine.
+
+use node::chain::instructions::{discovery, memo, transfer, MEMO_V1};
+use node::chain::{Chain, Keypair, Pubkey, Signer};
+use node::market::MemoOp;
+use node::wallet::Wallet;
+use solana_sdk::instruction::{AccountMeta, Instruction};
+
+/// splitmix64: small, fast, the same everywhere.
+#[derive(Debug, Clone)]
+pub struct Rng(u64);
+
+impl Rng {
+    /// A generator from `seed`.
+    pub fn new(seed: u64) -> Rng {
+        Rng(seed)
+    }
+
+    /// The seed from `HOSTILE_SEED`, else from the clock; printed so a
+    /// failing run can be replayed.
+    pub fn from_env() -> (Rng, u64) {
+        let seed = std::env::var("HOSTILE_SEED")
+            .ok()
+            .and_then(|s| s.parse().ok())
+            .unwrap_or_else(|| {
+                std::time::SystemTime::now()
+                    .duration_since(std::time::UNIX_EPOCH)
+                    .map_or(7, |d| d.as_nanos() as u64)
+            });
+        eprintln!("hostile generator: HOSTILE_SEED={seed} replays this run");
+        (Rng::new(seed), seed)
+    }
+
+    /// The next 64 random bits.
+    pub fn next_u64(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^ (z >> 31)
+    }
+
+    /// Uniform in `0..n` (n > 0).
+    pub fn below(&mut self, n: u64) -> u64 {
+        self.next_u64() % n.max(1)
+    }
+}
+
+/// What is being attacked: one live listing (and optionally one the
+/// seller cancelled).
+#[derive(Debug, Clone)]
+pub struct Target {
+    /// The live listing.
+    pub listing_id: String,
+    /// Its payment address.
+    pub pay_to: Pubkey,
+    /// Its price.
+    pub price: u64,
+    /// The seller.
+    pub seller: Pubkey,
+    /// The discovery registry.
+    pub registry: Pubkey,
+    /// A listing of this seller that was cancelled before any buy.
+    pub cancelled_listing: Option<String>,
+}
+
+/// One kind of transaction the generator sends.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Shape {
+    /// Pays the price with a v3 memo: must be released exactly once.
+    Honest,
+    /// Pays the price with the buy memo in SPL Memo v1: released too.
+    HonestMemoV1,
+    /// One lamport short.
+    Underpaid,
+    /// A buy memo with a 1-lamport transfer only.
+    NoPayment,
+    /// Pays the price to someone else, references the payment address.
+    PaysElsewhere,
+    /// Pays in full, then fails (an instruction that cannot succeed).
+    Failed,
+    /// Fails on a memo that is not UTF-8 (the RPC returns it undecoded).
+    FailedUndecodableMemo,
+    /// A full payment co-signed by a second wallet.
+    CoSigned,
+    /// Another wallet's buy memo (its X25519 key) with no payment of its own.
+    Replay,
+    /// A full payment for the cancelled listing.
+    CancelledListing,
+    /// A `release` memo by a stranger, naming the listing.
+    ForgedRelease,
+    /// A `cancel` memo by a stranger, naming the listing.
+    ForgedCancel,
+    /// A full payment whose transaction also carries 12 junk memos and an
+    /// unknown program's instruction referencing the payment address.
+    NoisyButPaid,
+    /// Two buy memos for the listing in one paid transaction.
+    TwoBuyMemos,
+}
+
+impl Shape {
+    /// Every shape, honest ones first.
+    pub const ALL: [Shape; 14] = [
+        Shape::Honest,
+        Shape::HonestMemoV1,
+        Shape::Underpaid,
+        Shape::NoPayment,
+        Shape::PaysElsewhere,
+        Shape::Failed,
+        Shape::FailedUndecodableMemo,
+        Shape::CoSigned,
+        Shape::Replay,
+        Shape::CancelledListing,
+        Shape::ForgedRelease,
+        Shape::ForgedCancel,
+        Shape::NoisyButPaid,
+        Shape::TwoBuyMemos,
+    ];
+
+    /// Whether the daemon must release it (exactly once).
+    pub fn honest(self) -> bool {
+        matches!(
+            self,
+            Shape::Honest | Shape::HonestMemoV1 | Shape::NoisyButPaid
+        )
+    }
+
+    /// Whether the transaction is meant to land failed.
+    pub fn fails(self) -> bool {
+        matches!(self, Shape::Failed | Shape::FailedUndecodableMemo)
+    }
+}
+
+/// A transaction sent, and what it was.
+#[derive(Debug, Clone)]
+pub struct SentTx {
+    /// Its shape.
+    pub shape: Shape,
+    /// Its signature.
+    pub signature: String,
+}
+
+fn buy_memo(listing_id: &str, x25519: &str) -> String {
+    MemoOp::Buy {
+        listing_id: listing_id.into(),
+        buyer_x25519: x25519.into(),
+    }
+    .to_string()
+}
+
+fn memo_v1(text: &str, signer: &Pubkey) -> Instruction {
+    let mut ix = memo(text, signer);
+    ix.program_id = MEMO_V1.parse().expect("memo v1 id");
+    ix
+}
+
+/// The instructions of `shape` by `actor` (who pays and signs), with
+/// `other` as the second wallet where a shape needs one. Returns the
+/// instructions and whether `other` signs too.
+pub fn build(shape: Shape, t: &Target, actor: &Wallet, other: &Wallet) -> (Vec<Instruction>, bool) {
+    let me = actor.solana_keypair().pubkey();
+    let them = other.solana_keypair().pubkey();
+    let mine = buy_memo(&t.listing_id, &actor.x25519_address());
+    let reg = discovery(&t.registry, 200_000);
+    let pay = |lamports| transfer(&me, &t.pay_to, lamports);
+    match shape {
+        Shape::Honest => (vec![reg, pay(t.price), memo(&mine, &me)], false),
+        Shape::HonestMemoV1 => (vec![reg, pay(t.price), memo_v1(&mine, &me)], false),
+        Shape::Underpaid => (vec![reg, pay(t.price - 1), memo(&mine, &me)], false),
+        Shape::NoPayment => (vec![reg, pay(1), memo(&mine, &me)], false),
+        Shape::PaysElsewhere => (
+            vec![reg, pay(1), transfer(&me, &them, t.price), memo(&mine, &me)],
+            false,
+        ),
+        Shape::Failed => (
+            vec![
+                reg,
+                pay(t.price),
+                memo(&mine, &me),
+                transfer(&me, &them, u64::MAX / 2),
+            ],
+            false,
+        ),
+        Shape::FailedUndecodableMemo => {
+            let mut junk = memo("x", &me);
+            junk.data = vec![0xff, 0xfe, 0x00, 0xc3];
+            (vec![reg, pay(t.price), memo(&mine, &me), junk], false)
+        }
+        Shape::CoSigned => (
+            vec![reg, pay(t.price), memo(&mine, &me), memo("co-signed", &them)],
+            true,
+        ),
+        Shape::Replay => {
+            let theirs = buy_memo(&t.listing_id, &other.x25519_address());
+            (vec![reg, pay(1), memo(&theirs, &me)], false)
+        }
+        Shape::CancelledListing => {
+            let id = t.cancelled_listing.as_deref().unwrap_or("20261123-ffffffffffff");
+            (
+                vec![reg, pay(t.price), memo(&buy_memo(id, &actor.x25519_address()), &me)],
+                false,
+            )
+        }
+        Shape::ForgedRelease => {
+            let op = MemoOp::Release {
+                listing_id: t.listing_id.clone(),
+                envelope_arweave_id: "x".repeat(43),
+                minted_token_address: them.to_string(),
+            };
+            (vec![reg, pay(1), memo(&op.to_string(), &me)], false)
+        }
+        Shape::ForgedCancel => {
+            let op = MemoOp::Cancel {
+                listing_id: t.listing_id.clone(),
+            };
+            (vec![reg, pay(1), memo(&op.to_string(), &me)], false)
+        }
+        Shape::NoisyButPaid => {
+            let mut ixs = vec![reg, pay(t.price), memo(&mine, &me)];
+            ixs.extend((0..12).map(|i| memo(&format!("junk {i}; [9] not a field"), &me)));
+            // a program that does nothing with what it is given: the
+            // compute-budget program is not it (it rejects extra data), so
+            // reference the payment address from a zero-lamport transfer
+            let mut noop = transfer(&me, &me, 0);
+            noop.accounts.push(AccountMeta::new_readonly(t.pay_to, false));
+            ixs.push(noop);
+            (ixs, false)
+        }
+        Shape::TwoBuyMemos => (
+            vec![reg, pay(t.price), memo(&mine, &me), memo(&mine, &me)],
+            false,
+        ),
+    }
+}
+
+/// Sends `shape` (failed shapes without preflight so they land).
+pub async fn send(
+    chain: &Chain,
+    shape: Shape,
+    t: &Target,
+    actor: &Wallet,
+    other: &Wallet,
+) -> Result<SentTx, node::chain::ChainError> {
+    let (ixs, cosign) = build(shape, t, actor, other);
+    let (a, o): (Keypair, Keypair) = (actor.solana_keypair(), other.solana_keypair());
+    let signers: Vec<&Keypair> = if cosign { vec![&o, &a] } else { vec![&a] };
+    let sent = if shape.fails() {
+        chain.send_skip_preflight(&ixs, &signers).await?
+    } else {
+        chain.send(&ixs, &signers).await?
+    };
+    Ok(SentTx {
+        shape,
+        signature: sent.signature.to_string(),
+    })
+}
