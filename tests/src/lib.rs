@@ -7,6 +7,7 @@
 //! never a skip.
 
 pub mod hostile;
+pub mod proxy;
 
 use node::chain::{parse_commitment, Chain, Endpoint, Keypair, Pubkey, Signer};
 use std::net::{TcpListener, UdpSocket};

@@ -1,0 +1,379 @@
+//! The hostile-chain suite (issue 14): on a real validator, while the real
+//! `brainctl marketplace listen` daemon and `brainctl-indexer run` are
+//! both live, a seeded generator sends random sequences of honest buys
+//! mixed with hostile transactions of every shape (failed, undecodable
+//! memos, underpaid, unpaid, paid elsewhere, co-signed, replayed, for a
+//! cancelled listing, forged releases and cancels, noisy, ambiguous).
+//! Then: both processes are alive, every honest buy is released exactly
+//! once, no hostile one is, and the indexer's state hash equals a
+//! `rebuild` from scratch. `HOSTILE_SEED=<n>` replays a run.
+//!
+//! And RPC faults as weather: the same two services reach the validator
+//! through a fault-injecting proxy (refused connections, 429, 5xx,
+//! stalls) while buyers pay; they ride it out and release every buy
+//! exactly once, with nothing lost.
+
+mod util;
+
+use e2e::hostile::{self, Rng, Shape, Target};
+use node::chain::Signer;
+use node::wallet::Wallet;
+use serde_json::Value;
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+use util::Env;
+
+/// Transactions the generator sends per run.
+const SENDS: usize = 36;
+
+fn onchain(e: &Env, args: &[&str]) -> Value {
+    let v = e2e::validator();
+    let mut full = vec!["-u", v.rpc_url.as_str(), "--commitment", "confirmed"];
+    full.extend_from_slice(args);
+    let r = e.run(&full);
+    assert_eq!(r.code, 0, "brainctl {args:?}: {}\n{}", r.stdout, r.stderr);
+    r.json()
+}
+
+fn indexer_bin() -> PathBuf {
+    let p = PathBuf::from(env!("CARGO_BIN_EXE_brainctl")).with_file_name("brainctl-indexer");
+    assert!(
+        p.exists(),
+        "{} is missing: `cargo build -p brainctl-indexer` (cargo test --workspace builds it)",
+        p.display()
+    );
+    p
+}
+
+fn get(url: &str) -> Option<Value> {
+    e2e::runtime().block_on(async { reqwest::get(url).await.ok()?.json::<Value>().await.ok() })
+}
+
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+/// Kills a child on drop (a failed assertion must not leak daemons).
+struct Running(Child);
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+impl Running {
+    fn alive(&mut self) -> bool {
+        self.0.try_wait().unwrap().is_none()
+    }
+
+    fn stop(mut self) -> std::process::ExitStatus {
+        let _ = Command::new("kill")
+            .args(["-TERM", &self.0.id().to_string()])
+            .status();
+        let deadline = Instant::now() + Duration::from_secs(20);
+        loop {
+            if let Some(s) = self.0.try_wait().unwrap() {
+                return s;
+            }
+            assert!(Instant::now() < deadline, "no clean stop on SIGTERM");
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    }
+}
+
+/// `brainctl marketplace listen` for `seller` and `brainctl-indexer run`,
+/// both reading the chain at `rpc`. Returns them and the indexer's URL.
+fn services(seller: &Env, rpc: &str, items: &str, work: &std::path::Path) -> (Running, Running, String) {
+    let port = free_port();
+    let indexer = Running(
+        Command::new(indexer_bin())
+            .args(["run", "--rpc", rpc, "--fs-store", items, "--db"])
+            .arg(work.join("indexer.db"))
+            .args(["--listen", &format!("127.0.0.1:{port}"), "--interval-ms", "300"])
+            .env("RUST_LOG", "warn")
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap(),
+    );
+    let daemon = Running(
+        seller
+            .cmd()
+            .args(["-u", rpc, "--commitment", "confirmed"])
+            .args(["marketplace", "listen", "--interval", "1", "--storage-dir", items])
+            .env("RUST_LOG", "warn")
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap(),
+    );
+    (daemon, indexer, format!("http://127.0.0.1:{port}"))
+}
+
+/// Waits until every buy in `honest` is released in the seller's state.
+fn wait_released(seller: &Env, honest: &BTreeSet<&str>, daemon: &mut Running, why: &str) {
+    let state = node::listen::ListenDb::open(&seller.path(".brainctl/listen.db")).unwrap();
+    let deadline = Instant::now() + Duration::from_secs(180);
+    loop {
+        let done = honest
+            .iter()
+            .filter(|s| state.get(s).is_ok_and(|r| r.state == "released"))
+            .count();
+        if done == honest.len() {
+            return;
+        }
+        assert!(daemon.alive(), "{why}: listen exited");
+        assert!(
+            Instant::now() < deadline,
+            "{why}: {done} of {} honest buys released",
+            honest.len()
+        );
+        std::thread::sleep(Duration::from_millis(500));
+    }
+}
+
+/// The release memos signed by `seller` in `pay_to`'s history: (signature, mint).
+fn releases_on_chain(pay_to: &node::chain::Pubkey, seller: &node::chain::Pubkey) -> Vec<(String, String)> {
+    let (rt, chain) = (e2e::runtime(), e2e::validator().chain());
+    rt.block_on(node::market::status::memo_ops(&chain, pay_to))
+        .unwrap()
+        .into_iter()
+        .filter_map(|(sig, op)| match op {
+            node::market::MemoOp::Release {
+                minted_token_address,
+                ..
+            } => Some((sig, minted_token_address)),
+            _ => None,
+        })
+        .filter(|(sig, _)| {
+            rt.block_on(chain.transaction(&sig.parse().unwrap()))
+                .unwrap()
+                .is_some_and(|t| t.signed_by(&seller.to_string()))
+        })
+        .collect()
+}
+
+/// The live indexer at `base` reaches the state a `rebuild` from scratch
+/// gives (same transactions, same state hash).
+fn indexer_matches_rebuild(base: &str, items: &str, work: &std::path::Path, why: &str) {
+    let v = e2e::validator();
+    let rebuilt = Command::new(indexer_bin())
+        .args(["--json", "rebuild", "--rpc", &v.rpc_url, "--fs-store", items, "--db"])
+        .arg(work.join("rebuilt.db"))
+        .output()
+        .unwrap();
+    assert!(rebuilt.status.success(), "{}", String::from_utf8_lossy(&rebuilt.stderr));
+    let rebuilt: Value = serde_json::from_slice(&rebuilt.stdout).unwrap();
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let served = loop {
+        let s = get(&format!("{base}/state")).expect("indexer serves /state");
+        if s["transactions"] == rebuilt["transactions"] {
+            break s;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "{why}: indexer at {s}, rebuild at {rebuilt}"
+        );
+        std::thread::sleep(Duration::from_millis(300));
+    };
+    assert_eq!(served["state_hash"], rebuilt["state_hash"], "{why}");
+}
+
+fn target_of(seller: &Env, live: &Value, cancelled: Option<String>) -> Target {
+    let listing = &live["listing"];
+    Target {
+        listing_id: listing["listing_id"].as_str().unwrap().into(),
+        pay_to: listing["payment_address"].as_str().unwrap().parse().unwrap(),
+        price: listing["price_lamports"].as_u64().unwrap(),
+        seller: onchain(seller, &["wallet", "address", "--json"])["address"]
+            .as_str()
+            .unwrap()
+            .parse()
+            .unwrap(),
+        registry: node::chain::instructions::default_registry(),
+        cancelled_listing: cancelled,
+    }
+}
+
+/// A seller with one live listing and one cancelled one.
+fn seller_with_listings(dir: &str) -> (Env, Value, String) {
+    let seller = Env::new();
+    seller.ok(&["wallet", "new"]);
+    onchain(&seller, &["wallet", "airdrop", "5", "--json"]);
+    let mut listed = Vec::new();
+    for (i, text) in ["Live lesson", "Cancelled lesson"].iter().enumerate() {
+        seller.ok(&["memory", "add", text, "-c", "lesson"]);
+        let out = format!("b{i}.signed.json");
+        seller.ok(&["export", "--sign", "-o", &out]);
+        listed.push(onchain(
+            &seller,
+            &[
+                "marketplace",
+                "list",
+                &out,
+                "--price-usd",
+                "1",
+                "--sol-usd",
+                "100",
+                "--storage-dir",
+                dir,
+                "--json",
+            ],
+        ));
+    }
+    let cancelled = listed[1]["listing"]["listing_id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    onchain(&seller, &["marketplace", "cancel", &cancelled, "--json"]);
+    (seller, listed.remove(0), cancelled)
+}
+
+#[test]
+fn honest_buys_are_released_exactly_once_among_hostile_ones() {
+    let v = e2e::validator();
+    let (mut rng, seed) = Rng::from_env();
+    let shared = tempfile::tempdir().unwrap();
+    let dir = shared.path().join("items").display().to_string();
+    let (seller, live, cancelled) = seller_with_listings(&dir);
+    let target = target_of(&seller, &live, Some(cancelled));
+
+    // the two services, as users run them
+    let (mut daemon, mut indexer, base) = services(&seller, &v.rpc_url, &dir, shared.path());
+
+    // wallets: honest buyers and strangers
+    let buyers: Vec<Wallet> = (0..4).map(|_| Wallet::generate()).collect();
+    let strangers: Vec<Wallet> = (0..3).map(|_| Wallet::generate()).collect();
+    for w in buyers.iter().chain(&strangers) {
+        v.fund(&w.solana_keypair().pubkey(), 1);
+    }
+    let rt = e2e::runtime();
+    let chain = v.chain();
+    let mut sent: Vec<hostile::SentTx> = Vec::new();
+    for _ in 0..SENDS {
+        // about one in three honest
+        let shape = if rng.below(3) == 0 {
+            [Shape::Honest, Shape::HonestMemoV1, Shape::NoisyButPaid][rng.below(3) as usize]
+        } else {
+            Shape::ALL[3 + rng.below(Shape::ALL.len() as u64 - 3) as usize]
+        };
+        let pool = if shape.honest() { &buyers } else { &strangers };
+        let actor = &pool[rng.below(pool.len() as u64) as usize];
+        let other = &buyers[rng.below(buyers.len() as u64) as usize];
+        let s = rt
+            .block_on(hostile::send(&chain, shape, &target, actor, other))
+            .unwrap_or_else(|e| panic!("seed {seed}: sending {shape:?}: {e}"));
+        sent.push(s);
+    }
+    let honest: BTreeSet<&str> = sent
+        .iter()
+        .filter(|s| s.shape.honest())
+        .map(|s| s.signature.as_str())
+        .collect();
+
+    // every honest buy released; no hostile one
+    let why = format!("seed {seed}");
+    wait_released(&seller, &honest, &mut daemon, &why);
+    assert!(daemon.alive() && indexer.alive(), "seed {seed}: a service died");
+    let state = node::listen::ListenDb::open(&seller.path(".brainctl/listen.db")).unwrap();
+    let mut by_shape: BTreeMap<String, Vec<String>> = BTreeMap::new();
+    for s in &sent {
+        let row = state.get(&s.signature);
+        let st = row.as_ref().map_or("unrecorded".into(), |r| r.state.clone());
+        by_shape
+            .entry(format!("{:?}", s.shape))
+            .or_default()
+            .push(st.clone());
+        if !s.shape.honest() {
+            assert_ne!(st, "released", "seed {seed}: {:?} was released", s.shape);
+        }
+    }
+    eprintln!("seed {seed}: {by_shape:?}");
+
+    // exactly once on chain: one release memo per honest buy, each its own mint
+    let releases = releases_on_chain(&target.pay_to, &target.seller);
+    let mints: BTreeSet<&String> = releases.iter().map(|(_, m)| m).collect();
+    assert_eq!(releases.len(), honest.len(), "seed {seed}: {releases:?}");
+    assert_eq!(mints.len(), honest.len(), "seed {seed}: one mint per buy");
+    for sig in &honest {
+        let row = state.get(sig).unwrap();
+        assert!(
+            releases
+                .iter()
+                .any(|(r, m)| Some(r) == row.release_sig.as_ref() && Some(m) == row.mint_address.as_ref()),
+            "seed {seed}: {sig} released by {:?} with {:?}",
+            row.release_sig,
+            row.mint_address
+        );
+    }
+
+    // the indexer kept up, and its state is what a rebuild from scratch gives
+    std::thread::sleep(Duration::from_secs(2));
+    indexer_matches_rebuild(&base, &dir, shared.path(), &why);
+    assert!(daemon.alive() && indexer.alive(), "seed {seed}: a service died");
+    assert!(daemon.stop().success());
+    assert!(indexer.stop().success());
+}
+
+/// RPC faults are weather: both services read the chain through a proxy
+/// that refuses connections, answers 429 and 5xx, and stalls, in turn,
+/// while buyers pay (straight to the validator). Every buy is released
+/// exactly once, both services stay up, the indexer ends where a rebuild
+/// from scratch does.
+#[test]
+fn rpc_faults_are_weather() {
+    use e2e::proxy::{Fault, FaultProxy};
+    let v = e2e::validator();
+    let shared = tempfile::tempdir().unwrap();
+    let dir = shared.path().join("items").display().to_string();
+    let (seller, live, _) = seller_with_listings(&dir);
+    let target = target_of(&seller, &live, None);
+    let proxy = FaultProxy::start(&v.rpc_url);
+    let (mut daemon, mut indexer, base) = services(&seller, &proxy.url, &dir, shared.path());
+    let buyers: Vec<Wallet> = (0..3).map(|_| Wallet::generate()).collect();
+    for w in &buyers {
+        v.fund(&w.solana_keypair().pubkey(), 1);
+    }
+    let (rt, chain) = (e2e::runtime(), v.chain());
+    let schedule = [
+        Fault::None,
+        Fault::Refuse,
+        Fault::Status(503),
+        Fault::Status(429),
+        Fault::Stall(Duration::from_secs(3)),
+        Fault::Status(500),
+        Fault::Refuse,
+        Fault::Status(502),
+    ];
+    let mut sigs = Vec::new();
+    for (i, fault) in schedule.iter().enumerate() {
+        proxy.set(*fault);
+        let buyer = &buyers[i % buyers.len()];
+        let sent = rt
+            .block_on(hostile::send(&chain, Shape::Honest, &target, buyer, buyer))
+            .unwrap();
+        sigs.push(sent.signature);
+        std::thread::sleep(Duration::from_secs(3));
+        assert!(daemon.alive(), "listen exited under {fault:?}");
+        assert!(indexer.alive(), "the indexer exited under {fault:?}");
+    }
+    proxy.set(Fault::None);
+    let (requests, faulted) = proxy.stats();
+    assert!(faulted > 0 && requests > faulted, "faults were injected: {requests}/{faulted}");
+    let honest: BTreeSet<&str> = sigs.iter().map(String::as_str).collect();
+    wait_released(&seller, &honest, &mut daemon, "after the faults");
+    let releases = releases_on_chain(&target.pay_to, &target.seller);
+    assert_eq!(releases.len(), honest.len(), "exactly once: {releases:?}");
+    std::thread::sleep(Duration::from_secs(2));
+    indexer_matches_rebuild(&base, &dir, shared.path(), "after the faults");
+    assert!(daemon.stop().success());
+    assert!(indexer.stop().success());
+}

@@ -1,0 +1,237 @@
+//! A fault-injecting HTTP proxy between a client (the `listen` daemon, the
+//! indexer) and the validator's JSON-RPC port, on 127.0.0.1 only. Its
+//! fault can be changed while clients run:
+//! - [`Fault::Refuse`]: the port is closed (connections refused), and open
+//!   connections are dropped;
+//! - [`Fault::Status`]: every request is answered with that HTTP status
+//!   (429, 500, 502, 503 …) and a JSON-RPC-looking error body;
+//! - [`Fault::Stall`]: every request waits that long before it is served;
+//! - [`Fault::None`]: requests are forwarded unchanged.
+//!
+//! HTTP/1.1 with `Content-Length` bodies (what the Solana client sends),
+//! keep-alive honoured; each request is forwarded with reqwest.
+
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
+use tokio::net::{TcpListener, TcpStream};
+
+/// What the proxy does to requests now.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Fault {
+    /// Forward.
+    None,
+    /// Close the port.
+    Refuse,
+    /// Answer with this HTTP status.
+    Status(u16),
+    /// Wait this long, then forward.
+    Stall(Duration),
+}
+
+/// A running proxy (its own thread and runtime; stops with the process).
+pub struct FaultProxy {
+    /// Where clients connect.
+    pub url: String,
+    fault: Arc<Mutex<Fault>>,
+    wake: tokio::sync::watch::Sender<Fault>,
+    /// Requests seen, and requests answered with a fault.
+    stats: Arc<Mutex<(u64, u64)>>,
+}
+
+impl FaultProxy {
+    /// Starts a proxy to `upstream` (an `http://host:port` URL) on a free
+    /// loopback port.
+    pub fn start(upstream: &str) -> FaultProxy {
+        let std_listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+        let port = std_listener.local_addr().expect("addr").port();
+        std_listener.set_nonblocking(true).expect("nonblocking");
+        let fault = Arc::new(Mutex::new(Fault::None));
+        let stats = Arc::new(Mutex::new((0, 0)));
+        let (wake, watch) = tokio::sync::watch::channel(Fault::None);
+        let (f, s, up) = (fault.clone(), stats.clone(), upstream.to_string());
+        std::thread::spawn(move || {
+            let rt = tokio::runtime::Builder::new_multi_thread()
+                .worker_threads(2)
+                .enable_all()
+                .build()
+                .expect("proxy runtime");
+            rt.block_on(serve(std_listener, port, up, f, s, watch));
+        });
+        FaultProxy {
+            url: format!("http://127.0.0.1:{port}"),
+            fault,
+            wake,
+            stats,
+        }
+    }
+
+    /// Sets the fault from now on.
+    pub fn set(&self, f: Fault) {
+        *self.fault.lock().expect("fault lock") = f;
+        let _ = self.wake.send(f);
+    }
+
+    /// (requests seen, requests faulted) so far.
+    pub fn stats(&self) -> (u64, u64) {
+        *self.stats.lock().expect("stats lock")
+    }
+}
+
+async fn serve(
+    first: std::net::TcpListener,
+    port: u16,
+    upstream: String,
+    fault: Arc<Mutex<Fault>>,
+    stats: Arc<Mutex<(u64, u64)>>,
+    mut watch: tokio::sync::watch::Receiver<Fault>,
+) {
+    let client = reqwest::Client::new();
+    let mut listener = Some(TcpListener::from_std(first).expect("tokio listener"));
+    let mut conns = tokio::task::JoinSet::new();
+    loop {
+        let refusing = *watch.borrow() == Fault::Refuse;
+        if refusing {
+            // close the port and every open connection until the fault changes
+            listener = None;
+            conns.abort_all();
+            if watch.changed().await.is_err() {
+                return;
+            }
+            continue;
+        }
+        let l = match &listener {
+            Some(l) => l,
+            None => match TcpListener::bind(("127.0.0.1", port)).await {
+                Ok(l) => listener.insert(l),
+                Err(_) => {
+                    tokio::time::sleep(Duration::from_millis(50)).await;
+                    continue;
+                }
+            },
+        };
+        tokio::select! {
+            accepted = l.accept() => {
+                if let Ok((stream, _)) = accepted {
+                    let (c, u, f, s) = (client.clone(), upstream.clone(), fault.clone(), stats.clone());
+                    conns.spawn(connection(stream, c, u, f, s));
+                }
+            }
+            changed = watch.changed() => {
+                if changed.is_err() {
+                    return;
+                }
+            }
+            Some(_) = conns.join_next(), if !conns.is_empty() => {}
+        }
+    }
+}
+
+/// Serves one client connection, request by request.
+async fn connection(
+    stream: TcpStream,
+    client: reqwest::Client,
+    upstream: String,
+    fault: Arc<Mutex<Fault>>,
+    stats: Arc<Mutex<(u64, u64)>>,
+) {
+    let (read, mut write) = stream.into_split();
+    let mut read = BufReader::new(read);
+    loop {
+        let Some((path, body)) = read_request(&mut read).await else {
+            return;
+        };
+        let now = *fault.lock().expect("fault lock");
+        let faulted = !matches!(now, Fault::None | Fault::Stall(_));
+        {
+            let mut s = stats.lock().expect("stats lock");
+            s.0 += 1;
+            s.1 += u64::from(faulted);
+        }
+        let (status, reply) = match now {
+            Fault::Refuse => return,
+            Fault::Status(code) => (
+                code,
+                br#"{"jsonrpc":"2.0","error":{"code":-32005,"message":"injected fault"},"id":null}"#
+                    .to_vec(),
+            ),
+            Fault::Stall(d) => {
+                tokio::time::sleep(d).await;
+                forward(&client, &upstream, &path, body).await
+            }
+            Fault::None => forward(&client, &upstream, &path, body).await,
+        };
+        let head = format!(
+            "HTTP/1.1 {status} {}\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n",
+            reason(status),
+            reply.len()
+        );
+        if write.write_all(head.as_bytes()).await.is_err()
+            || write.write_all(&reply).await.is_err()
+        {
+            return;
+        }
+    }
+}
+
+fn reason(status: u16) -> &'static str {
+    match status {
+        200 => "OK",
+        429 => "Too Many Requests",
+        500 => "Internal Server Error",
+        502 => "Bad Gateway",
+        503 => "Service Unavailable",
+        _ => "Error",
+    }
+}
+
+async fn forward(
+    client: &reqwest::Client,
+    upstream: &str,
+    path: &str,
+    body: Vec<u8>,
+) -> (u16, Vec<u8>) {
+    let sent = client
+        .post(format!("{upstream}{path}"))
+        .header("content-type", "application/json")
+        .body(body)
+        .send()
+        .await;
+    match sent {
+        Ok(r) => {
+            let status = r.status().as_u16();
+            (status, r.bytes().await.map(|b| b.to_vec()).unwrap_or_default())
+        }
+        // the validator itself is down: what a proxy in front of it says
+        Err(_) => (502, b"upstream unreachable".to_vec()),
+    }
+}
+
+/// One request: its path and body (`Content-Length` framing). `None` at
+/// the end of the connection or on anything else.
+async fn read_request<R: tokio::io::AsyncBufRead + Unpin>(r: &mut R) -> Option<(String, Vec<u8>)> {
+    let mut line = String::new();
+    if r.read_line(&mut line).await.ok()? == 0 {
+        return None;
+    }
+    let path = line.split_whitespace().nth(1)?.to_string();
+    let mut len = 0usize;
+    loop {
+        let mut h = String::new();
+        if r.read_line(&mut h).await.ok()? == 0 {
+            return None;
+        }
+        let h = h.trim_end();
+        if h.is_empty() {
+            break;
+        }
+        if let Some((k, v)) = h.split_once(':') {
+            if k.eq_ignore_ascii_case("content-length") {
+                len = v.trim().parse().ok()?;
+            }
+        }
+    }
+    let mut body = vec![0; len];
+    r.read_exact(&mut body).await.ok()?;
+    Some((path, body))
+}
