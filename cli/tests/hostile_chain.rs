@@ -16,6 +16,7 @@
 mod util;
 
 use e2e::hostile::{self, Rng, Shape, Target};
+use e2e::TestValidator;
 use node::chain::Signer;
 use node::wallet::Wallet;
 use serde_json::Value;
@@ -28,8 +29,7 @@ use util::Env;
 /// Transactions the generator sends per run.
 const SENDS: usize = 36;
 
-fn onchain(e: &Env, args: &[&str]) -> Value {
-    let v = e2e::validator();
+fn onchain(v: &TestValidator, e: &Env, args: &[&str]) -> Value {
     let mut full = vec!["-u", v.rpc_url.as_str(), "--commitment", "confirmed"];
     full.extend_from_slice(args);
     let r = e.run(&full);
@@ -91,13 +91,23 @@ impl Running {
 
 /// `brainctl marketplace listen` for `seller` and `brainctl-indexer run`,
 /// both reading the chain at `rpc`. Returns them and the indexer's URL.
-fn services(seller: &Env, rpc: &str, items: &str, work: &std::path::Path) -> (Running, Running, String) {
+fn services(
+    seller: &Env,
+    rpc: &str,
+    items: &str,
+    work: &std::path::Path,
+) -> (Running, Running, String) {
     let port = free_port();
     let indexer = Running(
         Command::new(indexer_bin())
             .args(["run", "--rpc", rpc, "--fs-store", items, "--db"])
             .arg(work.join("indexer.db"))
-            .args(["--listen", &format!("127.0.0.1:{port}"), "--interval-ms", "300"])
+            .args([
+                "--listen",
+                &format!("127.0.0.1:{port}"),
+                "--interval-ms",
+                "300",
+            ])
             .env("RUST_LOG", "warn")
             .stdout(Stdio::null())
             .stderr(Stdio::null())
@@ -108,7 +118,14 @@ fn services(seller: &Env, rpc: &str, items: &str, work: &std::path::Path) -> (Ru
         seller
             .cmd()
             .args(["-u", rpc, "--commitment", "confirmed"])
-            .args(["marketplace", "listen", "--interval", "1", "--storage-dir", items])
+            .args([
+                "marketplace",
+                "listen",
+                "--interval",
+                "1",
+                "--storage-dir",
+                items,
+            ])
             .env("RUST_LOG", "warn")
             .stdout(Stdio::null())
             .stderr(Stdio::null())
@@ -141,8 +158,12 @@ fn wait_released(seller: &Env, honest: &BTreeSet<&str>, daemon: &mut Running, wh
 }
 
 /// The release memos signed by `seller` in `pay_to`'s history: (signature, mint).
-fn releases_on_chain(pay_to: &node::chain::Pubkey, seller: &node::chain::Pubkey) -> Vec<(String, String)> {
-    let (rt, chain) = (e2e::runtime(), e2e::validator().chain());
+fn releases_on_chain(
+    v: &TestValidator,
+    pay_to: &node::chain::Pubkey,
+    seller: &node::chain::Pubkey,
+) -> Vec<(String, String)> {
+    let (rt, chain) = (e2e::runtime(), v.chain());
     rt.block_on(node::market::status::memo_ops(&chain, pay_to))
         .unwrap()
         .into_iter()
@@ -163,14 +184,31 @@ fn releases_on_chain(pay_to: &node::chain::Pubkey, seller: &node::chain::Pubkey)
 
 /// The live indexer at `base` reaches the state a `rebuild` from scratch
 /// gives (same transactions, same state hash).
-fn indexer_matches_rebuild(base: &str, items: &str, work: &std::path::Path, why: &str) {
-    let v = e2e::validator();
+fn indexer_matches_rebuild(
+    v: &TestValidator,
+    base: &str,
+    items: &str,
+    work: &std::path::Path,
+    why: &str,
+) {
     let rebuilt = Command::new(indexer_bin())
-        .args(["--json", "rebuild", "--rpc", &v.rpc_url, "--fs-store", items, "--db"])
+        .args([
+            "--json",
+            "rebuild",
+            "--rpc",
+            &v.rpc_url,
+            "--fs-store",
+            items,
+            "--db",
+        ])
         .arg(work.join("rebuilt.db"))
         .output()
         .unwrap();
-    assert!(rebuilt.status.success(), "{}", String::from_utf8_lossy(&rebuilt.stderr));
+    assert!(
+        rebuilt.status.success(),
+        "{}",
+        String::from_utf8_lossy(&rebuilt.stderr)
+    );
     let rebuilt: Value = serde_json::from_slice(&rebuilt.stdout).unwrap();
     let deadline = Instant::now() + Duration::from_secs(60);
     let served = loop {
@@ -187,13 +225,17 @@ fn indexer_matches_rebuild(base: &str, items: &str, work: &std::path::Path, why:
     assert_eq!(served["state_hash"], rebuilt["state_hash"], "{why}");
 }
 
-fn target_of(seller: &Env, live: &Value, cancelled: Option<String>) -> Target {
+fn target_of(v: &TestValidator, seller: &Env, live: &Value, cancelled: Option<String>) -> Target {
     let listing = &live["listing"];
     Target {
         listing_id: listing["listing_id"].as_str().unwrap().into(),
-        pay_to: listing["payment_address"].as_str().unwrap().parse().unwrap(),
+        pay_to: listing["payment_address"]
+            .as_str()
+            .unwrap()
+            .parse()
+            .unwrap(),
         price: listing["price_lamports"].as_u64().unwrap(),
-        seller: onchain(seller, &["wallet", "address", "--json"])["address"]
+        seller: onchain(v, seller, &["wallet", "address", "--json"])["address"]
             .as_str()
             .unwrap()
             .parse()
@@ -204,16 +246,17 @@ fn target_of(seller: &Env, live: &Value, cancelled: Option<String>) -> Target {
 }
 
 /// A seller with one live listing and one cancelled one.
-fn seller_with_listings(dir: &str) -> (Env, Value, String) {
+fn seller_with_listings(v: &TestValidator, dir: &str) -> (Env, Value, String) {
     let seller = Env::new();
     seller.ok(&["wallet", "new"]);
-    onchain(&seller, &["wallet", "airdrop", "5", "--json"]);
+    onchain(v, &seller, &["wallet", "airdrop", "5", "--json"]);
     let mut listed = Vec::new();
     for (i, text) in ["Live lesson", "Cancelled lesson"].iter().enumerate() {
         seller.ok(&["memory", "add", text, "-c", "lesson"]);
         let out = format!("b{i}.signed.json");
         seller.ok(&["export", "--sign", "-o", &out]);
         listed.push(onchain(
+            v,
             &seller,
             &[
                 "marketplace",
@@ -233,7 +276,7 @@ fn seller_with_listings(dir: &str) -> (Env, Value, String) {
         .as_str()
         .unwrap()
         .to_string();
-    onchain(&seller, &["marketplace", "cancel", &cancelled, "--json"]);
+    onchain(v, &seller, &["marketplace", "cancel", &cancelled, "--json"]);
     (seller, listed.remove(0), cancelled)
 }
 
@@ -243,8 +286,8 @@ fn honest_buys_are_released_exactly_once_among_hostile_ones() {
     let (mut rng, seed) = Rng::from_env();
     let shared = tempfile::tempdir().unwrap();
     let dir = shared.path().join("items").display().to_string();
-    let (seller, live, cancelled) = seller_with_listings(&dir);
-    let target = target_of(&seller, &live, Some(cancelled));
+    let (seller, live, cancelled) = seller_with_listings(v, &dir);
+    let target = target_of(v, &seller, &live, Some(cancelled));
 
     // the two services, as users run them
     let (mut daemon, mut indexer, base) = services(&seller, &v.rpc_url, &dir, shared.path());
@@ -282,12 +325,17 @@ fn honest_buys_are_released_exactly_once_among_hostile_ones() {
     // every honest buy released; no hostile one
     let why = format!("seed {seed}");
     wait_released(&seller, &honest, &mut daemon, &why);
-    assert!(daemon.alive() && indexer.alive(), "seed {seed}: a service died");
+    assert!(
+        daemon.alive() && indexer.alive(),
+        "seed {seed}: a service died"
+    );
     let state = node::listen::ListenDb::open(&seller.path(".brainctl/listen.db")).unwrap();
     let mut by_shape: BTreeMap<String, Vec<String>> = BTreeMap::new();
     for s in &sent {
         let row = state.get(&s.signature);
-        let st = row.as_ref().map_or("unrecorded".into(), |r| r.state.clone());
+        let st = row
+            .as_ref()
+            .map_or("unrecorded".into(), |r| r.state.clone());
         by_shape
             .entry(format!("{:?}", s.shape))
             .or_default()
@@ -299,7 +347,7 @@ fn honest_buys_are_released_exactly_once_among_hostile_ones() {
     eprintln!("seed {seed}: {by_shape:?}");
 
     // exactly once on chain: one release memo per honest buy, each its own mint
-    let releases = releases_on_chain(&target.pay_to, &target.seller);
+    let releases = releases_on_chain(v, &target.pay_to, &target.seller);
     let mints: BTreeSet<&String> = releases.iter().map(|(_, m)| m).collect();
     assert_eq!(releases.len(), honest.len(), "seed {seed}: {releases:?}");
     assert_eq!(mints.len(), honest.len(), "seed {seed}: one mint per buy");
@@ -308,7 +356,8 @@ fn honest_buys_are_released_exactly_once_among_hostile_ones() {
         assert!(
             releases
                 .iter()
-                .any(|(r, m)| Some(r) == row.release_sig.as_ref() && Some(m) == row.mint_address.as_ref()),
+                .any(|(r, m)| Some(r) == row.release_sig.as_ref()
+                    && Some(m) == row.mint_address.as_ref()),
             "seed {seed}: {sig} released by {:?} with {:?}",
             row.release_sig,
             row.mint_address
@@ -317,8 +366,11 @@ fn honest_buys_are_released_exactly_once_among_hostile_ones() {
 
     // the indexer kept up, and its state is what a rebuild from scratch gives
     std::thread::sleep(Duration::from_secs(2));
-    indexer_matches_rebuild(&base, &dir, shared.path(), &why);
-    assert!(daemon.alive() && indexer.alive(), "seed {seed}: a service died");
+    indexer_matches_rebuild(v, &base, &dir, shared.path(), &why);
+    assert!(
+        daemon.alive() && indexer.alive(),
+        "seed {seed}: a service died"
+    );
     assert!(daemon.stop().success());
     assert!(indexer.stop().success());
 }
@@ -334,8 +386,8 @@ fn rpc_faults_are_weather() {
     let v = e2e::validator();
     let shared = tempfile::tempdir().unwrap();
     let dir = shared.path().join("items").display().to_string();
-    let (seller, live, _) = seller_with_listings(&dir);
-    let target = target_of(&seller, &live, None);
+    let (seller, live, _) = seller_with_listings(v, &dir);
+    let target = target_of(v, &seller, &live, None);
     let proxy = FaultProxy::start(&v.rpc_url);
     let (mut daemon, mut indexer, base) = services(&seller, &proxy.url, &dir, shared.path());
     let buyers: Vec<Wallet> = (0..3).map(|_| Wallet::generate()).collect();
@@ -367,13 +419,55 @@ fn rpc_faults_are_weather() {
     }
     proxy.set(Fault::None);
     let (requests, faulted) = proxy.stats();
-    assert!(faulted > 0 && requests > faulted, "faults were injected: {requests}/{faulted}");
+    assert!(
+        faulted > 0 && requests > faulted,
+        "faults were injected: {requests}/{faulted}"
+    );
     let honest: BTreeSet<&str> = sigs.iter().map(String::as_str).collect();
     wait_released(&seller, &honest, &mut daemon, "after the faults");
-    let releases = releases_on_chain(&target.pay_to, &target.seller);
+    let releases = releases_on_chain(v, &target.pay_to, &target.seller);
     assert_eq!(releases.len(), honest.len(), "exactly once: {releases:?}");
     std::thread::sleep(Duration::from_secs(2));
-    indexer_matches_rebuild(&base, &dir, shared.path(), "after the faults");
+    indexer_matches_rebuild(v, &base, &dir, shared.path(), "after the faults");
+    assert!(daemon.stop().success());
+    assert!(indexer.stop().success());
+}
+
+/// A validator restart mid-run (killed, started again on its ledger):
+/// both services ride it out; buys before and after are each released
+/// exactly once and the indexer ends where a rebuild does.
+#[test]
+fn a_validator_restart_mid_run_loses_nothing() {
+    let mut own = e2e::start(&e2e::light_args());
+    let shared = tempfile::tempdir().unwrap();
+    let dir = shared.path().join("items").display().to_string();
+    let (seller, live, _) = seller_with_listings(&own, &dir);
+    let target = target_of(&own, &seller, &live, None);
+    let (mut daemon, mut indexer, base) = services(&seller, &own.rpc_url, &dir, shared.path());
+    let buyers: Vec<Wallet> = (0..2).map(|_| Wallet::generate()).collect();
+    for w in &buyers {
+        own.fund(&w.solana_keypair().pubkey(), 1);
+    }
+    let rt = e2e::runtime();
+    let buy = |v: &TestValidator, w: &Wallet| {
+        rt.block_on(hostile::send(&v.chain(), Shape::Honest, &target, w, w))
+            .unwrap()
+            .signature
+    };
+    let mut sigs = vec![buy(&own, &buyers[0])];
+    own.restart();
+    assert!(
+        daemon.alive() && indexer.alive(),
+        "a service died with the validator"
+    );
+    sigs.push(buy(&own, &buyers[1]));
+    sigs.push(buy(&own, &buyers[0]));
+    let honest: BTreeSet<&str> = sigs.iter().map(String::as_str).collect();
+    wait_released(&seller, &honest, &mut daemon, "after the restart");
+    let releases = releases_on_chain(&own, &target.pay_to, &target.seller);
+    assert_eq!(releases.len(), honest.len(), "exactly once: {releases:?}");
+    std::thread::sleep(Duration::from_secs(2));
+    indexer_matches_rebuild(&own, &base, &dir, shared.path(), "after the restart");
     assert!(daemon.stop().success());
     assert!(indexer.stop().success());
 }

@@ -1141,7 +1141,11 @@ fn listen_runs_as_a_service_beside_the_sellers_commands() {
         &["marketplace", "listen", "--once", "--storage-dir", dir],
     );
     assert_ne!(second_daemon.code, 0);
-    assert!(second_daemon.stderr.contains("lock held"), "{}", second_daemon.stderr);
+    assert!(
+        second_daemon.stderr.contains("lock held"),
+        "{}",
+        second_daemon.stderr
+    );
     let term = std::process::Command::new("kill")
         .args(["-TERM", &daemon.id().to_string()])
         .status()

@@ -260,7 +260,8 @@ impl RpcSource {
                 // reason and never fetched again; the poll goes on
                 Err(node::chain::ChainError::Shape(why)) => {
                     tracing::warn!(signature = %sig, error = %why, "transaction JSON does not decode; recorded and skipped");
-                    ix.store().set_meta(&bad_key(&sig.to_string()), &why.to_string())?;
+                    ix.store()
+                        .set_meta(&bad_key(&sig.to_string()), &why.to_string())?;
                 }
                 Err(e) => return Err(e.into()),
             }

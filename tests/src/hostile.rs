@@ -193,7 +193,12 @@ pub fn build(shape: Shape, t: &Target, actor: &Wallet, other: &Wallet) -> (Vec<I
             (vec![reg, pay(t.price), memo(&mine, &me), junk], false)
         }
         Shape::CoSigned => (
-            vec![reg, pay(t.price), memo(&mine, &me), memo("co-signed", &them)],
+            vec![
+                reg,
+                pay(t.price),
+                memo(&mine, &me),
+                memo("co-signed", &them),
+            ],
             true,
         ),
         Shape::Replay => {
@@ -201,9 +206,16 @@ pub fn build(shape: Shape, t: &Target, actor: &Wallet, other: &Wallet) -> (Vec<I
             (vec![reg, pay(1), memo(&theirs, &me)], false)
         }
         Shape::CancelledListing => {
-            let id = t.cancelled_listing.as_deref().unwrap_or("20261123-ffffffffffff");
+            let id = t
+                .cancelled_listing
+                .as_deref()
+                .unwrap_or("20261123-ffffffffffff");
             (
-                vec![reg, pay(t.price), memo(&buy_memo(id, &actor.x25519_address()), &me)],
+                vec![
+                    reg,
+                    pay(t.price),
+                    memo(&buy_memo(id, &actor.x25519_address()), &me),
+                ],
                 false,
             )
         }
@@ -228,7 +240,8 @@ pub fn build(shape: Shape, t: &Target, actor: &Wallet, other: &Wallet) -> (Vec<I
             // compute-budget program is not it (it rejects extra data), so
             // reference the payment address from a zero-lamport transfer
             let mut noop = transfer(&me, &me, 0);
-            noop.accounts.push(AccountMeta::new_readonly(t.pay_to, false));
+            noop.accounts
+                .push(AccountMeta::new_readonly(t.pay_to, false));
             ixs.push(noop);
             (ixs, false)
         }

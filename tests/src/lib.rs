@@ -29,6 +29,8 @@ pub struct TestValidator {
     pub ledger: PathBuf,
     /// The validator's pid.
     pub pid: u32,
+    /// Its command line (a restart reuses it, without `--reset`).
+    args: Vec<String>,
 }
 
 /// Where `localnet/install` puts the validator.
@@ -245,12 +247,40 @@ pub fn start(extra: &[String]) -> TestValidator {
         rpc_url,
         ledger,
         pid,
+        args,
     };
     v.wait_healthy(&log);
     v
 }
 
 impl TestValidator {
+    /// Kills the validator (SIGKILL, as a crash) and starts it again on the
+    /// same ledger and ports; returns once it is healthy. What clients see
+    /// is a validator restart mid-run: refused connections, then the same
+    /// chain, continued.
+    pub fn restart(&mut self) {
+        unsafe { libc::kill(self.pid as i32, libc::SIGKILL) };
+        let deadline = Instant::now() + Duration::from_secs(30);
+        while unsafe { libc::kill(self.pid as i32, 0) } == 0 {
+            assert!(Instant::now() < deadline, "the validator did not die");
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        let args: Vec<&String> = self.args.iter().filter(|a| *a != "--reset").collect();
+        let log = self.ledger.join("validator-restarted.log");
+        let deadline = Instant::now() + Duration::from_secs(30);
+        loop {
+            let mut cmd = Command::new(validator_bin());
+            cmd.args(&args);
+            self.pid = spawn_owned(cmd, &log, "solana-test-validator (restarted)");
+            std::thread::sleep(Duration::from_secs(2));
+            // the old process's ports can take a moment to free
+            if unsafe { libc::kill(self.pid as i32, 0) } == 0 || Instant::now() > deadline {
+                break;
+            }
+        }
+        self.wait_healthy(&log);
+    }
+
     fn wait_healthy(&self, log: &std::path::Path) {
         let rt = runtime();
         let chain = self.chain();

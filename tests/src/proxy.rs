@@ -166,8 +166,7 @@ async fn connection(
             reason(status),
             reply.len()
         );
-        if write.write_all(head.as_bytes()).await.is_err()
-            || write.write_all(&reply).await.is_err()
+        if write.write_all(head.as_bytes()).await.is_err() || write.write_all(&reply).await.is_err()
         {
             return;
         }
@@ -200,7 +199,10 @@ async fn forward(
     match sent {
         Ok(r) => {
             let status = r.status().as_u16();
-            (status, r.bytes().await.map(|b| b.to_vec()).unwrap_or_default())
+            (
+                status,
+                r.bytes().await.map(|b| b.to_vec()).unwrap_or_default(),
+            )
         }
         // the validator itself is down: what a proxy in front of it says
         Err(_) => (502, b"upstream unreachable".to_vec()),

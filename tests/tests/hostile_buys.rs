@@ -183,11 +183,18 @@ fn the_transaction_that_stopped_listen_is_rejected_and_honest_buys_go_on() {
     let honest_sig = rt.block_on(chain.send(&honest, &[&bk])).unwrap().signature;
 
     // as the RPC returns it: failed, the buy memo read, the other noted
-    let parsed = rt.block_on(chain.transaction(&attack_sig)).unwrap().unwrap();
+    let parsed = rt
+        .block_on(chain.transaction(&attack_sig))
+        .unwrap()
+        .unwrap();
     assert!(!parsed.succeeded);
     assert_eq!(parsed.memos, vec![buy_memo.clone()]);
     assert_eq!(parsed.anomalies.len(), 1, "{:?}", parsed.anomalies);
-    assert!(parsed.anomalies[0].contains("memo"), "{:?}", parsed.anomalies);
+    assert!(
+        parsed.anomalies[0].contains("memo"),
+        "{:?}",
+        parsed.anomalies
+    );
 
     let uploader = Uploader::Fs(FsStore::new(dir.path().join("items")));
     let mut db = ListenDb::open(&dir.path().join("listen.db")).unwrap();

@@ -138,7 +138,7 @@ fn fixed_price_trade_releases_exactly_once() {
 
     db.record_seen(&cheap_tx.signature, LISTING, cheap_tx.slot)
         .unwrap();
-    let why = verify_buy(&cheap_tx, &terms, None).unwrap_err();
+    let why = verify_buy(&cheap_tx, &terms, &[]).unwrap_err();
     assert_eq!(
         why,
         Rejection::Underpaid {
@@ -150,7 +150,7 @@ fn fixed_price_trade_releases_exactly_once() {
 
     db.record_seen(&paid_tx.signature, LISTING, paid_tx.slot)
         .unwrap();
-    let buy = verify_buy(&paid_tx, &terms, None).unwrap();
+    let buy = verify_buy(&paid_tx, &terms, &[]).unwrap();
     assert_eq!(
         (buy.buyer.as_str(), buy.paid_lamports),
         (buyer.address().as_str(), PRICE)

@@ -6,7 +6,6 @@ use crate::args::{MarketCmd, SellerState, Terms};
 use crate::context::Context;
 use crate::failure::{CliResult, Failure};
 use anyhow::{anyhow, Context as _};
-use node::chain::Signer;
 use node::keys::KeyDir;
 use node::listen::ListenDb;
 use node::market::list::{list_bundle, ListOptions};
@@ -430,7 +429,10 @@ pub fn run(cmd: MarketCmd, ctx: &Context) -> CliResult<u8> {
                 let p = &r.pass;
                 tracing::info!(address = %r.payment_address, pass = ?p, ?counts, ?rss, "pass");
                 if json {
-                    println!("{}", json!({"pass": p, "payment_address": r.payment_address, "counts": counts, "rss_mib": rss}));
+                    println!(
+                        "{}",
+                        json!({"pass": p, "payment_address": r.payment_address, "counts": counts, "rss_mib": rss})
+                    );
                 } else if p.seen + p.released + p.failed > 0 || once {
                     println!(
                         "listen: {} new buys, {} verified, {} rejected, {} released, {} retrying; totals {:?}; rss {} MiB",
@@ -805,7 +807,10 @@ fn rss_mib() -> Option<f64> {
 /// Completes on SIGINT or SIGTERM (the daemon stops; its state is durable).
 async fn shutdown_signal() {
     use tokio::signal::unix::{signal, SignalKind};
-    match (signal(SignalKind::interrupt()), signal(SignalKind::terminate())) {
+    match (
+        signal(SignalKind::interrupt()),
+        signal(SignalKind::terminate()),
+    ) {
         (Ok(mut int), Ok(mut term)) => {
             tokio::select! {
                 _ = int.recv() => {}

@@ -87,10 +87,12 @@ pub fn memos_lenient(field: &str) -> Vec<String> {
     }
     field
         .split("; ")
-        .map(|piece| match piece.strip_prefix('[').and_then(|p| p.split_once("] ")) {
-            Some((len, text)) if len.bytes().all(|b| b.is_ascii_digit()) => text.to_string(),
-            _ => piece.to_string(),
-        })
+        .map(
+            |piece| match piece.strip_prefix('[').and_then(|p| p.split_once("] ")) {
+                Some((len, text)) if len.bytes().all(|b| b.is_ascii_digit()) => text.to_string(),
+                _ => piece.to_string(),
+            },
+        )
         .collect()
 }
 

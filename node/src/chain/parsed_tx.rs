@@ -378,25 +378,42 @@ mod tests {
             "parsed": {"type": "transfer", "info": {"source": "Payer", "lamports": 5}}});
         let huge = json!({"program": "system", "programId": "11111111111111111111111111111111",
             "parsed": {"type": "transfer", "info": {"source": "Payer", "destination": "Seller", "lamports": -1}}});
-        let mut raw = with_ixs(vec![memo_v1, unknown, json!(7), json!(null), half_transfer, huge]);
+        let mut raw = with_ixs(vec![
+            memo_v1,
+            unknown,
+            json!(7),
+            json!(null),
+            half_transfer,
+            huge,
+        ]);
         raw["transaction"]["message"]["accountKeys"]
             .as_array_mut()
             .unwrap()
             .push(json!({"pubkey": "FromTable", "signer": false, "writable": true, "source": "lookupTable"}));
-        raw["transaction"]["message"]["addressTableLookups"] = json!([{"accountKey": "Tbl", "readonlyIndexes": [], "writableIndexes": [0]}]);
+        raw["transaction"]["message"]["addressTableLookups"] =
+            json!([{"accountKey": "Tbl", "readonlyIndexes": [], "writableIndexes": [0]}]);
         raw["version"] = json!(0);
         raw["meta"]["innerInstructions"] = json!([{"index": 0, "instructions": [
             {"parsed": {"info": {"destination": "Seller", "lamports": 999, "source": "Payer"}, "type": "transfer"},
              "program": "system", "programId": "11111111111111111111111111111111", "stackHeight": 2}]}]);
         let t = ParsedTx::from_json(&raw).unwrap();
         assert_eq!(t.memos.len(), 2);
-        assert_eq!(t.paid("Payer", "Seller"), 10, "inner and broken transfers do not count");
+        assert_eq!(
+            t.paid("Payer", "Seller"),
+            10,
+            "inner and broken transfers do not count"
+        );
         assert_eq!(t.anomalies.len(), 4, "{:?}", t.anomalies);
         let many: Vec<Value> = (0..300)
-            .map(|i| json!({"parsed": "m".repeat(i), "program": "spl-memo",
-                "programId": "MemoSq4gqABAXKb96qnH8TysNcWxMyWCqXgDLGmfcHr"}))
+            .map(|i| {
+                json!({"parsed": "m".repeat(i), "program": "spl-memo",
+                "programId": "MemoSq4gqABAXKb96qnH8TysNcWxMyWCqXgDLGmfcHr"})
+            })
             .collect();
-        assert_eq!(ParsedTx::from_json(&with_ixs(many)).unwrap().memos.len(), 301);
+        assert_eq!(
+            ParsedTx::from_json(&with_ixs(many)).unwrap().memos.len(),
+            301
+        );
     }
 
     fn arb_json() -> impl Strategy<Value = Value> {

@@ -14,6 +14,6 @@ pub mod wake;
 pub use state::{BuyRow, ListenDb, ListingRecord, OfferRecord, StateError, Step};
 
 pub use verify::{
-    binding_price, verify_buy, verify_escrow_buy, verify_escrow_deposit, ListingTerms, NegotiatedTerms, Rejection,
-    VerifiedBuy,
+    binding_price, verify_buy, verify_escrow_buy, verify_escrow_deposit, ListingTerms,
+    NegotiatedTerms, Rejection, VerifiedBuy,
 };

@@ -148,7 +148,9 @@ async fn discover(
     let until = db
         .checkpoint(&addr)?
         .and_then(|(s, _)| Signature::from_str(&s).ok());
-    let mut history = chain.signatures_for(payment_address, until.as_ref()).await?;
+    let mut history = chain
+        .signatures_for(payment_address, until.as_ref())
+        .await?;
     history.reverse(); // oldest first
     let mut newest_final: Option<(String, u64)> = None;
     for info in &history {
@@ -212,9 +214,12 @@ async fn verdict_of(
     catalog: &dyn Catalog,
     row: &BuyRow,
 ) -> Result<Result<VerifiedBuy, Rejection>, String> {
-    let terms = catalog
-        .terms(&row.listing_id)
-        .ok_or_else(|| format!("listing {} is not in the catalog (its key is missing?)", row.listing_id))?;
+    let terms = catalog.terms(&row.listing_id).ok_or_else(|| {
+        format!(
+            "listing {} is not in the catalog (its key is missing?)",
+            row.listing_id
+        )
+    })?;
     let sig = Signature::from_str(&row.signature)
         .map_err(|_| format!("{} is not a signature", row.signature))?;
     let tx = chain
@@ -232,7 +237,8 @@ async fn verdict_of(
             .unwrap_or_default();
         return Ok(verify_buy(&tx, &terms, &offers));
     }
-    let account = crate::escrow::listing_address(&seller.solana_keypair().pubkey(), &row.listing_id);
+    let account =
+        crate::escrow::listing_address(&seller.solana_keypair().pubkey(), &row.listing_id);
     let escrow = match tx.fee_payer().map(Pubkey::from_str) {
         Some(Ok(buyer)) => read_escrow(chain, &account, &buyer)
             .await
@@ -240,7 +246,12 @@ async fn verdict_of(
         _ => None,
     };
     // the program holds every deposit to the listed price: offers do not apply
-    Ok(verify_escrow_buy(&tx, &terms, &account.to_string(), escrow.as_ref()))
+    Ok(verify_escrow_buy(
+        &tx,
+        &terms,
+        &account.to_string(),
+        escrow.as_ref(),
+    ))
 }
 
 /// Uploads the envelope of every due `verified` buy, one by one: each is
@@ -257,9 +268,9 @@ async fn upload_due(
             Ok(()) => {}
             Err(ReleaseError::State(e @ StateError::Sql(_))) => return Err(e),
             Err(e) => {
-            let attempts = db.note_retry(&row.signature, &e.to_string())?;
-            tracing::warn!(signature = %row.signature, attempts, error = %e, "envelope upload failed; will retry");
-            report.failed += 1;
+                let attempts = db.note_retry(&row.signature, &e.to_string())?;
+                tracing::warn!(signature = %row.signature, attempts, error = %e, "envelope upload failed; will retry");
+                report.failed += 1;
             }
         }
     }

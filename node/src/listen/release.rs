@@ -353,9 +353,11 @@ async fn is_our_mint(chain: &Chain, mint: &Pubkey) -> Result<bool, ChainError> {
     if acct.owner != crate::mint::token2022::TOKEN_2022 {
         return Ok(false);
     }
-    Ok(StateWithExtensions::<Mint>::unpack(&acct.data).is_ok_and(|m| {
-        m.base.is_initialized && m.base.supply == 1 && m.base.mint_authority.is_none()
-    }))
+    Ok(
+        StateWithExtensions::<Mint>::unpack(&acct.data).is_ok_and(|m| {
+            m.base.is_initialized && m.base.supply == 1 && m.base.mint_authority.is_none()
+        }),
+    )
 }
 
 /// Step 1: seal and upload the envelope (idempotent per buy).
@@ -596,9 +598,17 @@ mod tests {
         let (light, seed) = release_mint(&seller, &sig, TokenStandard::LightCompressed).unwrap();
         let (t22, seed2) = release_mint(&seller, &sig, TokenStandard::Token2022).unwrap();
         assert_eq!(seed, seed2);
-        assert_ne!(seed, legacy_release_seed(&sig), "not computable from public data");
+        assert_ne!(
+            seed,
+            legacy_release_seed(&sig),
+            "not computable from public data"
+        );
         // what anyone could compute from the seller's public key and the buy
-        let public = mint_address(&seller.solana_keypair().pubkey(), &legacy_release_seed(&sig)).unwrap();
+        let public = mint_address(
+            &seller.solana_keypair().pubkey(),
+            &legacy_release_seed(&sig),
+        )
+        .unwrap();
         assert_ne!(t22, public);
         let row = |mint: Option<String>| crate::listen::BuyRow {
             signature: sig.clone(),
@@ -617,17 +627,36 @@ mod tests {
             token_standard: None,
         };
         // restarted with the other standard: the recorded mint wins
-        let (m, _, std) = mint_for_row(&seller, &row(Some(t22.to_string())), TokenStandard::LightCompressed).unwrap();
+        let (m, _, std) = mint_for_row(
+            &seller,
+            &row(Some(t22.to_string())),
+            TokenStandard::LightCompressed,
+        )
+        .unwrap();
         assert_eq!((m, std), (t22, TokenStandard::Token2022));
-        let (m, _, std) = mint_for_row(&seller, &row(Some(light.to_string())), TokenStandard::Token2022).unwrap();
+        let (m, _, std) = mint_for_row(
+            &seller,
+            &row(Some(light.to_string())),
+            TokenStandard::Token2022,
+        )
+        .unwrap();
         assert_eq!((m, std), (light, TokenStandard::LightCompressed));
         // a buy recorded before v2 seeds finishes with its legacy mint
-        let (m, _, _) = mint_for_row(&seller, &row(Some(public.to_string())), TokenStandard::LightCompressed).unwrap();
+        let (m, _, _) = mint_for_row(
+            &seller,
+            &row(Some(public.to_string())),
+            TokenStandard::LightCompressed,
+        )
+        .unwrap();
         assert_eq!(m, public);
         let (m, _, std) = mint_for_row(&seller, &row(None), TokenStandard::Token2022).unwrap();
         assert_eq!((m, std), (t22, TokenStandard::Token2022));
         assert!(matches!(
-            mint_for_row(&seller, &row(Some(Pubkey::new_unique().to_string())), TokenStandard::Token2022),
+            mint_for_row(
+                &seller,
+                &row(Some(Pubkey::new_unique().to_string())),
+                TokenStandard::Token2022
+            ),
             Err(ReleaseError::ForeignMint { .. })
         ));
     }

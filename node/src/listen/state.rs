@@ -282,7 +282,11 @@ impl ListenDb {
             .ok_or_else(|| StateError::Unknown(signature.into()))
     }
 
-    fn buys_where(&self, clause: &str, args: &[&dyn rusqlite::ToSql]) -> Result<Vec<BuyRow>, StateError> {
+    fn buys_where(
+        &self,
+        clause: &str,
+        args: &[&dyn rusqlite::ToSql],
+    ) -> Result<Vec<BuyRow>, StateError> {
         let mut stmt = self.conn.prepare(&format!(
             "SELECT {BUY_COLUMNS} FROM buys WHERE {clause} ORDER BY slot, signature"
         ))?;
@@ -642,7 +646,8 @@ mod tests {
             assert_eq!(db.mark_verified(&buy("s1")).unwrap(), Step::Applied);
             assert_eq!(db.mark_verified(&buy("s1")).unwrap(), Step::AlreadyDone);
             assert_eq!(
-                db.mark_envelope_uploaded("s1", "env", "mint", "light").unwrap(),
+                db.mark_envelope_uploaded("s1", "env", "mint", "light")
+                    .unwrap(),
                 Step::Applied
             );
             // "crash" here: the process ends with the buy half done
@@ -739,7 +744,8 @@ mod tests {
             "only a verified buy is abandoned"
         );
         db.mark_verified(&buy("s1")).unwrap();
-        db.mark_envelope_uploaded("s1", "env", "mint", "light").unwrap();
+        db.mark_envelope_uploaded("s1", "env", "mint", "light")
+            .unwrap();
         assert_eq!(db.mark_abandoned("s1", &why).unwrap(), Step::Applied);
         assert_eq!(db.mark_abandoned("s1", &why).unwrap(), Step::AlreadyDone);
         let row = db.get("s1").unwrap();
@@ -757,7 +763,10 @@ mod tests {
         assert_eq!(db.note_retry("s1", "not visible yet").unwrap(), 1);
         assert_eq!(db.note_retry("s1", "rpc 503").unwrap(), 2);
         let row = db.get("s1").unwrap();
-        assert_eq!((row.attempts, row.last_error.as_deref()), (2, Some("rpc 503")));
+        assert_eq!(
+            (row.attempts, row.last_error.as_deref()),
+            (2, Some("rpc 503"))
+        );
         assert!(db.due("seen", now_ms()).unwrap().is_empty(), "backing off");
         assert_eq!(db.due("seen", row.retry_at).unwrap().len(), 1);
         assert_eq!(db.unfinished().unwrap().len(), 1, "never dropped");

@@ -471,10 +471,7 @@ mod tests {
             })
         );
         t.block_time = None;
-        assert_eq!(
-            verify_buy(&t, &listing(), &[]),
-            Err(Rejection::NoBlockTime)
-        );
+        assert_eq!(verify_buy(&t, &listing(), &[]), Err(Rejection::NoBlockTime));
     }
 
     #[test]
@@ -537,7 +534,9 @@ mod tests {
         };
         let both = [counter.clone(), offer("Buyer")];
         assert_eq!(
-            verify_buy(&tx(800), &listing(), &both).unwrap().price_lamports,
+            verify_buy(&tx(800), &listing(), &both)
+                .unwrap()
+                .price_lamports,
             800
         );
         let mut between = tx(900);
@@ -600,7 +599,7 @@ mod tests {
         // negotiated: the fee is on the agreed price (800 -> 20)
         let mut n = tx(800);
         n.transfers.push(fee(20));
-        assert!(verify_buy(&n, &l, Some(&offer("Buyer"))).is_ok());
+        assert!(verify_buy(&n, &l, &[offer("Buyer")]).is_ok());
         assert_eq!(settle_fee(1_000_001, 250), 25_001, "rounds up");
     }
 

@@ -192,13 +192,7 @@ pub fn compressed_mint_instructions(
     base: usize,
     rent: u64,
 ) -> Result<Vec<Instruction>, crate::chain::ChainError> {
-    let mut ixs = vec![solana_system_interface::instruction::create_account(
-        payer,
-        mint,
-        rent,
-        base as u64,
-        &TOKEN_2022,
-    )];
+    let mut ixs = mint_account_instructions(payer, mint, rent, base as u64, 0);
     ixs.extend(metadata_mint_instructions(payer, mint, spec)?);
     ixs.push(create_token_pool(payer, mint, true));
     ixs.push(mint_to(
@@ -212,6 +206,56 @@ pub fn compressed_mint_instructions(
     ));
     ixs.push(revoke_mint_authority(mint, payer, true));
     Ok(ixs)
+}
+
+/// The instructions that make `mint` a Token-2022 account of `space`
+/// bytes holding `rent`. `create_account` when the address is empty; when
+/// a stranger parked `prefunded` lamports there (anyone can send lamports
+/// to an address once it is public, e.g. named in an envelope), the same
+/// result by top-up + `allocate` + `assign`, which only the mint's own
+/// signature can do, so parking lamports cannot block a release.
+pub fn mint_account_instructions(
+    payer: &Pubkey,
+    mint: &Pubkey,
+    rent: u64,
+    space: u64,
+    prefunded: u64,
+) -> Vec<Instruction> {
+    use solana_system_interface::instruction as system;
+    if prefunded == 0 {
+        return vec![system::create_account(
+            payer,
+            mint,
+            rent,
+            space,
+            &TOKEN_2022,
+        )];
+    }
+    let mut ixs = Vec::new();
+    if rent > prefunded {
+        ixs.push(system::transfer(payer, mint, rent - prefunded));
+    }
+    ixs.push(system::allocate(mint, space));
+    ixs.push(system::assign(mint, &TOKEN_2022));
+    ixs
+}
+
+/// Lamports parked at `address` by someone else while it is still an
+/// empty System account (0 when it does not exist or is anything else).
+async fn parked_lamports(
+    chain: &crate::chain::Chain,
+    address: &Pubkey,
+) -> Result<u64, crate::chain::ChainError> {
+    let acct = crate::chain::client::with_retry("getAccountInfo", || {
+        chain
+            .rpc()
+            .get_account_with_commitment(address, chain.commitment())
+    })
+    .await?;
+    Ok(acct
+        .value
+        .filter(|a| a.owner == solana_system_interface::program::ID && a.data.is_empty())
+        .map_or(0, |a| a.lamports))
 }
 
 /// A compressed mint done.
@@ -247,6 +291,14 @@ pub async fn mint_compressed(
     })
     .await?;
     let mut ixs = compressed_mint_instructions(&p, &m, recipient, amount, spec, base, rent)?;
+    let parked = parked_lamports(chain, &m).await?;
+    if parked > 0 {
+        tracing::warn!(mint = %m, parked, "lamports were parked at the mint address; creating it around them");
+        ixs.splice(
+            ..1,
+            mint_account_instructions(&p, &m, rent, base as u64, parked),
+        );
+    }
     ixs.extend(extra);
     let sent = chain.send(&ixs, &[&kp, &mint_kp]).await?;
     let outputs = minted_outputs(chain, &sent.signature).await?;

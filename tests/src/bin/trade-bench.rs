@@ -1,154 +1,376 @@
-//! Benchmark (not a test): buy → release latency on a local validator with
-//! the listen loop as `brainctl marketplace listen` runs it (a pass on each
-//! `logsSubscribe` wake-up, polling as the fallback), then the process's
-//! resident memory at steady state.
+//! Benchmark (not a test): buy → release through `brainctl marketplace
+//! listen` exactly as sellers run it (the real binary, as a service, its
+//! websocket wake-ups and polling), on a local validator:
+//! - N sequential buys: slots and ms from the buy's confirmation to the
+//!   release recorded in the seller's state;
+//! - M concurrent buys (M buyers paying at once): the same, and releases
+//!   per second over the burst;
+//! - the daemon's RSS (current and peak, from /proc);
+//! - with `--hostile`: all of it again while a second thread sends the
+//!   hostile generator's transactions at the same listing, to show attacks
+//!   cost honest buyers nothing measurable.
 //!
-//! `cargo run -p e2e --bin trade-bench [-- N]` (N sequential buys, default 20).
+//! `cargo run --release -p e2e --bin trade-bench -- [--sequential N]
+//! [--concurrent M] [--hostile] [--brainctl PATH]` (defaults 20, 100; the
+//! brainctl binary next to this one unless `--brainctl`/`BRAINCTL_BIN`).
+//! Prints one JSON line per phase.
 
-use e2e::{fixed_price, validator, TestCatalog};
-use node::arweave::{FsStore, Uploader};
-use node::chain::instructions::default_registry;
-use node::chain::{Signature, Signer};
-use node::listen::pass::run_once;
+use e2e::hostile::{self, Rng, Shape, Target};
+use node::chain::instructions::{default_registry, transfer};
+use node::chain::{Chain, Keypair, Signature, Signer};
 use node::listen::ListenDb;
 use node::market::tx::buy_instructions;
 use node::wallet::Wallet;
+use serde_json::{json, Value};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
 use std::str::FromStr;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-const LISTING: &str = "20261123-bbbbbbbbbbbb";
-const PRICE: u64 = 10_000_000;
+struct Args {
+    sequential: usize,
+    concurrent: usize,
+    hostile: bool,
+    brainctl: PathBuf,
+}
 
-fn rss_kib() -> u64 {
-    std::fs::read_to_string("/proc/self/status")
+fn args() -> Args {
+    let mut a = Args {
+        sequential: 20,
+        concurrent: 100,
+        hostile: false,
+        brainctl: std::env::var_os("BRAINCTL_BIN")
+            .map(PathBuf::from)
+            .unwrap_or_else(|| {
+                std::env::current_exe()
+                    .expect("current exe")
+                    .with_file_name("brainctl")
+            }),
+    };
+    let mut it = std::env::args().skip(1);
+    while let Some(flag) = it.next() {
+        let mut num = |what: &str| -> usize {
+            it.next()
+                .and_then(|v| v.parse().ok())
+                .unwrap_or_else(|| panic!("{what} takes a number"))
+        };
+        match flag.as_str() {
+            "--sequential" => a.sequential = num("--sequential"),
+            "--concurrent" => a.concurrent = num("--concurrent"),
+            "--hostile" => a.hostile = true,
+            "--brainctl" => a.brainctl = it.next().expect("--brainctl takes a path").into(),
+            other => panic!("unknown argument {other} (see the module doc)"),
+        }
+    }
+    assert!(
+        a.brainctl.exists(),
+        "{} not found: `cargo build --release -p brainctl-cli` first, or pass --brainctl",
+        a.brainctl.display()
+    );
+    a
+}
+
+fn percentile(sorted: &[f64], p: f64) -> f64 {
+    if sorted.is_empty() {
+        return f64::NAN;
+    }
+    let i = ((sorted.len() as f64 * p).ceil() as usize).clamp(1, sorted.len()) - 1;
+    sorted[i]
+}
+
+fn proc_kib(pid: u32, field: &str) -> u64 {
+    std::fs::read_to_string(format!("/proc/{pid}/status"))
         .ok()
         .and_then(|s| {
             s.lines()
-                .find(|l| l.starts_with("VmRSS:"))
+                .find(|l| l.starts_with(field))
                 .and_then(|l| l.split_whitespace().nth(1)?.parse().ok())
         })
         .unwrap_or(0)
 }
 
-fn percentile(sorted: &[f64], p: f64) -> f64 {
-    let i = ((sorted.len() as f64 * p).ceil() as usize).clamp(1, sorted.len()) - 1;
-    sorted[i]
+/// The seller's home, set up through the real binary: wallet, one
+/// memory, a signed bundle listed at 1 USD (at 100 USD/SOL).
+struct Seller {
+    home: tempfile::TempDir,
+    bin: PathBuf,
+    rpc: String,
+}
+
+impl Seller {
+    fn run(&self, args: &[&str]) -> Value {
+        let out = Command::new(&self.bin)
+            .env("HOME", self.home.path())
+            .current_dir(self.home.path())
+            .args(["-u", &self.rpc, "--commitment", "confirmed"])
+            .args(args)
+            .output()
+            .expect("brainctl runs");
+        assert!(
+            out.status.success(),
+            "brainctl {args:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        serde_json::from_slice(&out.stdout).unwrap_or(Value::Null)
+    }
+
+    fn items(&self) -> String {
+        self.home.path().join("items").display().to_string()
+    }
+
+    fn listen(&self) -> Child {
+        Command::new(&self.bin)
+            .env("HOME", self.home.path())
+            .env("RUST_LOG", "warn")
+            .args(["-u", &self.rpc, "--commitment", "confirmed"])
+            .args(["marketplace", "listen", "--interval", "2", "--storage-dir"])
+            .arg(self.items())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("listen starts")
+    }
+
+    fn db(&self) -> PathBuf {
+        self.home.path().join(".brainctl/listen.db")
+    }
+}
+
+/// Funds `wallets` from `whale`, 20 transfers a transaction.
+fn fund_all(
+    rt: &tokio::runtime::Runtime,
+    chain: &Chain,
+    whale: &Keypair,
+    wallets: &[Wallet],
+    lamports: u64,
+) {
+    for chunk in wallets.chunks(20) {
+        let ixs: Vec<_> = chunk
+            .iter()
+            .map(|w| transfer(&whale.pubkey(), &w.solana_keypair().pubkey(), lamports))
+            .collect();
+        rt.block_on(chain.send(&ixs, &[whale])).expect("funding");
+    }
+}
+
+/// Waits for each buy's release in the seller's state; returns for each
+/// (ms from `confirmed` to recorded, slots from buy to release).
+fn wait_releases(
+    rt: &tokio::runtime::Runtime,
+    chain: &Chain,
+    db: &Path,
+    buys: &[(String, u64, Instant)],
+) -> Vec<(f64, f64)> {
+    let state = ListenDb::open(db).expect("seller state");
+    let mut seen: Vec<Option<(Instant, String)>> = vec![None; buys.len()];
+    let deadline = Instant::now() + Duration::from_secs(300);
+    while seen.iter().any(Option::is_none) {
+        assert!(
+            Instant::now() < deadline,
+            "releases did not come within 300 s"
+        );
+        for (i, (sig, _, _)) in buys.iter().enumerate() {
+            if seen[i].is_none() {
+                if let Some(rel) = state.get(sig).ok().and_then(|r| r.release_sig) {
+                    seen[i] = Some((Instant::now(), rel));
+                }
+            }
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    buys.iter()
+        .zip(seen)
+        .map(|((_, slot, confirmed), got)| {
+            let (at, rel) = got.expect("released");
+            let tx = rt
+                .block_on(chain.transaction(&Signature::from_str(&rel).expect("sig")))
+                .expect("rpc")
+                .expect("release landed");
+            (
+                (at - *confirmed).as_secs_f64() * 1e3,
+                (tx.slot - slot) as f64,
+            )
+        })
+        .collect()
+}
+
+fn summary(
+    phase: &str,
+    hostile: usize,
+    results: &[(f64, f64)],
+    span: Option<Duration>,
+    pid: u32,
+) -> Value {
+    let mut ms: Vec<f64> = results.iter().map(|r| r.0).collect();
+    let mut slots: Vec<f64> = results.iter().map(|r| r.1).collect();
+    ms.sort_by(f64::total_cmp);
+    slots.sort_by(f64::total_cmp);
+    json!({
+        "phase": phase,
+        "buys": results.len(),
+        "hostile_txs_alongside": hostile,
+        "release_slots_after_buy": {"p50": percentile(&slots, 0.5), "p90": percentile(&slots, 0.9), "max": percentile(&slots, 1.0)},
+        "release_ms_after_confirmation": {"p50": percentile(&ms, 0.5).round(), "p90": percentile(&ms, 0.9).round(), "max": percentile(&ms, 1.0).round()},
+        "releases_per_second": span.map(|s| (results.len() as f64 / s.as_secs_f64() * 10.0).round() / 10.0),
+        "daemon_rss_mib": proc_kib(pid, "VmRSS:") as f64 / 1024.0,
+        "daemon_peak_rss_mib": proc_kib(pid, "VmHWM:") as f64 / 1024.0,
+    })
 }
 
 fn main() {
-    let n: usize = std::env::args()
-        .nth(1)
-        .and_then(|a| a.parse().ok())
-        .unwrap_or(20);
-    let v = validator();
+    let a = args();
+    let v = e2e::validator();
     let rt = e2e::multi_thread_runtime();
     let chain = v.chain();
-    let dir = tempfile::tempdir().unwrap();
-    let seller = Wallet::generate();
-    let seller_pk = seller.solana_keypair().pubkey();
-    v.fund(&seller_pk, 10);
-    let buyer = Wallet::generate();
-    let buyer_kp = buyer.solana_keypair();
-    v.fund(&buyer_kp.pubkey(), 10);
+    let seller = Seller {
+        home: tempfile::tempdir().expect("home"),
+        bin: a.brainctl.clone(),
+        rpc: v.rpc_url.clone(),
+    };
+    let me = seller.run(&["wallet", "new", "--json"]);
+    let seller_pk = me["address"]
+        .as_str()
+        .expect("address")
+        .parse()
+        .expect("pubkey");
+    v.fund(&seller_pk, 50);
+    seller.run(&[
+        "memory",
+        "add",
+        "Benchmarks measure the loop users run",
+        "-c",
+        "lesson",
+    ]);
+    seller.run(&["export", "--sign", "-o", "b.signed.json"]);
+    let items = seller.items();
+    let listed = seller.run(&[
+        "marketplace",
+        "list",
+        "b.signed.json",
+        "--price-usd",
+        "1",
+        "--sol-usd",
+        "100",
+        "--storage-dir",
+        &items,
+        "--json",
+    ]);
+    let l = &listed["listing"];
+    let target = Target {
+        listing_id: l["listing_id"].as_str().expect("id").into(),
+        pay_to: l["payment_address"]
+            .as_str()
+            .expect("pay to")
+            .parse()
+            .expect("pubkey"),
+        price: l["price_lamports"].as_u64().expect("price"),
+        seller: seller_pk,
+        registry: default_registry(),
+        cancelled_listing: None,
+    };
+    let mut daemon = seller.listen();
+    let pid = daemon.id();
+    std::thread::sleep(Duration::from_secs(2));
 
-    // the daemon: a pass per wake-up (or every 2 s), as `listen` does
-    let (nudge_tx, mut nudge_rx) = tokio::sync::mpsc::channel(64);
-    let ws = v.ws_url.clone();
-    rt.spawn(async move {
-        let _ = node::listen::wake::wake_on_logs(
-            &ws,
-            &[seller_pk],
-            solana_commitment_config::CommitmentConfig::confirmed(),
-            nudge_tx,
-        )
-        .await;
-    });
-    let db_path = dir.path().join("listen.db");
-    let items = dir.path().join("items");
-    let daemon_seller = Wallet::from_keypair_bytes(&seller.solana_keypair().to_bytes()).unwrap();
-    // buys to watch in, (buy, release signature, when recorded) out
-    let (watch_tx, watch_rx) = std::sync::mpsc::channel::<String>();
-    let (done_tx, done_rx) = std::sync::mpsc::channel::<(String, String, Instant)>();
-    let daemon = std::thread::spawn(move || {
-        let drt = tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build()
-            .unwrap();
-        let chain = e2e::validator().chain();
-        let mut db = ListenDb::open(&db_path).unwrap();
-        let up = Uploader::Fs(FsStore::new(items));
-        let shop = TestCatalog::new(vec![fixed_price(LISTING, &seller_pk, PRICE)]);
-        let mut pending: Vec<String> = Vec::new();
-        loop {
-            drt.block_on(run_once(
-                &chain,
-                &mut db,
-                &daemon_seller,
-                &up,
-                &shop,
-                &seller_pk,
-            ))
-            .unwrap();
-            pending.extend(watch_rx.try_iter());
-            pending.retain(|sig| match db.get(sig).ok().and_then(|r| r.release_sig) {
-                Some(rel) => {
-                    let _ = done_tx.send((sig.clone(), rel, Instant::now()));
-                    false
+    let whale = v.funded_keypair(500);
+    let phases: &[bool] = if a.hostile { &[false, true] } else { &[false] };
+    for &under_attack in phases {
+        let stop = Arc::new(AtomicBool::new(false));
+        let hostile_sent = Arc::new(AtomicUsize::new(0));
+        let attacker = under_attack.then(|| {
+            let strangers: Vec<Wallet> = (0..4).map(|_| Wallet::generate()).collect();
+            fund_all(&rt, &chain, &whale, &strangers, 2_000_000_000);
+            let (stop, count, t) = (stop.clone(), hostile_sent.clone(), target.clone());
+            std::thread::spawn(move || {
+                let (mut rng, _) = Rng::from_env();
+                let rt = e2e::runtime();
+                let chain = e2e::validator().chain();
+                while !stop.load(Ordering::SeqCst) {
+                    let shape = Shape::ALL[3 + rng.below(Shape::ALL.len() as u64 - 3) as usize];
+                    let actor = &strangers[rng.below(4) as usize];
+                    let other = &strangers[rng.below(4) as usize];
+                    if rt
+                        .block_on(hostile::send(&chain, shape, &t, actor, other))
+                        .is_ok()
+                    {
+                        count.fetch_add(1, Ordering::SeqCst);
+                    }
                 }
-                None => true,
-            });
-            let woke = drt.block_on(async {
-                tokio::time::timeout(Duration::from_secs(2), nudge_rx.recv()).await
-            });
-            if matches!(woke, Ok(None)) {
-                break;
-            }
-        }
-    });
-    std::thread::sleep(Duration::from_secs(1));
+            })
+        });
+        let label = if under_attack { "+hostile" } else { "" };
 
-    let (mut slots, mut millis) = (Vec::new(), Vec::new());
-    for _ in 0..n {
-        let ixs = buy_instructions(
-            &buyer_kp.pubkey(),
-            &seller_pk,
-            PRICE,
-            LISTING,
-            &buyer.x25519_address(),
-            &default_registry(),
-            None,
+        // sequential: one buyer, one buy at a time, each waited for
+        let buyer = Wallet::generate();
+        fund_all(
+            &rt,
+            &chain,
+            &whale,
+            std::slice::from_ref(&buyer),
+            5_000_000_000,
         );
-        let sent = rt.block_on(chain.send(&ixs, &[&buyer_kp])).unwrap();
-        let confirmed = Instant::now();
-        let sig = sent.signature.to_string();
-        watch_tx.send(sig.clone()).unwrap();
-        let (got, release, at) = done_rx
-            .recv_timeout(Duration::from_secs(60))
-            .expect("released within 60 s");
-        assert_eq!(got, sig);
-        let ms = (at - confirmed).as_secs_f64() * 1e3;
-        let tx = rt
-            .block_on(chain.transaction(&Signature::from_str(&release).unwrap()))
-            .unwrap()
-            .expect("release landed");
-        slots.push((tx.slot - sent.slot) as f64);
-        millis.push(ms);
+        let bk = buyer.solana_keypair();
+        let mut results = Vec::new();
+        for _ in 0..a.sequential {
+            let ixs = buy_instructions(
+                &bk.pubkey(),
+                &target.pay_to,
+                target.price,
+                &target.listing_id,
+                &buyer.x25519_address(),
+                &target.registry,
+                None,
+            );
+            let sent = rt.block_on(chain.send(&ixs, &[&bk])).expect("buy");
+            let one = [(sent.signature.to_string(), sent.slot, Instant::now())];
+            results.extend(wait_releases(&rt, &chain, &seller.db(), &one));
+        }
+        let h = hostile_sent.load(Ordering::SeqCst);
+        println!(
+            "{}",
+            summary(&format!("sequential{label}"), h, &results, None, pid)
+        );
+
+        // concurrent: M buyers pay at once
+        let buyers: Vec<Wallet> = (0..a.concurrent).map(|_| Wallet::generate()).collect();
+        fund_all(&rt, &chain, &whale, &buyers, 100_000_000);
+        let start = Instant::now();
+        let sends = buyers.iter().map(|w| {
+            let k = w.solana_keypair();
+            let ixs = buy_instructions(
+                &k.pubkey(),
+                &target.pay_to,
+                target.price,
+                &target.listing_id,
+                &w.x25519_address(),
+                &target.registry,
+                None,
+            );
+            let chain = &chain;
+            async move {
+                let sent = chain.send(&ixs, &[&k]).await.expect("buy");
+                (sent.signature.to_string(), sent.slot, Instant::now())
+            }
+        });
+        let buys: Vec<_> = rt.block_on(futures_util::future::join_all(sends));
+        let results = wait_releases(&rt, &chain, &seller.db(), &buys);
+        let span = start.elapsed();
+        let h = hostile_sent.load(Ordering::SeqCst);
+        println!(
+            "{}",
+            summary(&format!("concurrent{label}"), h, &results, Some(span), pid)
+        );
+        stop.store(true, Ordering::SeqCst);
+        if let Some(t) = attacker {
+            let _ = t.join();
+        }
+        assert!(daemon.try_wait().expect("wait").is_none(), "listen exited");
     }
-    let rss = rss_kib();
-    slots.sort_by(f64::total_cmp);
-    millis.sort_by(f64::total_cmp);
-    println!(
-        "{{\"buys\": {n}, \"release_slots_after_buy_p50\": {}, \"p90\": {}, \"max\": {}, \
-         \"release_ms_after_confirmation_p50\": {:.0}, \"p90\": {:.0}, \"max\": {:.0}, \
-         \"daemon_process_rss_mib\": {:.1}}}",
-        percentile(&slots, 0.5),
-        percentile(&slots, 0.9),
-        slots[slots.len() - 1],
-        percentile(&millis, 0.5),
-        percentile(&millis, 0.9),
-        millis[millis.len() - 1],
-        rss as f64 / 1024.0
-    );
-    drop(daemon);
-    std::process::exit(0);
+    let _ = Command::new("kill")
+        .args(["-TERM", &pid.to_string()])
+        .status();
+    let status = daemon.wait().expect("daemon");
+    assert!(status.success(), "listen stopped with {status:?}");
 }
