@@ -554,6 +554,16 @@ mod tests {
             size(&first)
         );
         assert!(size(mint_ixs) <= 1232, "mint: {} bytes", size(mint_ixs));
+        // lamports parked at the mint address: top-up + allocate + assign
+        // instead of create_account, and the release still fits
+        let mut parked = crate::mint::light::mint_account_instructions(&seller, &mint, 10, 234, 1);
+        assert_eq!(parked.len(), 3);
+        parked.extend_from_slice(&ixs[1..8]);
+        assert!(
+            size(&parked) <= 1232,
+            "memo release around parked lamports: {} bytes",
+            size(&parked)
+        );
     }
 
     #[test]
