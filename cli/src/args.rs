@@ -329,7 +329,8 @@ pub enum MarketCmd {
         indexer: IndexerOpts,
     },
     /// Your listings: what the chain says (offers, buys, releases, cancels) and
-    /// what your daemon recorded (buy states, offer decisions).
+    /// what your daemon recorded (buy states, offer decisions). With
+    /// `--json`, every buy's state, rejection reason and retry bookkeeping.
     Status {
         /// Only this listing id.
         listing_id: Option<String>,
@@ -337,6 +338,17 @@ pub enum MarketCmd {
         seller: SellerState,
     },
     /// The seller's settlement daemon: verify buys, release keys exactly once.
+    ///
+    /// Run it as a service (systemd, a terminal, the background): it sells
+    /// every listing in the seller state, including ones listed after it
+    /// started, wakes on the payment addresses' logs and polls every
+    /// `--interval`. Your other `marketplace` commands work while it runs;
+    /// only a second `listen` on the same state is refused. Nothing a
+    /// stranger puts on chain stops it: a bad buy is rejected with its
+    /// reason, a transient problem (RPC, gateway, not yet visible) is
+    /// retried on that buy with backoff; see each buy in
+    /// `marketplace status --json` (`buy_details`). SIGINT/SIGTERM stop it
+    /// at once; its state is durable, a restart resumes every unfinished buy.
     Listen {
         /// One pass, then exit.
         #[arg(long)]

@@ -97,8 +97,8 @@ pub enum Shape {
     ForgedRelease,
     /// A `cancel` memo by a stranger, naming the listing.
     ForgedCancel,
-    /// A full payment whose transaction also carries 12 junk memos and an
-    /// unknown program's instruction referencing the payment address.
+    /// A full payment whose transaction also carries 12 junk memos and a
+    /// zero-lamport transfer with an extra account.
     NoisyButPaid,
     /// Two buy memos for the listing in one paid transaction.
     TwoBuyMemos,
@@ -236,12 +236,9 @@ pub fn build(shape: Shape, t: &Target, actor: &Wallet, other: &Wallet) -> (Vec<I
         Shape::NoisyButPaid => {
             let mut ixs = vec![reg, pay(t.price), memo(&mine, &me)];
             ixs.extend((0..12).map(|i| memo(&format!("junk {i}; [9] not a field"), &me)));
-            // a program that does nothing with what it is given: the
-            // compute-budget program is not it (it rejects extra data), so
-            // reference the payment address from a zero-lamport transfer
-            let mut noop = transfer(&me, &me, 0);
-            noop.accounts
-                .push(AccountMeta::new_readonly(t.pay_to, false));
+            // a zero-lamport transfer carrying an account it does not use
+            let mut noop = transfer(&me, &t.pay_to, 0);
+            noop.accounts.push(AccountMeta::new_readonly(them, false));
             ixs.push(noop);
             (ixs, false)
         }
