@@ -1109,20 +1109,33 @@ fn listen_runs_as_a_service_beside_the_sellers_commands() {
         ],
     );
     assert_eq!(bought.code, 0, "{}\n{}", bought.stdout, bought.stderr);
-    assert_eq!(bought.json()["import"]["ids"].as_array().unwrap().len(), 1);
+    // the second export holds both memories
+    assert_eq!(bought.json()["import"]["ids"].as_array().unwrap().len(), 2);
     assert!(
         daemon.try_wait().unwrap().is_none(),
         "the daemon is still serving"
     );
 
-    // the attack is on record with its typed reason, per buy signature
-    let status = ok(seller, &["marketplace", "status", "--json"]);
-    let rows: Vec<&serde_json::Value> = status["listings"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .flat_map(|l| l["buy_details"].as_array().unwrap())
-        .collect();
+    // the attack is on record with its typed reason, per buy signature; the
+    // release is recorded once its transaction is confirmed (the buyer may
+    // see it a moment earlier)
+    let buy_rows = || -> Vec<serde_json::Value> {
+        let status = ok(seller, &["marketplace", "status", "--json"]);
+        status["listings"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .flat_map(|l| l["buy_details"].as_array().unwrap().clone())
+            .collect()
+    };
+    let mut rows = buy_rows();
+    for _ in 0..60 {
+        if rows.iter().any(|b| b["state"] == "released") {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(250));
+        rows = buy_rows();
+    }
     let hostile = rows
         .iter()
         .find(|b| b["signature"] == attack_sig.as_str())

@@ -451,7 +451,7 @@ pub fn run(cmd: MarketCmd, ctx: &Context) -> CliResult<u8> {
                 report,
             ))?;
             if !once {
-                eprintln!("listen: stopped (state is durable; restart resumes)");
+                eprintln!("listen: stopping (state is durable; restart resumes)");
             }
         }
     }
@@ -675,7 +675,11 @@ fn buy_or_fetch(
             let counter = match counter {
                 Some(id) => Some(id),
                 None => ctx
-                    .block_on(node::market::negotiate::find_counter(&chain, &l, &offer))
+                    .block_on(node::market::negotiate::find_counter(
+                        &chain,
+                        &l,
+                        &o.offer_id,
+                    ))
                     .map_err(negotiate_failure)?,
             };
             let c = match &counter {
