@@ -97,7 +97,7 @@ pub enum Shape {
     ForgedRelease,
     /// A `cancel` memo by a stranger, naming the listing.
     ForgedCancel,
-    /// A full payment whose transaction also carries 12 junk memos and a
+    /// A full payment whose transaction also carries 8 junk memos and a
     /// zero-lamport transfer with an extra account.
     NoisyButPaid,
     /// Two buy memos for the listing in one paid transaction.
@@ -154,10 +154,14 @@ fn buy_memo(listing_id: &str, x25519: &str) -> String {
     .to_string()
 }
 
-fn memo_v1(text: &str, signer: &Pubkey) -> Instruction {
-    let mut ix = memo(text, signer);
-    ix.program_id = MEMO_V1.parse().expect("memo v1 id");
-    ix
+/// A memo in SPL Memo v1 (an old-loader program: it takes no accounts,
+/// given any it faults).
+fn memo_v1(text: &str) -> Instruction {
+    Instruction {
+        program_id: MEMO_V1.parse().expect("memo v1 id"),
+        accounts: vec![],
+        data: text.as_bytes().to_vec(),
+    }
 }
 
 /// The instructions of `shape` by `actor` (who pays and signs), with
@@ -171,7 +175,7 @@ pub fn build(shape: Shape, t: &Target, actor: &Wallet, other: &Wallet) -> (Vec<I
     let pay = |lamports| transfer(&me, &t.pay_to, lamports);
     match shape {
         Shape::Honest => (vec![reg, pay(t.price), memo(&mine, &me)], false),
-        Shape::HonestMemoV1 => (vec![reg, pay(t.price), memo_v1(&mine, &me)], false),
+        Shape::HonestMemoV1 => (vec![reg, pay(t.price), memo_v1(&mine)], false),
         Shape::Underpaid => (vec![reg, pay(t.price - 1), memo(&mine, &me)], false),
         Shape::NoPayment => (vec![reg, pay(1), memo(&mine, &me)], false),
         Shape::PaysElsewhere => (
@@ -234,8 +238,10 @@ pub fn build(shape: Shape, t: &Target, actor: &Wallet, other: &Wallet) -> (Vec<I
             (vec![reg, pay(1), memo(&op.to_string(), &me)], false)
         }
         Shape::NoisyButPaid => {
+            // the memos need more compute than one buy's limit
+            let reg = discovery(&t.registry, 1_400_000);
             let mut ixs = vec![reg, pay(t.price), memo(&mine, &me)];
-            ixs.extend((0..12).map(|i| memo(&format!("junk {i}; [9] not a field"), &me)));
+            ixs.extend((0..8).map(|i| memo(&format!("junk {i}; [9] not a field"), &me)));
             // a zero-lamport transfer carrying an account it does not use
             let mut noop = transfer(&me, &t.pay_to, 0);
             noop.accounts.push(AccountMeta::new_readonly(them, false));
