@@ -10,9 +10,10 @@
 //!   hostile generator's transactions at the same listing, to show attacks
 //!   cost honest buyers nothing measurable.
 //!
-//! `cargo run --release -p e2e --bin trade-bench -- [--sequential N]
+//! `cargo run -p e2e --bin trade-bench -- [--sequential N]
 //! [--concurrent M] [--hostile] [--brainctl PATH]` (defaults 20, 100; the
-//! brainctl binary next to this one unless `--brainctl`/`BRAINCTL_BIN`).
+//! brainctl binary next to this one unless `--brainctl`/`BRAINCTL_BIN`;
+//! `localnet/bench` builds both).
 //! Prints one JSON line per phase.
 
 use e2e::hostile::{self, Rng, Shape, Target};
