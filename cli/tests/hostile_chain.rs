@@ -301,13 +301,24 @@ fn honest_buys_are_released_exactly_once_among_hostile_ones() {
     let rt = e2e::runtime();
     let chain = v.chain();
     let mut sent: Vec<hostile::SentTx> = Vec::new();
-    for _ in 0..SENDS {
-        // about one in three honest
-        let shape = if rng.below(3) == 0 {
-            [Shape::Honest, Shape::HonestMemoV1, Shape::NoisyButPaid][rng.below(3) as usize]
+    // every shape at least once, in a random order, then random ones
+    // (about one in three honest)
+    let mut shapes: Vec<Shape> = Shape::HONEST
+        .iter()
+        .chain(&Shape::HOSTILE)
+        .copied()
+        .collect();
+    for i in (1..shapes.len()).rev() {
+        shapes.swap(i, rng.below(i as u64 + 1) as usize);
+    }
+    while shapes.len() < SENDS {
+        shapes.push(if rng.below(3) == 0 {
+            Shape::HONEST[rng.below(Shape::HONEST.len() as u64) as usize]
         } else {
-            Shape::ALL[3 + rng.below(Shape::ALL.len() as u64 - 3) as usize]
-        };
+            Shape::HOSTILE[rng.below(Shape::HOSTILE.len() as u64) as usize]
+        });
+    }
+    for shape in shapes {
         let pool = if shape.honest() { &buyers } else { &strangers };
         let actor = &pool[rng.below(pool.len() as u64) as usize];
         let other = &buyers[rng.below(buyers.len() as u64) as usize];

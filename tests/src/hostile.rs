@@ -102,13 +102,22 @@ pub enum Shape {
     NoisyButPaid,
     /// Two buy memos for the listing in one paid transaction.
     TwoBuyMemos,
+    /// Pays the price in a v0 transaction whose payment address and
+    /// registry are loaded from an address lookup table: released too.
+    HonestV0,
 }
 
 impl Shape {
-    /// Every shape, honest ones first.
-    pub const ALL: [Shape; 14] = [
+    /// The shapes an honest buyer sends: each must be released exactly once.
+    pub const HONEST: [Shape; 4] = [
         Shape::Honest,
         Shape::HonestMemoV1,
+        Shape::NoisyButPaid,
+        Shape::HonestV0,
+    ];
+
+    /// The shapes no release may follow.
+    pub const HOSTILE: [Shape; 11] = [
         Shape::Underpaid,
         Shape::NoPayment,
         Shape::PaysElsewhere,
@@ -119,16 +128,12 @@ impl Shape {
         Shape::CancelledListing,
         Shape::ForgedRelease,
         Shape::ForgedCancel,
-        Shape::NoisyButPaid,
         Shape::TwoBuyMemos,
     ];
 
     /// Whether the daemon must release it (exactly once).
     pub fn honest(self) -> bool {
-        matches!(
-            self,
-            Shape::Honest | Shape::HonestMemoV1 | Shape::NoisyButPaid
-        )
+        Shape::HONEST.contains(&self)
     }
 
     /// Whether the transaction is meant to land failed.
@@ -174,7 +179,7 @@ pub fn build(shape: Shape, t: &Target, actor: &Wallet, other: &Wallet) -> (Vec<I
     let reg = discovery(&t.registry, 200_000);
     let pay = |lamports| transfer(&me, &t.pay_to, lamports);
     match shape {
-        Shape::Honest => (vec![reg, pay(t.price), memo(&mine, &me)], false),
+        Shape::Honest | Shape::HonestV0 => (vec![reg, pay(t.price), memo(&mine, &me)], false),
         Shape::HonestMemoV1 => (vec![reg, pay(t.price), memo_v1(&mine)], false),
         Shape::Underpaid => (vec![reg, pay(t.price - 1), memo(&mine, &me)], false),
         Shape::NoPayment => (vec![reg, pay(1), memo(&mine, &me)], false),
@@ -266,6 +271,12 @@ pub async fn send(
     let (ixs, cosign) = build(shape, t, actor, other);
     let (a, o): (Keypair, Keypair) = (actor.solana_keypair(), other.solana_keypair());
     let signers: Vec<&Keypair> = if cosign { vec![&o, &a] } else { vec![&a] };
+    if shape == Shape::HonestV0 {
+        let loaded = vec![t.pay_to, t.registry];
+        let table = lookup_table(chain, &a, &loaded).await?;
+        let signature = send_v0(chain, &a, &ixs, table, loaded).await?;
+        return Ok(SentTx { shape, signature });
+    }
     let sent = if shape.fails() {
         chain.send_skip_preflight(&ixs, &signers).await?
     } else {
@@ -275,4 +286,98 @@ pub async fn send(
         shape,
         signature: sent.signature.to_string(),
     })
+}
+
+/// The address lookup table program.
+const ALT_PROGRAM: &str = "AddressLookupTab1e1111111111111111111111111";
+
+/// Creates an address lookup table holding `addresses` (authority and
+/// payer `payer`) and waits until it can be used (the slot after its
+/// extension). Built by hand: `CreateLookupTable` and `ExtendLookupTable`
+/// are the program's enum tags 0 and 2, bincode-encoded.
+pub async fn lookup_table(
+    chain: &Chain,
+    payer: &Keypair,
+    addresses: &[Pubkey],
+) -> Result<Pubkey, node::chain::ChainError> {
+    let program: Pubkey = ALT_PROGRAM.parse().expect("ALT program id");
+    let system: Pubkey = "11111111111111111111111111111111"
+        .parse()
+        .expect("system id");
+    let me = payer.pubkey();
+    let slot = node::chain::client::with_retry("getSlot", || chain.rpc().get_slot()).await?;
+    let recent = slot.saturating_sub(1);
+    let (table, bump) =
+        Pubkey::find_program_address(&[me.as_ref(), &recent.to_le_bytes()], &program);
+    let mut create = 0u32.to_le_bytes().to_vec();
+    create.extend_from_slice(&recent.to_le_bytes());
+    create.push(bump);
+    let mut extend = 2u32.to_le_bytes().to_vec();
+    extend.extend_from_slice(&(addresses.len() as u64).to_le_bytes());
+    for a in addresses {
+        extend.extend_from_slice(a.as_ref());
+    }
+    let accounts = vec![
+        AccountMeta::new(table, false),
+        AccountMeta::new_readonly(me, true),
+        AccountMeta::new(me, true),
+        AccountMeta::new_readonly(system, false),
+    ];
+    let ixs = [
+        Instruction {
+            program_id: program,
+            accounts: accounts.clone(),
+            data: create,
+        },
+        Instruction {
+            program_id: program,
+            accounts,
+            data: extend,
+        },
+    ];
+    let sent = chain.send(&ixs, &[payer]).await?;
+    // usable from the slot after the one that extended it
+    loop {
+        let now = node::chain::client::with_retry("getSlot", || chain.rpc().get_slot()).await?;
+        if now > sent.slot + 1 {
+            return Ok(table);
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+    }
+}
+
+/// Sends `ixs` as a v0 transaction whose non-signer accounts in `table`
+/// (holding `addresses`) are loaded from it.
+pub async fn send_v0(
+    chain: &Chain,
+    payer: &Keypair,
+    ixs: &[Instruction],
+    table: Pubkey,
+    addresses: Vec<Pubkey>,
+) -> Result<String, node::chain::ChainError> {
+    use solana_sdk::message::{v0, AddressLookupTableAccount, VersionedMessage};
+    use solana_sdk::transaction::VersionedTransaction;
+    let rpc_err = |what: &str, e| node::chain::ChainError::Rpc {
+        what: what.into(),
+        source: Box::new(e),
+    };
+    let blockhash = chain
+        .rpc()
+        .get_latest_blockhash()
+        .await
+        .map_err(|e| rpc_err("getLatestBlockhash", e))?;
+    let lookup = AddressLookupTableAccount {
+        key: table,
+        addresses,
+    };
+    let msg = v0::Message::try_compile(&payer.pubkey(), ixs, &[lookup], blockhash)
+        .map_err(|e| node::chain::ChainError::Config(format!("v0 message: {e}")))?;
+    let tx = VersionedTransaction::try_new(VersionedMessage::V0(msg), &[payer])
+        .map_err(|e| node::chain::ChainError::Config(format!("v0 signing: {e}")))?;
+    let sig = chain
+        .rpc()
+        .send_and_confirm_transaction(&tx)
+        .await
+        .map_err(|e| rpc_err("sendTransaction (v0)", e))?;
+    Ok(sig.to_string())
 }

@@ -289,7 +289,7 @@ fn main() {
                 let rt = e2e::runtime();
                 let chain = e2e::validator().chain();
                 while !stop.load(Ordering::SeqCst) {
-                    let shape = Shape::ALL[3 + rng.below(Shape::ALL.len() as u64 - 3) as usize];
+                    let shape = Shape::HOSTILE[rng.below(Shape::HOSTILE.len() as u64) as usize];
                     let actor = &strangers[rng.below(4) as usize];
                     let other = &strangers[rng.below(4) as usize];
                     if rt
