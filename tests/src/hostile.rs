@@ -105,15 +105,20 @@ pub enum Shape {
     /// Pays the price in a v0 transaction whose payment address and
     /// registry are loaded from an address lookup table: released too.
     HonestV0,
+    /// Pays the price in a transaction that also creates a lookup table,
+    /// so it has inner instructions (an inner System transfer from the
+    /// buyer among them): released, counting only the top-level payment.
+    HonestWithInner,
 }
 
 impl Shape {
     /// The shapes an honest buyer sends: each must be released exactly once.
-    pub const HONEST: [Shape; 4] = [
+    pub const HONEST: [Shape; 5] = [
         Shape::Honest,
         Shape::HonestMemoV1,
         Shape::NoisyButPaid,
         Shape::HonestV0,
+        Shape::HonestWithInner,
     ];
 
     /// The shapes no release may follow.
@@ -179,7 +184,9 @@ pub fn build(shape: Shape, t: &Target, actor: &Wallet, other: &Wallet) -> (Vec<I
     let reg = discovery(&t.registry, 200_000);
     let pay = |lamports| transfer(&me, &t.pay_to, lamports);
     match shape {
-        Shape::Honest | Shape::HonestV0 => (vec![reg, pay(t.price), memo(&mine, &me)], false),
+        Shape::Honest | Shape::HonestV0 | Shape::HonestWithInner => {
+            (vec![reg, pay(t.price), memo(&mine, &me)], false)
+        }
         Shape::HonestMemoV1 => (vec![reg, pay(t.price), memo_v1(&mine)], false),
         Shape::Underpaid => (vec![reg, pay(t.price - 1), memo(&mine, &me)], false),
         Shape::NoPayment => (vec![reg, pay(1), memo(&mine, &me)], false),
@@ -271,6 +278,16 @@ pub async fn send(
     let (ixs, cosign) = build(shape, t, actor, other);
     let (a, o): (Keypair, Keypair) = (actor.solana_keypair(), other.solana_keypair());
     let signers: Vec<&Keypair> = if cosign { vec![&o, &a] } else { vec![&a] };
+    if shape == Shape::HonestWithInner {
+        let (create, _) = create_table(chain, &a.pubkey()).await?;
+        let mut ixs = ixs;
+        ixs.push(create);
+        let sent = chain.send(&ixs, &[&a]).await?;
+        return Ok(SentTx {
+            shape,
+            signature: sent.signature.to_string(),
+        });
+    }
     if shape == Shape::HonestV0 {
         let loaded = vec![t.pay_to, t.registry];
         let table = lookup_table(chain, &a, &loaded).await?;
@@ -300,38 +317,17 @@ pub async fn lookup_table(
     payer: &Keypair,
     addresses: &[Pubkey],
 ) -> Result<Pubkey, node::chain::ChainError> {
-    let program: Pubkey = ALT_PROGRAM.parse().expect("ALT program id");
-    let system: Pubkey = "11111111111111111111111111111111"
-        .parse()
-        .expect("system id");
-    let me = payer.pubkey();
-    let slot = node::chain::client::with_retry("getSlot", || chain.rpc().get_slot()).await?;
-    let recent = slot.saturating_sub(1);
-    let (table, bump) =
-        Pubkey::find_program_address(&[me.as_ref(), &recent.to_le_bytes()], &program);
-    let mut create = 0u32.to_le_bytes().to_vec();
-    create.extend_from_slice(&recent.to_le_bytes());
-    create.push(bump);
+    let (create, table) = create_table(chain, &payer.pubkey()).await?;
     let mut extend = 2u32.to_le_bytes().to_vec();
     extend.extend_from_slice(&(addresses.len() as u64).to_le_bytes());
     for a in addresses {
         extend.extend_from_slice(a.as_ref());
     }
-    let accounts = vec![
-        AccountMeta::new(table, false),
-        AccountMeta::new_readonly(me, true),
-        AccountMeta::new(me, true),
-        AccountMeta::new_readonly(system, false),
-    ];
     let ixs = [
+        create.clone(),
         Instruction {
-            program_id: program,
-            accounts: accounts.clone(),
-            data: create,
-        },
-        Instruction {
-            program_id: program,
-            accounts,
+            program_id: create.program_id,
+            accounts: create.accounts,
             data: extend,
         },
     ];
@@ -344,6 +340,38 @@ pub async fn lookup_table(
         }
         tokio::time::sleep(std::time::Duration::from_millis(200)).await;
     }
+}
+
+/// The instruction creating a lookup table of `payer` (authority and
+/// payer), and the table's address. It runs the System program by CPI, so
+/// a transaction carrying it has inner instructions (an inner transfer
+/// from the payer among them).
+async fn create_table(
+    chain: &Chain,
+    payer: &Pubkey,
+) -> Result<(Instruction, Pubkey), node::chain::ChainError> {
+    let program: Pubkey = ALT_PROGRAM.parse().expect("ALT program id");
+    let system: Pubkey = "11111111111111111111111111111111"
+        .parse()
+        .expect("system id");
+    let slot = node::chain::client::with_retry("getSlot", || chain.rpc().get_slot()).await?;
+    let recent = slot.saturating_sub(1);
+    let (table, bump) =
+        Pubkey::find_program_address(&[payer.as_ref(), &recent.to_le_bytes()], &program);
+    let mut data = 0u32.to_le_bytes().to_vec();
+    data.extend_from_slice(&recent.to_le_bytes());
+    data.push(bump);
+    let ix = Instruction {
+        program_id: program,
+        accounts: vec![
+            AccountMeta::new(table, false),
+            AccountMeta::new_readonly(*payer, true),
+            AccountMeta::new(*payer, true),
+            AccountMeta::new_readonly(system, false),
+        ],
+        data,
+    };
+    Ok((ix, table))
 }
 
 /// Sends `ixs` as a v0 transaction whose non-signer accounts in `table`
