@@ -194,6 +194,17 @@ fn buy_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<BuyRow> {
     })
 }
 
+/// `text` cut to its first `head` and last `tail` characters.
+fn clip(text: &str, head: usize, tail: usize) -> String {
+    let n = text.chars().count();
+    if n <= head + tail {
+        return text.to_string();
+    }
+    let start: String = text.chars().take(head).collect();
+    let end: String = text.chars().skip(n - tail).collect();
+    format!("{start} … {end}")
+}
+
 fn ensure_parent(path: &Path) -> Result<(), StateError> {
     match path.parent().filter(|d| !d.as_os_str().is_empty()) {
         Some(dir) => std::fs::create_dir_all(dir).map_err(|source| StateError::Lock {
@@ -306,8 +317,9 @@ impl ListenDb {
         let row = self.get(signature)?;
         let attempts = row.attempts.saturating_add(1);
         let retry_at = now_ms() + retry_delay_ms(attempts);
-        // errors come from RPC/gateway text: keep them short in the row
-        let error: String = error.chars().take(500).collect();
+        // errors come from RPC/gateway text: keep the head and the tail
+        // (a failed simulation's last log lines say why)
+        let error = clip(error, 300, 700);
         self.conn.execute(
             "UPDATE buys SET attempts = ?2, last_error = ?3, retry_at = ?4, updated_at = ?5 WHERE signature = ?1",
             params![signature, attempts as i64, error, retry_at, crate::clock::now_iso()],
@@ -776,5 +788,8 @@ mod tests {
         assert_eq!(retry_delay_ms(1), RETRY_BASE_MS);
         assert_eq!(retry_delay_ms(2), 2 * RETRY_BASE_MS);
         assert_eq!(retry_delay_ms(u32::MAX), RETRY_CAP_MS);
+        let long = format!("{}{}", "a".repeat(2_000), "why it failed");
+        let kept = clip(&long, 300, 700);
+        assert!(kept.ends_with("why it failed") && kept.chars().count() == 1_003);
     }
 }

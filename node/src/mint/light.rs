@@ -26,6 +26,36 @@ pub const ACCOUNT_COMPRESSION: Pubkey = pubkey!("compr6CUsB5m2jS4Y3831ztGSTnDpnK
 pub const NOOP: Pubkey = pubkey!("noopb9bkMVfRPU8AsbpTUg8AQkHtKwMYZiFUjNRtMmV");
 /// The localnet state tree (from the zk-compression CLI's accounts).
 pub const LOCALNET_STATE_TREE: Pubkey = pubkey!("oq1na8gojfdUhsfCpyjNt6h4JaDWtHf1yQj4koBWfto");
+/// Every batched output queue of the localnet accounts, the default first.
+/// Without a forester a queue takes 100 outputs and then refuses more
+/// (account-compression error 14301), so mints move on to the next one.
+pub const LOCALNET_OUTPUT_QUEUES: [Pubkey; 5] = [
+    LOCALNET_STATE_TREE,
+    pubkey!("oq2UkeMsJLfXt2QHzim242SUi3nvjJs8Pn7Eac9H9vg"),
+    pubkey!("oq3AxjekBWgo64gpauB6QtuZNesuv19xrhaC1ZM1THQ"),
+    pubkey!("oq4ypwvVGzCUMoiKKHWh4S1SgZJ9vCvKpcz6RT6A8dq"),
+    pubkey!("oq5oh5ZR3yGomuQgFduNDzjtGvVWfDRGLuDVjv9a96P"),
+];
+
+/// Whether a send failed because the output queue is full (14301).
+fn queue_full(e: &crate::chain::ChainError) -> bool {
+    e.to_string().contains("custom program error: 0x37dd")
+}
+
+/// `ixs` with the default output queue replaced by `queue`.
+fn with_output_queue(ixs: &[Instruction], queue: &Pubkey) -> Vec<Instruction> {
+    ixs.iter()
+        .cloned()
+        .map(|mut ix| {
+            for a in &mut ix.accounts {
+                if a.pubkey == LOCALNET_STATE_TREE {
+                    a.pubkey = *queue;
+                }
+            }
+            ix
+        })
+        .collect()
+}
 /// SPL Token.
 pub const SPL_TOKEN: Pubkey = pubkey!("TokenkegQfeZyiNwAJbNbGKPFXCWuBvf9Ss623VQ5DA");
 /// Size of an SPL mint account.
@@ -300,7 +330,23 @@ pub async fn mint_compressed(
         );
     }
     ixs.extend(extra);
-    let sent = chain.send(&ixs, &[&kp, &mint_kp]).await?;
+    let mut sent = None;
+    for queue in &LOCALNET_OUTPUT_QUEUES {
+        match chain
+            .send(&with_output_queue(&ixs, queue), &[&kp, &mint_kp])
+            .await
+        {
+            Ok(s) => {
+                sent = Some(s);
+                break;
+            }
+            Err(e) if queue_full(&e) && queue != &LOCALNET_OUTPUT_QUEUES[4] => {
+                tracing::warn!(%queue, "compressed output queue full; using the next one");
+            }
+            Err(e) => return Err(e),
+        }
+    }
+    let sent = sent.expect("the last queue returns its error");
     let outputs = minted_outputs(chain, &sent.signature).await?;
     let want = TokenOutput {
         mint: m,
