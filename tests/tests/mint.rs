@@ -101,3 +101,62 @@ fn nft_mint_is_exactly_once_and_supply_is_fixed() {
         1
     );
 }
+
+/// Lamports a stranger parks at the mint and token-account addresses
+/// (public once an envelope names the mint) do not block the mint: it is
+/// built around them (top-up + allocate/assign with seed), and a second
+/// mint with the same seed is still refused.
+#[test]
+fn parked_lamports_do_not_block_an_nft_mint() {
+    use node::mint::token2022::token_account_address;
+    let v = validator();
+    let rt = runtime();
+    let chain = v.chain();
+    let seller = v.funded_keypair(2);
+    let stranger = v.funded_keypair(1);
+    let buyer = Keypair::new();
+    let spec = NftSpec {
+        name: "brainctl bundle".into(),
+        symbol: "BRNDL".into(),
+        uri: "ar://METADATAidMETADATAidMETADATAidMETADATA0".into(),
+    };
+    let seed = seed_from(b"buy signature parked");
+    let mint = mint_address(&seller.pubkey(), &seed).unwrap();
+    let (account, _) = token_account_address(&seller.pubkey(), &seed, &buyer.pubkey()).unwrap();
+    let park = vec![
+        node::chain::instructions::transfer(&stranger.pubkey(), &mint, 1_000_000),
+        node::chain::instructions::transfer(&stranger.pubkey(), &account, 5_000_000),
+    ];
+    rt.block_on(chain.send(&park, &[&stranger])).unwrap();
+    let minted = rt
+        .block_on(mint_nft(
+            &chain,
+            &seller,
+            &seed,
+            &buyer.pubkey(),
+            &spec,
+            vec![],
+        ))
+        .unwrap();
+    let state = rt
+        .block_on(read_nft(&chain, &minted.mint, &minted.token_account))
+        .unwrap();
+    assert_eq!(
+        (
+            state.holder_amount,
+            state.mint.supply,
+            state.mint.mint_authority
+        ),
+        (1, 1, None)
+    );
+    assert_eq!(state.holder, buyer.pubkey());
+    let again = rt.block_on(mint_nft(
+        &chain,
+        &seller,
+        &seed,
+        &buyer.pubkey(),
+        &spec,
+        vec![],
+    ));
+    assert!(again.is_err(), "{again:?}");
+}

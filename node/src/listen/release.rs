@@ -566,6 +566,76 @@ mod tests {
         );
     }
 
+    /// A Token-2022 release (mint + token account + memo + discovery)
+    /// fits a packet, also when both derived accounts had lamports parked.
+    #[test]
+    fn token2022_releases_fit_in_a_packet_around_parked_lamports() {
+        use crate::mint::token2022::{
+            nft_instructions, seeded_account_instructions, token_account_address, TOKEN_ACCOUNT_LEN,
+        };
+        let (seller, buyer) = (Pubkey::new_unique(), Pubkey::new_unique());
+        let item = "x".repeat(43);
+        let spec = NftSpec {
+            name: "brainctl bundle 0123456789ab".into(),
+            symbol: crate::mint::bundle_mint::SYMBOL.into(),
+            uri: format!("ar://{item}"),
+        };
+        let seed = seed_from(b"buy");
+        let (mint, account, mut ixs) =
+            nft_instructions(&seller, &seed, &buyer, &spec, 9, 9).unwrap();
+        let op = MemoOp::Release {
+            listing_id: "20261123-0123456789ab".into(),
+            envelope_arweave_id: item,
+            minted_token_address: mint.to_string(),
+        };
+        ixs.push(memo(&op.to_string(), &seller));
+        ixs.push(discovery(
+            &crate::chain::instructions::default_registry(),
+            DEFAULT_CU_LIMIT,
+        ));
+        let size = |ixs: &[solana_sdk::instruction::Instruction]| {
+            let m = Message::new(ixs, Some(&seller));
+            1 + 64 * m.header.num_required_signatures as usize + m.serialize().len()
+        };
+        assert!(
+            size(&ixs) <= 1232,
+            "token2022 release: {} bytes",
+            size(&ixs)
+        );
+        let (_, acct_seed) = token_account_address(&seller, &seed, &buyer).unwrap();
+        let i = ixs
+            .iter()
+            .position(|ix| ix.accounts.get(1).is_some_and(|a| a.pubkey == account))
+            .unwrap();
+        let around_account = seeded_account_instructions(
+            &seller,
+            &account,
+            &acct_seed,
+            10,
+            TOKEN_ACCOUNT_LEN as u64,
+            1,
+        );
+        let around_mint = seeded_account_instructions(&seller, &mint, &seed, 10, 234, 1);
+        let mut account_parked = ixs.clone();
+        account_parked.splice(i..=i, around_account);
+        let mut mint_parked = ixs.clone();
+        mint_parked.splice(0..1, around_mint.clone());
+        let mut both = account_parked.clone();
+        both.splice(0..1, around_mint);
+        eprintln!(
+            "token2022 release: {} bytes; account parked {}; mint parked {}; both {}",
+            size(&ixs),
+            size(&account_parked),
+            size(&mint_parked),
+            size(&both)
+        );
+        assert!(size(&account_parked) <= 1232, "{}", size(&account_parked));
+        assert!(size(&mint_parked) <= 1232, "{}", size(&mint_parked));
+        // both parked does not fit one packet: that release is retried,
+        // never recorded falsely (README: open findings)
+        assert!(size(&both) > 1232);
+    }
+
     #[test]
     fn a_landed_release_is_a_candidate_by_its_memo_not_by_a_failed_copy() {
         let text = "brainctl-marketplace/v1:release:20261123-0123456789ab:env:mint";

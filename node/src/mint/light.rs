@@ -272,7 +272,7 @@ pub fn mint_account_instructions(
 
 /// Lamports parked at `address` by someone else while it is still an
 /// empty System account (0 when it does not exist or is anything else).
-async fn parked_lamports(
+pub(crate) async fn parked_lamports(
     chain: &crate::chain::Chain,
     address: &Pubkey,
 ) -> Result<u64, crate::chain::ChainError> {

@@ -139,6 +139,46 @@ pub fn nft_instructions(
     Ok((mint, token_account, ixs))
 }
 
+/// The instructions that make the account at `address` (derived from
+/// `payer` with `seed`) a Token-2022 account of `space` bytes holding
+/// `rent`: `create_account_with_seed` when it is empty; top-up +
+/// `allocate_with_seed` + `assign_with_seed` (which need the payer's
+/// signature, so nobody else can) when `prefunded` lamports were parked.
+pub fn seeded_account_instructions(
+    payer: &Pubkey,
+    address: &Pubkey,
+    seed: &str,
+    rent: u64,
+    space: u64,
+    prefunded: u64,
+) -> Vec<Instruction> {
+    use solana_system_interface::instruction as system;
+    if prefunded == 0 {
+        return vec![system::create_account_with_seed(
+            payer,
+            address,
+            payer,
+            seed,
+            rent,
+            space,
+            &TOKEN_2022,
+        )];
+    }
+    let mut ixs = Vec::new();
+    if rent > prefunded {
+        ixs.push(system::transfer(payer, address, rent - prefunded));
+    }
+    ixs.push(system::allocate_with_seed(
+        address,
+        payer,
+        seed,
+        space,
+        &TOKEN_2022,
+    ));
+    ixs.push(system::assign_with_seed(address, payer, seed, &TOKEN_2022));
+    ixs
+}
+
 fn err(e: solana_sdk::program_error::ProgramError) -> ChainError {
     ChainError::Config(format!("token instruction: {e}"))
 }
@@ -213,6 +253,41 @@ pub async fn mint_nft(
     let (mint_rent, acct_rent) = (rent(total).await?, rent(TOKEN_ACCOUNT_LEN).await?);
     let (mint, token_account, mut ixs) =
         nft_instructions(&payer.pubkey(), seed, recipient, spec, mint_rent, acct_rent)?;
+    // lamports parked at either derived address (public once an envelope
+    // names the mint) would make create_account_with_seed fail: build
+    // around them
+    let (base, _) = mint_sizes(&payer.pubkey(), &mint, spec)?;
+    let (_, acct_seed) = token_account_address(&payer.pubkey(), seed, recipient)?;
+    for (addr, addr_seed, rent, space) in [
+        (mint, seed.to_string(), mint_rent, base as u64),
+        (
+            token_account,
+            acct_seed,
+            acct_rent,
+            TOKEN_ACCOUNT_LEN as u64,
+        ),
+    ] {
+        let parked = crate::mint::light::parked_lamports(chain, &addr).await?;
+        if parked == 0 {
+            continue;
+        }
+        tracing::warn!(%addr, parked, "lamports were parked at a derived address; creating it around them");
+        let at = ixs.iter().position(|ix| {
+            ix.program_id == solana_system_interface::program::ID
+                && ix.accounts.get(1).is_some_and(|a| a.pubkey == addr)
+        });
+        if let Some(i) = at {
+            let around = seeded_account_instructions(
+                &payer.pubkey(),
+                &addr,
+                &addr_seed,
+                rent,
+                space,
+                parked,
+            );
+            ixs.splice(i..=i, around);
+        }
+    }
     ixs.extend(extra);
     let sent = chain.send(&ixs, &[payer]).await?;
     Ok(Minted {
