@@ -197,11 +197,7 @@ async fn verify_due(
                 db.mark_rejected(&row.signature, &why)?;
                 report.rejected += 1;
             }
-            Err(e) => {
-                let attempts = db.note_retry(&row.signature, &e)?;
-                tracing::warn!(signature = %row.signature, attempts, error = %e, "buy not verified yet; will retry");
-                report.failed += 1;
-            }
+            Err(e) => retry_later(db, &row.signature, &e, "buy not verified yet", report)?,
         }
     }
     Ok(())
@@ -267,11 +263,13 @@ async fn upload_due(
         match upload_for(db, seller, uploader, catalog, &row).await {
             Ok(()) => {}
             Err(ReleaseError::State(e @ StateError::Sql(_))) => return Err(e),
-            Err(e) => {
-                let attempts = db.note_retry(&row.signature, &e.to_string())?;
-                tracing::warn!(signature = %row.signature, attempts, error = %e, "envelope upload failed; will retry");
-                report.failed += 1;
-            }
+            Err(e) => retry_later(
+                db,
+                &row.signature,
+                &e.to_string(),
+                "envelope upload failed",
+                report,
+            )?,
         }
     }
     Ok(())
@@ -311,13 +309,24 @@ async fn release_due(
                 db.mark_abandoned(&signature, &Rejection::RefundedBeforeRelease)?;
                 report.rejected += 1;
             }
-            Err(e) => {
-                let attempts = db.note_retry(&signature, &e.to_string())?;
-                tracing::warn!(%signature, attempts, error = %e, "release failed; will retry");
-                report.failed += 1;
-            }
+            Err(e) => retry_later(db, &signature, &e.to_string(), "release failed", report)?,
         }
     }
+    Ok(())
+}
+
+/// Records a transient failure of one buy's step (retried after its
+/// backoff) and counts it in the pass.
+fn retry_later(
+    db: &mut ListenDb,
+    signature: &str,
+    error: &str,
+    what: &str,
+    report: &mut PassReport,
+) -> Result<(), StateError> {
+    let attempts = db.note_retry(signature, error)?;
+    tracing::warn!(%signature, attempts, %error, "{what}; will retry");
+    report.failed += 1;
     Ok(())
 }
 

@@ -324,8 +324,9 @@ fn mint_for_row(
     ];
     for seed in seeds {
         for std in [TokenStandard::LightCompressed, TokenStandard::Token2022] {
-            if mint_of(seller, &seed, std)?.to_string() == recorded {
-                return Ok((mint_of(seller, &seed, std)?, seed, std));
+            let mint = mint_of(seller, &seed, std)?;
+            if mint.to_string() == recorded {
+                return Ok((mint, seed, std));
             }
         }
     }
