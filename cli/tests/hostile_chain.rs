@@ -3,7 +3,7 @@
 //! both live, a seeded generator sends random sequences of honest buys
 //! mixed with hostile transactions of every shape (failed, undecodable
 //! memos, underpaid, unpaid, paid elsewhere, co-signed, replayed, for a
-//! cancelled listing, forged releases and cancels, noisy, ambiguous).
+//! cancelled or an expired listing, forged releases and cancels, noisy, ambiguous).
 //! Then: both processes are alive, every honest buy is released exactly
 //! once, no hostile one is, and the indexer's state hash equals a
 //! `rebuild` from scratch. `HOSTILE_SEED=<n>` replays a run.
@@ -228,8 +228,16 @@ fn indexer_matches_rebuild(
     }
 }
 
-fn target_of(v: &TestValidator, seller: &Env, live: &Value, cancelled: Option<String>) -> Target {
-    let listing = &live["listing"];
+/// A seller's listings: one live, one cancelled before any buy, one
+/// that expired before any buy.
+struct Listings {
+    live: Value,
+    cancelled: String,
+    expired: String,
+}
+
+fn target_of(v: &TestValidator, seller: &Env, l: &Listings) -> Target {
+    let listing = &l.live["listing"];
     Target {
         listing_id: listing["listing_id"].as_str().unwrap().into(),
         pay_to: listing["payment_address"]
@@ -244,17 +252,26 @@ fn target_of(v: &TestValidator, seller: &Env, live: &Value, cancelled: Option<St
             .parse()
             .unwrap(),
         registry: node::chain::instructions::default_registry(),
-        cancelled_listing: cancelled,
+        cancelled_listing: Some(l.cancelled.clone()),
+        expired_listing: Some(l.expired.clone()),
     }
 }
 
-/// A seller with one live listing and one cancelled one.
-fn seller_with_listings(v: &TestValidator, dir: &str) -> (Env, Value, String) {
+/// A seller with a live listing, a cancelled one and one that lived
+/// 3.6 s (returned once the chain's clock is past its expiry).
+fn seller_with_listings(v: &TestValidator, dir: &str) -> (Env, Listings) {
     let seller = Env::new();
     seller.ok(&["wallet", "new"]);
     onchain(v, &seller, &["wallet", "airdrop", "5", "--json"]);
     let mut listed = Vec::new();
-    for (i, text) in ["Live lesson", "Cancelled lesson"].iter().enumerate() {
+    for (i, (text, hours)) in [
+        ("Live lesson", "72"),
+        ("Cancelled lesson", "72"),
+        ("Expiring lesson", "0.001"),
+    ]
+    .iter()
+    .enumerate()
+    {
         seller.ok(&["memory", "add", text, "-c", "lesson"]);
         let out = format!("b{i}.signed.json");
         seller.ok(&["export", "--sign", "-o", &out]);
@@ -269,18 +286,30 @@ fn seller_with_listings(v: &TestValidator, dir: &str) -> (Env, Value, String) {
                 "1",
                 "--sol-usd",
                 "100",
+                "--duration-hours",
+                hours,
                 "--storage-dir",
                 dir,
                 "--json",
             ],
         ));
     }
-    let cancelled = listed[1]["listing"]["listing_id"]
-        .as_str()
-        .unwrap()
-        .to_string();
+    let id = |l: &Value| l["listing"]["listing_id"].as_str().unwrap().to_string();
+    let (cancelled, expired) = (id(&listed[1]), id(&listed[2]));
     onchain(v, &seller, &["marketplace", "cancel", &cancelled, "--json"]);
-    (seller, listed.remove(0), cancelled)
+    let expires_at = listed[2]["listing"]["expires_at"]
+        .as_i64()
+        .expect("list --json gives expires_at");
+    v.wait_block_time(expires_at + 1);
+    let live = listed.swap_remove(0);
+    (
+        seller,
+        Listings {
+            live,
+            cancelled,
+            expired,
+        },
+    )
 }
 
 #[test]
@@ -289,8 +318,8 @@ fn honest_buys_are_released_exactly_once_among_hostile_ones() {
     let (mut rng, seed) = Rng::from_env();
     let shared = tempfile::tempdir().unwrap();
     let dir = shared.path().join("items").display().to_string();
-    let (seller, live, cancelled) = seller_with_listings(v, &dir);
-    let target = target_of(v, &seller, &live, Some(cancelled));
+    let (seller, listings) = seller_with_listings(v, &dir);
+    let target = target_of(v, &seller, &listings);
 
     // the two services, as users run them
     let (mut daemon, mut indexer, base) = services(&seller, &v.rpc_url, &dir, shared.path());
@@ -357,6 +386,25 @@ fn honest_buys_are_released_exactly_once_among_hostile_ones() {
         if !s.shape.honest() {
             assert_ne!(st, "released", "seed {seed}: {:?} was released", s.shape);
         }
+        // a closed listing is refused for being closed, with that reason
+        let expected = match s.shape {
+            Shape::CancelledListing => Some("listing_cancelled"),
+            Shape::ExpiredListing => Some("listing_expired"),
+            _ => None,
+        };
+        if let Some(expected) = expected {
+            let reason: Value = row
+                .as_ref()
+                .ok()
+                .and_then(|r| r.reason.as_deref())
+                .and_then(|r| serde_json::from_str::<Value>(r).ok())
+                .unwrap_or_default();
+            assert_eq!(
+                reason["reason"], expected,
+                "seed {seed}: {:?} {}",
+                s.shape, s.signature
+            );
+        }
     }
     eprintln!("seed {seed}: {by_shape:?}");
 
@@ -402,8 +450,8 @@ fn rpc_faults_are_weather() {
     let v = &own;
     let shared = tempfile::tempdir().unwrap();
     let dir = shared.path().join("items").display().to_string();
-    let (seller, live, _) = seller_with_listings(v, &dir);
-    let target = target_of(v, &seller, &live, None);
+    let (seller, listings) = seller_with_listings(v, &dir);
+    let target = target_of(v, &seller, &listings);
     let proxy = FaultProxy::start(&v.rpc_url);
     let (mut daemon, mut indexer, base) = services(&seller, &proxy.url, &dir, shared.path());
     let buyers: Vec<Wallet> = (0..3).map(|_| Wallet::generate()).collect();
@@ -457,8 +505,8 @@ fn a_validator_restart_mid_run_loses_nothing() {
     let mut own = e2e::start(&e2e::light_args());
     let shared = tempfile::tempdir().unwrap();
     let dir = shared.path().join("items").display().to_string();
-    let (seller, live, _) = seller_with_listings(&own, &dir);
-    let target = target_of(&own, &seller, &live, None);
+    let (seller, listings) = seller_with_listings(&own, &dir);
+    let target = target_of(&own, &seller, &listings);
     let (mut daemon, mut indexer, base) = services(&seller, &own.rpc_url, &dir, shared.path());
     let buyers: Vec<Wallet> = (0..2).map(|_| Wallet::generate()).collect();
     for w in &buyers {

@@ -68,6 +68,8 @@ pub struct Target {
     pub registry: Pubkey,
     /// A listing of this seller that was cancelled before any buy.
     pub cancelled_listing: Option<String>,
+    /// A listing of this seller that expired before any buy.
+    pub expired_listing: Option<String>,
 }
 
 /// One kind of transaction the generator sends.
@@ -93,6 +95,8 @@ pub enum Shape {
     Replay,
     /// A full payment for the cancelled listing.
     CancelledListing,
+    /// A full payment for the expired listing.
+    ExpiredListing,
     /// A `release` memo by a stranger, naming the listing.
     ForgedRelease,
     /// A `cancel` memo by a stranger, naming the listing.
@@ -122,7 +126,7 @@ impl Shape {
     ];
 
     /// The shapes no release may follow.
-    pub const HOSTILE: [Shape; 11] = [
+    pub const HOSTILE: [Shape; 12] = [
         Shape::Underpaid,
         Shape::NoPayment,
         Shape::PaysElsewhere,
@@ -131,6 +135,7 @@ impl Shape {
         Shape::CoSigned,
         Shape::Replay,
         Shape::CancelledListing,
+        Shape::ExpiredListing,
         Shape::ForgedRelease,
         Shape::ForgedCancel,
         Shape::TwoBuyMemos,
@@ -221,11 +226,14 @@ pub fn build(shape: Shape, t: &Target, actor: &Wallet, other: &Wallet) -> (Vec<I
             let theirs = buy_memo(&t.listing_id, &other.x25519_address());
             (vec![reg, pay(1), memo(&theirs, &me)], false)
         }
-        Shape::CancelledListing => {
-            let id = t
-                .cancelled_listing
-                .as_deref()
-                .unwrap_or("20261123-ffffffffffff");
+        Shape::CancelledListing | Shape::ExpiredListing => {
+            let closed = if shape == Shape::CancelledListing {
+                &t.cancelled_listing
+            } else {
+                &t.expired_listing
+            };
+            // without one, a listing id nobody listed
+            let id = closed.as_deref().unwrap_or("20261123-ffffffffffff");
             (
                 vec![
                     reg,

@@ -330,6 +330,29 @@ impl TestValidator {
             .expect("airdrop");
     }
 
+    /// Waits until the chain's clock (the block time of the latest
+    /// confirmed slot) has reached `unix` (a local validator's clock can
+    /// lag the wall clock); panics after 60 s.
+    pub fn wait_block_time(&self, unix: i64) {
+        let chain = self.chain();
+        let deadline = std::time::Instant::now() + Duration::from_secs(60);
+        runtime().block_on(async {
+            loop {
+                let rpc = chain.rpc();
+                if let Ok(slot) = rpc.get_slot().await {
+                    if rpc.get_block_time(slot).await.is_ok_and(|t| t >= unix) {
+                        return;
+                    }
+                }
+                assert!(
+                    std::time::Instant::now() < deadline,
+                    "the chain's clock did not reach {unix}"
+                );
+                tokio::time::sleep(Duration::from_millis(400)).await;
+            }
+        });
+    }
+
     /// A new funded keypair.
     pub fn funded_keypair(&self, sol: u64) -> Keypair {
         let k = Keypair::new();

@@ -270,6 +270,7 @@ fn main() {
         seller: seller_pk,
         registry: default_registry(),
         cancelled_listing: None,
+        expired_listing: None,
     };
     let mut daemon = seller.listen();
     let pid = daemon.id();
