@@ -3,7 +3,7 @@
 //! retried mint with the same seed refused by the chain itself.
 
 use e2e::{runtime, validator};
-use node::chain::{ChainError, Keypair, Signer};
+use node::chain::{ChainError, Keypair, Pubkey, Signer};
 use node::mint::token2022::{mint_address, mint_nft, read_nft, seed_from, NftSpec, TOKEN_2022};
 
 #[test]
@@ -102,10 +102,27 @@ fn nft_mint_is_exactly_once_and_supply_is_fixed() {
     );
 }
 
+/// A release's trailing instructions at their longest (the `release`
+/// memo and the discovery reference), so the mint is tested at the size
+/// `listen` sends.
+fn release_extra(seller: &Keypair) -> Vec<solana_sdk::instruction::Instruction> {
+    use node::chain::instructions::{default_registry, discovery, memo};
+    let text = format!(
+        "brainctl-marketplace/v1:release:20261123-0123456789ab:{}:{}",
+        "e".repeat(43),
+        Pubkey::new_unique()
+    );
+    vec![
+        memo(&text, &seller.pubkey()),
+        discovery(&default_registry(), 200_000),
+    ]
+}
+
 /// Lamports a stranger parks at the mint and token-account addresses
-/// (public once an envelope names the mint) do not block the mint: it is
-/// built around them (top-up + allocate/assign with seed), and a second
-/// mint with the same seed is still refused.
+/// (public once an envelope names the mint) do not block a release: the
+/// accounts are prepared around them (top-up + allocate/assign with seed,
+/// a transaction of their own: with both parked the release would not fit
+/// a packet), then minted; a second mint with the same seed is refused.
 #[test]
 fn parked_lamports_do_not_block_an_nft_mint() {
     use node::mint::token2022::token_account_address;
@@ -116,7 +133,7 @@ fn parked_lamports_do_not_block_an_nft_mint() {
     let stranger = v.funded_keypair(1);
     let buyer = Keypair::new();
     let spec = NftSpec {
-        name: "brainctl bundle".into(),
+        name: "brainctl bundle 0123456789ab".into(),
         symbol: "BRNDL".into(),
         uri: "ar://METADATAidMETADATAidMETADATAidMETADATA0".into(),
     };
@@ -128,16 +145,17 @@ fn parked_lamports_do_not_block_an_nft_mint() {
         node::chain::instructions::transfer(&stranger.pubkey(), &account, 5_000_000),
     ];
     rt.block_on(chain.send(&park, &[&stranger])).unwrap();
-    let minted = rt
-        .block_on(mint_nft(
+    let mint_it = || {
+        rt.block_on(mint_nft(
             &chain,
             &seller,
             &seed,
             &buyer.pubkey(),
             &spec,
-            vec![],
+            release_extra(&seller),
         ))
-        .unwrap();
+    };
+    let minted = mint_it().unwrap();
     let state = rt
         .block_on(read_nft(&chain, &minted.mint, &minted.token_account))
         .unwrap();
@@ -150,13 +168,65 @@ fn parked_lamports_do_not_block_an_nft_mint() {
         (1, 1, None)
     );
     assert_eq!(state.holder, buyer.pubkey());
-    let again = rt.block_on(mint_nft(
-        &chain,
-        &seller,
-        &seed,
-        &buyer.pubkey(),
-        &spec,
-        vec![],
-    ));
+    let again = mint_it();
     assert!(again.is_err(), "{again:?}");
+}
+
+/// A crash after the accounts were prepared and before the mint landed:
+/// the next attempt finds them prepared (Token-2022-owned, zeroed), tops
+/// up what lacks rent and mints, once.
+#[test]
+fn a_mint_resumes_from_accounts_prepared_before_a_crash() {
+    use node::mint::account_setup::AddressState;
+    use node::mint::token2022::NftAddresses;
+    let v = validator();
+    let rt = runtime();
+    let chain = v.chain();
+    let seller = v.funded_keypair(2);
+    let buyer = Keypair::new();
+    let spec = NftSpec {
+        name: "brainctl bundle resumed".into(),
+        symbol: "BRNDL".into(),
+        uri: "ar://METADATAidMETADATAidMETADATAidMETADATA1".into(),
+    };
+    let seed = seed_from(b"buy signature prepared");
+    let at = NftAddresses::derive(&seller.pubkey(), &seed, &buyer.pubkey(), &spec).unwrap();
+    // a stranger parked lamports at both; the preparing transaction of an
+    // earlier, crashed attempt landed: both accounts assigned, the mint
+    // short of the rent its metadata needs
+    let stranger = v.funded_keypair(1);
+    let park: Vec<_> = [at.mint, at.token_account]
+        .iter()
+        .map(|a| node::chain::instructions::transfer(&stranger.pubkey(), a, 1_000_000))
+        .collect();
+    rt.block_on(chain.send(&park, &[&stranger])).unwrap();
+    let parked = [AddressState::Parked(1_000_000); 2];
+    let rent = |n: u64| {
+        rt.block_on(
+            chain
+                .rpc()
+                .get_minimum_balance_for_rent_exemption(n as usize),
+        )
+        .unwrap()
+    };
+    let rents = [rent(at.mint_space), rent(165)];
+    let prepare = at.setup(&seller.pubkey(), rents, parked);
+    rt.block_on(chain.send(&prepare.concat(), &[&seller]))
+        .unwrap();
+    let minted = rt
+        .block_on(mint_nft(
+            &chain,
+            &seller,
+            &seed,
+            &buyer.pubkey(),
+            &spec,
+            release_extra(&seller),
+        ))
+        .unwrap();
+    assert_eq!(minted.mint, at.mint);
+    let state = rt
+        .block_on(read_nft(&chain, &minted.mint, &minted.token_account))
+        .unwrap();
+    assert_eq!((state.holder_amount, state.mint.supply), (1, 1));
+    assert_eq!(state.holder, buyer.pubkey());
 }

@@ -490,6 +490,7 @@ pub async fn land_release(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::mint::account_setup::{self, AddressState::*, Derivation};
     use crate::mint::light::compressed_mint_instructions;
     use solana_sdk::message::Message;
 
@@ -511,8 +512,11 @@ mod tests {
             symbol: crate::mint::bundle_mint::SYMBOL.into(),
             uri: format!("ar://{item}"),
         };
+        let setup = |state| {
+            account_setup::instructions(&seller, &mint, Derivation::Keypair, 10, 234, state)
+        };
         let mut ixs =
-            compressed_mint_instructions(&seller, &mint, &buyer, 1, &spec, 234, 1).unwrap();
+            compressed_mint_instructions(&seller, &mint, &buyer, 1, &spec, setup(Empty)).unwrap();
         let op = MemoOp::Release {
             listing_id: listing_id.into(),
             envelope_arweave_id: item.clone(),
@@ -557,7 +561,7 @@ mod tests {
         assert!(size(mint_ixs) <= 1232, "mint: {} bytes", size(mint_ixs));
         // lamports parked at the mint address: top-up + allocate + assign
         // instead of create_account, and the release still fits
-        let mut parked = crate::mint::light::mint_account_instructions(&seller, &mint, 10, 234, 1);
+        let mut parked = setup(Parked(1));
         assert_eq!(parked.len(), 3);
         parked.extend_from_slice(&ixs[1..8]);
         assert!(
@@ -568,12 +572,12 @@ mod tests {
     }
 
     /// A Token-2022 release (mint + token account + memo + discovery)
-    /// fits a packet, also when both derived accounts had lamports parked.
+    /// fits a packet: fresh, with lamports parked at one of its accounts,
+    /// and when both were parked (then both are prepared in a transaction
+    /// of their own first: all in one would not fit).
     #[test]
     fn token2022_releases_fit_in_a_packet_around_parked_lamports() {
-        use crate::mint::token2022::{
-            nft_instructions, seeded_account_instructions, token_account_address, TOKEN_ACCOUNT_LEN,
-        };
+        use crate::mint::token2022::nft_instructions;
         let (seller, buyer) = (Pubkey::new_unique(), Pubkey::new_unique());
         let item = "x".repeat(43);
         let spec = NftSpec {
@@ -582,59 +586,51 @@ mod tests {
             uri: format!("ar://{item}"),
         };
         let seed = seed_from(b"buy");
-        let (mint, account, mut ixs) =
-            nft_instructions(&seller, &seed, &buyer, &spec, 9, 9).unwrap();
-        let op = MemoOp::Release {
-            listing_id: "20261123-0123456789ab".into(),
-            envelope_arweave_id: item,
-            minted_token_address: mint.to_string(),
-        };
-        ixs.push(memo(&op.to_string(), &seller));
-        ixs.push(discovery(
-            &crate::chain::instructions::default_registry(),
-            DEFAULT_CU_LIMIT,
-        ));
         let size = |ixs: &[solana_sdk::instruction::Instruction]| {
             let m = Message::new(ixs, Some(&seller));
             1 + 64 * m.header.num_required_signatures as usize + m.serialize().len()
         };
-        assert!(
-            size(&ixs) <= 1232,
-            "token2022 release: {} bytes",
-            size(&ixs)
-        );
-        let (_, acct_seed) = token_account_address(&seller, &seed, &buyer).unwrap();
-        let i = ixs
-            .iter()
-            .position(|ix| ix.accounts.get(1).is_some_and(|a| a.pubkey == account))
-            .unwrap();
-        let around_account = seeded_account_instructions(
-            &seller,
-            &account,
-            &acct_seed,
-            10,
-            TOKEN_ACCOUNT_LEN as u64,
-            1,
-        );
-        let around_mint = seeded_account_instructions(&seller, &mint, &seed, 10, 234, 1);
-        let mut account_parked = ixs.clone();
-        account_parked.splice(i..=i, around_account);
-        let mut mint_parked = ixs.clone();
-        mint_parked.splice(0..1, around_mint.clone());
-        let mut both = account_parked.clone();
-        both.splice(0..1, around_mint);
+        let rents = [10, 10];
+        let release = |states| {
+            let (at, mut ixs) =
+                nft_instructions(&seller, &seed, &buyer, &spec, rents, states).unwrap();
+            let op = MemoOp::Release {
+                listing_id: "20261123-0123456789ab".into(),
+                envelope_arweave_id: item.clone(),
+                minted_token_address: at.mint.to_string(),
+            };
+            ixs.push(memo(&op.to_string(), &seller));
+            ixs.push(discovery(
+                &crate::chain::instructions::default_registry(),
+                DEFAULT_CU_LIMIT,
+            ));
+            (at, ixs)
+        };
+        let mut sizes = Vec::new();
+        for states in [
+            [Empty, Empty],
+            [Parked(1), Empty],
+            [Empty, Parked(1)],
+            [Prepared(1), Prepared(1)],
+        ] {
+            let (_, ixs) = release(states);
+            sizes.push(size(&ixs));
+            assert!(size(&ixs) <= 1232, "{states:?}: {} bytes", size(&ixs));
+        }
+        // both parked: too big for one packet, so prepared apart first
+        let both = [Parked(1), Parked(1)];
+        let (at, ixs) = release(both);
+        assert!(size(&ixs) > 1232, "{} bytes", size(&ixs));
+        let prepare = at.setup(&seller, rents, both).concat();
+        assert_eq!(prepare.len(), 6, "top-up, allocate, assign, twice");
+        assert!(size(&prepare) <= 1232, "{} bytes", size(&prepare));
+        let after = both.map(|s| s.after_setup(10));
+        assert_eq!(after, [Prepared(10), Prepared(10)]);
+        let (_, ixs) = release(after);
+        assert!(size(&ixs) <= 1232, "{} bytes", size(&ixs));
         eprintln!(
-            "token2022 release: {} bytes; account parked {}; mint parked {}; both {}",
-            size(&ixs),
-            size(&account_parked),
-            size(&mint_parked),
-            size(&both)
+            "token2022 release bytes (fresh, mint parked, account parked, prepared): {sizes:?}"
         );
-        assert!(size(&account_parked) <= 1232, "{}", size(&account_parked));
-        assert!(size(&mint_parked) <= 1232, "{}", size(&mint_parked));
-        // both parked does not fit one packet: that release is retried,
-        // never recorded falsely (README: open findings)
-        assert!(size(&both) > 1232);
     }
 
     #[test]

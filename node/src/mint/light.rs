@@ -9,6 +9,7 @@
 //! compressed-token program accepts as a pool mint, so the compressed
 //! token is tied to its metadata on chain like the NFT backend's.
 
+use super::account_setup::{self, address_state, Derivation};
 use super::token2022::{metadata_mint_instructions, mint_sizes, NftSpec, TOKEN_2022};
 use crate::chain::anchor::{discriminator, ReadError, Reader};
 use crate::crypto::sha256;
@@ -209,20 +210,20 @@ pub fn mint_keypair(payer: &crate::wallet::Wallet, seed: &str) -> solana_sdk::si
     crate::wallet::Wallet::from_seed(&sha256(&input)).solana_keypair()
 }
 
-/// The instructions of a compressed mint with its metadata: create the
-/// Token-2022 mint account (`base` bytes, `rent` for the size with
-/// metadata), MetadataPointer + InitializeMint2 + TokenMetadata, the token
-/// pool, `mint_to` `recipient`, and the mint authority revoked.
+/// The instructions of a compressed mint with its metadata: `setup` (what
+/// makes the mint's address a Token-2022 account of the size before
+/// metadata, rent for the size with it: [`account_setup::instructions`]),
+/// MetadataPointer + InitializeMint2 + TokenMetadata, the token pool,
+/// `mint_to` `recipient`, and the mint authority revoked.
 pub fn compressed_mint_instructions(
     payer: &Pubkey,
     mint: &Pubkey,
     recipient: &Pubkey,
     amount: u64,
     spec: &NftSpec,
-    base: usize,
-    rent: u64,
+    setup: Vec<Instruction>,
 ) -> Result<Vec<Instruction>, crate::chain::ChainError> {
-    let mut ixs = mint_account_instructions(payer, mint, rent, base as u64, 0);
+    let mut ixs = setup;
     ixs.extend(metadata_mint_instructions(payer, mint, spec)?);
     ixs.push(create_token_pool(payer, mint, true));
     ixs.push(mint_to(
@@ -236,56 +237,6 @@ pub fn compressed_mint_instructions(
     ));
     ixs.push(revoke_mint_authority(mint, payer, true));
     Ok(ixs)
-}
-
-/// The instructions that make `mint` a Token-2022 account of `space`
-/// bytes holding `rent`. `create_account` when the address is empty; when
-/// a stranger parked `prefunded` lamports there (anyone can send lamports
-/// to an address once it is public, e.g. named in an envelope), the same
-/// result by top-up + `allocate` + `assign`, which only the mint's own
-/// signature can do, so parking lamports cannot block a release.
-pub fn mint_account_instructions(
-    payer: &Pubkey,
-    mint: &Pubkey,
-    rent: u64,
-    space: u64,
-    prefunded: u64,
-) -> Vec<Instruction> {
-    use solana_system_interface::instruction as system;
-    if prefunded == 0 {
-        return vec![system::create_account(
-            payer,
-            mint,
-            rent,
-            space,
-            &TOKEN_2022,
-        )];
-    }
-    let mut ixs = Vec::new();
-    if rent > prefunded {
-        ixs.push(system::transfer(payer, mint, rent - prefunded));
-    }
-    ixs.push(system::allocate(mint, space));
-    ixs.push(system::assign(mint, &TOKEN_2022));
-    ixs
-}
-
-/// Lamports parked at `address` by someone else while it is still an
-/// empty System account (0 when it does not exist or is anything else).
-pub(crate) async fn parked_lamports(
-    chain: &crate::chain::Chain,
-    address: &Pubkey,
-) -> Result<u64, crate::chain::ChainError> {
-    let acct = crate::chain::client::with_retry("getAccountInfo", || {
-        chain
-            .rpc()
-            .get_account_with_commitment(address, chain.commitment())
-    })
-    .await?;
-    Ok(acct
-        .value
-        .filter(|a| a.owner == solana_system_interface::program::ID && a.data.is_empty())
-        .map_or(0, |a| a.lamports))
 }
 
 /// A compressed mint done.
@@ -320,15 +271,12 @@ pub async fn mint_compressed(
         chain.rpc().get_minimum_balance_for_rent_exemption(total)
     })
     .await?;
-    let mut ixs = compressed_mint_instructions(&p, &m, recipient, amount, spec, base, rent)?;
-    let parked = parked_lamports(chain, &m).await?;
-    if parked > 0 {
-        tracing::warn!(mint = %m, parked, "lamports were parked at the mint address; creating it around them");
-        ixs.splice(
-            ..1,
-            mint_account_instructions(&p, &m, rent, base as u64, parked),
-        );
+    let state = address_state(chain, &m, base as u64).await?;
+    if state.is_parked() {
+        tracing::warn!(mint = %m, ?state, "lamports were parked at the mint address; creating it around them");
     }
+    let setup = account_setup::instructions(&p, &m, Derivation::Keypair, rent, base as u64, state);
+    let mut ixs = compressed_mint_instructions(&p, &m, recipient, amount, spec, setup)?;
     ixs.extend(extra);
     let mut sent = None;
     for queue in &LOCALNET_OUTPUT_QUEUES {

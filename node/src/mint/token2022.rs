@@ -8,6 +8,7 @@
 //! on chain (the account exists) instead of minting twice.
 
 use crate::chain::{Chain, ChainError, Sent};
+use crate::mint::account_setup::{self, address_state, AddressState, Derivation};
 use solana_sdk::instruction::Instruction;
 use solana_sdk::pubkey::Pubkey;
 use solana_sdk::signature::Keypair;
@@ -90,45 +91,30 @@ pub fn mint_sizes(
 
 /// The instructions minting one NFT to `recipient` (payer = mint authority
 /// and metadata update authority), ending with the mint authority revoked.
+/// `states` are what is at the mint and the token account addresses
+/// (`[AddressState::Empty; 2]` for fresh ones); see [`account_setup`].
+///
+/// [`account_setup`]: crate::mint::account_setup
 pub fn nft_instructions(
     payer: &Pubkey,
     seed: &str,
     recipient: &Pubkey,
     spec: &NftSpec,
-    rent_lamports: u64,
-    account_rent_lamports: u64,
-) -> Result<(Pubkey, Pubkey, Vec<Instruction>), ChainError> {
-    let mint = mint_address(payer, seed)?;
-    let (token_account, acct_seed) = token_account_address(payer, seed, recipient)?;
-    let (base, _) = mint_sizes(payer, &mint, spec)?;
-    let mut ixs = vec![
-        solana_system_interface::instruction::create_account_with_seed(
-            payer,
-            &mint,
-            payer,
-            seed,
-            rent_lamports,
-            base as u64,
-            &TOKEN_2022,
-        ),
-    ];
-    ixs.extend(metadata_mint_instructions(payer, &mint, spec)?);
+    rents: [u64; 2],
+    states: [AddressState; 2],
+) -> Result<(NftAddresses, Vec<Instruction>), ChainError> {
+    let at = NftAddresses::derive(payer, seed, recipient, spec)?;
+    let [mut ixs, account] = at.setup(payer, rents, states);
+    ixs.extend(metadata_mint_instructions(payer, &at.mint, spec)?);
+    ixs.extend(account);
     use spl_token_2022_interface::instruction as ti;
     ixs.extend([
-        solana_system_interface::instruction::create_account_with_seed(
-            payer,
-            &token_account,
-            payer,
-            &acct_seed,
-            account_rent_lamports,
-            TOKEN_ACCOUNT_LEN as u64,
-            &TOKEN_2022,
-        ),
-        ti::initialize_account3(&TOKEN_2022, &token_account, &mint, recipient).map_err(err)?,
-        ti::mint_to(&TOKEN_2022, &mint, &token_account, payer, &[], 1).map_err(err)?,
+        ti::initialize_account3(&TOKEN_2022, &at.token_account, &at.mint, recipient)
+            .map_err(err)?,
+        ti::mint_to(&TOKEN_2022, &at.mint, &at.token_account, payer, &[], 1).map_err(err)?,
         ti::set_authority(
             &TOKEN_2022,
-            &mint,
+            &at.mint,
             None,
             ti::AuthorityType::MintTokens,
             payer,
@@ -136,47 +122,73 @@ pub fn nft_instructions(
         )
         .map_err(err)?,
     ]);
-    Ok((mint, token_account, ixs))
+    Ok((at, ixs))
 }
 
-/// The instructions that make the account at `address` (derived from
-/// `payer` with `seed`) a Token-2022 account of `space` bytes holding
-/// `rent`: `create_account_with_seed` when it is empty; top-up +
-/// `allocate_with_seed` + `assign_with_seed` (which need the payer's
-/// signature, so nobody else can) when `prefunded` lamports were parked.
-pub fn seeded_account_instructions(
-    payer: &Pubkey,
-    address: &Pubkey,
-    seed: &str,
-    rent: u64,
-    space: u64,
-    prefunded: u64,
-) -> Vec<Instruction> {
-    use solana_system_interface::instruction as system;
-    if prefunded == 0 {
-        return vec![system::create_account_with_seed(
-            payer,
-            address,
-            payer,
-            seed,
-            rent,
-            space,
-            &TOKEN_2022,
-        )];
+/// The two accounts of an NFT minted with a seed, and their sizes.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NftAddresses {
+    /// The mint.
+    pub mint: Pubkey,
+    /// The mint's seed.
+    pub mint_seed: String,
+    /// Bytes of the mint before its metadata.
+    pub mint_space: u64,
+    /// Bytes of the mint with its metadata (what its rent is for).
+    pub mint_total: u64,
+    /// The recipient's token account.
+    pub token_account: Pubkey,
+    /// The token account's seed.
+    pub account_seed: String,
+}
+
+impl NftAddresses {
+    /// The addresses and sizes for `payer`, `seed`, `recipient`, `spec`.
+    pub fn derive(
+        payer: &Pubkey,
+        seed: &str,
+        recipient: &Pubkey,
+        spec: &NftSpec,
+    ) -> Result<NftAddresses, ChainError> {
+        let mint = mint_address(payer, seed)?;
+        let (token_account, account_seed) = token_account_address(payer, seed, recipient)?;
+        let (base, total) = mint_sizes(payer, &mint, spec)?;
+        Ok(NftAddresses {
+            mint,
+            mint_seed: seed.to_string(),
+            mint_space: base as u64,
+            mint_total: total as u64,
+            token_account,
+            account_seed,
+        })
     }
-    let mut ixs = Vec::new();
-    if rent > prefunded {
-        ixs.push(system::transfer(payer, address, rent - prefunded));
+
+    /// The set-up instructions of the mint and of the token account.
+    pub fn setup(
+        &self,
+        payer: &Pubkey,
+        rents: [u64; 2],
+        states: [AddressState; 2],
+    ) -> [Vec<Instruction>; 2] {
+        [
+            account_setup::instructions(
+                payer,
+                &self.mint,
+                Derivation::Seeded(&self.mint_seed),
+                rents[0],
+                self.mint_space,
+                states[0],
+            ),
+            account_setup::instructions(
+                payer,
+                &self.token_account,
+                Derivation::Seeded(&self.account_seed),
+                rents[1],
+                TOKEN_ACCOUNT_LEN as u64,
+                states[1],
+            ),
+        ]
     }
-    ixs.push(system::allocate_with_seed(
-        address,
-        payer,
-        seed,
-        space,
-        &TOKEN_2022,
-    ));
-    ixs.push(system::assign_with_seed(address, payer, seed, &TOKEN_2022));
-    ixs
 }
 
 fn err(e: solana_sdk::program_error::ProgramError) -> ChainError {
@@ -234,7 +246,11 @@ pub struct Minted {
 }
 
 /// Mints one NFT to `recipient` in one transaction (plus `extra` trailing
-/// instructions, e.g. a release memo).
+/// instructions, e.g. a release memo). Where a stranger parked lamports at
+/// the mint or token account address, those accounts are first prepared
+/// in a transaction of their own (both prepared in the release would not
+/// fit a packet); a crash between the two is resumed from the prepared
+/// accounts.
 pub async fn mint_nft(
     chain: &Chain,
     payer: &Keypair,
@@ -243,56 +259,44 @@ pub async fn mint_nft(
     spec: &NftSpec,
     extra: Vec<Instruction>,
 ) -> Result<Minted, ChainError> {
-    let mint = mint_address(&payer.pubkey(), seed)?;
-    let (_, total) = mint_sizes(&payer.pubkey(), &mint, spec)?;
-    let rent = |n: usize| {
+    let p = payer.pubkey();
+    let at = NftAddresses::derive(&p, seed, recipient, spec)?;
+    let rent = |n: u64| {
         crate::chain::client::with_retry("getMinimumBalanceForRentExemption", move || {
-            chain.rpc().get_minimum_balance_for_rent_exemption(n)
+            chain
+                .rpc()
+                .get_minimum_balance_for_rent_exemption(n as usize)
         })
     };
-    let (mint_rent, acct_rent) = (rent(total).await?, rent(TOKEN_ACCOUNT_LEN).await?);
-    let (mint, token_account, mut ixs) =
-        nft_instructions(&payer.pubkey(), seed, recipient, spec, mint_rent, acct_rent)?;
-    // lamports parked at either derived address (public once an envelope
-    // names the mint) would make create_account_with_seed fail: build
-    // around them
-    let (base, _) = mint_sizes(&payer.pubkey(), &mint, spec)?;
-    let (_, acct_seed) = token_account_address(&payer.pubkey(), seed, recipient)?;
-    for (addr, addr_seed, rent, space) in [
-        (mint, seed.to_string(), mint_rent, base as u64),
-        (
-            token_account,
-            acct_seed,
-            acct_rent,
-            TOKEN_ACCOUNT_LEN as u64,
-        ),
-    ] {
-        let parked = crate::mint::light::parked_lamports(chain, &addr).await?;
-        if parked == 0 {
-            continue;
-        }
-        tracing::warn!(%addr, parked, "lamports were parked at a derived address; creating it around them");
-        let at = ixs.iter().position(|ix| {
-            ix.program_id == solana_system_interface::program::ID
-                && ix.accounts.get(1).is_some_and(|a| a.pubkey == addr)
-        });
-        if let Some(i) = at {
-            let around = seeded_account_instructions(
-                &payer.pubkey(),
-                &addr,
-                &addr_seed,
-                rent,
-                space,
-                parked,
-            );
-            ixs.splice(i..=i, around);
-        }
+    let rents = [
+        rent(at.mint_total).await?,
+        rent(TOKEN_ACCOUNT_LEN as u64).await?,
+    ];
+    let mut states = [
+        address_state(chain, &at.mint, at.mint_space).await?,
+        address_state(chain, &at.token_account, TOKEN_ACCOUNT_LEN as u64).await?,
+    ];
+    if states.iter().any(|s| s.is_parked()) {
+        tracing::warn!(mint = %at.mint, token_account = %at.token_account, ?states,
+            "lamports were parked at a derived address; preparing the accounts around them first");
+        let prepare: Vec<Instruction> = states
+            .into_iter()
+            .zip(at.setup(&p, rents, states))
+            .filter(|(state, _)| state.is_parked())
+            .flat_map(|(_, ixs)| ixs)
+            .collect();
+        chain.send(&prepare, &[payer]).await?;
+        states = [
+            states[0].after_setup(rents[0]),
+            states[1].after_setup(rents[1]),
+        ];
     }
+    let (at, mut ixs) = nft_instructions(&p, seed, recipient, spec, rents, states)?;
     ixs.extend(extra);
     let sent = chain.send(&ixs, &[payer]).await?;
     Ok(Minted {
-        mint,
-        token_account,
+        mint: at.mint,
+        token_account: at.token_account,
         sent,
     })
 }
