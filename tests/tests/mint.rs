@@ -6,6 +6,27 @@ use e2e::{runtime, validator};
 use node::chain::{ChainError, Keypair, Pubkey, Signer};
 use node::mint::token2022::{mint_address, mint_nft, read_nft, seed_from, NftSpec, TOKEN_2022};
 
+fn spec(name: &str) -> NftSpec {
+    NftSpec {
+        name: name.into(),
+        symbol: "BRNDL".into(),
+        uri: "ar://METADATAidMETADATAidMETADATAidMETADATA0".into(),
+    }
+}
+
+/// A stranger sends `lamports` to each of `addresses` (as anyone can,
+/// once an envelope names them).
+fn park(v: &e2e::TestValidator, addresses: &[Pubkey], lamports: u64) {
+    let stranger = v.funded_keypair(1);
+    let ixs: Vec<_> = addresses
+        .iter()
+        .map(|a| node::chain::instructions::transfer(&stranger.pubkey(), a, lamports))
+        .collect();
+    runtime()
+        .block_on(v.chain().send(&ixs, &[&stranger]))
+        .unwrap();
+}
+
 #[test]
 fn nft_mint_is_exactly_once_and_supply_is_fixed() {
     let v = validator();
@@ -13,11 +34,7 @@ fn nft_mint_is_exactly_once_and_supply_is_fixed() {
     let chain = v.chain();
     let seller = v.funded_keypair(2);
     let buyer = Keypair::new();
-    let spec = NftSpec {
-        name: "brainctl bundle".into(),
-        symbol: "BRNDL".into(),
-        uri: "ar://METADATAidMETADATAidMETADATAidMETADATA0".into(),
-    };
+    let spec = spec("brainctl bundle");
     let seed = seed_from(b"buy signature 1");
     let minted = rt
         .block_on(mint_nft(
@@ -130,21 +147,12 @@ fn parked_lamports_do_not_block_an_nft_mint() {
     let rt = runtime();
     let chain = v.chain();
     let seller = v.funded_keypair(2);
-    let stranger = v.funded_keypair(1);
     let buyer = Keypair::new();
-    let spec = NftSpec {
-        name: "brainctl bundle 0123456789ab".into(),
-        symbol: "BRNDL".into(),
-        uri: "ar://METADATAidMETADATAidMETADATAidMETADATA0".into(),
-    };
+    let spec = spec("brainctl bundle 0123456789ab");
     let seed = seed_from(b"buy signature parked");
     let mint = mint_address(&seller.pubkey(), &seed).unwrap();
     let (account, _) = token_account_address(&seller.pubkey(), &seed, &buyer.pubkey()).unwrap();
-    let park = vec![
-        node::chain::instructions::transfer(&stranger.pubkey(), &mint, 1_000_000),
-        node::chain::instructions::transfer(&stranger.pubkey(), &account, 5_000_000),
-    ];
-    rt.block_on(chain.send(&park, &[&stranger])).unwrap();
+    park(v, &[mint, account], 1_000_000);
     let mint_it = || {
         rt.block_on(mint_nft(
             &chain,
@@ -184,22 +192,13 @@ fn a_mint_resumes_from_accounts_prepared_before_a_crash() {
     let chain = v.chain();
     let seller = v.funded_keypair(2);
     let buyer = Keypair::new();
-    let spec = NftSpec {
-        name: "brainctl bundle resumed".into(),
-        symbol: "BRNDL".into(),
-        uri: "ar://METADATAidMETADATAidMETADATAidMETADATA1".into(),
-    };
+    let spec = spec("brainctl bundle resumed");
     let seed = seed_from(b"buy signature prepared");
     let at = NftAddresses::derive(&seller.pubkey(), &seed, &buyer.pubkey(), &spec).unwrap();
     // a stranger parked lamports at both; the preparing transaction of an
     // earlier, crashed attempt landed: both accounts assigned, the mint
     // short of the rent its metadata needs
-    let stranger = v.funded_keypair(1);
-    let park: Vec<_> = [at.mint, at.token_account]
-        .iter()
-        .map(|a| node::chain::instructions::transfer(&stranger.pubkey(), a, 1_000_000))
-        .collect();
-    rt.block_on(chain.send(&park, &[&stranger])).unwrap();
+    park(v, &[at.mint, at.token_account], 1_000_000);
     let parked = [AddressState::Parked(1_000_000); 2];
     let rent = |n: u64| {
         rt.block_on(
