@@ -290,7 +290,9 @@ pub enum MarketCmd {
         #[command(flatten)]
         storage: StorageOpts,
     },
-    /// Cancel one of your listings (buys after the cancel are rejected, never released).
+    /// Cancel one of your listings (buys after the cancel are rejected, never
+    /// released). An escrow listing is closed in the program in the same
+    /// transaction (stake and rent back); refused while it holds deposits.
     Cancel {
         /// The listing id.
         listing_id: String,

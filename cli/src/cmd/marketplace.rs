@@ -275,7 +275,10 @@ pub fn run(cmd: MarketCmd, ctx: &Context) -> CliResult<u8> {
                     &listing_id,
                 ))
                 .map_err(|e| match e {
-                    node::market::list::ListError::Input(_) => Failure::bad_input(e),
+                    node::market::list::ListError::Input(_)
+                    | node::market::list::ListError::Escrow(
+                        node::market::escrow_trade::EscrowReadError::Plan(_),
+                    ) => Failure::bad_input(e),
                     other => other.into(),
                 })?;
             let v = json!({"ok": true, "listing_id": listing_id, "signature": sent.signature.to_string(), "slot": sent.slot});

@@ -1,9 +1,10 @@
 //! The settlement daemon: the buy verification rules ([`verify`]), the
-//! durable per-buy state machine ([`state`]), one pass over a payment
-//! address ([`pass`]), releasing ([`release`]), wake-ups ([`wake`]) and the
+//! durable per-buy state machine ([`state`]), the deposits the escrow
+//! program holds ([`deposits`]), one pass over a payment address ([`pass`]), releasing ([`release`]), wake-ups ([`wake`]) and the
 //! service loop that runs them until shut down ([`daemon`]).
 
 pub mod daemon;
+pub mod deposits;
 pub mod fault;
 pub mod pass;
 pub mod release;

@@ -44,6 +44,11 @@ pub trait Catalog {
     /// The offers (or counters) the seller accepted for this buyer on this
     /// listing, expired ones included: [`verify_buy`] decides which bind.
     fn negotiated(&self, listing_id: &str, buyer: &str) -> Vec<NegotiatedTerms>;
+    /// Our escrow listings paid at `payment_address` (cancelled and
+    /// expired ones included: a deposit the program took is released).
+    fn escrow_listings(&self, _payment_address: &str) -> Vec<String> {
+        Vec::new()
+    }
 }
 
 /// Release transactions in flight at once.
@@ -88,6 +93,14 @@ pub async fn run_once(
             report.discovery_error = Some(e.to_string());
         }
     }
+    match discover_deposits(chain, db, seller, catalog, payment_address, &mut report).await {
+        Ok(()) => {}
+        Err(PassStep::State(e)) => return Err(e),
+        Err(PassStep::Chain(e)) => {
+            tracing::warn!(address = %payment_address, error = %e, "reading the escrow program's deposits failed; will retry");
+            report.discovery_error = Some(e.to_string());
+        }
+    }
     verify_due(chain, db, seller, catalog, &mut report).await?;
     upload_due(db, seller, uploader, catalog, &mut report).await?;
     release_due(chain, db, seller, catalog, &mut report).await?;
@@ -113,16 +126,66 @@ impl From<ChainError> for PassStep {
     }
 }
 
-/// The listing a `memo` field buys, if it is one of ours. Any field, any
-/// text: a malformed one is simply no buy.
+/// The listing a `memo` field buys, if it is one of ours settled by
+/// direct payment (escrow listings' buys are found in the program's state
+/// by [`discover_deposits`]). Any field, any text: a malformed one is
+/// simply no buy.
 fn bought_listing(memo_field: Option<&str>, catalog: &dyn Catalog) -> Option<String> {
     let memos = memos_lenient(memo_field?);
     memos.iter().find_map(|m| match MemoOp::parse(m) {
-        Ok(MemoOp::Buy { listing_id, .. }) if catalog.terms(&listing_id).is_some() => {
+        Ok(MemoOp::Buy { listing_id, .. })
+            if catalog.terms(&listing_id).is_some()
+                && !catalog.goods(&listing_id).is_some_and(|g| g.escrow) =>
+        {
             Some(listing_id)
         }
         _ => None,
     })
+}
+
+/// Records every deposit the escrow program holds for our escrow listings
+/// paid at `payment_address` and not recorded yet, as a `verified` buy
+/// keyed by its escrow account ([`ListenDb::record_deposit`]): the program
+/// took the listed price and the account names the buyer and the X25519
+/// key to seal to, memo or none.
+async fn discover_deposits(
+    chain: &Chain,
+    db: &mut ListenDb,
+    seller: &Wallet,
+    catalog: &dyn Catalog,
+    payment_address: &Pubkey,
+    report: &mut PassReport,
+) -> Result<(), PassStep> {
+    let me = seller.solana_keypair().pubkey();
+    for listing_id in catalog.escrow_listings(&payment_address.to_string()) {
+        let Some(terms) = catalog.terms(&listing_id) else {
+            continue;
+        };
+        let account = crate::escrow::listing_address(&me, &listing_id);
+        let held = super::deposits::held_deposits(chain, &account).await?;
+        let slot = match held.is_empty() {
+            true => 0,
+            false => crate::chain::client::with_retry("getSlot", || chain.rpc().get_slot()).await?,
+        };
+        for h in held {
+            let buy = VerifiedBuy {
+                signature: h.escrow.to_string(),
+                listing_id: listing_id.clone(),
+                buyer: h.account.buyer.to_string(),
+                buyer_x25519: bs58::encode(h.account.buyer_x25519).into_string(),
+                paid_lamports: h.account.amount,
+                price_lamports: terms.price_lamports,
+                offer_id: None,
+                slot,
+            };
+            if db.record_deposit(&buy)? == super::Step::Applied {
+                tracing::info!(escrow = %h.escrow, listing = %listing_id, buyer = %buy.buyer, "deposit held by the escrow program");
+                report.seen += 1;
+                report.verified += 1;
+            }
+        }
+    }
+    Ok(())
 }
 
 /// Backfills the address's history down to its checkpoint and records

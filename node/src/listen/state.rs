@@ -281,6 +281,39 @@ impl ListenDb {
         })
     }
 
+    /// Records a deposit the escrow program holds (keyed by its escrow
+    /// account, `b.signature`) straight as `verified`: the account is the
+    /// evidence. Nothing happens when this escrow, or a buy of the same
+    /// buyer on the same listing that was not rejected (one escrow per
+    /// buyer and listing can exist), is already recorded.
+    pub fn record_deposit(&mut self, b: &VerifiedBuy) -> Result<Step, StateError> {
+        let tx = self.conn.transaction()?;
+        let counted: bool = tx.query_row(
+            "SELECT EXISTS(SELECT 1 FROM buys WHERE signature = ?1 OR (listing_id = ?2 AND buyer = ?3 AND state != 'rejected'))",
+            params![b.signature, b.listing_id, b.buyer],
+            |r| r.get(0),
+        )?;
+        if counted {
+            return Ok(Step::AlreadyDone);
+        }
+        let now = crate::clock::now_iso();
+        tx.execute(
+            "INSERT INTO buys(signature, listing_id, slot, state, buyer, buyer_x25519, paid_lamports, price_lamports, offer_id, seen_at, updated_at) VALUES (?1, ?2, ?3, 'verified', ?4, ?5, ?6, ?7, NULL, ?8, ?8)",
+            params![
+                b.signature,
+                b.listing_id,
+                b.slot as i64,
+                b.buyer,
+                b.buyer_x25519,
+                b.paid_lamports as i64,
+                b.price_lamports as i64,
+                now
+            ],
+        )?;
+        tx.commit()?;
+        Ok(Step::Applied)
+    }
+
     /// One row.
     pub fn get(&self, signature: &str) -> Result<BuyRow, StateError> {
         self.conn

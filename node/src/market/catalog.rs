@@ -110,4 +110,12 @@ impl Catalog for DbCatalog {
             .map(|(o, _)| o.clone())
             .collect()
     }
+
+    fn escrow_listings(&self, payment_address: &str) -> Vec<String> {
+        self.entries
+            .iter()
+            .filter(|(l, _)| l.escrow && l.payment_address == payment_address)
+            .map(|(l, _)| l.listing_id.clone())
+            .collect()
+    }
 }

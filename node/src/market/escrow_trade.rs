@@ -78,6 +78,16 @@ pub enum EscrowPlanError {
     /// Bad manifest values.
     #[error("manifest: {0}")]
     Manifest(String),
+    /// Cancel of an escrow listing that still holds deposits or owes slashes.
+    #[error("escrow listing {listing_id} still holds {open_escrows} deposit(s) and owes {unslashed_refunds} slash(es) on chain; keep `brainctl marketplace listen` running so every deposit is released (refunded buyers slash with `brainctl marketplace refund`), then cancel again")]
+    StillHeld {
+        /// Listing id.
+        listing_id: String,
+        /// Deposits neither released nor refunded.
+        open_escrows: u32,
+        /// Refunds not yet slashed.
+        unslashed_refunds: u32,
+    },
 }
 
 fn hash_bytes(hex_hash: &str) -> Result<[u8; 32], EscrowPlanError> {
@@ -238,6 +248,32 @@ pub fn refund_instructions(
         escrow::refund(listing_account, buyer),
         escrow::slash(listing_account, buyer, buyer),
     ])
+}
+
+/// What cancelling an escrow listing sends beside the `cancel` memo:
+/// the program's `cancel_listing` (stake and rent back to the seller)
+/// while its account is open; nothing once it is closed (or was never
+/// created). Refused while the program holds deposits or owes slashes:
+/// the program would refuse it too, and those buyers must be served first.
+pub fn cancel_instructions(
+    seller: &Pubkey,
+    listing_id: &str,
+    onchain: Option<&ListingAccount>,
+) -> Result<Vec<Instruction>, EscrowPlanError> {
+    let Some(l) = onchain else {
+        return Ok(vec![]);
+    };
+    if l.seller != *seller {
+        return Err(mismatch("seller", l.seller, seller));
+    }
+    if l.open_escrows > 0 || l.unslashed_refunds > 0 {
+        return Err(EscrowPlanError::StillHeld {
+            listing_id: listing_id.into(),
+            open_escrows: l.open_escrows,
+            unslashed_refunds: l.unslashed_refunds,
+        });
+    }
+    Ok(vec![escrow::cancel_listing(seller, listing_id)])
 }
 
 /// The seller's `release` of `buyer`'s escrow, appended to the release

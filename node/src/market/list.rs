@@ -9,7 +9,7 @@ use crate::chain::{Chain, Signer};
 use crate::keys::KeyDir;
 use crate::listen::state::{ListenDb, ListingRecord};
 use crate::market::manifest::{build_listing, preview, NewListing};
-use crate::market::tx::{post_memo, post_memo_with};
+use crate::market::tx::post_memo_with;
 use crate::market::MemoOp;
 use crate::mint::bundle_mint::store_encrypted;
 use crate::wallet::Wallet;
@@ -230,7 +230,18 @@ pub async fn cancel_listing(
     let op = MemoOp::Cancel {
         listing_id: listing_id.into(),
     };
-    let sent = post_memo(chain, seller, &op, &pay_to).await?;
+    // an escrow listing is closed in the program in the same transaction
+    let close = if rec.escrow {
+        use crate::market::escrow_trade::{cancel_instructions, read_account};
+        let me = seller.solana_keypair().pubkey();
+        let account = crate::escrow::listing_address(&me, listing_id);
+        let onchain = read_account(chain, &account, crate::escrow::ListingAccount::decode).await?;
+        cancel_instructions(&me, listing_id, onchain.as_ref())
+            .map_err(crate::market::escrow_trade::EscrowReadError::from)?
+    } else {
+        vec![]
+    };
+    let sent = post_memo_with(chain, seller, &op, &pay_to, close).await?;
     db.mark_listing_cancelled(listing_id, sent.slot)?;
     Ok(sent)
 }

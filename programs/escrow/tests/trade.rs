@@ -516,3 +516,216 @@ async fn an_unreleased_escrow_is_refunded_after_the_window_with_the_slash() {
         Err(EscrowPlanError::Settled(EscrowStatus::Refunded))
     );
 }
+
+/// A stranger's deposit, as the program accepts it outside our client.
+#[derive(Debug, Clone, Copy)]
+enum DepositShape {
+    /// `deposit` alone: no memo, no payment address.
+    Bare,
+    /// With a `buy` memo naming another X25519 key than the deposit's.
+    MemoWithAnotherKey,
+    /// Co-signed by a second wallet (which pays the fee).
+    ExtraSigner,
+    /// With an extra account appended to the `deposit` instruction.
+    ExtraAccount,
+    /// Our client's own buy, for comparison.
+    Client,
+}
+
+impl Trade {
+    /// A new wallet with `sol` SOL from the test payer.
+    async fn funded(&mut self, sol: u64) -> Wallet {
+        let w = Wallet::generate();
+        let payer = self.ctx.payer.insecure_clone();
+        let to = w.solana_keypair().pubkey();
+        let ix = node::chain::instructions::transfer(&payer.pubkey(), &to, sol * SOL);
+        self.send(vec![ix], &payer, &[]).await.unwrap();
+        w
+    }
+
+    /// `buyer` deposits into listing `id` in `shape`.
+    async fn deposit_as(&mut self, shape: DepositShape, buyer: &Wallet, listing: &Listing) {
+        let kp = buyer.solana_keypair();
+        let account =
+            client::listing_address(&self.seller.solana_keypair().pubkey(), &listing.listing_id);
+        let key = x25519_of(buyer);
+        let mut deposit = client::deposit(&account, &kp.pubkey(), &key);
+        let other = Wallet::generate();
+        let buy_memo = |x: &str| {
+            let op = MemoOp::Buy {
+                listing_id: listing.listing_id.clone(),
+                buyer_x25519: x.into(),
+            };
+            memo(&op.to_string(), &kp.pubkey())
+        };
+        match shape {
+            DepositShape::Bare => self.send(vec![deposit], &kp, &[]).await,
+            DepositShape::MemoWithAnotherKey => {
+                let ixs = vec![deposit, buy_memo(&other.x25519_address())];
+                self.send(ixs, &kp, &[]).await
+            }
+            DepositShape::ExtraSigner => {
+                let payer = self.ctx.payer.insecure_clone();
+                self.send(vec![deposit], &payer, &[&kp]).await
+            }
+            DepositShape::ExtraAccount => {
+                deposit
+                    .accounts
+                    .push(solana_sdk::instruction::AccountMeta::new_readonly(
+                        other.solana_keypair().pubkey(),
+                        false,
+                    ));
+                self.send(vec![deposit], &kp, &[]).await
+            }
+            DepositShape::Client => {
+                let onchain = self.listing_account(&listing.listing_id).await;
+                let (now, _) = self.now().await;
+                let ixs = plan::buy_instructions(
+                    &kp.pubkey(),
+                    &key,
+                    listing,
+                    &onchain,
+                    &default_registry(),
+                    now,
+                )
+                .unwrap();
+                self.send(ixs, &kp, &[]).await
+            }
+        }
+        .unwrap_or_else(|e| panic!("{shape:?} deposit: {e}"));
+    }
+}
+
+/// Every deposit the program accepted is found in the program's state
+/// (memo or none, any shape), recorded once with the X25519 key the escrow
+/// holds, and released by the very `release` `listen` sends: the seller is
+/// paid, no buyer can refund or slash after the window, the stake stays.
+/// Then `cancel` closes the listing in the program (stake and rent back),
+/// and a deposit after it fails on chain.
+#[tokio::test]
+async fn every_deposit_the_program_holds_is_released_and_cancel_closes_the_listing() {
+    use node::listen::deposits::held_of;
+    use node::listen::ListenDb;
+    let mut t = Trade::new().await;
+    let id = "20261123-e5c0000000c3";
+    let seller_kp = t.seller.solana_keypair();
+    let seller = seller_kp.pubkey();
+    let (listing, config, _) = t.list(id).await;
+    let account = client::listing_address(&seller, id);
+    let shapes = [
+        DepositShape::Bare,
+        DepositShape::MemoWithAnotherKey,
+        DepositShape::ExtraSigner,
+        DepositShape::ExtraAccount,
+        DepositShape::Client,
+    ];
+    let mut buyers = Vec::new();
+    for shape in shapes {
+        let b = t.funded(2).await;
+        t.deposit_as(shape, &b, &listing).await;
+        buyers.push(b);
+    }
+    assert_eq!(
+        t.listing_account(id).await.open_escrows,
+        shapes.len() as u32
+    );
+
+    // cancel is refused while deposits are held, by the plan and the program
+    let onchain = t.listing_account(id).await;
+    assert!(matches!(
+        plan::cancel_instructions(&seller, id, Some(&onchain)),
+        Err(EscrowPlanError::StillHeld {
+            open_escrows: 5,
+            ..
+        })
+    ));
+    let forced = client::cancel_listing(&seller, id);
+    assert!(t.send(vec![forced], &seller_kp, &[]).await.is_err());
+
+    // what getProgramAccounts returns for the program, decoys included
+    let mut accounts = Vec::new();
+    for b in &buyers {
+        let at = client::escrow_address(&account, &b.solana_keypair().pubkey());
+        let a = t.account(&at).await.unwrap();
+        accounts.push((at, a.owner, a.data));
+    }
+    let l = t.account(&account).await.unwrap();
+    accounts.push((account, l.owner, l.data));
+    let held = held_of(&account, accounts);
+    assert_eq!(held.len(), buyers.len(), "every deposit, no decoy");
+
+    let dir = tempfile::tempdir().unwrap();
+    let mut db = ListenDb::open(&dir.path().join("listen.db")).unwrap();
+    let seller_before = t.lamports(&seller).await;
+    for h in &held {
+        let b = buyers
+            .iter()
+            .find(|b| b.solana_keypair().pubkey() == h.account.buyer)
+            .unwrap();
+        // the key to seal to is the escrow's: the buyer's own, whatever a memo said
+        assert_eq!(h.account.buyer_x25519, x25519_of(b));
+        let buy = node::listen::VerifiedBuy {
+            signature: h.escrow.to_string(),
+            listing_id: id.into(),
+            buyer: h.account.buyer.to_string(),
+            buyer_x25519: bs58::encode(h.account.buyer_x25519).into_string(),
+            paid_lamports: h.account.amount,
+            price_lamports: PRICE,
+            offer_id: None,
+            slot: 1,
+        };
+        assert_eq!(
+            db.record_deposit(&buy).unwrap(),
+            node::listen::Step::Applied
+        );
+        assert_eq!(
+            db.record_deposit(&buy).unwrap(),
+            node::listen::Step::AlreadyDone,
+            "recorded once"
+        );
+        let release = release_of(&seller, id, &h.account.buyer, &config);
+        t.send(vec![release], &seller_kp, &[]).await.unwrap();
+    }
+    assert_eq!(db.due("verified", i64::MAX).unwrap().len(), buyers.len());
+    let fee = (PRICE as u128 * FEE_BPS as u128 / 10_000) as u64;
+    let fees_paid = 5_000 * buyers.len() as u64;
+    assert_eq!(
+        t.lamports(&seller).await,
+        seller_before + (PRICE - fee) * buyers.len() as u64 - fees_paid,
+        "paid for every deposit"
+    );
+
+    // after the window nobody can refund or slash: the stake stays whole
+    t.advance(WINDOW + 1).await;
+    let payer = t.ctx.payer.insecure_clone();
+    for b in &buyers {
+        let kp = b.solana_keypair();
+        let refund = client::refund(&account, &kp.pubkey());
+        assert!(t.send(vec![refund], &payer, &[&kp]).await.is_err());
+        let slash = client::slash(&account, &kp.pubkey(), &payer.pubkey());
+        assert!(t.send(vec![slash], &payer, &[]).await.is_err());
+    }
+    let onchain = t.listing_account(id).await;
+    assert_eq!((onchain.stake, onchain.open_escrows), (STAKE, 0));
+
+    // cancel: `cancel_listing` + the memo in one transaction; the account
+    // closes to the seller with stake and rent
+    let rent = t.lamports(&account).await;
+    let mut ixs = plan::cancel_instructions(&seller, id, Some(&onchain)).unwrap();
+    assert_eq!(ixs.len(), 1);
+    let op = MemoOp::Cancel {
+        listing_id: id.into(),
+    };
+    ixs.push(memo(&op.to_string(), &seller));
+    let before = t.lamports(&seller).await;
+    t.send(ixs, &seller_kp, &[]).await.unwrap();
+    assert!(t.account(&account).await.is_none(), "closed");
+    assert_eq!(t.lamports(&seller).await, before + rent - 5_000);
+    assert_eq!(plan::cancel_instructions(&seller, id, None), Ok(vec![]));
+    // a deposit after the cancel fails on chain
+    let late = t.funded(2).await;
+    let kp = late.solana_keypair();
+    let deposit = client::deposit(&account, &kp.pubkey(), &x25519_of(&late));
+    assert!(t.send(vec![deposit], &kp, &[]).await.is_err());
+    assert!(t.escrow_of(id, &kp.pubkey()).await.is_none());
+}
