@@ -723,6 +723,41 @@ mod tests {
     }
 
     #[test]
+    fn a_held_deposit_is_recorded_once_beside_a_memo_buy_of_its_buyer() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut db = ListenDb::open(&dir.path().join("l.db")).unwrap();
+        // a buy of this buyer recorded from its memo (an older daemon)
+        db.record_seen("memo-sig", "20261101-0123456789ab", 5)
+            .unwrap();
+        db.mark_verified(&buy("memo-sig")).unwrap();
+        assert_eq!(
+            db.record_deposit(&buy("EscrowAccount1")).unwrap(),
+            Step::AlreadyDone,
+            "the same buyer's escrow on the same listing is that buy"
+        );
+        // another buyer's deposit: recorded straight as verified, once
+        let mut other = buy("EscrowAccount2");
+        other.buyer = "Other".into();
+        assert_eq!(db.record_deposit(&other).unwrap(), Step::Applied);
+        assert_eq!(db.record_deposit(&other).unwrap(), Step::AlreadyDone);
+        let row = db.get("EscrowAccount2").unwrap();
+        assert_eq!(
+            (
+                row.state.as_str(),
+                row.buyer.as_deref(),
+                row.buyer_x25519.as_deref()
+            ),
+            ("verified", Some("Other"), Some("X"))
+        );
+        // a rejected memo buy of a buyer does not hide that buyer's deposit
+        let mut third = buy("EscrowAccount3");
+        third.buyer = "Third".into();
+        db.record_seen("bad", "20261101-0123456789ab", 6).unwrap();
+        db.mark_rejected("bad", &Rejection::TxFailed).unwrap();
+        assert_eq!(db.record_deposit(&third).unwrap(), Step::Applied);
+    }
+
+    #[test]
     fn rejected_buys_never_release() {
         let dir = tempfile::tempdir().unwrap();
         let mut db = ListenDb::open(&dir.path().join("l.db")).unwrap();
