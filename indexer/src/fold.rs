@@ -211,6 +211,14 @@ pub enum SettlementStatus {
         /// Why.
         reason: String,
     },
+    /// An escrow buy the seller never released: the buyer took the
+    /// deposit back after the window (and the stake's share, once slashed).
+    Refunded {
+        /// The refund transaction.
+        at: At,
+        /// Lamports of the seller's stake paid to the buyer (0 until slashed).
+        slashed_lamports: u64,
+    },
 }
 
 /// One buy transaction.
@@ -265,6 +273,9 @@ pub struct EscrowState {
     pub deposited: At,
     /// Release or refund transaction.
     pub settled: Option<At>,
+    /// Stake paid to the refunded buyer, once slashed.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub slashed: Option<u64>,
 }
 
 /// The whole marketplace.
@@ -447,6 +458,7 @@ impl State {
                         paid: None,
                         deposited: At::of(r),
                         settled: None,
+                        slashed: None,
                     },
                 );
             }
@@ -468,9 +480,55 @@ impl State {
                     e.status = "refunded";
                     e.settled = Some(At::of(r));
                 }
+                if let Some(s) = self.escrow_settlement(&escrow.to_string()) {
+                    s.status = SettlementStatus::Refunded {
+                        at: At::of(r),
+                        slashed_lamports: 0,
+                    };
+                }
+            }
+            E::Slashed { escrow, amount } => {
+                if let Some(e) = self.escrows.get_mut(&escrow.to_string()) {
+                    e.slashed = Some(amount);
+                }
+                if let Some(s) = self.escrow_settlement(&escrow.to_string()) {
+                    if let SettlementStatus::Refunded {
+                        slashed_lamports, ..
+                    } = &mut s.status
+                    {
+                        *slashed_lamports = amount;
+                    }
+                }
             }
             E::Other(_) => {}
         }
+    }
+
+    /// The buy whose deposit `escrow` holds (or held): the paid or
+    /// refunded settlement of its buyer on the listing whose program
+    /// account it belongs to.
+    fn escrow_settlement(&mut self, escrow: &str) -> Option<&mut Settlement> {
+        let e = self.escrows.get(escrow)?;
+        let (account, buyer) = (e.listing.clone(), e.buyer.clone());
+        let listing_id = self
+            .listings
+            .values()
+            .find(|l| {
+                escrow_listing_account(&l.seller, &l.listing_id).ok() == Some(account.clone())
+            })?
+            .listing_id
+            .clone();
+        let sig = self
+            .settlements_of(&listing_id)
+            .find(|(_, s)| {
+                s.buyer == buyer
+                    && matches!(
+                        s.status,
+                        SettlementStatus::Paid | SettlementStatus::Refunded { .. }
+                    )
+            })
+            .map(|(k, _)| k.clone())?;
+        self.settlements.get_mut(&sig)
     }
 
     fn apply_op(
@@ -878,6 +936,7 @@ impl State {
         match &s.status {
             SettlementStatus::Released { .. } => "released",
             SettlementStatus::Rejected { .. } => "rejected",
+            SettlementStatus::Refunded { .. } => "refunded",
             SettlementStatus::Paid => match s.at.block_time {
                 Some(t) if self.now - t > cfg.release_grace_secs => "unreleased",
                 _ => "paid",

@@ -99,7 +99,8 @@ pub fn listing<'a>(state: &'a State, l: &'a ListingState) -> ListingView<'a> {
                 sales += 1;
                 releases += 1
             }
-            SettlementStatus::Rejected { .. } => {}
+            // a refund is no sale: the money went back
+            SettlementStatus::Rejected { .. } | SettlementStatus::Refunded { .. } => {}
         }
     }
     ListingView {
@@ -220,6 +221,13 @@ pub fn settlement(state: &State, sig: &str, s: &Settlement, cfg: &FoldConfig) ->
             v["minted_token"] = json!(minted_token);
         }
         SettlementStatus::Rejected { reason } => v["reason"] = json!(reason),
+        SettlementStatus::Refunded {
+            at,
+            slashed_lamports,
+        } => {
+            v["refund_tx_signature"] = json!(at.signature);
+            v["slashed_lamports"] = json!(slashed_lamports);
+        }
         SettlementStatus::Paid => {}
     }
     v
@@ -229,7 +237,7 @@ pub fn settlement(state: &State, sig: &str, s: &Settlement, cfg: &FoldConfig) ->
 /// paid over rejected), newest first among equals; `pending` when none.
 pub fn settlement_for(state: &State, listing_id: &str, buyer: &str, cfg: &FoldConfig) -> Value {
     let rank = |s: &Settlement| match s.status {
-        SettlementStatus::Released { .. } => 2,
+        SettlementStatus::Released { .. } | SettlementStatus::Refunded { .. } => 2,
         SettlementStatus::Paid => 1,
         SettlementStatus::Rejected { .. } => 0,
     };
@@ -256,6 +264,10 @@ pub struct Reputation {
     pub releases: u64,
     /// Paid buys past the grace period without a release.
     pub unreleased_paid_buys: u64,
+    /// Escrow buys never released: the buyer took the deposit back.
+    pub refunded_buys: u64,
+    /// Lamports of the seller's stakes paid to refunded buyers.
+    pub slashed_lamports: u64,
     /// Median seconds from buy to release (block times).
     pub median_release_latency_secs: Option<i64>,
     /// Lamports received in verified buys.
@@ -276,6 +288,8 @@ pub fn reputation(state: &State, seller: &str, cfg: &FoldConfig) -> Reputation {
         sales: 0,
         releases: 0,
         unreleased_paid_buys: 0,
+        refunded_buys: 0,
+        slashed_lamports: 0,
         median_release_latency_secs: None,
         volume_lamports: 0,
     };
@@ -285,8 +299,17 @@ pub fn reputation(state: &State, seller: &str, cfg: &FoldConfig) -> Reputation {
         .values()
         .filter(|s| mine.contains(&s.listing_id.as_str()))
     {
-        if matches!(s.status, SettlementStatus::Rejected { .. }) {
-            continue;
+        match s.status {
+            SettlementStatus::Rejected { .. } => continue,
+            // not a sale (the money went back) and not unreleased: refunded
+            SettlementStatus::Refunded {
+                slashed_lamports, ..
+            } => {
+                r.refunded_buys += 1;
+                r.slashed_lamports = r.slashed_lamports.saturating_add(slashed_lamports);
+                continue;
+            }
+            _ => {}
         }
         r.sales += 1;
         r.volume_lamports = r.volume_lamports.saturating_add(s.paid_lamports);

@@ -496,3 +496,98 @@ fn escrow_program_events_fold_beside_the_memos() {
         ("released", Some("env"), Some((4_950, 50)), 5_000)
     );
 }
+
+/// A refund folds into the buy it undoes: the escrow buy turns
+/// `refunded` (with the stake slashed to its buyer once that lands), and
+/// the seller's record counts it as refunded, neither a sale nor unreleased.
+#[test]
+fn refunds_and_slashes_fold_into_the_settlement_and_the_sellers_record() {
+    use node::chain::Pubkey;
+    let seller = wallet(1, 0);
+    let (buyer, other) = (wallet(2, 0), wallet(2, 1));
+    let mut b = LogBuilder::new();
+    let l = b.list_escrow(&seller, 0, node::escrow::PROGRAM_ID);
+    let refunded = b.escrow_buy(&buyer, &l);
+    let kept = b.escrow_buy(&other, &l);
+    let account = node::escrow::listing_address(&seller.address().parse().unwrap(), &l.listing_id);
+    let escrow_of = |w: &node::wallet::Wallet| {
+        node::escrow::escrow_address(&account, &w.address().parse::<Pubkey>().unwrap())
+    };
+    let program = node::escrow::PROGRAM_ID;
+    let run = |line: String| {
+        vec![
+            format!("Program {program} invoke [1]"),
+            line,
+            format!("Program {program} success"),
+        ]
+    };
+    let deposited = |w: &node::wallet::Wallet| {
+        let buyer: Pubkey = w.address().parse().unwrap();
+        event_line(
+            "Deposited",
+            &[
+                account.as_ref(),
+                escrow_of(w).as_ref(),
+                buyer.as_ref(),
+                &LIST_PRICE_LAMPORTS.to_le_bytes()[..],
+            ]
+            .concat(),
+        )
+    };
+    let payer = wallet(3, 0);
+    for w in [&buyer, &other] {
+        b.push(&[w], String::new(), vec![], vec![]).tx.logs = run(deposited(w));
+    }
+    let escrow = escrow_of(&buyer);
+    let refund = event_line(
+        "Refunded",
+        &[escrow.as_ref(), &LIST_PRICE_LAMPORTS.to_le_bytes()[..]].concat(),
+    );
+    let refund_sig = {
+        let r = b.push(&[&buyer], String::new(), vec![], vec![]);
+        r.tx.logs = run(refund);
+        r.tx.signature.clone()
+    };
+    let s = fold(b.records());
+    assert!(
+        matches!(
+            &s.settlements[&refunded].status,
+            SettlementStatus::Refunded { at, slashed_lamports: 0 } if at.signature == refund_sig
+        ),
+        "{:?}",
+        s.settlements[&refunded].status
+    );
+    let slash = event_line(
+        "Slashed",
+        &[escrow.as_ref(), &50_000u64.to_le_bytes()[..]].concat(),
+    );
+    b.push(&[&payer], String::new(), vec![], vec![]).tx.logs = run(slash);
+    let s = fold(b.records());
+    match &s.settlements[&refunded].status {
+        SettlementStatus::Refunded {
+            at,
+            slashed_lamports,
+        } => assert_eq!(
+            (at.signature.as_str(), *slashed_lamports),
+            (refund_sig.as_str(), 50_000)
+        ),
+        other => panic!("{other:?}"),
+    }
+    assert_eq!(s.settlements[&kept].status, SettlementStatus::Paid);
+    assert_eq!(s.escrows[&escrow.to_string()].slashed, Some(50_000));
+    let cfg = FoldConfig::default();
+    let r = indexer::views::reputation(&s, &seller.address(), &cfg);
+    assert_eq!(
+        (
+            r.sales,
+            r.refunded_buys,
+            r.slashed_lamports,
+            r.volume_lamports
+        ),
+        (1, 1, 50_000, LIST_PRICE_LAMPORTS)
+    );
+    assert_eq!(
+        indexer::views::settlement_for(&s, &l.listing_id, &buyer.address(), &cfg)["status"],
+        "refunded"
+    );
+}

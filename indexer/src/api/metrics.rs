@@ -125,7 +125,7 @@ impl Metrics {
             out,
             "# HELP brainctl_indexer_settlements Buys by status.\n# TYPE brainctl_indexer_settlements gauge"
         );
-        for status in ["paid", "unreleased", "released", "rejected"] {
+        for status in ["paid", "unreleased", "released", "refunded", "rejected"] {
             let n = state
                 .settlements
                 .values()

@@ -4,6 +4,12 @@
 //! price that binds this buyer (the accepted offer's, else the listing's)
 //! to the payment address, the settle fee where due, the `buy` memo with
 //! the buyer's X25519 key, the discovery reference. The buyer signs.
+//!
+//! A listing that settles through the escrow program gets the program's
+//! `deposit` instead (`node::market::escrow_trade::deposit_plan`, as
+//! `buy` sends it): the on-chain listing must match the signed manifest
+//! and take deposits, one deposit per buyer; offers do not apply. A direct
+//! payment there would never be released.
 
 use super::{listing_id, offer_id, signed_in_on, ApiError, AppState, Res};
 use axum::extract::{Path, State as AxState};
@@ -11,6 +17,7 @@ use axum::http::HeaderMap;
 use axum::Json;
 use base64::Engine;
 use node::chain::{FeePolicy, Pubkey};
+use node::market::escrow_trade::{deposit_plan, EscrowReadError};
 use node::market::is_pubkey;
 use node::market::tx::buy_instructions;
 use serde::Deserialize;
@@ -58,6 +65,55 @@ pub(super) async fn settle(
             l.status(s.now)
         )));
     }
+    let buyer = Pubkey::from_str(&who).map_err(|_| ApiError::bad("session pubkey"))?;
+    if let Some(program) = l.manifest.get("escrow_program").and_then(Value::as_str) {
+        if program != node::escrow::PROGRAM_ID {
+            return Err(ApiError::conflict(format!(
+                "listing {id} settles through escrow program {program}, not {}; it cannot be settled here",
+                node::escrow::PROGRAM_ID
+            )));
+        }
+        if b.offer_id.is_some() {
+            return Err(ApiError::conflict(
+                "escrow listings settle at the listed price; offers do not apply (omit offer_id)",
+            ));
+        }
+        let listing = node::market::manifest::Listing::from_value(l.manifest.clone())
+            .map_err(|e| ApiError::conflict(format!("the listing's manifest: {e}")))?;
+        let x25519 = node::crypto::b58_array::<32>(&b.buyer_x25519_pubkey)
+            .ok_or_else(|| ApiError::bad("`buyer_x25519_pubkey` is not a base58 32-byte key"))?;
+        let chain = source.chain();
+        let ixs = deposit_plan(&chain, &buyer, &x25519, &listing, &st.registry, s.now)
+            .await
+            .map_err(|e| match e {
+                EscrowReadError::Plan(p) => ApiError::conflict(p.to_string()),
+                other => ApiError::unavailable(format!("RPC: {other}")),
+            })?;
+        let account = node::escrow::listing_address(
+            &Pubkey::from_str(&listing.seller_pubkey)
+                .map_err(|_| ApiError::conflict("the listing's seller is malformed"))?,
+            &id,
+        );
+        let (tx_base64, blockhash, last_valid) = unsigned(&chain, &ixs, &buyer).await?;
+        return Ok(Json(json!({
+            "ok": true,
+            "tx_base64": tx_base64,
+            "listing_id": id,
+            "buyer_pubkey": who,
+            "payment_address": l.payment_address,
+            "price_lamports": listing.price_lamports,
+            "fee_lamports": 0,
+            "offer_id": null,
+            "currency": "SOL",
+            "escrow": {
+                "program": node::escrow::PROGRAM_ID,
+                "listing_account": account.to_string(),
+                "escrow_account": node::escrow::escrow_address(&account, &buyer).to_string(),
+            },
+            "recent_blockhash": blockhash,
+            "last_valid_block_height": last_valid,
+        })));
+    }
     let listed = l.price_lamports.ok_or_else(|| {
         ApiError::conflict("the listing fixes no price_lamports; it cannot be settled")
     })?;
@@ -92,7 +148,6 @@ pub(super) async fn settle(
     let fee = policy
         .settle_fee(price, l.fee_bps)
         .map_err(|e| ApiError::unavailable(e.to_string()))?;
-    let buyer = Pubkey::from_str(&who).map_err(|_| ApiError::bad("session pubkey"))?;
     let pay_to = Pubkey::from_str(&l.payment_address)
         .map_err(|_| ApiError::conflict("the listing's payment address is malformed"))?;
     let ixs = buy_instructions(
@@ -104,18 +159,10 @@ pub(super) async fn settle(
         &st.registry,
         (fee > 0).then_some((&policy.treasury, fee)),
     );
-    let (blockhash, last_valid) = chain
-        .rpc()
-        .get_latest_blockhash_with_commitment(
-            solana_commitment_config::CommitmentConfig::confirmed(),
-        )
-        .await
-        .map_err(|e| ApiError::unavailable(format!("RPC: {e}")))?;
-    let tx = Transaction::new_unsigned(Message::new_with_blockhash(&ixs, Some(&buyer), &blockhash));
-    let bytes = bincode::serialize(&tx).map_err(|e| ApiError::unavailable(e.to_string()))?;
+    let (tx_base64, blockhash, last_valid) = unsigned(&chain, &ixs, &buyer).await?;
     Ok(Json(json!({
         "ok": true,
-        "tx_base64": base64::engine::general_purpose::STANDARD.encode(bytes),
+        "tx_base64": tx_base64,
         "listing_id": id,
         "buyer_pubkey": who,
         "payment_address": l.payment_address,
@@ -123,7 +170,30 @@ pub(super) async fn settle(
         "fee_lamports": fee,
         "offer_id": used_offer,
         "currency": "SOL",
-        "recent_blockhash": blockhash.to_string(),
+        "recent_blockhash": blockhash,
         "last_valid_block_height": last_valid,
     })))
+}
+
+/// `ixs` as an unsigned transaction paid by `buyer` on a fresh blockhash:
+/// (base64 bytes, blockhash, last valid block height).
+async fn unsigned(
+    chain: &node::chain::Chain,
+    ixs: &[solana_sdk::instruction::Instruction],
+    buyer: &Pubkey,
+) -> Res<(String, String, u64)> {
+    let (blockhash, last_valid) = chain
+        .rpc()
+        .get_latest_blockhash_with_commitment(
+            solana_commitment_config::CommitmentConfig::confirmed(),
+        )
+        .await
+        .map_err(|e| ApiError::unavailable(format!("RPC: {e}")))?;
+    let tx = Transaction::new_unsigned(Message::new_with_blockhash(ixs, Some(buyer), &blockhash));
+    let bytes = bincode::serialize(&tx).map_err(|e| ApiError::unavailable(e.to_string()))?;
+    Ok((
+        base64::engine::general_purpose::STANDARD.encode(bytes),
+        blockhash.to_string(),
+        last_valid,
+    ))
 }

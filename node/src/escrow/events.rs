@@ -37,7 +37,14 @@ pub enum EscrowEvent {
         /// Lamports.
         amount: u64,
     },
-    /// Another event of the program (listing created/cancelled, slashed).
+    /// A refunded buyer was paid a share of the listing's stake.
+    Slashed {
+        /// Escrow account.
+        escrow: Pubkey,
+        /// Lamports paid to the buyer.
+        amount: u64,
+    },
+    /// Another event of the program (listing created/cancelled).
     Other(&'static str),
 }
 
@@ -70,8 +77,13 @@ pub fn decode_event(log_line: &str) -> Option<EscrowEvent> {
             escrow: r.key().ok()?,
             amount: r.u64().ok()?,
         })
+    } else if is("Slashed") {
+        Some(EscrowEvent::Slashed {
+            escrow: r.key().ok()?,
+            amount: r.u64().ok()?,
+        })
     } else {
-        ["ListingCreated", "ListingCancelled", "Slashed"]
+        ["ListingCreated", "ListingCancelled"]
             .into_iter()
             .find(|n| is(n))
             .map(EscrowEvent::Other)

@@ -90,23 +90,19 @@ pub async fn pay_escrow(
     buyer: &Wallet,
     listing: &Listing,
 ) -> Result<String, BuyError> {
-    use crate::market::escrow_trade::{buy_instructions, read_account, EscrowPlanError};
-    let account = escrow_listing_account(listing)?;
-    let onchain = read_account(chain, &account, crate::escrow::ListingAccount::decode)
-        .await?
-        .ok_or_else(|| EscrowPlanError::NoListingAccount(listing.listing_id.clone()))?;
     let kp = buyer.solana_keypair();
     let x25519 = crate::crypto::b58_array::<32>(&buyer.x25519_address())
         .ok_or_else(|| BuyError::Listing("wallet X25519 key".into()))?;
     let now = time::OffsetDateTime::now_utc().unix_timestamp();
-    let ixs = buy_instructions(
+    let ixs = crate::market::escrow_trade::deposit_plan(
+        chain,
         &kp.pubkey(),
         &x25519,
         listing,
-        &onchain,
         &registry_from_env()?,
         now,
-    )?;
+    )
+    .await?;
     Ok(chain.send(&ixs, &[&kp]).await?.signature.to_string())
 }
 

@@ -78,6 +78,17 @@ pub enum EscrowPlanError {
     /// Bad manifest values.
     #[error("manifest: {0}")]
     Manifest(String),
+    /// The buyer already has an escrow on this listing (one per buyer and
+    /// listing, ever: the program would refuse a second deposit).
+    #[error("this wallet already deposited into listing {listing_id} (escrow {escrow}, {status:?}); one deposit per buyer and listing")]
+    AlreadyDeposited {
+        /// Listing id.
+        listing_id: String,
+        /// The escrow account.
+        escrow: String,
+        /// Its status.
+        status: EscrowStatus,
+    },
     /// Cancel of an escrow listing that still holds deposits or owes slashes.
     #[error("escrow listing {listing_id} still holds {open_escrows} deposit(s) and owes {unslashed_refunds} slash(es) on chain; keep `brainctl marketplace listen` running so every deposit is released (refunded buyers slash with `brainctl marketplace refund`), then cancel again")]
     StillHeld {
@@ -222,6 +233,45 @@ pub fn buy_instructions(
         escrow::deposit(&account, buyer, buyer_x25519),
         memo(&op.to_string(), buyer),
     ])
+}
+
+/// The deposit `buyer` would send for `listing` now, from the accounts as
+/// the chain holds them: the listing account must match the signed
+/// manifest and take deposits, and the buyer must not hold an escrow on it
+/// yet. What `marketplace buy` sends and the indexer's `/settle` returns.
+pub async fn deposit_plan(
+    chain: &Chain,
+    buyer: &Pubkey,
+    buyer_x25519: &[u8; 32],
+    listing: &Listing,
+    registry: &Pubkey,
+    now: i64,
+) -> Result<Vec<Instruction>, EscrowReadError> {
+    let seller: Pubkey = listing
+        .seller_pubkey
+        .parse()
+        .map_err(|_| EscrowPlanError::Manifest("bad seller_pubkey".into()))?;
+    let account = escrow::listing_address(&seller, &listing.listing_id);
+    let onchain = read_account(chain, &account, ListingAccount::decode)
+        .await?
+        .ok_or_else(|| EscrowPlanError::NoListingAccount(listing.listing_id.clone()))?;
+    let at = escrow::escrow_address(&account, buyer);
+    if let Some(e) = read_account(chain, &at, EscrowAccount::decode).await? {
+        return Err(EscrowPlanError::AlreadyDeposited {
+            listing_id: listing.listing_id.clone(),
+            escrow: at.to_string(),
+            status: e.status,
+        }
+        .into());
+    }
+    Ok(buy_instructions(
+        buyer,
+        buyer_x25519,
+        listing,
+        &onchain,
+        registry,
+        now,
+    )?)
 }
 
 /// The buyer's way out when no release came: `refund` after the window,

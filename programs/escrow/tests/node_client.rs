@@ -184,6 +184,9 @@ async fn node_builders_drive_the_program_and_decode_its_events() {
     );
     assert_eq!(
         client::decode_event(&line(slashed.data())),
-        Some(EscrowEvent::Other("Slashed"))
+        Some(EscrowEvent::Slashed {
+            escrow: escrow_key,
+            amount: 6
+        })
     );
 }
