@@ -7,6 +7,7 @@
 //! never a skip.
 
 pub mod hostile;
+pub mod indexer_api;
 pub mod proxy;
 
 use node::chain::{parse_commitment, Chain, Endpoint, Keypair, Pubkey, Signer};
@@ -54,13 +55,21 @@ fn port_free(p: u16) -> bool {
 
 /// A base port with `span` consecutive free TCP+UDP ports after it.
 fn free_port_block(span: u16) -> u16 {
-    let seed = std::process::id() as u64 ^ Instant::now().elapsed().as_nanos() as u64;
-    let mut base = 20_000 + (seed.wrapping_mul(2_654_435_761) % 35_000) as u16;
+    // blocks handed out by this process are never handed out again (two
+    // validators started at once would otherwise both find the same block
+    // free before either binds it); other processes start elsewhere (pid)
+    static NEXT: std::sync::Mutex<Option<u16>> = std::sync::Mutex::new(None);
+    let mut next = NEXT.lock().unwrap_or_else(|p| p.into_inner());
+    let seed = std::process::id() as u64;
+    let mut base = next.unwrap_or(20_000 + (seed.wrapping_mul(2_654_435_761) % 35_000) as u16);
     for _ in 0..200 {
-        if (base..base + span).all(port_free) {
+        if base.checked_add(span).is_some_and(|end| end < 60_000)
+            && (base..base + span).all(port_free)
+        {
+            *next = Some(base + span + 7);
             return base;
         }
-        base = 20_000 + (base - 20_000 + span + 7) % 40_000;
+        base = 20_000 + (base.saturating_sub(20_000) + span + 7) % 39_000;
     }
     panic!("no block of {span} free ports on 127.0.0.1");
 }

@@ -2,7 +2,9 @@
 //! (issue 15): on a real validator holding escrow-program accounts (loaded
 //! at genesis: the program itself is not deployable on this validator),
 //! `held_deposits` returns exactly the listing's `Deposited` escrows
-//! through the node's own `getProgramAccounts` filters.
+//! through the node's own `getProgramAccounts` filters; and the indexer's
+//! `/settle` of an escrow listing returns the program's `deposit` (never a
+//! direct payment), 409 with the reason where no deposit can be made.
 
 use base64::Engine;
 use e2e::runtime;
@@ -122,4 +124,198 @@ fn held_deposits_are_read_from_the_programs_state_on_a_validator() {
         .block_on(held_deposits(&v.chain(), &Pubkey::new_unique()))
         .unwrap();
     assert!(none.is_empty());
+}
+
+/// A `Listing` account's bytes as the program writes them (131 bytes).
+fn listing_bytes(seller: &Pubkey, l: &node::market::manifest::Listing, stake: u64) -> Vec<u8> {
+    let mut d = discriminator("account", "Listing").to_vec();
+    d.extend_from_slice(seller.as_ref());
+    d.extend_from_slice(&(l.listing_id.len() as u32).to_le_bytes());
+    d.extend_from_slice(l.listing_id.as_bytes());
+    d.extend_from_slice(&hex::decode(&l.bundle_hash).unwrap());
+    d.extend_from_slice(&l.price_lamports.unwrap().to_le_bytes());
+    d.extend_from_slice(&stake.to_le_bytes());
+    d.extend_from_slice(&l.expires_at.to_le_bytes());
+    d.push(0); // Live
+    d.extend_from_slice(&1u32.to_le_bytes()); // one open escrow
+    d.extend_from_slice(&0u32.to_le_bytes());
+    d.push(253); // bump
+    assert_eq!(d.len(), 131);
+    d
+}
+
+#[test]
+fn the_indexer_settles_an_escrow_listing_with_the_programs_deposit() {
+    use e2e::indexer_api::Api;
+    use indexer::api::{self, AppState, Metrics};
+    use indexer::ingest::RpcSource;
+    use node::arweave::{FsStore, Source, Uploader};
+    use node::chain::instructions::default_registry;
+    use node::chain::Signer;
+    use node::market::manifest::{build_listing, Listing, NewListing, LISTING_SCHEMA};
+    use node::market::MemoOp;
+    use node::wallet::Wallet;
+    use serde_json::json;
+    use std::sync::Arc;
+
+    const PRICE: u64 = 80_000_000;
+    let (seller, buyer, earlier) = (Wallet::generate(), Wallet::generate(), Wallet::generate());
+    let seller_pk = seller.solana_keypair().pubkey();
+    let id = "20261123-e5c0000000e6";
+    let now = time::OffsetDateTime::now_utc().unix_timestamp();
+    let manifest = build_listing(
+        &seller,
+        &NewListing {
+            listing_id: id,
+            bundle_hash: &"ab".repeat(32),
+            payment_address: None,
+            price_usd: 8.0,
+            price_lamports: PRICE,
+            duration_hours: 24.0,
+            visibility: "auction",
+            encrypted_bundle_uri: "ar://blob",
+            metadata_uri: "ar://meta",
+            preview: json!({"memories_count": 1}),
+            now,
+            escrow_program: Some(node::escrow::PROGRAM_ID),
+        },
+    )
+    .unwrap();
+    let listing = Listing::from_value(manifest.clone()).unwrap();
+    // the program's accounts as `list --escrow` and an earlier deposit left them
+    let dir = tempfile::tempdir().unwrap();
+    let account = listing_address(&seller_pk, id);
+    let earlier_pk = earlier.solana_keypair().pubkey();
+    account_file(
+        dir.path(),
+        &account,
+        &program_id(),
+        &listing_bytes(&seller_pk, &listing, 1),
+    );
+    account_file(
+        dir.path(),
+        &escrow_address(&account, &earlier_pk),
+        &program_id(),
+        &escrow_bytes(&account, &earlier_pk, [6; 32], 0),
+    );
+    let v = e2e::start(&[
+        "--account-dir".into(),
+        dir.path().to_string_lossy().into_owned(),
+    ]);
+    for w in [&seller, &buyer, &earlier] {
+        v.fund(&w.solana_keypair().pubkey(), 1);
+    }
+    let rt = e2e::multi_thread_runtime();
+    let chain = v.chain();
+    let store = FsStore::new(dir.path().join("items"));
+    let uploader = Uploader::Fs(store.clone());
+    let item = rt
+        .block_on(uploader.put_signed(
+            &seller,
+            serde_json::to_vec(&manifest).unwrap(),
+            "application/json",
+            LISTING_SCHEMA,
+        ))
+        .unwrap();
+    let op = MemoOp::List {
+        listing_arweave_id: item,
+        bundle_hash: listing.bundle_hash.clone(),
+    };
+    rt.block_on(node::market::tx::post_memo(
+        &chain, &seller, &op, &seller_pk,
+    ))
+    .unwrap();
+
+    // the indexer, in process, follows the chain and serves the API
+    let ix = Arc::new(
+        indexer::engine::Indexer::open(
+            Box::new(indexer::store::SqliteStore::open(&dir.path().join("ix.db")).unwrap()),
+            indexer::fold::FoldConfig::default(),
+        )
+        .unwrap(),
+    );
+    let source = Arc::new(RpcSource::new(
+        v.chain(),
+        Source::Fs(store),
+        vec![default_registry()],
+        4,
+        0,
+    ));
+    rt.block_on(source.poll(&ix)).unwrap();
+    assert_eq!(ix.state().listings[id].status(now), "live");
+    let state = AppState {
+        ix: ix.clone(),
+        source: Some(source.clone()),
+        cluster: "localnet".into(),
+        domain: "brainctl-indexer-test".into(),
+        clock: Arc::new(|| time::OffsetDateTime::now_utc().unix_timestamp()),
+        metrics: Arc::new(Metrics::default()),
+        registry: default_registry(),
+    };
+    let listener = rt
+        .block_on(tokio::net::TcpListener::bind("127.0.0.1:0"))
+        .unwrap();
+    let api = Api {
+        base: format!("http://{}", listener.local_addr().unwrap()),
+        http: reqwest::Client::new(),
+    };
+    rt.spawn(api::serve(listener, state, std::future::pending()));
+    let path = format!("/listings/{id}/settle");
+    let settle = |who: &Wallet, extra: serde_json::Value| {
+        let token = rt.block_on(api.sign_in(who));
+        let mut body = json!({"buyer_x25519_pubkey": who.x25519_address(), "cluster": "localnet"});
+        body.as_object_mut()
+            .unwrap()
+            .extend(extra.as_object().unwrap().clone());
+        rt.block_on(api.post(&path, body, Some(&token)))
+    };
+
+    // the deposit, as `buy` sends it: into the program, never to the seller
+    let (code, body) = settle(&buyer, json!({}));
+    assert_eq!(code, 200, "{body}");
+    let buyer_pk = buyer.solana_keypair().pubkey();
+    assert_eq!(
+        (
+            &body["price_lamports"],
+            &body["fee_lamports"],
+            &body["escrow"]["listing_account"]
+        ),
+        (&json!(PRICE), &json!(0), &json!(account.to_string()))
+    );
+    assert_eq!(
+        body["escrow"]["escrow_account"],
+        escrow_address(&account, &buyer_pk).to_string()
+    );
+    let bytes = base64::engine::general_purpose::STANDARD
+        .decode(body["tx_base64"].as_str().unwrap())
+        .unwrap();
+    let tx: solana_sdk::transaction::Transaction = bincode::deserialize(&bytes).unwrap();
+    let keys = &tx.message.account_keys;
+    assert_eq!(keys[0], buyer_pk, "the buyer pays and signs");
+    let mut deposits = Vec::new();
+    for ix in &tx.message.instructions {
+        let program_key = keys[ix.program_id_index as usize];
+        let accounts: Vec<Pubkey> = ix.accounts.iter().map(|i| keys[*i as usize]).collect();
+        if program_key == program_id() {
+            deposits.extend(node::escrow::deposit_of(&accounts, &ix.data));
+        }
+        if program_key == solana_sdk::pubkey!("11111111111111111111111111111111") {
+            panic!("a direct payment in an escrow settle: {ix:?}");
+        }
+    }
+    assert_eq!(
+        deposits,
+        vec![node::escrow::Deposit {
+            listing: account.to_string(),
+            buyer: buyer_pk.to_string()
+        }]
+    );
+
+    // refused with the reason: offers do not apply; one deposit per buyer
+    let (code, body) = settle(&buyer, json!({"offer_id": "0".repeat(43)}));
+    assert_eq!(code, 409, "{body}");
+    assert!(body.to_string().contains("offers do not apply"), "{body}");
+    let (code, body) = settle(&earlier, json!({}));
+    assert_eq!(code, 409, "{body}");
+    assert!(body.to_string().contains("already deposited"), "{body}");
 }

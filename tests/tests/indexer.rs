@@ -7,6 +7,7 @@
 //! incremental ingest.
 
 use base64::Engine;
+use e2e::indexer_api::Api;
 use e2e::validator;
 use indexer::api::{self, AppState, Metrics};
 use indexer::engine::Indexer;
@@ -125,66 +126,6 @@ fn indexer_at(path: &std::path::Path) -> Indexer {
         FoldConfig::default(),
     )
     .unwrap()
-}
-
-struct Api {
-    base: String,
-    http: reqwest::Client,
-}
-
-impl Api {
-    async fn post(&self, path: &str, body: Value, token: Option<&str>) -> (u16, Value) {
-        let mut req = self.http.post(format!("{}{path}", self.base)).json(&body);
-        if let Some(t) = token {
-            req = req.bearer_auth(t);
-        }
-        let res = req.send().await.unwrap();
-        (
-            res.status().as_u16(),
-            res.json().await.unwrap_or(Value::Null),
-        )
-    }
-
-    async fn get(&self, path: &str, token: Option<&str>) -> (u16, Value) {
-        let mut req = self.http.get(format!("{}{path}", self.base));
-        if let Some(t) = token {
-            req = req.bearer_auth(t);
-        }
-        let res = req.send().await.unwrap();
-        (
-            res.status().as_u16(),
-            res.json().await.unwrap_or(Value::Null),
-        )
-    }
-
-    async fn challenge(&self, who: &Wallet) -> (String, String) {
-        let (code, c) = self
-            .post("/auth/challenge", json!({"pubkey": who.address()}), None)
-            .await;
-        assert_eq!(code, 200, "{c}");
-        (
-            c["nonce"].as_str().unwrap().to_string(),
-            c["message_to_sign"].as_str().unwrap().to_string(),
-        )
-    }
-
-    async fn verify(&self, pubkey: &str, nonce: &str, sig: &[u8; 64]) -> (u16, Value) {
-        let body = json!({
-            "pubkey": pubkey,
-            "nonce": nonce,
-            "signature_b58": bs58::encode(sig).into_string(),
-        });
-        self.post("/auth/verify", body, None).await
-    }
-
-    async fn sign_in(&self, who: &Wallet) -> String {
-        let (nonce, msg) = self.challenge(who).await;
-        let (code, v) = self
-            .verify(&who.address(), &nonce, &who.sign(msg.as_bytes()))
-            .await;
-        assert_eq!(code, 200, "{v}");
-        v["session_token"].as_str().unwrap().to_string()
-    }
 }
 
 /// Drives `agentmemory.marketplace_api` (PyPI brainctl 2.8.0) as a buyer:

@@ -83,7 +83,7 @@ pub(super) async fn settle(
         let x25519 = node::crypto::b58_array::<32>(&b.buyer_x25519_pubkey)
             .ok_or_else(|| ApiError::bad("`buyer_x25519_pubkey` is not a base58 32-byte key"))?;
         let chain = source.chain();
-        let ixs = deposit_plan(&chain, &buyer, &x25519, &listing, &st.registry, s.now)
+        let ixs = deposit_plan(chain, &buyer, &x25519, &listing, &st.registry, s.now)
             .await
             .map_err(|e| match e {
                 EscrowReadError::Plan(p) => ApiError::conflict(p.to_string()),
@@ -94,7 +94,7 @@ pub(super) async fn settle(
                 .map_err(|_| ApiError::conflict("the listing's seller is malformed"))?,
             &id,
         );
-        let (tx_base64, blockhash, last_valid) = unsigned(&chain, &ixs, &buyer).await?;
+        let (tx_base64, blockhash, last_valid) = unsigned(chain, &ixs, &buyer).await?;
         return Ok(Json(json!({
             "ok": true,
             "tx_base64": tx_base64,
@@ -159,7 +159,7 @@ pub(super) async fn settle(
         &st.registry,
         (fee > 0).then_some((&policy.treasury, fee)),
     );
-    let (tx_base64, blockhash, last_valid) = unsigned(&chain, &ixs, &buyer).await?;
+    let (tx_base64, blockhash, last_valid) = unsigned(chain, &ixs, &buyer).await?;
     Ok(Json(json!({
         "ok": true,
         "tx_base64": tx_base64,
