@@ -611,3 +611,50 @@ fn fee_and_share_math_do_not_overflow() {
     assert_eq!(escrow::share_of(u64::MAX, 10_000), u64::MAX);
     assert_eq!(escrow::share_of(1, 5_000), 0, "rounded down");
 }
+
+/// A treasury that cannot hold a fee (never funded, so the fee alone would
+/// leave it under rent exemption) never fails a release: the seller gets
+/// the fee instead. A fee that makes it rent-exempt is paid as usual, and
+/// from then on every fee is.
+#[tokio::test]
+async fn an_unfunded_treasury_never_fails_a_release() {
+    let mut t = T::new().await;
+    t.treasury = Keypair::new(); // no account: 0 lamports
+    t.init_config(FEE_BPS).await.unwrap();
+    let treasury = t.treasury.pubkey();
+    let small = 10_000_000; // fee 250,000: under the 890,880 rent minimum
+    let buyer = t.buyer.insecure_clone();
+    let other = t.other.insecure_clone();
+    let seller = t.seller.pubkey();
+
+    let first = t.create_listing(LISTING_ID, small, STAKE).await.unwrap();
+    let escrow = t.deposit(first, &buyer).await.unwrap();
+    let s0 = t.lamports(&seller).await;
+    t.release(first, escrow).await.unwrap();
+    assert_eq!(
+        t.lamports(&seller).await,
+        s0 + small,
+        "the fee went to the seller"
+    );
+    assert_eq!(t.lamports(&treasury).await, 0);
+
+    // a fee large enough to fund the treasury is paid to it
+    let big = t
+        .create_listing("20261123-0123456789ac", PRICE, STAKE)
+        .await
+        .unwrap();
+    let escrow = t.deposit(big, &buyer).await.unwrap();
+    let fee = PRICE * FEE_BPS as u64 / 10_000;
+    let s0 = t.lamports(&seller).await;
+    t.release(big, escrow).await.unwrap();
+    assert_eq!(t.lamports(&seller).await, s0 + PRICE - fee);
+    assert_eq!(t.lamports(&treasury).await, fee);
+
+    // now rent-exempt, it takes small fees too
+    let escrow = t.deposit(first, &other).await.unwrap();
+    t.release(first, escrow).await.unwrap();
+    assert_eq!(
+        t.lamports(&treasury).await,
+        fee + small * FEE_BPS as u64 / 10_000
+    );
+}

@@ -1,5 +1,11 @@
 //! `release`: the seller names the envelope and commits to the bundle
 //! hash; the escrow pays the seller, minus the fee to the treasury.
+//!
+//! A fee the treasury cannot hold (it would stay under rent exemption: an
+//! emptied or never-funded treasury and a fee under the minimum balance)
+//! goes to the seller instead: a release never fails for the treasury's
+//! state, since a failed release lets the buyer refund and slash an honest
+//! seller.
 
 use super::{fee_of, sub};
 use crate::constants::{CONFIG_SEED, ESCROW_SEED, LISTING_SEED, MAX_ENVELOPE_ID_LEN};
@@ -60,6 +66,12 @@ impl Release<'_> {
         );
         let amount = a.escrow.amount;
         let fee = fee_of(amount, a.config.fee_bps);
+        let treasury_after = a.treasury.lamports().saturating_add(fee);
+        let fee = if fee > 0 && !Rent::get()?.is_exempt(treasury_after, a.treasury.data_len()) {
+            0
+        } else {
+            fee
+        };
         let to_seller = sub(amount, fee)?;
         a.escrow.sub_lamports(amount)?;
         a.seller.add_lamports(to_seller)?;
