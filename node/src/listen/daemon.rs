@@ -72,6 +72,16 @@ fn watched(db: &ListenDb, seller: &Pubkey) -> Result<Vec<Pubkey>, StateError> {
     Ok(out)
 }
 
+/// The program accounts of our escrow listings (every deposit writes one).
+fn escrow_accounts(db: &ListenDb, seller: &Pubkey) -> Result<Vec<Pubkey>, StateError> {
+    Ok(db
+        .listings()?
+        .iter()
+        .filter(|l| l.escrow)
+        .map(|l| crate::escrow::listing_address(seller, &l.listing_id))
+        .collect())
+}
+
 /// The websocket wake-up task over the current address set.
 struct Wake {
     addresses: Vec<Pubkey>,
@@ -127,7 +137,11 @@ pub async fn run(
     loop {
         let addresses = watched(db, &me)?;
         if config.wake_ups && !config.once {
-            wake.follow(chain, &addresses, &nudge_tx);
+            // escrow listings' program accounts too: a deposit need not
+            // name the payment address
+            let mut wake_on = addresses.clone();
+            wake_on.extend(escrow_accounts(db, &me)?);
+            wake.follow(chain, &wake_on, &nudge_tx);
         }
         let round = async {
             let catalog = DbCatalog::load(db, &config.keys, config.fee.clone())?
