@@ -59,8 +59,9 @@ fn free_port() -> u16 {
         .port()
 }
 
-/// Kills a child on drop (a failed assertion must not leak daemons).
-struct Running(Child);
+/// Kills a child on drop (a failed assertion must not leak daemons); its
+/// stderr goes to a log whose tail a failed wait prints.
+struct Running(Child, PathBuf);
 
 impl Drop for Running {
     fn drop(&mut self) {
@@ -72,6 +73,13 @@ impl Drop for Running {
 impl Running {
     fn alive(&mut self) -> bool {
         self.0.try_wait().unwrap().is_none()
+    }
+
+    /// The last lines of its log.
+    fn tail(&self) -> String {
+        let text = std::fs::read_to_string(&self.1).unwrap_or_default();
+        let lines: Vec<&str> = text.lines().collect();
+        lines[lines.len().saturating_sub(30)..].join("\n")
     }
 
     fn stop(mut self) -> std::process::ExitStatus {
@@ -87,6 +95,10 @@ impl Running {
             std::thread::sleep(Duration::from_millis(100));
         }
     }
+}
+
+fn log(path: &std::path::Path) -> std::fs::File {
+    std::fs::File::create(path).unwrap()
 }
 
 /// `brainctl marketplace listen` for `seller` and `brainctl-indexer run`,
@@ -110,9 +122,10 @@ fn services(
             ])
             .env("RUST_LOG", "warn")
             .stdout(Stdio::null())
-            .stderr(Stdio::null())
+            .stderr(log(&work.join("indexer.log")))
             .spawn()
             .unwrap(),
+        work.join("indexer.log"),
     );
     let daemon = Running(
         seller
@@ -128,30 +141,37 @@ fn services(
             ])
             .env("RUST_LOG", "warn")
             .stdout(Stdio::null())
-            .stderr(Stdio::null())
+            .stderr(log(&work.join("listen.log")))
             .spawn()
             .unwrap(),
+        work.join("listen.log"),
     );
     (daemon, indexer, format!("http://127.0.0.1:{port}"))
 }
 
 /// Waits until every buy in `honest` is released in the seller's state.
 fn wait_released(seller: &Env, honest: &BTreeSet<&str>, daemon: &mut Running, why: &str) {
+    wait_state(seller, honest, "released", daemon, why)
+}
+
+/// Waits until every buy in `sigs` is in state `want` in the seller's state.
+fn wait_state(seller: &Env, sigs: &BTreeSet<&str>, want: &str, daemon: &mut Running, why: &str) {
     let state = node::listen::ListenDb::open(&seller.path(".brainctl/listen.db")).unwrap();
     let deadline = Instant::now() + Duration::from_secs(180);
     loop {
-        let done = honest
+        let done = sigs
             .iter()
-            .filter(|s| state.get(s).is_ok_and(|r| r.state == "released"))
+            .filter(|s| state.get(s).is_ok_and(|r| r.state == want))
             .count();
-        if done == honest.len() {
+        if done == sigs.len() {
             return;
         }
         assert!(daemon.alive(), "{why}: listen exited");
         assert!(
             Instant::now() < deadline,
-            "{why}: {done} of {} honest buys released",
-            honest.len()
+            "{why}: {done} of {} buys {want}; listen's log ends:\n{}",
+            sigs.len(),
+            daemon.tail()
         );
         std::thread::sleep(Duration::from_millis(500));
     }
@@ -368,6 +388,13 @@ fn honest_buys_are_released_exactly_once_among_hostile_ones() {
     // every honest buy released; no hostile one
     let why = format!("seed {seed}");
     wait_released(&seller, &honest, &mut daemon, &why);
+    // buys of a closed listing are refused (each with its reason, below)
+    let closed: BTreeSet<&str> = sent
+        .iter()
+        .filter(|s| matches!(s.shape, Shape::CancelledListing | Shape::ExpiredListing))
+        .map(|s| s.signature.as_str())
+        .collect();
+    wait_state(&seller, &closed, "rejected", &mut daemon, &why);
     assert!(
         daemon.alive() && indexer.alive(),
         "seed {seed}: a service died"
