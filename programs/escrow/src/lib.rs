@@ -14,6 +14,8 @@
 #![allow(missing_docs)] // the #[program] macro generates undocumented items
 
 use anchor_lang::prelude::*;
+#[cfg(target_os = "solana")]
+use solana_compiler_builtins as _;
 
 pub mod constants;
 pub mod error;
