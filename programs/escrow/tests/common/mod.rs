@@ -61,9 +61,41 @@ macro_rules! bridge {
 
 bridge!(v4::SyscallStubs, v3::SyscallStubs);
 
-/// Starts `pt` (with the escrow program added) and bridges the stubs.
+/// The SBF build of the program to run instead of the native one:
+/// `BRAINCTL_ESCROW_SO` (what `localnet/install-sbf` builds, e.g.
+/// `~/.cache/brainctl/sbf/escrow.so`), or `None` to run natively.
+pub fn sbf_program() -> Option<std::path::PathBuf> {
+    let so = std::path::PathBuf::from(std::env::var_os("BRAINCTL_ESCROW_SO")?);
+    assert!(
+        so.is_file(),
+        "BRAINCTL_ESCROW_SO={} is not a file (build it with localnet/install-sbf)",
+        so.display()
+    );
+    Some(so)
+}
+
+/// Starts `pt` (with the escrow program added: the SBF `.so` of
+/// [`sbf_program`] under the BPF loader, else natively) and bridges the
+/// stubs.
 pub async fn start(mut pt: ProgramTest) -> ProgramTestContext {
-    pt.add_program("escrow", escrow::ID, processor!(process));
+    match sbf_program() {
+        Some(so) => {
+            let elf = std::fs::read(&so).expect("read the program");
+            pt.add_account(
+                escrow::ID,
+                solana_sdk::account::Account {
+                    lamports: solana_sdk::rent::Rent::default()
+                        .minimum_balance(elf.len())
+                        .max(1),
+                    data: elf,
+                    owner: solana_sdk::pubkey!("BPFLoader2111111111111111111111111111111111"),
+                    executable: true,
+                    rent_epoch: 0,
+                },
+            );
+        }
+        None => pt.add_program("escrow", escrow::ID, processor!(process)),
+    }
     let ctx = pt.start_with_context().await;
     static BRIDGE: Once = Once::new();
     BRIDGE.call_once(|| {
