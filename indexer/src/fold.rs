@@ -93,15 +93,23 @@ pub struct ListingState {
     pub cancelled: Option<At>,
     /// The signed manifest.
     pub manifest: Value,
+    /// Other sellers who listed the same listing id after this one (a
+    /// listing id names one seller's listing; a copy is a squat attempt,
+    /// or a collision): such a listing is `contested` and never settled
+    /// through this indexer.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub contested_by: Vec<String>,
 }
 
 impl ListingState {
-    /// live | cancelled | expired, at `now`.
+    /// live | cancelled | expired | contested, at `now`.
     pub fn status(&self, now: i64) -> &'static str {
         if self.cancelled.is_some() {
             "cancelled"
         } else if now >= self.expires_at {
             "expired"
+        } else if !self.contested_by.is_empty() {
+            "contested"
         } else {
             "live"
         }
@@ -594,8 +602,17 @@ impl State {
         if !r.tx.signed_by(&l.seller_pubkey) {
             return Err("list memo not signed by the manifest's seller".into());
         }
-        if self.listings.contains_key(&l.listing_id) {
-            return Err(format!("listing {} already exists", l.listing_id));
+        if let Some(first) = self.listings.get_mut(&l.listing_id) {
+            if first.seller == l.seller_pubkey {
+                return Err(format!("listing {} already exists", l.listing_id));
+            }
+            if !first.contested_by.contains(&l.seller_pubkey) {
+                first.contested_by.push(l.seller_pubkey.clone());
+            }
+            return Err(format!(
+                "listing id {} is already listed by seller {}; it is now contested and is not settled through this indexer",
+                l.listing_id, first.seller
+            ));
         }
         self.listings.insert(
             l.listing_id.clone(),
@@ -613,6 +630,7 @@ impl State {
                 listed: At::of(r),
                 cancelled: None,
                 manifest: l.raw.clone(),
+                contested_by: Vec::new(),
             },
         );
         Ok(())

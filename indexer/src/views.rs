@@ -89,10 +89,20 @@ pub struct ListingView<'a> {
     manifest: &'a Value,
 }
 
+/// Whether `s` is a self-trade on `l`: the buyer is the seller or the
+/// payment address itself (money moving between one party's wallets).
+/// Self-trades are no sales: they count nowhere in sales, volume or latency.
+pub fn is_self_trade(l: &ListingState, s: &Settlement) -> bool {
+    s.buyer == l.seller || s.buyer == l.payment_address
+}
+
 /// One listing.
 pub fn listing<'a>(state: &'a State, l: &'a ListingState) -> ListingView<'a> {
     let (mut sales, mut releases) = (0u64, 0u64);
     for (_, s) in state.settlements_of(&l.listing_id) {
+        if is_self_trade(l, s) {
+            continue;
+        }
         match s.status {
             SettlementStatus::Paid => sales += 1,
             SettlementStatus::Released { .. } => {
@@ -268,6 +278,8 @@ pub struct Reputation {
     pub refunded_buys: u64,
     /// Lamports of the seller's stakes paid to refunded buyers.
     pub slashed_lamports: u64,
+    /// Buys by the seller's own wallet or payment address: in no figure.
+    pub self_trades: u64,
     /// Median seconds from buy to release (block times).
     pub median_release_latency_secs: Option<i64>,
     /// Lamports received in verified buys.
@@ -276,11 +288,11 @@ pub struct Reputation {
 
 /// Reputation of `seller`.
 pub fn reputation(state: &State, seller: &str, cfg: &FoldConfig) -> Reputation {
-    let mine: Vec<&str> = state
+    let mine: std::collections::BTreeMap<&str, &ListingState> = state
         .listings
         .values()
         .filter(|l| l.seller == seller)
-        .map(|l| l.listing_id.as_str())
+        .map(|l| (l.listing_id.as_str(), l))
         .collect();
     let mut r = Reputation {
         seller_pubkey: seller.into(),
@@ -290,15 +302,21 @@ pub fn reputation(state: &State, seller: &str, cfg: &FoldConfig) -> Reputation {
         unreleased_paid_buys: 0,
         refunded_buys: 0,
         slashed_lamports: 0,
+        self_trades: 0,
         median_release_latency_secs: None,
         volume_lamports: 0,
     };
     let mut latencies = Vec::new();
-    for s in state
-        .settlements
-        .values()
-        .filter(|s| mine.contains(&s.listing_id.as_str()))
-    {
+    for s in state.settlements.values() {
+        let Some(l) = mine.get(s.listing_id.as_str()) else {
+            continue;
+        };
+        if is_self_trade(l, s) {
+            if !matches!(s.status, SettlementStatus::Rejected { .. }) {
+                r.self_trades += 1;
+            }
+            continue;
+        }
         match s.status {
             SettlementStatus::Rejected { .. } => continue,
             // not a sale (the money went back) and not unreleased: refunded

@@ -591,3 +591,62 @@ fn refunds_and_slashes_fold_into_the_settlement_and_the_sellers_record() {
         "refunded"
     );
 }
+
+/// A seller buying their own listing (or paying from its payment
+/// address) is no sale: not in sales, volume or latency, counted apart.
+#[test]
+fn self_trades_count_in_no_figure() {
+    let seller = wallet(1, 0);
+    let buyer = wallet(2, 0);
+    let mut b = LogBuilder::new();
+    let l = b.list(&seller, 0, "auction");
+    let own = b.buy(&seller, &l, LIST_PRICE_LAMPORTS);
+    b.release(&seller, &l, &seller, &own);
+    let real = b.buy(&buyer, &l, LIST_PRICE_LAMPORTS);
+    let s = fold(b.records());
+    assert!(!matches!(
+        s.settlements[&own].status,
+        SettlementStatus::Rejected { .. }
+    ));
+    let cfg = FoldConfig::default();
+    let r = indexer::views::reputation(&s, &seller.address(), &cfg);
+    assert_eq!(
+        (r.sales, r.releases, r.self_trades, r.volume_lamports),
+        (1, 0, 1, LIST_PRICE_LAMPORTS),
+        "{r:?}"
+    );
+    assert_eq!(r.median_release_latency_secs, None);
+    assert!(s.settlements.contains_key(&real));
+    let view =
+        serde_json::to_value(indexer::views::listing(&s, &s.listings[&l.listing_id])).unwrap();
+    assert_eq!(
+        (view["sales"].clone(), view["releases"].clone()),
+        (serde_json::json!(1), serde_json::json!(0))
+    );
+}
+
+/// A listing id belongs to one seller: a second seller listing the same id
+/// (a squat on an id seen on the gateway before its `list` memo landed)
+/// never takes it over; the listing turns `contested` (so `/settle`
+/// refuses it) whichever memo landed first.
+#[test]
+fn a_listing_id_listed_by_a_second_seller_is_contested_never_taken_over() {
+    let (victim, attacker) = (wallet(1, 0), wallet(1, 1));
+    for (first, second) in [(&victim, &attacker), (&attacker, &victim)] {
+        let mut b = LogBuilder::new();
+        let l = b.list(first, 0, "auction");
+        let copy = b.list(second, 0, "auction");
+        assert_eq!(l.listing_id, copy.listing_id, "the same id");
+        let squat = b.records().last().unwrap().tx.signature.clone();
+        let s = fold(b.records());
+        let st = &s.listings[&l.listing_id];
+        assert_eq!(st.seller, first.address());
+        assert_eq!(st.contested_by, vec![second.address()]);
+        assert_eq!(st.status(s.now), "contested");
+        assert!(
+            reasons(&s, &squat)[0].contains("already listed by seller"),
+            "{:?}",
+            reasons(&s, &squat)
+        );
+    }
+}

@@ -32,6 +32,8 @@ pub struct TestValidator {
     pub pid: u32,
     /// Its command line (a restart reuses it, without `--reset`).
     args: Vec<String>,
+    /// Its binary.
+    bin: PathBuf,
 }
 
 /// Where `localnet/install` puts the validator.
@@ -212,7 +214,12 @@ pub fn gateway() -> &'static TestGateway {
 
 /// Starts a validator with extra arguments (e.g. `--bpf-program`).
 pub fn start(extra: &[String]) -> TestValidator {
-    let bin = validator_bin();
+    start_with(&validator_bin(), extra)
+}
+
+/// [`start`] with another `solana-test-validator` binary.
+pub fn start_with(bin: &std::path::Path, extra: &[String]) -> TestValidator {
+    let bin = bin.to_path_buf();
     assert!(
         bin.exists(),
         "solana-test-validator not found at {}: run ./localnet/install (builds agave-validator {AGAVE_VERSION} into the cache, ~20-40 min once)",
@@ -247,7 +254,7 @@ pub fn start(extra: &[String]) -> TestValidator {
     .map(|s| s.to_string())
     .collect();
     args.extend(extra.iter().cloned());
-    let mut cmd = Command::new(bin);
+    let mut cmd = Command::new(&bin);
     cmd.args(&args);
     let pid = spawn_owned(cmd, &log, "solana-test-validator");
     let rpc_url = format!("http://127.0.0.1:{rpc}");
@@ -257,6 +264,7 @@ pub fn start(extra: &[String]) -> TestValidator {
         ledger,
         pid,
         args,
+        bin,
     };
     v.wait_healthy(&log);
     v
@@ -278,7 +286,7 @@ impl TestValidator {
         let log = self.ledger.join("validator-restarted.log");
         let deadline = Instant::now() + Duration::from_secs(30);
         loop {
-            let mut cmd = Command::new(validator_bin());
+            let mut cmd = Command::new(&self.bin);
             cmd.args(&args);
             self.pid = spawn_owned(cmd, &log, "solana-test-validator (restarted)");
             std::thread::sleep(Duration::from_secs(2));

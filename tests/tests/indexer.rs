@@ -464,6 +464,21 @@ fn indexer_follows_a_trade_and_serves_it() {
     assert!(ids(&anonymous).is_empty(), "{anonymous}");
     let (code, _) = rt.block_on(api.get(&format!("/offers/{private_offer}"), Some(&mallory_token)));
     assert_eq!(code, 404, "a private offer is not even confirmed to exist");
+    // a private listing's settlements: its seller and that buyer, signed in
+    let status = format!(
+        "/settlements/{}?buyer={}&cluster=localnet",
+        private.listing_id,
+        buyer.address()
+    );
+    let (code, _) = rt.block_on(api.get(&status, None));
+    assert_eq!(code, 401, "anonymous");
+    let (code, _) = rt.block_on(api.get(&status, Some(&mallory_token)));
+    assert_eq!(code, 403, "a stranger");
+    for t in [&token, &seller_token] {
+        let (code, body) = rt.block_on(api.get(&status, Some(t)));
+        assert_eq!(code, 200, "{body}");
+        assert_eq!(body["listing_id"], private.listing_id.as_str());
+    }
 
     // --- a hint for a transaction the chain refuses: 409 with the reason
     let (code, body) = rt.block_on(api.post(

@@ -348,10 +348,14 @@ async fn show_offer(
     }
 }
 
+/// A buyer's settlement on a listing. A private listing's settlements
+/// (price, offer, negotiated terms) only to its seller and that buyer,
+/// signed in.
 async fn settlement(
     AxState(st): AxState<AppState>,
     Path(id): Path<String>,
     Query(q): Query<HashMap<String, String>>,
+    headers: HeaderMap,
 ) -> Res<Json<Value>> {
     check_cluster(&st, &q)?;
     listing_id(&id)?;
@@ -360,7 +364,15 @@ async fn settlement(
         .filter(|b| is_pubkey(b))
         .ok_or_else(|| ApiError::bad("`buyer` must be the buyer's base58 pubkey"))?;
     let s = st.ix.state();
-    known_listing(&s, &id)?;
+    let l = known_listing(&s, &id)?;
+    if l.visibility == "private" {
+        let who = signed_in(&st, &headers)?;
+        if who != *buyer && who != l.seller {
+            return Err(ApiError::forbidden(
+                "a private listing's settlements are shown only to its seller and that buyer",
+            ));
+        }
+    }
     Ok(Json(views::settlement_for(&s, &id, buyer, st.ix.config())))
 }
 
@@ -404,7 +416,7 @@ async fn hint(
     let s = st.ix.state();
     if !s.has_folded(tx_signature) {
         let mut records = source.records(&st.ix, &[sig]).await?;
-        let Some(mut rec) = records.pop() else {
+        let Some(rec) = records.pop() else {
             return Err(ApiError::not_found(
                 "no marketplace transaction with that signature at `confirmed` yet; retry shortly",
             ));
@@ -425,10 +437,13 @@ async fn hint(
                 "the transaction is not signed by your wallet",
             ));
         }
-        if let Some((id, body)) = manifest {
+        // the body a hint carries is never used: only what the gateway
+        // serves as that ANS-104 item (id = hash of its signature) enters
+        if let Some((id, _)) = manifest {
             if !rec.manifests.contains_key(id) {
-                st.ix.store().put_manifest(id, body)?;
-                rec.manifests.insert(id.to_string(), body.clone());
+                return Err(ApiError::conflict(format!(
+                    "the gateway does not serve manifest {id} yet; the indexer reads it from there (retry once it does)"
+                )));
             }
         }
         let final_slot = source.finalized_slot().await?;

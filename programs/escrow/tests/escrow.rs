@@ -35,6 +35,8 @@ struct T {
     buyer: Keypair,
     other: Keypair,
     nonce: u32,
+    /// Compute units the last transaction consumed.
+    last_cu: u64,
 }
 
 fn config_pda() -> Pubkey {
@@ -84,6 +86,7 @@ impl T {
             buyer,
             other,
             nonce: 0,
+            last_cu: 0,
         }
     }
 
@@ -112,7 +115,13 @@ impl T {
             &all,
             self.ctx.last_blockhash,
         );
-        self.ctx.banks_client.process_transaction(tx).await
+        let r = self
+            .ctx
+            .banks_client
+            .process_transaction_with_metadata(tx)
+            .await?;
+        self.last_cu = r.metadata.map_or(0, |m| m.compute_units_consumed);
+        r.result.map_err(BanksClientError::TransactionError)
     }
 
     async fn lamports(&mut self, k: &Pubkey) -> u64 {
@@ -657,4 +666,45 @@ async fn an_unfunded_treasury_never_fails_a_release() {
         t.lamports(&treasury).await,
         fee + small * FEE_BPS as u64 / 10_000
     );
+}
+
+/// Compute units of each instruction (the transaction's, less the
+/// compute-budget instruction's 150): printed for the notes; against the
+/// SBF build (`BRAINCTL_ESCROW_SO`) each must be real BPF work and fit far
+/// under the 200,000 default.
+#[tokio::test]
+async fn compute_units_per_instruction() {
+    let mut t = T::new().await;
+    let mut cu = Vec::new();
+    t.init_config(FEE_BPS).await.unwrap();
+    cu.push(("initialize_config", t.last_cu));
+    let listing = t.create_listing(LISTING_ID, PRICE, STAKE).await.unwrap();
+    cu.push(("create_listing", t.last_cu));
+    let buyer = t.buyer.insecure_clone();
+    let escrow = t.deposit(listing, &buyer).await.unwrap();
+    cu.push(("deposit", t.last_cu));
+    t.release(listing, escrow).await.unwrap();
+    cu.push(("release", t.last_cu));
+    let other = t.other.insecure_clone();
+    t.deposit(listing, &other).await.unwrap();
+    t.advance(WINDOW).await;
+    t.refund(listing, &other).await.unwrap();
+    cu.push(("refund", t.last_cu));
+    t.slash(listing, &other.pubkey()).await.unwrap();
+    cu.push(("slash", t.last_cu));
+    t.cancel(listing).await.unwrap();
+    cu.push(("cancel_listing", t.last_cu));
+    let sbf = common::sbf_program().is_some();
+    eprintln!(
+        "escrow compute units ({}): {cu:?}",
+        if sbf { "SBF .so" } else { "native" }
+    );
+    if sbf {
+        for (name, units) in &cu {
+            assert!(
+                (1_000..100_000).contains(units),
+                "{name}: {units} CU is not BPF work under the limit"
+            );
+        }
+    }
 }
