@@ -480,6 +480,57 @@ fn indexer_follows_a_trade_and_serves_it() {
         assert_eq!(body["listing_id"], private.listing_id.as_str());
     }
 
+    // --- a hint's manifest body is never trusted: a `list` memo whose
+    // manifest the gateway does not serve is not folded from the body the
+    // hint carries (it would let anyone cache any signed body under any id)
+    let ghost_id = node::market::list::new_listing_id();
+    let ghost = build_listing(
+        &mallory,
+        &NewListing {
+            listing_id: &ghost_id,
+            bundle_hash: &"ab".repeat(32),
+            payment_address: None,
+            price_usd: 1.0,
+            price_lamports: PRICE,
+            duration_hours: 24.0,
+            visibility: "auction",
+            encrypted_bundle_uri: "ar://blob",
+            metadata_uri: "ar://meta",
+            preview: json!({}),
+            now: time::OffsetDateTime::now_utc().unix_timestamp(),
+            escrow_program: None,
+        },
+    )
+    .unwrap();
+    let unserved = "G".repeat(43); // an item id the gateway does not have
+    let sent = rt
+        .block_on(post_memo(
+            &chain,
+            &mallory,
+            &MemoOp::List {
+                listing_arweave_id: unserved.clone(),
+                bundle_hash: "ab".repeat(32),
+            },
+            &mallory.solana_keypair().pubkey(),
+        ))
+        .unwrap();
+    let (code, body) = rt.block_on(api.post(
+        "/listings",
+        json!({
+            "manifest": ghost,
+            "listing_arweave_id": unserved,
+            "list_tx_signature": sent.signature.to_string(),
+            "cluster": "localnet",
+        }),
+        Some(&mallory_token),
+    ));
+    assert_eq!(code, 409, "{body}");
+    assert!(
+        body.to_string().contains("does not serve manifest"),
+        "{body}"
+    );
+    assert!(!ix.state().listings.contains_key(&ghost_id));
+
     // --- a hint for a transaction the chain refuses: 409 with the reason
     let (code, body) = rt.block_on(api.post(
         &format!("/listings/{}/cancel", listing.listing_id),

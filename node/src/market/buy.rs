@@ -75,6 +75,10 @@ pub async fn pay(chain: &Chain, buyer: &Wallet, listing: &Listing) -> Result<Str
     pay_price(chain, buyer, listing, price).await
 }
 
+fn buyer_pubkey(buyer: &Wallet) -> Pubkey {
+    buyer.solana_keypair().pubkey()
+}
+
 /// The escrow program's account of `listing` (seller, listing id).
 fn escrow_listing_account(listing: &Listing) -> Result<Pubkey, BuyError> {
     let seller = Pubkey::from_str(&listing.seller_pubkey)
@@ -255,6 +259,20 @@ pub async fn fetch_and_import(
         buy_signature,
         bundle_hash: &listing.bundle_hash,
     };
+    // an escrow buy is released under its escrow account (the program's
+    // record of the deposit, which `listen` finds and keys it by); one
+    // recorded from its memo by an older `listen`, under the deposit's signature
+    let escrow_ref = match listing.escrow_program {
+        Some(_) => Some(
+            crate::escrow::escrow_address(&escrow_listing_account(listing)?, &buyer_pubkey(buyer))
+                .to_string(),
+        ),
+        None => None,
+    };
+    let escrow_want = escrow_ref.as_deref().map(|r| Expected {
+        buy_signature: r,
+        ..want.clone()
+    });
     let start = Instant::now();
     loop {
         for (_, op) in crate::market::status::memo_ops(chain, &pay_to).await? {
@@ -273,7 +291,11 @@ pub async fn fetch_and_import(
                 continue;
             };
             // envelopes of other buyers' buys fail the bindings: skip them
-            let Ok((key, _)) = open_envelope(&body, buyer, &want) else {
+            let opened = open_envelope(&body, buyer, &want).or_else(|e| match &escrow_want {
+                Some(w) => open_envelope(&body, buyer, w),
+                None => Err(e),
+            });
+            let Ok((key, _)) = opened else {
                 continue;
             };
             let blob_id = listing.encrypted_bundle_uri.trim_start_matches("ar://");
