@@ -530,6 +530,8 @@ fn indexer_follows_a_trade_and_serves_it() {
         "{body}"
     );
     assert!(!ix.state().listings.contains_key(&ghost_id));
+    poll(); // the ingest folds it as the chain has it: refused, no manifest
+    assert!(!ix.state().listings.contains_key(&ghost_id));
 
     // --- a hint for a transaction the chain refuses: 409 with the reason
     let (code, body) = rt.block_on(api.post(
