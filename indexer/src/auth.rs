@@ -196,6 +196,55 @@ mod tests {
     }
 
     #[test]
+    fn a_challenge_flood_keeps_nonce_storage_bounded() {
+        use crate::store::MAX_NONCES_PER_KEY;
+        let mut db = SqliteStore::in_memory().unwrap();
+        let (k, pk) = wallet(2);
+        let issued: Vec<Challenge> = (0..MAX_NONCES_PER_KEY + 5)
+            .map(|_| challenge(&mut db, &pk, "localhost", 1_000).unwrap())
+            .collect();
+        // the oldest are dropped: only the newest MAX_NONCES_PER_KEY answer
+        let first = &issued[0];
+        assert!(matches!(
+            verify(
+                &mut db,
+                &pk,
+                &first.nonce,
+                &sign(&k, &first.message_to_sign),
+                1_001
+            ),
+            Err(AuthError::UnknownNonce)
+        ));
+        let last = issued.last().unwrap();
+        assert!(verify(
+            &mut db,
+            &pk,
+            &last.nonce,
+            &sign(&k, &last.message_to_sign),
+            1_001
+        )
+        .is_ok());
+        let kept = issued[5..]
+            .iter()
+            .filter(|c| {
+                verify(&mut db, &pk, &c.nonce, &sign(&k, &c.message_to_sign), 1_001).is_ok()
+            })
+            .count();
+        assert_eq!(kept, MAX_NONCES_PER_KEY - 1, "the last was used above");
+        // another key's nonces are its own
+        let (k2, pk2) = wallet(3);
+        let c = challenge(&mut db, &pk2, "localhost", 1_000).unwrap();
+        assert!(verify(
+            &mut db,
+            &pk2,
+            &c.nonce,
+            &sign(&k2, &c.message_to_sign),
+            1_001
+        )
+        .is_ok());
+    }
+
+    #[test]
     fn sign_in_then_session_and_nonce_is_single_use() {
         let mut db = SqliteStore::in_memory().unwrap();
         let (k, pk) = wallet(1);

@@ -11,7 +11,10 @@ use rusqlite::{params, Connection, OptionalExtension};
 use serde_json::Value;
 use std::path::Path;
 
-const MIGRATIONS: &[&str] = &[include_str!("../../migrations/indexer/0001_init.sql")];
+const MIGRATIONS: &[&str] = &[
+    include_str!("../../migrations/indexer/0001_init.sql"),
+    include_str!("../../migrations/indexer/0002_nonce_pubkey.sql"),
+];
 /// `PRAGMA application_id` of indexer databases ("BRNI").
 pub const APPLICATION_ID: i64 = 0x4252_4e49;
 
@@ -92,7 +95,10 @@ pub trait LogStore: Send {
     fn meta(&self, key: &str) -> Result<Option<String>, StoreError>;
     /// Sets a metadata value.
     fn set_meta(&mut self, key: &str, value: &str) -> Result<(), StoreError>;
-    /// Stores a challenge nonce.
+    /// Stores a challenge nonce, keeping storage bounded: at most
+    /// [`MAX_NONCES_PER_KEY`] outstanding per pubkey and [`MAX_NONCES`] in
+    /// all, the oldest dropped first (a flood of challenges costs its
+    /// sender their own older nonces, never unbounded rows).
     fn put_nonce(&mut self, nonce: &str, n: &Nonce) -> Result<(), StoreError>;
     /// Takes a nonce out (single use: a second take finds nothing).
     fn take_nonce(&mut self, nonce: &str) -> Result<Option<Nonce>, StoreError>;
@@ -103,6 +109,11 @@ pub trait LogStore: Send {
     /// Drops expired nonces and sessions.
     fn purge_auth(&mut self, now: i64) -> Result<(), StoreError>;
 }
+
+/// Outstanding challenge nonces kept per pubkey.
+pub const MAX_NONCES_PER_KEY: usize = 8;
+/// Outstanding challenge nonces kept in all.
+pub const MAX_NONCES: usize = 100_000;
 
 /// The SQLite store.
 pub struct SqliteStore {
@@ -309,10 +320,22 @@ impl LogStore for SqliteStore {
     }
 
     fn put_nonce(&mut self, nonce: &str, n: &Nonce) -> Result<(), StoreError> {
-        self.conn.execute(
+        let tx = self.conn.transaction()?;
+        tx.execute(
             "INSERT INTO nonces (nonce, pubkey, message, expires_at) VALUES (?1, ?2, ?3, ?4)",
             params![nonce, n.pubkey, n.message, n.expires_at],
         )?;
+        tx.execute(
+            "DELETE FROM nonces WHERE pubkey = ?1 AND rowid NOT IN
+               (SELECT rowid FROM nonces WHERE pubkey = ?1 ORDER BY rowid DESC LIMIT ?2)",
+            params![n.pubkey, MAX_NONCES_PER_KEY as i64],
+        )?;
+        tx.execute(
+            "DELETE FROM nonces WHERE rowid IN
+               (SELECT rowid FROM nonces ORDER BY rowid DESC LIMIT -1 OFFSET ?1)",
+            params![MAX_NONCES as i64],
+        )?;
+        tx.commit()?;
         Ok(())
     }
 
