@@ -56,6 +56,10 @@ fn transient(e: &ClientError) -> bool {
 }
 
 /// Runs `op` with exponential backoff (250 ms doubling, capped at 4 s) on
+/// Blocks past its validity a transaction seen below our commitment is
+/// still awaited before it counts as expired.
+const STUCK_MARGIN_BLOCKS: u64 = 150;
+
 /// transient errors.
 pub async fn with_retry<T, F, Fut>(what: &str, mut op: F) -> Result<T, ChainError>
 where
@@ -226,27 +230,34 @@ impl Chain {
                 self.rpc.get_signature_statuses(&sigs)
             })
             .await?;
-            if let Some(Some(status)) = st.value.first() {
-                if let Err(e) = &status.status {
-                    if !accept_failed {
-                        return Err(ChainError::TxFailed {
-                            signature: sig.to_string(),
-                            error: e.to_string(),
-                        });
+            // seen but not at our commitment (e.g. on a fork a validator
+            // restart abandoned) may stay so forever: give it a second
+            // validity window, then treat it as expired (a rebuilt send of
+            // a release cannot land twice: its derived mint can't be re-created)
+            let margin = match st.value.first() {
+                Some(Some(status)) => {
+                    if let Err(e) = &status.status {
+                        if !accept_failed {
+                            return Err(ChainError::TxFailed {
+                                signature: sig.to_string(),
+                                error: e.to_string(),
+                            });
+                        }
                     }
+                    if status.satisfies_commitment(self.commitment) {
+                        return Ok(Some(status.slot));
+                    }
+                    STUCK_MARGIN_BLOCKS
                 }
-                if status.satisfies_commitment(self.commitment) {
-                    return Ok(Some(status.slot));
-                }
-            } else {
-                let height = with_retry("getBlockHeight", || {
-                    self.rpc
-                        .get_block_height_with_commitment(CommitmentConfig::confirmed())
-                })
-                .await?;
-                if height > last_valid {
-                    return Ok(None);
-                }
+                _ => 0,
+            };
+            let height = with_retry("getBlockHeight", || {
+                self.rpc
+                    .get_block_height_with_commitment(CommitmentConfig::confirmed())
+            })
+            .await?;
+            if height > last_valid.saturating_add(margin) {
+                return Ok(None);
             }
             tokio::time::sleep(Duration::from_millis(300)).await;
         }
