@@ -577,7 +577,7 @@ mod tests {
     /// of their own first: all in one would not fit).
     #[test]
     fn token2022_releases_fit_in_a_packet_around_parked_lamports() {
-        use crate::mint::token2022::nft_instructions;
+        use crate::mint::token2022::{nft_instructions, NftAddresses};
         let (seller, buyer) = (Pubkey::new_unique(), Pubkey::new_unique());
         let item = "x".repeat(43);
         let spec = NftSpec {
@@ -592,8 +592,8 @@ mod tests {
         };
         let rents = [10, 10];
         let release = |states| {
-            let (at, mut ixs) =
-                nft_instructions(&seller, &seed, &buyer, &spec, rents, states).unwrap();
+            let at = NftAddresses::derive(&seller, &seed, &buyer, &spec).unwrap();
+            let mut ixs = nft_instructions(&seller, &at, &buyer, &spec, rents, states).unwrap();
             let op = MemoOp::Release {
                 listing_id: "20261123-0123456789ab".into(),
                 envelope_arweave_id: item.clone(),

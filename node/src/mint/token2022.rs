@@ -97,13 +97,12 @@ pub fn mint_sizes(
 /// [`account_setup`]: crate::mint::account_setup
 pub fn nft_instructions(
     payer: &Pubkey,
-    seed: &str,
+    at: &NftAddresses,
     recipient: &Pubkey,
     spec: &NftSpec,
     rents: [u64; 2],
     states: [AddressState; 2],
-) -> Result<(NftAddresses, Vec<Instruction>), ChainError> {
-    let at = NftAddresses::derive(payer, seed, recipient, spec)?;
+) -> Result<Vec<Instruction>, ChainError> {
     let [mut ixs, account] = at.setup(payer, rents, states);
     ixs.extend(metadata_mint_instructions(payer, &at.mint, spec)?);
     ixs.extend(account);
@@ -122,7 +121,7 @@ pub fn nft_instructions(
         )
         .map_err(err)?,
     ]);
-    Ok((at, ixs))
+    Ok(ixs)
 }
 
 /// The two accounts of an NFT minted with a seed, and their sizes.
@@ -291,7 +290,7 @@ pub async fn mint_nft(
             states[1].after_setup(rents[1]),
         ];
     }
-    let (at, mut ixs) = nft_instructions(&p, seed, recipient, spec, rents, states)?;
+    let mut ixs = nft_instructions(&p, &at, recipient, spec, rents, states)?;
     ixs.extend(extra);
     let sent = chain.send(&ixs, &[payer]).await?;
     Ok(Minted {
