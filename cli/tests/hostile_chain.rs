@@ -139,7 +139,7 @@ fn services(
                 "--storage-dir",
                 items,
             ])
-            .env("RUST_LOG", "warn")
+            .env("RUST_LOG", "warn,node::listen=debug,node::chain=debug")
             .stdout(Stdio::null())
             .stderr(log(&work.join("listen.log")))
             .spawn()

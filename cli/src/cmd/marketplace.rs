@@ -406,7 +406,11 @@ pub fn run(cmd: MarketCmd, ctx: &Context) -> CliResult<u8> {
             seller,
         } => {
             let wallet = ctx.wallet()?;
-            let chain = ctx.chain()?;
+            // a release stuck below our commitment (a fork, a restart) is
+            // retried next round instead of holding up every other buy
+            let chain = ctx
+                .chain()?
+                .with_landing_budget(node::listen::daemon::LANDING_BUDGET);
             let db_path = seller_db_path(&seller)?;
             let mut db = ListenDb::open_daemon(&db_path)?;
             let keys = seller_keys(&seller)?;

@@ -41,6 +41,7 @@ pub struct Chain {
     endpoint: Endpoint,
     commitment: CommitmentConfig,
     kind: OnceCell<ClusterKind>,
+    landing_budget: Option<Duration>,
 }
 
 const MAX_ATTEMPTS: u32 = 5;
@@ -99,7 +100,19 @@ impl Chain {
             endpoint,
             commitment,
             kind: OnceCell::new(),
+            landing_budget: None,
         }
+    }
+
+    /// This handle, waiting at most `budget` for each sent transaction to
+    /// land before returning [`ChainError::NotLandedYet`]. Only for callers
+    /// whose sends are idempotent on retry (the listen daemon's releases:
+    /// each has a derived mint that cannot be created twice), so one
+    /// stuck transaction never holds up the others; without a budget a
+    /// send waits until the blockhash has provably expired.
+    pub fn with_landing_budget(mut self, budget: Duration) -> Chain {
+        self.landing_budget = Some(budget);
+        self
     }
 
     /// The endpoint.
@@ -200,6 +213,7 @@ impl Chain {
                 self.rpc.send_transaction_with_config(&tx, config)
             })
             .await?;
+            tracing::debug!(%sig, last_valid, "sent; awaiting our commitment");
             match self
                 .wait_for_landing(&sig, last_valid, skip_preflight)
                 .await?
@@ -224,6 +238,7 @@ impl Chain {
         last_valid: u64,
         accept_failed: bool,
     ) -> Result<Option<u64>, ChainError> {
+        let started = tokio::time::Instant::now();
         loop {
             let sigs = [*sig];
             let st = with_retry("getSignatureStatuses", || {
@@ -258,6 +273,14 @@ impl Chain {
             .await?;
             if height > last_valid.saturating_add(margin) {
                 return Ok(None);
+            }
+            if let Some(budget) = self.landing_budget {
+                if started.elapsed() > budget {
+                    return Err(ChainError::NotLandedYet {
+                        signature: sig.to_string(),
+                        seconds: budget.as_secs(),
+                    });
+                }
             }
             tokio::time::sleep(Duration::from_millis(300)).await;
         }

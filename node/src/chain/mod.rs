@@ -50,6 +50,15 @@ pub enum ChainError {
     /// The blockhash expired three times without the transaction landing.
     #[error("transaction did not land before its blockhash expired (3 attempts); is the cluster reachable and the fee payer funded?")]
     Expired,
+    /// A sent transaction neither landed nor expired within the handle's
+    /// landing budget ([`Chain::with_landing_budget`]); it may still land.
+    #[error("transaction {signature} has not reached our commitment within {seconds} s (it may still land); retried later")]
+    NotLandedYet {
+        /// Its signature.
+        signature: String,
+        /// The budget.
+        seconds: u64,
+    },
     /// A fetched transaction had an unexpected shape.
     #[error(transparent)]
     Shape(#[from] parsed_tx::TxShapeError),

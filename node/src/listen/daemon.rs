@@ -24,6 +24,11 @@ use std::future::Future;
 use std::time::Duration;
 use tokio::sync::mpsc;
 
+/// How long one send of the daemon's may wait to land before the buy is
+/// retried next round (see [`Chain::with_landing_budget`]): releases are
+/// idempotent, so a stuck one must not hold up the round.
+pub const LANDING_BUDGET: Duration = Duration::from_secs(45);
+
 /// How the daemon runs.
 #[derive(Debug, Clone)]
 pub struct DaemonConfig {
@@ -148,6 +153,7 @@ pub async fn run(
                 .with_standard(config.standard);
             for address in &addresses {
                 let pass = run_once(chain, db, seller, uploader, &catalog, address).await?;
+                tracing::debug!(%address, ?pass, "pass done");
                 on_round(
                     db,
                     &RoundReport {
