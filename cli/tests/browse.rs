@@ -3,7 +3,7 @@
 
 mod util;
 
-use indexer::api::{self, AppState, Metrics};
+use indexer::api::{self, AppState};
 use indexer::engine::Indexer;
 use indexer::fold::FoldConfig;
 use indexer::store::SqliteStore;
@@ -52,15 +52,7 @@ fn serve() -> (String, Vec<String>, tokio::runtime::Runtime) {
         .block_on(tokio::net::TcpListener::bind("127.0.0.1:0"))
         .unwrap();
     let base = format!("http://{}", listener.local_addr().unwrap());
-    let state = AppState {
-        ix: Arc::new(ix),
-        source: None,
-        cluster: "localnet".into(),
-        domain: "test".into(),
-        clock: api::system_clock(),
-        metrics: Arc::new(Metrics::default()),
-        registry: node::chain::instructions::default_registry(),
-    };
+    let state = AppState::new(Arc::new(ix), "localnet");
     rt.spawn(api::serve(listener, state, std::future::pending()));
     (base, ids, rt)
 }

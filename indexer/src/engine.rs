@@ -11,7 +11,8 @@ use crate::book::ManifestBook;
 use crate::fold::{FoldConfig, State};
 use crate::record::{sort_chain_order, TxRecord};
 use crate::store::{LogStore, StoreError};
-use std::sync::{Arc, Mutex, MutexGuard, RwLock};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard, OnceLock, RwLock};
 
 /// What one ingest changed.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -27,13 +28,30 @@ pub struct Applied {
 struct Folded {
     state: Arc<State>,
     book: ManifestBook,
+    /// The state's hash, computed at most once per fold (on first ask).
+    hash: Arc<OnceLock<String>>,
 }
+
+impl Folded {
+    fn changed(&mut self) {
+        self.hash = Arc::new(OnceLock::new());
+    }
+}
+
+/// Most hinted records waiting for their turn to be stored and folded.
+pub const MAX_LATE_QUEUE: usize = 1024;
 
 /// Log + state.
 pub struct Indexer {
     store: Mutex<Box<dyn LogStore>>,
     folded: RwLock<Folded>,
     cfg: FoldConfig,
+    /// Hinted records waiting to be ingested, and the turn to do so: one
+    /// caller at a time ingests everything queued, so a flood of hints of
+    /// old transactions costs one refold per turn, not one per hint.
+    late: Mutex<Vec<TxRecord>>,
+    late_turn: Mutex<()>,
+    refolds: AtomicU64,
 }
 
 impl Indexer {
@@ -44,8 +62,12 @@ impl Indexer {
             folded: RwLock::new(Folded {
                 state: Arc::new(State::new()),
                 book: ManifestBook::new(),
+                hash: Arc::new(OnceLock::new()),
             }),
             cfg,
+            late: Mutex::new(Vec::new()),
+            late_turn: Mutex::new(()),
+            refolds: AtomicU64::new(0),
         };
         ix.refold()?;
         Ok(ix)
@@ -61,22 +83,73 @@ impl Indexer {
         self.folded.read().expect("state lock").state.clone()
     }
 
+    /// The state and its hash (computed once per fold, then cached, so
+    /// asking repeatedly costs nothing until the state changes).
+    pub fn state_hash(&self) -> (Arc<State>, String) {
+        let (state, hash) = {
+            let f = self.folded.read().expect("state lock");
+            (f.state.clone(), f.hash.clone())
+        };
+        let h = hash.get_or_init(|| state.hash()).clone();
+        (state, h)
+    }
+
+    /// Whole-log refolds since open (the opening fold included).
+    pub fn refolds(&self) -> u64 {
+        self.refolds.load(Ordering::Relaxed)
+    }
+
     /// The store, for checkpoints, manifests and auth.
     pub fn store(&self) -> MutexGuard<'_, Box<dyn LogStore>> {
         self.store.lock().unwrap_or_else(|p| p.into_inner())
     }
 
-    /// Rebuilds the state from the whole log.
+    /// Rebuilds the state from the whole log. Manifests already checked
+    /// are not checked again: the book caches verdicts by Arweave id, and
+    /// an id names one body (the hash of its signature).
     pub fn refold(&self) -> Result<(), StoreError> {
+        self.refolds.fetch_add(1, Ordering::Relaxed);
         let records = self.store().records()?;
-        let mut book = ManifestBook::new();
+        let mut book = self.folded.read().expect("state lock").book.clone();
         book.add_records(&records);
         let state = State::fold(&records, &book, &self.cfg);
         *self.folded.write().expect("state lock") = Folded {
             state: Arc::new(state),
             book,
+            hash: Arc::new(OnceLock::new()),
         };
         Ok(())
+    }
+
+    /// Stores and folds a record a client hinted, which may be older than
+    /// what is folded. Queued behind the current turn; whoever takes the
+    /// turn ingests every queued record in one batch (one refold at most).
+    /// `None` when the queue is full (the caller says "busy, retry").
+    pub fn ingest_hinted(
+        &self,
+        record: TxRecord,
+        final_slot: u64,
+    ) -> Result<Option<Applied>, StoreError> {
+        let signature = record.signature().to_string();
+        {
+            let mut queue = self.late.lock().unwrap_or_else(|p| p.into_inner());
+            if queue.len() >= MAX_LATE_QUEUE {
+                return Ok(None);
+            }
+            queue.push(record.clone());
+        }
+        let _turn = self.late_turn.lock().unwrap_or_else(|p| p.into_inner());
+        if self.state().has_folded(&signature) {
+            return Ok(Some(Applied::default()));
+        }
+        let mut batch = std::mem::take(&mut *self.late.lock().unwrap_or_else(|p| p.into_inner()));
+        if batch.is_empty() {
+            // an earlier turn took it and failed: ours to retry
+            batch.push(record);
+        }
+        let mut queued = std::collections::HashSet::new();
+        batch.retain(|r| queued.insert(r.signature().to_string()));
+        self.ingest(batch, final_slot, &[]).map(Some)
     }
 
     /// Stores `records` (final at or below `final_slot`), removes
@@ -105,7 +178,8 @@ impl Indexer {
             return Ok(applied);
         }
         let mut guard = self.folded.write().expect("state lock");
-        let Folded { state, book } = &mut *guard;
+        guard.changed();
+        let Folded { state, book, .. } = &mut *guard;
         book.add_records(&records);
         let fresh: Vec<TxRecord> = records
             .into_iter()

@@ -15,6 +15,7 @@
 use crate::engine::{Applied, Indexer};
 use crate::record::TxRecord;
 use crate::store::StoreError;
+use futures_util::future::BoxFuture;
 use futures_util::stream::{self, StreamExt, TryStreamExt};
 use node::arweave::{Source, StorageError};
 use node::chain::client::with_retry;
@@ -25,6 +26,7 @@ use solana_commitment_config::CommitmentConfig;
 use solana_rpc_client_api::request::RpcRequest;
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::str::FromStr;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 use tokio::sync::Mutex;
 
@@ -48,6 +50,9 @@ pub enum IngestError {
         /// Why.
         source: StorageError,
     },
+    /// A blocking store task panicked or was cancelled.
+    #[error("indexer store task: {0}")]
+    Task(String),
 }
 
 /// Spaces requests to at most `per_second`.
@@ -323,7 +328,9 @@ impl RpcSource {
 
     /// One poll: list each address's history past its checkpoint, fetch
     /// what is new, finalize, drop what vanished, move checkpoints.
-    pub async fn poll(&self, ix: &Indexer) -> Result<PollReport, IngestError> {
+    /// Store and fold work runs on the blocking pool, never on the async
+    /// workers that serve requests.
+    pub async fn poll(&self, ix: &Arc<Indexer>) -> Result<PollReport, IngestError> {
         let final_slot = self.finalized_slot().await?;
         let mut listed: BTreeMap<String, u64> = BTreeMap::new();
         let mut new_checkpoints = Vec::new();
@@ -342,31 +349,37 @@ impl RpcSource {
                 listed.insert(h.signature, h.slot);
             }
         }
-        let mut wanted = Vec::new();
-        for sig in listed.keys() {
-            if !ix.store().has(sig)? && ix.store().meta(&bad_key(sig))?.is_none() {
-                if let Ok(s) = Signature::from_str(sig) {
-                    wanted.push(s);
+        let (wanted, unlisted, listed) = blocking(ix, move |ix| {
+            let store = ix.store();
+            let mut wanted = Vec::new();
+            for sig in listed.keys() {
+                if !store.has(sig)? && store.meta(&bad_key(sig))?.is_none() {
+                    if let Ok(s) = Signature::from_str(sig) {
+                        wanted.push(s);
+                    }
                 }
             }
-        }
+            let unlisted: Vec<String> = store
+                .provisional()?
+                .into_iter()
+                .filter(|(sig, _)| !listed.contains_key(sig))
+                .map(|(sig, _)| sig)
+                .collect();
+            Ok((wanted, unlisted, listed))
+        })
+        .await?;
         let records = self.records(ix, &wanted).await?;
-        let unlisted: Vec<String> = ix
-            .store()
-            .provisional()?
-            .into_iter()
-            .filter(|(sig, _)| !listed.contains_key(sig))
-            .map(|(sig, _)| sig)
-            .collect();
         let vanished = self.vanished(&unlisted).await?;
         let fetched = records.len();
-        let applied = ix.ingest(records, final_slot, &vanished)?;
-        {
+        let applied = blocking(ix, move |ix| {
+            let applied = ix.ingest(records, final_slot, &vanished)?;
             let mut store = ix.store();
             for (address, sig, slot) in new_checkpoints {
                 store.set_checkpoint(&address, &sig, slot)?;
             }
-        }
+            Ok(applied)
+        })
+        .await?;
         Ok(PollReport {
             listed: listed.len(),
             fetched,
@@ -374,4 +387,43 @@ impl RpcSource {
             applied,
         })
     }
+}
+
+/// Where hinted transactions are read from: the chain in production
+/// ([`RpcSource`]); the load test serves synthetic records from memory.
+pub trait HintSource: Send + Sync {
+    /// The record of `signature` (`None`: unknown, or no marketplace
+    /// transaction), with its manifests as the gateway serves them.
+    fn record<'a>(
+        &'a self,
+        ix: &'a Indexer,
+        signature: Signature,
+    ) -> BoxFuture<'a, Result<Option<TxRecord>, IngestError>>;
+    /// The finalized slot.
+    fn final_slot(&self) -> BoxFuture<'_, Result<u64, IngestError>>;
+}
+
+impl HintSource for RpcSource {
+    fn record<'a>(
+        &'a self,
+        ix: &'a Indexer,
+        signature: Signature,
+    ) -> BoxFuture<'a, Result<Option<TxRecord>, IngestError>> {
+        Box::pin(async move { Ok(self.records(ix, &[signature]).await?.pop()) })
+    }
+
+    fn final_slot(&self) -> BoxFuture<'_, Result<u64, IngestError>> {
+        Box::pin(self.finalized_slot())
+    }
+}
+
+/// Runs store and fold work on the blocking pool.
+async fn blocking<T: Send + 'static>(
+    ix: &Arc<Indexer>,
+    f: impl FnOnce(&Indexer) -> Result<T, IngestError> + Send + 'static,
+) -> Result<T, IngestError> {
+    let ix = ix.clone();
+    tokio::task::spawn_blocking(move || f(&ix))
+        .await
+        .map_err(|e| IngestError::Task(e.to_string()))?
 }

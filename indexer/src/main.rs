@@ -106,6 +106,31 @@ enum BenchCmd {
         #[arg(long, default_value_t = 50)]
         requests: usize,
     },
+    /// Honest browse/detail clients alone, then beside attackers hinting
+    /// old transactions and flooding /auth/challenge; p50/p99 of both.
+    Flood {
+        /// Listings indexed.
+        #[arg(long, default_value_t = 10_000)]
+        listings: usize,
+        /// Honest clients.
+        #[arg(long, default_value_t = 100)]
+        honest: usize,
+        /// Attackers (half hint old transactions, half flood challenges).
+        #[arg(long, default_value_t = 100)]
+        attackers: usize,
+        /// Requests per honest client.
+        #[arg(long, default_value_t = 40)]
+        requests: usize,
+        /// Most requests per attacker.
+        #[arg(long, default_value_t = 400)]
+        attacks: usize,
+        /// Give up after this many seconds.
+        #[arg(long, default_value_t = 120)]
+        deadline_secs: u64,
+        /// Serve without rate limits (what the hints alone cost).
+        #[arg(long)]
+        no_limits: bool,
+    },
 }
 
 #[derive(Args)]
@@ -166,6 +191,33 @@ struct RunArgs {
     /// Name shown in sign-in messages.
     #[arg(long, default_value = "brainctl-indexer")]
     domain: String,
+    #[command(flatten)]
+    limits: LimitArgs,
+}
+
+/// Rate limits (requests per minute; 0 turns one off). Reads are never
+/// limited; over a limit a client gets 429 with Retry-After.
+#[derive(Args)]
+struct LimitArgs {
+    /// Sign-in requests (`/auth/challenge`, `/auth/verify`) per client IP per minute.
+    #[arg(long, default_value_t = 60)]
+    sign_in_per_min: u32,
+    /// Writes (hints, `/settle`) per client IP per minute.
+    #[arg(long, default_value_t = 600)]
+    writes_per_ip_per_min: u32,
+    /// Writes per signed-in session per minute.
+    #[arg(long, default_value_t = 120)]
+    writes_per_session_per_min: u32,
+}
+
+impl LimitArgs {
+    fn rate_limits(&self) -> api::RateLimits {
+        api::RateLimits::per_minute(
+            self.sign_in_per_min,
+            self.writes_per_ip_per_min,
+            self.writes_per_session_per_min,
+        )
+    }
 }
 
 #[derive(Args)]
@@ -269,6 +321,35 @@ async fn dispatch(cli: Cli) -> Result<()> {
             ));
             Ok(())
         }
+        Cmd::Bench(BenchCmd::Flood {
+            listings,
+            honest,
+            attackers,
+            requests,
+            attacks,
+            deadline_secs,
+            no_limits,
+        }) => {
+            let r = indexer::loadtest::flood::flood(
+                listings,
+                honest,
+                attackers,
+                requests,
+                attacks,
+                Duration::from_secs(deadline_secs),
+                match no_limits {
+                    true => api::RateLimits::off(),
+                    false => api::RateLimits::default(),
+                },
+            )
+            .await?;
+            print(json, serde_json::to_value(&r)?, &format!(
+                "honest browse+detail ({} listings, {} honest + {} attackers): quiet p50 {:.2} ms p99 {:.2} ms; flood p50 {:.2} ms p99 {:.2} ms (max {:.2} ms); hints {:?}, challenges {:?}, refolds {}, late hints folded {}",
+                r.listings, r.honest_clients, r.attackers, r.quiet.p50_ms, r.quiet.p99_ms,
+                r.flood.p50_ms, r.flood.p99_ms, r.flood.max_ms, r.hints, r.challenges, r.refolds, r.late_folded
+            ));
+            Ok(())
+        }
         Cmd::ReplayLog {
             file,
             batch,
@@ -367,13 +448,11 @@ async fn run(a: RunArgs) -> Result<()> {
         .with_context(|| format!("listen on {}", a.listen))?;
     let metrics = Arc::new(Metrics::default());
     let state = AppState {
-        ix: ix.clone(),
-        source: Some(source.clone()),
-        cluster: cluster.clone(),
         domain: a.domain,
-        clock: api::system_clock(),
         metrics: metrics.clone(),
         registry,
+        limiter: api::Limiter::new(a.limits.rate_limits()),
+        ..AppState::new(ix.clone(), &cluster).with_chain(source.clone())
     };
     tracing::info!(
         listen = %listener.local_addr()?,
@@ -454,7 +533,7 @@ async fn rebuild(a: RebuildArgs, json: bool) -> Result<()> {
             store.clear_log()?;
         }
     }
-    let ix = open_indexer(&a.db.db, cfg, Some(&cluster))?;
+    let ix = std::sync::Arc::new(open_indexer(&a.db.db, cfg, Some(&cluster))?);
     let started = Instant::now();
     let report = source.poll(&ix).await?;
     let s = ix.state();

@@ -650,3 +650,52 @@ fn a_listing_id_listed_by_a_second_seller_is_contested_never_taken_over() {
         );
     }
 }
+
+/// A flood of hints of old transactions (each older than everything
+/// folded) is ingested in turns: far fewer refolds than hints, and the
+/// state ends exactly where a replay of the whole log does.
+#[test]
+fn a_flood_of_late_hints_costs_a_refold_per_turn_not_per_hint() {
+    let records = synth::trades(300, 20);
+    let late: Vec<TxRecord> = records.iter().step_by(7).take(60).cloned().collect();
+    let late_sigs: std::collections::HashSet<&str> = late.iter().map(|r| r.signature()).collect();
+    let early: Vec<TxRecord> = records
+        .iter()
+        .filter(|r| !late_sigs.contains(r.signature()))
+        .cloned()
+        .collect();
+    let final_slot = records.iter().map(|r| r.tx.slot).max().unwrap();
+    let ix = Indexer::open(
+        Box::new(SqliteStore::in_memory().unwrap()),
+        FoldConfig::default(),
+    )
+    .unwrap();
+    ix.ingest(early, final_slot, &[]).unwrap();
+    let before = ix.refolds();
+    let gate = std::sync::Barrier::new(late.len());
+    std::thread::scope(|s| {
+        for r in &late {
+            let (ix, gate) = (&ix, &gate);
+            s.spawn(move || {
+                gate.wait();
+                assert!(ix.ingest_hinted(r.clone(), final_slot).unwrap().is_some());
+                assert!(
+                    ix.state().has_folded(r.signature()),
+                    "folded when the hint returns"
+                );
+            });
+        }
+    });
+    let refolds = ix.refolds() - before;
+    assert!(
+        refolds < late.len() as u64 / 2,
+        "{refolds} refolds for {} hints",
+        late.len()
+    );
+    assert_eq!(ix.state_hash().1, fold(&records).hash());
+    assert_eq!(
+        ix.state().hash(),
+        ix.state_hash().1,
+        "cached hash is the state's"
+    );
+}

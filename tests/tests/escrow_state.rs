@@ -147,7 +147,7 @@ fn listing_bytes(seller: &Pubkey, l: &node::market::manifest::Listing, stake: u6
 #[test]
 fn the_indexer_settles_an_escrow_listing_with_the_programs_deposit() {
     use e2e::indexer_api::Api;
-    use indexer::api::{self, AppState, Metrics};
+    use indexer::api::{self, AppState};
     use indexer::ingest::RpcSource;
     use node::arweave::{FsStore, Source, Uploader};
     use node::chain::instructions::default_registry;
@@ -244,13 +244,8 @@ fn the_indexer_settles_an_escrow_listing_with_the_programs_deposit() {
     rt.block_on(source.poll(&ix)).unwrap();
     assert_eq!(ix.state().listings[id].status(now), "live");
     let state = AppState {
-        ix: ix.clone(),
-        source: Some(source.clone()),
-        cluster: "localnet".into(),
         domain: "brainctl-indexer-test".into(),
-        clock: Arc::new(|| time::OffsetDateTime::now_utc().unix_timestamp()),
-        metrics: Arc::new(Metrics::default()),
-        registry: default_registry(),
+        ..AppState::new(ix.clone(), "localnet").with_chain(source.clone())
     };
     let listener = rt
         .block_on(tokio::net::TcpListener::bind("127.0.0.1:0"))

@@ -9,7 +9,7 @@
 use base64::Engine;
 use e2e::indexer_api::Api;
 use e2e::validator;
-use indexer::api::{self, AppState, Metrics};
+use indexer::api::{self, AppState};
 use indexer::engine::Indexer;
 use indexer::fold::{FoldConfig, OfferStatus, SettlementStatus};
 use indexer::ingest::RpcSource;
@@ -188,13 +188,9 @@ fn indexer_follows_a_trade_and_serves_it() {
         })
     };
     let state = AppState {
-        ix: ix.clone(),
-        source: Some(source.clone()),
-        cluster: "localnet".into(),
         domain: "brainctl-indexer-test".into(),
         clock,
-        metrics: Arc::new(Metrics::default()),
-        registry: default_registry(),
+        ..AppState::new(ix.clone(), "localnet").with_chain(source.clone())
     };
     let listener = rt
         .block_on(tokio::net::TcpListener::bind("127.0.0.1:0"))
@@ -588,7 +584,7 @@ fn indexer_follows_a_trade_and_serves_it() {
 
     // --- rebuild from an empty database: the same state
     let incremental = ix.state().hash();
-    let fresh = indexer_at(&dir.path().join("rebuilt.db"));
+    let fresh = Arc::new(indexer_at(&dir.path().join("rebuilt.db")));
     rt.block_on(source.poll(&fresh)).unwrap();
     assert_eq!(fresh.state().hash(), incremental);
     assert_eq!(fresh.state().transactions, ix.state().transactions);

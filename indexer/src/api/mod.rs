@@ -10,13 +10,14 @@
 //! `fold`, `views` and `auth`.
 
 pub mod error;
+pub mod limits;
 pub mod metrics;
 mod settle;
 
 use crate::auth;
 use crate::engine::Indexer;
 use crate::fold::{ListingState, State};
-use crate::ingest::RpcSource;
+use crate::ingest::{HintSource, RpcSource};
 use crate::views::{self, ListingFilter};
 use axum::extract::{DefaultBodyLimit, Path, Query, Request, State as AxState};
 use axum::http::{header, HeaderMap};
@@ -25,6 +26,7 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post, MethodRouter};
 use axum::{Json, Router};
 pub use error::ApiError;
+pub use limits::{Limiter, Rate, RateLimits};
 pub use metrics::Metrics;
 use node::chain::Pubkey;
 use node::market::{is_listing_id, is_offer_id, is_pubkey, MemoOp};
@@ -52,8 +54,10 @@ pub fn system_clock() -> Clock {
 pub struct AppState {
     /// Log + state.
     pub ix: Arc<Indexer>,
-    /// Chain access for hints and `/settle` (`None`: read-only replica).
+    /// Chain access for `/settle` (`None`: read-only replica).
     pub source: Option<Arc<RpcSource>>,
+    /// Where hinted transactions are fetched (`None`: hints are off).
+    pub hints: Option<Arc<dyn HintSource>>,
     /// The cluster served (`localnet`, `devnet`, `mainnet-beta`).
     pub cluster: String,
     /// Name shown in sign-in messages.
@@ -64,6 +68,36 @@ pub struct AppState {
     pub metrics: Arc<Metrics>,
     /// Discovery registry referenced by built transactions.
     pub registry: Pubkey,
+    /// Rate limits on sign-in and writes.
+    pub limiter: Arc<Limiter>,
+}
+
+impl AppState {
+    /// A read-only replica of `ix` serving `cluster`, with the system
+    /// clock, fresh metrics, the default registry and default limits;
+    /// set the public fields for more, or [`AppState::with_chain`].
+    pub fn new(ix: Arc<Indexer>, cluster: &str) -> AppState {
+        AppState {
+            ix,
+            source: None,
+            hints: None,
+            cluster: cluster.to_string(),
+            domain: "brainctl-indexer".into(),
+            clock: system_clock(),
+            metrics: Arc::new(Metrics::default()),
+            registry: node::chain::instructions::default_registry(),
+            limiter: Limiter::new(RateLimits::default()),
+        }
+    }
+
+    /// This state with chain access: hints and `/settle` on.
+    pub fn with_chain(self, source: Arc<RpcSource>) -> AppState {
+        AppState {
+            hints: Some(source.clone()),
+            source: Some(source),
+            ..self
+        }
+    }
 }
 
 type Res<T> = Result<T, ApiError>;
@@ -108,6 +142,10 @@ pub fn router(state: AppState) -> Router {
         .route("/sellers/{pubkey}", get(seller))
         .route("/escrows/{pubkey}", get(show_escrow))
         .layer(DefaultBodyLimit::max(MAX_BODY_BYTES))
+        .layer(middleware::from_fn_with_state(
+            state.limiter.clone(),
+            limits::limit,
+        ))
         .layer(middleware::from_fn_with_state(state.clone(), count))
         .with_state(state)
 }
@@ -159,17 +197,39 @@ fn bearer(headers: &HeaderMap) -> Option<&str> {
         .strip_prefix("Bearer ")
 }
 
+/// Runs store or fold work on the blocking pool, never on the async
+/// workers (a slow disk or a refold must not stall other requests).
+async fn blocking<T: Send + 'static>(
+    st: &AppState,
+    f: impl FnOnce(&Indexer) -> Res<T> + Send + 'static,
+) -> Res<T> {
+    let ix = st.ix.clone();
+    tokio::task::spawn_blocking(move || f(&ix))
+        .await
+        .map_err(|e| {
+            ApiError::new(
+                axum::http::StatusCode::INTERNAL_SERVER_ERROR,
+                "internal",
+                format!("request task failed: {e}"),
+            )
+        })?
+}
+
 /// The signed-in wallet, if a valid session token was sent.
-fn viewer(st: &AppState, headers: &HeaderMap) -> Res<Option<String>> {
-    match bearer(headers) {
-        None => Ok(None),
-        Some(t) => Ok(Some(auth::session(&**st.ix.store(), t, (st.clock)())?)),
-    }
+async fn viewer(st: &AppState, headers: &HeaderMap) -> Res<Option<String>> {
+    let Some(token) = bearer(headers).map(str::to_string) else {
+        return Ok(None);
+    };
+    let now = (st.clock)();
+    blocking(st, move |ix| {
+        Ok(Some(auth::session(&**ix.store(), &token, now)?))
+    })
+    .await
 }
 
 /// The signed-in wallet; 401 without one.
-fn signed_in(st: &AppState, headers: &HeaderMap) -> Res<String> {
-    viewer(st, headers)?.ok_or_else(|| {
+async fn signed_in(st: &AppState, headers: &HeaderMap) -> Res<String> {
+    viewer(st, headers).await?.ok_or_else(|| {
         ApiError::unauthorized("sign in first: POST /auth/challenge, then /auth/verify")
     })
 }
@@ -188,10 +248,15 @@ async fn health(AxState(st): AxState<AppState>) -> Json<Value> {
     }))
 }
 
-/// The canonical state hash (a full serialization: not for probes).
-async fn state_hash(AxState(st): AxState<AppState>) -> Json<Value> {
-    let s = st.ix.state();
-    Json(json!({"state_hash": s.hash(), "transactions": s.transactions}))
+/// The canonical state hash (computed once per fold, then cached).
+async fn state_hash(AxState(st): AxState<AppState>) -> Res<Json<Value>> {
+    blocking(&st, |ix| {
+        let (s, hash) = ix.state_hash();
+        Ok(Json(
+            json!({"state_hash": hash, "transactions": s.transactions}),
+        ))
+    })
+    .await
 }
 
 async fn metrics_text(AxState(st): AxState<AppState>) -> impl IntoResponse {
@@ -210,8 +275,16 @@ async fn challenge(
     AxState(st): AxState<AppState>,
     Json(b): Json<ChallengeBody>,
 ) -> Res<Json<auth::Challenge>> {
-    let c = auth::challenge(&mut **st.ix.store(), &b.pubkey, &st.domain, (st.clock)())?;
-    Ok(Json(c))
+    let (domain, now) = (st.domain.clone(), (st.clock)());
+    blocking(&st, move |ix| {
+        Ok(Json(auth::challenge(
+            &mut **ix.store(),
+            &b.pubkey,
+            &domain,
+            now,
+        )?))
+    })
+    .await
 }
 
 #[derive(Deserialize)]
@@ -225,14 +298,18 @@ async fn verify(
     AxState(st): AxState<AppState>,
     Json(b): Json<VerifyBody>,
 ) -> Res<Json<auth::Issued>> {
-    let issued = auth::verify(
-        &mut **st.ix.store(),
-        &b.pubkey,
-        &b.nonce,
-        &b.signature_b58,
-        (st.clock)(),
-    )?;
-    Ok(Json(issued))
+    let now = (st.clock)();
+    blocking(&st, move |ix| {
+        let issued = auth::verify(
+            &mut **ix.store(),
+            &b.pubkey,
+            &b.nonce,
+            &b.signature_b58,
+            now,
+        )?;
+        Ok(Json(issued))
+    })
+    .await
 }
 
 fn parse_filter(q: &HashMap<String, String>) -> Res<ListingFilter> {
@@ -304,7 +381,7 @@ async fn show_listing(
 ) -> Res<Json<Value>> {
     check_cluster(&st, &q)?;
     listing_id(&id)?;
-    let who = viewer(&st, &headers)?;
+    let who = viewer(&st, &headers).await?;
     let s = st.ix.state();
     let l = known_listing(&s, &id)?;
     Ok(Json(json!({
@@ -321,7 +398,7 @@ async fn listing_offers(
 ) -> Res<Json<Value>> {
     check_cluster(&st, &q)?;
     listing_id(&id)?;
-    let who = viewer(&st, &headers)?;
+    let who = viewer(&st, &headers).await?;
     let s = st.ix.state();
     known_listing(&s, &id)?;
     Ok(Json(
@@ -337,7 +414,7 @@ async fn show_offer(
 ) -> Res<Json<Value>> {
     check_cluster(&st, &q)?;
     offer_id(&id)?;
-    let who = viewer(&st, &headers)?;
+    let who = viewer(&st, &headers).await?;
     let s = st.ix.state();
     // a hidden offer is indistinguishable from a missing one
     match s.offers.get(&id) {
@@ -366,7 +443,7 @@ async fn settlement(
     let s = st.ix.state();
     let l = known_listing(&s, &id)?;
     if l.visibility == "private" {
-        let who = signed_in(&st, &headers)?;
+        let who = signed_in(&st, &headers).await?;
         if who != *buyer && who != l.seller {
             return Err(ApiError::forbidden(
                 "a private listing's settlements are shown only to its seller and that buyer",
@@ -408,15 +485,14 @@ async fn hint(
     manifest: Option<(&str, &Value)>,
 ) -> Res<()> {
     let source = st
-        .source
+        .hints
         .as_ref()
         .ok_or_else(|| ApiError::unavailable("this indexer runs without RPC; hints are off"))?;
     let sig = node::chain::Signature::from_str(tx_signature)
         .map_err(|_| ApiError::bad("transaction signature is not base58 64 bytes"))?;
     let s = st.ix.state();
     if !s.has_folded(tx_signature) {
-        let mut records = source.records(&st.ix, &[sig]).await?;
-        let Some(rec) = records.pop() else {
+        let Some(rec) = source.record(&st.ix, sig).await? else {
             return Err(ApiError::not_found(
                 "no marketplace transaction with that signature at `confirmed` yet; retry shortly",
             ));
@@ -446,8 +522,17 @@ async fn hint(
                 )));
             }
         }
-        let final_slot = source.finalized_slot().await?;
-        st.ix.ingest(vec![rec], final_slot, &[])?;
+        let final_slot = source.final_slot().await?;
+        // queued behind other hints: a flood of old transactions costs
+        // one refold per turn, on the blocking pool
+        blocking(st, move |ix| {
+            ix.ingest_hinted(rec, final_slot)?
+                .map(|_| ())
+                .ok_or_else(|| {
+                    ApiError::unavailable("too many hinted transactions are waiting; retry shortly")
+                })
+        })
+        .await?;
     }
     let s = st.ix.state();
     if let Some(rej) = s.rejected.get(tx_signature) {
@@ -471,8 +556,8 @@ struct PostListing {
 
 /// The signed-in wallet of a write (hint) request whose body names, if
 /// anything, this indexer's cluster; 401 / 400 otherwise.
-fn signed_in_on(st: &AppState, headers: &HeaderMap, cluster: &Option<String>) -> Res<String> {
-    let who = signed_in(st, headers)?;
+async fn signed_in_on(st: &AppState, headers: &HeaderMap, cluster: &Option<String>) -> Res<String> {
+    let who = signed_in(st, headers).await?;
     let mut q = HashMap::new();
     if let Some(c) = cluster {
         q.insert("cluster".to_string(), c.clone());
@@ -486,7 +571,7 @@ async fn post_listing(
     headers: HeaderMap,
     Json(b): Json<PostListing>,
 ) -> Res<Json<Value>> {
-    let who = signed_in_on(&st, &headers, &b.cluster)?;
+    let who = signed_in_on(&st, &headers, &b.cluster).await?;
     let id = b
         .manifest
         .get("listing_id")
@@ -524,7 +609,7 @@ async fn post_cancel(
     headers: HeaderMap,
     Json(b): Json<CancelBody>,
 ) -> Res<Json<Value>> {
-    let who = signed_in_on(&st, &headers, &b.cluster)?;
+    let who = signed_in_on(&st, &headers, &b.cluster).await?;
     listing_id(&id)?;
     hint(
         &st,
@@ -554,7 +639,7 @@ async fn post_offer(
     headers: HeaderMap,
     Json(b): Json<OfferBody>,
 ) -> Res<Json<Value>> {
-    let who = signed_in_on(&st, &headers, &b.cluster)?;
+    let who = signed_in_on(&st, &headers, &b.cluster).await?;
     listing_id(&id)?;
     let oid = b
         .manifest
@@ -599,7 +684,7 @@ async fn offer_action(
     b: ActionBody,
     wanted: fn(&MemoOp, &str) -> bool,
 ) -> Res<Json<Value>> {
-    let who = signed_in_on(&st, &headers, &b.cluster)?;
+    let who = signed_in_on(&st, &headers, &b.cluster).await?;
     offer_id(&id)?;
     hint(&st, &who, &b.tx_signature, |op| wanted(op, &id), None).await?;
     offer_reply(&st, &id, &who)
@@ -632,7 +717,7 @@ async fn post_counter(
     headers: HeaderMap,
     Json(b): Json<CounterBody>,
 ) -> Res<Json<Value>> {
-    let who = signed_in_on(&st, &headers, &b.cluster)?;
+    let who = signed_in_on(&st, &headers, &b.cluster).await?;
     offer_id(&id)?;
     let aid = b.counter_arweave_id.clone();
     hint(
@@ -652,7 +737,8 @@ pub async fn serve(
     state: AppState,
     shutdown: impl std::future::Future<Output = ()> + Send + 'static,
 ) -> std::io::Result<()> {
-    axum::serve(listener, router(state))
+    let app = router(state).into_make_service_with_connect_info::<std::net::SocketAddr>();
+    axum::serve(listener, app)
         .with_graceful_shutdown(shutdown)
         .await
 }

@@ -43,7 +43,7 @@ pub(super) async fn settle(
     headers: HeaderMap,
     Json(b): Json<SettleBody>,
 ) -> Res<Json<Value>> {
-    let who = signed_in_on(&st, &headers, &b.cluster)?;
+    let who = signed_in_on(&st, &headers, &b.cluster).await?;
     listing_id(&id)?;
     if b.currency.as_deref().is_some_and(|c| c != "SOL") {
         return Err(ApiError::bad("`currency`: only SOL settles on chain"));

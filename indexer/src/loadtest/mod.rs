@@ -5,7 +5,9 @@
 //! Owns measuring only; it builds its own in-memory indexer and never
 //! touches a chain or an operator's database.
 
-use crate::api::{self, AppState, Metrics};
+pub mod flood;
+
+use crate::api::{self, AppState};
 use crate::engine::Indexer;
 use crate::fold::FoldConfig;
 use crate::record::TxRecord;
@@ -146,15 +148,7 @@ pub async fn api_load(
     let final_slot = records.last().map_or(0, |r| r.tx.slot);
     ix.ingest(records, final_slot, &[])
         .map_err(|e| LoadError::Request(e.to_string()))?;
-    let state = AppState {
-        ix: Arc::new(ix),
-        source: None,
-        cluster: "localnet".into(),
-        domain: "bench".into(),
-        clock: api::system_clock(),
-        metrics: Arc::new(Metrics::default()),
-        registry: node::chain::instructions::default_registry(),
-    };
+    let state = AppState::new(Arc::new(ix), "localnet");
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
     let base = format!("http://{}", listener.local_addr()?);
     let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
