@@ -45,6 +45,11 @@ struct Cli {
 enum Cmd {
     /// Ingest continuously and serve the HTTP API until SIGINT/SIGTERM.
     Run(RunArgs),
+    /// A read replica: serve the API from a log another process (`run`)
+    /// writes, refolding on every change (Postgres LISTEN/NOTIFY; SQLite:
+    /// every --refold-ms). Hints and /settle are off; sign-in works and
+    /// sessions are shared with every process on the same database.
+    Serve(ServeArgs),
     /// Re-read the whole chain history into an empty log and print its state hash.
     Rebuild(RebuildArgs),
     /// Print the hash of the canonical state folded from the stored log.
@@ -135,9 +140,27 @@ enum BenchCmd {
 
 #[derive(Args)]
 struct DbArg {
-    /// The indexer database (SQLite, WAL).
+    /// The indexer database (SQLite, WAL): the embedded default.
     #[arg(long, env = "BRAINCTL_INDEXER_DB", default_value = "indexer.db")]
     db: PathBuf,
+    /// A PostgreSQL database instead (libpq URL, e.g.
+    /// postgres://indexer@db-host/brainctl): one `run` writes, any number
+    /// of `serve` replicas read and share sign-in sessions.
+    #[arg(long, env = "BRAINCTL_INDEXER_PG", value_name = "URL")]
+    pg: Option<String>,
+}
+
+impl DbArg {
+    /// Where the log is, for messages (a Postgres URL without its password).
+    fn describe(&self) -> String {
+        match &self.pg {
+            Some(url) => match url.split_once('@') {
+                Some((_, host)) => format!("postgres (…@{host})"),
+                None => "postgres".to_string(),
+            },
+            None => self.db.display().to_string(),
+        }
+    }
 }
 
 #[derive(Args)]
@@ -221,6 +244,23 @@ impl LimitArgs {
 }
 
 #[derive(Args)]
+struct ServeArgs {
+    #[command(flatten)]
+    db: DbArg,
+    /// Address the HTTP API listens on.
+    #[arg(long, default_value = "127.0.0.1:8081")]
+    listen: String,
+    /// Name shown in sign-in messages (the same on every replica).
+    #[arg(long, default_value = "brainctl-indexer")]
+    domain: String,
+    /// With SQLite (no notifications): milliseconds between refolds.
+    #[arg(long, default_value_t = 2_000)]
+    refold_ms: u64,
+    #[command(flatten)]
+    limits: LimitArgs,
+}
+
+#[derive(Args)]
 struct RebuildArgs {
     #[command(flatten)]
     db: DbArg,
@@ -256,9 +296,10 @@ async fn dispatch(cli: Cli) -> Result<()> {
     let json = cli.json;
     match cli.cmd {
         Cmd::Run(a) => run(a).await,
+        Cmd::Serve(a) => serve(a).await,
         Cmd::Rebuild(a) => rebuild(a, json).await,
         Cmd::StateHash(d) => {
-            let ix = open_indexer(&d.db, FoldConfig::default(), None)?;
+            let ix = open_indexer(&d, FoldConfig::default(), None)?;
             let s = ix.state();
             print(
                 json,
@@ -275,7 +316,7 @@ async fn dispatch(cli: Cli) -> Result<()> {
             Ok(())
         }
         Cmd::ExportLog { db, file } => {
-            let store = open_store(&db.db)?;
+            let store = open_store(&db)?;
             let records = store.records()?;
             write_log(&file, &records)?;
             print(
@@ -373,25 +414,59 @@ fn write_log(file: &Path, records: &[indexer::record::TxRecord]) -> Result<()> {
     Ok(())
 }
 
-fn open_store(db: &Path) -> Result<SqliteStore> {
-    SqliteStore::open(db).with_context(|| format!("indexer database {}", db.display()))
+fn open_store(db: &DbArg) -> Result<Box<dyn LogStore>> {
+    Ok(match &db.pg {
+        Some(url) => Box::new(
+            indexer::store::PgStore::connect(url)
+                .with_context(|| format!("indexer database {}", db.describe()))?,
+        ),
+        None => Box::new(
+            SqliteStore::open(&db.db)
+                .with_context(|| format!("indexer database {}", db.describe()))?,
+        ),
+    })
 }
 
 /// Opens the log at `db`, checking it was built for `cluster` (recorded
-/// on first use) and folding it.
-fn open_indexer(db: &Path, cfg: FoldConfig, cluster: Option<&str>) -> Result<Indexer> {
+/// on first use, with the fold rules, for replicas) and folding it.
+fn open_indexer(db: &DbArg, cfg: FoldConfig, cluster: Option<&str>) -> Result<Indexer> {
     let mut store = open_store(db)?;
     if let Some(c) = cluster {
         match store.meta("cluster")? {
             Some(had) if had != c => bail!(
-                "{} indexes {had}, but the RPC serves {c}; use another --db for {c}",
-                db.display()
+                "{} indexes {had}, but the RPC serves {c}; use another database for {c}",
+                db.describe()
             ),
             Some(_) => {}
             None => store.set_meta("cluster", c)?,
         }
+        store.set_meta("fee_treasury", cfg.fee_treasury.as_deref().unwrap_or(""))?;
+        store.set_meta("release_grace_secs", &cfg.release_grace_secs.to_string())?;
     }
-    Ok(Indexer::open(Box::new(store), cfg)?)
+    Ok(Indexer::open(store, cfg)?)
+}
+
+/// The cluster and fold rules a writer recorded in `store`.
+fn recorded_rules(store: &dyn LogStore, db: &DbArg) -> Result<(String, FoldConfig)> {
+    let missing = || {
+        anyhow::anyhow!(
+            "{} has no cluster recorded: start the writer (`brainctl-indexer run`) on it first",
+            db.describe()
+        )
+    };
+    let cluster = store.meta("cluster")?.ok_or_else(missing)?;
+    let grace = store
+        .meta("release_grace_secs")?
+        .and_then(|g| g.parse().ok())
+        .unwrap_or(DEFAULT_RELEASE_GRACE_SECS);
+    let treasury = store.meta("fee_treasury")?.filter(|t| !t.is_empty());
+    Ok((
+        cluster,
+        FoldConfig {
+            fee_treasury: treasury,
+            release_grace_secs: grace,
+        },
+    ))
 }
 
 /// The RPC source, the cluster's name and the fold rules for it.
@@ -441,7 +516,7 @@ async fn connect(src: &SourceArgs) -> Result<(RpcSource, String, FoldConfig, Pub
 
 async fn run(a: RunArgs) -> Result<()> {
     let (source, cluster, cfg, registry) = connect(&a.src).await?;
-    let ix = Arc::new(open_indexer(&a.db.db, cfg, Some(&cluster))?);
+    let ix = Arc::new(open_indexer(&a.db, cfg, Some(&cluster))?);
     let source = Arc::new(source);
     let listener = tokio::net::TcpListener::bind(&a.listen)
         .await
@@ -457,7 +532,7 @@ async fn run(a: RunArgs) -> Result<()> {
     tracing::info!(
         listen = %listener.local_addr()?,
         %cluster,
-        db = %a.db.db.display(),
+        db = %a.db.describe(),
         "brainctl-indexer serving"
     );
     let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
@@ -510,6 +585,51 @@ async fn run(a: RunArgs) -> Result<()> {
     Ok(())
 }
 
+/// A read replica (see `Cmd::Serve`).
+async fn serve(a: ServeArgs) -> Result<()> {
+    let store = open_store(&a.db)?;
+    let (cluster, cfg) = recorded_rules(&*store, &a.db)?;
+    let ix = Arc::new(Indexer::open(store, cfg)?);
+    let listener = tokio::net::TcpListener::bind(&a.listen)
+        .await
+        .with_context(|| format!("listen on {}", a.listen))?;
+    let state = AppState {
+        domain: a.domain,
+        limiter: api::Limiter::new(a.limits.rate_limits()),
+        ..AppState::new(ix.clone(), &cluster)
+    };
+    tracing::info!(listen = %listener.local_addr()?, %cluster, db = %a.db.describe(), "brainctl-indexer replica serving");
+    let (changed_tx, mut changed) = tokio::sync::mpsc::channel::<()>(16);
+    let watcher = match a.db.pg.clone() {
+        Some(url) => tokio::spawn(indexer::store::postgres::log_changes(url, changed_tx)),
+        None => {
+            let every = Duration::from_millis(a.refold_ms.max(100));
+            tokio::spawn(async move {
+                while changed_tx.send(()).await.is_ok() {
+                    tokio::time::sleep(every).await;
+                }
+            })
+        }
+    };
+    let refolder = tokio::spawn(async move {
+        while changed.recv().await.is_some() {
+            while changed.try_recv().is_ok() {}
+            let ix = ix.clone();
+            match tokio::task::spawn_blocking(move || ix.refold()).await {
+                Ok(Ok(())) => {}
+                Ok(Err(e)) => {
+                    tracing::warn!(error = %e, "refold failed; retrying on the next change")
+                }
+                Err(e) => tracing::warn!(error = %e, "refold task failed"),
+            }
+        }
+    });
+    api::serve(listener, state, shutdown_signal()).await?;
+    watcher.abort();
+    refolder.abort();
+    Ok(())
+}
+
 async fn shutdown_signal() {
     use tokio::signal::unix::{signal, SignalKind};
     let mut term = signal(SignalKind::terminate()).expect("SIGTERM handler");
@@ -522,18 +642,18 @@ async fn shutdown_signal() {
 async fn rebuild(a: RebuildArgs, json: bool) -> Result<()> {
     let (source, cluster, cfg, _) = connect(&a.src).await?;
     {
-        let mut store = open_store(&a.db.db)?;
+        let mut store = open_store(&a.db)?;
         if !store.is_empty()? {
             if !a.force {
                 bail!(
                     "{} already holds a log; pass --force to drop it, or give a new --db",
-                    a.db.db.display()
+                    a.db.describe()
                 );
             }
             store.clear_log()?;
         }
     }
-    let ix = std::sync::Arc::new(open_indexer(&a.db.db, cfg, Some(&cluster))?);
+    let ix = std::sync::Arc::new(open_indexer(&a.db, cfg, Some(&cluster))?);
     let started = Instant::now();
     let report = source.poll(&ix).await?;
     let s = ix.state();

@@ -8,6 +8,7 @@
 
 pub mod hostile;
 pub mod indexer_api;
+pub mod postgres;
 pub mod proxy;
 
 use node::chain::{parse_commitment, Chain, Endpoint, Keypair, Pubkey, Signer};

@@ -1,10 +1,14 @@
 //! Durable storage behind one narrow trait, [`LogStore`]: the log of
 //! recorded transactions (provisional or final), the manifest cache,
 //! per-address checkpoints, and auth nonces/sessions. SQLite (WAL) is the
-//! implementation here; a Postgres one would implement the same trait so
-//! several API replicas can fold one shared log.
+//! embedded default ([`SqliteStore`], here); [`postgres::PgStore`] keeps
+//! the same in PostgreSQL so a writer and read replicas share one log.
 //!
 //! Owns persistence only: it never interprets a record.
+
+pub mod postgres;
+
+pub use postgres::PgStore;
 
 use crate::record::TxRecord;
 use rusqlite::{params, Connection, OptionalExtension};
@@ -12,8 +16,8 @@ use serde_json::Value;
 use std::path::Path;
 
 const MIGRATIONS: &[&str] = &[
-    include_str!("../../migrations/indexer/0001_init.sql"),
-    include_str!("../../migrations/indexer/0002_nonce_pubkey.sql"),
+    include_str!("../../../migrations/indexer/0001_init.sql"),
+    include_str!("../../../migrations/indexer/0002_nonce_pubkey.sql"),
 ];
 /// `PRAGMA application_id` of indexer databases ("BRNI").
 pub const APPLICATION_ID: i64 = 0x4252_4e49;
@@ -35,6 +39,12 @@ pub enum StoreError {
     /// Not an indexer database, or a newer one.
     #[error("{0}")]
     Foreign(String),
+    /// PostgreSQL.
+    #[error("indexer database (postgres): {0}")]
+    Postgres(#[from] tokio_postgres::Error),
+    /// The store's connection task is gone.
+    #[error("indexer database connection closed")]
+    Closed,
 }
 
 /// A session: who, until when.

@@ -1,0 +1,518 @@
+//! The [`LogStore`] on PostgreSQL, for operators who outgrow one machine:
+//! one writer (`brainctl-indexer run --pg`) ingests into the shared log
+//! and any number of read replicas (`serve --pg`) fold the same log and
+//! share sessions and nonces. Every change to the log is announced with
+//! `NOTIFY brainctl_indexer_log` in its own transaction, so replicas
+//! refold on commit ([`log_changes`]).
+//!
+//! Built on `tokio-postgres` (the async client; the sync `postgres` crate
+//! wraps it and would panic when called from an async context). The store
+//! trait is synchronous, so each store owns a one-thread runtime that
+//! drives its connection; a call sends its query there and waits on a
+//! channel, from any thread, inside a runtime or not.
+//!
+//! Owns persistence only, exactly as the SQLite store does.
+
+use super::{LogStore, Nonce, Session, StoreError, MAX_NONCES, MAX_NONCES_PER_KEY};
+use crate::record::TxRecord;
+use serde_json::Value;
+use std::future::Future;
+use std::sync::Arc;
+use std::time::Duration;
+use tokio_postgres::{AsyncMessage, Client, NoTls};
+
+/// The channel the writer notifies on every change to the log.
+pub const LOG_CHANNEL: &str = "brainctl_indexer_log";
+
+const MIGRATIONS: &[&str] = &[include_str!("../../../migrations/indexer-pg/0001_init.sql")];
+/// Advisory lock held while migrating (several processes may start at once).
+const MIGRATION_LOCK: i64 = 0x4252_4e49;
+
+/// The Postgres store.
+pub struct PgStore {
+    rt: Option<tokio::runtime::Runtime>,
+    client: Arc<Client>,
+}
+
+impl Drop for PgStore {
+    fn drop(&mut self) {
+        // never blocks (a store may be dropped inside an async context)
+        if let Some(rt) = self.rt.take() {
+            rt.shutdown_background();
+        }
+    }
+}
+
+/// Runs `fut` on `rt` and waits for it from any thread.
+fn on<T: Send + 'static>(
+    rt: &tokio::runtime::Runtime,
+    fut: impl Future<Output = Result<T, StoreError>> + Send + 'static,
+) -> Result<T, StoreError> {
+    let (tx, rx) = std::sync::mpsc::sync_channel(1);
+    rt.spawn(async move {
+        let _ = tx.send(fut.await);
+    });
+    rx.recv().map_err(|_| StoreError::Closed)?
+}
+
+impl PgStore {
+    /// Connects to `url` (a libpq URL or key=value string) and brings the
+    /// schema up to date.
+    pub fn connect(url: &str) -> Result<PgStore, StoreError> {
+        let rt = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(1)
+            .thread_name("indexer-pg")
+            .enable_all()
+            .build()
+            .map_err(|e| StoreError::Foreign(format!("postgres runtime: {e}")))?;
+        let url = url.to_string();
+        let client = on(&rt, async move {
+            let (client, conn) = tokio_postgres::connect(&url, NoTls).await?;
+            tokio::spawn(async move {
+                if let Err(e) = conn.await {
+                    tracing::warn!(error = %e, "postgres connection ended");
+                }
+            });
+            Ok(client)
+        })?;
+        let store = PgStore {
+            rt: Some(rt),
+            client: Arc::new(client),
+        };
+        store.migrate()?;
+        Ok(store)
+    }
+
+    /// Runs `f` with the client on the store's runtime.
+    fn run<T, F, Fut>(&self, f: F) -> Result<T, StoreError>
+    where
+        T: Send + 'static,
+        F: FnOnce(Arc<Client>) -> Fut,
+        Fut: Future<Output = Result<T, StoreError>> + Send + 'static,
+    {
+        let rt = self.rt.as_ref().ok_or(StoreError::Closed)?;
+        on(rt, f(self.client.clone()))
+    }
+
+    /// Runs `f` in a transaction (committed when it returns `Ok`).
+    fn transaction<T, F, Fut>(&self, f: F) -> Result<T, StoreError>
+    where
+        T: Send + 'static,
+        F: FnOnce(Arc<Client>) -> Fut,
+        Fut: Future<Output = Result<T, StoreError>> + Send + 'static,
+    {
+        self.run(|c| {
+            let body = f(c.clone());
+            async move {
+                c.batch_execute("BEGIN").await?;
+                match body.await {
+                    Ok(v) => {
+                        c.batch_execute("COMMIT").await?;
+                        Ok(v)
+                    }
+                    Err(e) => {
+                        let _ = c.batch_execute("ROLLBACK").await;
+                        Err(e)
+                    }
+                }
+            }
+        })
+    }
+
+    fn migrate(&self) -> Result<(), StoreError> {
+        self.transaction(|c| async move {
+            c.execute("SELECT pg_advisory_xact_lock($1)", &[&MIGRATION_LOCK])
+                .await?;
+            c.batch_execute(
+                "CREATE TABLE IF NOT EXISTS brainctl_indexer_schema (version INTEGER NOT NULL)",
+            )
+            .await?;
+            let version: i32 = match c
+                .query_opt("SELECT version FROM brainctl_indexer_schema", &[])
+                .await?
+            {
+                Some(row) => row.get(0),
+                None => {
+                    c.execute("INSERT INTO brainctl_indexer_schema VALUES (0)", &[])
+                        .await?;
+                    0
+                }
+            };
+            if version as usize > MIGRATIONS.len() {
+                return Err(StoreError::Foreign(format!(
+                    "indexer schema v{version} is newer than this build (v{}); upgrade brainctl-indexer",
+                    MIGRATIONS.len()
+                )));
+            }
+            for (i, sql) in MIGRATIONS.iter().enumerate().skip(version as usize) {
+                c.batch_execute(sql).await?;
+                c.execute(
+                    "UPDATE brainctl_indexer_schema SET version = $1",
+                    &[&(i as i32 + 1)],
+                )
+                .await?;
+            }
+            Ok(())
+        })
+    }
+}
+
+async fn notify(c: &Client) -> Result<(), StoreError> {
+    c.execute("SELECT pg_notify($1, '')", &[&LOG_CHANNEL])
+        .await?;
+    Ok(())
+}
+
+fn decode(signature: String, json: &str) -> Result<TxRecord, StoreError> {
+    serde_json::from_str(json).map_err(|source| StoreError::Corrupt { signature, source })
+}
+
+impl LogStore for PgStore {
+    fn put_records(&mut self, records: &[TxRecord], final_slot: u64) -> Result<usize, StoreError> {
+        if records.is_empty() {
+            return Ok(0);
+        }
+        let rows: Vec<(String, i64, i64, bool, String)> = records
+            .iter()
+            .map(|r| {
+                (
+                    r.tx.signature.clone(),
+                    r.tx.slot as i64,
+                    r.index as i64,
+                    r.tx.slot <= final_slot,
+                    serde_json::to_string(r).expect("records serialize"),
+                )
+            })
+            .collect();
+        self.transaction(|c| async move {
+            let old = c
+                .prepare("SELECT slot, idx FROM txs WHERE signature = $1")
+                .await?;
+            let put = c
+                .prepare(
+                    "INSERT INTO txs (signature, slot, idx, final, record) VALUES ($1, $2, $3, $4, $5)
+                     ON CONFLICT (signature) DO UPDATE SET slot = excluded.slot, idx = excluded.idx,
+                       final = txs.final OR excluded.final, record = excluded.record",
+                )
+                .await?;
+            let mut moved = 0;
+            for (sig, slot, idx, fin, json) in &rows {
+                if let Some(row) = c.query_opt(&old, &[sig]).await? {
+                    let at: (i64, i64) = (row.get(0), row.get(1));
+                    if at != (*slot, *idx) {
+                        moved += 1;
+                    }
+                }
+                c.execute(&put, &[sig, slot, idx, fin, json]).await?;
+            }
+            notify(&c).await?;
+            Ok(moved)
+        })
+    }
+
+    fn records(&self) -> Result<Vec<TxRecord>, StoreError> {
+        self.run(|c| async move {
+            let rows = c
+                .query(
+                    "SELECT signature, record FROM txs ORDER BY slot, idx, signature",
+                    &[],
+                )
+                .await?;
+            rows.into_iter()
+                .map(|r| decode(r.get(0), r.get::<_, &str>(1)))
+                .collect()
+        })
+    }
+
+    fn provisional(&self) -> Result<Vec<(String, u64)>, StoreError> {
+        self.run(|c| async move {
+            let rows = c
+                .query(
+                    "SELECT signature, slot FROM txs WHERE NOT final ORDER BY slot, idx",
+                    &[],
+                )
+                .await?;
+            Ok(rows
+                .into_iter()
+                .map(|r| (r.get(0), r.get::<_, i64>(1) as u64))
+                .collect())
+        })
+    }
+
+    fn finalize_through(&mut self, final_slot: u64) -> Result<usize, StoreError> {
+        self.run(move |c| async move {
+            Ok(c.execute(
+                "UPDATE txs SET final = TRUE WHERE NOT final AND slot <= $1",
+                &[&(final_slot as i64)],
+            )
+            .await? as usize)
+        })
+    }
+
+    fn remove(&mut self, signatures: &[String]) -> Result<usize, StoreError> {
+        if signatures.is_empty() {
+            return Ok(0);
+        }
+        let sigs = signatures.to_vec();
+        self.transaction(|c| async move {
+            let n = c
+                .execute(
+                    "DELETE FROM txs WHERE signature = ANY($1) AND NOT final",
+                    &[&sigs],
+                )
+                .await? as usize;
+            if n > 0 {
+                notify(&c).await?;
+            }
+            Ok(n)
+        })
+    }
+
+    fn clear_log(&mut self) -> Result<(), StoreError> {
+        self.transaction(|c| async move {
+            c.batch_execute("DELETE FROM txs; DELETE FROM checkpoints;")
+                .await?;
+            notify(&c).await
+        })
+    }
+
+    fn is_empty(&self) -> Result<bool, StoreError> {
+        self.run(|c| async move {
+            let any: bool = c
+                .query_one("SELECT EXISTS(SELECT 1 FROM txs)", &[])
+                .await?
+                .get(0);
+            Ok(!any)
+        })
+    }
+
+    fn has(&self, signature: &str) -> Result<bool, StoreError> {
+        let sig = signature.to_string();
+        self.run(|c| async move {
+            Ok(
+                c.query_opt("SELECT 1 FROM txs WHERE signature = $1", &[&sig])
+                    .await?
+                    .is_some(),
+            )
+        })
+    }
+
+    fn checkpoint(&self, address: &str) -> Result<Option<(String, u64)>, StoreError> {
+        let address = address.to_string();
+        self.run(|c| async move {
+            Ok(c.query_opt(
+                "SELECT signature, slot FROM checkpoints WHERE address = $1",
+                &[&address],
+            )
+            .await?
+            .map(|r| (r.get(0), r.get::<_, i64>(1) as u64)))
+        })
+    }
+
+    fn set_checkpoint(
+        &mut self,
+        address: &str,
+        signature: &str,
+        slot: u64,
+    ) -> Result<(), StoreError> {
+        let (address, signature) = (address.to_string(), signature.to_string());
+        self.run(move |c| async move {
+            c.execute(
+                "INSERT INTO checkpoints (address, signature, slot) VALUES ($1, $2, $3)
+                 ON CONFLICT (address) DO UPDATE SET signature = excluded.signature, slot = excluded.slot
+                 WHERE excluded.slot >= checkpoints.slot",
+                &[&address, &signature, &(slot as i64)],
+            )
+            .await?;
+            Ok(())
+        })
+    }
+
+    fn manifest(&self, id: &str) -> Result<Option<Value>, StoreError> {
+        let id = id.to_string();
+        self.run(|c| async move {
+            Ok(
+                c.query_opt("SELECT body FROM manifests WHERE id = $1", &[&id])
+                    .await?
+                    .and_then(|r| serde_json::from_str(r.get::<_, &str>(0)).ok()),
+            )
+        })
+    }
+
+    fn put_manifest(&mut self, id: &str, body: &Value) -> Result<(), StoreError> {
+        let (id, body) = (id.to_string(), body.to_string());
+        self.run(|c| async move {
+            c.execute(
+                "INSERT INTO manifests (id, body) VALUES ($1, $2) ON CONFLICT (id) DO NOTHING",
+                &[&id, &body],
+            )
+            .await?;
+            Ok(())
+        })
+    }
+
+    fn meta(&self, key: &str) -> Result<Option<String>, StoreError> {
+        let key = key.to_string();
+        self.run(|c| async move {
+            Ok(
+                c.query_opt("SELECT value FROM meta WHERE key = $1", &[&key])
+                    .await?
+                    .map(|r| r.get(0)),
+            )
+        })
+    }
+
+    fn set_meta(&mut self, key: &str, value: &str) -> Result<(), StoreError> {
+        let (key, value) = (key.to_string(), value.to_string());
+        self.run(|c| async move {
+            c.execute(
+                "INSERT INTO meta (key, value) VALUES ($1, $2)
+                 ON CONFLICT (key) DO UPDATE SET value = excluded.value",
+                &[&key, &value],
+            )
+            .await?;
+            Ok(())
+        })
+    }
+
+    fn put_nonce(&mut self, nonce: &str, n: &Nonce) -> Result<(), StoreError> {
+        let (nonce, n) = (nonce.to_string(), n.clone());
+        self.transaction(|c| async move {
+            c.execute(
+                "INSERT INTO nonces (nonce, pubkey, message, expires_at) VALUES ($1, $2, $3, $4)",
+                &[&nonce, &n.pubkey, &n.message, &n.expires_at],
+            )
+            .await?;
+            c.execute(
+                "DELETE FROM nonces WHERE pubkey = $1 AND seq NOT IN
+                   (SELECT seq FROM nonces WHERE pubkey = $1 ORDER BY seq DESC LIMIT $2)",
+                &[&n.pubkey, &(MAX_NONCES_PER_KEY as i64)],
+            )
+            .await?;
+            c.execute(
+                "DELETE FROM nonces WHERE seq IN
+                   (SELECT seq FROM nonces ORDER BY seq DESC OFFSET $1)",
+                &[&(MAX_NONCES as i64)],
+            )
+            .await?;
+            Ok(())
+        })
+    }
+
+    fn take_nonce(&mut self, nonce: &str) -> Result<Option<Nonce>, StoreError> {
+        let nonce = nonce.to_string();
+        self.run(|c| async move {
+            Ok(c.query_opt(
+                "DELETE FROM nonces WHERE nonce = $1 RETURNING pubkey, message, expires_at",
+                &[&nonce],
+            )
+            .await?
+            .map(|r| Nonce {
+                pubkey: r.get(0),
+                message: r.get(1),
+                expires_at: r.get(2),
+            }))
+        })
+    }
+
+    fn put_session(&mut self, token_sha256: &str, s: &Session) -> Result<(), StoreError> {
+        let (token, s) = (token_sha256.to_string(), s.clone());
+        self.run(|c| async move {
+            c.execute(
+                "INSERT INTO sessions (token_sha256, pubkey, expires_at) VALUES ($1, $2, $3)",
+                &[&token, &s.pubkey, &s.expires_at],
+            )
+            .await?;
+            Ok(())
+        })
+    }
+
+    fn session(&self, token_sha256: &str) -> Result<Option<Session>, StoreError> {
+        let token = token_sha256.to_string();
+        self.run(|c| async move {
+            Ok(c.query_opt(
+                "SELECT pubkey, expires_at FROM sessions WHERE token_sha256 = $1",
+                &[&token],
+            )
+            .await?
+            .map(|r| Session {
+                pubkey: r.get(0),
+                expires_at: r.get(1),
+            }))
+        })
+    }
+
+    fn purge_auth(&mut self, now: i64) -> Result<(), StoreError> {
+        self.run(move |c| async move {
+            c.execute("DELETE FROM nonces WHERE expires_at <= $1", &[&now])
+                .await?;
+            c.execute("DELETE FROM sessions WHERE expires_at <= $1", &[&now])
+                .await?;
+            Ok(())
+        })
+    }
+}
+
+/// Sends `()` on `changed` whenever the writer announces a change to the
+/// log (and once after every (re)connection, since notifications sent
+/// while disconnected are lost). Reconnects with backoff; returns when
+/// `changed` is closed. Runs on the caller's runtime.
+pub async fn log_changes(url: String, changed: tokio::sync::mpsc::Sender<()>) {
+    let mut backoff = Duration::from_millis(250);
+    loop {
+        match listen_once(&url, &changed).await {
+            Ok(()) => return,
+            Err(e) => tracing::warn!(error = %e, "postgres LISTEN lost; reconnecting"),
+        }
+        if changed.is_closed() {
+            return;
+        }
+        tokio::time::sleep(backoff).await;
+        backoff = (backoff * 2).min(Duration::from_secs(5));
+    }
+}
+
+/// One LISTEN connection until it fails (`Err`) or `changed` closes.
+async fn listen_once(url: &str, changed: &tokio::sync::mpsc::Sender<()>) -> Result<(), StoreError> {
+    let (client, mut conn) = tokio_postgres::connect(url, NoTls).await?;
+    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+    let driver = tokio::spawn(async move {
+        let mut messages = futures_util::stream::poll_fn(move |cx| conn.poll_message(cx));
+        use futures_util::StreamExt;
+        while let Some(m) = messages.next().await {
+            match m {
+                Ok(AsyncMessage::Notification(_)) => {
+                    if tx.send(Ok(())).is_err() {
+                        return;
+                    }
+                }
+                Ok(_) => {}
+                Err(e) => {
+                    let _ = tx.send(Err(e));
+                    return;
+                }
+            }
+        }
+    });
+    client
+        .batch_execute(&format!("LISTEN {LOG_CHANNEL}"))
+        .await?;
+    // anything committed before LISTEN took effect
+    if changed.send(()).await.is_err() {
+        driver.abort();
+        return Ok(());
+    }
+    let result = loop {
+        match rx.recv().await {
+            Some(Ok(())) => {
+                if changed.send(()).await.is_err() {
+                    break Ok(());
+                }
+            }
+            Some(Err(e)) => break Err(e.into()),
+            None => break Err(StoreError::Closed),
+        }
+    };
+    driver.abort();
+    result
+}
