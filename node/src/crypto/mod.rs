@@ -3,7 +3,8 @@
 //!
 //! Owns no keys and no formats; errors never contain key material.
 
-use ed25519_dalek::{Signature, VerifyingKey};
+pub mod strict;
+
 use sha2::{Digest, Sha256};
 
 /// Why an Ed25519 signature check failed.
@@ -35,7 +36,8 @@ pub fn b58_array<const N: usize>(s: &str) -> Option<[u8; N]> {
 }
 
 /// Verifies a base58 Ed25519 signature by a base58 pubkey over `message`
-/// (strict verification: no malleable signatures, no small-order keys).
+/// (strict verification: no malleable signatures, no small-order keys;
+/// exactly dalek's `verify_strict`, see [`strict`]).
 pub fn verify_ed25519(
     pubkey_b58: &str,
     signature_b58: &str,
@@ -45,10 +47,7 @@ pub fn verify_ed25519(
         b58_array::<32>(pubkey_b58).ok_or(SignatureError::BadPubkey("not base58 of 32 bytes"))?;
     let sig = b58_array::<64>(signature_b58)
         .ok_or(SignatureError::BadSignature("not base58 of 64 bytes"))?;
-    let key = VerifyingKey::from_bytes(&pk)
-        .map_err(|_| SignatureError::BadPubkey("not an ed25519 point"))?;
-    key.verify_strict(message, &Signature::from_bytes(&sig))
-        .map_err(|_| SignatureError::Mismatch)
+    strict::verify(&pk, &sig, message)
 }
 
 /// Bytes from the OS random source.
