@@ -138,6 +138,50 @@ pub fn light_args() -> Vec<String> {
     args
 }
 
+/// A directory for a service this test process starts (a ledger, a
+/// gateway's database, a PostgreSQL cluster), kept until the process ends:
+/// the services die with it (no destructor runs), so each directory names
+/// its owner (`owner.pid`) and every new one first removes the directories
+/// of owners that are gone. Without this each run leaves gigabytes of
+/// ledgers in the temp dir.
+pub fn scratch_dir(prefix: &str) -> std::path::PathBuf {
+    sweep_scratch();
+    let dir = tempfile::Builder::new()
+        .prefix(prefix)
+        .tempdir()
+        .expect("temp dir")
+        .keep();
+    std::fs::write(dir.join("owner.pid"), std::process::id().to_string()).expect("owner.pid");
+    dir
+}
+
+/// Removes scratch dirs whose owning process has exited.
+fn sweep_scratch() {
+    static ONCE: std::sync::Once = std::sync::Once::new();
+    ONCE.call_once(|| {
+        let Ok(entries) = std::fs::read_dir(std::env::temp_dir()) else {
+            return;
+        };
+        for e in entries.flatten() {
+            let name = e.file_name().to_string_lossy().into_owned();
+            if !["brainctl-ledger-", "brainctl-arlocal-", "brainctl-pg-"]
+                .iter()
+                .any(|p| name.starts_with(p))
+            {
+                continue;
+            }
+            let owner = std::fs::read_to_string(e.path().join("owner.pid"))
+                .ok()
+                .and_then(|p| p.trim().parse::<i32>().ok());
+            // directories from before owner.pid existed count as orphans
+            let alive = owner.is_some_and(|pid| unsafe { libc::kill(pid, 0) } == 0);
+            if !alive {
+                let _ = std::fs::remove_dir_all(e.path());
+            }
+        }
+    });
+}
+
 /// Spawns `cmd` (output to `log`) so that it dies exactly when this test
 /// process does: spawned, with PR_SET_PDEATHSIG armed, from a thread that
 /// lives as long as the process. Returns the pid.
@@ -187,11 +231,7 @@ pub fn gateway() -> &'static TestGateway {
             script.display()
         );
         let port = free_port_block(1);
-        let dir = tempfile::Builder::new()
-            .prefix("brainctl-arlocal-")
-            .tempdir()
-            .expect("temp dir")
-            .keep();
+        let dir = scratch_dir("brainctl-arlocal-");
         let mut cmd = Command::new("node");
         cmd.arg(&script)
             .arg(port.to_string())
@@ -229,11 +269,7 @@ pub fn start_with(bin: &std::path::Path, extra: &[String]) -> TestValidator {
     let base = free_port_block(120);
     let (rpc, faucet, gossip) = (base, base + 2, base + 3);
     let dyn_range = format!("{}-{}", base + 10, base + 119);
-    let ledger = tempfile::Builder::new()
-        .prefix("brainctl-ledger-")
-        .tempdir()
-        .expect("temp ledger")
-        .keep();
+    let ledger = scratch_dir("brainctl-ledger-");
     let log = ledger.join("validator.log");
     let mut args: Vec<String> = [
         "--ledger",

@@ -67,11 +67,7 @@ fn chown_to_db_user(path: &Path) {
 /// Starts a server; panics with its log if it does not come up.
 pub fn start() -> TestPostgres {
     let bin = bin_dir();
-    let dir = tempfile::Builder::new()
-        .prefix("brainctl-pg-")
-        .tempdir()
-        .expect("temp dir")
-        .keep();
+    let dir = crate::scratch_dir("brainctl-pg-");
     chown_to_db_user(&dir);
     let data = dir.join("data");
     let out = as_db_user(&bin.join("initdb"))
