@@ -88,6 +88,14 @@ impl RateLimit {
     }
 }
 
+/// How long a transaction whose manifest the gateway does not serve yet
+/// is held back (re-fetched every poll) before it is folded without it.
+pub const DEFAULT_MANIFEST_GRACE: Duration = Duration::from_secs(600);
+/// Most transactions held back at once (beyond, they fold at once).
+pub const MAX_HELD: usize = 10_000;
+/// The meta key of the held-back transactions (JSON: signature → first seen, unix s).
+pub const HELD_KEY: &str = "held_for_manifests";
+
 /// How to read the chain.
 pub struct RpcSource {
     chain: Chain,
@@ -95,6 +103,7 @@ pub struct RpcSource {
     addresses: Vec<Pubkey>,
     concurrency: usize,
     limit: RateLimit,
+    manifest_grace: Duration,
 }
 
 /// What one poll did.
@@ -166,7 +175,16 @@ impl RpcSource {
             addresses,
             concurrency: concurrency.max(1),
             limit: RateLimit::new(requests_per_second),
+            manifest_grace: DEFAULT_MANIFEST_GRACE,
         }
+    }
+
+    /// Holds a transaction whose manifest the gateway does not serve yet
+    /// for `grace` (gateways lag the chain by minutes) before folding it
+    /// without (which refuses its memo for good).
+    pub fn with_manifest_grace(mut self, grace: Duration) -> RpcSource {
+        self.manifest_grace = grace;
+        self
     }
 
     /// The chain handle.
@@ -302,6 +320,32 @@ impl RpcSource {
         Ok(out)
     }
 
+    /// Moves out of `records` those naming a manifest the gateway does not
+    /// serve yet, first seen less than the grace ago, into `held`; forgets
+    /// held signatures that were fetched (folded now) or are past the grace
+    /// and gone from the node.
+    fn hold_back(&self, records: &mut Vec<TxRecord>, held: &mut BTreeMap<String, i64>) {
+        let now = time::OffsetDateTime::now_utc().unix_timestamp();
+        let grace = self.manifest_grace.as_secs() as i64;
+        records.retain(|r| {
+            let missing = manifest_ids(&r.tx.memos)
+                .iter()
+                .any(|id| !r.manifests.contains_key(id));
+            let first = held.get(&r.tx.signature).copied();
+            let keep_waiting = missing
+                && now - first.unwrap_or(now) < grace
+                && (first.is_some() || held.len() < MAX_HELD);
+            if keep_waiting {
+                held.entry(r.tx.signature.clone()).or_insert(now);
+                tracing::info!(signature = %r.tx.signature, "manifest not served by the gateway yet; holding the transaction back");
+            } else {
+                held.remove(&r.tx.signature);
+            }
+            !keep_waiting
+        });
+        held.retain(|_, t| now - *t < grace);
+    }
+
     /// Which of `signatures` the node no longer knows at `confirmed`
     /// (dropped with a fork before finality).
     pub async fn vanished(&self, signatures: &[String]) -> Result<Vec<String>, IngestError> {
@@ -349,31 +393,42 @@ impl RpcSource {
                 listed.insert(h.signature, h.slot);
             }
         }
-        let (wanted, unlisted, listed) = blocking(ix, move |ix| {
+        let (wanted, unlisted, listed, mut held) = blocking(ix, move |ix| {
             let store = ix.store();
+            let held: BTreeMap<String, i64> = store
+                .meta(HELD_KEY)?
+                .and_then(|j| serde_json::from_str(&j).ok())
+                .unwrap_or_default();
             let mut wanted = Vec::new();
-            for sig in listed.keys() {
+            for sig in listed.keys().chain(held.keys()) {
                 if !store.has(sig)? && store.meta(&bad_key(sig))?.is_none() {
                     if let Ok(s) = Signature::from_str(sig) {
                         wanted.push(s);
                     }
                 }
             }
+            wanted.sort();
+            wanted.dedup();
             let unlisted: Vec<String> = store
                 .provisional()?
                 .into_iter()
                 .filter(|(sig, _)| !listed.contains_key(sig))
                 .map(|(sig, _)| sig)
                 .collect();
-            Ok((wanted, unlisted, listed))
+            Ok((wanted, unlisted, listed, held))
         })
         .await?;
-        let records = self.records(ix, &wanted).await?;
+        let mut records = self.records(ix, &wanted).await?;
+        self.hold_back(&mut records, &mut held);
         let vanished = self.vanished(&unlisted).await?;
         let fetched = records.len();
         let applied = blocking(ix, move |ix| {
             let applied = ix.ingest(records, final_slot, &vanished)?;
             let mut store = ix.store();
+            store.set_meta(
+                HELD_KEY,
+                &serde_json::to_string(&held).expect("map serializes"),
+            )?;
             for (address, sig, slot) in new_checkpoints {
                 store.set_checkpoint(&address, &sig, slot)?;
             }

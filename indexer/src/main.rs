@@ -193,6 +193,10 @@ struct SourceArgs {
     /// Seconds before a paid buy without release counts as unreleased.
     #[arg(long, default_value_t = DEFAULT_RELEASE_GRACE_SECS)]
     release_grace_secs: i64,
+    /// Seconds a transaction whose manifest the gateway does not serve yet
+    /// is held back and re-fetched before it is folded without it.
+    #[arg(long, default_value_t = indexer::ingest::DEFAULT_MANIFEST_GRACE.as_secs())]
+    manifest_grace_secs: u64,
 }
 
 #[derive(Args)]
@@ -510,7 +514,8 @@ async fn connect(src: &SourceArgs) -> Result<(RpcSource, String, FoldConfig, Pub
             bail!("no manifest source: pass --gateway URL (an Arweave gateway) or --fs-store DIR")
         }
     };
-    let source = RpcSource::new(chain, gateway, addresses, src.concurrency, src.rps);
+    let source = RpcSource::new(chain, gateway, addresses, src.concurrency, src.rps)
+        .with_manifest_grace(Duration::from_secs(src.manifest_grace_secs));
     Ok((source, cluster, cfg, registry))
 }
 

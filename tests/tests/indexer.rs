@@ -592,3 +592,80 @@ fn indexer_follows_a_trade_and_serves_it() {
     let reopened = indexer_at(&dir.path().join("indexer.db"));
     assert_eq!(reopened.state().hash(), incremental);
 }
+
+/// A gateway lags the chain: a `list` memo lands before its manifest is
+/// served. The indexer holds the transaction back and re-fetches it each
+/// poll, and folds the listing once the manifest is served; with no grace
+/// the memo is refused for good (what every indexer did before).
+#[test]
+fn a_listing_whose_manifest_is_served_late_is_held_then_folded() {
+    let v = validator();
+    let rt = e2e::multi_thread_runtime();
+    let dir = tempfile::tempdir().unwrap();
+    let staging = FsStore::new(dir.path().join("staging"));
+    let gateway = FsStore::new(dir.path().join("items"));
+    std::fs::create_dir_all(gateway.dir()).unwrap();
+    let market = Market {
+        chain: v.chain(),
+        uploader: Uploader::Fs(staging.clone()),
+        store: staging.clone(),
+    };
+    let seller = Wallet::generate();
+    v.fund(&seller.solana_keypair().pubkey(), 1);
+    let listing = rt.block_on(market.list(&seller, "auction", &"ef".repeat(32)));
+
+    let source = |grace: u64| {
+        Arc::new(
+            RpcSource::new(
+                v.chain(),
+                Source::Fs(gateway.clone()),
+                vec![default_registry()],
+                4,
+                0,
+            )
+            .with_manifest_grace(std::time::Duration::from_secs(grace)),
+        )
+    };
+    let patient = source(600);
+    let ix = Arc::new(indexer_at(&dir.path().join("patient.db")));
+    rt.block_on(patient.poll(&ix)).unwrap();
+    assert!(
+        !ix.state().listings.contains_key(&listing.listing_id),
+        "folded without its manifest"
+    );
+    assert!(ix.state().rejected.is_empty(), "{:?}", ix.state().rejected);
+    let held = ix.store().meta(indexer::ingest::HELD_KEY).unwrap().unwrap();
+    assert!(held.contains(':'), "nothing held: {held}");
+
+    // the impatient indexer refuses the memo for good
+    let impatient = Arc::new(indexer_at(&dir.path().join("impatient.db")));
+    rt.block_on(source(0).poll(&impatient)).unwrap();
+    let refused: Vec<String> = impatient
+        .state()
+        .rejected
+        .values()
+        .flatten()
+        .map(|r| r.reason.clone())
+        .collect();
+    assert!(
+        refused.iter().any(|r| r.contains("unavailable")),
+        "{refused:?}"
+    );
+
+    // the gateway catches up: the next poll folds the listing
+    for e in std::fs::read_dir(staging.dir()).unwrap().flatten() {
+        std::fs::copy(e.path(), gateway.dir().join(e.file_name())).unwrap();
+    }
+    rt.block_on(patient.poll(&ix)).unwrap();
+    let s = ix.state();
+    let l = &s.listings[&listing.listing_id];
+    assert_eq!(l.seller, seller.address());
+    assert!(s.rejected.is_empty(), "{:?}", s.rejected);
+    assert_eq!(
+        ix.store()
+            .meta(indexer::ingest::HELD_KEY)
+            .unwrap()
+            .as_deref(),
+        Some("{}")
+    );
+}
