@@ -311,6 +311,10 @@ pub struct State {
     /// Buy signatures by listing (an index over `settlements`).
     #[serde(skip)]
     buys_by_listing: BTreeMap<String, Vec<String>>,
+    /// Offer ids by listing (an index over `offers`: a buy looks up its
+    /// listing's accepted offers without scanning every offer).
+    #[serde(skip)]
+    offers_by_listing: BTreeMap<String, BTreeSet<String>>,
 }
 
 /// Feeds serde_json's output straight into the hasher (no buffer).
@@ -670,6 +674,10 @@ impl State {
         if self.offers.contains_key(&o.offer_id) {
             return Err(format!("offer {} already exists", o.offer_id));
         }
+        self.offers_by_listing
+            .entry(listing_id.to_string())
+            .or_default()
+            .insert(o.offer_id.clone());
         self.offers.insert(
             o.offer_id.clone(),
             OfferState {
@@ -855,8 +863,11 @@ impl State {
     /// The terms of every offer of `buyer` on `listing_id` the seller
     /// accepted (expired ones too: `verify_buy` decides which bind).
     pub fn accepted_for(&self, listing_id: &str, buyer: &str) -> Vec<NegotiatedTerms> {
-        self.offers
-            .values()
+        self.offers_by_listing
+            .get(listing_id)
+            .into_iter()
+            .flatten()
+            .filter_map(|id| self.offers.get(id))
             .filter(|o| {
                 o.listing_id == listing_id && o.buyer == buyer && o.status == OfferStatus::Accepted
             })
