@@ -18,6 +18,7 @@ use serde::Serialize;
 use serde_json::Value;
 use sha2::{Digest, Sha256};
 use std::collections::{BTreeMap, BTreeSet};
+use std::sync::Arc;
 
 /// Seconds after a paid buy without a release before it counts against
 /// the seller as unreleased.
@@ -92,7 +93,7 @@ pub struct ListingState {
     /// The seller's `cancel`, if any.
     pub cancelled: Option<At>,
     /// The signed manifest.
-    pub manifest: Value,
+    pub manifest: Arc<Value>,
     /// Other sellers who listed the same listing id after this one (a
     /// listing id names one seller's listing; a copy is a squat attempt,
     /// or a collision): such a listing is `contested` and never settled
@@ -146,7 +147,7 @@ pub struct Terms {
     /// The memo's transaction.
     pub at: At,
     /// The signed manifest.
-    pub manifest: Value,
+    pub manifest: Arc<Value>,
 }
 
 /// Where an offer stands.

@@ -78,7 +78,7 @@ pub(super) async fn settle(
                 "escrow listings settle at the listed price; offers do not apply (omit offer_id)",
             ));
         }
-        let listing = node::market::manifest::Listing::from_value(l.manifest.clone())
+        let listing = node::market::manifest::Listing::from_value((*l.manifest).clone())
             .map_err(|e| ApiError::conflict(format!("the listing's manifest: {e}")))?;
         let x25519 = node::crypto::b58_array::<32>(&b.buyer_x25519_pubkey)
             .ok_or_else(|| ApiError::bad("`buyer_x25519_pubkey` is not a base58 32-byte key"))?;

@@ -38,22 +38,29 @@ pub fn write_canonical(out: &mut Vec<u8>, value: &Value) {
             }
             out.push(b']');
         }
-        Value::Object(map) => {
-            let mut entries: Vec<(&String, &Value)> = map.iter().collect();
-            // Python sorts str keys by code point; UTF-8 byte order is the same.
-            entries.sort_unstable_by(|a, b| a.0.as_bytes().cmp(b.0.as_bytes()));
-            out.push(b'{');
-            for (i, (k, v)) in entries.into_iter().enumerate() {
-                if i > 0 {
-                    out.push(b',');
-                }
-                write_str(out, k);
-                out.push(b':');
-                write_canonical(out, v);
-            }
-            out.push(b'}');
-        }
+        Value::Object(map) => write_canonical_object(out, map, None),
     }
+}
+
+/// Appends the canonical encoding of the object `map`, without its key
+/// `skip` if given (a manifest hashed without its signature, no copy).
+pub fn write_canonical_object(out: &mut Vec<u8>, map: &Map<String, Value>, skip: Option<&str>) {
+    let mut entries: Vec<(&String, &Value)> = map
+        .iter()
+        .filter(|(k, _)| Some(k.as_str()) != skip)
+        .collect();
+    // Python sorts str keys by code point; UTF-8 byte order is the same.
+    entries.sort_unstable_by(|a, b| a.0.as_bytes().cmp(b.0.as_bytes()));
+    out.push(b'{');
+    for (i, (k, v)) in entries.into_iter().enumerate() {
+        if i > 0 {
+            out.push(b',');
+        }
+        write_str(out, k);
+        out.push(b':');
+        write_canonical(out, v);
+    }
+    out.push(b'}');
 }
 
 /// `json.dumps(value, indent=2)` (ASCII-escaped, keys in insertion order).

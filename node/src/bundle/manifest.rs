@@ -5,10 +5,10 @@
 //! that digest. This module owns that rule only; which key must have
 //! signed which schema is the caller's (market, indexer) to decide.
 
-use super::canonical::canonical;
+use super::canonical::write_canonical_object;
 use crate::crypto::{sha256, verify_ed25519, SignatureError};
 use crate::wallet::Wallet;
-use serde_json::{Map, Value};
+use serde_json::Value;
 
 /// The field that carries the signature.
 pub const SIGNATURE_FIELD: &str = "signature_b58";
@@ -33,9 +33,9 @@ pub enum ManifestError {
 /// SHA-256 of the canonical manifest without its signature.
 pub fn manifest_hash(manifest: &Value) -> Result<[u8; 32], ManifestError> {
     let obj = manifest.as_object().ok_or(ManifestError::NotAnObject)?;
-    let mut body: Map<String, Value> = obj.clone();
-    body.remove(SIGNATURE_FIELD);
-    Ok(sha256(&canonical(&Value::Object(body))))
+    let mut out = Vec::with_capacity(512);
+    write_canonical_object(&mut out, obj, Some(SIGNATURE_FIELD));
+    Ok(sha256(&out))
 }
 
 /// Signs a manifest in place (replacing any previous signature).

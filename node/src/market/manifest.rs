@@ -168,8 +168,8 @@ pub struct Listing {
     /// Extension: the escrow program this listing settles through (its
     /// buyers deposit there; absent: direct payment to `payment_address`).
     pub escrow_program: Option<String>,
-    /// The signed JSON.
-    pub raw: Value,
+    /// The signed JSON (shared: a state may hold it many times).
+    pub raw: std::sync::Arc<Value>,
 }
 
 impl Listing {
@@ -214,7 +214,7 @@ impl Listing {
                 None | Some(Value::Null) => None,
                 Some(_) => Some(pubkey_field(&v, "escrow_program")?),
             },
-            raw: v,
+            raw: std::sync::Arc::new(v),
         })
     }
 }
@@ -238,8 +238,8 @@ pub struct Offer {
     pub message: String,
     /// Expiry, unix seconds.
     pub expires_at: i64,
-    /// The signed JSON.
-    pub raw: Value,
+    /// The signed JSON (shared: a state may hold it many times).
+    pub raw: std::sync::Arc<Value>,
 }
 
 impl Offer {
@@ -256,7 +256,7 @@ impl Offer {
             price_lamports: lamports_field(&v)?,
             message: message_field(&v)?,
             expires_at: time_field(&v, "expires_at")?,
-            raw: v,
+            raw: std::sync::Arc::new(v),
         })
     }
 
@@ -273,7 +273,7 @@ impl Offer {
             price_lamports: lamports_field(&v)?,
             message: message_field(&v)?,
             expires_at: time_field(&v, "expires_at")?,
-            raw: v,
+            raw: std::sync::Arc::new(v),
         })
     }
 }
