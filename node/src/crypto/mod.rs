@@ -26,8 +26,29 @@ pub fn sha256(data: &[u8]) -> [u8; 32] {
     Sha256::digest(data).into()
 }
 
-/// Decodes a base58 string of exactly `N` bytes.
+/// Decodes a base58 string of exactly `N` bytes (keys and signatures,
+/// 32 and 64, go through `five8`, several times faster than `bs58`;
+/// both accept exactly the same strings, tested below).
 pub fn b58_array<const N: usize>(s: &str) -> Option<[u8; N]> {
+    let mut out = [0u8; N];
+    match N {
+        32 => {
+            let mut o = [0u8; 32];
+            five8::decode_32(s, &mut o).ok()?;
+            out.copy_from_slice(&o);
+        }
+        64 => {
+            let mut o = [0u8; 64];
+            five8::decode_64(s, &mut o).ok()?;
+            out.copy_from_slice(&o);
+        }
+        _ => return b58_array_slow(s),
+    }
+    Some(out)
+}
+
+/// `b58_array` by `bs58` (any length).
+fn b58_array_slow<const N: usize>(s: &str) -> Option<[u8; N]> {
     let mut out = [0u8; N];
     match bs58::decode(s).onto(&mut out[..]) {
         Ok(n) if n == N => Some(out),
@@ -60,6 +81,25 @@ pub fn random_bytes<const N: usize>() -> [u8; N] {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    proptest::proptest! {
+        /// five8 and bs58 accept the same strings and decode them alike:
+        /// encodings of arbitrary bytes (leading zeros included), and
+        /// arbitrary strings over the alphabet and beyond.
+        #[test]
+        fn fast_base58_agrees_with_bs58(
+            bytes in proptest::collection::vec(proptest::prelude::any::<u8>(), 0..80),
+            zeros in 0usize..40,
+            text in "[1-9A-HJ-NP-Za-km-z0OIl+/ ]{0,100}",
+        ) {
+            let mut b = vec![0u8; zeros];
+            b.extend(&bytes);
+            for s in [bs58::encode(&b).into_string(), text.clone(), format!("1{text}")] {
+                proptest::prop_assert_eq!(b58_array::<32>(&s), b58_array_slow::<32>(&s), "{}", s);
+                proptest::prop_assert_eq!(b58_array::<64>(&s), b58_array_slow::<64>(&s), "{}", s);
+            }
+        }
+    }
 
     #[test]
     fn b58_array_rejects_wrong_lengths() {
