@@ -78,21 +78,21 @@ fn envelope_signers(body: &Value, candidates: &[String]) -> Vec<String> {
         .collect()
 }
 
-fn check(v: &Value) -> Checked {
+fn check(v: &Arc<Value>) -> Checked {
     let schema = v.get("schema").and_then(Value::as_str).unwrap_or_default();
     let res = match schema {
-        LISTING_SCHEMA => Listing::from_value(v.clone()).map(|l| Checked::Listing(Arc::new(l))),
-        OFFER_SCHEMA => Offer::offer_from_value(v.clone()).map(|o| Checked::Offer(Arc::new(o))),
+        LISTING_SCHEMA => Listing::from_shared(v.clone()).map(|l| Checked::Listing(Arc::new(l))),
+        OFFER_SCHEMA => Offer::offer_from_shared(v.clone()).map(|o| Checked::Offer(Arc::new(o))),
         COUNTER_SCHEMA => {
-            Offer::counter_from_value(v.clone()).map(|o| Checked::Counter(Arc::new(o)))
+            Offer::counter_from_shared(v.clone()).map(|o| Checked::Counter(Arc::new(o)))
         }
         ENVELOPE_SCHEMA => {
             return Checked::Envelope {
-                body: Arc::new(v.clone()),
+                body: v.clone(),
                 signed_by: Vec::new(),
             }
         }
-        _ => return Checked::Other(Arc::new(v.clone())),
+        _ => return Checked::Other(v.clone()),
     };
     res.unwrap_or_else(|e| Checked::Invalid(e.to_string()))
 }
@@ -106,7 +106,7 @@ impl ManifestBook {
     /// Checks every manifest the records carry that the book lacks, on all
     /// cores.
     pub fn add_records(&mut self, records: &[TxRecord]) {
-        let mut todo: Vec<(&String, &Value)> = Vec::new();
+        let mut todo: Vec<(&String, &Arc<Value>)> = Vec::new();
         let mut queued = std::collections::HashSet::new();
         for r in records {
             for (id, body) in &r.manifests {
@@ -118,42 +118,50 @@ impl ManifestBook {
         if todo.is_empty() {
             return;
         }
-        // Listings, offers, counters first; then envelopes, verified
-        // against the sellers of the listings they name.
-        let checked = par_map(&todo, |(id, body)| ((*id).clone(), check(body)));
-        let mut envelopes = Vec::new();
-        for (id, c) in checked {
-            match c {
-                Checked::Envelope { body, .. } => envelopes.push((id, body)),
-                Checked::Listing(l) => {
-                    self.sellers
-                        .entry(l.listing_id.clone())
-                        .or_default()
-                        .push(l.seller_pubkey.clone());
-                    self.by_id.insert(id, Checked::Listing(l));
-                }
-                other => {
-                    self.by_id.insert(id, other);
+        // One pass on all cores. An envelope is tried against the sellers
+        // of every listing body under its listing id, this batch's
+        // included before they are verified: `signed_by` only ever holds
+        // keys whose signature the envelope carries, and the fold
+        // verifies by itself against any other seller, so where a
+        // candidate came from never changes a verdict.
+        let mut candidates = self.sellers.clone();
+        for (_, body) in &todo {
+            if body.get("schema").and_then(Value::as_str) == Some(LISTING_SCHEMA) {
+                let field = |f: &str| body.get(f).and_then(Value::as_str).map(str::to_string);
+                if let (Some(listing), Some(seller)) = (field("listing_id"), field("seller_pubkey"))
+                {
+                    let known = candidates.entry(listing).or_default();
+                    if !known.contains(&seller) {
+                        known.push(seller);
+                    }
                 }
             }
         }
-        let sellers = &self.sellers;
-        let verified = par_map(&envelopes, |(id, body)| {
-            let candidates = body
-                .get("listing_id")
-                .and_then(Value::as_str)
-                .and_then(|l| sellers.get(l))
-                .map_or(&[][..], Vec::as_slice);
-            let signed_by = envelope_signers(body, candidates);
-            (
-                id.clone(),
-                Checked::Envelope {
-                    body: body.clone(),
-                    signed_by,
-                },
-            )
+        let candidates = &candidates;
+        let checked = par_map(&todo, |(id, body)| {
+            let c = match check(body) {
+                Checked::Envelope { body, .. } => {
+                    let of_listing = body
+                        .get("listing_id")
+                        .and_then(Value::as_str)
+                        .and_then(|l| candidates.get(l))
+                        .map_or(&[][..], Vec::as_slice);
+                    let signed_by = envelope_signers(&body, of_listing);
+                    Checked::Envelope { body, signed_by }
+                }
+                other => other,
+            };
+            ((*id).clone(), c)
         });
-        self.by_id.extend(verified);
+        for (id, c) in checked {
+            if let Checked::Listing(l) = &c {
+                self.sellers
+                    .entry(l.listing_id.clone())
+                    .or_default()
+                    .push(l.seller_pubkey.clone());
+            }
+            self.by_id.insert(id, c);
+        }
     }
 
     /// The checked manifest stored under `id`.

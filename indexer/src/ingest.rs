@@ -308,7 +308,7 @@ impl RpcSource {
             let mut manifests = BTreeMap::new();
             for id in manifest_ids(&tx.memos) {
                 if let Some(body) = self.manifest(ix, &id).await? {
-                    manifests.insert(id, body);
+                    manifests.insert(id, Arc::new(body));
                 }
             }
             out.push(TxRecord {

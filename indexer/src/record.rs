@@ -24,7 +24,7 @@ pub struct TxRecord {
     /// Manifest bodies by Arweave item id, for the ids its memos name
     /// (absent when the gateway had none).
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
-    pub manifests: BTreeMap<String, Value>,
+    pub manifests: BTreeMap<String, std::sync::Arc<Value>>,
 }
 
 impl TxRecord {

@@ -105,7 +105,7 @@ impl LogBuilder {
             index: 0,
             manifests: manifests
                 .into_iter()
-                .map(|m| (item_id(m), m.clone()))
+                .map(|m| (item_id(m), std::sync::Arc::new(m.clone())))
                 .collect::<BTreeMap<_, _>>(),
         });
         self.records.last_mut().expect("just pushed")

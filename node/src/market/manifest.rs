@@ -175,9 +175,16 @@ pub struct Listing {
 impl Listing {
     /// Reads and verifies a listing (signed by `seller_pubkey`).
     pub fn from_value(v: Value) -> Result<Listing, ManifestRuleError> {
-        schema(&v, LISTING_SCHEMA)?;
-        verify_manifest(&v, "seller_pubkey")?;
-        let hash = str_field(&v, "bundle_hash")?;
+        Self::from_shared(std::sync::Arc::new(v))
+    }
+
+    /// The same, over a body shared with its caller (no copy).
+    pub fn from_shared(v: std::sync::Arc<Value>) -> Result<Listing, ManifestRuleError> {
+        let raw = v.clone();
+        let v: &Value = &v;
+        schema(v, LISTING_SCHEMA)?;
+        verify_manifest(v, "seller_pubkey")?;
+        let hash = str_field(v, "bundle_hash")?;
         if hash.len() != 64
             || !hash
                 .bytes()
@@ -195,26 +202,26 @@ impl Listing {
                 format!("{fee_bps} is over the cap of {MAX_FEE_BPS}"),
             ));
         }
-        let visibility = str_field(&v, "visibility")?;
+        let visibility = str_field(v, "visibility")?;
         if visibility != "auction" && visibility != "private" {
             return Err(field_err("visibility", "must be `auction` or `private`"));
         }
         Ok(Listing {
-            listing_id: id_field(&v, "listing_id", false)?,
+            listing_id: id_field(v, "listing_id", false)?,
             bundle_hash: hash.into(),
-            seller_pubkey: pubkey_field(&v, "seller_pubkey")?,
-            payment_address: pubkey_field(&v, "payment_address")?,
+            seller_pubkey: pubkey_field(v, "seller_pubkey")?,
+            payment_address: pubkey_field(v, "payment_address")?,
             fee_bps,
-            price_usd: price_field(&v, "/pricing/price_usd")?,
-            price_lamports: lamports_field(&v)?,
+            price_usd: price_field(v, "/pricing/price_usd")?,
+            price_lamports: lamports_field(v)?,
             visibility: visibility.into(),
-            expires_at: time_field(&v, "expires_at")?,
-            encrypted_bundle_uri: str_field(&v, "encrypted_bundle_uri")?.into(),
+            expires_at: time_field(v, "expires_at")?,
+            encrypted_bundle_uri: str_field(v, "encrypted_bundle_uri")?.into(),
             escrow_program: match v.get("escrow_program") {
                 None | Some(Value::Null) => None,
-                Some(_) => Some(pubkey_field(&v, "escrow_program")?),
+                Some(_) => Some(pubkey_field(v, "escrow_program")?),
             },
-            raw: std::sync::Arc::new(v),
+            raw,
         })
     }
 }
@@ -245,35 +252,49 @@ pub struct Offer {
 impl Offer {
     /// Reads and verifies an offer (signed by `buyer_pubkey`).
     pub fn offer_from_value(v: Value) -> Result<Offer, ManifestRuleError> {
-        schema(&v, OFFER_SCHEMA)?;
-        verify_manifest(&v, "buyer_pubkey")?;
+        Self::offer_from_shared(std::sync::Arc::new(v))
+    }
+
+    /// The same, over a body shared with its caller (no copy).
+    pub fn offer_from_shared(v: std::sync::Arc<Value>) -> Result<Offer, ManifestRuleError> {
+        let raw = v.clone();
+        let v: &Value = &v;
+        schema(v, OFFER_SCHEMA)?;
+        verify_manifest(v, "buyer_pubkey")?;
         Ok(Offer {
-            offer_id: id_field(&v, "offer_id", true)?,
-            listing_id: Some(id_field(&v, "listing_id", false)?),
-            from_pubkey: pubkey_field(&v, "buyer_pubkey")?,
-            buyer_x25519: Some(pubkey_field(&v, "buyer_x25519_pubkey")?),
-            price_usd: price_field(&v, "/offered_price_usd")?,
-            price_lamports: lamports_field(&v)?,
-            message: message_field(&v)?,
-            expires_at: time_field(&v, "expires_at")?,
-            raw: std::sync::Arc::new(v),
+            offer_id: id_field(v, "offer_id", true)?,
+            listing_id: Some(id_field(v, "listing_id", false)?),
+            from_pubkey: pubkey_field(v, "buyer_pubkey")?,
+            buyer_x25519: Some(pubkey_field(v, "buyer_x25519_pubkey")?),
+            price_usd: price_field(v, "/offered_price_usd")?,
+            price_lamports: lamports_field(v)?,
+            message: message_field(v)?,
+            expires_at: time_field(v, "expires_at")?,
+            raw,
         })
     }
 
     /// Reads and verifies a counter (signed by `from_pubkey`).
     pub fn counter_from_value(v: Value) -> Result<Offer, ManifestRuleError> {
-        schema(&v, COUNTER_SCHEMA)?;
-        verify_manifest(&v, "from_pubkey")?;
+        Self::counter_from_shared(std::sync::Arc::new(v))
+    }
+
+    /// The same, over a body shared with its caller (no copy).
+    pub fn counter_from_shared(v: std::sync::Arc<Value>) -> Result<Offer, ManifestRuleError> {
+        let raw = v.clone();
+        let v: &Value = &v;
+        schema(v, COUNTER_SCHEMA)?;
+        verify_manifest(v, "from_pubkey")?;
         Ok(Offer {
-            offer_id: id_field(&v, "parent_offer_id", true)?,
+            offer_id: id_field(v, "parent_offer_id", true)?,
             listing_id: None,
-            from_pubkey: pubkey_field(&v, "from_pubkey")?,
+            from_pubkey: pubkey_field(v, "from_pubkey")?,
             buyer_x25519: None,
-            price_usd: price_field(&v, "/counter_price_usd")?,
-            price_lamports: lamports_field(&v)?,
-            message: message_field(&v)?,
-            expires_at: time_field(&v, "expires_at")?,
-            raw: std::sync::Arc::new(v),
+            price_usd: price_field(v, "/counter_price_usd")?,
+            price_lamports: lamports_field(v)?,
+            message: message_field(v)?,
+            expires_at: time_field(v, "expires_at")?,
+            raw,
         })
     }
 }
