@@ -231,8 +231,9 @@ impl RpcSource {
 
     /// A manifest body: the store's cache, else the gateway. `None` when
     /// the gateway has no such item or it is not JSON.
-    async fn manifest(&self, ix: &Indexer, id: &str) -> Result<Option<Value>, IngestError> {
-        if let Some(v) = ix.store().manifest(id)? {
+    async fn manifest(&self, ix: &Arc<Indexer>, id: &str) -> Result<Option<Value>, IngestError> {
+        let key = id.to_string();
+        if let Some(v) = blocking(ix, move |ix| Ok(ix.store().manifest(&key)?)).await? {
             return Ok(Some(v));
         }
         match self.gateway.fetch(id, MAX_MANIFEST_BYTES).await {
@@ -240,7 +241,8 @@ impl RpcSource {
                 let Ok(v) = serde_json::from_slice::<Value>(&bytes) else {
                     return Ok(None);
                 };
-                ix.store().put_manifest(id, &v)?;
+                let (key, body) = (id.to_string(), v.clone());
+                blocking(ix, move |ix| Ok(ix.store().put_manifest(&key, &body)?)).await?;
                 Ok(Some(v))
             }
             Err(
@@ -262,7 +264,7 @@ impl RpcSource {
     /// block positions and manifests.
     pub async fn records(
         &self,
-        ix: &Indexer,
+        ix: &Arc<Indexer>,
         signatures: &[Signature],
     ) -> Result<Vec<TxRecord>, IngestError> {
         let fetched: Vec<(Signature, Result<Option<ParsedTx>, node::chain::ChainError>)> =
@@ -283,8 +285,8 @@ impl RpcSource {
                 // reason and never fetched again; the poll goes on
                 Err(node::chain::ChainError::Shape(why)) => {
                     tracing::warn!(signature = %sig, error = %why, "transaction JSON does not decode; recorded and skipped");
-                    ix.store()
-                        .set_meta(&bad_key(&sig.to_string()), &why.to_string())?;
+                    let (key, why) = (bad_key(&sig.to_string()), why.to_string());
+                    blocking(ix, move |ix| Ok(ix.store().set_meta(&key, &why)?)).await?;
                 }
                 Err(e) => return Err(e.into()),
             }
@@ -380,9 +382,9 @@ impl RpcSource {
         let mut new_checkpoints = Vec::new();
         for address in &self.addresses {
             let key = address.to_string();
-            let until = ix
-                .store()
-                .checkpoint(&key)?
+            let at = key.clone();
+            let until = blocking(ix, move |ix| Ok(ix.store().checkpoint(&at)?))
+                .await?
                 .and_then(|(s, _)| Signature::from_str(&s).ok());
             self.limit.wait().await;
             let history = self.chain.signatures_for(address, until.as_ref()).await?;
@@ -451,7 +453,7 @@ pub trait HintSource: Send + Sync {
     /// transaction), with its manifests as the gateway serves them.
     fn record<'a>(
         &'a self,
-        ix: &'a Indexer,
+        ix: &'a Arc<Indexer>,
         signature: Signature,
     ) -> BoxFuture<'a, Result<Option<TxRecord>, IngestError>>;
     /// The finalized slot.
@@ -461,7 +463,7 @@ pub trait HintSource: Send + Sync {
 impl HintSource for RpcSource {
     fn record<'a>(
         &'a self,
-        ix: &'a Indexer,
+        ix: &'a Arc<Indexer>,
         signature: Signature,
     ) -> BoxFuture<'a, Result<Option<TxRecord>, IngestError>> {
         Box::pin(async move { Ok(self.records(ix, &[signature]).await?.pop()) })

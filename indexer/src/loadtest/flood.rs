@@ -73,7 +73,7 @@ struct MemorySource {
 impl HintSource for MemorySource {
     fn record<'a>(
         &'a self,
-        _ix: &'a Indexer,
+        _ix: &'a Arc<Indexer>,
         signature: Signature,
     ) -> BoxFuture<'a, Result<Option<TxRecord>, IngestError>> {
         let r = self.by_signature.get(&signature.to_string()).cloned();
