@@ -606,4 +606,10 @@ pub struct ImportArgs {
     /// Scope for the rows (default imported:<bundle hash prefix>).
     #[arg(long)]
     pub scope: Option<String>,
+    /// Write into this Python brainctl 2.8 brain.db instead of our store
+    /// (the agent's own: its BRAINCTL_DB). Verified first, one
+    /// transaction, as the `marketplace-buyer` agent, idempotent; other
+    /// rows are never touched.
+    #[arg(long, value_name = "PATH")]
+    pub into_brainctl_db: Option<PathBuf>,
 }

@@ -136,3 +136,163 @@ print(json.dumps([parse_memo(m) for m in json.loads(sys.stdin.read())]))
         assert_eq!(parsed, op.to_reference_json(), "{op}");
     }
 }
+
+/// Memories land in the agent's own Python brainctl `brain.db` (created by
+/// the reference's `init`): the reference's CLI lists exactly them in
+/// their scope with their tags, its `validate` passes, a second import adds
+/// nothing, and a bundle that does not verify writes nothing.
+#[test]
+fn import_writes_into_the_references_brain_db() {
+    let Some(py) = ref_python() else { return };
+    let brainctl = py.parent().unwrap().join("brainctl");
+    let e = Env::new();
+    e.ok(&["wallet", "new"]);
+    e.ok(&[
+        "memory",
+        "add",
+        "the cache key is the bundle hash",
+        "-c",
+        "lesson",
+        "-t",
+        "rust,cache",
+    ]);
+    e.ok(&[
+        "memory",
+        "add",
+        "retry releases with backoff",
+        "-c",
+        "project",
+    ]);
+    e.ok(&["export", "--sign", "-o", "b.signed.json"]);
+    let home = e.path("agent");
+    std::fs::create_dir_all(&home).unwrap();
+    let db = home.join("brain.db");
+    let reference = |args: &[&str]| -> serde_json::Value {
+        let out = std::process::Command::new(&brainctl)
+            .args(args)
+            .env("BRAINCTL_DB", &db)
+            .env("BRAINCTL_HOME", &home)
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "reference brainctl {args:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        serde_json::from_slice(&out.stdout).unwrap_or_else(|err| {
+            panic!("{args:?}: {err}: {}", String::from_utf8_lossy(&out.stdout))
+        })
+    };
+    reference(&["init"]);
+    let db_arg = db.to_str().unwrap();
+    let scope = "imported:20261124-00000000beef";
+    let import = |file: &str| {
+        e.run(&[
+            "--json",
+            "import",
+            file,
+            "--into-brainctl-db",
+            db_arg,
+            "--scope",
+            scope,
+        ])
+    };
+    let first = import("b.signed.json");
+    assert_eq!(first.code, 0, "{}", first.stderr);
+    assert_eq!(
+        first.json()["brainctl_db"]["inserted"]
+            .as_array()
+            .unwrap()
+            .len(),
+        2
+    );
+
+    let listed = reference(&[
+        "--agent",
+        "marketplace-buyer",
+        "memory",
+        "list",
+        "--scope",
+        scope,
+    ]);
+    let rows = listed.as_array().expect("a JSON array of rows");
+    let mut contents: Vec<&str> = rows
+        .iter()
+        .map(|r| r["content"].as_str().unwrap())
+        .collect();
+    contents.sort();
+    assert_eq!(
+        contents,
+        [
+            "retry releases with backoff",
+            "the cache key is the bundle hash"
+        ]
+    );
+    let cached = rows
+        .iter()
+        .find(|r| r["content"] == "the cache key is the bundle hash")
+        .unwrap();
+    assert_eq!(cached["category"], "lesson");
+    assert_eq!(cached["scope"], scope);
+    // json.dumps's layout, as the reference's own `memory add` writes it
+    assert_eq!(cached["tags"], r#"["rust", "cache"]"#);
+    assert_eq!(reference(&["validate"])["valid"], true);
+    // its full-text search finds them (on a copy: a search updates rows)
+    let probe = home.join("probe.db");
+    std::fs::copy(&db, &probe).unwrap();
+    let out = std::process::Command::new(&brainctl)
+        .args([
+            "--agent",
+            "marketplace-buyer",
+            "memory",
+            "search",
+            "backoff",
+            "--scope",
+            scope,
+        ])
+        .env("BRAINCTL_DB", &probe)
+        .env("BRAINCTL_HOME", &home)
+        .output()
+        .unwrap();
+    let found: serde_json::Value = serde_json::from_slice(&out.stdout)
+        .unwrap_or_else(|err| panic!("search: {err}: {}", String::from_utf8_lossy(&out.stderr)));
+    let found: Vec<&str> = found
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["content"].as_str().unwrap())
+        .collect();
+    assert_eq!(found, ["retry releases with backoff"]);
+
+    let again = import("b.signed.json");
+    assert_eq!(again.code, 0, "{}", again.stderr);
+    assert_eq!(
+        again.json()["brainctl_db"]["inserted"]
+            .as_array()
+            .unwrap()
+            .len(),
+        0
+    );
+    assert_eq!(again.json()["brainctl_db"]["already_present"], 2);
+
+    let text = std::fs::read_to_string(e.path("b.signed.json")).unwrap();
+    std::fs::write(
+        e.path("tampered.json"),
+        text.replacen("backoff", "b4ckoff", 1),
+    )
+    .unwrap();
+    assert_eq!(import("tampered.json").code, 1);
+    let listed = reference(&[
+        "--agent",
+        "marketplace-buyer",
+        "memory",
+        "list",
+        "--scope",
+        scope,
+    ]);
+    assert_eq!(
+        listed.as_array().unwrap().len(),
+        2,
+        "nothing written by a refused import"
+    );
+}

@@ -79,6 +79,38 @@ pub fn import_signed(
     )
 }
 
+/// Verifies `text` as a signed bundle and writes its memories into the
+/// Python brainctl `brain.db` at `path` (see [`crate::brainctl_db`]), in
+/// `scope` (default [`default_scope`]). Nothing is written unless the
+/// bundle verifies.
+pub fn import_signed_into_brain_db(
+    path: &std::path::Path,
+    text: &[u8],
+    scope: Option<&str>,
+) -> Result<crate::brainctl_db::BrainDbReport, BrainDbImportError> {
+    let (report, verified) = verify_text(text);
+    let Some(v) = verified else {
+        return Err(ImportError::Invalid(Box::new(report)).into());
+    };
+    let memories = v.memories().map_err(ImportError::Malformed)?;
+    let scope = scope.map_or_else(
+        || default_scope(&hex::encode(v.bundle_hash)),
+        str::to_string,
+    );
+    Ok(crate::brainctl_db::import_into(path, &memories, &scope)?)
+}
+
+/// Why an import into a brain.db wrote nothing.
+#[derive(Debug, thiserror::Error)]
+pub enum BrainDbImportError {
+    /// The bundle (verification, shape).
+    #[error(transparent)]
+    Bundle(#[from] ImportError),
+    /// The database.
+    #[error(transparent)]
+    Db(#[from] crate::brainctl_db::BrainDbError),
+}
+
 /// Imports a decrypted *inner* bundle bought on the marketplace: its bytes
 /// must hash to `expected_hash_hex` (the hash the seller signed in the
 /// listing) and be in canonical form. `signer` is the seller.

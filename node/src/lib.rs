@@ -12,6 +12,7 @@
 //! - `listen` (feature `chain`): settlement rules for buys
 //! - [`market`]: marketplace memo grammar
 //! - [`export`] / [`import`]: the signed export and quarantined import flows
+//! - [`brainctl_db`]: verified memories written into a Python brainctl `brain.db`
 //! - `chain` (feature `chain`): RPC, memos, fees, pins
 //! - [`clock`], [`crypto`]: timestamps and small crypto helpers
 //!
@@ -19,6 +20,7 @@
 #![deny(missing_docs)]
 
 pub mod arweave;
+pub mod brainctl_db;
 pub mod bundle;
 #[cfg(feature = "chain")]
 pub mod chain;
