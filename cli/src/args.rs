@@ -264,6 +264,10 @@ pub enum MarketCmd {
         /// Seconds to wait for the seller's release.
         #[arg(long, default_value_t = 120)]
         timeout: u64,
+        /// Import into this Python brainctl 2.8 brain.db (the agent's own
+        /// store, its BRAINCTL_DB) instead of ours, in scope imported:<listing id>.
+        #[arg(long, value_name = "PATH")]
+        into_brainctl_db: Option<PathBuf>,
         #[command(flatten)]
         storage: StorageOpts,
     },
@@ -278,6 +282,10 @@ pub enum MarketCmd {
         /// Seconds to wait for the seller's release.
         #[arg(long, default_value_t = 120)]
         timeout: u64,
+        /// Import into this Python brainctl 2.8 brain.db (the agent's own
+        /// store, its BRAINCTL_DB) instead of ours, in scope imported:<listing id>.
+        #[arg(long, value_name = "PATH")]
+        into_brainctl_db: Option<PathBuf>,
         #[command(flatten)]
         storage: StorageOpts,
     },

@@ -633,6 +633,65 @@ fn interrupted_buy_finishes_with_fetch() {
         ],
     );
     assert_eq!(done["import"]["ids"].as_array().unwrap().len(), 1);
+
+    // the same release into the agent's own Python brainctl brain.db: the
+    // reference's CLI lists the bought memory in scope imported:<listing>
+    let Some(py) = e2e::ref_python() else { return };
+    let brainctl = py.parent().unwrap().join("brainctl");
+    let home = buyer.path("agent");
+    std::fs::create_dir_all(&home).unwrap();
+    let db = home.join("brain.db");
+    let reference = |args: &[&str]| {
+        let out = std::process::Command::new(&brainctl)
+            .args(args)
+            .env("BRAINCTL_DB", &db)
+            .env("BRAINCTL_HOME", &home)
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        serde_json::from_slice::<serde_json::Value>(&out.stdout).unwrap()
+    };
+    reference(&["init"]);
+    let into = ok(
+        buyer,
+        &[
+            "marketplace",
+            "fetch",
+            manifest,
+            "--buy-signature",
+            &sig,
+            "--storage-dir",
+            dir,
+            "--into-brainctl-db",
+            db.to_str().unwrap(),
+            "--json",
+        ],
+    );
+    let scope = format!(
+        "imported:{}",
+        listed["listing"]["listing_id"].as_str().unwrap()
+    );
+    assert_eq!(into["import"]["scope"], scope.as_str());
+    assert_eq!(into["import"]["inserted"].as_array().unwrap().len(), 1);
+    let rows = reference(&[
+        "--agent",
+        "marketplace-buyer",
+        "memory",
+        "list",
+        "--scope",
+        &scope,
+    ]);
+    let contents: Vec<&str> = rows
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["content"].as_str().unwrap())
+        .collect();
+    assert_eq!(contents, ["Late lesson"]);
 }
 
 /// offer → counter → accept → buy at the counter price → release → import.

@@ -111,17 +111,10 @@ pub enum BrainDbImportError {
     Db(#[from] crate::brainctl_db::BrainDbError),
 }
 
-/// Imports a decrypted *inner* bundle bought on the marketplace: its bytes
-/// must hash to `expected_hash_hex` (the hash the seller signed in the
-/// listing) and be in canonical form. `signer` is the seller.
-pub fn import_inner(
-    store: &mut Store,
-    inner: &[u8],
-    expected_hash_hex: &str,
-    signer: &str,
-    scope: Option<&str>,
-    source: Option<&str>,
-) -> Result<ImportReport, ImportError> {
+/// The memories of a decrypted *inner* bundle bought on the marketplace:
+/// its bytes must hash to `expected_hash_hex` (the hash the seller signed
+/// in the listing) and be in canonical form.
+fn inner_memories(inner: &[u8], expected_hash_hex: &str) -> Result<Vec<MemoryRow>, ImportError> {
     let got = hex::encode(crate::crypto::sha256(inner));
     if got != expected_hash_hex {
         return Err(ImportError::Malformed(format!(
@@ -135,15 +128,47 @@ pub fn import_inner(
             "bundle bytes are not in canonical form".into(),
         ));
     }
-    let memories: Vec<MemoryRow> = match value.get("memories") {
+    match value.get("memories") {
         Some(serde_json::Value::Array(items)) => items
             .iter()
             .map(MemoryRow::from_value)
             .collect::<Result<_, _>>()
-            .map_err(ImportError::Malformed)?,
-        _ => return Err(ImportError::Malformed("`memories` is not an array".into())),
-    };
-    import_rows(store, got, signer.to_string(), &memories, scope, source)
+            .map_err(ImportError::Malformed),
+        _ => Err(ImportError::Malformed("`memories` is not an array".into())),
+    }
+}
+
+/// Imports a decrypted *inner* bundle bought on the marketplace (checked
+/// by [`inner_memories`]'s rules). `signer` is the seller.
+pub fn import_inner(
+    store: &mut Store,
+    inner: &[u8],
+    expected_hash_hex: &str,
+    signer: &str,
+    scope: Option<&str>,
+    source: Option<&str>,
+) -> Result<ImportReport, ImportError> {
+    let memories = inner_memories(inner, expected_hash_hex)?;
+    import_rows(
+        store,
+        expected_hash_hex.to_string(),
+        signer.to_string(),
+        &memories,
+        scope,
+        source,
+    )
+}
+
+/// Writes a decrypted *inner* bundle (checked as by [`import_inner`]) into
+/// the Python brainctl `brain.db` at `path`, in `scope`.
+pub fn import_inner_into_brain_db(
+    path: &std::path::Path,
+    inner: &[u8],
+    expected_hash_hex: &str,
+    scope: &str,
+) -> Result<crate::brainctl_db::BrainDbReport, BrainDbImportError> {
+    let memories = inner_memories(inner, expected_hash_hex)?;
+    Ok(crate::brainctl_db::import_into(path, &memories, scope)?)
 }
 
 fn import_rows(

@@ -97,6 +97,7 @@ pub fn run(cmd: MarketCmd, ctx: &Context) -> CliResult<u8> {
             counter,
             escrow,
             timeout,
+            into_brainctl_db,
             storage,
         } => {
             let how = match offer {
@@ -104,7 +105,14 @@ pub fn run(cmd: MarketCmd, ctx: &Context) -> CliResult<u8> {
                 None if escrow => Payment::Escrow,
                 None => Payment::Listed,
             };
-            buy_or_fetch(ctx, &listing, how, timeout, &storage)?
+            buy_or_fetch(
+                ctx,
+                &listing,
+                how,
+                timeout,
+                into_brainctl_db.as_deref(),
+                &storage,
+            )?
         }
         MarketCmd::Offer {
             listing,
@@ -242,12 +250,14 @@ pub fn run(cmd: MarketCmd, ctx: &Context) -> CliResult<u8> {
             listing,
             buy_signature,
             timeout,
+            into_brainctl_db,
             storage,
         } => buy_or_fetch(
             ctx,
             &listing,
             Payment::Already(buy_signature),
             timeout,
+            into_brainctl_db.as_deref(),
             &storage,
         )?,
         MarketCmd::Refund { listing, storage } => {
@@ -662,12 +672,20 @@ fn buy_or_fetch(
     listing: &str,
     how: Payment,
     timeout: u64,
+    into_brainctl_db: Option<&std::path::Path>,
     storage: &crate::args::StorageOpts,
 ) -> CliResult<()> {
     let wallet = ctx.wallet()?;
     let chain = ctx.chain()?;
     let src = source(storage)?;
-    let mut store = ctx.store()?;
+    let mut store;
+    let target = match into_brainctl_db {
+        Some(path) => node::market::buy::ImportTarget::BrainctlDb(path),
+        None => {
+            store = ctx.store()?;
+            node::market::buy::ImportTarget::Store(&mut store)
+        }
+    };
     let l = ctx
         .block_on(node::market::buy::fetch_listing(&src, listing))
         .map_err(Failure::bad_input)?;
@@ -763,7 +781,7 @@ fn buy_or_fetch(
         &src,
         &l,
         &sig,
-        &mut store,
+        target,
         wait,
         |elapsed| {
             if let Some(pb) = &spinner {
@@ -780,13 +798,22 @@ fn buy_or_fetch(
     }
     let report = report?;
     let v = json!({"ok": true, "listing_id": l.listing_id, "buy_signature": sig, "import": report});
-    ctx.emit(&v, || {
-        format!(
+    ctx.emit(&v, || match &report {
+        node::market::buy::Imported::Store(report) => format!(
             "released and imported {} memories into {}\n  bundle hash {} (matches the seller's signed listing)",
             report.outcome.ids.len(),
             report.outcome.scope,
             report.bundle_hash
-        )
+        ),
+        node::market::buy::Imported::BrainctlDb(r) => format!(
+            "released; {} memories written into {} (scope {}, agent {}; {} already there)\n  bundle hash {} (matches the seller's signed listing)",
+            r.inserted.len(),
+            r.path,
+            r.scope,
+            r.agent,
+            r.already_present,
+            l.bundle_hash
+        ),
     });
     Ok(())
 }

@@ -6,7 +6,7 @@
 use crate::arweave::Source;
 use crate::chain::instructions::registry_from_env;
 use crate::chain::{Chain, ChainError, Pubkey, Signer};
-use crate::import::{import_inner, ImportReport};
+use crate::import::{import_inner, import_inner_into_brain_db, ImportReport};
 use crate::market::envelope::{open_envelope, Expected};
 use crate::market::manifest::Listing;
 use crate::market::tx::buy_instructions;
@@ -40,6 +40,9 @@ pub enum BuyError {
     /// Import.
     #[error(transparent)]
     Import(#[from] crate::import::ImportError),
+    /// Import into a brain.db (nothing written there).
+    #[error(transparent)]
+    BrainDb(Box<crate::import::BrainDbImportError>),
     /// The escrow program or its accounts refused the buy.
     #[error(transparent)]
     Escrow(#[from] crate::market::escrow_trade::EscrowReadError),
@@ -237,6 +240,24 @@ pub async fn find_cancel(
     .map_err(|e| BuyError::Listing(e.to_string()))
 }
 
+/// Where a fetched bundle's memories go.
+pub enum ImportTarget<'a> {
+    /// Our store (a quarantine scope with provenance).
+    Store(&'a mut Store),
+    /// The agent's own Python brainctl `brain.db` at this path.
+    BrainctlDb(&'a std::path::Path),
+}
+
+/// What a fetch imported, by target.
+#[derive(Debug, Clone, serde::Serialize)]
+#[serde(untagged)]
+pub enum Imported {
+    /// Into our store.
+    Store(ImportReport),
+    /// Into a brain.db.
+    BrainctlDb(crate::brainctl_db::BrainDbReport),
+}
+
 /// Waits for the release of `buy_signature`, then decrypts and imports.
 #[allow(clippy::too_many_arguments)]
 pub async fn fetch_and_import(
@@ -245,10 +266,10 @@ pub async fn fetch_and_import(
     source: &Source,
     listing: &Listing,
     buy_signature: &str,
-    store: &mut Store,
+    target: ImportTarget<'_>,
     timeout: Duration,
     mut on_wait: impl FnMut(Duration),
-) -> Result<ImportReport, BuyError> {
+) -> Result<Imported, BuyError> {
     let pay_to = Pubkey::from_str(&listing.payment_address)
         .map_err(|_| BuyError::Listing("bad payment address".into()))?;
     let (seller, me) = (listing.seller_pubkey.clone(), buyer.address());
@@ -302,14 +323,20 @@ pub async fn fetch_and_import(
             let blob = source.fetch(blob_id, crate::seal::MAX_BLOB_BYTES).await?;
             let inner = crate::seal::decrypt_blob(&key, &blob)?;
             let scope = format!("imported:{}", listing.listing_id);
-            return Ok(import_inner(
-                store,
-                &inner,
-                &listing.bundle_hash,
-                &seller,
-                Some(&scope),
-                Some(&listing.listing_id),
-            )?);
+            return Ok(match target {
+                ImportTarget::Store(store) => Imported::Store(import_inner(
+                    store,
+                    &inner,
+                    &listing.bundle_hash,
+                    &seller,
+                    Some(&scope),
+                    Some(&listing.listing_id),
+                )?),
+                ImportTarget::BrainctlDb(path) => Imported::BrainctlDb(
+                    import_inner_into_brain_db(path, &inner, &listing.bundle_hash, &scope)
+                        .map_err(|e| BuyError::BrainDb(Box::new(e)))?,
+                ),
+            });
         }
         if start.elapsed() >= timeout {
             return Err(BuyError::Timeout(buy_signature.into()));
