@@ -264,7 +264,56 @@ fn import_writes_into_the_references_brain_db() {
         .collect();
     assert_eq!(found, ["retry releases with backoff"]);
 
-    let again = import("b.signed.json");
+    // a Python process holding the write lock (WAL) is waited for, not
+    // failed or corrupted: our import lands once it commits
+    e.ok(&[
+        "memory",
+        "add",
+        "written while python held the lock",
+        "-c",
+        "lesson",
+    ]);
+    e.ok(&["export", "--sign", "-o", "c.signed.json"]);
+    let mut holder = std::process::Command::new(&py)
+        .arg("-c")
+        .arg(
+            "import sqlite3, sys, time\n\
+             con = sqlite3.connect(sys.argv[1], isolation_level=None)\n\
+             con.execute('BEGIN IMMEDIATE')\n\
+             print('locked', flush=True)\n\
+             time.sleep(1.5)\n\
+             con.execute('COMMIT')\n",
+        )
+        .arg(&db)
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut line = String::new();
+    std::io::BufRead::read_line(
+        &mut std::io::BufReader::new(holder.stdout.as_mut().unwrap()),
+        &mut line,
+    )
+    .unwrap();
+    assert_eq!(line.trim(), "locked");
+    let started = std::time::Instant::now();
+    let waited = import("c.signed.json");
+    assert_eq!(waited.code, 0, "{}", waited.stderr);
+    assert!(
+        started.elapsed() >= std::time::Duration::from_millis(500),
+        "did not wait for the lock"
+    );
+    assert!(holder.wait().unwrap().success());
+    // c.signed.json holds all three memories: two already there, one new
+    assert_eq!(
+        waited.json()["brainctl_db"]["inserted"]
+            .as_array()
+            .unwrap()
+            .len(),
+        1
+    );
+    assert_eq!(waited.json()["brainctl_db"]["already_present"], 2);
+
+    let again = import("c.signed.json");
     assert_eq!(again.code, 0, "{}", again.stderr);
     assert_eq!(
         again.json()["brainctl_db"]["inserted"]
@@ -273,7 +322,7 @@ fn import_writes_into_the_references_brain_db() {
             .len(),
         0
     );
-    assert_eq!(again.json()["brainctl_db"]["already_present"], 2);
+    assert_eq!(again.json()["brainctl_db"]["already_present"], 3);
 
     let text = std::fs::read_to_string(e.path("b.signed.json")).unwrap();
     std::fs::write(
@@ -292,7 +341,7 @@ fn import_writes_into_the_references_brain_db() {
     ]);
     assert_eq!(
         listed.as_array().unwrap().len(),
-        2,
+        3,
         "nothing written by a refused import"
     );
 }
