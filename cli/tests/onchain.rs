@@ -636,26 +636,10 @@ fn interrupted_buy_finishes_with_fetch() {
 
     // the same release into the agent's own Python brainctl brain.db: the
     // reference's CLI lists the bought memory in scope imported:<listing>
-    let Some(py) = e2e::ref_python() else { return };
-    let brainctl = py.parent().unwrap().join("brainctl");
-    let home = buyer.path("agent");
-    std::fs::create_dir_all(&home).unwrap();
-    let db = home.join("brain.db");
-    let reference = |args: &[&str]| {
-        let out = std::process::Command::new(&brainctl)
-            .args(args)
-            .env("BRAINCTL_DB", &db)
-            .env("BRAINCTL_HOME", &home)
-            .output()
-            .unwrap();
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        serde_json::from_slice::<serde_json::Value>(&out.stdout).unwrap()
+    let Some(brain) = e2e::RefBrain::init(&buyer.path("agent")) else {
+        return;
     };
-    reference(&["init"]);
+    let db = &brain.db;
     let into = ok(
         buyer,
         &[
@@ -677,7 +661,7 @@ fn interrupted_buy_finishes_with_fetch() {
     );
     assert_eq!(into["import"]["scope"], scope.as_str());
     assert_eq!(into["import"]["inserted"].as_array().unwrap().len(), 1);
-    let rows = reference(&[
+    let rows = brain.json(&[
         "--agent",
         "marketplace-buyer",
         "memory",

@@ -5,7 +5,7 @@
 
 mod util;
 
-use e2e::ref_python;
+use e2e::{ref_python, RefBrain};
 use util::Env;
 
 #[test]
@@ -144,7 +144,6 @@ print(json.dumps([parse_memo(m) for m in json.loads(sys.stdin.read())]))
 #[test]
 fn import_writes_into_the_references_brain_db() {
     let Some(py) = ref_python() else { return };
-    let brainctl = py.parent().unwrap().join("brainctl");
     let e = Env::new();
     e.ok(&["wallet", "new"]);
     e.ok(&[
@@ -164,26 +163,9 @@ fn import_writes_into_the_references_brain_db() {
         "project",
     ]);
     e.ok(&["export", "--sign", "-o", "b.signed.json"]);
-    let home = e.path("agent");
-    std::fs::create_dir_all(&home).unwrap();
-    let db = home.join("brain.db");
-    let reference = |args: &[&str]| -> serde_json::Value {
-        let out = std::process::Command::new(&brainctl)
-            .args(args)
-            .env("BRAINCTL_DB", &db)
-            .env("BRAINCTL_HOME", &home)
-            .output()
-            .unwrap();
-        assert!(
-            out.status.success(),
-            "reference brainctl {args:?}: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        serde_json::from_slice(&out.stdout).unwrap_or_else(|err| {
-            panic!("{args:?}: {err}: {}", String::from_utf8_lossy(&out.stdout))
-        })
-    };
-    reference(&["init"]);
+    let brain = RefBrain::init(&e.path("agent")).expect("the reference venv (checked above)");
+    let (db, home) = (&brain.db, &brain.home);
+    let reference = |args: &[&str]| brain.json(args);
     let db_arg = db.to_str().unwrap();
     let scope = "imported:20261124-00000000beef";
     let import = |file: &str| {
@@ -239,9 +221,10 @@ fn import_writes_into_the_references_brain_db() {
     assert_eq!(reference(&["validate"])["valid"], true);
     // its full-text search finds them (on a copy: a search updates rows)
     let probe = home.join("probe.db");
-    std::fs::copy(&db, &probe).unwrap();
-    let out = std::process::Command::new(&brainctl)
-        .args([
+    std::fs::copy(db, &probe).unwrap();
+    let found = brain.json_on(
+        &probe,
+        &[
             "--agent",
             "marketplace-buyer",
             "memory",
@@ -249,13 +232,8 @@ fn import_writes_into_the_references_brain_db() {
             "backoff",
             "--scope",
             scope,
-        ])
-        .env("BRAINCTL_DB", &probe)
-        .env("BRAINCTL_HOME", &home)
-        .output()
-        .unwrap();
-    let found: serde_json::Value = serde_json::from_slice(&out.stdout)
-        .unwrap_or_else(|err| panic!("search: {err}: {}", String::from_utf8_lossy(&out.stderr)));
+        ],
+    );
     let found: Vec<&str> = found
         .as_array()
         .unwrap()
@@ -284,7 +262,7 @@ fn import_writes_into_the_references_brain_db() {
              time.sleep(1.5)\n\
              con.execute('COMMIT')\n",
         )
-        .arg(&db)
+        .arg(db)
         .stdout(std::process::Stdio::piped())
         .spawn()
         .unwrap();

@@ -124,29 +124,35 @@ impl ManifestBook {
         // keys whose signature the envelope carries, and the fold
         // verifies by itself against any other seller, so where a
         // candidate came from never changes a verdict.
-        let mut candidates = self.sellers.clone();
+        // this batch's listing sellers, beside those already held (no copy
+        // of the whole map per batch)
+        let mut batch_sellers: HashMap<String, Vec<String>> = HashMap::new();
         for (_, body) in &todo {
             if body.get("schema").and_then(Value::as_str) == Some(LISTING_SCHEMA) {
                 let field = |f: &str| body.get(f).and_then(Value::as_str).map(str::to_string);
                 if let (Some(listing), Some(seller)) = (field("listing_id"), field("seller_pubkey"))
                 {
-                    let known = candidates.entry(listing).or_default();
+                    let known = batch_sellers.entry(listing).or_default();
                     if !known.contains(&seller) {
                         known.push(seller);
                     }
                 }
             }
         }
-        let candidates = &candidates;
+        let (held, batch) = (&self.sellers, &batch_sellers);
         let checked = par_map(&todo, |(id, body)| {
             let c = match check(body) {
                 Checked::Envelope { body, .. } => {
-                    let of_listing = body
-                        .get("listing_id")
-                        .and_then(Value::as_str)
-                        .and_then(|l| candidates.get(l))
-                        .map_or(&[][..], Vec::as_slice);
-                    let signed_by = envelope_signers(&body, of_listing);
+                    let listing = body.get("listing_id").and_then(Value::as_str);
+                    let mut of_listing: Vec<String> = Vec::new();
+                    for known in [held, batch] {
+                        for s in listing.and_then(|l| known.get(l)).into_iter().flatten() {
+                            if !of_listing.contains(s) {
+                                of_listing.push(s.clone());
+                            }
+                        }
+                    }
+                    let signed_by = envelope_signers(&body, &of_listing);
                     Checked::Envelope { body, signed_by }
                 }
                 other => other,

@@ -421,16 +421,19 @@ impl RpcSource {
         })
         .await?;
         let mut records = self.records(ix, &wanted).await?;
+        let held_before = held.clone();
         self.hold_back(&mut records, &mut held);
         let vanished = self.vanished(&unlisted).await?;
         let fetched = records.len();
         let applied = blocking(ix, move |ix| {
             let applied = ix.ingest(records, final_slot, &vanished)?;
             let mut store = ix.store();
-            store.set_meta(
-                HELD_KEY,
-                &serde_json::to_string(&held).expect("map serializes"),
-            )?;
+            if held != held_before {
+                store.set_meta(
+                    HELD_KEY,
+                    &serde_json::to_string(&held).expect("map serializes"),
+                )?;
+            }
             for (address, sig, slot) in new_checkpoints {
                 store.set_checkpoint(&address, &sig, slot)?;
             }

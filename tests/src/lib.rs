@@ -437,6 +437,58 @@ pub fn ref_python() -> Option<PathBuf> {
     py
 }
 
+/// The reference's own CLI (`brainctl` of the reference venv) over a
+/// `brain.db` of its own making, as an agent on Python brainctl has it.
+pub struct RefBrain {
+    bin: PathBuf,
+    /// Its `BRAINCTL_HOME`.
+    pub home: PathBuf,
+    /// Its `brain.db` (`BRAINCTL_DB`).
+    pub db: PathBuf,
+}
+
+impl RefBrain {
+    /// `brainctl init` of a new brain.db in `home`; `None` (the test
+    /// skips) where the reference venv is not installed, as [`ref_python`].
+    pub fn init(home: &std::path::Path) -> Option<RefBrain> {
+        let bin = ref_python()?.parent()?.join("brainctl");
+        std::fs::create_dir_all(home).expect("brain home");
+        let brain = RefBrain {
+            bin,
+            home: home.to_path_buf(),
+            db: home.join("brain.db"),
+        };
+        brain.json(&["init"]);
+        Some(brain)
+    }
+
+    /// `brainctl <args>` on its brain.db, which must succeed with JSON.
+    pub fn json(&self, args: &[&str]) -> serde_json::Value {
+        self.json_on(&self.db, args)
+    }
+
+    /// The same on another brain.db (e.g. a copy to search: searches update rows).
+    pub fn json_on(&self, db: &std::path::Path, args: &[&str]) -> serde_json::Value {
+        let out = Command::new(&self.bin)
+            .args(args)
+            .env("BRAINCTL_DB", db)
+            .env("BRAINCTL_HOME", &self.home)
+            .output()
+            .expect("run the reference brainctl");
+        assert!(
+            out.status.success(),
+            "reference brainctl {args:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        serde_json::from_slice(&out.stdout).unwrap_or_else(|err| {
+            panic!(
+                "reference brainctl {args:?}: {err}: {}",
+                String::from_utf8_lossy(&out.stdout)
+            )
+        })
+    }
+}
+
 /// A small runtime for blocking test code.
 pub fn runtime() -> tokio::runtime::Runtime {
     tokio::runtime::Builder::new_current_thread()

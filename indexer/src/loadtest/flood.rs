@@ -10,7 +10,7 @@
 //! with the limits `run` uses, a synthetic log, and the hinted records
 //! served from memory in place of the chain.
 
-use super::{listings_log, percentile, LoadError};
+use super::{get_json, listings_log, percentile, LoadError, LocalServer};
 use crate::api::{self, AppState};
 use crate::auth;
 use crate::engine::Indexer;
@@ -26,7 +26,7 @@ use serde_json::{json, Value};
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 /// Latency of the honest requests in one phase.
 #[derive(Debug, Clone, Serialize)]
@@ -162,20 +162,8 @@ async fn honest(
                         (0, None) => format!("{base}/listings?limit=20"),
                         _ => format!("{base}/listings/{}", ids[(c * 31 + i) % ids.len()]),
                     };
-                    let t = Instant::now();
-                    let res = http
-                        .get(&url)
-                        .send()
-                        .await
-                        .map_err(|e| LoadError::Request(e.to_string()))?;
-                    if !res.status().is_success() {
-                        return Err(LoadError::Request(format!("{url}: {}", res.status())));
-                    }
-                    let body: Value = res
-                        .json()
-                        .await
-                        .map_err(|e| LoadError::Request(e.to_string()))?;
-                    times.push(t.elapsed());
+                    let (body, took): (Value, _) = get_json(&http, &url).await?;
+                    times.push(took);
                     if i % 2 == 0 {
                         cursor = body["next_cursor"].as_str().map(str::to_string);
                     }
@@ -257,16 +245,8 @@ pub async fn flood(
         limiter: api::Limiter::new(limits),
         ..AppState::new(ix.clone(), "localnet")
     };
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
-    let base = format!("http://{}", listener.local_addr()?);
-    let (stop_server, server_stopped) = tokio::sync::oneshot::channel::<()>();
-    let server = tokio::spawn(api::serve(listener, state, async move {
-        let _ = server_stopped.await;
-    }));
-    let http = reqwest::Client::builder()
-        .pool_max_idle_per_host(honest_clients + attackers)
-        .build()
-        .map_err(|e| LoadError::Request(e.to_string()))?;
+    let server = LocalServer::start(state, honest_clients + attackers).await?;
+    let (http, base) = (server.http.clone(), server.base.clone());
 
     let quiet = honest(&http, &base, honest_clients, per_client, ids.clone()).await?;
 
@@ -318,8 +298,7 @@ pub async fn flood(
     for a in attack {
         let _ = a.await;
     }
-    let _ = stop_server.send(());
-    let _ = server.await;
+    server.stop().await;
     let s = ix.state();
     Ok(FloodReport {
         listings,

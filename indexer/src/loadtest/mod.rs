@@ -131,6 +131,62 @@ fn percentile(sorted: &[Duration], p: f64) -> f64 {
     sorted[i].as_secs_f64() * 1e3
 }
 
+/// `state` served on a free 127.0.0.1 port in this process, with a
+/// client pooling `clients` connections.
+struct LocalServer {
+    base: String,
+    http: reqwest::Client,
+    stop: tokio::sync::oneshot::Sender<()>,
+    task: tokio::task::JoinHandle<std::io::Result<()>>,
+}
+
+impl LocalServer {
+    async fn start(state: AppState, clients: usize) -> Result<LocalServer, LoadError> {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
+        let base = format!("http://{}", listener.local_addr()?);
+        let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+        let task = tokio::spawn(api::serve(listener, state, async move {
+            let _ = stopped.await;
+        }));
+        let http = reqwest::Client::builder()
+            .pool_max_idle_per_host(clients)
+            .build()
+            .map_err(|e| LoadError::Request(e.to_string()))?;
+        Ok(LocalServer {
+            base,
+            http,
+            stop,
+            task,
+        })
+    }
+
+    async fn stop(self) {
+        let _ = self.stop.send(());
+        let _ = self.task.await;
+    }
+}
+
+/// GET `url`, which must answer 2xx with JSON: the body and how long it took.
+async fn get_json<T: serde::de::DeserializeOwned>(
+    http: &reqwest::Client,
+    url: &str,
+) -> Result<(T, Duration), LoadError> {
+    let t = Instant::now();
+    let res = http
+        .get(url)
+        .send()
+        .await
+        .map_err(|e| LoadError::Request(e.to_string()))?;
+    if !res.status().is_success() {
+        return Err(LoadError::Request(format!("{url}: {}", res.status())));
+    }
+    let body = res
+        .json()
+        .await
+        .map_err(|e| LoadError::Request(e.to_string()))?;
+    Ok((body, t.elapsed()))
+}
+
 /// Serves an indexer of `listings` listings on 127.0.0.1 and has
 /// `clients` concurrent clients each GET `/listings` (walking pages with
 /// the cursor) `per_client` times.
@@ -148,17 +204,8 @@ pub async fn api_load(
     let final_slot = records.last().map_or(0, |r| r.tx.slot);
     ix.ingest(records, final_slot, &[])
         .map_err(|e| LoadError::Request(e.to_string()))?;
-    let state = AppState::new(Arc::new(ix), "localnet");
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
-    let base = format!("http://{}", listener.local_addr()?);
-    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
-    let server = tokio::spawn(api::serve(listener, state, async move {
-        let _ = stopped.await;
-    }));
-    let http = reqwest::Client::builder()
-        .pool_max_idle_per_host(clients)
-        .build()
-        .map_err(|e| LoadError::Request(e.to_string()))?;
+    let server = LocalServer::start(AppState::new(Arc::new(ix), "localnet"), clients).await?;
+    let (http, base) = (server.http.clone(), server.base.clone());
     let started = Instant::now();
     let tasks: Vec<_> = (0..clients)
         .map(|c| {
@@ -171,20 +218,8 @@ pub async fn api_load(
                         (Some(after), 0) => format!("{base}/listings?limit=50&cursor={after}"),
                         _ => format!("{base}/listings?limit=50"),
                     };
-                    let t = Instant::now();
-                    let res = http
-                        .get(&url)
-                        .send()
-                        .await
-                        .map_err(|e| LoadError::Request(e.to_string()))?;
-                    if !res.status().is_success() {
-                        return Err(LoadError::Request(format!("{url}: {}", res.status())));
-                    }
-                    let page: Page = res
-                        .json()
-                        .await
-                        .map_err(|e| LoadError::Request(e.to_string()))?;
-                    times.push(t.elapsed());
+                    let (page, took): (Page, _) = get_json(&http, &url).await?;
+                    times.push(took);
                     if page.count != 50 {
                         return Err(LoadError::Request(format!("{url}: short page")));
                     }
@@ -199,8 +234,7 @@ pub async fn api_load(
         all.extend(t.await.map_err(|e| LoadError::Request(e.to_string()))??);
     }
     let wall = started.elapsed().as_secs_f64();
-    let _ = stop.send(());
-    let _ = server.await;
+    server.stop().await;
     all.sort();
     Ok(LoadReport {
         listings,
