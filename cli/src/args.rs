@@ -271,6 +271,31 @@ pub enum MarketCmd {
         #[command(flatten)]
         storage: StorageOpts,
     },
+    /// What a buy would cost (price, protocol fee, escrow rent, network
+    /// fee) and whether this wallet's spend policy allows it now. Sends
+    /// nothing. Agents: call this before `buy`.
+    Quote {
+        /// The listing manifest's item id.
+        #[arg(allow_hyphen_values = true)]
+        listing: String,
+        /// Quote the price of this accepted offer (its item id).
+        #[arg(long, allow_hyphen_values = true)]
+        offer: Option<String>,
+        /// ...or of the seller's counter to it (found on chain when omitted).
+        #[arg(long, requires = "offer", allow_hyphen_values = true)]
+        counter: Option<String>,
+        #[command(flatten)]
+        storage: StorageOpts,
+    },
+    /// This wallet's spend policy (spend-policy.json beside the wallet,
+    /// 0600: max_per_buy_lamports, budget_24h_lamports, sellers), what
+    /// was spent in the last 24 h and the newest ledger rows. Every buy of
+    /// a wallet with a policy is checked and recorded in spend.db first.
+    Budget {
+        /// How many ledger rows to show.
+        #[arg(long, default_value_t = 20)]
+        limit: usize,
+    },
     /// Finish an interrupted buy: wait for its release, decrypt, import.
     Fetch {
         /// The listing manifest's item id.

@@ -21,6 +21,9 @@ pub struct Context {
     pub url: String,
     /// `--commitment`.
     pub commitment: String,
+    /// Limits that tighten the wallet's spend policy file (`brainctl mcp`
+    /// flags); `None` for plain commands.
+    pub spend_limits: Option<node::spend::SpendPolicy>,
 }
 
 impl Context {
@@ -38,6 +41,7 @@ impl Context {
             json: cli.json,
             url: cli.url.clone(),
             commitment: cli.commitment.clone(),
+            spend_limits: None,
         })
     }
 
@@ -75,6 +79,25 @@ impl Context {
     /// Loads the wallet (permission-checked).
     pub fn wallet(&self) -> CliResult<Wallet> {
         Ok(Wallet::load(&self.wallet_path)?)
+    }
+
+    /// The spend policy buys of this wallet run under: the file beside the
+    /// wallet, tightened by [`Context::spend_limits`]. `None`: no file and
+    /// no limits (a person at a terminal; nothing is limited).
+    pub fn spend_policy(&self) -> CliResult<Option<node::spend::SpendPolicy>> {
+        let path = node::spend::policy_path(&self.wallet_path);
+        let file = node::spend::SpendPolicy::load(&path).map_err(crate::failure::Failure::bad_input)?;
+        Ok(match (file, &self.spend_limits) {
+            (Some(f), Some(l)) => Some(f.tightened(l)),
+            (f, l) => f.or_else(|| l.clone()),
+        })
+    }
+
+    /// The wallet's spend ledger (created beside it, 0600).
+    pub fn spend_ledger(&self) -> CliResult<node::spend::SpendLedger> {
+        let path = node::spend::ledger_path(&self.wallet_path);
+        Ok(node::spend::SpendLedger::open(&path)
+            .with_context(|| format!("spend ledger {}", path.display()))?)
     }
 
     /// Prints `value` as JSON (with `--json`) or the human text.

@@ -8,6 +8,7 @@
 //! - [`keys`]: bundle key files (0600, O_EXCL, by blob and by listing)
 //! - [`seal`]: AES-256-GCM blobs and sealed-box key envelopes
 //! - [`scan`]: secret/PII and prompt-injection scanners
+//! - [`spend`]: the buyer's spending policy and its durable ledger
 //! - `mint` (feature `chain`): Token-2022 NFT minting
 //! - `listen` (feature `chain`): settlement rules for buys
 //! - [`market`]: marketplace memo grammar
@@ -38,6 +39,7 @@ pub mod market;
 pub mod mint;
 pub mod scan;
 pub mod seal;
+pub mod spend;
 pub mod store;
 pub mod wallet;
 

@@ -246,6 +246,19 @@ pub fn run(cmd: MarketCmd, ctx: &Context) -> CliResult<u8> {
             storage,
             seller,
         } => decide(ctx, &offer, &storage, &seller, false)?,
+        MarketCmd::Quote {
+            listing,
+            offer,
+            counter,
+            storage,
+        } => {
+            let how = match offer {
+                Some(offer) => Payment::Negotiated { offer, counter },
+                None => Payment::Listed,
+            };
+            quote(ctx, &listing, how, &storage)?
+        }
+        MarketCmd::Budget { limit } => budget(ctx, limit)?,
         MarketCmd::Fetch {
             listing,
             buy_signature,
@@ -667,6 +680,175 @@ fn decide(
     Ok(())
 }
 
+/// Checks and prices a buy of `l` the way `how` pays it (finding the
+/// seller's counter to an accepted offer), sending nothing.
+fn plan_payment(
+    ctx: &Context,
+    chain: &node::chain::Chain,
+    wallet: &node::wallet::Wallet,
+    src: &node::arweave::Source,
+    l: &node::market::manifest::Listing,
+    how: &Payment,
+) -> CliResult<node::market::buy::BuyPlan> {
+    use node::market::buy::{plan_buy, Terms};
+    match how {
+        Payment::Already(_) => unreachable!("a finished payment is not planned"),
+        Payment::Escrow if l.escrow_program.is_none() => Err(Failure::bad_input(
+            node::market::escrow_trade::EscrowPlanError::NotEscrow(l.listing_id.clone()),
+        )),
+        Payment::Escrow | Payment::Listed => ctx
+            .block_on(plan_buy(chain, wallet, l, Terms::Listed))
+            .map_err(buy_failure),
+        Payment::Negotiated { offer, counter } => {
+            let o = ctx
+                .block_on(node::market::negotiate::fetch_offer(src, offer, false))
+                .map_err(negotiate_failure)?;
+            // the buyer's client finds the seller's counter itself: with an
+            // accept, its terms are the ones that bind
+            let counter = match counter {
+                Some(id) => Some(id.clone()),
+                None => ctx
+                    .block_on(node::market::negotiate::find_counter(chain, l, &o.offer_id))
+                    .map_err(negotiate_failure)?,
+            };
+            let c = match &counter {
+                Some(id) => Some(
+                    ctx.block_on(node::market::negotiate::fetch_offer(src, id, true))
+                        .map_err(negotiate_failure)?,
+                ),
+                None => None,
+            };
+            ctx.block_on(plan_buy(
+                chain,
+                wallet,
+                l,
+                Terms::Negotiated {
+                    offer: &o,
+                    counter: c.as_ref(),
+                },
+            ))
+            .map_err(buy_failure)
+        }
+    }
+}
+
+/// `marketplace quote`: what a buy would cost and whether the spend policy
+/// allows it now; sends nothing, records nothing.
+fn quote(
+    ctx: &Context,
+    listing: &str,
+    how: Payment,
+    storage: &crate::args::StorageOpts,
+) -> CliResult<()> {
+    let wallet = ctx.wallet()?;
+    let chain = ctx.chain()?;
+    let src = source(storage)?;
+    let l = ctx
+        .block_on(node::market::buy::fetch_listing(&src, listing))
+        .map_err(Failure::bad_input)?;
+    let plan = plan_payment(ctx, &chain, &wallet, &src, &l, &how)?;
+    let q = &plan.quote;
+    let now = time::OffsetDateTime::now_utc().unix_timestamp();
+    let (policy, verdict) = match ctx.spend_policy()? {
+        None => (None, Ok(None)),
+        Some(p) => {
+            let spend = node::spend::Spend {
+                listing_id: &q.listing_id,
+                seller: &q.seller,
+                lamports: q.total_lamports,
+            };
+            let verdict = match ctx.spend_ledger()?.check(&p, &spend, now) {
+                Ok(standing) => Ok(Some(standing)),
+                Err(node::spend::SpendError::Refused(r)) => Err(r),
+                Err(e) => return Err(e.into()),
+            };
+            (Some(p), verdict)
+        }
+    };
+    let allowed = verdict.is_ok();
+    let v = json!({
+        "ok": true, "quote": q, "allowed": allowed, "policy": policy,
+        "standing": verdict.as_ref().ok(), "refusal": verdict.as_ref().err(),
+        "refusal_text": verdict.as_ref().err().map(ToString::to_string),
+    });
+    ctx.emit(&v, || {
+        let head = format!(
+            "{} ({}, {}): price {} + protocol fee {} + escrow rent {} + network fee {} = {} lamports",
+            q.listing_id,
+            q.settles,
+            q.terms,
+            q.price_lamports,
+            q.protocol_fee_lamports,
+            q.escrow_rent_lamports,
+            q.network_fee_lamports,
+            q.total_lamports
+        );
+        match &verdict {
+            Ok(None) => format!("{head}
+  no spend policy for this wallet"),
+            Ok(Some(s)) => format!(
+                "{head}
+  allowed by the spend policy ({} spent in the last 24 h{})",
+                s.spent_24h_lamports,
+                s.remaining_24h_lamports
+                    .map_or(String::new(), |r| format!(", {r} left"))
+            ),
+            Err(r) => format!("{head}
+  REFUSED by the spend policy: {r}"),
+        }
+    });
+    Ok(())
+}
+
+/// `marketplace budget`: this wallet's spend policy, what the last 24 h
+/// spent, and the newest ledger rows.
+fn budget(ctx: &Context, limit: usize) -> CliResult<()> {
+    let policy = ctx.spend_policy()?;
+    let now = time::OffsetDateTime::now_utc().unix_timestamp();
+    let ledger = ctx.spend_ledger()?;
+    let standing = ledger.standing(&policy.clone().unwrap_or_default(), now)?;
+    let rows = ledger.recent(limit)?;
+    let v = json!({"ok": true, "policy": policy, "policy_file": node::spend::policy_path(&ctx.wallet_path),
+        "standing": standing, "spends": rows});
+    ctx.emit(&v, || {
+        let mut out = match &policy {
+            None => format!(
+                "no spend policy ({} does not exist): buys are recorded, not limited",
+                node::spend::policy_path(&ctx.wallet_path).display()
+            ),
+            Some(p) => format!(
+                "spend policy: per buy {}, 24 h budget {}, sellers {}",
+                p.max_per_buy_lamports
+                    .map_or("unlimited".into(), |m| format!("{m} lamports")),
+                p.budget_24h_lamports
+                    .map_or("unlimited".into(), |m| format!("{m} lamports")),
+                p.sellers.as_ref().map_or("any".into(), |s| s.join(", "))
+            ),
+        };
+        out.push_str(&format!(
+            "
+  spent or reserved in the last 24 h: {} lamports{}",
+            standing.spent_24h_lamports,
+            standing
+                .remaining_24h_lamports
+                .map_or(String::new(), |r| format!(" ({r} left)"))
+        ));
+        for r in &rows {
+            out.push_str(&format!(
+                "
+  #{} {} {} lamports {} {}",
+                r.id,
+                r.listing_id,
+                r.lamports,
+                r.state,
+                r.signature.as_deref().unwrap_or("")
+            ));
+        }
+        out
+    });
+    Ok(())
+}
+
 fn buy_or_fetch(
     ctx: &Context,
     listing: &str,
@@ -691,72 +873,38 @@ fn buy_or_fetch(
         .map_err(Failure::bad_input)?;
     let sig = match how {
         Payment::Already(sig) => sig,
-        Payment::Negotiated { offer, counter } => {
-            let o = ctx
-                .block_on(node::market::negotiate::fetch_offer(&src, &offer, false))
-                .map_err(negotiate_failure)?;
-            // the buyer's client finds the seller's counter itself: with an
-            // accept, its terms are the ones that bind
-            let counter = match counter {
-                Some(id) => Some(id),
-                None => ctx
-                    .block_on(node::market::negotiate::find_counter(
-                        &chain,
-                        &l,
-                        &o.offer_id,
-                    ))
-                    .map_err(negotiate_failure)?,
-            };
-            let c = match &counter {
-                Some(id) => Some(
-                    ctx.block_on(node::market::negotiate::fetch_offer(&src, id, true))
-                        .map_err(negotiate_failure)?,
-                ),
+        how => {
+            let plan = plan_payment(ctx, &chain, &wallet, &src, &l, &how)?;
+            let q = &plan.quote;
+            if !ctx.json {
+                eprintln!(
+                    "buying {} ({}: {} lamports {}, {} in all with fees{})",
+                    l.listing_id,
+                    q.terms,
+                    q.price_lamports,
+                    if q.settles == "escrow" {
+                        "held by the escrow program until the seller releases".to_string()
+                    } else {
+                        format!("to {}", l.payment_address)
+                    },
+                    q.total_lamports,
+                    if q.escrow_rent_lamports > 0 { " and the escrow account's rent" } else { "" },
+                );
+            }
+            let policy = ctx.spend_policy()?;
+            let mut ledger = match &policy {
+                Some(_) => Some(ctx.spend_ledger()?),
                 None => None,
             };
-            let sig = ctx.block_on(node::market::buy::pay_negotiated(
-                &chain,
-                &wallet,
-                &l,
-                &o,
-                c.as_ref(),
-            ))?;
-            if !ctx.json {
-                eprintln!("paid the agreed price of {}: {sig}", o.offer_id);
-            }
-            sig
-        }
-        Payment::Escrow | Payment::Listed if l.escrow_program.is_some() => {
-            if !ctx.json {
-                eprintln!(
-                    "buying {} through the escrow program ({} lamports held until the seller releases)",
-                    l.listing_id,
-                    l.price_lamports.unwrap_or(0),
-                );
-            }
+            let guard = match (&policy, ledger.as_mut()) {
+                (Some(policy), Some(ledger)) => {
+                    Some(node::market::buy::SpendGuard { policy, ledger })
+                }
+                _ => None,
+            };
             let sig = ctx
-                .block_on(node::market::buy::pay_escrow(&chain, &wallet, &l))
+                .block_on(node::market::buy::execute(&chain, &wallet, &plan, guard))
                 .map_err(buy_failure)?;
-            if !ctx.json {
-                eprintln!("deposited: {sig}");
-            }
-            sig
-        }
-        Payment::Escrow => {
-            return Err(Failure::bad_input(
-                node::market::escrow_trade::EscrowPlanError::NotEscrow(l.listing_id.clone()),
-            ))
-        }
-        Payment::Listed => {
-            if !ctx.json {
-                eprintln!(
-                    "buying {} ({} lamports to {})",
-                    l.listing_id,
-                    l.price_lamports.unwrap_or(0),
-                    l.payment_address
-                );
-            }
-            let sig = ctx.block_on(node::market::buy::pay(&chain, &wallet, &l))?;
             if !ctx.json {
                 eprintln!("paid: {sig}");
             }

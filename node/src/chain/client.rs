@@ -286,6 +286,14 @@ impl Chain {
         }
     }
 
+    /// The lamports an account of `bytes` data needs to be rent-exempt.
+    pub async fn rent_exemption(&self, bytes: usize) -> Result<u64, ChainError> {
+        with_retry("getMinimumBalanceForRentExemption", || {
+            self.rpc.get_minimum_balance_for_rent_exemption(bytes)
+        })
+        .await
+    }
+
     /// Waits for a signature we did not build (airdrops).
     async fn wait_for(&self, sig: &Signature, last_valid: u64) -> Result<u64, ChainError> {
         self.wait_for_landing(sig, last_valid, false)

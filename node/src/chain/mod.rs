@@ -63,3 +63,30 @@ pub enum ChainError {
     #[error(transparent)]
     Shape(#[from] parsed_tx::TxShapeError),
 }
+
+impl ChainError {
+    /// Whether this is the RPC node refusing a transaction in preflight
+    /// (its simulation failed), so it was never forwarded and cannot land.
+    /// A preflight refusal because the transaction was *already processed*
+    /// (a retried send whose first copy got through) does not count.
+    pub fn is_preflight_refusal(&self) -> bool {
+        use solana_rpc_client_api::client_error::ErrorKind;
+        use solana_rpc_client_api::request::{RpcError, RpcResponseErrorData};
+        let ChainError::Rpc { what, source } = self else {
+            return false;
+        };
+        if what != "sendTransaction" {
+            return false;
+        }
+        match source.kind() {
+            ErrorKind::RpcError(RpcError::RpcResponseError {
+                data: RpcResponseErrorData::SendTransactionPreflightFailure(sim),
+                ..
+            }) => {
+                !format!("{:?}", sim.err).contains("AlreadyProcessed")
+                    && !source.to_string().contains("already been processed")
+            }
+            _ => false,
+        }
+    }
+}

@@ -50,6 +50,11 @@ pub fn deposit_of(accounts: &[Pubkey], data: &[u8]) -> Option<Deposit> {
 use solana_sdk::pubkey::Pubkey;
 use std::str::FromStr;
 
+/// Bytes of the program's `Escrow` account (discriminator + `INIT_SPACE`:
+/// listing, buyer, X25519 key, amount, deposited_at, status, envelope id
+/// (4 + 64), slashed, bump); checked against the program in its tests.
+pub const ESCROW_ACCOUNT_SPACE: usize = 8 + 32 + 32 + 32 + 8 + 8 + 1 + (4 + 64) + 1 + 1;
+
 /// The program id (`declare_id!` of `programs/escrow`).
 pub const PROGRAM_ID: &str = "GupF9eVkWTDfA9Y6o3AwS1FniLXRAsyo1ucCFTwjrFmq";
 pub(crate) const SYSTEM: Pubkey = solana_sdk::pubkey!("11111111111111111111111111111111");

@@ -46,6 +46,9 @@ pub enum BuyError {
     /// The escrow program or its accounts refused the buy.
     #[error(transparent)]
     Escrow(#[from] crate::market::escrow_trade::EscrowReadError),
+    /// The spend policy refused the buy (nothing sent), or its ledger failed.
+    #[error(transparent)]
+    Spend(#[from] crate::spend::SpendError),
 }
 
 impl From<crate::market::escrow_trade::EscrowPlanError> for BuyError {
@@ -62,20 +65,291 @@ pub async fn fetch_listing(source: &Source, manifest_id: &str) -> Result<Listing
     Listing::from_value(v).map_err(|e| BuyError::Listing(format!("listing manifest refused: {e}")))
 }
 
-/// Pays for `listing` at its listed price; returns the buy signature.
-/// A listing that settles through the escrow program is paid into it
-/// ([`pay_escrow`]): a direct payment would never be released.
-pub async fn pay(chain: &Chain, buyer: &Wallet, listing: &Listing) -> Result<String, BuyError> {
+/// What a buy costs, all in, before anything is sent: what `quote` shows
+/// and what the spend policy is checked against.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct Quote {
+    /// The listing.
+    pub listing_id: String,
+    /// Its seller.
+    pub seller: String,
+    /// `direct` (a payment to the seller) or `escrow` (a program deposit).
+    pub settles: &'static str,
+    /// `listed`, or the accepted offer / counter id whose price binds.
+    pub terms: String,
+    /// Paid to the seller (or held by the escrow program).
+    pub price_lamports: u64,
+    /// Protocol fee to the treasury (mainnet-beta only).
+    pub protocol_fee_lamports: u64,
+    /// Rent of the escrow account the deposit creates (kept by the program
+    /// as the buy's receipt).
+    pub escrow_rent_lamports: u64,
+    /// The transaction fee (signatures).
+    pub network_fee_lamports: u64,
+    /// Everything the buyer's balance loses.
+    pub total_lamports: u64,
+}
+
+/// The terms a buy pays.
+#[derive(Clone, Copy)]
+pub enum Terms<'a> {
+    /// The listed price (or a deposit of it, for an escrow listing).
+    Listed,
+    /// This buyer's offer the seller accepted, or the seller's counter to it.
+    Negotiated {
+        /// The buyer's offer.
+        offer: &'a crate::market::manifest::Offer,
+        /// The seller's counter, when that is what was accepted.
+        counter: Option<&'a crate::market::manifest::Offer>,
+    },
+}
+
+/// A checked buy, ready to send: its quote and its instructions.
+pub struct BuyPlan {
+    /// What it costs.
+    pub quote: Quote,
+    instructions: Vec<solana_sdk::instruction::Instruction>,
+}
+
+/// The spend policy a buy runs under, and the ledger recording it.
+pub struct SpendGuard<'a> {
+    /// The policy (file, tightened by the caller's flags).
+    pub policy: &'a crate::spend::SpendPolicy,
+    /// The wallet's ledger.
+    pub ledger: &'a mut crate::spend::SpendLedger,
+}
+
+/// Lamports per transaction signature (no priority fee is set).
+pub const LAMPORTS_PER_SIGNATURE: u64 = 5_000;
+
+/// Checks a buy of `listing` on `terms` and prices it, sending nothing:
+/// the listing must be live (not expired, not cancelled), an escrow
+/// listing's on-chain account must match its manifest, negotiated terms
+/// must be this buyer's and accepted on chain.
+pub async fn plan_buy(
+    chain: &Chain,
+    buyer: &Wallet,
+    listing: &Listing,
+    terms: Terms<'_>,
+) -> Result<BuyPlan, BuyError> {
+    let now = time::OffsetDateTime::now_utc().unix_timestamp();
     if listing.escrow_program.is_some() {
-        return pay_escrow(chain, buyer, listing).await;
+        if let Terms::Negotiated { .. } = terms {
+            return Err(BuyError::Listing(
+                "escrow listings settle at the listed price only; buy it without --offer".into(),
+            ));
+        }
+        return plan_escrow(chain, buyer, listing, now).await;
     }
-    let price = listing.price_lamports.ok_or_else(|| {
-        BuyError::Listing(
-            "the listing has no price_lamports (made by an old client?); ask the seller to relist"
-                .into(),
-        )
-    })?;
-    pay_price(chain, buyer, listing, price).await
+    let (price, terms_name) = match terms {
+        Terms::Listed => (
+            listing.price_lamports.ok_or_else(|| {
+                BuyError::Listing(
+                    "the listing has no price_lamports (made by an old client?); ask the seller to relist"
+                        .into(),
+                )
+            })?,
+            "listed".to_string(),
+        ),
+        Terms::Negotiated { offer, counter } => {
+            negotiated_price(chain, buyer, listing, offer, counter, now).await?
+        }
+    };
+    if now >= listing.expires_at {
+        return Err(BuyError::Listing(format!(
+            "listing {} has expired",
+            listing.listing_id
+        )));
+    }
+    let pay_to = Pubkey::from_str(&listing.payment_address)
+        .map_err(|_| BuyError::Listing("bad payment address".into()))?;
+    if let Some(slot) = find_cancel(chain, &pay_to, listing).await? {
+        return Err(BuyError::Listing(format!(
+            "listing {} was cancelled by the seller at slot {slot}",
+            listing.listing_id
+        )));
+    }
+    let kp = buyer.solana_keypair();
+    let policy = crate::chain::FeePolicy::from_env(chain.cluster_kind().await?)?;
+    let fee = policy.settle_fee(price, listing.fee_bps)?;
+    let instructions = buy_instructions(
+        &kp.pubkey(),
+        &pay_to,
+        price,
+        &listing.listing_id,
+        &buyer.x25519_address(),
+        &registry_from_env()?,
+        (fee > 0).then_some((&policy.treasury, fee)),
+    );
+    Ok(BuyPlan {
+        quote: quote(listing, "direct", terms_name, price, fee, 0),
+        instructions,
+    })
+}
+
+fn quote(
+    listing: &Listing,
+    settles: &'static str,
+    terms: String,
+    price: u64,
+    fee: u64,
+    rent: u64,
+) -> Quote {
+    Quote {
+        listing_id: listing.listing_id.clone(),
+        seller: listing.seller_pubkey.clone(),
+        settles,
+        terms,
+        price_lamports: price,
+        protocol_fee_lamports: fee,
+        escrow_rent_lamports: rent,
+        network_fee_lamports: LAMPORTS_PER_SIGNATURE,
+        total_lamports: price
+            .saturating_add(fee)
+            .saturating_add(rent)
+            .saturating_add(LAMPORTS_PER_SIGNATURE),
+    }
+}
+
+/// The agreed price: `offer` must be this buyer's offer on `listing`,
+/// `counter` (if any) the seller's counter to it, unexpired, and the
+/// seller must have posted `accept` for the offer on chain.
+async fn negotiated_price(
+    chain: &Chain,
+    buyer: &Wallet,
+    listing: &Listing,
+    offer: &crate::market::manifest::Offer,
+    counter: Option<&crate::market::manifest::Offer>,
+    now: i64,
+) -> Result<(u64, String), BuyError> {
+    if offer.from_pubkey != buyer.address()
+        || offer.listing_id.as_deref() != Some(listing.listing_id.as_str())
+    {
+        return Err(BuyError::Listing(
+            "that offer is not this wallet's offer on this listing".into(),
+        ));
+    }
+    let (terms, name) = match counter {
+        Some(c) if c.offer_id != offer.offer_id || c.from_pubkey != listing.seller_pubkey => {
+            return Err(BuyError::Listing(
+                "that counter is not the seller's counter to this offer".into(),
+            ))
+        }
+        Some(c) => (c, format!("counter:{}", c.offer_id)),
+        None => (offer, format!("offer:{}", offer.offer_id)),
+    };
+    let price = terms
+        .price_lamports
+        .ok_or_else(|| BuyError::Listing("the agreed terms carry no price_lamports".into()))?;
+    if now >= terms.expires_at {
+        return Err(BuyError::Listing("the agreed terms have expired".into()));
+    }
+    let accepted = crate::market::negotiate::find_accept(chain, listing, &offer.offer_id)
+        .await
+        .map_err(|e| BuyError::Listing(e.to_string()))?;
+    if accepted.is_none() {
+        return Err(BuyError::Listing(format!(
+            "the seller has not accepted {} on chain",
+            offer.offer_id
+        )));
+    }
+    Ok((price, name))
+}
+
+/// A deposit of the listed price into the escrow program: the listing
+/// account on chain must match the signed manifest (seller, bundle hash,
+/// price, expiry) and take deposits; the seller is paid only when it
+/// releases.
+async fn plan_escrow(
+    chain: &Chain,
+    buyer: &Wallet,
+    listing: &Listing,
+    now: i64,
+) -> Result<BuyPlan, BuyError> {
+    let kp = buyer.solana_keypair();
+    let x25519 = crate::crypto::b58_array::<32>(&buyer.x25519_address())
+        .ok_or_else(|| BuyError::Listing("wallet X25519 key".into()))?;
+    let instructions = crate::market::escrow_trade::deposit_plan(
+        chain,
+        &kp.pubkey(),
+        &x25519,
+        listing,
+        &registry_from_env()?,
+        now,
+    )
+    .await?;
+    let rent = chain
+        .rent_exemption(crate::escrow::ESCROW_ACCOUNT_SPACE)
+        .await?;
+    let price = listing.price_lamports.unwrap_or(0);
+    Ok(BuyPlan {
+        quote: quote(listing, "escrow", "listed".into(), price, 0, rent),
+        instructions,
+    })
+}
+
+/// Sends a planned buy; returns its signature. Under a [`SpendGuard`] the
+/// full quoted cost is reserved first (refused with the policy's reason,
+/// nothing sent, when over a limit) and the outcome recorded: paid, failed
+/// (the network fee counted), or freed when the transaction provably never
+/// landed. An unknown outcome stays reserved.
+pub async fn execute(
+    chain: &Chain,
+    buyer: &Wallet,
+    plan: &BuyPlan,
+    guard: Option<SpendGuard<'_>>,
+) -> Result<String, BuyError> {
+    use crate::spend::{Outcome, Spend};
+    let kp = buyer.solana_keypair();
+    let Some(SpendGuard { policy, ledger }) = guard else {
+        return Ok(chain
+            .send(&plan.instructions, &[&kp])
+            .await?
+            .signature
+            .to_string());
+    };
+    let now = time::OffsetDateTime::now_utc().unix_timestamp();
+    let q = &plan.quote;
+    let id = ledger.reserve(
+        policy,
+        &Spend {
+            listing_id: &q.listing_id,
+            seller: &q.seller,
+            lamports: q.total_lamports,
+        },
+        now,
+    )?;
+    match chain.send(&plan.instructions, &[&kp]).await {
+        Ok(sent) => {
+            let signature = sent.signature.to_string();
+            ledger.settle(
+                id,
+                &Outcome::Paid {
+                    signature: signature.clone(),
+                },
+            )?;
+            Ok(signature)
+        }
+        Err(e) => {
+            let outcome = match &e {
+                ChainError::TxFailed { signature, .. } => Some(Outcome::Failed {
+                    signature: signature.clone(),
+                    fee_lamports: q.network_fee_lamports,
+                }),
+                ChainError::Expired => Some(Outcome::NeverLanded {
+                    reason: "blockhash expired without landing".into(),
+                }),
+                e if e.is_preflight_refusal() => Some(Outcome::NeverLanded {
+                    reason: "refused in preflight".into(),
+                }),
+                _ => None,
+            };
+            if let Some(o) = outcome {
+                ledger.settle(id, &o)?;
+            }
+            Err(e.into())
+        }
+    }
 }
 
 fn buyer_pubkey(buyer: &Wallet) -> Pubkey {
@@ -87,30 +361,6 @@ fn escrow_listing_account(listing: &Listing) -> Result<Pubkey, BuyError> {
     let seller = Pubkey::from_str(&listing.seller_pubkey)
         .map_err(|_| BuyError::Listing("bad seller_pubkey".into()))?;
     Ok(crate::escrow::listing_address(&seller, &listing.listing_id))
-}
-
-/// Deposits the listed price into the escrow program: the listing account
-/// on chain must match the signed manifest (seller, bundle hash, price,
-/// expiry) and take deposits; the seller is paid only when it releases.
-pub async fn pay_escrow(
-    chain: &Chain,
-    buyer: &Wallet,
-    listing: &Listing,
-) -> Result<String, BuyError> {
-    let kp = buyer.solana_keypair();
-    let x25519 = crate::crypto::b58_array::<32>(&buyer.x25519_address())
-        .ok_or_else(|| BuyError::Listing("wallet X25519 key".into()))?;
-    let now = time::OffsetDateTime::now_utc().unix_timestamp();
-    let ixs = crate::market::escrow_trade::deposit_plan(
-        chain,
-        &kp.pubkey(),
-        &x25519,
-        listing,
-        &registry_from_env()?,
-        now,
-    )
-    .await?;
-    Ok(chain.send(&ixs, &[&kp]).await?.signature.to_string())
 }
 
 /// The buyer's refund of an escrow buy the seller never released (after
@@ -135,92 +385,6 @@ pub async fn refund_escrow(
         &config,
         now,
     )?;
-    Ok(chain.send(&ixs, &[&kp]).await?.signature.to_string())
-}
-
-/// Pays the negotiated price: `offer` must be this buyer's offer on
-/// `listing`, `counter` (if any) the seller's counter to it, and the seller
-/// must have posted `accept` for the offer on chain.
-pub async fn pay_negotiated(
-    chain: &Chain,
-    buyer: &Wallet,
-    listing: &Listing,
-    offer: &crate::market::manifest::Offer,
-    counter: Option<&crate::market::manifest::Offer>,
-) -> Result<String, BuyError> {
-    if listing.escrow_program.is_some() {
-        return Err(BuyError::Listing(
-            "escrow listings settle at the listed price only; buy it without --offer".into(),
-        ));
-    }
-    if offer.from_pubkey != buyer.address()
-        || offer.listing_id.as_deref() != Some(listing.listing_id.as_str())
-    {
-        return Err(BuyError::Listing(
-            "that offer is not this wallet's offer on this listing".into(),
-        ));
-    }
-    let terms = match counter {
-        Some(c) if c.offer_id != offer.offer_id || c.from_pubkey != listing.seller_pubkey => {
-            return Err(BuyError::Listing(
-                "that counter is not the seller's counter to this offer".into(),
-            ))
-        }
-        Some(c) => c,
-        None => offer,
-    };
-    let price = terms
-        .price_lamports
-        .ok_or_else(|| BuyError::Listing("the agreed terms carry no price_lamports".into()))?;
-    if time::OffsetDateTime::now_utc().unix_timestamp() >= terms.expires_at {
-        return Err(BuyError::Listing("the agreed terms have expired".into()));
-    }
-    let accepted = crate::market::negotiate::find_accept(chain, listing, &offer.offer_id)
-        .await
-        .map_err(|e| BuyError::Listing(e.to_string()))?;
-    if accepted.is_none() {
-        return Err(BuyError::Listing(format!(
-            "the seller has not accepted {} on chain",
-            offer.offer_id
-        )));
-    }
-    pay_price(chain, buyer, listing, price).await
-}
-
-async fn pay_price(
-    chain: &Chain,
-    buyer: &Wallet,
-    listing: &Listing,
-    price: u64,
-) -> Result<String, BuyError> {
-    let now = time::OffsetDateTime::now_utc().unix_timestamp();
-    if now >= listing.expires_at {
-        return Err(BuyError::Listing(format!(
-            "listing {} has expired",
-            listing.listing_id
-        )));
-    }
-    let pay_to = Pubkey::from_str(&listing.payment_address)
-        .map_err(|_| BuyError::Listing("bad payment address".into()))?;
-    if let Some(slot) = find_cancel(chain, &pay_to, listing).await? {
-        return Err(BuyError::Listing(format!(
-            "listing {} was cancelled by the seller at slot {slot}",
-            listing.listing_id
-        )));
-    }
-    let kp = buyer.solana_keypair();
-    let policy = crate::chain::FeePolicy::from_env(chain.cluster_kind().await?)?;
-    let fee = policy.settle_fee(price, listing.fee_bps)?;
-    let treasury = policy.treasury;
-    let ixs = buy_instructions(
-        &kp.pubkey(),
-        &pay_to,
-        price,
-        &listing.listing_id,
-        &buyer.x25519_address(),
-        &registry_from_env()?,
-        (fee > 0).then_some((&treasury, fee)),
-    );
     Ok(chain.send(&ixs, &[&kp]).await?.signature.to_string())
 }
 

@@ -190,3 +190,12 @@ async fn node_builders_drive_the_program_and_decode_its_events() {
         })
     );
 }
+
+/// The node quotes a deposit's rent from its own copy of the account size.
+#[test]
+fn the_node_knows_the_escrow_account_size() {
+    assert_eq!(
+        client::ESCROW_ACCOUNT_SPACE,
+        8 + <escrow::state::Escrow as anchor_lang::Space>::INIT_SPACE
+    );
+}

@@ -1,0 +1,587 @@
+//! The buyer's spending policy and its durable ledger.
+//!
+//! Owns: the policy file (`spend-policy.json` beside the wallet, 0600, the
+//! same permission rule as key files), the ledger (`spend.db` beside it,
+//! SQLite WAL) and the one decision "may this wallet spend this much on
+//! this seller now". A buy *reserves* its full cost (price, protocol fee,
+//! escrow rent, network fee) inside one `BEGIN IMMEDIATE` transaction that
+//! first sums what was reserved or paid in the last 24 hours, so two
+//! processes buying at once cannot both squeeze under the budget, and a
+//! crash between reserving and paying still counts: restarting never
+//! resets the budget. A reservation is given back only when its
+//! transaction provably never landed.
+//!
+//! Never: sends anything, reads the chain, or lets a caller change the
+//! policy (it is read from the file an operator wrote, and may only be
+//! tightened by the program that runs the buy).
+
+use rusqlite::{params, Connection, TransactionBehavior};
+use serde::{Deserialize, Serialize};
+use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+/// The policy file's name, in the wallet's directory.
+pub const POLICY_FILE: &str = "spend-policy.json";
+/// The ledger's name, in the wallet's directory.
+pub const LEDGER_FILE: &str = "spend.db";
+/// The rolling budget window.
+pub const WINDOW_SECS: i64 = 24 * 3600;
+/// Largest policy file read.
+const MAX_POLICY_BYTES: u64 = 64 * 1024;
+
+/// What a wallet may spend on buys. Every limit is optional; a missing
+/// file means no policy (a person at a terminal), an empty object means
+/// "record every spend, limit nothing".
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SpendPolicy {
+    /// Most one buy may cost, all in (price + fees + rent), in lamports.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_per_buy_lamports: Option<u64>,
+    /// Most all buys of the last 24 hours may cost together, in lamports.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub budget_24h_lamports: Option<u64>,
+    /// When set, the only sellers (base58 pubkeys) this wallet buys from.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sellers: Option<Vec<String>>,
+}
+
+/// Why a buy was refused by the policy. Nothing was sent.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error, Serialize)]
+#[serde(tag = "refusal", rename_all = "snake_case")]
+pub enum Refusal {
+    /// The buy alone costs more than one buy may.
+    #[error("this buy costs {lamports} lamports, over the spend policy's per-buy maximum of {max} lamports")]
+    OverPerBuyMax {
+        /// The buy's full cost.
+        lamports: u64,
+        /// `max_per_buy_lamports`.
+        max: u64,
+    },
+    /// The buy would take the last 24 hours over the budget.
+    #[error("this buy costs {lamports} lamports; {spent} were spent or reserved in the last 24 h and the spend policy's 24 h budget is {budget} ({remaining} left)")]
+    OverBudget {
+        /// The buy's full cost.
+        lamports: u64,
+        /// Spent or reserved in the window.
+        spent: u64,
+        /// `budget_24h_lamports`.
+        budget: u64,
+        /// What is left of the budget.
+        remaining: u64,
+    },
+    /// The seller is not on the allowlist.
+    #[error("seller {seller} is not on the spend policy's seller allowlist")]
+    SellerNotAllowed {
+        /// The listing's seller.
+        seller: String,
+    },
+}
+
+/// Spend policy and ledger errors.
+#[derive(Debug, thiserror::Error)]
+pub enum SpendError {
+    /// The policy refuses this buy.
+    #[error(transparent)]
+    Refused(#[from] Refusal),
+    /// The policy file is readable by others.
+    #[error("spend policy {path} is readable by group/others (mode {mode:o}); fix with: chmod 600 {path}")]
+    InsecurePermissions {
+        /// The file.
+        path: PathBuf,
+        /// Its mode.
+        mode: u32,
+    },
+    /// The policy file is not a policy.
+    #[error("spend policy {path}: {why} (expected a JSON object with max_per_buy_lamports, budget_24h_lamports, sellers)")]
+    BadPolicy {
+        /// The file.
+        path: PathBuf,
+        /// What is wrong.
+        why: String,
+    },
+    /// Reading or creating a file.
+    #[error("spend policy files: {path}: {source}")]
+    Io {
+        /// The file.
+        path: PathBuf,
+        /// The cause.
+        source: std::io::Error,
+    },
+    /// The ledger database.
+    #[error("spend ledger: {0}")]
+    Ledger(#[from] rusqlite::Error),
+    /// A reservation id that is not (or no longer) reserved.
+    #[error("spend ledger: reservation {0} is not open")]
+    NotReserved(i64),
+}
+
+/// The policy path for a wallet file.
+pub fn policy_path(wallet_path: &Path) -> PathBuf {
+    sibling(wallet_path, POLICY_FILE)
+}
+
+/// The ledger path for a wallet file.
+pub fn ledger_path(wallet_path: &Path) -> PathBuf {
+    sibling(wallet_path, LEDGER_FILE)
+}
+
+fn sibling(wallet_path: &Path, name: &str) -> PathBuf {
+    wallet_path
+        .parent()
+        .filter(|p| !p.as_os_str().is_empty())
+        .unwrap_or(Path::new("."))
+        .join(name)
+}
+
+impl SpendPolicy {
+    /// Reads the policy at `path`: `None` when there is no file; refused
+    /// when group/other can read it or it is not a policy.
+    pub fn load(path: &Path) -> Result<Option<SpendPolicy>, SpendError> {
+        let io = |source| SpendError::Io {
+            path: path.into(),
+            source,
+        };
+        let meta = match std::fs::metadata(path) {
+            Ok(m) => m,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+            Err(e) => return Err(io(e)),
+        };
+        let mode = meta.permissions().mode() & 0o777;
+        if mode & 0o077 != 0 {
+            return Err(SpendError::InsecurePermissions {
+                path: path.into(),
+                mode,
+            });
+        }
+        if meta.len() > MAX_POLICY_BYTES {
+            return Err(SpendError::BadPolicy {
+                path: path.into(),
+                why: format!("over {MAX_POLICY_BYTES} bytes"),
+            });
+        }
+        let text = std::fs::read(path).map_err(io)?;
+        let policy: SpendPolicy =
+            serde_json::from_slice(&text).map_err(|e| SpendError::BadPolicy {
+                path: path.into(),
+                why: e.to_string(),
+            })?;
+        Ok(Some(policy))
+    }
+
+    /// Writes the policy to `path` as a new 0600 file (an operator's
+    /// set-up step; agents have no tool for it).
+    pub fn write(&self, path: &Path) -> Result<(), SpendError> {
+        let io = |source| SpendError::Io {
+            path: path.into(),
+            source,
+        };
+        let mut f = std::fs::OpenOptions::new()
+            .write(true)
+            .create(true)
+            .truncate(true)
+            .mode(0o600)
+            .open(path)
+            .map_err(io)?;
+        std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o600)).map_err(io)?;
+        let text = serde_json::to_vec_pretty(self).expect("policy serializes");
+        std::io::Write::write_all(&mut f, &text).map_err(io)
+    }
+
+    /// This policy narrowed by `other`: the smaller of each limit, the
+    /// sellers on both allowlists.
+    pub fn tightened(&self, other: &SpendPolicy) -> SpendPolicy {
+        let min = |a: Option<u64>, b: Option<u64>| match (a, b) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        };
+        let sellers = match (&self.sellers, &other.sellers) {
+            (Some(a), Some(b)) => Some(a.iter().filter(|s| b.contains(s)).cloned().collect()),
+            (a, b) => a.clone().or_else(|| b.clone()),
+        };
+        SpendPolicy {
+            max_per_buy_lamports: min(self.max_per_buy_lamports, other.max_per_buy_lamports),
+            budget_24h_lamports: min(self.budget_24h_lamports, other.budget_24h_lamports),
+            sellers,
+        }
+    }
+
+    /// The verdict on a buy of `lamports` from `seller` when `spent`
+    /// lamports were spent or reserved in the window.
+    pub fn judge(&self, seller: &str, lamports: u64, spent: u64) -> Result<(), Refusal> {
+        if let Some(allowed) = &self.sellers {
+            if !allowed.iter().any(|s| s == seller) {
+                return Err(Refusal::SellerNotAllowed {
+                    seller: seller.into(),
+                });
+            }
+        }
+        if let Some(max) = self.max_per_buy_lamports {
+            if lamports > max {
+                return Err(Refusal::OverPerBuyMax { lamports, max });
+            }
+        }
+        if let Some(budget) = self.budget_24h_lamports {
+            if spent.saturating_add(lamports) > budget {
+                return Err(Refusal::OverBudget {
+                    lamports,
+                    spent,
+                    budget,
+                    remaining: budget.saturating_sub(spent),
+                });
+            }
+        }
+        Ok(())
+    }
+}
+
+/// What a buy is about to spend.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Spend<'a> {
+    /// The listing.
+    pub listing_id: &'a str,
+    /// Its seller.
+    pub seller: &'a str,
+    /// Full cost in lamports.
+    pub lamports: u64,
+}
+
+/// How a reserved buy ended.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Outcome {
+    /// It landed and paid.
+    Paid {
+        /// The buy signature.
+        signature: String,
+    },
+    /// It landed failed: only the network fee was spent.
+    Failed {
+        /// The signature.
+        signature: String,
+        /// The fee charged.
+        fee_lamports: u64,
+    },
+    /// It provably never landed (nothing spent): the reservation is freed.
+    NeverLanded {
+        /// Why we know.
+        reason: String,
+    },
+}
+
+/// One ledger row.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct SpendRow {
+    /// Row id (the reservation).
+    pub id: i64,
+    /// Unix seconds it was reserved.
+    pub at: i64,
+    /// Listing.
+    pub listing_id: String,
+    /// Seller.
+    pub seller: String,
+    /// Lamports counted against the budget.
+    pub lamports: u64,
+    /// `reserved`, `paid`, `failed` or `never_landed`.
+    pub state: String,
+    /// The buy signature, once known.
+    pub signature: Option<String>,
+}
+
+/// Where the budget stands.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Standing {
+    /// Spent or reserved in the last 24 hours.
+    pub spent_24h_lamports: u64,
+    /// What is left of the 24 h budget (`None`: no budget).
+    pub remaining_24h_lamports: Option<u64>,
+}
+
+/// The durable record of every buy this wallet reserved.
+pub struct SpendLedger {
+    conn: Connection,
+}
+
+const SCHEMA: &str = "
+CREATE TABLE IF NOT EXISTS spends (
+    id INTEGER PRIMARY KEY,
+    at INTEGER NOT NULL,
+    listing_id TEXT NOT NULL,
+    seller TEXT NOT NULL,
+    lamports INTEGER NOT NULL CHECK (lamports >= 0),
+    state TEXT NOT NULL CHECK (state IN ('reserved', 'paid', 'failed', 'never_landed')),
+    signature TEXT,
+    note TEXT
+);
+CREATE INDEX IF NOT EXISTS spends_at ON spends(at);
+";
+
+impl SpendLedger {
+    /// Opens (creating, 0600) the ledger at `path`.
+    pub fn open(path: &Path) -> Result<SpendLedger, SpendError> {
+        if !path.exists() {
+            std::fs::OpenOptions::new()
+                .write(true)
+                .create(true)
+                .truncate(false)
+                .mode(0o600)
+                .open(path)
+                .map_err(|source| SpendError::Io {
+                    path: path.into(),
+                    source,
+                })?;
+        }
+        let conn = Connection::open(path)?;
+        conn.busy_timeout(Duration::from_secs(10))?;
+        conn.pragma_update(None, "journal_mode", "WAL")?;
+        conn.execute_batch(SCHEMA)?;
+        Ok(SpendLedger { conn })
+    }
+
+    fn spent_since(conn: &Connection, since: i64) -> Result<u64, SpendError> {
+        let n: i64 = conn.query_row(
+            "SELECT COALESCE(SUM(lamports), 0) FROM spends
+             WHERE at > ?1 AND state IN ('reserved', 'paid', 'failed')",
+            [since],
+            |r| r.get(0),
+        )?;
+        Ok(n.max(0) as u64)
+    }
+
+    /// Where the budget stands at `now` under `policy`.
+    pub fn standing(&self, policy: &SpendPolicy, now: i64) -> Result<Standing, SpendError> {
+        let spent = Self::spent_since(&self.conn, now - WINDOW_SECS)?;
+        Ok(Standing {
+            spent_24h_lamports: spent,
+            remaining_24h_lamports: policy.budget_24h_lamports.map(|b| b.saturating_sub(spent)),
+        })
+    }
+
+    /// The verdict on `spend` at `now`, writing nothing (a quote).
+    pub fn check(
+        &self,
+        policy: &SpendPolicy,
+        spend: &Spend<'_>,
+        now: i64,
+    ) -> Result<Standing, SpendError> {
+        let standing = self.standing(policy, now)?;
+        policy.judge(spend.seller, spend.lamports, standing.spent_24h_lamports)?;
+        Ok(standing)
+    }
+
+    /// Reserves `spend` if the policy allows it at `now`: the check and the
+    /// insert are one IMMEDIATE transaction. Returns the reservation id.
+    pub fn reserve(
+        &mut self,
+        policy: &SpendPolicy,
+        spend: &Spend<'_>,
+        now: i64,
+    ) -> Result<i64, SpendError> {
+        let tx = self
+            .conn
+            .transaction_with_behavior(TransactionBehavior::Immediate)?;
+        let spent = Self::spent_since(&tx, now - WINDOW_SECS)?;
+        policy.judge(spend.seller, spend.lamports, spent)?;
+        tx.execute(
+            "INSERT INTO spends (at, listing_id, seller, lamports, state)
+             VALUES (?1, ?2, ?3, ?4, 'reserved')",
+            params![now, spend.listing_id, spend.seller, spend.lamports as i64],
+        )?;
+        let id = tx.last_insert_rowid();
+        tx.commit()?;
+        Ok(id)
+    }
+
+    /// Records how reservation `id` ended.
+    pub fn settle(&mut self, id: i64, outcome: &Outcome) -> Result<(), SpendError> {
+        let (state, lamports, signature, note): (&str, Option<u64>, Option<&str>, Option<&str>) =
+            match outcome {
+                Outcome::Paid { signature } => ("paid", None, Some(signature), None),
+                Outcome::Failed {
+                    signature,
+                    fee_lamports,
+                } => ("failed", Some(*fee_lamports), Some(signature), None),
+                Outcome::NeverLanded { reason } => ("never_landed", Some(0), None, Some(reason)),
+            };
+        let n = self.conn.execute(
+            "UPDATE spends SET state = ?2, lamports = COALESCE(?3, lamports),
+                 signature = COALESCE(?4, signature), note = COALESCE(?5, note)
+             WHERE id = ?1 AND state = 'reserved'",
+            params![id, state, lamports.map(|l| l as i64), signature, note],
+        )?;
+        if n == 0 {
+            return Err(SpendError::NotReserved(id));
+        }
+        Ok(())
+    }
+
+    /// The newest `limit` rows, newest first.
+    pub fn recent(&self, limit: usize) -> Result<Vec<SpendRow>, SpendError> {
+        let mut st = self.conn.prepare(
+            "SELECT id, at, listing_id, seller, lamports, state, signature
+             FROM spends ORDER BY id DESC LIMIT ?1",
+        )?;
+        let rows = st
+            .query_map([limit as i64], |r| {
+                Ok(SpendRow {
+                    id: r.get(0)?,
+                    at: r.get(1)?,
+                    listing_id: r.get(2)?,
+                    seller: r.get(3)?,
+                    lamports: r.get::<_, i64>(4)?.max(0) as u64,
+                    state: r.get(5)?,
+                    signature: r.get(6)?,
+                })
+            })?
+            .collect::<Result<Vec<_>, _>>()?;
+        Ok(rows)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const NOW: i64 = 1_800_000_000;
+
+    fn spend(lamports: u64) -> Spend<'static> {
+        Spend {
+            listing_id: "20261124-aaaaaaaaaaaa",
+            seller: "Seller1111",
+            lamports,
+        }
+    }
+
+    fn ledger() -> (tempfile::TempDir, SpendLedger) {
+        let dir = tempfile::tempdir().unwrap();
+        let l = SpendLedger::open(&dir.path().join(LEDGER_FILE)).unwrap();
+        (dir, l)
+    }
+
+    #[test]
+    fn budget_counts_reserved_paid_and_failed_fees_in_the_window_only() {
+        let (_d, mut l) = ledger();
+        let p = SpendPolicy {
+            budget_24h_lamports: Some(1_000),
+            ..Default::default()
+        };
+        let a = l.reserve(&p, &spend(400), NOW - WINDOW_SECS).unwrap(); // falls out
+        l.settle(a, &Outcome::Paid { signature: "s0".into() }).unwrap();
+        let b = l.reserve(&p, &spend(400), NOW).unwrap();
+        let c = l.reserve(&p, &spend(500), NOW).unwrap();
+        // 900 in the window: a 101 buy is over, 100 fits
+        assert_eq!(
+            l.reserve(&p, &spend(101), NOW).unwrap_err().to_string(),
+            Refusal::OverBudget {
+                lamports: 101,
+                spent: 900,
+                budget: 1_000,
+                remaining: 100
+            }
+            .to_string()
+        );
+        // a failed tx counts its fee only, a never-landed one nothing
+        l.settle(
+            b,
+            &Outcome::Failed {
+                signature: "s1".into(),
+                fee_lamports: 5,
+            },
+        )
+        .unwrap();
+        l.settle(
+            c,
+            &Outcome::NeverLanded {
+                reason: "expired".into(),
+            },
+        )
+        .unwrap();
+        assert_eq!(l.standing(&p, NOW).unwrap().spent_24h_lamports, 5);
+        assert_eq!(l.standing(&p, NOW).unwrap().remaining_24h_lamports, Some(995));
+        // a settled reservation can't be settled again
+        assert!(matches!(
+            l.settle(c, &Outcome::Paid { signature: "x".into() }),
+            Err(SpendError::NotReserved(_))
+        ));
+    }
+
+    #[test]
+    fn per_buy_max_and_allowlist() {
+        let p = SpendPolicy {
+            max_per_buy_lamports: Some(10),
+            budget_24h_lamports: None,
+            sellers: Some(vec!["A".into()]),
+        };
+        assert_eq!(p.judge("A", 10, u64::MAX), Ok(()));
+        assert_eq!(
+            p.judge("A", 11, 0),
+            Err(Refusal::OverPerBuyMax { lamports: 11, max: 10 })
+        );
+        assert_eq!(
+            p.judge("B", 1, 0),
+            Err(Refusal::SellerNotAllowed { seller: "B".into() })
+        );
+    }
+
+    #[test]
+    fn tightening_never_loosens() {
+        let file = SpendPolicy {
+            max_per_buy_lamports: Some(100),
+            budget_24h_lamports: None,
+            sellers: Some(vec!["A".into(), "B".into()]),
+        };
+        let flags = SpendPolicy {
+            max_per_buy_lamports: Some(1_000),
+            budget_24h_lamports: Some(500),
+            sellers: Some(vec!["B".into(), "C".into()]),
+        };
+        let t = file.tightened(&flags);
+        assert_eq!(t.max_per_buy_lamports, Some(100));
+        assert_eq!(t.budget_24h_lamports, Some(500));
+        assert_eq!(t.sellers, Some(vec!["B".to_string()]));
+        assert_eq!(flags.tightened(&file), t);
+    }
+
+    #[test]
+    fn the_ledger_survives_reopening_and_is_0600() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join(LEDGER_FILE);
+        let p = SpendPolicy {
+            budget_24h_lamports: Some(100),
+            ..Default::default()
+        };
+        SpendLedger::open(&path)
+            .unwrap()
+            .reserve(&p, &spend(60), NOW)
+            .unwrap();
+        let l = SpendLedger::open(&path).unwrap();
+        assert_eq!(l.standing(&p, NOW + 1).unwrap().spent_24h_lamports, 60);
+        assert!(l.check(&p, &spend(41), NOW + 1).is_err());
+        assert_eq!(
+            std::fs::metadata(&path).unwrap().permissions().mode() & 0o777,
+            0o600
+        );
+    }
+
+    #[test]
+    fn policy_files_are_permission_checked_and_strict() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = policy_path(&dir.path().join("wallet.json"));
+        assert_eq!(SpendPolicy::load(&path).unwrap(), None);
+        let p = SpendPolicy {
+            max_per_buy_lamports: Some(7),
+            ..Default::default()
+        };
+        p.write(&path).unwrap();
+        assert_eq!(SpendPolicy::load(&path).unwrap(), Some(p));
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o644)).unwrap();
+        assert!(matches!(
+            SpendPolicy::load(&path),
+            Err(SpendError::InsecurePermissions { mode: 0o644, .. })
+        ));
+        std::fs::write(&path, br#"{"max_per_buy": 1}"#).unwrap();
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o600)).unwrap();
+        let e = SpendPolicy::load(&path).unwrap_err().to_string();
+        assert!(e.contains("unknown field `max_per_buy`"), "{e}");
+    }
+}
