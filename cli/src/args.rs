@@ -111,6 +111,49 @@ Rows that look like prompt injection are marked `suspicious`; review them, then
   brainctl storage put blob.bin --storage bundler --bundler-url https://node1.irys.xyz"
     )]
     Storage(StorageCmd),
+    /// Serve this node to an AI agent as MCP tools over stdio.
+    #[command(after_help = "An MCP client starts it; for example (Claude Desktop, Cursor, ...):
+  {\"mcpServers\": {\"brainctl\": {\"command\": \"brainctl\",
+     \"args\": [\"-u\", \"devnet\", \"mcp\", \"--indexer\", \"https://indexer.example\"]}}}
+
+Buys spend the wallet's SOL, so the server refuses to start without a spend
+policy: write ~/.brainctl/spend-policy.json (chmod 600), e.g.
+  {\"max_per_buy_lamports\": 50000000, \"budget_24h_lamports\": 200000000}
+or pass --budget-24h-lamports / --max-per-buy-lamports (flags only tighten
+the file). Every buy is reserved in ~/.brainctl/spend.db before it is sent,
+so restarting the server never resets the budget.")]
+    Mcp(McpArgs),
+}
+
+/// `brainctl mcp`
+#[derive(Debug, Args, Clone)]
+pub struct McpArgs {
+    #[command(flatten)]
+    pub storage: StorageOpts,
+    #[command(flatten)]
+    pub seller: SellerState,
+    #[command(flatten)]
+    pub indexer: IndexerOpts,
+    /// Import purchases into this Python brainctl 2.8 brain.db (the agent's
+    /// own store) instead of ours, in scope imported:<listing id>.
+    #[arg(long, value_name = "PATH")]
+    pub into_brainctl_db: Option<PathBuf>,
+    /// Most one buy may cost, all in (tightens the policy file).
+    #[arg(long, value_name = "LAMPORTS")]
+    pub max_per_buy_lamports: Option<u64>,
+    /// Most all buys of any 24 hours may cost (tightens the policy file).
+    #[arg(long, value_name = "LAMPORTS")]
+    pub budget_24h_lamports: Option<u64>,
+    /// Buy only from this seller (repeatable; tightens the policy file).
+    #[arg(long = "allow-seller", value_name = "PUBKEY")]
+    pub allow_sellers: Vec<String>,
+    /// Start without any spend limit (buys are still recorded).
+    #[arg(long)]
+    pub unlimited_spending: bool,
+    /// Seconds a buy waits for the seller's release before returning
+    /// (the payment stands; `market_fetch` finishes it).
+    #[arg(long, default_value_t = 120)]
+    pub buy_timeout: u64,
 }
 
 /// The terms an offer or counter proposes.

@@ -24,6 +24,9 @@ pub struct Context {
     /// Limits that tighten the wallet's spend policy file (`brainctl mcp`
     /// flags); `None` for plain commands.
     pub spend_limits: Option<node::spend::SpendPolicy>,
+    /// Where [`Context::emit`] puts its value instead of printing (the MCP
+    /// server runs commands this way; stdout carries only its protocol).
+    pub captured: Option<std::cell::RefCell<Option<serde_json::Value>>>,
 }
 
 impl Context {
@@ -42,6 +45,7 @@ impl Context {
             url: cli.url.clone(),
             commitment: cli.commitment.clone(),
             spend_limits: None,
+            captured: None,
         })
     }
 
@@ -65,6 +69,11 @@ impl Context {
         let commitment = node::chain::parse_commitment(&self.commitment)
             .map_err(crate::failure::Failure::bad_input)?;
         Ok(node::chain::Chain::new(endpoint, commitment))
+    }
+
+    /// The value the last [`Context::emit`] captured, if capturing.
+    pub fn take_captured(&self) -> Option<serde_json::Value> {
+        self.captured.as_ref().and_then(|c| c.borrow_mut().take())
     }
 
     /// Runs an async on-chain step to completion.
@@ -102,6 +111,10 @@ impl Context {
 
     /// Prints `value` as JSON (with `--json`) or the human text.
     pub fn emit<T: Serialize>(&self, value: &T, human: impl FnOnce() -> String) {
+        if let Some(cell) = &self.captured {
+            *cell.borrow_mut() = Some(serde_json::to_value(value).expect("output serializes"));
+            return;
+        }
         if self.json {
             println!(
                 "{}",

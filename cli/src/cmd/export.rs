@@ -35,7 +35,7 @@ pub fn run(a: ExportArgs, ctx: &Context) -> CliResult<u8> {
         Ok(e) => e,
         Err(ExportError::Sensitive(list)) if ctx.json => {
             let v = json!({"ok": false, "error": ExportError::Sensitive(list.clone()).to_string(), "sensitive": list});
-            println!("{}", serde_json::to_string_pretty(&v).expect("serializes"));
+            ctx.emit(&v, String::new);
             return Ok(1);
         }
         Err(e) => return Err(e.into()),

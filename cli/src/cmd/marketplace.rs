@@ -991,7 +991,7 @@ fn rss_mib() -> Option<f64> {
 }
 
 /// Completes on SIGINT or SIGTERM (the daemon stops; its state is durable).
-async fn shutdown_signal() {
+pub(super) async fn shutdown_signal() {
     use tokio::signal::unix::{signal, SignalKind};
     match (
         signal(SignalKind::interrupt()),

@@ -5,6 +5,7 @@ mod export;
 mod files;
 mod import;
 mod marketplace;
+mod mcp;
 mod memory;
 mod storage;
 mod verify;
@@ -24,5 +25,6 @@ pub fn run(command: Command, ctx: &Context) -> CliResult<u8> {
         Command::Import(a) => import::run(&a, ctx),
         Command::Storage(c) => storage::run(c, ctx),
         Command::Marketplace(c) => marketplace::run(c, ctx),
+        Command::Mcp(a) => mcp::run(a, ctx),
     }
 }

@@ -1,0 +1,734 @@
+//! `brainctl mcp`: this node as Model Context Protocol tools over stdio.
+//!
+//! Owns the tool catalogue (names, argument schemas, descriptions that
+//! teach an agent the workflow) and the mapping of each tool call onto the
+//! very command the CLI runs, executed with its JSON output captured: the
+//! same checks, the same typed refusals, the same spend policy (enforced in
+//! `node::market::buy::execute`, never here and never by the agent).
+//!
+//! Never: writes anything to stdout but the protocol (commands run with
+//! their output captured; logs go to stderr), lets a tool change the spend
+//! policy, or starts without one unless the operator says so.
+
+use crate::args::{
+    Command, ExportArgs, IndexerOpts, MarketCmd, McpArgs, MemoryCmd, MemoryFilter, Terms,
+};
+use crate::context::Context;
+use crate::failure::{CliResult, Failure};
+use anyhow::anyhow;
+use rmcp::handler::server::router::tool::ToolRouter;
+use rmcp::handler::server::wrapper::Parameters;
+use rmcp::model::{CallToolResult, Implementation, ServerCapabilities, ServerConfig};
+use rmcp::{tool, tool_handler, tool_router, ErrorData as McpError, ServerHandler, ServiceExt};
+use schemars::JsonSchema;
+use serde::Deserialize;
+use serde_json::{json, Value};
+use std::path::PathBuf;
+use std::sync::Arc;
+
+/// What every tool call's command runs with (the server's flags).
+struct Settings {
+    db_path: PathBuf,
+    wallet_path: PathBuf,
+    url: String,
+    commitment: String,
+    limits: node::spend::SpendPolicy,
+    args: McpArgs,
+}
+
+impl Settings {
+    /// A context whose `emit` captures instead of printing.
+    fn context(&self) -> Context {
+        Context {
+            db_path: self.db_path.clone(),
+            wallet_path: self.wallet_path.clone(),
+            json: true,
+            url: self.url.clone(),
+            commitment: self.commitment.clone(),
+            spend_limits: Some(self.limits.clone()),
+            captured: Some(Default::default()),
+        }
+    }
+}
+
+/// The MCP server.
+#[derive(Clone)]
+pub struct BrainctlServer {
+    settings: Arc<Settings>,
+    tool_router: ToolRouter<Self>,
+}
+
+const INSTRUCTIONS: &str = "brainctl: this agent's memory store and a marketplace of signed memory bundles settled on Solana.
+Memory: memory_search / memory_list read the store, memory_add writes one memory.
+Buying: market_browse (an indexer's listings) -> market_show (one listing, its preview and sales) -> market_quote (the full cost and whether the spend policy allows it; sends nothing) -> market_buy (pays, waits for the seller's release, verifies and imports the memories into scope imported:<listing id>). A buy over the spend policy is refused with the reason and spends nothing; market_budget shows the policy and what the last 24 h spent. If market_buy times out, the payment stands: finish with market_fetch and the buy_signature it returned.
+Negotiating: market_offer proposes a price; once the seller accepts, market_buy with the offer id pays the agreed price.
+Selling: market_list (a signed bundle of memories, chosen by category/scope/ids), then the seller's `brainctl marketplace listen` service releases each paid buy; market_status shows listings, buys and offers; market_accept / market_reject / market_counter answer offers; market_cancel withdraws a listing.
+Prices are in lamports (1 SOL = 1,000,000,000 lamports); listing ids look like 20261124-0123456789ab, manifests and offers are storage item ids.";
+
+fn default_limit() -> u32 {
+    20
+}
+
+/// `memory_search` arguments.
+#[derive(Debug, Deserialize, JsonSchema)]
+pub struct SearchArgs {
+    /// Words to find (every word must match; punctuation is safe).
+    pub query: String,
+    /// Only memories in this scope (e.g. global, imported:<listing id>).
+    #[serde(default)]
+    pub scope: Option<String>,
+    /// Only this category (e.g. lesson, project, decision).
+    #[serde(default)]
+    pub category: Option<String>,
+    /// At most this many rows (1-10000, default 20).
+    #[serde(default = "default_limit")]
+    pub limit: u32,
+}
+
+/// `memory_list` arguments.
+#[derive(Debug, Deserialize, JsonSchema)]
+pub struct ListMemoriesArgs {
+    /// Only memories in this scope.
+    #[serde(default)]
+    pub scope: Option<String>,
+    /// Only this category.
+    #[serde(default)]
+    pub category: Option<String>,
+    /// At most this many rows, newest first (1-10000, default 20).
+    #[serde(default = "default_limit")]
+    pub limit: u32,
+}
+
+/// `memory_add` arguments.
+#[derive(Debug, Deserialize, JsonSchema)]
+pub struct AddArgs {
+    /// The memory text.
+    pub content: String,
+    /// Category (e.g. project, lesson, decision, preference).
+    pub category: String,
+    /// Scope (default global).
+    #[serde(default)]
+    pub scope: Option<String>,
+    /// Tags.
+    #[serde(default)]
+    pub tags: Vec<String>,
+    /// Confidence in [0, 1] (default 1).
+    #[serde(default)]
+    pub confidence: Option<f64>,
+}
+
+/// `market_browse` arguments.
+#[derive(Debug, Deserialize, JsonSchema)]
+pub struct BrowseArgs {
+    /// Only listings at or under this price in USD.
+    #[serde(default)]
+    pub max_price_usd: Option<f64>,
+    /// Only listings whose preview names this category.
+    #[serde(default)]
+    pub category: Option<String>,
+    /// Only this seller's listings (base58 pubkey).
+    #[serde(default)]
+    pub seller: Option<String>,
+    /// live (default) | cancelled | expired | all.
+    #[serde(default)]
+    pub status: Option<String>,
+    /// Page size (1-100, default 20).
+    #[serde(default = "default_limit")]
+    pub limit: u32,
+    /// The previous page's next_cursor.
+    #[serde(default)]
+    pub cursor: Option<String>,
+}
+
+/// A listing, by its id.
+#[derive(Debug, Deserialize, JsonSchema)]
+pub struct ListingIdArgs {
+    /// Listing id (YYYYMMDD-<12 hex>), as market_browse shows it.
+    pub listing_id: String,
+}
+
+/// A buy's terms.
+#[derive(Debug, Deserialize, JsonSchema)]
+pub struct BuyArgs {
+    /// The listing's manifest item id (market_browse / market_show: manifest_id).
+    pub manifest_id: String,
+    /// Pay the price of this accepted offer (its item id, from market_offer)
+    /// instead of the listed price; the seller's counter is found on chain.
+    #[serde(default)]
+    pub offer: Option<String>,
+}
+
+/// `market_fetch` arguments.
+#[derive(Debug, Deserialize, JsonSchema)]
+pub struct FetchArgs {
+    /// The listing's manifest item id.
+    pub manifest_id: String,
+    /// The buy_signature market_buy returned.
+    pub buy_signature: String,
+}
+
+/// `market_status` arguments.
+#[derive(Debug, Deserialize, JsonSchema)]
+pub struct StatusArgs {
+    /// Only this listing id.
+    #[serde(default)]
+    pub listing_id: Option<String>,
+}
+
+/// `market_list` arguments.
+#[derive(Debug, Deserialize, JsonSchema)]
+pub struct SellArgs {
+    /// Sell the memories of this category...
+    #[serde(default)]
+    pub category: Option<String>,
+    /// ...and/or this scope...
+    #[serde(default)]
+    pub scope: Option<String>,
+    /// ...or exactly these memory ids (other filters ignored).
+    #[serde(default)]
+    pub ids: Option<Vec<i64>>,
+    /// Price in USD (0 to 10000).
+    pub price_usd: f64,
+    /// SOL/USD rate that fixes the price in lamports in the signed listing.
+    pub sol_usd: f64,
+    /// How long the listing lives, in hours (default 72, max 720).
+    #[serde(default)]
+    pub duration_hours: Option<f64>,
+    /// Shown in the preview.
+    #[serde(default)]
+    pub description: Option<String>,
+}
+
+/// Price terms of an offer or counter.
+#[derive(Debug, Deserialize, JsonSchema)]
+pub struct OfferArgs {
+    /// For market_offer: the listing's manifest item id. For
+    /// market_counter: the offer's item id.
+    pub target: String,
+    /// Proposed price in USD (0 to 10000).
+    pub price_usd: f64,
+    /// SOL/USD rate that fixes the proposed lamports.
+    pub sol_usd: f64,
+    /// A note to the other side (max 280 characters).
+    #[serde(default)]
+    pub message: String,
+    /// Lifetime in hours (default 24, max 24).
+    #[serde(default)]
+    pub ttl_hours: Option<f64>,
+}
+
+/// An offer, by its item id.
+#[derive(Debug, Deserialize, JsonSchema)]
+pub struct OfferIdArgs {
+    /// The offer's item id (market_status lists them under each listing).
+    pub offer: String,
+}
+
+fn filter(
+    scope: Option<String>,
+    category: Option<String>,
+    limit: u32,
+) -> Result<MemoryFilter, Failure> {
+    if !(1..=10_000).contains(&limit) {
+        return Err(Failure::bad_input(anyhow!(
+            "limit must be in 1..=10000, got {limit}"
+        )));
+    }
+    Ok(MemoryFilter {
+        agent: None,
+        category,
+        scope,
+        memory_type: None,
+        include_retired: false,
+        limit,
+    })
+}
+
+/// A tool's result from a command's captured output or its failure: the
+/// failure keeps the CLI's message, exit code and (for a spend refusal)
+/// the typed refusal.
+fn tool_result(outcome: CliResult<u8>, captured: Option<Value>) -> CallToolResult {
+    match outcome {
+        Ok(0) => CallToolResult::structured(captured.unwrap_or_else(|| json!({"ok": true}))),
+        Ok(code) => CallToolResult::structured_error(
+            captured.unwrap_or_else(|| json!({"ok": false, "exit_code": code})),
+        ),
+        Err(f) => {
+            let refusal = f
+                .error
+                .downcast_ref::<node::market::buy::BuyError>()
+                .and_then(|e| match e {
+                    node::market::buy::BuyError::Spend(node::spend::SpendError::Refused(r)) => {
+                        serde_json::to_value(r).ok()
+                    }
+                    _ => None,
+                });
+            CallToolResult::structured_error(json!({
+                "ok": false,
+                "error": f.to_string(),
+                "kind": if f.code == crate::failure::EXIT_BAD_INPUT { "bad_input" } else { "refused_or_failed" },
+                "spend_refusal": refusal,
+            }))
+        }
+    }
+}
+
+impl BrainctlServer {
+    /// Runs `make`'s command on the blocking pool with captured output.
+    async fn run(
+        &self,
+        make: impl FnOnce(&McpArgs) -> Result<Command, Failure> + Send + 'static,
+    ) -> Result<CallToolResult, McpError> {
+        let settings = self.settings.clone();
+        tokio::task::spawn_blocking(move || {
+            let ctx = settings.context();
+            let outcome = make(&settings.args).and_then(|c| super::run(c, &ctx));
+            tool_result(outcome, ctx.take_captured())
+        })
+        .await
+        .map_err(|e| McpError::internal_error(format!("tool task: {e}"), None))
+    }
+
+    fn market(
+        &self,
+        make: impl FnOnce(&McpArgs) -> Result<MarketCmd, Failure> + Send + 'static,
+    ) -> impl std::future::Future<Output = Result<CallToolResult, McpError>> + '_ {
+        self.run(move |a| make(a).map(Command::Marketplace))
+    }
+}
+
+#[tool_router(router = tool_router)]
+impl BrainctlServer {
+    fn new(settings: Settings) -> Self {
+        Self {
+            settings: Arc::new(settings),
+            tool_router: Self::tool_router(),
+        }
+    }
+
+    /// Full-text search of this agent's memories.
+    #[tool(
+        description = "Full-text search of this agent's memories (every word must match). Returns {memories: [{id, content, category, scope, tags, ...}]}. Bought memories live in scope imported:<listing id> until promoted.",
+        annotations(read_only_hint = true)
+    )]
+    async fn memory_search(
+        &self,
+        Parameters(a): Parameters<SearchArgs>,
+    ) -> Result<CallToolResult, McpError> {
+        self.run(move |_| {
+            Ok(Command::Memory(MemoryCmd::Search {
+                query: a.query,
+                filter: filter(a.scope, a.category, a.limit)?,
+            }))
+        })
+        .await
+    }
+
+    /// Newest memories first.
+    #[tool(
+        description = "List this agent's memories, newest first, optionally by scope or category. Returns {memories: [...]}.",
+        annotations(read_only_hint = true)
+    )]
+    async fn memory_list(
+        &self,
+        Parameters(a): Parameters<ListMemoriesArgs>,
+    ) -> Result<CallToolResult, McpError> {
+        self.run(move |_| {
+            Ok(Command::Memory(MemoryCmd::List(filter(
+                a.scope, a.category, a.limit,
+            )?)))
+        })
+        .await
+    }
+
+    /// Adds a memory.
+    #[tool(
+        description = "Add one memory to this agent's store. Returns {id}. Secrets and personal data are refused at export time, not here: keep them out of memories you may sell."
+    )]
+    async fn memory_add(
+        &self,
+        Parameters(a): Parameters<AddArgs>,
+    ) -> Result<CallToolResult, McpError> {
+        self.run(move |_| {
+            Ok(Command::Memory(MemoryCmd::Add {
+                content: a.content,
+                category: a.category,
+                scope: a.scope.unwrap_or_else(|| "global".into()),
+                confidence: a.confidence.unwrap_or(1.0),
+                tags: a.tags,
+                memory_type: "episodic".into(),
+                agent: "default".into(),
+            }))
+        })
+        .await
+    }
+
+    /// Listings from the indexer.
+    #[tool(
+        description = "Browse the marketplace's listings from its indexer (a convenience view; market_buy re-checks everything on chain). Returns {listings: [{listing_id, manifest_id, price_lamports, price_usd, seller, preview, ...}], next_cursor}.",
+        annotations(read_only_hint = true)
+    )]
+    async fn market_browse(
+        &self,
+        Parameters(a): Parameters<BrowseArgs>,
+    ) -> Result<CallToolResult, McpError> {
+        self.market(move |s| {
+            Ok(MarketCmd::Browse {
+                indexer: s.indexer.clone(),
+                max_price_usd: a.max_price_usd,
+                category: a.category,
+                seller: a.seller,
+                status: a.status.unwrap_or_else(|| "live".into()),
+                limit: a.limit,
+                cursor: a.cursor,
+            })
+        })
+        .await
+    }
+
+    /// One listing from the indexer.
+    #[tool(
+        description = "One listing from the indexer: its signed manifest (price, preview, expiry), status, sales and the offers you may see. Use its manifest_id for market_quote / market_buy.",
+        annotations(read_only_hint = true)
+    )]
+    async fn market_show(
+        &self,
+        Parameters(a): Parameters<ListingIdArgs>,
+    ) -> Result<CallToolResult, McpError> {
+        self.market(move |s| {
+            Ok(MarketCmd::Show {
+                listing_id: a.listing_id,
+                indexer: IndexerOpts {
+                    url: s.indexer.url.clone(),
+                },
+            })
+        })
+        .await
+    }
+
+    /// What a buy would cost.
+    #[tool(
+        description = "Dry run of market_buy: checks the listing on chain (live, not cancelled, escrow account, accepted offer) and returns {quote: {price_lamports, protocol_fee_lamports, escrow_rent_lamports, network_fee_lamports, total_lamports, ...}, allowed, refusal, standing}. Sends and records nothing.",
+        annotations(read_only_hint = true)
+    )]
+    async fn market_quote(
+        &self,
+        Parameters(a): Parameters<BuyArgs>,
+    ) -> Result<CallToolResult, McpError> {
+        self.market(move |s| {
+            Ok(MarketCmd::Quote {
+                listing: a.manifest_id,
+                offer: a.offer,
+                counter: None,
+                storage: s.storage.clone(),
+            })
+        })
+        .await
+    }
+
+    /// Buys a listing under the spend policy.
+    #[tool(
+        description = "Buy a listing: the full cost is checked against the spend policy and reserved (over policy: refused with spend_refusal, nothing sent), paid in one transaction, then the seller's release is awaited and the bundle verified against the signed listing and imported. Returns {buy_signature, import}. On timeout the payment stands: call market_fetch with the buy_signature.",
+        annotations(destructive_hint = false, idempotent_hint = false)
+    )]
+    async fn market_buy(
+        &self,
+        Parameters(a): Parameters<BuyArgs>,
+    ) -> Result<CallToolResult, McpError> {
+        self.market(move |s| {
+            Ok(MarketCmd::Buy {
+                listing: a.manifest_id,
+                offer: a.offer,
+                counter: None,
+                escrow: false,
+                timeout: s.buy_timeout,
+                into_brainctl_db: s.into_brainctl_db.clone(),
+                storage: s.storage.clone(),
+            })
+        })
+        .await
+    }
+
+    /// Finishes an interrupted buy.
+    #[tool(
+        description = "Finish a paid buy whose release had not arrived: waits for it, verifies and imports. Spends nothing. Returns {buy_signature, import}."
+    )]
+    async fn market_fetch(
+        &self,
+        Parameters(a): Parameters<FetchArgs>,
+    ) -> Result<CallToolResult, McpError> {
+        self.market(move |s| {
+            Ok(MarketCmd::Fetch {
+                listing: a.manifest_id,
+                buy_signature: a.buy_signature,
+                timeout: s.buy_timeout,
+                into_brainctl_db: s.into_brainctl_db.clone(),
+                storage: s.storage.clone(),
+            })
+        })
+        .await
+    }
+
+    /// The spend policy and ledger.
+    #[tool(
+        description = "This wallet's spend policy (per-buy maximum, 24 h budget, seller allowlist), what was spent or reserved in the last 24 h, what is left, and the newest spends. The policy is set by the operator, not by tools.",
+        annotations(read_only_hint = true)
+    )]
+    async fn market_budget(&self) -> Result<CallToolResult, McpError> {
+        self.market(|_| Ok(MarketCmd::Budget { limit: 20 })).await
+    }
+
+    /// The seller's view.
+    #[tool(
+        description = "Your listings as a seller: what the chain says (offers, buys, releases, cancels), each buy's state and reason, offer decisions; and your purchases. Returns {listings, purchases}.",
+        annotations(read_only_hint = true)
+    )]
+    async fn market_status(
+        &self,
+        Parameters(a): Parameters<StatusArgs>,
+    ) -> Result<CallToolResult, McpError> {
+        self.market(move |s| {
+            Ok(MarketCmd::Status {
+                listing_id: a.listing_id,
+                seller: s.seller.clone(),
+            })
+        })
+        .await
+    }
+
+    /// Lists memories for sale.
+    #[tool(
+        description = "Sell memories: exports the chosen memories as a signed bundle (refused if it holds secrets or personal data), encrypts and stores it, and posts the listing on chain. Returns {listing: {listing_id, manifest_id, price_lamports, ...}}. The seller's `brainctl marketplace listen` service must run to release buys."
+    )]
+    async fn market_list(
+        &self,
+        Parameters(a): Parameters<SellArgs>,
+    ) -> Result<CallToolResult, McpError> {
+        let settings = self.settings.clone();
+        let bundle = sale_bundle_path(&settings.wallet_path);
+        let export_to = bundle.clone();
+        let exported = self
+            .run(move |s| {
+                Ok(Command::Export(ExportArgs {
+                    sign: true,
+                    filter_agent: None,
+                    category: a.category,
+                    scope: a.scope,
+                    created_after: None,
+                    created_before: None,
+                    ids: a.ids,
+                    output: Some(export_to),
+                    allow_sensitive: false,
+                    pin_onchain: false,
+                    mint: false,
+                    recipient: None,
+                    token_standard: "light".into(),
+                    keys_dir: s.seller.keys_dir.clone(),
+                    storage: s.storage.clone(),
+                }))
+            })
+            .await?;
+        if exported.is_error == Some(true) {
+            return Ok(exported);
+        }
+        let (price_usd, sol_usd) = (a.price_usd, a.sol_usd);
+        let result = self
+            .market(move |s| {
+                Ok(MarketCmd::List {
+                    bundle: bundle.clone(),
+                    price_usd,
+                    sol_usd,
+                    duration_hours: a.duration_hours.unwrap_or(72.0),
+                    visibility: "auction".into(),
+                    payment_address: None,
+                    description: a.description.unwrap_or_default(),
+                    escrow: false,
+                    stake_lamports: 0,
+                    storage: s.storage.clone(),
+                    seller: s.seller.clone(),
+                })
+            })
+            .await;
+        let _ = std::fs::remove_file(sale_bundle_path(&settings.wallet_path));
+        result
+    }
+
+    /// Offers a price on a listing.
+    #[tool(
+        description = "Buyer: offer a price on a listing (target = the listing's manifest item id). Returns {offer_item_id, offer_id, price_lamports}. When the seller accepts, call market_buy with offer = offer_item_id."
+    )]
+    async fn market_offer(
+        &self,
+        Parameters(a): Parameters<OfferArgs>,
+    ) -> Result<CallToolResult, McpError> {
+        self.market(move |s| {
+            Ok(MarketCmd::Offer {
+                listing: a.target,
+                terms: terms(a.price_usd, a.sol_usd, a.message, a.ttl_hours),
+                storage: s.storage.clone(),
+            })
+        })
+        .await
+    }
+
+    /// Seller: counters an offer.
+    #[tool(
+        description = "Seller: counter an offer (target = the offer's item id) with another price. Returns {counter_item_id}."
+    )]
+    async fn market_counter(
+        &self,
+        Parameters(a): Parameters<OfferArgs>,
+    ) -> Result<CallToolResult, McpError> {
+        self.market(move |s| {
+            Ok(MarketCmd::Counter {
+                offer: a.target,
+                terms: terms(a.price_usd, a.sol_usd, a.message, a.ttl_hours),
+                storage: s.storage.clone(),
+                seller: s.seller.clone(),
+            })
+        })
+        .await
+    }
+
+    /// Seller: accepts an offer.
+    #[tool(
+        description = "Seller: accept an offer (at its counter's price if you countered). Posts the accept on chain. Returns {offer_id, state, price_lamports}."
+    )]
+    async fn market_accept(
+        &self,
+        Parameters(a): Parameters<OfferIdArgs>,
+    ) -> Result<CallToolResult, McpError> {
+        self.market(move |s| {
+            Ok(MarketCmd::Accept {
+                offer: a.offer,
+                storage: s.storage.clone(),
+                seller: s.seller.clone(),
+            })
+        })
+        .await
+    }
+
+    /// Seller: rejects an offer.
+    #[tool(description = "Seller: reject an offer. Posts the reject on chain.")]
+    async fn market_reject(
+        &self,
+        Parameters(a): Parameters<OfferIdArgs>,
+    ) -> Result<CallToolResult, McpError> {
+        self.market(move |s| {
+            Ok(MarketCmd::Reject {
+                offer: a.offer,
+                storage: s.storage.clone(),
+                seller: s.seller.clone(),
+            })
+        })
+        .await
+    }
+
+    /// Seller: cancels a listing.
+    #[tool(
+        description = "Seller: cancel one of your listings (listing id). Buys after the cancel are refused by your listen service."
+    )]
+    async fn market_cancel(
+        &self,
+        Parameters(a): Parameters<ListingIdArgs>,
+    ) -> Result<CallToolResult, McpError> {
+        self.market(move |s| {
+            Ok(MarketCmd::Cancel {
+                listing_id: a.listing_id,
+                seller: s.seller.clone(),
+            })
+        })
+        .await
+    }
+}
+
+fn terms(price_usd: f64, sol_usd: f64, message: String, ttl_hours: Option<f64>) -> Terms {
+    Terms {
+        price_usd,
+        sol_usd,
+        message,
+        ttl_hours: ttl_hours.unwrap_or(24.0),
+    }
+}
+
+/// Where `market_list` writes the bundle it exports (beside the wallet,
+/// removed once listed: the listing keeps its own encrypted copy).
+fn sale_bundle_path(wallet_path: &std::path::Path) -> PathBuf {
+    wallet_path
+        .parent()
+        .filter(|p| !p.as_os_str().is_empty())
+        .unwrap_or(std::path::Path::new("."))
+        .join(format!("mcp-sale-{}.signed.json", std::process::id()))
+}
+
+#[tool_handler(router = self.tool_router)]
+impl ServerHandler for BrainctlServer {
+    fn get_info(&self) -> ServerConfig {
+        ServerConfig::new(ServerCapabilities::builder().enable_tools().build())
+            .with_server_info(Implementation::new("brainctl", env!("CARGO_PKG_VERSION")))
+            .with_instructions(INSTRUCTIONS)
+    }
+}
+
+/// The spend limits the server's flags add to the policy file; `None`
+/// when there are none.
+fn flag_limits(a: &McpArgs) -> Option<node::spend::SpendPolicy> {
+    let p = node::spend::SpendPolicy {
+        max_per_buy_lamports: a.max_per_buy_lamports,
+        budget_24h_lamports: a.budget_24h_lamports,
+        sellers: (!a.allow_sellers.is_empty()).then(|| a.allow_sellers.clone()),
+    };
+    (p != node::spend::SpendPolicy::default()).then_some(p)
+}
+
+/// Serves until the client closes stdin or SIGINT/SIGTERM.
+pub fn run(args: McpArgs, ctx: &Context) -> CliResult<u8> {
+    let limits = flag_limits(&args);
+    let probe = Context {
+        spend_limits: limits.clone(),
+        captured: None,
+        db_path: ctx.db_path.clone(),
+        wallet_path: ctx.wallet_path.clone(),
+        json: ctx.json,
+        url: ctx.url.clone(),
+        commitment: ctx.commitment.clone(),
+    };
+    // the policy is checked once here (a bad file is a start-up error)
+    let policy = probe.spend_policy()?;
+    let unlimited = policy.as_ref().is_none_or(|p| {
+        p.max_per_buy_lamports.is_none() && p.budget_24h_lamports.is_none()
+    });
+    if unlimited && !args.unlimited_spending {
+        return Err(Failure::bad_input(anyhow!(
+            "no spend limit: write {} (chmod 600), e.g. {{\"max_per_buy_lamports\": 50000000, \"budget_24h_lamports\": 200000000}}, or pass --budget-24h-lamports N; --unlimited-spending starts without one",
+            node::spend::policy_path(&ctx.wallet_path).display()
+        )));
+    }
+    ctx.wallet()?; // a missing or unsafe wallet is a start-up error, not a tool error
+    let settings = Settings {
+        db_path: ctx.db_path.clone(),
+        wallet_path: ctx.wallet_path.clone(),
+        url: ctx.url.clone(),
+        commitment: ctx.commitment.clone(),
+        limits: limits.unwrap_or_default(),
+        args,
+    };
+    tracing::info!(policy = ?policy, "brainctl mcp serving on stdio");
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()?;
+    rt.block_on(async move {
+        let service = BrainctlServer::new(settings)
+            .serve(rmcp::transport::stdio())
+            .await
+            .map_err(|e| anyhow!("MCP handshake: {e}"))?;
+        let cancel = service.cancellation_token();
+        tokio::select! {
+            r = service.waiting() => { r.map_err(|e| anyhow!("MCP server: {e}"))?; }
+            _ = super::marketplace::shutdown_signal() => { cancel.cancel(); }
+        }
+        Ok::<_, Failure>(())
+    })?;
+    Ok(0)
+}
