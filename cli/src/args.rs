@@ -112,7 +112,8 @@ Rows that look like prompt injection are marked `suspicious`; review them, then
     )]
     Storage(StorageCmd),
     /// Serve this node to an AI agent as MCP tools over stdio.
-    #[command(after_help = "An MCP client starts it; for example (Claude Desktop, Cursor, ...):
+    #[command(
+        after_help = "An MCP client starts it; for example (Claude Desktop, Cursor, ...):
   {\"mcpServers\": {\"brainctl\": {\"command\": \"brainctl\",
      \"args\": [\"-u\", \"devnet\", \"mcp\", \"--indexer\", \"https://indexer.example\"]}}}
 
@@ -121,7 +122,8 @@ policy: write ~/.brainctl/spend-policy.json (chmod 600), e.g.
   {\"max_per_buy_lamports\": 50000000, \"budget_24h_lamports\": 200000000}
 or pass --budget-24h-lamports / --max-per-buy-lamports (flags only tighten
 the file). Every buy is reserved in ~/.brainctl/spend.db before it is sent,
-so restarting the server never resets the budget.")]
+so restarting the server never resets the budget."
+    )]
     Mcp(McpArgs),
 }
 
@@ -189,6 +191,7 @@ pub struct SellerState {
 pub struct IndexerOpts {
     /// Base URL of a marketplace indexer (the reference's `BRNCTL_MARKETPLACE_API`).
     #[arg(
+        id = "indexer_url",
         long = "indexer",
         env = "BRNCTL_MARKETPLACE_API",
         default_value = "http://127.0.0.1:8080"

@@ -95,7 +95,8 @@ impl Context {
     /// no limits (a person at a terminal; nothing is limited).
     pub fn spend_policy(&self) -> CliResult<Option<node::spend::SpendPolicy>> {
         let path = node::spend::policy_path(&self.wallet_path);
-        let file = node::spend::SpendPolicy::load(&path).map_err(crate::failure::Failure::bad_input)?;
+        let file =
+            node::spend::SpendPolicy::load(&path).map_err(crate::failure::Failure::bad_input)?;
         Ok(match (file, &self.spend_limits) {
             (Some(f), Some(l)) => Some(f.tightened(l)),
             (f, l) => f.or_else(|| l.clone()),

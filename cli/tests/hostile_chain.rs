@@ -21,9 +21,9 @@ use node::chain::Signer;
 use node::wallet::Wallet;
 use serde_json::Value;
 use std::collections::{BTreeMap, BTreeSet};
-use std::path::PathBuf;
-use std::process::{Child, Command, Stdio};
+use std::process::Command;
 use std::time::{Duration, Instant};
+use util::services::{get, indexer_bin, services, Running};
 use util::Env;
 
 /// Transactions the generator sends per run.
@@ -35,118 +35,6 @@ fn onchain(v: &TestValidator, e: &Env, args: &[&str]) -> Value {
     let r = e.run(&full);
     assert_eq!(r.code, 0, "brainctl {args:?}: {}\n{}", r.stdout, r.stderr);
     r.json()
-}
-
-fn indexer_bin() -> PathBuf {
-    let p = PathBuf::from(env!("CARGO_BIN_EXE_brainctl")).with_file_name("brainctl-indexer");
-    assert!(
-        p.exists(),
-        "{} is missing: `cargo build -p brainctl-indexer` (cargo test --workspace builds it)",
-        p.display()
-    );
-    p
-}
-
-fn get(url: &str) -> Option<Value> {
-    e2e::runtime().block_on(async { reqwest::get(url).await.ok()?.json::<Value>().await.ok() })
-}
-
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
-
-/// Kills a child on drop (a failed assertion must not leak daemons); its
-/// stderr goes to a log whose tail a failed wait prints.
-struct Running(Child, PathBuf);
-
-impl Drop for Running {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
-impl Running {
-    fn alive(&mut self) -> bool {
-        self.0.try_wait().unwrap().is_none()
-    }
-
-    /// The last lines of its log.
-    fn tail(&self) -> String {
-        let text = std::fs::read_to_string(&self.1).unwrap_or_default();
-        let lines: Vec<&str> = text.lines().collect();
-        lines[lines.len().saturating_sub(30)..].join("\n")
-    }
-
-    fn stop(mut self) -> std::process::ExitStatus {
-        let _ = Command::new("kill")
-            .args(["-TERM", &self.0.id().to_string()])
-            .status();
-        let deadline = Instant::now() + Duration::from_secs(20);
-        loop {
-            if let Some(s) = self.0.try_wait().unwrap() {
-                return s;
-            }
-            assert!(Instant::now() < deadline, "no clean stop on SIGTERM");
-            std::thread::sleep(Duration::from_millis(100));
-        }
-    }
-}
-
-fn log(path: &std::path::Path) -> std::fs::File {
-    std::fs::File::create(path).unwrap()
-}
-
-/// `brainctl marketplace listen` for `seller` and `brainctl-indexer run`,
-/// both reading the chain at `rpc`. Returns them and the indexer's URL.
-fn services(
-    seller: &Env,
-    rpc: &str,
-    items: &str,
-    work: &std::path::Path,
-) -> (Running, Running, String) {
-    let port = free_port();
-    let indexer = Running(
-        Command::new(indexer_bin())
-            .args(["run", "--rpc", rpc, "--fs-store", items, "--db"])
-            .arg(work.join("indexer.db"))
-            .args([
-                "--listen",
-                &format!("127.0.0.1:{port}"),
-                "--interval-ms",
-                "300",
-            ])
-            .env("RUST_LOG", "warn")
-            .stdout(Stdio::null())
-            .stderr(log(&work.join("indexer.log")))
-            .spawn()
-            .unwrap(),
-        work.join("indexer.log"),
-    );
-    let daemon = Running(
-        seller
-            .cmd()
-            .args(["-u", rpc, "--commitment", "confirmed"])
-            .args([
-                "marketplace",
-                "listen",
-                "--interval",
-                "1",
-                "--storage-dir",
-                items,
-            ])
-            .env("RUST_LOG", "warn,node::listen=debug,node::chain=debug")
-            .stdout(Stdio::null())
-            .stderr(log(&work.join("listen.log")))
-            .spawn()
-            .unwrap(),
-        work.join("listen.log"),
-    );
-    (daemon, indexer, format!("http://127.0.0.1:{port}"))
 }
 
 /// Waits until every buy in `honest` is released in the seller's state.

@@ -466,7 +466,13 @@ mod tests {
             ..Default::default()
         };
         let a = l.reserve(&p, &spend(400), NOW - WINDOW_SECS).unwrap(); // falls out
-        l.settle(a, &Outcome::Paid { signature: "s0".into() }).unwrap();
+        l.settle(
+            a,
+            &Outcome::Paid {
+                signature: "s0".into(),
+            },
+        )
+        .unwrap();
         let b = l.reserve(&p, &spend(400), NOW).unwrap();
         let c = l.reserve(&p, &spend(500), NOW).unwrap();
         // 900 in the window: a 101 buy is over, 100 fits
@@ -497,10 +503,18 @@ mod tests {
         )
         .unwrap();
         assert_eq!(l.standing(&p, NOW).unwrap().spent_24h_lamports, 5);
-        assert_eq!(l.standing(&p, NOW).unwrap().remaining_24h_lamports, Some(995));
+        assert_eq!(
+            l.standing(&p, NOW).unwrap().remaining_24h_lamports,
+            Some(995)
+        );
         // a settled reservation can't be settled again
         assert!(matches!(
-            l.settle(c, &Outcome::Paid { signature: "x".into() }),
+            l.settle(
+                c,
+                &Outcome::Paid {
+                    signature: "x".into()
+                }
+            ),
             Err(SpendError::NotReserved(_))
         ));
     }
@@ -515,7 +529,10 @@ mod tests {
         assert_eq!(p.judge("A", 10, u64::MAX), Ok(()));
         assert_eq!(
             p.judge("A", 11, 0),
-            Err(Refusal::OverPerBuyMax { lamports: 11, max: 10 })
+            Err(Refusal::OverPerBuyMax {
+                lamports: 11,
+                max: 10
+            })
         );
         assert_eq!(
             p.judge("B", 1, 0),

@@ -415,26 +415,61 @@ impl TestValidator {
     }
 }
 
-/// The reference venv's python (Python brainctl 2.8.0), or `None` (the
-/// test skips) where it is not installed; under CI=true a missing venv
-/// fails the test instead. `localnet/install` creates it at
-/// ~/.cache/brainctl/ref-venv; BRAINCTL_REF_VENV overrides.
-pub fn ref_python() -> Option<PathBuf> {
-    let py = std::env::var_os("BRAINCTL_REF_VENV")
+/// A venv under the brainctl cache (`$BRAINCTL_CACHE`, default
+/// ~/.cache/brainctl) or at `$override_var`: its python, or `None` (the test
+/// skips) where it is not installed; under CI=true a missing venv fails the
+/// test instead (`localnet/install` creates it).
+fn cached_venv_python(override_var: &str, dir: &str, what: &str) -> Option<PathBuf> {
+    let cache = std::env::var_os("BRAINCTL_CACHE")
         .map(PathBuf::from)
-        .or_else(|| {
-            std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cache/brainctl/ref-venv"))
-        })
+        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cache/brainctl")));
+    let py = std::env::var_os(override_var)
+        .map(PathBuf::from)
+        .or_else(|| cache.map(|c| c.join(dir)))
         .map(|venv| venv.join("bin/python"))
         .filter(|py| py.exists());
     if py.is_none() {
         assert!(
             std::env::var("CI").is_err(),
-            "CI=true but the reference venv is missing: run localnet/install"
+            "CI=true but {what} is missing: run localnet/install"
         );
-        eprintln!("skipping: reference venv not installed (run localnet/install)");
+        eprintln!("skipping: {what} not installed (run localnet/install)");
     }
     py
+}
+
+/// The reference venv's python (Python brainctl 2.8.0): ref-venv, or
+/// BRAINCTL_REF_VENV.
+pub fn ref_python() -> Option<PathBuf> {
+    cached_venv_python("BRAINCTL_REF_VENV", "ref-venv", "the reference venv")
+}
+
+/// The MCP client venv's python (the `mcp` SDK from PyPI): mcp-venv, or
+/// BRAINCTL_MCP_VENV.
+pub fn mcp_python() -> Option<PathBuf> {
+    cached_venv_python("BRAINCTL_MCP_VENV", "mcp-venv", "the MCP client venv")
+}
+
+/// Headless Chromium (Debian `chromium`, or `$BRAINCTL_CHROMIUM`), or
+/// `None` (the test skips; under CI=true it fails).
+pub fn chromium() -> Option<PathBuf> {
+    let found = std::env::var_os("BRAINCTL_CHROMIUM")
+        .map(PathBuf::from)
+        .or_else(|| {
+            ["/usr/bin/chromium", "/usr/bin/chromium-browser"]
+                .iter()
+                .map(PathBuf::from)
+                .find(|p| p.exists())
+        })
+        .filter(|p| p.exists());
+    if found.is_none() {
+        assert!(
+            std::env::var("CI").is_err(),
+            "CI=true but chromium is missing: run localnet/install"
+        );
+        eprintln!("skipping: chromium not installed (run localnet/install)");
+    }
+    found
 }
 
 /// The reference's own CLI (`brainctl` of the reference venv) over a

@@ -888,7 +888,11 @@ fn buy_or_fetch(
                         format!("to {}", l.payment_address)
                     },
                     q.total_lamports,
-                    if q.escrow_rent_lamports > 0 { " and the escrow account's rent" } else { "" },
+                    if q.escrow_rent_lamports > 0 {
+                        " and the escrow account's rent"
+                    } else {
+                        ""
+                    },
                 );
             }
             let policy = ctx.spend_policy()?;

@@ -695,9 +695,9 @@ pub fn run(args: McpArgs, ctx: &Context) -> CliResult<u8> {
     };
     // the policy is checked once here (a bad file is a start-up error)
     let policy = probe.spend_policy()?;
-    let unlimited = policy.as_ref().is_none_or(|p| {
-        p.max_per_buy_lamports.is_none() && p.budget_24h_lamports.is_none()
-    });
+    let unlimited = policy
+        .as_ref()
+        .is_none_or(|p| p.max_per_buy_lamports.is_none() && p.budget_24h_lamports.is_none());
     if unlimited && !args.unlimited_spending {
         return Err(Failure::bad_input(anyhow!(
             "no spend limit: write {} (chmod 600), e.g. {{\"max_per_buy_lamports\": 50000000, \"budget_24h_lamports\": 200000000}}, or pass --budget-24h-lamports N; --unlimited-spending starts without one",

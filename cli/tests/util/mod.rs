@@ -1,6 +1,8 @@
 //! Test harness: runs the real `brainctl` binary in a fresh temp home.
 #![allow(dead_code)] // each test binary uses a different subset
 
+pub mod services;
+
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 

@@ -1,0 +1,339 @@
+//! `brainctl mcp` driven by a real MCP client (the official Python SDK, in
+//! the test-only venv `localnet/install` makes) over stdio, against a real
+//! validator, with the seller's `marketplace listen` service and
+//! `brainctl-indexer run` live: list tools, browse, quote, a buy within the
+//! spend policy released and imported, a buy over it refused with the
+//! balance unchanged, and after a restart of the server the budget is
+//! still spent.
+
+mod util;
+
+use serde_json::{json, Value};
+use std::path::Path;
+use std::time::{Duration, Instant};
+use util::services::{get, services};
+use util::Env;
+
+fn onchain(rpc: &str, e: &Env, args: &[&str]) -> Value {
+    let mut full = vec!["-u", rpc, "--commitment", "confirmed"];
+    full.extend_from_slice(args);
+    let r = e.run(&full);
+    assert_eq!(r.code, 0, "brainctl {args:?}: {}\n{}", r.stdout, r.stderr);
+    r.json()
+}
+
+/// One MCP session: the client starts `brainctl mcp` with `server_args`,
+/// runs `steps`, and reports each answer.
+fn session(py: &Path, home: &Path, server_args: &[String], steps: Value) -> Value {
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/support/mcp_client.py");
+    let env = json!({"HOME": home, "RUST_LOG": "warn"});
+    let out = std::process::Command::new(py)
+        .arg(script)
+        .arg(env!("CARGO_BIN_EXE_brainctl"))
+        .arg(serde_json::to_string(server_args).unwrap())
+        .arg(env.to_string())
+        .arg(steps.to_string())
+        .output()
+        .expect("the MCP client runs");
+    assert!(
+        out.status.success(),
+        "MCP client failed:\n{}\n{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).expect("the client prints JSON")
+}
+
+fn step<'a>(s: &'a Value, i: usize, tool: &str) -> &'a Value {
+    let st = &s["steps"][i];
+    assert_eq!(st["tool"], tool, "step {i}: {st}");
+    assert!(st.get("protocol_error").is_none(), "step {i}: {st}");
+    st
+}
+
+fn balance(rpc: &str, e: &Env) -> u64 {
+    onchain(rpc, e, &["wallet", "balance", "--json"])["lamports"]
+        .as_u64()
+        .unwrap()
+}
+
+#[test]
+fn an_agent_buys_within_its_budget_and_never_over_it() {
+    let Some(py) = e2e::mcp_python() else { return };
+    let v = e2e::validator();
+    let rpc = v.rpc_url.as_str();
+    let (seller, buyer) = (Env::new(), Env::new());
+    let work = tempfile::tempdir().unwrap();
+    let items = work.path().join("items").display().to_string();
+    for e in [&seller, &buyer] {
+        e.ok(&["wallet", "new"]);
+        onchain(rpc, e, &["wallet", "airdrop", "2", "--json"]);
+    }
+
+    // two listings at 0.01 SOL each
+    seller.ok(&[
+        "memory",
+        "add",
+        "Alpha: deploys go through staging first",
+        "-c",
+        "alpha",
+    ]);
+    seller.ok(&[
+        "memory",
+        "add",
+        "Beta: never rotate keys on a Friday",
+        "-c",
+        "beta",
+    ]);
+    let mut manifests = Vec::new();
+    for cat in ["alpha", "beta"] {
+        let file = format!("{cat}.signed.json");
+        seller.ok(&["export", "--sign", "--category", cat, "-o", &file]);
+        let listed = onchain(
+            rpc,
+            &seller,
+            &[
+                "marketplace",
+                "list",
+                &file,
+                "--price-usd",
+                "1",
+                "--sol-usd",
+                "100",
+                "--storage-dir",
+                &items,
+                "--description",
+                cat,
+                "--json",
+            ],
+        );
+        manifests.push((
+            listed["listing"]["manifest_id"]
+                .as_str()
+                .unwrap()
+                .to_string(),
+            listed["listing"]["listing_id"]
+                .as_str()
+                .unwrap()
+                .to_string(),
+        ));
+    }
+    let price = 10_000_000u64;
+    let (daemon, indexer, base) = services(&seller, rpc, &items, work.path());
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while get(&format!("{base}/listings")).and_then(|l| l["listings"].as_array().map(Vec::len))
+        != Some(2)
+    {
+        assert!(
+            Instant::now() < deadline,
+            "indexer never showed both listings: {}",
+            indexer.tail()
+        );
+        std::thread::sleep(Duration::from_millis(300));
+    }
+
+    // the operator's policy: room for one buy in 24 h, not two
+    let policy = node::spend::SpendPolicy {
+        max_per_buy_lamports: Some(20_000_000),
+        budget_24h_lamports: Some(15_000_000),
+        sellers: None,
+    };
+    policy
+        .write(&node::spend::policy_path(
+            &buyer.path(".brainctl/wallet.json"),
+        ))
+        .unwrap();
+    let server_args: Vec<String> = [
+        "-u",
+        rpc,
+        "--commitment",
+        "confirmed",
+        "mcp",
+        "--storage-dir",
+        &items,
+        "--indexer",
+        &base,
+        "--buy-timeout",
+        "120",
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .collect();
+    let (a_manifest, a_id) = &manifests[0];
+    let (b_manifest, _) = &manifests[1];
+    let before = balance(rpc, &buyer);
+
+    let s = session(
+        &py,
+        buyer.dir.path(),
+        &server_args,
+        json!([
+            ["list_tools"],
+            ["call", "market_browse", {}],
+            ["call", "market_quote", {"manifest_id": a_manifest}],
+            ["call", "market_buy", {"manifest_id": a_manifest}],
+            ["call", "market_quote", {"manifest_id": b_manifest}],
+            ["call", "market_buy", {"manifest_id": b_manifest}],
+            ["call", "memory_search", {"query": "staging"}],
+        ]),
+    );
+    assert_eq!(s["server"], "brainctl");
+    assert!(s["instructions"].as_str().unwrap().contains("market_quote"));
+    let tools = &s["steps"][0]["tools"];
+    for t in [
+        "memory_search",
+        "memory_add",
+        "memory_list",
+        "market_browse",
+        "market_show",
+        "market_quote",
+        "market_buy",
+        "market_fetch",
+        "market_budget",
+        "market_status",
+        "market_list",
+        "market_offer",
+        "market_counter",
+        "market_accept",
+        "market_reject",
+        "market_cancel",
+    ] {
+        assert!(
+            tools[t]["description"]
+                .as_str()
+                .is_some_and(|d| d.len() > 40),
+            "{t}: {tools}"
+        );
+    }
+    assert_eq!(
+        tools["market_buy"]["input_schema"]["required"],
+        json!(["manifest_id"])
+    );
+
+    let browse = step(&s, 1, "market_browse");
+    assert_eq!(browse["is_error"], false, "{browse}");
+    assert_eq!(browse["result"]["listings"].as_array().unwrap().len(), 2);
+
+    let quote_a = step(&s, 2, "market_quote");
+    assert_eq!(quote_a["is_error"], false, "{quote_a}");
+    let q = &quote_a["result"]["quote"];
+    assert_eq!(q["price_lamports"], price);
+    assert_eq!(q["protocol_fee_lamports"], 0, "no protocol fee off mainnet");
+    assert_eq!(q["network_fee_lamports"], 5_000);
+    let total_a = q["total_lamports"].as_u64().unwrap();
+    assert_eq!(total_a, price + 5_000);
+    assert_eq!(quote_a["result"]["allowed"], true);
+
+    let buy_a = step(&s, 3, "market_buy");
+    assert_eq!(
+        buy_a["is_error"],
+        false,
+        "{buy_a}\nlisten: {}",
+        daemon.tail()
+    );
+    assert_eq!(buy_a["result"]["listing_id"], a_id.as_str());
+    assert_eq!(
+        buy_a["result"]["import"]["ids"].as_array().map(Vec::len),
+        Some(1),
+        "{buy_a}"
+    );
+    let after_a = balance(rpc, &buyer);
+    assert_eq!(
+        before - after_a,
+        total_a,
+        "the quote is what the balance lost"
+    );
+
+    let quote_b = step(&s, 4, "market_quote");
+    assert_eq!(
+        quote_b["is_error"], false,
+        "a refused quote is still an answer"
+    );
+    assert_eq!(quote_b["result"]["allowed"], false);
+    assert_eq!(quote_b["result"]["refusal"]["refusal"], "over_budget");
+
+    let buy_b = step(&s, 5, "market_buy");
+    assert_eq!(buy_b["is_error"], true, "{buy_b}");
+    let refusal = &buy_b["result"]["spend_refusal"];
+    assert_eq!(refusal["refusal"], "over_budget", "{buy_b}");
+    assert_eq!(refusal["spent"], total_a);
+    assert_eq!(refusal["budget"], 15_000_000);
+    assert!(buy_b["result"]["error"]
+        .as_str()
+        .unwrap()
+        .contains("24 h budget"));
+    assert_eq!(
+        balance(rpc, &buyer),
+        after_a,
+        "a refused buy spends nothing"
+    );
+
+    let found = step(&s, 6, "memory_search");
+    let rows = found["result"]["memories"].as_array().unwrap();
+    assert_eq!(rows.len(), 1, "{found}");
+    assert_eq!(rows[0]["scope"], format!("imported:{a_id}"));
+
+    // a restarted server (a new process) still sees the budget spent
+    let s = session(
+        &py,
+        buyer.dir.path(),
+        &server_args,
+        json!([
+            ["call", "market_budget", {}],
+            ["call", "market_buy", {"manifest_id": b_manifest}],
+        ]),
+    );
+    let budget = step(&s, 0, "market_budget");
+    assert_eq!(
+        budget["result"]["standing"]["spent_24h_lamports"], total_a,
+        "{budget}"
+    );
+    assert_eq!(
+        budget["result"]["standing"]["remaining_24h_lamports"],
+        15_000_000 - total_a
+    );
+    let spends = budget["result"]["spends"].as_array().unwrap();
+    assert_eq!(spends.len(), 1, "{budget}");
+    assert_eq!(spends[0]["state"], "paid");
+    assert_eq!(spends[0]["signature"], buy_a["result"]["buy_signature"]);
+    let again = step(&s, 1, "market_buy");
+    assert_eq!(
+        again["result"]["spend_refusal"]["refusal"], "over_budget",
+        "{again}"
+    );
+    assert_eq!(balance(rpc, &buyer), after_a);
+
+    // the seller released exactly one buy
+    let status = onchain(rpc, &seller, &["marketplace", "status", "--json"]);
+    let released: u64 = status["listings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .flat_map(|l| l["buys"].as_array().unwrap().clone())
+        .filter(|c| c[0] == "released")
+        .map(|c| c[1].as_u64().unwrap())
+        .sum();
+    assert_eq!(released, 1, "{status}");
+    drop(indexer);
+    drop(daemon);
+}
+
+#[test]
+fn the_server_refuses_to_start_without_a_spend_limit() {
+    let e = Env::new();
+    e.ok(&["wallet", "new"]);
+    let r = e.run(&["mcp"]);
+    assert_eq!(r.code, 2, "{}", r.stderr);
+    assert!(r.stderr.contains("spend-policy.json"), "{}", r.stderr);
+    assert!(
+        r.stdout.is_empty(),
+        "stdout is the protocol's: {}",
+        r.stdout
+    );
+    // a policy readable by others is refused, not used
+    let path = node::spend::policy_path(&e.path(".brainctl/wallet.json"));
+    std::fs::write(&path, r#"{"budget_24h_lamports": 1}"#).unwrap();
+    let r = e.run(&["mcp"]);
+    assert_eq!(r.code, 2);
+    assert!(r.stderr.contains("chmod 600"), "{}", r.stderr);
+}
