@@ -11,6 +11,7 @@
 //! - [`loadtest`]: the replay and API benchmarks
 //! - [`synth`]: deterministic synthetic logs for tests and benchmarks
 //! - [`auth`], [`views`], [`api`]: the HTTP surface
+//! - [`explorer`]: the web explorer (HTML for people) at `/`
 //!
 //! It holds no keys, never signs and never custodies funds.
 #![deny(missing_docs)]
@@ -19,6 +20,7 @@ pub mod api;
 pub mod auth;
 pub mod book;
 pub mod engine;
+pub mod explorer;
 pub mod fold;
 pub mod ingest;
 pub mod loadtest;

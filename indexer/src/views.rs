@@ -89,6 +89,18 @@ pub struct ListingView<'a> {
     manifest: &'a Value,
 }
 
+impl ListingView<'_> {
+    /// Verified paid buys (self-trades excluded).
+    pub fn sales(&self) -> u64 {
+        self.sales
+    }
+
+    /// Of those, released.
+    pub fn releases(&self) -> u64 {
+        self.releases
+    }
+}
+
 /// Whether `s` is a self-trade on `l`: the buyer is the seller or the
 /// payment address itself (money moving between one party's wallets).
 /// Self-trades are no sales: they count nowhere in sales, volume or latency.
@@ -142,14 +154,18 @@ pub struct ListingPage<'a> {
     next_cursor: Option<&'a str>,
 }
 
-/// Listings matching `f`, in id order, one page, and the cursor of the next.
-pub fn listings<'a>(state: &'a State, f: &ListingFilter) -> ListingPage<'a> {
+/// The listings matching `f`, in id order, one page, and the cursor of
+/// the next.
+pub fn listing_page<'a>(
+    state: &'a State,
+    f: &ListingFilter,
+) -> (Vec<&'a ListingState>, Option<&'a str>) {
     use std::ops::Bound::{Excluded, Unbounded};
     let from = match &f.after {
         Some(a) => (Excluded(a.clone()), Unbounded),
         None => (Unbounded, Unbounded),
     };
-    let mut page = Vec::new();
+    let mut page: Vec<&ListingState> = Vec::new();
     let mut next_cursor = None;
     for l in state
         .listings
@@ -158,11 +174,18 @@ pub fn listings<'a>(state: &'a State, f: &ListingFilter) -> ListingPage<'a> {
         .filter(|l| f.matches(l, state.now))
     {
         if page.len() == f.limit {
-            next_cursor = page.last().map(|v: &ListingView<'a>| v.listing_id);
+            next_cursor = page.last().map(|l| l.listing_id.as_str());
             break;
         }
-        page.push(listing(state, l));
+        page.push(l);
     }
+    (page, next_cursor)
+}
+
+/// Listings matching `f`, in id order, one page, and the cursor of the next.
+pub fn listings<'a>(state: &'a State, f: &ListingFilter) -> ListingPage<'a> {
+    let (rows, next_cursor) = listing_page(state, f);
+    let page: Vec<_> = rows.into_iter().map(|l| listing(state, l)).collect();
     ListingPage {
         count: page.len(),
         listings: page,
@@ -286,6 +309,34 @@ pub struct Reputation {
     pub volume_lamports: u64,
 }
 
+/// `seller`'s released buys with both block times, in buy order: seconds
+/// from the buy to its release (self-trades excluded, as in every figure).
+pub fn release_latencies(state: &State, seller: &str) -> Vec<crate::explorer::chart::Latency> {
+    let mut out: Vec<(u64, crate::explorer::chart::Latency)> = state
+        .settlements
+        .iter()
+        .filter_map(|(sig, s)| {
+            let l = state.listings.get(&s.listing_id)?;
+            if l.seller != seller || is_self_trade(l, s) {
+                return None;
+            }
+            let SettlementStatus::Released { at, .. } = &s.status else {
+                return None;
+            };
+            let secs = at.block_time? - s.at.block_time?;
+            Some((
+                s.at.slot,
+                crate::explorer::chart::Latency {
+                    buy: sig.clone(),
+                    secs,
+                },
+            ))
+        })
+        .collect();
+    out.sort_by_key(|(slot, _)| *slot);
+    out.into_iter().map(|(_, l)| l).collect()
+}
+
 /// Reputation of `seller`.
 pub fn reputation(state: &State, seller: &str, cfg: &FoldConfig) -> Reputation {
     let mine: std::collections::BTreeMap<&str, &ListingState> = state
@@ -306,7 +357,6 @@ pub fn reputation(state: &State, seller: &str, cfg: &FoldConfig) -> Reputation {
         median_release_latency_secs: None,
         volume_lamports: 0,
     };
-    let mut latencies = Vec::new();
     for s in state.settlements.values() {
         let Some(l) = mine.get(s.listing_id.as_str()) else {
             continue;
@@ -332,16 +382,15 @@ pub fn reputation(state: &State, seller: &str, cfg: &FoldConfig) -> Reputation {
         r.sales += 1;
         r.volume_lamports = r.volume_lamports.saturating_add(s.paid_lamports);
         match &s.status {
-            SettlementStatus::Released { at, .. } => {
-                r.releases += 1;
-                if let (Some(b), Some(e)) = (s.at.block_time, at.block_time) {
-                    latencies.push(e - b);
-                }
-            }
+            SettlementStatus::Released { .. } => r.releases += 1,
             _ if state.settlement_status(s, cfg) == "unreleased" => r.unreleased_paid_buys += 1,
             _ => {}
         }
     }
+    let mut latencies: Vec<i64> = release_latencies(state, seller)
+        .into_iter()
+        .map(|l| l.secs)
+        .collect();
     latencies.sort_unstable();
     r.median_release_latency_secs = match latencies.len() {
         0 => None,

@@ -141,6 +141,7 @@ pub fn router(state: AppState) -> Router {
         .route("/settlements/{id}", get(settlement))
         .route("/sellers/{pubkey}", get(seller))
         .route("/escrows/{pubkey}", get(show_escrow))
+        .merge(crate::explorer::routes())
         .layer(DefaultBodyLimit::max(MAX_BODY_BYTES))
         .layer(middleware::from_fn_with_state(
             state.limiter.clone(),
@@ -312,7 +313,8 @@ async fn verify(
     .await
 }
 
-fn parse_filter(q: &HashMap<String, String>) -> Res<ListingFilter> {
+/// The browse filters of a query (shared with the explorer).
+pub(crate) fn parse_filter(q: &HashMap<String, String>) -> Res<ListingFilter> {
     let limit = match q.get("limit") {
         None => 20,
         Some(l) => l

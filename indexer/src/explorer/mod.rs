@@ -1,0 +1,107 @@
+//! The web explorer: server-rendered HTML at `/` for people (listings with
+//! filters and paging, a listing's preview, price history and timeline,
+//! a seller's record with a latency chart, escrow state). Reads the same
+//! folded state and applies the same visibility rules as the JSON API; no
+//! sign-in, so a private listing's offers and buys are never shown.
+//!
+//! Owns the routes and page assembly; the markup is in [`pages`], the
+//! timeline in [`timeline`], the chart in [`chart`]. Never writes.
+
+pub mod chart;
+pub mod pages;
+pub mod timeline;
+
+use crate::api::AppState;
+use crate::fold::State;
+use axum::extract::{Path, Query, State as AxState};
+use axum::http::StatusCode;
+use axum::response::{Html, IntoResponse, Response};
+use axum::routing::get;
+use axum::Router;
+use std::collections::HashMap;
+
+/// Page size of the listings page.
+pub const PAGE: usize = 50;
+
+/// The explorer's routes (merged into the API router).
+pub fn routes() -> Router<AppState> {
+    Router::new()
+        .route("/", get(index))
+        .route("/l/{id}", get(listing))
+        .route("/s/{pubkey}", get(seller))
+}
+
+fn page(status: StatusCode, markup: maud::Markup) -> Response {
+    (status, Html(markup.into_string())).into_response()
+}
+
+fn not_found(state: &State, detail: &str) -> Response {
+    page(
+        StatusCode::NOT_FOUND,
+        pages::error(state, "Not found", detail),
+    )
+}
+
+async fn index(AxState(st): AxState<AppState>, Query(q): Query<HashMap<String, String>>) -> Response {
+    let s = st.ix.state();
+    // the API's own filter parsing: the same limits and the same errors
+    let mut q = q;
+    q.retain(|_, v| !v.trim().is_empty());
+    q.insert("limit".into(), PAGE.to_string());
+    let f = match crate::api::parse_filter(&q) {
+        Ok(f) => f,
+        Err(e) => {
+            return page(
+                StatusCode::BAD_REQUEST,
+                pages::error(&s, "Bad filter", &e.detail),
+            )
+        }
+    };
+    let (rows, next) = crate::views::listing_page(&s, &f);
+    page(StatusCode::OK, pages::listings(&s, &f, &rows, next))
+}
+
+async fn listing(AxState(st): AxState<AppState>, Path(id): Path<String>) -> Response {
+    let s = st.ix.state();
+    let Some(l) = s.listings.get(&id) else {
+        return not_found(&s, &format!("No listing {id} on chain."));
+    };
+    let rows = timeline::of(&s, l);
+    let escrows = match l.seller.parse::<node::chain::Pubkey>() {
+        Ok(seller) => {
+            let account = node::escrow::listing_address(&seller, &l.listing_id).to_string();
+            s.escrows
+                .iter()
+                .filter(|(_, e)| e.listing == account)
+                .collect()
+        }
+        Err(_) => Vec::new(),
+    };
+    let links = pages::Links {
+        cluster: &st.cluster,
+    };
+    page(
+        StatusCode::OK,
+        pages::listing(&s, l, &rows, &escrows, &links),
+    )
+}
+
+async fn seller(AxState(st): AxState<AppState>, Path(pk): Path<String>) -> Response {
+    let s = st.ix.state();
+    if pk.parse::<node::chain::Pubkey>().is_err() {
+        return page(
+            StatusCode::BAD_REQUEST,
+            pages::error(&s, "Bad seller", "A seller is a base58 32-byte key."),
+        );
+    }
+    let rep = crate::views::reputation(&s, &pk, st.ix.config());
+    let latencies = crate::views::release_latencies(&s, &pk);
+    let listings: Vec<_> = s.listings.values().filter(|l| l.seller == pk).collect();
+    if listings.is_empty() {
+        return not_found(&s, &format!("No listings by {pk} on chain."));
+    }
+    page(
+        StatusCode::OK,
+        pages::seller(&s, &rep, &latencies, &listings),
+    )
+}
