@@ -111,6 +111,16 @@ enum BenchCmd {
         #[arg(long, default_value_t = 50)]
         requests: usize,
     },
+    /// The web explorer's pages (listings, listing, seller) for a market
+    /// of N traded listings, one request at a time: p50/p99 per page.
+    Explorer {
+        /// Listings, each a complete negotiated trade.
+        #[arg(long, default_value_t = 10_000)]
+        listings: u64,
+        /// Requests per page kind.
+        #[arg(long, default_value_t = 200)]
+        requests: usize,
+    },
     /// Honest browse/detail clients alone, then beside attackers hinting
     /// old transactions and flooding /auth/challenge; p50/p99 of both.
     Flood {
@@ -364,6 +374,30 @@ async fn dispatch(cli: Cli) -> Result<()> {
                 "GET /listings ({} listings, {} clients, {} requests): p50 {:.2} ms, p99 {:.2} ms, max {:.2} ms, {:.0} req/s",
                 r.listings, r.clients, r.requests, r.p50_ms, r.p99_ms, r.max_ms, r.requests_per_second
             ));
+            Ok(())
+        }
+        Cmd::Bench(BenchCmd::Explorer { listings, requests }) => {
+            let r = indexer::loadtest::explorer::explorer(listings, requests).await?;
+            let lines: Vec<String> = r
+                .pages
+                .iter()
+                .map(|p| {
+                    format!(
+                        "  {:<40} p50 {:>6.2} ms  p99 {:>6.2} ms  max {:>6.2} ms",
+                        p.page, p.p50_ms, p.p99_ms, p.max_ms
+                    )
+                })
+                .collect();
+            print(
+                json,
+                serde_json::to_value(&r)?,
+                &format!(
+                    "explorer pages ({} traded listings, {} requests each):\n{}",
+                    r.listings,
+                    requests,
+                    lines.join("\n")
+                ),
+            );
             Ok(())
         }
         Cmd::Bench(BenchCmd::Flood {

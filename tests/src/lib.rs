@@ -6,6 +6,7 @@
 //! the cache path). A missing binary fails the test with the fix; it is
 //! never a skip.
 
+pub mod browser;
 pub mod hostile;
 pub mod indexer_api;
 pub mod postgres;

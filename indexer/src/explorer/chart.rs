@@ -10,6 +10,8 @@ const HEIGHT: f64 = 180.0;
 /// Room for the axis labels.
 const LEFT: f64 = 48.0;
 const BOTTOM: f64 = 20.0;
+/// Height of a zero-second bar (visible, not mistaken for a gap).
+const MIN_BAR: f64 = 2.0;
 /// Most bars drawn (the newest ones).
 pub const MAX_BARS: usize = 200;
 
@@ -28,11 +30,16 @@ pub fn latency_chart(latencies: &[Latency]) -> Markup {
     if shown.is_empty() {
         return html! { p.empty { "No releases yet." } };
     }
-    let top = shown.iter().map(|l| l.secs.max(0)).max().unwrap_or(0).max(1) as f64;
+    let top = shown
+        .iter()
+        .map(|l| l.secs.max(0))
+        .max()
+        .unwrap_or(0)
+        .max(1) as f64;
     let plot_w = WIDTH - LEFT;
     let plot_h = HEIGHT - BOTTOM;
     let slot = plot_w / shown.len() as f64;
-    let bar_w = (slot * 0.8).max(1.0);
+    let bar_w = (slot * 0.8).clamp(1.0, 24.0);
     html! {
         svg.chart role="img" viewBox=(format!("0 0 {WIDTH} {HEIGHT}")) width="100%"
             aria-label=(format!("release latency of {} buys, at most {} s", shown.len(), top)) {
@@ -41,7 +48,8 @@ pub fn latency_chart(latencies: &[Latency]) -> Markup {
             text x=(LEFT - 4.0) y="12" text-anchor="end" font-size="11" { (top) " s" }
             text x=(LEFT - 4.0) y=(plot_h) text-anchor="end" font-size="11" { "0" }
             @for (i, l) in shown.iter().enumerate() {
-                @let h = (l.secs.max(0) as f64 / top) * (plot_h - 2.0);
+                // a release in the buy's own second still shows as a sliver
+                @let h = ((l.secs.max(0) as f64 / top) * (plot_h - 2.0)).max(MIN_BAR);
                 rect.bar x=(format!("{:.1}", LEFT + i as f64 * slot + (slot - bar_w) / 2.0))
                     y=(format!("{:.1}", plot_h - h)) width=(format!("{bar_w:.1}"))
                     height=(format!("{h:.1}")) data-secs=(l.secs) {
@@ -81,7 +89,9 @@ mod tests {
         let many: Vec<_> = (0..500).map(l).collect();
         let svg = latency_chart(&many).into_string();
         assert_eq!(svg.matches("<rect").count(), MAX_BARS);
-        // a negative latency (clock skew) draws as zero, never breaks the chart
-        assert!(latency_chart(&[l(-5)]).into_string().contains(r#"height="0.0""#));
+        // a negative latency (clock skew) draws as a zero, never breaks the chart
+        assert!(latency_chart(&[l(-5)])
+            .into_string()
+            .contains(r#"height="2.0""#));
     }
 }

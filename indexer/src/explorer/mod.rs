@@ -42,7 +42,10 @@ fn not_found(state: &State, detail: &str) -> Response {
     )
 }
 
-async fn index(AxState(st): AxState<AppState>, Query(q): Query<HashMap<String, String>>) -> Response {
+async fn index(
+    AxState(st): AxState<AppState>,
+    Query(q): Query<HashMap<String, String>>,
+) -> Response {
     let s = st.ix.state();
     // the API's own filter parsing: the same limits and the same errors
     let mut q = q;

@@ -83,9 +83,11 @@ pub fn of<'a>(state: &'a State, l: &'a ListingState) -> Vec<Row<'a>> {
         lamports: l.price_lamports,
         detail: None,
     }];
-    for o in state.offers.values().filter(|o| {
-        o.listing_id == l.listing_id && views::may_see_offer(state, o, None)
-    }) {
+    for o in state
+        .offers
+        .values()
+        .filter(|o| o.listing_id == l.listing_id && views::may_see_offer(state, o, None))
+    {
         for (i, t) in o.terms.iter().enumerate() {
             rows.push(Row {
                 event: if i == 0 { Event::Offer } else { Event::Counter },
@@ -115,7 +117,11 @@ pub fn of<'a>(state: &'a State, l: &'a ListingState) -> Vec<Row<'a>> {
         for (_, s) in state.settlements_of(&l.listing_id) {
             let refused = matches!(s.status, SettlementStatus::Rejected { .. });
             rows.push(Row {
-                event: if refused { Event::RefusedBuy } else { Event::Buy },
+                event: if refused {
+                    Event::RefusedBuy
+                } else {
+                    Event::Buy
+                },
                 at: &s.at,
                 who: &s.buyer,
                 lamports: Some(s.paid_lamports),

@@ -5,6 +5,7 @@
 //! Owns measuring only; it builds its own in-memory indexer and never
 //! touches a chain or an operator's database.
 
+pub mod explorer;
 pub mod flood;
 
 use crate::api::{self, AppState};
