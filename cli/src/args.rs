@@ -203,221 +203,49 @@ pub struct IndexerOpts {
 #[derive(Debug, Subcommand)]
 pub enum MarketCmd {
     /// List a signed bundle at a fixed price (encrypts, stores, posts the list memo).
-    List {
-        /// The signed bundle (signed by this wallet).
-        bundle: PathBuf,
-        /// Price in USD (0 to 10000).
-        #[arg(long)]
-        price_usd: f64,
-        /// SOL/USD rate that fixes the price in lamports in the signed listing.
-        #[arg(long)]
-        sol_usd: f64,
-        /// How long the listing lives, in hours (max 720).
-        #[arg(long, default_value_t = 72.0)]
-        duration_hours: f64,
-        /// auction | private.
-        #[arg(long, default_value = "auction", value_parser = ["auction", "private"])]
-        visibility: String,
-        /// Where buyers pay (default: this wallet).
-        #[arg(long)]
-        payment_address: Option<String>,
-        /// Shown in the preview.
-        #[arg(long, default_value = "")]
-        description: String,
-        /// Settle through the escrow program: buyers deposit there and
-        /// `listen` is paid out of the escrow when it releases; a buyer
-        /// whose release never comes takes a refund and a share of your
-        /// stake. Needs the program deployed on the cluster.
-        #[arg(long)]
-        escrow: bool,
-        /// Stake (lamports) put up with an escrow listing, returned on cancel.
-        #[arg(long, requires = "escrow", default_value_t = 0)]
-        stake_lamports: u64,
-        #[command(flatten)]
-        storage: StorageOpts,
-        #[command(flatten)]
-        seller: SellerState,
-    },
+    List(ListArgs),
     /// Buyer: offer a price on a listing (manifest id); prints the offer's item id.
-    Offer {
-        /// The listing manifest's item id.
-        #[arg(allow_hyphen_values = true)]
-        listing: String,
-        #[command(flatten)]
-        terms: Terms,
-        #[command(flatten)]
-        storage: StorageOpts,
-    },
+    Offer(OfferArgs),
     /// Seller: counter an offer (offer item id) with another price.
-    Counter {
-        /// The offer's item id.
-        #[arg(allow_hyphen_values = true)]
-        offer: String,
-        #[command(flatten)]
-        terms: Terms,
-        #[command(flatten)]
-        storage: StorageOpts,
-        #[command(flatten)]
-        seller: SellerState,
-    },
+    Counter(CounterArgs),
     /// Seller: accept an offer (at its counter's price if countered).
-    Accept {
-        /// The offer's item id.
-        #[arg(allow_hyphen_values = true)]
-        offer: String,
-        #[command(flatten)]
-        storage: StorageOpts,
-        #[command(flatten)]
-        seller: SellerState,
-    },
+    Accept(AcceptArgs),
     /// Seller: reject an offer.
-    Reject {
-        /// The offer's item id.
-        #[arg(allow_hyphen_values = true)]
-        offer: String,
-        #[command(flatten)]
-        storage: StorageOpts,
-        #[command(flatten)]
-        seller: SellerState,
-    },
+    Reject(RejectArgs),
     /// Buyer: withdraw your offer (the seller can no longer accept it).
-    Withdraw {
-        /// The offer's item id.
-        #[arg(allow_hyphen_values = true)]
-        offer: String,
-        /// The listing manifest's item id.
-        #[arg(long, allow_hyphen_values = true)]
-        listing: String,
-        #[command(flatten)]
-        storage: StorageOpts,
-    },
+    Withdraw(WithdrawArgs),
     /// Buy a listing by its manifest id: pay, wait for the release, import.
-    Buy {
-        /// The listing manifest's item id (from `list`).
-        #[arg(allow_hyphen_values = true)]
-        listing: String,
-        /// Pay the price of this accepted offer (its item id) instead of the list price.
-        #[arg(long, allow_hyphen_values = true)]
-        offer: Option<String>,
-        /// ...or of the seller's counter to it (counter item id).
-        #[arg(long, requires = "offer", allow_hyphen_values = true)]
-        counter: Option<String>,
-        /// Require escrow settlement: deposit into the escrow program
-        /// (refused if the listing settles by direct payment). Listings
-        /// that say escrow are always paid into escrow.
-        #[arg(long, conflicts_with = "offer")]
-        escrow: bool,
-        /// Seconds to wait for the seller's release.
-        #[arg(long, default_value_t = 120)]
-        timeout: u64,
-        /// Import into this Python brainctl 2.8 brain.db (the agent's own
-        /// store, its BRAINCTL_DB) instead of ours, in scope imported:<listing id>.
-        #[arg(long, value_name = "PATH")]
-        into_brainctl_db: Option<PathBuf>,
-        #[command(flatten)]
-        storage: StorageOpts,
-    },
-    /// What a buy would cost (price, protocol fee, escrow rent, network
-    /// fee) and whether this wallet's spend policy allows it now. Sends
-    /// nothing. Agents: call this before `buy`.
-    Quote {
-        /// The listing manifest's item id.
-        #[arg(allow_hyphen_values = true)]
-        listing: String,
-        /// Quote the price of this accepted offer (its item id).
-        #[arg(long, allow_hyphen_values = true)]
-        offer: Option<String>,
-        /// ...or of the seller's counter to it (found on chain when omitted).
-        #[arg(long, requires = "offer", allow_hyphen_values = true)]
-        counter: Option<String>,
-        #[command(flatten)]
-        storage: StorageOpts,
-    },
-    /// This wallet's spend policy (spend-policy.json beside the wallet,
-    /// 0600: max_per_buy_lamports, budget_24h_lamports, sellers), what
-    /// was spent in the last 24 h and the newest ledger rows. Every buy of
-    /// a wallet with a policy is checked and recorded in spend.db first.
-    Budget {
-        /// How many ledger rows to show.
-        #[arg(long, default_value_t = 20)]
-        limit: usize,
-    },
+    Buy(BuyArgs),
+    /// What a buy would cost, and whether the spend policy allows it now.
+    ///
+    /// Price, protocol fee, escrow rent and network fee: the exact amount
+    /// the balance would lose. Sends nothing, records nothing. Agents:
+    /// call this before `buy`.
+    Quote(QuoteArgs),
+    /// This wallet's spend policy, the last 24 h of spending, the newest spends.
+    ///
+    /// The policy is spend-policy.json beside the wallet (0600:
+    /// max_per_buy_lamports, budget_24h_lamports, sellers). Every buy of a
+    /// wallet with a policy is checked and reserved in spend.db first.
+    Budget(BudgetArgs),
     /// Finish an interrupted buy: wait for its release, decrypt, import.
-    Fetch {
-        /// The listing manifest's item id.
-        #[arg(allow_hyphen_values = true)]
-        listing: String,
-        /// The buy transaction's signature (printed by `buy`).
-        #[arg(long)]
-        buy_signature: String,
-        /// Seconds to wait for the seller's release.
-        #[arg(long, default_value_t = 120)]
-        timeout: u64,
-        /// Import into this Python brainctl 2.8 brain.db (the agent's own
-        /// store, its BRAINCTL_DB) instead of ours, in scope imported:<listing id>.
-        #[arg(long, value_name = "PATH")]
-        into_brainctl_db: Option<PathBuf>,
-        #[command(flatten)]
-        storage: StorageOpts,
-    },
+    Fetch(FetchArgs),
     /// Buyer: take back an escrow deposit the seller never released (after
     /// the program's release window), with a share of the seller's stake.
-    Refund {
-        /// The listing manifest's item id.
-        #[arg(allow_hyphen_values = true)]
-        listing: String,
-        #[command(flatten)]
-        storage: StorageOpts,
-    },
+    Refund(RefundArgs),
     /// Cancel one of your listings (buys after the cancel are rejected, never
     /// released). An escrow listing is closed in the program in the same
     /// transaction (stake and rent back); refused while it holds deposits.
-    Cancel {
-        /// The listing id.
-        listing_id: String,
-        #[command(flatten)]
-        seller: SellerState,
-    },
+    Cancel(CancelArgs),
     /// Browse live listings on a marketplace indexer (`brainctl-indexer run`).
-    Browse {
-        #[command(flatten)]
-        indexer: IndexerOpts,
-        /// Only listings at or under this price in USD.
-        #[arg(long)]
-        max_price_usd: Option<f64>,
-        /// Only listings whose preview names this category.
-        #[arg(long)]
-        category: Option<String>,
-        /// Only this seller's listings.
-        #[arg(long)]
-        seller: Option<String>,
-        /// live | cancelled | expired | all.
-        #[arg(long, default_value = "live", value_parser = ["live", "cancelled", "expired", "all"])]
-        status: String,
-        /// Page size (1-100).
-        #[arg(long, default_value_t = 20)]
-        limit: u32,
-        /// Continue after this listing id (the previous page's `next_cursor`).
-        #[arg(long)]
-        cursor: Option<String>,
-    },
+    Browse(BrowseArgs),
     /// Show one listing from an indexer: manifest, status, sales, and the
     /// offers you may see.
-    Show {
-        /// Listing id (YYYYMMDD-<12 hex>).
-        listing_id: String,
-        #[command(flatten)]
-        indexer: IndexerOpts,
-    },
+    Show(ShowArgs),
     /// Your listings: what the chain says (offers, buys, releases, cancels) and
     /// what your daemon recorded (buy states, offer decisions). With
     /// `--json`, every buy's state, rejection reason and retry bookkeeping.
-    Status {
-        /// Only this listing id.
-        listing_id: Option<String>,
-        #[command(flatten)]
-        seller: SellerState,
-    },
+    Status(StatusArgs),
     /// The seller's settlement daemon: verify buys, release keys exactly once.
     ///
     /// Run it as a service (systemd, a terminal, the background): it sells
@@ -430,21 +258,260 @@ pub enum MarketCmd {
     /// retried on that buy with backoff; see each buy in
     /// `marketplace status --json` (`buy_details`). SIGINT/SIGTERM stop it
     /// at once; its state is durable, a restart resumes every unfinished buy.
-    Listen {
-        /// One pass, then exit.
-        #[arg(long)]
-        once: bool,
-        /// Seconds between passes.
-        #[arg(long, default_value_t = 2)]
-        interval: u64,
-        /// The buyer's token: `light` (compressed, default) or `token2022` (NFT).
-        #[arg(long, default_value = "light", value_parser = ["light", "token2022"])]
-        token_standard: String,
-        #[command(flatten)]
-        storage: StorageOpts,
-        #[command(flatten)]
-        seller: SellerState,
-    },
+    Listen(ListenArgs),
+}
+
+/// `brainctl marketplace list`
+#[derive(Debug, Args, Clone)]
+pub struct ListArgs {
+    /// The signed bundle (signed by this wallet).
+    pub bundle: PathBuf,
+    /// Price in USD (0 to 10000).
+    #[arg(long)]
+    pub price_usd: f64,
+    /// SOL/USD rate that fixes the price in lamports in the signed listing.
+    #[arg(long)]
+    pub sol_usd: f64,
+    /// How long the listing lives, in hours (max 720).
+    #[arg(long, default_value_t = 72.0)]
+    pub duration_hours: f64,
+    /// auction | private.
+    #[arg(long, default_value = "auction", value_parser = ["auction", "private"])]
+    pub visibility: String,
+    /// Where buyers pay (default: this wallet).
+    #[arg(long)]
+    pub payment_address: Option<String>,
+    /// Shown in the preview.
+    #[arg(long, default_value = "")]
+    pub description: String,
+    /// Settle through the escrow program: buyers deposit there and
+    /// `listen` is paid out of the escrow when it releases; a buyer
+    /// whose release never comes takes a refund and a share of your
+    /// stake. Needs the program deployed on the cluster.
+    #[arg(long)]
+    pub escrow: bool,
+    /// Stake (lamports) put up with an escrow listing, returned on cancel.
+    #[arg(long, requires = "escrow", default_value_t = 0)]
+    pub stake_lamports: u64,
+    #[command(flatten)]
+    pub storage: StorageOpts,
+    #[command(flatten)]
+    pub seller: SellerState,
+}
+
+/// `brainctl marketplace offer`
+#[derive(Debug, Args, Clone)]
+pub struct OfferArgs {
+    /// The listing manifest's item id.
+    #[arg(allow_hyphen_values = true)]
+    pub listing: String,
+    #[command(flatten)]
+    pub terms: Terms,
+    #[command(flatten)]
+    pub storage: StorageOpts,
+}
+
+/// `brainctl marketplace counter`
+#[derive(Debug, Args, Clone)]
+pub struct CounterArgs {
+    /// The offer's item id.
+    #[arg(allow_hyphen_values = true)]
+    pub offer: String,
+    #[command(flatten)]
+    pub terms: Terms,
+    #[command(flatten)]
+    pub storage: StorageOpts,
+    #[command(flatten)]
+    pub seller: SellerState,
+}
+
+/// `brainctl marketplace accept`
+#[derive(Debug, Args, Clone)]
+pub struct AcceptArgs {
+    /// The offer's item id.
+    #[arg(allow_hyphen_values = true)]
+    pub offer: String,
+    #[command(flatten)]
+    pub storage: StorageOpts,
+    #[command(flatten)]
+    pub seller: SellerState,
+}
+
+/// `brainctl marketplace reject`
+#[derive(Debug, Args, Clone)]
+pub struct RejectArgs {
+    /// The offer's item id.
+    #[arg(allow_hyphen_values = true)]
+    pub offer: String,
+    #[command(flatten)]
+    pub storage: StorageOpts,
+    #[command(flatten)]
+    pub seller: SellerState,
+}
+
+/// `brainctl marketplace withdraw`
+#[derive(Debug, Args, Clone)]
+pub struct WithdrawArgs {
+    /// The offer's item id.
+    #[arg(allow_hyphen_values = true)]
+    pub offer: String,
+    /// The listing manifest's item id.
+    #[arg(long, allow_hyphen_values = true)]
+    pub listing: String,
+    #[command(flatten)]
+    pub storage: StorageOpts,
+}
+
+/// `brainctl marketplace buy`
+#[derive(Debug, Args, Clone)]
+pub struct BuyArgs {
+    /// The listing manifest's item id (from `list`).
+    #[arg(allow_hyphen_values = true)]
+    pub listing: String,
+    /// Pay the price of this accepted offer (its item id) instead of the list price.
+    #[arg(long, allow_hyphen_values = true)]
+    pub offer: Option<String>,
+    /// ...or of the seller's counter to it (counter item id).
+    #[arg(long, requires = "offer", allow_hyphen_values = true)]
+    pub counter: Option<String>,
+    /// Require escrow settlement: deposit into the escrow program
+    /// (refused if the listing settles by direct payment). Listings
+    /// that say escrow are always paid into escrow.
+    #[arg(long, conflicts_with = "offer")]
+    pub escrow: bool,
+    /// Seconds to wait for the seller's release.
+    #[arg(long, default_value_t = 120)]
+    pub timeout: u64,
+    /// Import into this Python brainctl 2.8 brain.db (the agent's own
+    /// store, its BRAINCTL_DB) instead of ours, in scope imported:<listing id>.
+    #[arg(long, value_name = "PATH")]
+    pub into_brainctl_db: Option<PathBuf>,
+    #[command(flatten)]
+    pub storage: StorageOpts,
+}
+
+/// `brainctl marketplace quote`
+#[derive(Debug, Args, Clone)]
+pub struct QuoteArgs {
+    /// The listing manifest's item id.
+    #[arg(allow_hyphen_values = true)]
+    pub listing: String,
+    /// Quote the price of this accepted offer (its item id).
+    #[arg(long, allow_hyphen_values = true)]
+    pub offer: Option<String>,
+    /// ...or of the seller's counter to it (found on chain when omitted).
+    #[arg(long, requires = "offer", allow_hyphen_values = true)]
+    pub counter: Option<String>,
+    #[command(flatten)]
+    pub storage: StorageOpts,
+}
+
+/// `brainctl marketplace budget`
+#[derive(Debug, Args, Clone)]
+pub struct BudgetArgs {
+    /// How many ledger rows to show.
+    #[arg(long, default_value_t = 20)]
+    pub limit: usize,
+}
+
+/// `brainctl marketplace fetch`
+#[derive(Debug, Args, Clone)]
+pub struct FetchArgs {
+    /// The listing manifest's item id.
+    #[arg(allow_hyphen_values = true)]
+    pub listing: String,
+    /// The buy transaction's signature (printed by `buy`).
+    #[arg(long)]
+    pub buy_signature: String,
+    /// Seconds to wait for the seller's release.
+    #[arg(long, default_value_t = 120)]
+    pub timeout: u64,
+    /// Import into this Python brainctl 2.8 brain.db (the agent's own
+    /// store, its BRAINCTL_DB) instead of ours, in scope imported:<listing id>.
+    #[arg(long, value_name = "PATH")]
+    pub into_brainctl_db: Option<PathBuf>,
+    #[command(flatten)]
+    pub storage: StorageOpts,
+}
+
+/// `brainctl marketplace refund`
+#[derive(Debug, Args, Clone)]
+pub struct RefundArgs {
+    /// The listing manifest's item id.
+    #[arg(allow_hyphen_values = true)]
+    pub listing: String,
+    #[command(flatten)]
+    pub storage: StorageOpts,
+}
+
+/// `brainctl marketplace cancel`
+#[derive(Debug, Args, Clone)]
+pub struct CancelArgs {
+    /// The listing id.
+    pub listing_id: String,
+    #[command(flatten)]
+    pub seller: SellerState,
+}
+
+/// `brainctl marketplace browse`
+#[derive(Debug, Args, Clone)]
+pub struct BrowseArgs {
+    #[command(flatten)]
+    pub indexer: IndexerOpts,
+    /// Only listings at or under this price in USD.
+    #[arg(long)]
+    pub max_price_usd: Option<f64>,
+    /// Only listings whose preview names this category.
+    #[arg(long)]
+    pub category: Option<String>,
+    /// Only this seller's listings.
+    #[arg(long)]
+    pub seller: Option<String>,
+    /// live | cancelled | expired | all.
+    #[arg(long, default_value = "live", value_parser = ["live", "cancelled", "expired", "all"])]
+    pub status: String,
+    /// Page size (1-100).
+    #[arg(long, default_value_t = 20)]
+    pub limit: u32,
+    /// Continue after this listing id (the previous page's `next_cursor`).
+    #[arg(long)]
+    pub cursor: Option<String>,
+}
+
+/// `brainctl marketplace show`
+#[derive(Debug, Args, Clone)]
+pub struct ShowArgs {
+    /// Listing id (YYYYMMDD-<12 hex>).
+    pub listing_id: String,
+    #[command(flatten)]
+    pub indexer: IndexerOpts,
+}
+
+/// `brainctl marketplace status`
+#[derive(Debug, Args, Clone)]
+pub struct StatusArgs {
+    /// Only this listing id.
+    pub listing_id: Option<String>,
+    #[command(flatten)]
+    pub seller: SellerState,
+}
+
+/// `brainctl marketplace listen`
+#[derive(Debug, Args, Clone)]
+pub struct ListenArgs {
+    /// One pass, then exit.
+    #[arg(long)]
+    pub once: bool,
+    /// Seconds between passes.
+    #[arg(long, default_value_t = 2)]
+    pub interval: u64,
+    /// The buyer's token: `light` (compressed, default) or `token2022` (NFT).
+    #[arg(long, default_value = "light", value_parser = ["light", "token2022"])]
+    pub token_standard: String,
+    #[command(flatten)]
+    pub storage: StorageOpts,
+    #[command(flatten)]
+    pub seller: SellerState,
 }
 
 /// Where data items go.

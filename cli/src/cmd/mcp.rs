@@ -373,7 +373,7 @@ impl BrainctlServer {
         Parameters(a): Parameters<BrowseArgs>,
     ) -> Result<CallToolResult, McpError> {
         self.market(move |s| {
-            Ok(MarketCmd::Browse {
+            Ok(MarketCmd::Browse(crate::args::BrowseArgs {
                 indexer: s.indexer.clone(),
                 max_price_usd: a.max_price_usd,
                 category: a.category,
@@ -381,7 +381,7 @@ impl BrainctlServer {
                 status: a.status.unwrap_or_else(|| "live".into()),
                 limit: a.limit,
                 cursor: a.cursor,
-            })
+            }))
         })
         .await
     }
@@ -396,12 +396,12 @@ impl BrainctlServer {
         Parameters(a): Parameters<ListingIdArgs>,
     ) -> Result<CallToolResult, McpError> {
         self.market(move |s| {
-            Ok(MarketCmd::Show {
+            Ok(MarketCmd::Show(crate::args::ShowArgs {
                 listing_id: a.listing_id,
                 indexer: IndexerOpts {
                     url: s.indexer.url.clone(),
                 },
-            })
+            }))
         })
         .await
     }
@@ -416,12 +416,12 @@ impl BrainctlServer {
         Parameters(a): Parameters<BuyArgs>,
     ) -> Result<CallToolResult, McpError> {
         self.market(move |s| {
-            Ok(MarketCmd::Quote {
+            Ok(MarketCmd::Quote(crate::args::QuoteArgs {
                 listing: a.manifest_id,
                 offer: a.offer,
                 counter: None,
                 storage: s.storage.clone(),
-            })
+            }))
         })
         .await
     }
@@ -436,7 +436,7 @@ impl BrainctlServer {
         Parameters(a): Parameters<BuyArgs>,
     ) -> Result<CallToolResult, McpError> {
         self.market(move |s| {
-            Ok(MarketCmd::Buy {
+            Ok(MarketCmd::Buy(crate::args::BuyArgs {
                 listing: a.manifest_id,
                 offer: a.offer,
                 counter: None,
@@ -444,7 +444,7 @@ impl BrainctlServer {
                 timeout: s.buy_timeout,
                 into_brainctl_db: s.into_brainctl_db.clone(),
                 storage: s.storage.clone(),
-            })
+            }))
         })
         .await
     }
@@ -458,13 +458,13 @@ impl BrainctlServer {
         Parameters(a): Parameters<FetchArgs>,
     ) -> Result<CallToolResult, McpError> {
         self.market(move |s| {
-            Ok(MarketCmd::Fetch {
+            Ok(MarketCmd::Fetch(crate::args::FetchArgs {
                 listing: a.manifest_id,
                 buy_signature: a.buy_signature,
                 timeout: s.buy_timeout,
                 into_brainctl_db: s.into_brainctl_db.clone(),
                 storage: s.storage.clone(),
-            })
+            }))
         })
         .await
     }
@@ -475,7 +475,8 @@ impl BrainctlServer {
         annotations(read_only_hint = true)
     )]
     async fn market_budget(&self) -> Result<CallToolResult, McpError> {
-        self.market(|_| Ok(MarketCmd::Budget { limit: 20 })).await
+        self.market(|_| Ok(MarketCmd::Budget(crate::args::BudgetArgs { limit: 20 })))
+            .await
     }
 
     /// The seller's view.
@@ -488,10 +489,10 @@ impl BrainctlServer {
         Parameters(a): Parameters<StatusArgs>,
     ) -> Result<CallToolResult, McpError> {
         self.market(move |s| {
-            Ok(MarketCmd::Status {
+            Ok(MarketCmd::Status(crate::args::StatusArgs {
                 listing_id: a.listing_id,
                 seller: s.seller.clone(),
-            })
+            }))
         })
         .await
     }
@@ -534,7 +535,7 @@ impl BrainctlServer {
         let (price_usd, sol_usd) = (a.price_usd, a.sol_usd);
         let result = self
             .market(move |s| {
-                Ok(MarketCmd::List {
+                Ok(MarketCmd::List(crate::args::ListArgs {
                     bundle: bundle.clone(),
                     price_usd,
                     sol_usd,
@@ -546,7 +547,7 @@ impl BrainctlServer {
                     stake_lamports: 0,
                     storage: s.storage.clone(),
                     seller: s.seller.clone(),
-                })
+                }))
             })
             .await;
         let _ = std::fs::remove_file(sale_bundle_path(&settings.wallet_path));
@@ -562,11 +563,11 @@ impl BrainctlServer {
         Parameters(a): Parameters<OfferArgs>,
     ) -> Result<CallToolResult, McpError> {
         self.market(move |s| {
-            Ok(MarketCmd::Offer {
+            Ok(MarketCmd::Offer(crate::args::OfferArgs {
                 listing: a.target,
                 terms: terms(a.price_usd, a.sol_usd, a.message, a.ttl_hours),
                 storage: s.storage.clone(),
-            })
+            }))
         })
         .await
     }
@@ -580,12 +581,12 @@ impl BrainctlServer {
         Parameters(a): Parameters<OfferArgs>,
     ) -> Result<CallToolResult, McpError> {
         self.market(move |s| {
-            Ok(MarketCmd::Counter {
+            Ok(MarketCmd::Counter(crate::args::CounterArgs {
                 offer: a.target,
                 terms: terms(a.price_usd, a.sol_usd, a.message, a.ttl_hours),
                 storage: s.storage.clone(),
                 seller: s.seller.clone(),
-            })
+            }))
         })
         .await
     }
@@ -599,11 +600,11 @@ impl BrainctlServer {
         Parameters(a): Parameters<OfferIdArgs>,
     ) -> Result<CallToolResult, McpError> {
         self.market(move |s| {
-            Ok(MarketCmd::Accept {
+            Ok(MarketCmd::Accept(crate::args::AcceptArgs {
                 offer: a.offer,
                 storage: s.storage.clone(),
                 seller: s.seller.clone(),
-            })
+            }))
         })
         .await
     }
@@ -615,11 +616,11 @@ impl BrainctlServer {
         Parameters(a): Parameters<OfferIdArgs>,
     ) -> Result<CallToolResult, McpError> {
         self.market(move |s| {
-            Ok(MarketCmd::Reject {
+            Ok(MarketCmd::Reject(crate::args::RejectArgs {
                 offer: a.offer,
                 storage: s.storage.clone(),
                 seller: s.seller.clone(),
-            })
+            }))
         })
         .await
     }
@@ -633,10 +634,10 @@ impl BrainctlServer {
         Parameters(a): Parameters<ListingIdArgs>,
     ) -> Result<CallToolResult, McpError> {
         self.market(move |s| {
-            Ok(MarketCmd::Cancel {
+            Ok(MarketCmd::Cancel(crate::args::CancelArgs {
                 listing_id: a.listing_id,
                 seller: s.seller.clone(),
-            })
+            }))
         })
         .await
     }

@@ -1,0 +1,418 @@
+//! The buyer's commands: `buy` (plan, pay under the spend policy, wait
+//! for the release, import), `fetch` (finish a paid buy), `quote`,
+//! `budget` and `refund` (an escrow deposit never released).
+
+use super::super::storage::source;
+use super::{buy_failure, negotiate_failure, CliResult, Context, Failure};
+use crate::args::{BudgetArgs, BuyArgs, FetchArgs, QuoteArgs, RefundArgs};
+use serde_json::json;
+use std::time::Duration;
+
+/// `marketplace buy`: pay for a listing, wait for its release, import.
+pub(super) fn buy(a: BuyArgs, ctx: &Context) -> CliResult<()> {
+    let BuyArgs {
+        listing,
+        offer,
+        counter,
+        escrow,
+        timeout,
+        into_brainctl_db,
+        storage,
+    } = a;
+    let how = match offer {
+        Some(o) => Payment::Negotiated { offer: o, counter },
+        None if escrow => Payment::Escrow,
+        None => Payment::Listed,
+    };
+    buy_or_fetch(
+        ctx,
+        &listing,
+        how,
+        timeout,
+        into_brainctl_db.as_deref(),
+        &storage,
+    )?;
+    Ok(())
+}
+
+/// `marketplace fetch`: finish a paid buy.
+pub(super) fn fetch(a: FetchArgs, ctx: &Context) -> CliResult<()> {
+    buy_or_fetch(
+        ctx,
+        &a.listing,
+        Payment::Already(a.buy_signature),
+        a.timeout,
+        a.into_brainctl_db.as_deref(),
+        &a.storage,
+    )
+}
+
+/// `marketplace quote`: what a buy would cost, and the spend policy's verdict.
+pub(super) fn quote(a: QuoteArgs, ctx: &Context) -> CliResult<()> {
+    let QuoteArgs {
+        listing,
+        offer,
+        counter,
+        storage,
+    } = a;
+    let how = match offer {
+        Some(offer) => Payment::Negotiated { offer, counter },
+        None => Payment::Listed,
+    };
+    quote_payment(ctx, &listing, how, &storage)?;
+    Ok(())
+}
+
+/// `marketplace refund`: take back an escrow deposit never released.
+pub(super) fn refund(a: RefundArgs, ctx: &Context) -> CliResult<()> {
+    let RefundArgs { listing, storage } = a;
+    let (wallet, chain, l) = buyer_and_listing(ctx, &storage, &listing)?;
+    let sig = ctx
+        .block_on(node::market::buy::refund_escrow(&chain, &wallet, &l))
+        .map_err(buy_failure)?;
+    let v = json!({"ok": true, "listing_id": l.listing_id, "signature": sig});
+    ctx.emit(&v, || {
+        format!(
+            "refunded your escrow deposit on {} and slashed the seller's stake\n  tx           {sig}",
+            l.listing_id
+        )
+    });
+    Ok(())
+}
+
+/// `marketplace budget`.
+pub(super) fn budget(a: BudgetArgs, ctx: &Context) -> CliResult<()> {
+    show_budget(ctx, a.limit)
+}
+
+/// `buy` (pay, then receive) or `fetch` (receive for an earlier payment):
+/// wait for the release, decrypt, check the hash, import.
+/// How `buy_or_fetch` pays.
+enum Payment {
+    /// The list price.
+    Listed,
+    /// An accepted offer's price (or its counter's).
+    Negotiated {
+        offer: String,
+        counter: Option<String>,
+    },
+    /// Into the escrow program (`--escrow`: the listing must say escrow).
+    Escrow,
+    /// Already paid (`fetch`).
+    Already(String),
+}
+
+/// The wallet, the chain and the verified listing manifest `listing`
+/// (a bad or unreadable manifest is bad input).
+pub(super) fn buyer_and_listing(
+    ctx: &Context,
+    storage: &crate::args::StorageOpts,
+    listing: &str,
+) -> CliResult<(
+    node::wallet::Wallet,
+    node::chain::Chain,
+    node::market::manifest::Listing,
+)> {
+    let wallet = ctx.wallet()?;
+    let chain = ctx.chain()?;
+    let l = ctx
+        .block_on(node::market::buy::fetch_listing(&source(storage)?, listing))
+        .map_err(Failure::bad_input)?;
+    Ok((wallet, chain, l))
+}
+
+/// Checks and prices a buy of `l` the way `how` pays it (finding the
+/// seller's counter to an accepted offer), sending nothing.
+fn plan_payment(
+    ctx: &Context,
+    chain: &node::chain::Chain,
+    wallet: &node::wallet::Wallet,
+    src: &node::arweave::Source,
+    l: &node::market::manifest::Listing,
+    how: &Payment,
+) -> CliResult<node::market::buy::BuyPlan> {
+    use node::market::buy::{plan_buy, Terms};
+    // a refusal of the listing itself (cancelled, expired, not accepted) is
+    // a refusal (exit 1); an escrow plan the flags got wrong is bad input
+    let refused = |e: node::market::buy::BuyError| match l.escrow_program {
+        Some(_) => buy_failure(e),
+        None => Failure::from(e),
+    };
+    match how {
+        Payment::Already(_) => unreachable!("a finished payment is not planned"),
+        Payment::Escrow if l.escrow_program.is_none() => Err(Failure::bad_input(
+            node::market::escrow_trade::EscrowPlanError::NotEscrow(l.listing_id.clone()),
+        )),
+        Payment::Escrow | Payment::Listed => ctx
+            .block_on(plan_buy(chain, wallet, l, Terms::Listed))
+            .map_err(refused),
+        Payment::Negotiated { offer, counter } => {
+            let o = ctx
+                .block_on(node::market::negotiate::fetch_offer(src, offer, false))
+                .map_err(negotiate_failure)?;
+            // the buyer's client finds the seller's counter itself: with an
+            // accept, its terms are the ones that bind
+            let counter = match counter {
+                Some(id) => Some(id.clone()),
+                None => ctx
+                    .block_on(node::market::negotiate::find_counter(chain, l, &o.offer_id))
+                    .map_err(negotiate_failure)?,
+            };
+            let c = match &counter {
+                Some(id) => Some(
+                    ctx.block_on(node::market::negotiate::fetch_offer(src, id, true))
+                        .map_err(negotiate_failure)?,
+                ),
+                None => None,
+            };
+            ctx.block_on(plan_buy(
+                chain,
+                wallet,
+                l,
+                Terms::Negotiated {
+                    offer: &o,
+                    counter: c.as_ref(),
+                },
+            ))
+            .map_err(refused)
+        }
+    }
+}
+
+/// `marketplace quote`: what a buy would cost and whether the spend policy
+/// allows it now; sends nothing, records nothing.
+fn quote_payment(
+    ctx: &Context,
+    listing: &str,
+    how: Payment,
+    storage: &crate::args::StorageOpts,
+) -> CliResult<()> {
+    let wallet = ctx.wallet()?;
+    let chain = ctx.chain()?;
+    let src = source(storage)?;
+    let l = ctx
+        .block_on(node::market::buy::fetch_listing(&src, listing))
+        .map_err(Failure::bad_input)?;
+    let plan = plan_payment(ctx, &chain, &wallet, &src, &l, &how)?;
+    let q = &plan.quote;
+    let now = time::OffsetDateTime::now_utc().unix_timestamp();
+    let (policy, verdict) = match ctx.spend_policy()? {
+        None => (None, Ok(None)),
+        Some(p) => {
+            let spend = node::spend::Spend {
+                listing_id: &q.listing_id,
+                seller: &q.seller,
+                lamports: q.total_lamports,
+            };
+            let verdict = match ctx.spend_ledger()?.check(&p, &spend, now) {
+                Ok(standing) => Ok(Some(standing)),
+                Err(node::spend::SpendError::Refused(r)) => Err(r),
+                Err(e) => return Err(e.into()),
+            };
+            (Some(p), verdict)
+        }
+    };
+    let allowed = verdict.is_ok();
+    let v = json!({
+        "ok": true, "quote": q, "allowed": allowed, "policy": policy,
+        "standing": verdict.as_ref().ok(), "refusal": verdict.as_ref().err(),
+        "refusal_text": verdict.as_ref().err().map(ToString::to_string),
+    });
+    ctx.emit(&v, || {
+        let head = format!(
+            "{} ({}, {}): price {} + protocol fee {} + escrow rent {} + network fee {} = {} lamports",
+            q.listing_id,
+            q.settles,
+            q.terms,
+            q.price_lamports,
+            q.protocol_fee_lamports,
+            q.escrow_rent_lamports,
+            q.network_fee_lamports,
+            q.total_lamports
+        );
+        match &verdict {
+            Ok(None) => format!("{head}
+  no spend policy for this wallet"),
+            Ok(Some(s)) => format!(
+                "{head}
+  allowed by the spend policy ({} spent in the last 24 h{})",
+                s.spent_24h_lamports,
+                s.remaining_24h_lamports
+                    .map_or(String::new(), |r| format!(", {r} left"))
+            ),
+            Err(r) => format!("{head}
+  REFUSED by the spend policy: {r}"),
+        }
+    });
+    Ok(())
+}
+
+/// `marketplace budget`: this wallet's spend policy, what the last 24 h
+/// spent, and the newest ledger rows.
+fn show_budget(ctx: &Context, limit: usize) -> CliResult<()> {
+    let policy = ctx.spend_policy()?;
+    let now = time::OffsetDateTime::now_utc().unix_timestamp();
+    let ledger = ctx.spend_ledger()?;
+    let standing = ledger.standing(&policy.clone().unwrap_or_default(), now)?;
+    let rows = ledger.recent(limit)?;
+    let v = json!({"ok": true, "policy": policy, "policy_file": node::spend::policy_path(&ctx.wallet_path),
+        "standing": standing, "spends": rows});
+    ctx.emit(&v, || {
+        let mut out = match &policy {
+            None => format!(
+                "no spend policy ({} does not exist): buys are recorded, not limited",
+                node::spend::policy_path(&ctx.wallet_path).display()
+            ),
+            Some(p) => format!(
+                "spend policy: per buy {}, 24 h budget {}, sellers {}",
+                p.max_per_buy_lamports
+                    .map_or("unlimited".into(), |m| format!("{m} lamports")),
+                p.budget_24h_lamports
+                    .map_or("unlimited".into(), |m| format!("{m} lamports")),
+                p.sellers.as_ref().map_or("any".into(), |s| s.join(", "))
+            ),
+        };
+        out.push_str(&format!(
+            "
+  spent or reserved in the last 24 h: {} lamports{}",
+            standing.spent_24h_lamports,
+            standing
+                .remaining_24h_lamports
+                .map_or(String::new(), |r| format!(" ({r} left)"))
+        ));
+        for r in &rows {
+            out.push_str(&format!(
+                "
+  #{} {} {} lamports {} {}",
+                r.id,
+                r.listing_id,
+                r.lamports,
+                r.state,
+                r.signature.as_deref().unwrap_or("")
+            ));
+        }
+        out
+    });
+    Ok(())
+}
+
+fn buy_or_fetch(
+    ctx: &Context,
+    listing: &str,
+    how: Payment,
+    timeout: u64,
+    into_brainctl_db: Option<&std::path::Path>,
+    storage: &crate::args::StorageOpts,
+) -> CliResult<()> {
+    let wallet = ctx.wallet()?;
+    let chain = ctx.chain()?;
+    let src = source(storage)?;
+    let mut store;
+    let target = match into_brainctl_db {
+        Some(path) => node::market::buy::ImportTarget::BrainctlDb(path),
+        None => {
+            store = ctx.store()?;
+            node::market::buy::ImportTarget::Store(&mut store)
+        }
+    };
+    let l = ctx
+        .block_on(node::market::buy::fetch_listing(&src, listing))
+        .map_err(Failure::bad_input)?;
+    let sig = match how {
+        Payment::Already(sig) => sig,
+        how => {
+            let plan = plan_payment(ctx, &chain, &wallet, &src, &l, &how)?;
+            let q = &plan.quote;
+            if !ctx.json {
+                eprintln!(
+                    "buying {} ({}: {} lamports {}, {} in all with fees{})",
+                    l.listing_id,
+                    q.terms,
+                    q.price_lamports,
+                    if q.settles == "escrow" {
+                        "held by the escrow program until the seller releases".to_string()
+                    } else {
+                        format!("to {}", l.payment_address)
+                    },
+                    q.total_lamports,
+                    if q.escrow_rent_lamports > 0 {
+                        " and the escrow account's rent"
+                    } else {
+                        ""
+                    },
+                );
+            }
+            let policy = ctx.spend_policy()?;
+            let mut ledger = match &policy {
+                Some(_) => Some(ctx.spend_ledger()?),
+                None => None,
+            };
+            let guard = match (&policy, ledger.as_mut()) {
+                (Some(policy), Some(ledger)) => {
+                    Some(node::market::buy::SpendGuard { policy, ledger })
+                }
+                _ => None,
+            };
+            let sig = ctx
+                .block_on(node::market::buy::execute(&chain, &wallet, &plan, guard))
+                .map_err(buy_failure)?;
+            if !ctx.json {
+                eprintln!("paid: {sig}");
+            }
+            sig
+        }
+    };
+    if !ctx.json {
+        eprintln!("waiting for the seller's release (up to {timeout} s)...");
+    }
+    let wait = Duration::from_secs(timeout);
+    let spinner = (!ctx.json && std::io::IsTerminal::is_terminal(&std::io::stderr())).then(|| {
+        let pb = indicatif::ProgressBar::new_spinner();
+        pb.set_message(format!(
+            "waiting for the seller's release of {}",
+            l.listing_id
+        ));
+        pb
+    });
+    let report = ctx.block_on(node::market::buy::fetch_and_import(
+        &chain,
+        &wallet,
+        &src,
+        &l,
+        &sig,
+        target,
+        wait,
+        |elapsed| {
+            if let Some(pb) = &spinner {
+                pb.set_message(format!(
+                    "waiting for the seller's release ({}s of {timeout}s)",
+                    elapsed.as_secs()
+                ));
+                pb.tick();
+            }
+        },
+    ));
+    if let Some(pb) = &spinner {
+        pb.finish_and_clear();
+    }
+    let report = report?;
+    let v = json!({"ok": true, "listing_id": l.listing_id, "buy_signature": sig, "import": report});
+    ctx.emit(&v, || match &report {
+        node::market::buy::Imported::Store(report) => format!(
+            "released and imported {} memories into {}\n  bundle hash {} (matches the seller's signed listing)",
+            report.outcome.ids.len(),
+            report.outcome.scope,
+            report.bundle_hash
+        ),
+        node::market::buy::Imported::BrainctlDb(r) => format!(
+            "released; {} memories written into {} (scope {}, agent {}; {} already there)\n  bundle hash {} (matches the seller's signed listing)",
+            r.inserted.len(),
+            r.path,
+            r.scope,
+            r.agent,
+            r.already_present,
+            l.bundle_hash
+        ),
+    });
+    Ok(())
+}

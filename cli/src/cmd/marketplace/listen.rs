@@ -1,0 +1,107 @@
+//! `marketplace listen`: wires the settlement daemon
+//! (`node::listen::daemon::run`) to the flags, the signals and the output;
+//! the loop itself lives in the library.
+
+use super::super::storage::uploader;
+use super::{seller_db_path, seller_keys, CliResult, Context};
+use crate::args::ListenArgs;
+use node::listen::ListenDb;
+use serde_json::json;
+use std::time::Duration;
+
+/// `marketplace listen`: the seller's settlement daemon.
+pub(super) fn listen(a: ListenArgs, ctx: &Context) -> CliResult<()> {
+    let ListenArgs {
+        once,
+        interval,
+        token_standard,
+        storage,
+        seller,
+    } = a;
+    let wallet = ctx.wallet()?;
+    // a release stuck below our commitment (a fork, a restart) is
+    // retried next round instead of holding up every other buy
+    let chain = ctx
+        .chain()?
+        .with_landing_budget(node::listen::daemon::LANDING_BUDGET);
+    let db_path = seller_db_path(&seller)?;
+    let mut db = ListenDb::open_daemon(&db_path)?;
+    let keys = seller_keys(&seller)?;
+    let up = uploader(&storage)?;
+    let policy = node::chain::FeePolicy::from_env(ctx.block_on(chain.cluster_kind())?)?;
+    let config = node::listen::daemon::DaemonConfig {
+        keys,
+        fee: policy.enabled.then(|| {
+            (
+                policy.treasury.to_string(),
+                node::market::manifest::DEFAULT_FEE_BPS,
+            )
+        }),
+        standard: node::mint::bundle_mint::TokenStandard::from_flag(&token_standard),
+        interval: Duration::from_secs(interval.max(1)),
+        once,
+        wake_ups: true,
+    };
+    let json = ctx.json;
+    let report = |db: &ListenDb, r: &node::listen::daemon::RoundReport| {
+        let counts = db.counts().unwrap_or_default();
+        let rss = rss_mib();
+        let p = &r.pass;
+        tracing::info!(address = %r.payment_address, pass = ?p, ?counts, ?rss, "pass");
+        if json {
+            println!(
+                "{}",
+                json!({"pass": p, "payment_address": r.payment_address, "counts": counts, "rss_mib": rss})
+            );
+        } else if p.seen + p.released + p.failed > 0 || once {
+            println!(
+                "listen: {} new buys, {} verified, {} rejected, {} released, {} retrying; totals {:?}; rss {} MiB",
+                p.seen, p.verified, p.rejected, p.released, p.failed, counts,
+                rss.map_or("?".into(), |m| format!("{m:.1}"))
+            );
+        }
+    };
+    ctx.block_on(node::listen::daemon::run(
+        &chain,
+        &mut db,
+        &wallet,
+        &up,
+        &config,
+        shutdown_signal(),
+        report,
+    ))?;
+    if !once {
+        eprintln!("listen: stopping (state is durable; restart resumes)");
+    }
+    Ok(())
+}
+
+/// This process's resident memory (Linux `/proc`; `None` elsewhere).
+fn rss_mib() -> Option<f64> {
+    let status = std::fs::read_to_string("/proc/self/status").ok()?;
+    let kib: f64 = status
+        .lines()
+        .find(|l| l.starts_with("VmRSS:"))?
+        .split_whitespace()
+        .nth(1)?
+        .parse()
+        .ok()?;
+    Some(kib / 1024.0)
+}
+
+/// Completes on SIGINT or SIGTERM (the daemon stops; its state is durable).
+pub(crate) async fn shutdown_signal() {
+    use tokio::signal::unix::{signal, SignalKind};
+    match (
+        signal(SignalKind::interrupt()),
+        signal(SignalKind::terminate()),
+    ) {
+        (Ok(mut int), Ok(mut term)) => {
+            tokio::select! {
+                _ = int.recv() => {}
+                _ = term.recv() => {}
+            }
+        }
+        _ => std::future::pending().await,
+    }
+}
