@@ -139,7 +139,7 @@ fn inner_memories(inner: &[u8], expected_hash_hex: &str) -> Result<Vec<MemoryRow
 }
 
 /// Imports a decrypted *inner* bundle bought on the marketplace (checked
-/// by [`inner_memories`]'s rules). `signer` is the seller.
+/// by `inner_memories`'s rules). `signer` is the seller.
 pub fn import_inner(
     store: &mut Store,
     inner: &[u8],

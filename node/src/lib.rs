@@ -1,21 +1,29 @@
 //! brainctl node: everything a marketplace participant's machine does.
 //!
 //! # Layout
-//! - [`store`]: the memory store (SQLite, FTS5, migrations)
-//! - [`wallet`]: keystores, Ed25519 signing, X25519 derivation
-//! - [`bundle`]: canonical JSON, signed bundles and manifests
-//! - [`arweave`]: ANS-104 data items
-//! - [`keys`]: bundle key files (0600, O_EXCL, by blob and by listing)
-//! - [`seal`]: AES-256-GCM blobs and sealed-box key envelopes
-//! - [`scan`]: secret/PII and prompt-injection scanners
-//! - [`spend`]: the buyer's spending policy and its durable ledger
-//! - `mint` (feature `chain`): Token-2022 NFT minting
-//! - `listen` (feature `chain`): settlement rules for buys
-//! - [`market`]: marketplace memo grammar
-//! - [`export`] / [`import`]: the signed export and quarantined import flows
-//! - [`brainctl_db`]: verified memories written into a Python brainctl `brain.db`
-//! - `chain` (feature `chain`): RPC, memos, fees, pins
-//! - [`clock`], [`crypto`]: timestamps and small crypto helpers
+//! In layers, lowest first; a module uses its own layer and those below
+//! (checked by `tests/layers.rs`, which lists the one edge left to remove).
+//! 1. [`crypto`], [`clock`]: small crypto helpers (strict Ed25519, base58), timestamps
+//! 2. the local machine, no network:
+//!    - [`wallet`]: keystores, Ed25519 signing, X25519 derivation
+//!    - [`bundle`]: canonical JSON, signed bundles and manifests
+//!    - [`store`]: the memory store (SQLite, FTS5, migrations)
+//!    - [`export`] / [`import`]: the signed export and quarantined import flows
+//!    - [`brainctl_db`]: verified memories written into a Python brainctl `brain.db`
+//!    - [`seal`], [`keys`]: AES-256-GCM blobs, sealed-box key envelopes, 0600 key files
+//!    - [`scan`]: secret/PII and prompt-injection scanners
+//!    - [`arweave`]: ANS-104 data items, storage backends, capped downloads
+//!    - [`memo`]: the marketplace memo grammar
+//!    - [`spend`]: the buyer's spending policy and its durable ledger
+//! 3. `chain` (feature `chain`): RPC with retries, transaction decoding, fees, pins
+//! 4. `escrow` (the escrow program's client: PDAs, builders, accounts,
+//!    events) and `mint` (Light compressed and Token-2022 tokens)
+//! 5. `settle`: the settlement rules (is this a paid buy of this listing?),
+//!    shared by `listen`, the indexer's fold and its `/settle`
+//! 6. `seller`: the seller's durable state (listings, offer decisions, buys)
+//! 7. [`market`]: the trade as participants drive it (manifests, list, offer,
+//!    buy, escrow plans, status)
+//! 8. `listen`: the seller's settlement daemon (a service with a shutdown future)
 //!
 //! Library code returns typed errors ([`Error`]); binaries add context.
 #![deny(missing_docs)]
@@ -35,10 +43,15 @@ pub mod keys;
 #[cfg(feature = "chain")]
 pub mod listen;
 pub mod market;
+pub mod memo;
 #[cfg(feature = "chain")]
 pub mod mint;
 pub mod scan;
 pub mod seal;
+#[cfg(feature = "chain")]
+pub mod seller;
+#[cfg(feature = "chain")]
+pub mod settle;
 pub mod spend;
 pub mod store;
 pub mod wallet;

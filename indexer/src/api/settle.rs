@@ -118,7 +118,7 @@ pub(super) async fn settle(
         ApiError::conflict("the listing fixes no price_lamports; it cannot be settled")
     })?;
     let accepted = s.accepted_for(&id, &who);
-    let terms = node::listen::ListingTerms {
+    let terms = node::settle::ListingTerms {
         listing_id: id.clone(),
         payment_address: l.payment_address.clone(),
         price_lamports: listed,
@@ -127,7 +127,7 @@ pub(super) async fn settle(
         fee: None,
     };
     // the lowest price binding this wallet now; a named offer must be one of them
-    let (price, used_offer) = node::listen::binding_price(&terms, &accepted, &who, s.now);
+    let (price, used_offer) = node::settle::binding_price(&terms, &accepted, &who, s.now);
     if let Some(o) = &b.offer_id {
         offer_id(o)?;
         if used_offer.as_deref() != Some(o.as_str()) {

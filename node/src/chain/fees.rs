@@ -19,6 +19,12 @@ pub const DEFAULT_MINT_FEE_LAMPORTS: u64 = 2_500_000;
 /// Fee cap in basis points.
 pub const MAX_FEE_BPS: u64 = 1_000;
 
+/// ceil(price × fee_bps / 10,000) (PROTOCOL.md §8): the protocol fee on a
+/// settled price, as buyers pay it and the settlement rules check it.
+pub fn settle_fee(price_lamports: u64, fee_bps: u64) -> u64 {
+    (price_lamports as u128 * fee_bps as u128).div_ceil(10_000) as u64
+}
+
 /// What kind of action a fee is for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum FeeOp {
@@ -94,7 +100,7 @@ impl FeePolicy {
         if !self.enabled {
             return Ok(0);
         }
-        Ok(crate::listen::verify::settle_fee(price_lamports, fee_bps))
+        Ok(settle_fee(price_lamports, fee_bps))
     }
 }
 

@@ -12,13 +12,13 @@
 //! It never holds a write transaction across a network call, so the
 //! seller's own commands write to the same database while it runs.
 
+use super::catalog::DbCatalog;
 use super::pass::{run_once, PassReport};
-use super::state::{ListenDb, StateError};
 use crate::arweave::Uploader;
 use crate::chain::{Chain, Pubkey, Signer};
 use crate::keys::KeyDir;
-use crate::market::catalog::DbCatalog;
 use crate::mint::bundle_mint::TokenStandard;
+use crate::seller::{ListenDb, StateError};
 use crate::wallet::Wallet;
 use std::future::Future;
 use std::time::Duration;

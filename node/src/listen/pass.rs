@@ -21,14 +21,14 @@
 //! and re-running the pass neither skips nor repeats a release.
 
 use super::release::{land_release, upload_envelope, Goods, ReleaseError};
-use super::state::{now_ms, BuyRow, ListenDb, StateError};
-use super::verify::{
-    verify_buy, verify_escrow_buy, ListingTerms, NegotiatedTerms, Rejection, VerifiedBuy,
-};
 use crate::arweave::Uploader;
 use crate::chain::memo_field::memos_lenient;
 use crate::chain::{Chain, ChainError, Pubkey, Signature, Signer};
-use crate::market::MemoOp;
+use crate::memo::MemoOp;
+use crate::seller::{now_ms, BuyRow, ListenDb, StateError};
+use crate::settle::{
+    verify_buy, verify_escrow_buy, ListingTerms, NegotiatedTerms, Rejection, VerifiedBuy,
+};
 use crate::wallet::Wallet;
 use futures_util::StreamExt;
 use serde::Serialize;
@@ -399,7 +399,7 @@ async fn upload_for(
     seller: &Wallet,
     uploader: &Uploader,
     catalog: &dyn Catalog,
-    row: &super::state::BuyRow,
+    row: &crate::seller::BuyRow,
 ) -> Result<(), ReleaseError> {
     let goods = catalog
         .goods(&row.listing_id)

@@ -18,14 +18,14 @@
 //!    is two transactions (memo + the program's `release`, then the
 //!    token), each refused on chain if repeated: see [`land_release`].
 
-use super::state::{ListenDb, StateError, Step};
 use crate::arweave::Uploader;
 use crate::chain::instructions::{discovery, memo, registry_from_env, DEFAULT_CU_LIMIT};
 use crate::chain::{Chain, ChainError, Pubkey, Signature, Signer};
 use crate::market::envelope::seal_envelope;
-use crate::market::MemoOp;
+use crate::memo::MemoOp;
 use crate::mint::bundle_mint::TokenStandard;
 use crate::mint::token2022::{mint_address, mint_nft, seed_from, NftSpec};
+use crate::seller::{ListenDb, StateError, Step};
 use crate::wallet::Wallet;
 use std::str::FromStr;
 
@@ -132,7 +132,7 @@ struct Pending {
 async fn land_escrow_release(
     chain: &Chain,
     seller: &Wallet,
-    row: &super::state::BuyRow,
+    row: &crate::seller::BuyRow,
     goods: &Goods<'_>,
     p: Pending,
 ) -> Result<String, ReleaseError> {
@@ -311,7 +311,7 @@ pub fn release_mint(
 /// with), else a new one of `standard`.
 fn mint_for_row(
     seller: &Wallet,
-    row: &super::state::BuyRow,
+    row: &crate::seller::BuyRow,
     standard: TokenStandard,
 ) -> Result<(Pubkey, String, TokenStandard), ReleaseError> {
     let Some(recorded) = row.mint_address.as_deref() else {
@@ -427,7 +427,7 @@ pub async fn send_release(
 pub async fn land_release(
     chain: &Chain,
     seller: &Wallet,
-    row: &super::state::BuyRow,
+    row: &crate::seller::BuyRow,
     goods: &Goods<'_>,
 ) -> Result<String, ReleaseError> {
     let (Some(envelope_id), Some(buyer)) = (row.envelope_id.clone(), row.buyer.clone()) else {

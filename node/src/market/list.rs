@@ -7,11 +7,11 @@ use crate::arweave::Uploader;
 use crate::bundle::{canonical, verify_text, Bundle, Filter};
 use crate::chain::{Chain, Signer};
 use crate::keys::KeyDir;
-use crate::listen::state::{ListenDb, ListingRecord};
 use crate::market::manifest::{build_listing, preview, NewListing};
 use crate::market::tx::post_memo_with;
 use crate::market::MemoOp;
 use crate::mint::bundle_mint::store_encrypted;
+use crate::seller::{ListenDb, ListingRecord};
 use crate::wallet::Wallet;
 
 /// Listing errors.
@@ -31,7 +31,7 @@ pub enum ListError {
     Manifest(#[from] crate::market::manifest::ManifestRuleError),
     /// State.
     #[error(transparent)]
-    State(#[from] crate::listen::StateError),
+    State(#[from] crate::seller::StateError),
     /// The escrow program refused (not deployed, no config, stake).
     #[error(transparent)]
     Escrow(#[from] crate::market::escrow_trade::EscrowReadError),

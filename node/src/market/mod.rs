@@ -1,18 +1,23 @@
-//! Marketplace actions. Today: the memo grammar shared by the trade
-//! commands, the `listen` daemon and the indexer, the signed manifests
-//! (listing, offer, counter) and the release envelope.
+//! The trade as its participants drive it: the signed manifests
+//! ([`manifest`]: listing, offer, counter) and the release [`envelope`];
+//! the seller's `list` and `cancel` ([`list`]), negotiation
+//! ([`negotiate`]), the buyer's plan, pay and fetch ([`buy`]), escrow plans
+//! checked against the program's accounts ([`escrow_trade`]), transaction
+//! builders ([`tx`]) and the chain's view of a listing ([`status`]).
+//!
+//! Never judges a buy (that is [`crate::settle`]'s) and never runs a loop
+//! (the seller's daemon is `crate::listen`). The memo grammar lives in
+//! [`crate::memo`] and is re-exported here.
 
 #[cfg(feature = "chain")]
 pub mod buy;
-#[cfg(feature = "chain")]
-pub mod catalog;
 pub mod envelope;
 #[cfg(feature = "chain")]
 pub mod escrow_trade;
 #[cfg(feature = "chain")]
 pub mod list;
 pub mod manifest;
-pub mod memo;
+pub use crate::memo;
 #[cfg(feature = "chain")]
 pub mod negotiate;
 #[cfg(feature = "chain")]
@@ -20,4 +25,4 @@ pub mod status;
 #[cfg(feature = "chain")]
 pub mod tx;
 
-pub use memo::{is_arweave_id, is_listing_id, is_offer_id, is_pubkey, MemoError, MemoOp};
+pub use crate::memo::{is_arweave_id, is_listing_id, is_offer_id, is_pubkey, MemoError, MemoOp};

@@ -1,4 +1,6 @@
-//! The listen daemon's durable state: one SQLite row per buy signature,
+//! The seller's durable state (`listen.db`): the listings `list` made,
+//! the offers the seller decided, and the `listen` daemon's buys: one
+//! SQLite row per buy signature,
 //! advanced `seen → verified → envelope_uploaded → released` (or
 //! `rejected`), each step in its own transaction and guarded on the state
 //! it leaves, so a repeated step is a no-op and a skipped one is refused.
@@ -13,17 +15,17 @@
 //! daemon takes the exclusive lock on `<db>.lock` ([`ListenDb::open_daemon`]),
 //! so a second daemon on the same state is refused.
 
-use super::verify::{Rejection, VerifiedBuy};
+use crate::settle::{Rejection, VerifiedBuy};
 use rusqlite::{params, Connection, OptionalExtension};
 use std::fs::File;
 use std::path::{Path, PathBuf};
 
 const MIGRATIONS: &[&str] = &[
-    include_str!("../../../migrations/listen/0001_init.sql"),
-    include_str!("../../../migrations/listen/0002_listings.sql"),
-    include_str!("../../../migrations/listen/0003_offers.sql"),
-    include_str!("../../../migrations/listen/0004_escrow_listings.sql"),
-    include_str!("../../../migrations/listen/0005_retries.sql"),
+    include_str!("../../migrations/listen/0001_init.sql"),
+    include_str!("../../migrations/listen/0002_listings.sql"),
+    include_str!("../../migrations/listen/0003_offers.sql"),
+    include_str!("../../migrations/listen/0004_escrow_listings.sql"),
+    include_str!("../../migrations/listen/0005_retries.sql"),
 ];
 
 /// First retry delay of a buy; doubles per attempt up to [`RETRY_CAP_MS`].

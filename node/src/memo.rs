@@ -4,7 +4,8 @@
 //! never a panic. Formatting is the exact inverse of parsing.
 //!
 //! Authority (who may post which action) is not decided here: that needs
-//! the listing/offer state (`listen`, the indexer).
+//! the listing/offer state (`settle`, `listen`, the indexer). Also
+//! reachable as `market::memo` (the marketplace speaks it).
 
 use std::fmt;
 

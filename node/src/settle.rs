@@ -3,11 +3,14 @@
 //! fail is a [`Rejection`] with its reason; nothing here touches the
 //! network or the disk, so every hostile case is a unit test.
 //!
-//! Commitment is the caller's job (`listen` only feeds transactions read at
-//! the required commitment).
+//! One implementation for everyone who judges a buy: the seller's `listen`
+//! daemon, the indexer's fold, and the indexer's `/settle` (which price
+//! binds a buyer). Commitment is the caller's job (`listen` only feeds
+//! transactions read at the required commitment).
 
+use crate::chain::fees::settle_fee;
 use crate::chain::ParsedTx;
-use crate::market::MemoOp;
+use crate::memo::MemoOp;
 use serde::Serialize;
 
 /// What the seller's signed listing fixed, plus what the chain said since.
@@ -138,11 +141,6 @@ pub enum Rejection {
     /// The escrow seals to another X25519 key than the memo names.
     #[error("the escrow records another X25519 key than the buy memo")]
     EscrowKeyMismatch,
-}
-
-/// ceil(price × fee_bps / 10,000) (PROTOCOL.md §8).
-pub fn settle_fee(price_lamports: u64, fee_bps: u64) -> u64 {
-    (price_lamports as u128 * fee_bps as u128).div_ceil(10_000) as u64
 }
 
 /// What every buy must show before its payment is looked at: success, one

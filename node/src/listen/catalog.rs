@@ -1,12 +1,14 @@
-//! The seller's catalog for `listen`: listings recorded by `list`, with
-//! their keys from the keys dir.
+//! The seller's catalog for `listen`: listings recorded by `list` in the
+//! seller's state, with their keys from the keys dir (implements
+//! [`super::pass::Catalog`]).
 
+use super::pass::Catalog;
+use super::release::Goods;
 use crate::keys::KeyDir;
-use crate::listen::pass::Catalog;
-use crate::listen::release::Goods;
-use crate::listen::{ListenDb, ListingRecord, ListingTerms, NegotiatedTerms, StateError};
 use crate::mint::bundle_mint::TokenStandard;
 use crate::mint::token2022::NftSpec;
+use crate::seller::{ListenDb, ListingRecord, StateError};
+use crate::settle::{ListingTerms, NegotiatedTerms};
 
 /// Listings plus keys, loaded once per pass.
 pub struct DbCatalog {
