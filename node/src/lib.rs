@@ -11,6 +11,7 @@
 //!    - [`export`] / [`import`]: the signed export and quarantined import flows
 //!    - [`brainctl_db`]: verified memories written into a Python brainctl `brain.db`
 //!    - [`seal`], [`keys`]: AES-256-GCM blobs, sealed-box key envelopes, 0600 key files
+//!    - `publish`: encrypt → upload → keep the key (shared by `export --mint` and `list`)
 //!    - [`scan`]: secret/PII and prompt-injection scanners
 //!    - [`arweave`]: ANS-104 data items, storage backends, capped downloads
 //!    - [`memo`]: the marketplace memo grammar
@@ -44,6 +45,8 @@ pub mod keys;
 pub mod listen;
 pub mod market;
 pub mod memo;
+#[cfg(feature = "chain")]
+pub mod publish;
 #[cfg(feature = "chain")]
 pub mod mint;
 pub mod scan;

@@ -10,7 +10,7 @@ use crate::keys::KeyDir;
 use crate::market::manifest::{build_listing, preview, NewListing};
 use crate::market::tx::post_memo_with;
 use crate::market::MemoOp;
-use crate::mint::bundle_mint::store_encrypted;
+use crate::publish::store_encrypted;
 use crate::seller::{ListenDb, ListingRecord};
 use crate::wallet::Wallet;
 
@@ -23,9 +23,18 @@ pub enum ListError {
     /// A bad argument.
     #[error("{0}")]
     Input(String),
-    /// Anything below.
+    /// Encrypting, uploading or keeping the key.
     #[error(transparent)]
-    Mint(#[from] crate::mint::bundle_mint::MintError),
+    Publish(#[from] crate::publish::PublishError),
+    /// Uploading the listing manifest.
+    #[error("upload failed: {0}")]
+    Storage(#[from] crate::arweave::StorageError),
+    /// Linking the listing to its key.
+    #[error(transparent)]
+    Key(#[from] crate::keys::KeyError),
+    /// Chain.
+    #[error(transparent)]
+    Chain(#[from] crate::chain::ChainError),
     /// Manifest rules.
     #[error(transparent)]
     Manifest(#[from] crate::market::manifest::ManifestRuleError),
@@ -35,12 +44,6 @@ pub enum ListError {
     /// The escrow program refused (not deployed, no config, stake).
     #[error(transparent)]
     Escrow(#[from] crate::market::escrow_trade::EscrowReadError),
-}
-
-impl From<crate::chain::ChainError> for ListError {
-    fn from(e: crate::chain::ChainError) -> Self {
-        ListError::Mint(e.into())
-    }
 }
 
 /// Options of a listing.
@@ -124,8 +127,7 @@ pub async fn list_bundle(
     .await?;
     let (blob_id, meta_id) = (stored.blob_id, stored.metadata_id);
     let listing_id = new_listing_id();
-    keys.link_listing(&listing_id, &blob_id)
-        .map_err(crate::mint::bundle_mint::MintError::from)?;
+    keys.link_listing(&listing_id, &blob_id)?;
     let typed = Bundle {
         version: 1,
         generated_at: String::new(),
@@ -158,8 +160,7 @@ pub async fn list_bundle(
             "application/json",
             crate::market::manifest::LISTING_SCHEMA,
         )
-        .await
-        .map_err(crate::mint::bundle_mint::MintError::from)?;
+        .await?;
     let op = MemoOp::List {
         listing_arweave_id: manifest_id.clone(),
         bundle_hash: hash.clone(),

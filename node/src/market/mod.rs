@@ -6,7 +6,7 @@
 //! builders ([`tx`]) and the chain's view of a listing ([`status`]).
 //!
 //! Never judges a buy (that is [`crate::settle`]'s) and never runs a loop
-//! (the seller's daemon is `crate::listen`). The memo grammar lives in
+//! (that is the seller's daemon, `listen`). The memo grammar lives in
 //! [`crate::memo`] and is re-exported here.
 
 #[cfg(feature = "chain")]

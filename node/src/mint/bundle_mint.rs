@@ -1,5 +1,6 @@
-//! `export --mint`: encrypt a signed bundle, upload the blob and the token
-//! metadata, keep the key, and mint one token to the recipient.
+//! `export --mint`: publish a signed bundle ([`crate::publish`]: encrypt,
+//! upload the blob and the token metadata, keep the key), then mint one
+//! token to the recipient.
 //!
 //! Order is crash-safe: the key file is written (0600, O_EXCL) right after
 //! the blob upload and before anything else, so a key is never lost for an
@@ -8,34 +9,22 @@
 
 use super::token2022::{mint_nft, seed_from, NftSpec};
 use crate::arweave::Uploader;
+use crate::publish::store_encrypted;
 use crate::bundle::SignedBundle;
 use crate::chain::{Chain, ChainError, FeeOp, FeePolicy, Pubkey, Signer};
 use crate::keys::KeyDir;
 use crate::wallet::Wallet;
 use serde::Serialize;
-use serde_json::json;
 
-/// Content type of encrypted bundle blobs.
-pub const BLOB_CONTENT_TYPE: &str = "application/x-brnctl-encrypted-bundle";
-/// Schema tag of blobs.
-pub const BLOB_SCHEMA: &str = "brnctl/mint/v1";
-/// Schema tag of token metadata.
-pub const METADATA_SCHEMA: &str = "brnctl/mint/v1/metadata";
 /// Token symbol.
-pub const SYMBOL: &str = "BRNDL";
+pub use crate::publish::SYMBOL;
 
 /// Errors of the mint flow.
 #[derive(Debug, thiserror::Error)]
 pub enum MintError {
-    /// Encryption (size cap).
+    /// Encrypting, uploading or keeping the key.
     #[error(transparent)]
-    Seal(#[from] crate::seal::SealError),
-    /// Upload.
-    #[error("upload failed: {0}")]
-    Storage(#[from] crate::arweave::StorageError),
-    /// Key file.
-    #[error(transparent)]
-    Key(#[from] crate::keys::KeyError),
+    Publish(#[from] crate::publish::PublishError),
     /// Chain.
     #[error(transparent)]
     Chain(#[from] ChainError),
@@ -99,66 +88,6 @@ impl TokenStandard {
             TokenStandard::Token2022 => "token2022",
         }
     }
-}
-
-/// The token metadata JSON (PROTOCOL.md §4).
-pub fn metadata_json(bundle_hash: &str, blob_id: &str, memories: usize) -> serde_json::Value {
-    json!({
-        "name": format!("brainctl bundle {}", &bundle_hash[..12]),
-        "symbol": SYMBOL,
-        "description": format!("Encrypted brainctl memory bundle ({memories} memories), sha256 {bundle_hash}"),
-        "properties": {
-            "files": [{"uri": format!("ar://{blob_id}"), "type": BLOB_CONTENT_TYPE}],
-            "bundle_hash": bundle_hash,
-        }
-    })
-}
-
-/// An encrypted bundle in storage.
-#[derive(Debug, Clone)]
-pub struct StoredBundle {
-    /// Encrypted blob item id.
-    pub blob_id: String,
-    /// Token metadata item id.
-    pub metadata_id: String,
-    /// The metadata JSON.
-    pub metadata: serde_json::Value,
-    /// Key file.
-    pub key_path: std::path::PathBuf,
-}
-
-/// Encrypts the canonical inner bundle `plaintext` with a fresh key,
-/// uploads the blob, saves the key (0600, O_EXCL) before anything else,
-/// then uploads the token metadata naming the blob.
-pub async fn store_encrypted(
-    wallet: &Wallet,
-    uploader: &Uploader,
-    keys: &KeyDir,
-    plaintext: &[u8],
-    bundle_hash_hex: &str,
-    memories: usize,
-) -> Result<StoredBundle, MintError> {
-    let key = crate::seal::new_blob_key();
-    let blob = crate::seal::encrypt_blob(&key, plaintext)?;
-    let blob_id = uploader
-        .put_signed(wallet, blob, BLOB_CONTENT_TYPE, BLOB_SCHEMA)
-        .await?;
-    let key_path = keys.save(&blob_id, &key)?;
-    let metadata = metadata_json(bundle_hash_hex, &blob_id, memories);
-    let metadata_id = uploader
-        .put_signed(
-            wallet,
-            serde_json::to_vec(&metadata).expect("serializes"),
-            "application/json",
-            METADATA_SCHEMA,
-        )
-        .await?;
-    Ok(StoredBundle {
-        blob_id,
-        metadata_id,
-        metadata,
-        key_path,
-    })
 }
 
 /// Runs the whole flow for `signed` (signed by `wallet`).
