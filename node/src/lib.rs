@@ -46,9 +46,9 @@ pub mod listen;
 pub mod market;
 pub mod memo;
 #[cfg(feature = "chain")]
-pub mod publish;
-#[cfg(feature = "chain")]
 pub mod mint;
+#[cfg(feature = "chain")]
+pub mod publish;
 pub mod scan;
 pub mod seal;
 #[cfg(feature = "chain")]

@@ -94,4 +94,3 @@ pub async fn store_encrypted(
         key_path,
     })
 }
-

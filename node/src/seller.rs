@@ -163,10 +163,65 @@ pub struct OfferRecord {
     pub price_lamports: u64,
     /// Expiry (unix seconds) of the applicable terms.
     pub expires_at: i64,
-    /// open | countered | accepted | rejected.
-    pub state: String,
+    /// Where the seller stands.
+    pub state: OfferState,
     /// The seller's counter, if any.
     pub counter_manifest_id: Option<String>,
+    /// The buyer's offer manifest (item id).
+    pub offer_manifest_id: String,
+}
+
+/// Where the seller stands on an offer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum OfferState {
+    /// The seller countered (the counter's terms apply once accepted).
+    Countered,
+    /// Accepted: `listen` holds this buyer to the recorded price.
+    Accepted,
+    /// Rejected.
+    Rejected,
+}
+
+impl OfferState {
+    /// Its name in the database and in `--json`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            OfferState::Countered => "countered",
+            OfferState::Accepted => "accepted",
+            OfferState::Rejected => "rejected",
+        }
+    }
+
+    /// Whether the seller has decided (no further answer possible).
+    pub fn is_final(self) -> bool {
+        matches!(self, OfferState::Accepted | OfferState::Rejected)
+    }
+}
+
+impl std::fmt::Display for OfferState {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl rusqlite::types::ToSql for OfferState {
+    fn to_sql(&self) -> rusqlite::Result<rusqlite::types::ToSqlOutput<'_>> {
+        Ok(self.as_str().into())
+    }
+}
+
+impl rusqlite::types::FromSql for OfferState {
+    fn column_result(v: rusqlite::types::ValueRef<'_>) -> rusqlite::types::FromSqlResult<Self> {
+        match v.as_str()? {
+            "countered" => Ok(OfferState::Countered),
+            "accepted" => Ok(OfferState::Accepted),
+            "rejected" => Ok(OfferState::Rejected),
+            other => Err(rusqlite::types::FromSqlError::Other(
+                format!("unknown offer state {other:?}").into(),
+            )),
+        }
+    }
 }
 
 /// The state database (locked for this process when opened as the daemon).
@@ -524,33 +579,33 @@ impl ListenDb {
         Ok(n == 1)
     }
 
-    /// Records (or updates) an offer's state and applicable price.
-    #[allow(clippy::too_many_arguments)]
-    pub fn upsert_offer(
-        &mut self,
-        offer_id: &str,
-        listing_id: &str,
-        buyer: &str,
-        offer_manifest_id: &str,
-        price_lamports: u64,
-        expires_at: i64,
-        counter_manifest_id: Option<&str>,
-        state: &str,
-    ) -> Result<(), StateError> {
+    /// Records (or updates) an offer's state and applicable price (a
+    /// recorded counter is kept when `rec` names none).
+    pub fn upsert_offer(&mut self, rec: &OfferRecord) -> Result<(), StateError> {
+        let OfferRecord {
+            offer_id,
+            listing_id,
+            buyer,
+            price_lamports,
+            expires_at,
+            state,
+            counter_manifest_id,
+            offer_manifest_id,
+        } = rec;
         self.conn.execute(
             "INSERT INTO offers(offer_id, listing_id, buyer, offer_manifest_id, price_lamports, expires_at, counter_manifest_id, state, updated_at)
              VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)
              ON CONFLICT(offer_id) DO UPDATE SET price_lamports = excluded.price_lamports, expires_at = excluded.expires_at,
                 counter_manifest_id = COALESCE(excluded.counter_manifest_id, offers.counter_manifest_id),
                 state = excluded.state, updated_at = excluded.updated_at",
-            params![offer_id, listing_id, buyer, offer_manifest_id, price_lamports as i64, expires_at, counter_manifest_id, state, crate::clock::now_iso()],
+            params![offer_id, listing_id, buyer, offer_manifest_id, *price_lamports as i64, expires_at, counter_manifest_id, state, crate::clock::now_iso()],
         )?;
         Ok(())
     }
 
     fn offers_where(&self, clause: &str, arg: &str) -> Result<Vec<OfferRecord>, StateError> {
         let sql = format!(
-            "SELECT offer_id, listing_id, buyer, price_lamports, expires_at, state, counter_manifest_id FROM offers WHERE {clause} ORDER BY updated_at"
+            "SELECT offer_id, listing_id, buyer, price_lamports, expires_at, state, counter_manifest_id, offer_manifest_id FROM offers WHERE {clause} ORDER BY updated_at"
         );
         let mut stmt = self.conn.prepare(&sql)?;
         let rows = stmt.query_map([arg], |r| {
@@ -562,6 +617,7 @@ impl ListenDb {
                 expires_at: r.get(4)?,
                 state: r.get(5)?,
                 counter_manifest_id: r.get(6)?,
+                offer_manifest_id: r.get(7)?,
             })
         })?;
         Ok(rows.collect::<rusqlite::Result<_>>()?)
@@ -588,7 +644,7 @@ impl ListenDb {
 
     /// Accepted offers, oldest decision first.
     pub fn accepted_offers(&self) -> Result<Vec<OfferRecord>, StateError> {
-        self.offers_where("state = ?1", "accepted")
+        self.offers_where("state = ?1", OfferState::Accepted.as_str())
     }
 
     /// Our listings.

@@ -35,6 +35,9 @@ pub enum NegotiateError {
     /// Signing.
     #[error(transparent)]
     Sign(#[from] crate::bundle::ManifestError),
+    /// The seller's state.
+    #[error(transparent)]
+    State(#[from] crate::seller::StateError),
 }
 
 fn refused(s: impl Into<String>) -> NegotiateError {
@@ -316,4 +319,166 @@ pub async fn withdraw(
         offer_id: offer.offer_id.clone(),
     };
     Ok(post_memo(chain, buyer, &op, &pay_to(listing)?).await?)
+}
+
+/// The seller's answer to an offer, as recorded and posted.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct Answer {
+    /// The offer.
+    pub offer_id: String,
+    /// Where the seller now stands on it.
+    pub state: crate::seller::OfferState,
+    /// The price that applies (the counter's, once countered).
+    pub price_lamports: u64,
+    /// The seller's counter item, if countered now.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub counter_item_id: Option<String>,
+    /// The memo transaction.
+    pub signature: String,
+}
+
+/// The seller's own listing `offer` is for, from the seller's state.
+pub fn our_listing(
+    db: &crate::seller::ListenDb,
+    offer: &Offer,
+) -> Result<crate::seller::ListingRecord, NegotiateError> {
+    let id = offer.listing_id.clone().unwrap_or_default();
+    db.listings()?
+        .into_iter()
+        .find(|l| l.listing_id == id)
+        .ok_or_else(|| {
+            refused(format!(
+                "offer {} is for {id}, which is not one of this wallet's listings",
+                offer.offer_id
+            ))
+        })
+}
+
+fn payment_address(l: &crate::seller::ListingRecord) -> Result<Pubkey, NegotiateError> {
+    l.payment_address.parse().map_err(|_| {
+        refused(format!(
+            "bad payment address on record for {}",
+            l.listing_id
+        ))
+    })
+}
+
+/// The seller counters `offer` (item `offer_item`) with `terms`: the
+/// counter is signed, stored and posted, then recorded so `listen` binds
+/// this buyer to it once accepted.
+pub async fn counter_offer(
+    chain: &Chain,
+    seller: &Wallet,
+    uploader: &Uploader,
+    db: &mut crate::seller::ListenDb,
+    offer: &Offer,
+    offer_item: &str,
+    terms: &OfferTerms<'_>,
+) -> Result<Answer, NegotiateError> {
+    let listing = our_listing(db, offer)?;
+    let (item, sent) = make_counter(
+        chain,
+        seller,
+        uploader,
+        offer,
+        &payment_address(&listing)?,
+        terms,
+    )
+    .await?;
+    let expires_at =
+        time::OffsetDateTime::now_utc().unix_timestamp() + (terms.ttl_hours * 3600.0) as i64;
+    let state = crate::seller::OfferState::Countered;
+    db.upsert_offer(&crate::seller::OfferRecord {
+        offer_id: offer.offer_id.clone(),
+        listing_id: listing.listing_id,
+        buyer: offer.from_pubkey.clone(),
+        price_lamports: terms.price_lamports,
+        expires_at,
+        state,
+        counter_manifest_id: Some(item.clone()),
+        offer_manifest_id: offer_item.into(),
+    })?;
+    Ok(Answer {
+        offer_id: offer.offer_id.clone(),
+        state,
+        price_lamports: terms.price_lamports,
+        counter_item_id: Some(item),
+        signature: sent.signature.to_string(),
+    })
+}
+
+/// The seller accepts (at the countered price if countered) or rejects
+/// `offer`: refused when already decided, when the offer carries no price
+/// and was never countered, or (accepting) when the buyer withdrew it;
+/// then the memo is posted and the decision recorded, which is what
+/// `listen` reads to hold this buyer to the price.
+pub async fn answer_offer(
+    chain: &Chain,
+    seller: &Wallet,
+    db: &mut crate::seller::ListenDb,
+    offer: &Offer,
+    offer_item: &str,
+    accept: bool,
+) -> Result<Answer, NegotiateError> {
+    use crate::seller::OfferState;
+    let listing = our_listing(db, offer)?;
+    let recorded = db.offer(&offer.offer_id)?;
+    if let Some(r) = recorded.as_ref().filter(|r| r.state.is_final()) {
+        return Err(refused(format!(
+            "offer {} was already {}",
+            offer.offer_id, r.state
+        )));
+    }
+    let (price, expires_at, counter) = match recorded {
+        Some(r) => (r.price_lamports, r.expires_at, r.counter_manifest_id),
+        None => (
+            offer.price_lamports.ok_or_else(|| {
+                refused("the offer carries no price_lamports; counter it instead")
+            })?,
+            offer.expires_at,
+            None,
+        ),
+    };
+    let pay_to = payment_address(&listing)?;
+    if accept {
+        if let Some(slot) = find_withdraw(chain, &pay_to, offer).await? {
+            return Err(refused(format!(
+                "the buyer withdrew {} at slot {slot}; it can't be accepted",
+                offer.offer_id
+            )));
+        }
+    }
+    let (op, state) = if accept {
+        (
+            MemoOp::Accept {
+                offer_id: offer.offer_id.clone(),
+            },
+            OfferState::Accepted,
+        )
+    } else {
+        (
+            MemoOp::Reject {
+                offer_id: offer.offer_id.clone(),
+            },
+            OfferState::Rejected,
+        )
+    };
+    let sent = post_memo(chain, seller, &op, &pay_to).await?;
+    db.upsert_offer(&crate::seller::OfferRecord {
+        offer_id: offer.offer_id.clone(),
+        listing_id: listing.listing_id,
+        buyer: offer.from_pubkey.clone(),
+        price_lamports: price,
+        expires_at,
+        state,
+        counter_manifest_id: counter,
+        offer_manifest_id: offer_item.into(),
+    })?;
+    Ok(Answer {
+        offer_id: offer.offer_id.clone(),
+        state,
+        price_lamports: price,
+        counter_item_id: None,
+        signature: sent.signature.to_string(),
+    })
 }

@@ -9,10 +9,10 @@
 
 use super::token2022::{mint_nft, seed_from, NftSpec};
 use crate::arweave::Uploader;
-use crate::publish::store_encrypted;
 use crate::bundle::SignedBundle;
 use crate::chain::{Chain, ChainError, FeeOp, FeePolicy, Pubkey, Signer};
 use crate::keys::KeyDir;
+use crate::publish::store_encrypted;
 use crate::wallet::Wallet;
 use serde::Serialize;
 

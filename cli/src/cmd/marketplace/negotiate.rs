@@ -8,7 +8,6 @@ use super::{negotiate_failure, seller_state, CliResult, Context, Failure};
 use crate::args::{
     AcceptArgs, CounterArgs, OfferArgs, RejectArgs, SellerState, Terms, WithdrawArgs,
 };
-use anyhow::anyhow;
 use node::listen::ListenDb;
 use node::market::negotiate::OfferTerms;
 use serde_json::json;
@@ -69,26 +68,17 @@ pub(super) fn counter(a: CounterArgs, ctx: &Context) -> CliResult<()> {
         storage,
         seller,
     } = a;
-    let SellerOffer {
-        wallet,
-        chain,
-        mut db,
-        offer: o,
-        listing: rec,
-    } = seller_offer(ctx, &offer, &storage, &seller)?;
     let lamports =
         node::market::list::usd_to_lamports(price_usd, sol_usd).map_err(Failure::bad_input)?;
-    let pay_to = rec
-        .payment_address
-        .parse()
-        .map_err(|_| anyhow!("bad payment address on record"))?;
-    let (item, sent) = ctx
-        .block_on(node::market::negotiate::make_counter(
-            &chain,
-            &wallet,
+    let mut s = seller_offer(ctx, &offer, &storage, &seller)?;
+    let answer = ctx
+        .block_on(node::market::negotiate::counter_offer(
+            &s.chain,
+            &s.wallet,
             &uploader(&storage)?,
-            &o,
-            &pay_to,
+            &mut s.db,
+            &s.offer,
+            &offer,
             &OfferTerms {
                 price_usd,
                 price_lamports: lamports,
@@ -97,24 +87,12 @@ pub(super) fn counter(a: CounterArgs, ctx: &Context) -> CliResult<()> {
             },
         ))
         .map_err(negotiate_failure)?;
-    let expires = time::OffsetDateTime::now_utc().unix_timestamp() + (ttl_hours * 3600.0) as i64;
-    db.upsert_offer(
-        &o.offer_id,
-        &rec.listing_id,
-        &o.from_pubkey,
-        &offer,
-        lamports,
-        expires,
-        Some(&item),
-        "countered",
-    )?;
-    let v = json!({"ok": true, "counter_item_id": item, "offer_id": o.offer_id, "price_lamports": lamports, "signature": sent.signature.to_string()});
+    let item = answer.counter_item_id.clone().unwrap_or_default();
+    let v = json!({"ok": true, "counter_item_id": item, "offer_id": answer.offer_id, "price_lamports": lamports, "signature": answer.signature});
     ctx.emit(&v, || {
         format!(
-            "countered {} at {lamports} lamports
-  counter item {item}
-  tx           {}",
-            o.offer_id, sent.signature
+            "countered {} at {lamports} lamports\n  counter item {item}\n  tx           {}",
+            answer.offer_id, answer.signature
         )
     });
     Ok(())
@@ -156,17 +134,15 @@ pub(super) fn reject(a: RejectArgs, ctx: &Context) -> CliResult<()> {
     decide(ctx, &a.offer, &a.storage, &a.seller, false)
 }
 
-/// What a seller's decision on an offer needs.
+/// What a seller's answer to an offer needs.
 struct SellerOffer {
     wallet: node::wallet::Wallet,
     chain: node::chain::Chain,
     db: ListenDb,
     offer: node::market::manifest::Offer,
-    listing: node::listen::ListingRecord,
 }
 
-/// Loads the seller's wallet, chain and state, and the offer (by item id)
-/// with the seller's own listing it is for.
+/// Loads the seller's wallet, chain and state, and the offer (by item id).
 fn seller_offer(
     ctx: &Context,
     offer: &str,
@@ -176,41 +152,23 @@ fn seller_offer(
     let wallet = ctx.wallet()?;
     let chain = ctx.chain()?;
     let (db, _) = seller_state(seller)?;
-    let o = ctx
+    let offer = ctx
         .block_on(node::market::negotiate::fetch_offer(
             &source(storage)?,
             offer,
             false,
         ))
         .map_err(negotiate_failure)?;
-    let listing = our_listing(&db, &o)?;
     Ok(SellerOffer {
         wallet,
         chain,
         db,
-        offer: o,
-        listing,
+        offer,
     })
 }
 
-/// The seller's record of the listing an offer is for.
-fn our_listing(
-    db: &ListenDb,
-    o: &node::market::manifest::Offer,
-) -> CliResult<node::listen::ListingRecord> {
-    let id = o.listing_id.clone().unwrap_or_default();
-    db.listings()?
-        .into_iter()
-        .find(|l| l.listing_id == id)
-        .ok_or_else(|| {
-            Failure::bad_input(anyhow!(
-                "offer {} is for {id}, which is not one of this wallet's listings",
-                o.offer_id
-            ))
-        })
-}
-
-/// Seller: accept (at the countered price if countered) or reject an offer.
+/// Seller: accept (at the countered price if countered) or reject an offer
+/// (the rules are `node::market::negotiate::answer_offer`'s).
 fn decide(
     ctx: &Context,
     offer: &str,
@@ -218,77 +176,17 @@ fn decide(
     seller: &SellerState,
     accept: bool,
 ) -> CliResult<()> {
-    let SellerOffer {
-        wallet,
-        chain,
-        mut db,
-        offer: o,
-        listing: rec,
-    } = seller_offer(ctx, offer, storage, seller)?;
-    let recorded = db.offer(&o.offer_id)?;
-    if let Some(r) = recorded
-        .as_ref()
-        .filter(|r| r.state == "accepted" || r.state == "rejected")
-    {
-        return Err(Failure::bad_input(anyhow!(
-            "offer {} was already {}",
-            o.offer_id,
-            r.state
-        )));
-    }
-    let (price, expires, counter) = match recorded {
-        Some(r) => (r.price_lamports, r.expires_at, r.counter_manifest_id),
-        None => (
-            o.price_lamports.ok_or_else(|| {
-                Failure::bad_input(anyhow!(
-                    "the offer carries no price_lamports; counter it instead"
-                ))
-            })?,
-            o.expires_at,
-            None,
-        ),
-    };
-    let pay_to: node::chain::Pubkey = rec
-        .payment_address
-        .parse()
-        .map_err(|_| anyhow!("bad payment address on record"))?;
-    if accept {
-        if let Some(slot) = ctx
-            .block_on(node::market::negotiate::find_withdraw(&chain, &pay_to, &o))
-            .map_err(negotiate_failure)?
-        {
-            return Err(Failure::bad_input(anyhow!(
-                "the buyer withdrew {} at slot {slot}; it can't be accepted",
-                o.offer_id
-            )));
-        }
-    }
-    let op = if accept {
-        node::market::MemoOp::Accept {
-            offer_id: o.offer_id.clone(),
-        }
-    } else {
-        node::market::MemoOp::Reject {
-            offer_id: o.offer_id.clone(),
-        }
-    };
-    let sent = ctx.block_on(node::market::tx::post_memo(&chain, &wallet, &op, &pay_to))?;
-    let state = if accept { "accepted" } else { "rejected" };
-    db.upsert_offer(
-        &o.offer_id,
-        &rec.listing_id,
-        &o.from_pubkey,
-        offer,
-        price,
-        expires,
-        counter.as_deref(),
-        state,
-    )?;
-    let v = json!({"ok": true, "offer_id": o.offer_id, "state": state, "price_lamports": price, "signature": sent.signature.to_string()});
+    let mut s = seller_offer(ctx, offer, storage, seller)?;
+    let a = ctx
+        .block_on(node::market::negotiate::answer_offer(
+            &s.chain, &s.wallet, &mut s.db, &s.offer, offer, accept,
+        ))
+        .map_err(negotiate_failure)?;
+    let v = json!({"ok": true, "offer_id": a.offer_id, "state": a.state, "price_lamports": a.price_lamports, "signature": a.signature});
     ctx.emit(&v, || {
         format!(
-            "{state} {} (price {price} lamports for {})\n  tx {}",
-            o.offer_id, o.from_pubkey, sent.signature
+            "{} {} (price {} lamports for {})\n  tx {}",
+            a.state, a.offer_id, a.price_lamports, s.offer.from_pubkey, a.signature
         )
     });
     Ok(())
