@@ -12,6 +12,7 @@
 //! - [`synth`]: deterministic synthetic logs for tests and benchmarks
 //! - [`auth`], [`views`], [`api`]: the HTTP surface
 //! - [`explorer`]: the web explorer (HTML for people) at `/`
+//! - [`service`]: the writer and replica loops with their shutdown futures
 //!
 //! It holds no keys, never signs and never custodies funds.
 #![deny(missing_docs)]
@@ -26,6 +27,7 @@ pub mod ingest;
 pub mod loadtest;
 pub mod logfile;
 pub mod record;
+pub mod service;
 pub mod store;
 pub mod synth;
 pub mod views;

@@ -6,7 +6,7 @@
 
 use anyhow::{bail, Context, Result};
 use clap::{Args, Parser, Subcommand};
-use indexer::api::{self, AppState, Metrics};
+use indexer::api::{self, AppState};
 use indexer::engine::Indexer;
 use indexer::fold::{FoldConfig, DEFAULT_RELEASE_GRACE_SECS};
 use indexer::ingest::RpcSource;
@@ -292,6 +292,8 @@ fn main() -> ExitCode {
     let _ = tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_writer(std::io::stderr)
+        // colours only on a terminal: a service's log file stays plain text
+        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
         .try_init();
     let rt = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
@@ -560,10 +562,8 @@ async fn run(a: RunArgs) -> Result<()> {
     let listener = tokio::net::TcpListener::bind(&a.listen)
         .await
         .with_context(|| format!("listen on {}", a.listen))?;
-    let metrics = Arc::new(Metrics::default());
     let state = AppState {
         domain: a.domain,
-        metrics: metrics.clone(),
         registry,
         limiter: api::Limiter::new(a.limits.rate_limits()),
         ..AppState::new(ix.clone(), &cluster).with_chain(source.clone())
@@ -574,53 +574,8 @@ async fn run(a: RunArgs) -> Result<()> {
         db = %a.db.describe(),
         "brainctl-indexer serving"
     );
-    let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
-    let server = {
-        let mut rx = stop_rx.clone();
-        tokio::spawn(api::serve(listener, state, async move {
-            let _ = rx.changed().await;
-        }))
-    };
-    let poller = {
-        let mut rx = stop_rx;
-        let interval = Duration::from_millis(a.interval_ms.max(50));
-        tokio::spawn(async move {
-            loop {
-                let started = Instant::now();
-                match source.poll(&ix).await {
-                    Ok(r) => {
-                        metrics.record_poll(&r);
-                        if r.fetched > 0 || r.applied.removed > 0 {
-                            let s = ix.state();
-                            tracing::info!(
-                                fetched = r.fetched,
-                                removed = r.applied.removed,
-                                final_slot = r.final_slot,
-                                listings = s.listings.len(),
-                                offers = s.offers.len(),
-                                settlements = s.settlements.len(),
-                                ms = started.elapsed().as_millis() as u64,
-                                "ingested"
-                            );
-                        }
-                    }
-                    Err(e) => {
-                        metrics.record_poll_error();
-                        tracing::warn!(error = %e, "poll failed; retrying next interval");
-                    }
-                }
-                tokio::select! {
-                    _ = tokio::time::sleep(interval) => {}
-                    _ = rx.changed() => break,
-                }
-            }
-        })
-    };
-    shutdown_signal().await;
-    tracing::info!("shutting down");
-    let _ = stop_tx.send(true);
-    let _ = poller.await;
-    server.await??;
+    let interval = Duration::from_millis(a.interval_ms);
+    indexer::service::run(listener, state, source, interval, shutdown_signal()).await?;
     Ok(())
 }
 
@@ -638,34 +593,11 @@ async fn serve(a: ServeArgs) -> Result<()> {
         ..AppState::new(ix.clone(), &cluster)
     };
     tracing::info!(listen = %listener.local_addr()?, %cluster, db = %a.db.describe(), "brainctl-indexer replica serving");
-    let (changed_tx, mut changed) = tokio::sync::mpsc::channel::<()>(16);
-    let watcher = match a.db.pg.clone() {
-        Some(url) => tokio::spawn(indexer::store::postgres::log_changes(url, changed_tx)),
-        None => {
-            let every = Duration::from_millis(a.refold_ms.max(100));
-            tokio::spawn(async move {
-                while changed_tx.send(()).await.is_ok() {
-                    tokio::time::sleep(every).await;
-                }
-            })
-        }
+    let changes = match a.db.pg.clone() {
+        Some(url) => indexer::service::Changes::Postgres(url),
+        None => indexer::service::Changes::Every(Duration::from_millis(a.refold_ms.max(100))),
     };
-    let refolder = tokio::spawn(async move {
-        while changed.recv().await.is_some() {
-            while changed.try_recv().is_ok() {}
-            let ix = ix.clone();
-            match tokio::task::spawn_blocking(move || ix.refold()).await {
-                Ok(Ok(())) => {}
-                Ok(Err(e)) => {
-                    tracing::warn!(error = %e, "refold failed; retrying on the next change")
-                }
-                Err(e) => tracing::warn!(error = %e, "refold task failed"),
-            }
-        }
-    });
-    api::serve(listener, state, shutdown_signal()).await?;
-    watcher.abort();
-    refolder.abort();
+    indexer::service::run_replica(listener, state, changes, shutdown_signal()).await?;
     Ok(())
 }
 

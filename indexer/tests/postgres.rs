@@ -19,14 +19,6 @@ use std::time::{Duration, Instant};
 
 const PRICE: u64 = 50_000_000;
 
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
-
 /// A child process killed when the test ends, passed or not.
 struct Owned(Child);
 
@@ -42,7 +34,7 @@ fn spawn(dir: &Path, name: &str, args: &[&str]) -> Owned {
     Owned(
         Command::new(env!("CARGO_BIN_EXE_brainctl-indexer"))
             .args(args)
-            .env("RUST_LOG", "warn")
+            .env("RUST_LOG", "warn,brainctl_indexer=info")
             .stdout(Stdio::null())
             .stderr(std::fs::File::create(dir.join(format!("{name}.log"))).unwrap())
             .spawn()
@@ -79,9 +71,11 @@ fn wait_state(api: &Api, rt: &tokio::runtime::Runtime, ok: impl Fn(&Value) -> bo
     }
 }
 
-fn api(port: u16) -> Api {
+/// The API of the service `name` spawned in `dir` (on the port it bound).
+fn api(dir: &Path, name: &str) -> Api {
+    let addr = e2e::logged_listen_address(&dir.join(format!("{name}.log")));
     Api {
-        base: format!("http://127.0.0.1:{port}"),
+        base: format!("http://{addr}"),
         http: reqwest::Client::new(),
     }
 }
@@ -108,7 +102,6 @@ fn a_writer_and_two_replicas_share_one_log_and_survive_the_writer_dying() {
         v.fund(&w.solana_keypair().pubkey(), 1);
     }
 
-    let writer_port = free_port();
     let items_arg = items.display().to_string();
     let writer_args = [
         "run",
@@ -121,32 +114,25 @@ fn a_writer_and_two_replicas_share_one_log_and_survive_the_writer_dying() {
         "--interval-ms",
         "200",
         "--listen",
-        &format!("127.0.0.1:{writer_port}"),
+        "127.0.0.1:0",
     ]
     .map(String::from);
     let writer_args: Vec<&str> = writer_args.iter().map(String::as_str).collect();
     let mut writer = spawn(dir.path(), "writer", &writer_args);
-    let writer_api = api(writer_port);
+    let writer_api = api(dir.path(), "writer");
     wait_state(&writer_api, &rt, |_| true);
-    let replica_ports = [free_port(), free_port()];
-    let mut replicas: Vec<Owned> = replica_ports
-        .iter()
-        .enumerate()
-        .map(|(i, port)| {
+    let mut replicas: Vec<Owned> = (0..2)
+        .map(|i| {
             spawn(
                 dir.path(),
                 &format!("replica{i}"),
-                &[
-                    "serve",
-                    "--pg",
-                    &pg.url,
-                    "--listen",
-                    &format!("127.0.0.1:{port}"),
-                ],
+                &["serve", "--pg", &pg.url, "--listen", "127.0.0.1:0"],
             )
         })
         .collect();
-    let replica_apis: Vec<Api> = replica_ports.iter().map(|p| api(*p)).collect();
+    let replica_apis: Vec<Api> = (0..2)
+        .map(|i| api(dir.path(), &format!("replica{i}")))
+        .collect();
 
     // a trade: list (manifest on the gateway), buy at the listed price
     let listing_id = node::market::list::new_listing_id();
@@ -239,6 +225,7 @@ fn a_writer_and_two_replicas_share_one_log_and_survive_the_writer_dying() {
     ))
     .unwrap();
     let mut writer = spawn(dir.path(), "writer2", &writer_args);
+    let writer_api = api(dir.path(), "writer2");
     let caught_up = wait_state(&writer_api, &rt, |s| s["transactions"].as_u64() >= Some(3));
     for r in &replica_apis {
         wait_state(r, &rt, |s| s["state_hash"] == caught_up["state_hash"]);

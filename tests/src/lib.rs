@@ -416,6 +416,30 @@ impl TestValidator {
     }
 }
 
+/// The address a service started with `--listen 127.0.0.1:0` bound, read
+/// from its log (`... serving listen=<addr> ...`, plain text: the binaries
+/// colour only terminals), waited for up to 30 s.
+pub fn logged_listen_address(log: &std::path::Path) -> String {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    loop {
+        let text = std::fs::read_to_string(log).unwrap_or_default();
+        if let Some(addr) = text
+            .lines()
+            .find(|l| l.contains("serving"))
+            .and_then(|l| l.split("listen=").nth(1))
+            .and_then(|rest| rest.split_whitespace().next())
+        {
+            return addr.to_string();
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "{} never said where it listens:\n{text}",
+            log.display()
+        );
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+}
+
 /// A venv under the brainctl cache (`$BRAINCTL_CACHE`, default
 /// ~/.cache/brainctl) or at `$override_var`: its python, or `None` (the test
 /// skips) where it is not installed; under CI=true a missing venv fails the

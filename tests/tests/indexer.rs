@@ -669,3 +669,74 @@ fn a_listing_whose_manifest_is_served_late_is_held_then_folded() {
         Some("{}")
     );
 }
+
+/// The writer service as the binary runs it (`indexer::service::run`),
+/// in-process on 127.0.0.1:0: it polls on its own (no manual `poll`),
+/// serves what it folded, and returns cleanly when its shutdown future
+/// completes, after which the port is closed.
+#[test]
+fn the_writer_service_polls_serves_and_stops_on_its_shutdown_future() {
+    let v = validator();
+    let rt = e2e::multi_thread_runtime();
+    let dir = tempfile::tempdir().unwrap();
+    let store = FsStore::new(dir.path().join("items"));
+    let market = Market {
+        chain: v.chain(),
+        uploader: Uploader::Fs(store.clone()),
+        store: store.clone(),
+    };
+    let seller = Wallet::generate();
+    v.fund(&seller.solana_keypair().pubkey(), 2);
+    let ix = Arc::new(indexer_at(&dir.path().join("indexer.db")));
+    let source = Arc::new(RpcSource::new(
+        v.chain(),
+        Source::Fs(store.clone()),
+        vec![default_registry()],
+        4,
+        0,
+    ));
+    let state = AppState::new(ix.clone(), "localnet").with_chain(source.clone());
+    let metrics = state.metrics.clone();
+    let listener = rt
+        .block_on(tokio::net::TcpListener::bind("127.0.0.1:0"))
+        .unwrap();
+    let addr = listener.local_addr().unwrap();
+    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    let service = rt.spawn(indexer::service::run(
+        listener,
+        state,
+        source,
+        std::time::Duration::from_millis(100),
+        async move {
+            let _ = stopped.await;
+        },
+    ));
+    let listing = rt.block_on(market.list(&seller, "auction", &"ab".repeat(32)));
+    let api = Api {
+        base: format!("http://{addr}"),
+        http: reqwest::Client::new(),
+    };
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    loop {
+        let (code, body) = rt.block_on(api.get(&format!("/listings/{}", listing.listing_id), None));
+        if code == 200 {
+            assert_eq!(body["listing"]["seller_pubkey"], seller.address());
+            break;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "never folded: {code} {body}"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+    assert!(metrics.polls.load(Ordering::SeqCst) >= 1);
+    stop.send(()).unwrap();
+    let done = rt.block_on(async {
+        tokio::time::timeout(std::time::Duration::from_secs(10), service).await
+    });
+    done.expect("stops within 10 s").unwrap().unwrap();
+    assert!(
+        std::net::TcpStream::connect(addr).is_err(),
+        "the port is closed after shutdown"
+    );
+}

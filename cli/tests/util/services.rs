@@ -22,14 +22,6 @@ pub fn get(url: &str) -> Option<Value> {
     e2e::runtime().block_on(async { reqwest::get(url).await.ok()?.json::<Value>().await.ok() })
 }
 
-pub fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
-
 /// Kills a child on drop (a failed assertion must not leak daemons); its
 /// stderr goes to a log whose tail a failed wait prints.
 pub struct Running(pub Child, pub PathBuf);
@@ -80,18 +72,13 @@ pub fn services(
     items: &str,
     work: &std::path::Path,
 ) -> (Running, Running, String) {
-    let port = free_port();
     let indexer = Running(
         Command::new(indexer_bin())
             .args(["run", "--rpc", rpc, "--fs-store", items, "--db"])
             .arg(work.join("indexer.db"))
-            .args([
-                "--listen",
-                &format!("127.0.0.1:{port}"),
-                "--interval-ms",
-                "300",
-            ])
-            .env("RUST_LOG", "warn")
+            // port 0: the indexer binds a free port itself and logs it
+            .args(["--listen", "127.0.0.1:0", "--interval-ms", "300"])
+            .env("RUST_LOG", "warn,brainctl_indexer=info")
             .stdout(Stdio::null())
             .stderr(log(&work.join("indexer.log")))
             .spawn()
@@ -117,5 +104,6 @@ pub fn services(
             .unwrap(),
         work.join("listen.log"),
     );
-    (daemon, indexer, format!("http://127.0.0.1:{port}"))
+    let addr = e2e::logged_listen_address(&indexer.1);
+    (daemon, indexer, format!("http://{addr}"))
 }

@@ -1,0 +1,131 @@
+//! The indexer as a long-lived service, in the library (as mini-redis
+//! keeps its server loop): the writer ([`run`]: poll the chain every
+//! interval and serve the API) and the read replica ([`run_replica`]:
+//! refold when the shared log changes and serve), each until its shutdown
+//! future completes. The binary only parses flags, binds and wires the
+//! signals; tests run these very loops in-process on 127.0.0.1:0.
+
+use crate::api::{self, AppState};
+use crate::engine::Indexer;
+use crate::ingest::RpcSource;
+use std::future::Future;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+use tokio::net::TcpListener;
+
+/// Shortest poll interval.
+pub const MIN_INTERVAL: Duration = Duration::from_millis(50);
+
+/// Polls `source` into `state.ix` every `interval` (a failed poll is
+/// counted and retried next interval, never fatal) and serves the API on
+/// `listener`, until `shutdown` completes; then stops polling, lets the
+/// server finish its requests, and returns.
+pub async fn run(
+    listener: TcpListener,
+    state: AppState,
+    source: Arc<RpcSource>,
+    interval: Duration,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+) -> std::io::Result<()> {
+    let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
+    let (ix, metrics) = (state.ix.clone(), state.metrics.clone());
+    let server = {
+        let mut rx = stop_rx.clone();
+        tokio::spawn(api::serve(listener, state, async move {
+            let _ = rx.changed().await;
+        }))
+    };
+    let poller = {
+        let mut rx = stop_rx;
+        let interval = interval.max(MIN_INTERVAL);
+        tokio::spawn(async move {
+            loop {
+                poll_once(&source, &ix, &metrics).await;
+                tokio::select! {
+                    _ = tokio::time::sleep(interval) => {}
+                    _ = rx.changed() => break,
+                }
+            }
+        })
+    };
+    shutdown.await;
+    tracing::info!("shutting down");
+    let _ = stop_tx.send(true);
+    let _ = poller.await;
+    server
+        .await
+        .map_err(|e| std::io::Error::other(format!("server task: {e}")))?
+}
+
+async fn poll_once(source: &RpcSource, ix: &Arc<Indexer>, metrics: &api::Metrics) {
+    let started = Instant::now();
+    match source.poll(ix).await {
+        Ok(r) => {
+            metrics.record_poll(&r);
+            if r.fetched > 0 || r.applied.removed > 0 {
+                let s = ix.state();
+                tracing::info!(
+                    fetched = r.fetched,
+                    removed = r.applied.removed,
+                    final_slot = r.final_slot,
+                    listings = s.listings.len(),
+                    offers = s.offers.len(),
+                    settlements = s.settlements.len(),
+                    ms = started.elapsed().as_millis() as u64,
+                    "ingested"
+                );
+            }
+        }
+        Err(e) => {
+            metrics.record_poll_error();
+            tracing::warn!(error = %e, "poll failed; retrying next interval");
+        }
+    }
+}
+
+/// What tells a replica that the shared log changed.
+pub enum Changes {
+    /// PostgreSQL `LISTEN/NOTIFY` on this database.
+    Postgres(String),
+    /// A timer (SQLite: the writer is another process).
+    Every(Duration),
+}
+
+/// Serves `state` (a replica: no chain access) on `listener`, refolding
+/// whenever `changes` says the log changed, until `shutdown` completes.
+pub async fn run_replica(
+    listener: TcpListener,
+    state: AppState,
+    changes: Changes,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+) -> std::io::Result<()> {
+    let ix = state.ix.clone();
+    let (changed_tx, mut changed) = tokio::sync::mpsc::channel::<()>(16);
+    let watcher = match changes {
+        Changes::Postgres(url) => {
+            tokio::spawn(crate::store::postgres::log_changes(url, changed_tx))
+        }
+        Changes::Every(every) => tokio::spawn(async move {
+            while changed_tx.send(()).await.is_ok() {
+                tokio::time::sleep(every).await;
+            }
+        }),
+    };
+    let refolder = tokio::spawn(async move {
+        while changed.recv().await.is_some() {
+            while changed.try_recv().is_ok() {}
+            let ix = ix.clone();
+            match tokio::task::spawn_blocking(move || ix.refold()).await {
+                Ok(Ok(())) => {}
+                Ok(Err(e)) => {
+                    tracing::warn!(error = %e, "refold failed; retrying on the next change")
+                }
+                Err(e) => tracing::warn!(error = %e, "refold task failed"),
+            }
+        }
+    });
+    let served = api::serve(listener, state, shutdown).await;
+    watcher.abort();
+    refolder.abort();
+    served
+}
