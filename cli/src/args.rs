@@ -1,6 +1,6 @@
 //! Command-line flags (clap derive). Parsing only: no I/O happens here.
 
-use clap::{Args, Parser, Subcommand};
+use clap::{Args, Parser, Subcommand, ValueEnum};
 use std::path::PathBuf;
 
 const EXIT_CODES: &str = "\
@@ -51,8 +51,8 @@ pub struct Cli {
     )]
     pub url: String,
     /// Commitment for reads and confirmations (localnet may use confirmed).
-    #[arg(long, global = true, help_heading = "Global options", env = "BRAINCTL_COMMITMENT", default_value = "finalized", value_parser = ["processed", "confirmed", "finalized"])]
-    pub commitment: String,
+    #[arg(long, global = true, help_heading = "Global options", env = "BRAINCTL_COMMITMENT", value_enum, default_value_t = Commitment::Finalized)]
+    pub commitment: Commitment,
     /// Print machine-readable JSON on stdout (errors too: {"ok":false,"error":...}).
     #[arg(long, global = true, help_heading = "Global options")]
     pub json: bool,
@@ -275,9 +275,9 @@ pub struct ListArgs {
     /// How long the listing lives, in hours (max 720).
     #[arg(long, default_value_t = 72.0)]
     pub duration_hours: f64,
-    /// auction | private.
-    #[arg(long, default_value = "auction", value_parser = ["auction", "private"])]
-    pub visibility: String,
+    /// Who sees its offers and settlements.
+    #[arg(long, value_enum, default_value_t = Visibility::Auction)]
+    pub visibility: Visibility,
     /// Where buyers pay (default: this wallet).
     #[arg(long)]
     pub payment_address: Option<String>,
@@ -467,9 +467,9 @@ pub struct BrowseArgs {
     /// Only this seller's listings.
     #[arg(long)]
     pub seller: Option<String>,
-    /// live | cancelled | expired | all.
-    #[arg(long, default_value = "live", value_parser = ["live", "cancelled", "expired", "all"])]
-    pub status: String,
+    /// Which listings.
+    #[arg(long, value_enum, default_value_t = ListingStatus::Live)]
+    pub status: ListingStatus,
     /// Page size (1-100).
     #[arg(long, default_value_t = 20)]
     pub limit: u32,
@@ -506,8 +506,8 @@ pub struct ListenArgs {
     #[arg(long, default_value_t = 2)]
     pub interval: u64,
     /// The buyer's token: `light` (compressed, default) or `token2022` (NFT).
-    #[arg(long, default_value = "light", value_parser = ["light", "token2022"])]
-    pub token_standard: String,
+    #[arg(long, value_enum, default_value_t = TokenFlag::Light)]
+    pub token_standard: TokenFlag,
     #[command(flatten)]
     pub storage: StorageOpts,
     #[command(flatten)]
@@ -520,8 +520,8 @@ pub struct StorageOpts {
     /// Backend: a local content-addressed directory, an Irys-compatible
     /// bundler, or an Arweave gateway that takes transactions (arlocal on
     /// localnet: `--storage gateway --gateway-url http://127.0.0.1:1984`).
-    #[arg(long, env = "BRAINCTL_STORAGE", default_value = "fs", value_parser = ["fs", "bundler", "gateway"])]
-    pub storage: String,
+    #[arg(long, env = "BRAINCTL_STORAGE", value_enum, default_value_t = StorageKind::Fs)]
+    pub storage: StorageKind,
     /// Directory of the fs backend (default ~/.brainctl/items).
     #[arg(long, env = "BRAINCTL_STORAGE_DIR")]
     pub storage_dir: Option<PathBuf>,
@@ -648,8 +648,8 @@ pub enum MemoryCmd {
         #[arg(short = 't', long, value_delimiter = ',')]
         tags: Vec<String>,
         /// Memory type.
-        #[arg(long = "type", default_value = "episodic", value_parser = ["episodic", "semantic", "procedural"])]
-        memory_type: String,
+        #[arg(long = "type", value_enum, default_value_t = MemoryType::Episodic)]
+        memory_type: MemoryType,
         /// Agent id.
         #[arg(long, default_value = "default")]
         agent: String,
@@ -724,8 +724,8 @@ pub struct ExportArgs {
     /// cluster needs the Light programs, as localnet has) or `token2022` (a
     /// Token-2022 NFT carrying the `ar://` metadata URI, for wallets that
     /// don't read compressed state).
-    #[arg(long, default_value = "light", value_parser = ["light", "token2022"], requires = "mint")]
-    pub token_standard: String,
+    #[arg(long, value_enum, default_value_t = TokenFlag::Light, requires = "mint")]
+    pub token_standard: TokenFlag,
     /// Where bundle keys are kept (0600 files, never overwritten).
     #[arg(long, env = "BRAINCTL_KEYS_DIR", value_name = "DIR")]
     pub keys_dir: Option<PathBuf>,
@@ -758,4 +758,122 @@ pub struct ImportArgs {
     /// rows are never touched.
     #[arg(long, value_name = "PATH")]
     pub into_brainctl_db: Option<PathBuf>,
+}
+
+/// `--storage`: where data items go.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum StorageKind {
+    /// A local content-addressed directory.
+    Fs,
+    /// An Irys-compatible bundler (reads from the gateway).
+    Bundler,
+    /// An Arweave gateway that takes transactions (arlocal on localnet).
+    Gateway,
+}
+
+/// `--token-standard`: the token a buyer or recipient gets.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum TokenFlag {
+    /// A Light Protocol compressed token.
+    Light,
+    /// A Token-2022 NFT carrying the `ar://` metadata URI.
+    Token2022,
+}
+
+impl From<TokenFlag> for node::mint::bundle_mint::TokenStandard {
+    fn from(f: TokenFlag) -> Self {
+        match f {
+            TokenFlag::Light => node::mint::bundle_mint::TokenStandard::LightCompressed,
+            TokenFlag::Token2022 => node::mint::bundle_mint::TokenStandard::Token2022,
+        }
+    }
+}
+
+/// `--visibility` of a listing.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum Visibility {
+    /// Anyone may see its offers.
+    Auction,
+    /// Offers and settlements only to the seller and that buyer.
+    Private,
+}
+
+impl Visibility {
+    /// The manifest's value.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Visibility::Auction => "auction",
+            Visibility::Private => "private",
+        }
+    }
+}
+
+/// `--status` of listings to browse.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum ListingStatus {
+    /// Live (not cancelled, not expired).
+    Live,
+    /// Cancelled by the seller.
+    Cancelled,
+    /// Past their expiry.
+    Expired,
+    /// Every listing.
+    All,
+}
+
+impl ListingStatus {
+    /// The indexer's query value.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ListingStatus::Live => "live",
+            ListingStatus::Cancelled => "cancelled",
+            ListingStatus::Expired => "expired",
+            ListingStatus::All => "all",
+        }
+    }
+}
+
+/// `--commitment`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum Commitment {
+    /// Processed by the node (may be rolled back).
+    Processed,
+    /// Voted on by a supermajority.
+    Confirmed,
+    /// Rooted: final.
+    Finalized,
+}
+
+impl Commitment {
+    /// Its name (as the RPC spells it).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Commitment::Processed => "processed",
+            Commitment::Confirmed => "confirmed",
+            Commitment::Finalized => "finalized",
+        }
+    }
+}
+
+/// `--type` of a memory.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum MemoryType {
+    /// Something that happened.
+    Episodic,
+    /// A fact.
+    Semantic,
+    /// How to do something.
+    Procedural,
+}
+
+impl MemoryType {
+    /// Its name in the store (the reference's column value).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            MemoryType::Episodic => "episodic",
+            MemoryType::Semantic => "semantic",
+            MemoryType::Procedural => "procedural",
+        }
+    }
 }

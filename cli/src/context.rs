@@ -20,7 +20,7 @@ pub struct Context {
     /// `-u`.
     pub url: String,
     /// `--commitment`.
-    pub commitment: String,
+    pub commitment: crate::args::Commitment,
     /// Limits that tighten the wallet's spend policy file (`brainctl mcp`
     /// flags); `None` for plain commands.
     pub spend_limits: Option<node::spend::SpendPolicy>,
@@ -43,7 +43,7 @@ impl Context {
             wallet_path,
             json: cli.json,
             url: cli.url.clone(),
-            commitment: cli.commitment.clone(),
+            commitment: cli.commitment,
             spend_limits: None,
             captured: None,
         })
@@ -66,7 +66,7 @@ impl Context {
     pub fn chain(&self) -> CliResult<node::chain::Chain> {
         let endpoint =
             node::chain::Endpoint::parse(&self.url).map_err(crate::failure::Failure::bad_input)?;
-        let commitment = node::chain::parse_commitment(&self.commitment)
+        let commitment = node::chain::parse_commitment(self.commitment.as_str())
             .map_err(crate::failure::Failure::bad_input)?;
         Ok(node::chain::Chain::new(endpoint, commitment))
     }

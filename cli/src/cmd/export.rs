@@ -94,7 +94,7 @@ pub fn run(a: ExportArgs, ctx: &Context) -> CliResult<u8> {
                 &uploader,
                 &keys,
                 &recipient,
-                node::mint::bundle_mint::TokenStandard::from_flag(&a.token_standard),
+                a.token_standard.into(),
             ))
             .map_err(|e| {
                 anyhow!(e).context("the bundle is signed and written, but minting failed")

@@ -31,7 +31,7 @@ struct Settings {
     db_path: PathBuf,
     wallet_path: PathBuf,
     url: String,
-    commitment: String,
+    commitment: crate::args::Commitment,
     limits: node::spend::SpendPolicy,
     args: McpArgs,
 }
@@ -44,7 +44,7 @@ impl Settings {
             wallet_path: self.wallet_path.clone(),
             json: true,
             url: self.url.clone(),
-            commitment: self.commitment.clone(),
+            commitment: self.commitment,
             spend_limits: Some(self.limits.clone()),
             captured: Some(Default::default()),
         }
@@ -356,7 +356,7 @@ impl BrainctlServer {
                 scope: a.scope.unwrap_or_else(|| "global".into()),
                 confidence: a.confidence.unwrap_or(1.0),
                 tags: a.tags,
-                memory_type: "episodic".into(),
+                memory_type: crate::args::MemoryType::Episodic,
                 agent: "default".into(),
             }))
         })
@@ -378,7 +378,15 @@ impl BrainctlServer {
                 max_price_usd: a.max_price_usd,
                 category: a.category,
                 seller: a.seller,
-                status: a.status.unwrap_or_else(|| "live".into()),
+                status: match a.status.as_deref() {
+                    None => crate::args::ListingStatus::Live,
+                    Some(st) => <crate::args::ListingStatus as clap::ValueEnum>::from_str(st, true)
+                        .map_err(|_| {
+                            Failure::bad_input(anyhow!(
+                                "status must be live, cancelled, expired or all, not {st:?}"
+                            ))
+                        })?,
+                },
                 limit: a.limit,
                 cursor: a.cursor,
             }))
@@ -523,7 +531,7 @@ impl BrainctlServer {
                     pin_onchain: false,
                     mint: false,
                     recipient: None,
-                    token_standard: "light".into(),
+                    token_standard: crate::args::TokenFlag::Light,
                     keys_dir: s.seller.keys_dir.clone(),
                     storage: s.storage.clone(),
                 }))
@@ -540,7 +548,7 @@ impl BrainctlServer {
                     price_usd,
                     sol_usd,
                     duration_hours: a.duration_hours.unwrap_or(72.0),
-                    visibility: "auction".into(),
+                    visibility: crate::args::Visibility::Auction,
                     payment_address: None,
                     description: a.description.unwrap_or_default(),
                     escrow: false,
@@ -692,7 +700,7 @@ pub fn run(args: McpArgs, ctx: &Context) -> CliResult<u8> {
         wallet_path: ctx.wallet_path.clone(),
         json: ctx.json,
         url: ctx.url.clone(),
-        commitment: ctx.commitment.clone(),
+        commitment: ctx.commitment,
     };
     // the policy is checked once here (a bad file is a start-up error)
     let policy = probe.spend_policy()?;
@@ -710,7 +718,7 @@ pub fn run(args: McpArgs, ctx: &Context) -> CliResult<u8> {
         db_path: ctx.db_path.clone(),
         wallet_path: ctx.wallet_path.clone(),
         url: ctx.url.clone(),
-        commitment: ctx.commitment.clone(),
+        commitment: ctx.commitment,
         limits: limits.unwrap_or_default(),
         args,
     };

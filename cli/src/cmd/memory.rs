@@ -73,7 +73,7 @@ pub fn run(cmd: MemoryCmd, ctx: &Context) -> CliResult<u8> {
                 scope,
                 confidence,
                 tags,
-                memory_type,
+                memory_type: memory_type.as_str().into(),
                 agent_id: agent,
             })?;
             ctx.emit(&json!({"ok": true, "id": id}), || {

@@ -2,7 +2,7 @@
 //! bundler, or an Arweave gateway.
 
 use super::files::{read_capped, write_private_atomic};
-use crate::args::{StorageCmd, StorageOpts};
+use crate::args::{StorageCmd, StorageKind, StorageOpts};
 use crate::context::Context;
 use crate::failure::{CliResult, Failure};
 use anyhow::{anyhow, Context as _};
@@ -46,18 +46,20 @@ fn gateway(o: &StorageOpts) -> CliResult<node::arweave::gateway::Gateway> {
 
 /// Where items are read from under `--storage`.
 pub fn source(o: &StorageOpts) -> CliResult<node::arweave::Source> {
-    Ok(match o.storage.as_str() {
-        "bundler" | "gateway" => node::arweave::Source::Gateway(o.gateway_url.clone()),
-        _ => node::arweave::Source::Fs(fs_store(o)?),
+    Ok(match o.storage {
+        StorageKind::Bundler | StorageKind::Gateway => {
+            node::arweave::Source::Gateway(o.gateway_url.clone())
+        }
+        StorageKind::Fs => node::arweave::Source::Fs(fs_store(o)?),
     })
 }
 
 /// The uploader `--storage` names.
 pub fn uploader(o: &StorageOpts) -> CliResult<node::arweave::Uploader> {
-    Ok(match o.storage.as_str() {
-        "bundler" => node::arweave::Uploader::Bundler(bundler(o)?),
-        "gateway" => node::arweave::Uploader::Gateway(gateway(o)?),
-        _ => node::arweave::Uploader::Fs(fs_store(o)?),
+    Ok(match o.storage {
+        StorageKind::Bundler => node::arweave::Uploader::Bundler(bundler(o)?),
+        StorageKind::Gateway => node::arweave::Uploader::Gateway(gateway(o)?),
+        StorageKind::Fs => node::arweave::Uploader::Fs(fs_store(o)?),
     })
 }
 

@@ -37,7 +37,7 @@ pub(super) fn listen(a: ListenArgs, ctx: &Context) -> CliResult<()> {
                 node::market::manifest::DEFAULT_FEE_BPS,
             )
         }),
-        standard: node::mint::bundle_mint::TokenStandard::from_flag(&token_standard),
+        standard: token_standard.into(),
         interval: Duration::from_secs(interval.max(1)),
         once,
         wake_ups: true,

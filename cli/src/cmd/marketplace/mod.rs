@@ -76,7 +76,7 @@ pub fn run(cmd: MarketCmd, ctx: &Context) -> CliResult<u8> {
             a.max_price_usd,
             a.category,
             a.seller,
-            a.status,
+            a.status.as_str().to_string(),
             a.limit,
             a.cursor,
         )?,

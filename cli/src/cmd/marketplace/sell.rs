@@ -33,7 +33,7 @@ pub(super) fn list(a: ListArgs, ctx: &Context) -> CliResult<()> {
         price_usd,
         sol_usd,
         duration_hours,
-        visibility,
+        visibility: visibility.as_str().into(),
         payment_address,
         description,
         escrow_stake: escrow.then_some(stake_lamports),
