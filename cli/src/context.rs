@@ -1,5 +1,7 @@
-//! One context built from the flags: where the store and wallet are, and
-//! how to print. Commands receive it; nothing else reads the environment.
+//! One context built from the flags and the environment (read once, here):
+//! where the store, wallet and `~/.brainctl` are, and how to print.
+//! Commands receive it; nothing else reads the environment (clap reads the
+//! variables flags name with `env = ...`).
 
 use crate::args::Cli;
 use crate::failure::CliResult;
@@ -11,6 +13,8 @@ use std::path::PathBuf;
 
 /// Resolved settings of one invocation.
 pub struct Context {
+    /// `$HOME`, if set.
+    pub home: Option<PathBuf>,
     /// Store path.
     pub db_path: PathBuf,
     /// Wallet path.
@@ -32,13 +36,21 @@ pub struct Context {
 impl Context {
     /// Resolves paths from flags and environment.
     pub fn new(cli: &Cli) -> CliResult<Context> {
-        let db_path = node::store::resolve_db_path(cli.db.as_deref())
-            .context("cannot find a home directory; pass --db PATH")?;
+        let home = std::env::var_os("HOME")
+            .filter(|h| !h.is_empty())
+            .map(PathBuf::from);
+        let db_path = node::store::resolve_db_path(
+            cli.db.as_deref(),
+            |k| std::env::var_os(k),
+            home.as_deref(),
+        )
+        .context("cannot find a home directory; pass --db PATH")?;
         let wallet_path = match &cli.keystore {
             Some(p) => p.clone(),
-            None => node::wallet::default_wallet_path()?,
+            None => node::wallet::default_wallet_path(home.as_deref())?,
         };
         Ok(Context {
+            home,
             db_path,
             wallet_path,
             json: cli.json,
@@ -69,6 +81,17 @@ impl Context {
         let commitment = node::chain::parse_commitment(self.commitment.as_str())
             .map_err(crate::failure::Failure::bad_input)?;
         Ok(node::chain::Chain::new(endpoint, commitment))
+    }
+
+    /// `~/.brainctl/<rel>`; without a home directory, bad input naming
+    /// `flag`, the flag that sets the path instead.
+    pub fn brainctl_path(&self, rel: &str, flag: &str) -> CliResult<PathBuf> {
+        match &self.home {
+            Some(h) => Ok(h.join(".brainctl").join(rel)),
+            None => Err(crate::failure::Failure::bad_input(anyhow::anyhow!(
+                "no HOME directory; pass {flag}"
+            ))),
+        }
     }
 
     /// The value the last [`Context::emit`] captured, if capturing.

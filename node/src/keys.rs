@@ -69,11 +69,6 @@ impl KeyDir {
         KeyDir { dir: dir.into() }
     }
 
-    /// `~/.brainctl/keys`.
-    pub fn default_dir() -> Option<PathBuf> {
-        std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".brainctl").join("keys"))
-    }
-
     fn io(path: &Path) -> impl FnOnce(std::io::Error) -> KeyError + '_ {
         move |source| KeyError::Io {
             path: path.into(),

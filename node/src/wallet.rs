@@ -67,15 +67,11 @@ fn io_err(path: &Path) -> impl FnOnce(std::io::Error) -> WalletError + '_ {
     }
 }
 
-/// The default wallet path: `$BRAINCTL_WALLET_PATH` or `~/.brainctl/wallet.json`.
-pub fn default_wallet_path() -> Result<PathBuf, WalletError> {
-    if let Some(p) = std::env::var_os(WALLET_PATH_ENV).filter(|p| !p.is_empty()) {
-        return Ok(PathBuf::from(p));
-    }
-    let home = std::env::var_os("HOME")
-        .filter(|h| !h.is_empty())
-        .ok_or(WalletError::NoHome)?;
-    Ok(PathBuf::from(home).join(".brainctl").join("wallet.json"))
+/// The default wallet path: `<home>/.brainctl/wallet.json` (the CLI takes
+/// `$BRAINCTL_WALLET_PATH` through its `--keystore` flag).
+pub fn default_wallet_path(home: Option<&Path>) -> Result<PathBuf, WalletError> {
+    let home = home.ok_or(WalletError::NoHome)?;
+    Ok(home.join(".brainctl").join("wallet.json"))
 }
 
 /// An Ed25519 keypair.

@@ -82,10 +82,9 @@ pub fn run(a: ExportArgs, ctx: &Context) -> CliResult<u8> {
         };
         let keys = node::keys::KeyDir::new(match &a.keys_dir {
             Some(d) => d.clone(),
-            None => node::keys::KeyDir::default_dir()
-                .ok_or_else(|| anyhow!("no HOME; pass --keys-dir"))?,
+            None => ctx.brainctl_path("keys", "--keys-dir DIR")?,
         });
-        let uploader = super::storage::uploader(&a.storage)?;
+        let uploader = super::storage::uploader(ctx, &a.storage)?;
         let receipt = ctx
             .block_on(node::mint::bundle_mint::mint_bundle(
                 &chain,

@@ -28,6 +28,7 @@ use std::sync::Arc;
 
 /// What every tool call's command runs with (the server's flags).
 struct Settings {
+    home: Option<PathBuf>,
     db_path: PathBuf,
     wallet_path: PathBuf,
     url: String,
@@ -40,6 +41,7 @@ impl Settings {
     /// A context whose `emit` captures instead of printing.
     fn context(&self) -> Context {
         Context {
+            home: self.home.clone(),
             db_path: self.db_path.clone(),
             wallet_path: self.wallet_path.clone(),
             json: true,
@@ -696,6 +698,7 @@ pub fn run(args: McpArgs, ctx: &Context) -> CliResult<u8> {
     let probe = Context {
         spend_limits: limits.clone(),
         captured: None,
+        home: ctx.home.clone(),
         db_path: ctx.db_path.clone(),
         wallet_path: ctx.wallet_path.clone(),
         json: ctx.json,
@@ -715,6 +718,7 @@ pub fn run(args: McpArgs, ctx: &Context) -> CliResult<u8> {
     }
     ctx.wallet()?; // a missing or unsafe wallet is a start-up error, not a tool error
     let settings = Settings {
+        home: ctx.home.clone(),
         db_path: ctx.db_path.clone(),
         wallet_path: ctx.wallet_path.clone(),
         url: ctx.url.clone(),

@@ -11,13 +11,10 @@ use node::arweave::{DataItem, FsStore, Tag};
 use serde_json::json;
 use std::io::Write;
 
-pub fn fs_store(o: &StorageOpts) -> CliResult<FsStore> {
+pub fn fs_store(ctx: &Context, o: &StorageOpts) -> CliResult<FsStore> {
     let dir = match &o.storage_dir {
         Some(d) => d.clone(),
-        None => std::path::PathBuf::from(
-            std::env::var_os("HOME").context("no HOME; pass --storage-dir")?,
-        )
-        .join(".brainctl/items"),
+        None => ctx.brainctl_path("items", "--storage-dir DIR")?,
     };
     Ok(FsStore::new(dir))
 }
@@ -31,13 +28,10 @@ fn bundler(o: &StorageOpts) -> CliResult<Bundler> {
     Ok(Bundler::new(url))
 }
 
-fn gateway(o: &StorageOpts) -> CliResult<node::arweave::gateway::Gateway> {
+fn gateway(ctx: &Context, o: &StorageOpts) -> CliResult<node::arweave::gateway::Gateway> {
     let path = match &o.arweave_wallet {
         Some(p) => p.clone(),
-        None => std::path::PathBuf::from(
-            std::env::var_os("HOME").context("no HOME; pass --arweave-wallet")?,
-        )
-        .join(".brainctl/arweave-wallet.pkcs8"),
+        None => ctx.brainctl_path("arweave-wallet.pkcs8", "--arweave-wallet PATH")?,
     };
     let key = node::arweave::gateway::Gateway::load_or_create_key(&path)
         .with_context(|| format!("Arweave wallet {}", path.display()))?;
@@ -45,21 +39,21 @@ fn gateway(o: &StorageOpts) -> CliResult<node::arweave::gateway::Gateway> {
 }
 
 /// Where items are read from under `--storage`.
-pub fn source(o: &StorageOpts) -> CliResult<node::arweave::Source> {
+pub fn source(ctx: &Context, o: &StorageOpts) -> CliResult<node::arweave::Source> {
     Ok(match o.storage {
         StorageKind::Bundler | StorageKind::Gateway => {
             node::arweave::Source::Gateway(o.gateway_url.clone())
         }
-        StorageKind::Fs => node::arweave::Source::Fs(fs_store(o)?),
+        StorageKind::Fs => node::arweave::Source::Fs(fs_store(ctx, o)?),
     })
 }
 
 /// The uploader `--storage` names.
-pub fn uploader(o: &StorageOpts) -> CliResult<node::arweave::Uploader> {
+pub fn uploader(ctx: &Context, o: &StorageOpts) -> CliResult<node::arweave::Uploader> {
     Ok(match o.storage {
         StorageKind::Bundler => node::arweave::Uploader::Bundler(bundler(o)?),
-        StorageKind::Gateway => node::arweave::Uploader::Gateway(gateway(o)?),
-        StorageKind::Fs => node::arweave::Uploader::Fs(fs_store(o)?),
+        StorageKind::Gateway => node::arweave::Uploader::Gateway(gateway(ctx, o)?),
+        StorageKind::Fs => node::arweave::Uploader::Fs(fs_store(ctx, o)?),
     })
 }
 
@@ -81,7 +75,7 @@ pub fn run(cmd: StorageCmd, ctx: &Context) -> CliResult<u8> {
             let wallet = ctx.wallet()?;
             let item =
                 DataItem::sign(&wallet, data, tags, None, None).map_err(Failure::bad_input)?;
-            let id = ctx.block_on(uploader(&opts)?.put(&item))?;
+            let id = ctx.block_on(uploader(ctx, &opts)?.put(&item))?;
             let v = json!({"ok": true, "id": id, "bytes": item.data.len(), "owner": item.owner_address(), "storage": opts.storage});
             ctx.emit(&v, || id.clone());
         }
@@ -91,7 +85,7 @@ pub fn run(cmd: StorageCmd, ctx: &Context) -> CliResult<u8> {
             max_bytes,
             opts,
         } => {
-            let data = ctx.block_on(source(&opts)?.fetch(&id, max_bytes))?;
+            let data = ctx.block_on(source(ctx, &opts)?.fetch(&id, max_bytes))?;
             match output {
                 Some(p) => {
                     write_private_atomic(&p, &data)?;

@@ -607,18 +607,23 @@ pub fn python_json_list(items: &[String]) -> String {
     String::from_utf8(out).expect("ASCII")
 }
 
-/// Resolves the store path: `--db`, then `$BRAINCTL_DB`, `$BRAIN_DB`,
-/// then `~/.brainctl/brain.db`.
-pub fn resolve_db_path(flag: Option<&Path>) -> Option<PathBuf> {
+/// Resolves the store path: `--db`, then `$BRAINCTL_DB`, `$BRAIN_DB` (read
+/// through `env`), then `<home>/.brainctl/brain.db`. Pure: the caller
+/// reads the environment once.
+pub fn resolve_db_path(
+    flag: Option<&Path>,
+    env: impl Fn(&str) -> Option<std::ffi::OsString>,
+    home: Option<&Path>,
+) -> Option<PathBuf> {
     if let Some(p) = flag {
         return Some(p.into());
     }
     for var in DB_ENV_VARS {
-        if let Some(v) = std::env::var_os(var).filter(|v| !v.is_empty()) {
+        if let Some(v) = env(var).filter(|v| !v.is_empty()) {
             return Some(v.into());
         }
     }
-    std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".brainctl").join("brain.db"))
+    home.map(|h| h.join(".brainctl").join("brain.db"))
 }
 
 #[cfg(test)]

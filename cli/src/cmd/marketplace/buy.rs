@@ -116,7 +116,10 @@ pub(super) fn buyer_and_listing(
     let wallet = ctx.wallet()?;
     let chain = ctx.chain()?;
     let l = ctx
-        .block_on(node::market::buy::fetch_listing(&source(storage)?, listing))
+        .block_on(node::market::buy::fetch_listing(
+            &source(ctx, storage)?,
+            listing,
+        ))
         .map_err(Failure::bad_input)?;
     Ok((wallet, chain, l))
 }
@@ -189,7 +192,7 @@ fn quote_payment(
 ) -> CliResult<()> {
     let wallet = ctx.wallet()?;
     let chain = ctx.chain()?;
-    let src = source(storage)?;
+    let src = source(ctx, storage)?;
     let l = ctx
         .block_on(node::market::buy::fetch_listing(&src, listing))
         .map_err(Failure::bad_input)?;
@@ -306,7 +309,7 @@ fn buy_or_fetch(
 ) -> CliResult<()> {
     let wallet = ctx.wallet()?;
     let chain = ctx.chain()?;
-    let src = source(storage)?;
+    let src = source(ctx, storage)?;
     let mut store;
     let target = match into_brainctl_db {
         Some(path) => node::market::buy::ImportTarget::BrainctlDb(path),

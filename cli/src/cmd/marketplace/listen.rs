@@ -24,10 +24,10 @@ pub(super) fn listen(a: ListenArgs, ctx: &Context) -> CliResult<()> {
     let chain = ctx
         .chain()?
         .with_landing_budget(node::listen::daemon::LANDING_BUDGET);
-    let db_path = seller_db_path(&seller)?;
+    let db_path = seller_db_path(ctx, &seller)?;
     let mut db = ListenDb::open_daemon(&db_path)?;
-    let keys = seller_keys(&seller)?;
-    let up = uploader(&storage)?;
+    let keys = seller_keys(ctx, &seller)?;
+    let up = uploader(ctx, &storage)?;
     let policy = node::chain::FeePolicy::from_env(ctx.block_on(chain.cluster_kind())?)?;
     let config = node::listen::daemon::DaemonConfig {
         keys,

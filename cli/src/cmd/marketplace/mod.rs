@@ -20,39 +20,33 @@ pub(crate) use listen::shutdown_signal;
 use crate::args::{MarketCmd, SellerState};
 use crate::context::Context;
 use crate::failure::{CliResult, Failure};
-use anyhow::Context as _;
 use node::keys::KeyDir;
 use node::listen::ListenDb;
 use std::path::PathBuf;
 
-fn home_path(rel: &str) -> CliResult<PathBuf> {
-    Ok(
-        PathBuf::from(std::env::var_os("HOME").context("no HOME directory")?)
-            .join(".brainctl")
-            .join(rel),
-    )
-}
-
 /// The seller's listen state database (`--state`, default ~/.brainctl/listen.db).
-fn seller_db_path(s: &SellerState) -> CliResult<PathBuf> {
+fn seller_db_path(ctx: &Context, s: &SellerState) -> CliResult<PathBuf> {
     match &s.state {
         Some(p) => Ok(p.clone()),
-        None => home_path("listen.db"),
+        None => ctx.brainctl_path("listen.db", "--state PATH"),
     }
 }
 
 /// Where the seller's bundle keys are (`--keys-dir`, default ~/.brainctl/keys).
-fn seller_keys(s: &SellerState) -> CliResult<KeyDir> {
+fn seller_keys(ctx: &Context, s: &SellerState) -> CliResult<KeyDir> {
     Ok(KeyDir::new(match &s.keys_dir {
         Some(d) => d.clone(),
-        None => home_path("keys")?,
+        None => ctx.brainctl_path("keys", "--keys-dir DIR")?,
     }))
 }
 
 /// The seller's state for a command: opened beside a running daemon (no
 /// lock; SQLite WAL with short transactions keeps both consistent).
-fn seller_state(s: &SellerState) -> CliResult<(ListenDb, KeyDir)> {
-    Ok((ListenDb::open(&seller_db_path(s)?)?, seller_keys(s)?))
+fn seller_state(ctx: &Context, s: &SellerState) -> CliResult<(ListenDb, KeyDir)> {
+    Ok((
+        ListenDb::open(&seller_db_path(ctx, s)?)?,
+        seller_keys(ctx, s)?,
+    ))
 }
 
 /// Runs one `marketplace` subcommand.

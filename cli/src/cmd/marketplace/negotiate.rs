@@ -32,7 +32,7 @@ pub(super) fn offer(a: OfferArgs, ctx: &Context) -> CliResult<()> {
         .block_on(node::market::negotiate::make_offer(
             &chain,
             &wallet,
-            &uploader(&storage)?,
+            &uploader(ctx, &storage)?,
             &l,
             &OfferTerms {
                 price_usd,
@@ -75,7 +75,7 @@ pub(super) fn counter(a: CounterArgs, ctx: &Context) -> CliResult<()> {
         .block_on(node::market::negotiate::counter_offer(
             &s.chain,
             &s.wallet,
-            &uploader(&storage)?,
+            &uploader(ctx, &storage)?,
             &mut s.db,
             &s.offer,
             &offer,
@@ -107,7 +107,7 @@ pub(super) fn withdraw(a: WithdrawArgs, ctx: &Context) -> CliResult<()> {
     } = a;
     let wallet = ctx.wallet()?;
     let chain = ctx.chain()?;
-    let src = source(&storage)?;
+    let src = source(ctx, &storage)?;
     let l = ctx
         .block_on(node::market::buy::fetch_listing(&src, &listing))
         .map_err(Failure::bad_input)?;
@@ -151,10 +151,10 @@ fn seller_offer(
 ) -> CliResult<SellerOffer> {
     let wallet = ctx.wallet()?;
     let chain = ctx.chain()?;
-    let (db, _) = seller_state(seller)?;
+    let (db, _) = seller_state(ctx, seller)?;
     let offer = ctx
         .block_on(node::market::negotiate::fetch_offer(
-            &source(storage)?,
+            &source(ctx, storage)?,
             offer,
             false,
         ))

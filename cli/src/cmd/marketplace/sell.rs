@@ -27,8 +27,8 @@ pub(super) fn list(a: ListArgs, ctx: &Context) -> CliResult<()> {
     let text = read_capped(&bundle)?;
     let wallet = ctx.wallet()?;
     let chain = ctx.chain()?;
-    let (mut db, keys) = seller_state(&seller)?;
-    let up = uploader(&storage)?;
+    let (mut db, keys) = seller_state(ctx, &seller)?;
+    let up = uploader(ctx, &storage)?;
     let opts = ListOptions {
         price_usd,
         sol_usd,
@@ -65,7 +65,7 @@ pub(super) fn cancel(a: CancelArgs, ctx: &Context) -> CliResult<()> {
     let CancelArgs { listing_id, seller } = a;
     let wallet = ctx.wallet()?;
     let chain = ctx.chain()?;
-    let (mut db, _) = seller_state(&seller)?;
+    let (mut db, _) = seller_state(ctx, &seller)?;
     let sent = ctx
         .block_on(node::market::list::cancel_listing(
             &chain,

@@ -10,7 +10,7 @@ use serde_json::json;
 pub(super) fn status(a: StatusArgs, ctx: &Context) -> CliResult<()> {
     let StatusArgs { listing_id, seller } = a;
     let chain = ctx.chain()?;
-    let (db, _) = seller_state(&seller)?;
+    let (db, _) = seller_state(ctx, &seller)?;
     let mut rows = Vec::new();
     for l in db
         .listings()?
