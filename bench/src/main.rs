@@ -3,7 +3,11 @@
 //!
 //! - `export --db PATH`: read + canonicalize + hash + sign (and verify) of
 //!   every live row, with the reference bench's fixed key and timestamps, so
-//!   the bundle hash must equal the reference's on the same database.
+//!   the bundle hash must equal the reference's on the same database. Also
+//!   what users wait for: `export --sign` end to end (rows, secret/PII scan,
+//!   sign, file text: `export_sign_s`), `verify` end to end from the file's
+//!   bytes (`verify_file_s`), and the floor (SHA-256 of the canonical bytes
+//!   once: `floor_s`).
 //! - `search --n N`: `memory search` latency p50/p99 over N generated
 //!   memories with a Zipf-distributed vocabulary.
 
@@ -36,6 +40,13 @@ fn bench_export(db: PathBuf, iters: usize) {
     let (mut build, mut sign, mut total, mut verify, mut scan) =
         (vec![], vec![], vec![], vec![], vec![]);
     let (mut canon_s, mut hash_s, mut canon_len) = (vec![], vec![], 0usize);
+    let (mut export_sign, mut verify_file) = (vec![], vec![]);
+    let opts = node::export::ExportOptions {
+        filter: Filter::default(),
+        allow_sensitive: true,
+        generated_at: Some("2026-11-01T00:00:00+00:00".into()),
+        signed_at: Some("2026-11-01T00:00:01+00:00".into()),
+    };
     let mut last = None;
     for _ in 0..iters {
         let t0 = Instant::now();
@@ -65,6 +76,17 @@ fn bench_export(db: PathBuf, iters: usize) {
         canon_len = canon.len();
         let (t2, t2v) = t2;
         assert!(report.ok, "our own bundle must verify");
+        // what `brainctl export --sign` and `brainctl verify FILE` do
+        let te = Instant::now();
+        let export = node::export::export_signed(&store, &wallet, &opts).expect("export");
+        let text = export.signed.to_file_text();
+        let tv = Instant::now();
+        let (file_report, _) = node::bundle::verify_text(text.as_bytes());
+        let tw = Instant::now();
+        assert!(file_report.ok);
+        assert_eq!(export.signed.bundle_hash_hex, signed.bundle_hash_hex);
+        export_sign.push((tv - te).as_secs_f64());
+        verify_file.push((tw - tv).as_secs_f64());
         build.push((t1 - t0).as_secs_f64());
         sign.push((t2 - t1).as_secs_f64());
         total.push((t2 - t0).as_secs_f64());
@@ -83,6 +105,7 @@ fn bench_export(db: PathBuf, iters: usize) {
             "bench": "export", "impl": "rust", "memories": n, "iters": iters,
             "build_s": median(build), "sign_s": median(sign), "export_total_s": median(total),
             "verify_s": median(verify), "sensitive_scan_s": median(scan), "canonical_s": median(canon_s), "sha256_s": median(hash_s), "canonical_bytes": canon_len, "sensitive_rows": findings,
+            "export_sign_s": median(export_sign), "verify_file_s": median(verify_file), "floor_s": median(hash_s.clone()),
             "peak_rss_kib": peak_rss_kib(), "bundle_hash": hash,
         })
     );
