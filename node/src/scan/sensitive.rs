@@ -365,7 +365,7 @@ mod tests {
         "sk_live_abcdefghijklmnopqrstu", "github_pat_abcdefghijklmnopqrstuvwxyz",
         "password = hunter2hunter2", "PASSWD: correcthorse", "Api-Key=0123456789", "\u{212A}ey",
         "api_\u{212A}ey: abcdefghij", "\u{17F}ecret: abcdefghij", "alice@example.com", "@", "+1 415-555-2671",
-        "(415) 555 2671", "415-555-2671", "4111 1111 1111 1111", "4111111111111111", "4111-1111-1111-1112",
+        "(415) 555 2671", "415-555-2671", "4222222222222", "4111 1111 1111 1111", "4111111111111111", "4111-1111-1111-1112",
         "\u{664}\u{661}\u{661}\u{661} \u{661}\u{661}\u{661}\u{661} \u{661}\u{661}\u{661}\u{661} \u{661}\u{661}\u{661}\u{661}",
         "\u{661}\u{662}\u{663} \u{664}\u{665}\u{666} \u{667}\u{668}\u{669}\u{660}",
         "[", ",", "12, ", "]", " ", "\n", "\u{e9}", "key", "token", "secret", "private_key = zzzzzzzzzz",
