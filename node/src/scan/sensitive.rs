@@ -4,10 +4,10 @@
 //!
 //! Reports *what kind* and *where*, never the matched text itself.
 //!
-//! Fast path: one byte pass and one Aho-Corasick pass over the text decide
-//! which patterns *could* match (each condition is necessary for its
-//! pattern: a literal it contains, enough digits, a long enough base58
-//! run); only those run their precise regex and checks. Ordinary rows
+//! Fast path: SIMD byte searches and a vectorized digit count decide which
+//! patterns *could* match (each condition is necessary for its pattern:
+//! a character it contains, enough digits, a long enough run); only those
+//! run their precise regex and checks. Ordinary rows
 //! never reach a regex. [`scan`] and the all-patterns [`scan_precise`]
 //! give the same findings (property-tested).
 
@@ -129,101 +129,99 @@ impl Candidates {
     }
 }
 
-/// Literals one of which each literal-bearing pattern must contain, with
-/// the pattern they stand for.
-const LITERALS: &[(&str, Lit)] = &[
-    ("PRIVATE KEY-----", Lit::Pem),
-    ("sk-", Lit::Token),
-    ("ghp_", Lit::Token),
-    ("gho_", Lit::Token),
-    ("ghu_", Lit::Token),
-    ("ghs_", Lit::Token),
-    ("ghr_", Lit::Token),
-    ("github_pat_", Lit::Token),
-    ("AKIA", Lit::Token),
-    ("xoxa-", Lit::Token),
-    ("xoxb-", Lit::Token),
-    ("xoxp-", Lit::Token),
-    ("xoxr-", Lit::Token),
-    ("xoxs-", Lit::Token),
-    ("AIza", Lit::Token),
-    ("glpat-", Lit::Token),
-    ("sk_live_", Lit::Token),
-];
+// Byte classes for the runs the prefilter measures.
+const B58: u8 = 2;
+const TOKEN_CHAR: u8 = 4;
 
-/// Keywords (ASCII, any case) one of which a secret assignment contains.
-const KEYWORDS: &[&str] = &["api", "secret", "token", "passw", "private"];
-
-#[derive(Clone, Copy)]
-enum Lit {
-    Pem,
-    Token,
+const fn classes() -> [u8; 256] {
+    let mut t = [0u8; 256];
+    let mut b = 0usize;
+    while b < 256 {
+        let c = b as u8;
+        let mut k = 0u8;
+        if matches!(c, b'1'..=b'9' | b'A'..=b'H' | b'J'..=b'N' | b'P'..=b'Z' | b'a'..=b'k' | b'm'..=b'z')
+        {
+            k |= B58;
+        }
+        if c.is_ascii_alphanumeric() || c == b'_' || c == b'-' {
+            k |= TOKEN_CHAR;
+        }
+        t[b] = k;
+        b += 1;
+    }
+    t
 }
 
-static LITERAL_FINDER: LazyLock<aho_corasick::AhoCorasick> = LazyLock::new(|| {
-    aho_corasick::AhoCorasick::new(LITERALS.iter().map(|(l, _)| l)).expect("literals")
-});
+static CLASS: [u8; 256] = classes();
 
-static KEYWORD_FINDER: LazyLock<aho_corasick::AhoCorasick> = LazyLock::new(|| {
-    aho_corasick::AhoCorasick::builder()
-        .ascii_case_insensitive(true)
-        .build(KEYWORDS)
-        .expect("keywords")
-});
+/// Shortest run of `[A-Za-z0-9_-]` any provider token pattern needs
+/// (`xox?-` + 10).
+const MIN_TOKEN_RUN: usize = 15;
 
-fn is_b58(c: u8) -> bool {
-    matches!(c, b'1'..=b'9' | b'A'..=b'H' | b'J'..=b'N' | b'P'..=b'Z' | b'a'..=b'k' | b'm'..=b'z')
-}
-
-/// The necessary conditions of each pattern, in one byte pass plus the
-/// literal and keyword searches. The regexes' `\d` and `(?i)` are
-/// Unicode-aware: in non-ASCII text digits are counted as chars that are
-/// numeric (a superset of `\d`) and the assignment pattern always runs
-/// (Unicode case folding maps e.g. U+212A KELVIN SIGN to `k`).
+/// The necessary conditions of each pattern: a PEM key needs `-----`; a
+/// base58 secret a run of 80 base58 characters; a keystore `[` and 63
+/// commas; a token a run of 15 token characters; an assignment `:` or `=`;
+/// an email `@`; a phone 10 digits, a card 13. Built from SIMD byte
+/// searches (memchr) and a vectorized digit count; runs are measured only
+/// inside space-separated words long enough to hold one (a space belongs
+/// to neither run). The regexes' `\d` is Unicode-aware: in non-ASCII text
+/// digits are counted as chars that are numeric (a superset of `\d`).
 fn candidates(text: &str) -> Candidates {
     let bytes = text.as_bytes();
-    let ascii = text.is_ascii();
-    let (mut digits, mut commas, mut at, mut bracket) = (0usize, 0usize, false, false);
-    let (mut run, mut longest) = (0usize, 0usize);
-    for &c in bytes {
-        if c.is_ascii_digit() {
-            digits += 1;
-        }
-        match c {
-            b',' => commas += 1,
-            b'@' => at = true,
-            b'[' => bracket = true,
-            _ => {}
-        }
-        if is_b58(c) {
-            run += 1;
-            longest = longest.max(run);
-        } else {
-            run = 0;
-        }
-    }
-    if !ascii {
-        digits = text.chars().filter(|c| c.is_numeric()).count();
-    }
-    let mut c = Candidates {
-        b58: longest >= 80,
-        keystore: bracket && commas >= 63,
-        email: at,
+    let digits = if text.is_ascii() {
+        bytes.iter().filter(|b| b.wrapping_sub(b'0') < 10).count()
+    } else {
+        text.chars().filter(|c| c.is_numeric()).count()
+    };
+    let bracket = memchr::memchr(b'[', bytes).is_some();
+    let (b58_max, tok_max) = longest_runs(bytes);
+    Candidates {
+        pem: DASHES.find(bytes).is_some(),
+        b58: b58_max >= 80,
+        keystore: bracket && memchr::memchr_iter(b',', bytes).count() >= 63,
+        token: tok_max >= MIN_TOKEN_RUN,
+        assignment: memchr::memchr2(b':', b'=', bytes).is_some(),
+        email: memchr::memchr(b'@', bytes).is_some(),
         phone: digits >= 10,
         card: digits >= 13,
-        assignment: !ascii || KEYWORD_FINDER.is_match(bytes),
-        ..Candidates::default()
-    };
-    for m in LITERAL_FINDER.find_overlapping_iter(bytes) {
-        match LITERALS[m.pattern().as_usize()].1 {
-            Lit::Pem => c.pem = true,
-            Lit::Token => c.token = true,
-        }
-        if c.pem && c.token {
-            break;
-        }
     }
-    c
+}
+
+static DASHES: LazyLock<memchr::memmem::Finder<'static>> =
+    LazyLock::new(|| memchr::memmem::Finder::new(b"-----"));
+
+/// The longest runs of base58 and of token characters in `bytes`, looked
+/// for only where they can be: a run of 15 or more non-space bytes covers
+/// a whole 8-byte-aligned block without a space (found 8 bytes at a time);
+/// only the space-free segment around such a block is measured. Prose,
+/// whose words are shorter than 8 letters, costs one test per 8 bytes.
+fn longest_runs(bytes: &[u8]) -> (usize, usize) {
+    const SPACES: u64 = u64::from_ne_bytes([b' '; 8]);
+    const LOW: u64 = 0x0101_0101_0101_0101;
+    const HIGH: u64 = 0x8080_8080_8080_8080;
+    let (mut b58_max, mut tok_max) = (0usize, 0usize);
+    let mut measured_to = 0usize;
+    let mut at = 0usize;
+    while at + 8 <= bytes.len() {
+        let block = u64::from_ne_bytes(bytes[at..at + 8].try_into().expect("8 bytes"));
+        let x = block ^ SPACES;
+        let has_space = x.wrapping_sub(LOW) & !x & HIGH != 0;
+        if !has_space && at >= measured_to {
+            let start = memchr::memrchr(b' ', &bytes[..at]).map_or(0, |i| i + 1);
+            let end = memchr::memchr(b' ', &bytes[at..]).map_or(bytes.len(), |i| at + i);
+            let (mut b58, mut tok) = (0usize, 0usize);
+            for &c in &bytes[start..end] {
+                let k = CLASS[c as usize];
+                b58 = if k & B58 != 0 { b58 + 1 } else { 0 };
+                tok = if k & TOKEN_CHAR != 0 { tok + 1 } else { 0 };
+                b58_max = b58_max.max(b58);
+                tok_max = tok_max.max(tok);
+            }
+            measured_to = end;
+        }
+        at += 8;
+    }
+    (b58_max, tok_max)
 }
 
 /// All sensitive findings in `text`, in order of offset.
