@@ -192,6 +192,10 @@ fn bench_search(n: usize, queries: usize) {
     };
     let mut lat = Vec::with_capacity(queries);
     let mut hits = 0usize;
+    // per query: latency, words, and how many memories match (the work a
+    // ranked search does), to see what the slow 1% have in common
+    let mut detail: Vec<(f64, usize, i64)> = Vec::with_capacity(queries);
+    let count = |text: &str| -> i64 { store.search_count(text).expect("count") };
     for i in 0..queries {
         // one to three words, drawn uniformly from the mid/rare vocabulary
         let words: Vec<&str> = (0..1 + i % 3)
@@ -200,15 +204,24 @@ fn bench_search(n: usize, queries: usize) {
         let text = words.join(" ");
         let t = Instant::now();
         hits += store.search(&text, &q).expect("search").len();
-        lat.push(t.elapsed().as_secs_f64() * 1000.0);
+        let ms = t.elapsed().as_secs_f64() * 1000.0;
+        lat.push(ms);
+        detail.push((ms, words.len(), count(&text)));
     }
     lat.sort_by(|a, b| a.total_cmp(b));
+    detail.sort_by(|a, b| b.0.total_cmp(&a.0));
+    let slow = &detail[..(queries / 100).max(1)];
+    let mean = |v: &[(f64, usize, i64)], f: fn(&(f64, usize, i64)) -> f64| {
+        v.iter().map(f).sum::<f64>() / v.len() as f64
+    };
     let p = |q: f64| lat[((lat.len() as f64 - 1.0) * q) as usize];
     println!(
         "{}",
         serde_json::json!({
             "bench": "memory_search", "memories": n, "queries": queries, "fill_s": fill_s,
             "p50_ms": p(0.5), "p99_ms": p(0.99), "max_ms": p(1.0), "mean_hits": hits as f64 / queries as f64,
+            "slowest_1pct": {"mean_words": mean(slow, |d| d.1 as f64), "mean_matches": mean(slow, |d| d.2 as f64), "min_ms": slow.last().map(|d| d.0)},
+            "all": {"mean_words": mean(&detail, |d| d.1 as f64), "mean_matches": mean(&detail, |d| d.2 as f64)},
         })
     );
     let _ = std::fs::remove_dir_all(dir);

@@ -362,6 +362,19 @@ impl Store {
         Ok(rows.collect::<rusqlite::Result<_>>()?)
     }
 
+    /// How many memories (live or not) match `text`, unranked: the work a
+    /// ranked [`Store::search`] does before its limit applies.
+    pub fn search_count(&self, text: &str) -> Result<i64> {
+        let Some(expr) = match_expression(text) else {
+            return Ok(0);
+        };
+        Ok(self.conn.query_row(
+            "SELECT count(*) FROM memories_fts WHERE memories_fts MATCH ?1",
+            [expr],
+            |r| r.get(0),
+        )?)
+    }
+
     /// One memory by id.
     pub fn get(&self, id: i64) -> Result<Memory> {
         let sql = format!("SELECT {} FROM memories m WHERE m.id = ?1", prefixed_cols());
