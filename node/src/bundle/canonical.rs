@@ -71,7 +71,8 @@ pub fn python_pretty(value: &Value) -> String {
     String::from_utf8(out).expect("ensure_ascii output is ASCII")
 }
 
-fn write_pretty(out: &mut Vec<u8>, value: &Value, depth: usize) {
+/// Writes `value` as `json.dumps(value, indent=2)` at nesting `depth`.
+pub(crate) fn write_pretty(out: &mut Vec<u8>, value: &Value, depth: usize) {
     match value {
         Value::Array(items) if !items.is_empty() => {
             out.push(b'[');
@@ -105,7 +106,8 @@ fn write_pretty_object(out: &mut Vec<u8>, map: &Map<String, Value>, depth: usize
     out.push(b'}');
 }
 
-fn newline_indent(out: &mut Vec<u8>, depth: usize) {
+/// A newline and `depth` levels of two-space indent.
+pub(crate) fn newline_indent(out: &mut Vec<u8>, depth: usize) {
     out.push(b'\n');
     out.resize(out.len() + depth * 2, b' ');
 }

@@ -56,8 +56,40 @@ impl SignedBundle {
         Value::Object(m)
     }
 
-    /// The file text, laid out as the reference's `json.dumps(indent=2)`.
+    /// The file text, laid out as the reference's `json.dumps(indent=2)`
+    /// of [`SignedBundle::to_value`], written straight from the typed
+    /// bundle (byte-identical; tested against the value path).
     pub fn to_file_text(&self) -> String {
+        use super::canonical::{newline_indent, write_i64, write_str};
+        let mut out = Vec::with_capacity(256 + self.bundle.memories.len() * 700);
+        out.push(b'{');
+        newline_indent(&mut out, 1);
+        out.extend_from_slice(b"\"version\": ");
+        write_i64(&mut out, SIGNED_VERSION);
+        out.push(b',');
+        newline_indent(&mut out, 1);
+        out.extend_from_slice(b"\"bundle\": ");
+        self.bundle.write_pretty(&mut out, 1);
+        for (k, v) in [
+            ("bundle_hash_hex", &self.bundle_hash_hex),
+            ("signature_b58", &self.signature_b58),
+            ("signer_pubkey_b58", &self.signer_pubkey_b58),
+            ("signed_at", &self.signed_at),
+        ] {
+            out.push(b',');
+            newline_indent(&mut out, 1);
+            write_str(&mut out, k);
+            out.extend_from_slice(b": ");
+            write_str(&mut out, v);
+        }
+        newline_indent(&mut out, 0);
+        out.push(b'}');
+        String::from_utf8(out).expect("ensure_ascii output is ASCII")
+    }
+
+    /// [`SignedBundle::to_file_text`] through the JSON value (the reference
+    /// layout applied to the tree): what the typed writer is tested against.
+    pub fn to_file_text_via_value(&self) -> String {
         python_pretty(&self.to_value())
     }
 }
