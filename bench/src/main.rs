@@ -79,11 +79,12 @@ fn bench_export(db: PathBuf, iters: usize) {
             .sum();
         scan_precise.push(tp.elapsed().as_secs_f64());
         assert!(findings == 0 || precise > 0);
+        let tc = Instant::now();
         let canon = signed.bundle.canonical_bytes();
         let t5 = Instant::now();
         let _ = node::crypto::sha256(&canon);
         let t6 = Instant::now();
-        canon_s.push((t5 - t4).as_secs_f64());
+        canon_s.push((t5 - tc).as_secs_f64());
         hash_s.push((t6 - t5).as_secs_f64());
         canon_len = canon.len();
         let (t2, t2v) = t2;
