@@ -39,12 +39,17 @@ impl FsStore {
         if path.exists() {
             return Ok(id);
         }
-        std::fs::create_dir_all(&self.dir)
-            .map_err(|e| StorageError::Io(format!("{}: {e}", self.dir.display())))?;
+        std::fs::create_dir_all(&self.dir).map_err(|source| StorageError::Io {
+            path: self.dir.clone(),
+            source,
+        })?;
         let tmp = self.dir.join(format!(".{id}.tmp-{}", std::process::id()));
         std::fs::write(&tmp, item.to_bytes())
             .and_then(|_| std::fs::rename(&tmp, &path))
-            .map_err(|e| StorageError::Io(format!("{}: {e}", path.display())))?;
+            .map_err(|source| StorageError::Io {
+                path: path.clone(),
+                source,
+            })?;
         Ok(id)
     }
 
@@ -59,7 +64,7 @@ impl FsStore {
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
                 return Err(StorageError::NotFound(id.into()))
             }
-            Err(e) => return Err(StorageError::Io(format!("{}: {e}", path.display()))),
+            Err(source) => return Err(StorageError::Io { path, source }),
         };
         let item = DataItem::from_bytes(&bytes)?;
         if item.id() != id {

@@ -83,25 +83,35 @@ impl Gateway {
     pub fn load_or_create_key(path: &Path) -> Result<RsaPrivateKey, StorageError> {
         use rsa::pkcs8::{DecodePrivateKey, EncodePrivateKey};
         if path.exists() {
-            let der = std::fs::read(path).map_err(|e| StorageError::Io(e.to_string()))?;
-            return RsaPrivateKey::from_pkcs8_der(&der).map_err(|_| {
-                StorageError::Io(format!("{} is not a PKCS#8 RSA key", path.display()))
+            let der = std::fs::read(path).map_err(|source| StorageError::Io {
+                path: path.into(),
+                source,
+            })?;
+            return RsaPrivateKey::from_pkcs8_der(&der).map_err(|_| StorageError::BadWalletKey {
+                path: path.into(),
+                why: "not a PKCS#8 RSA key".into(),
             });
         }
-        let key = RsaPrivateKey::new(&mut rand_core::OsRng, KEY_BITS)
-            .map_err(|e| StorageError::Io(format!("RSA key generation: {e}")))?;
-        let der = key
-            .to_pkcs8_der()
-            .map_err(|e| StorageError::Io(e.to_string()))?;
+        let key = RsaPrivateKey::new(&mut rand_core::OsRng, KEY_BITS).map_err(|e| {
+            StorageError::BadWalletKey {
+                path: path.into(),
+                why: format!("RSA key generation: {e}"),
+            }
+        })?;
+        let der = key.to_pkcs8_der().map_err(|e| StorageError::BadWalletKey {
+            path: path.into(),
+            why: format!("PKCS#8 encoding: {e}"),
+        })?;
         let (dir, name) = (
             path.parent().unwrap_or(Path::new(".")),
             path.file_name().and_then(|n| n.to_str()).ok_or_else(|| {
-                StorageError::Io(format!("{} is not a file path", path.display()))
+                StorageError::BadWalletKey {
+                    path: path.into(),
+                    why: "not a file path".into(),
+                }
             })?,
         );
-        crate::keys::KeyDir::new(dir)
-            .create_exclusive(name, der.as_bytes())
-            .map_err(|e| StorageError::Io(e.to_string()))?;
+        crate::keys::KeyDir::new(dir).create_exclusive(name, der.as_bytes())?;
         Ok(key)
     }
 

@@ -22,7 +22,7 @@ pub use tags::Tag;
 pub use uploader::{Source, Uploader};
 
 /// Storage errors.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[derive(Debug, thiserror::Error)]
 pub enum StorageError {
     /// Not a 43-character base64url id.
     #[error("`{0}` is not a data item id (43 base64url characters)")]
@@ -58,8 +58,24 @@ pub enum StorageError {
     #[error("HTTP error: {0}")]
     Http(String),
     /// Filesystem failure.
-    #[error("storage I/O: {0}")]
-    Io(String),
+    #[error("storage I/O on {path}: {source}")]
+    Io {
+        /// The file or directory.
+        path: std::path::PathBuf,
+        /// The cause.
+        source: std::io::Error,
+    },
+    /// The Arweave wallet file is not an RSA key we can use.
+    #[error("Arweave wallet {path}: {why}")]
+    BadWalletKey {
+        /// The key file.
+        path: std::path::PathBuf,
+        /// What is wrong.
+        why: String,
+    },
+    /// The Arweave wallet could not be saved.
+    #[error(transparent)]
+    WalletKeyFile(#[from] crate::keys::KeyError),
     /// The bytes are not a valid signed item.
     #[error(transparent)]
     Item(#[from] ItemError),
