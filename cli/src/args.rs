@@ -412,6 +412,15 @@ pub struct BudgetArgs {
     /// How many ledger rows to show.
     #[arg(long, default_value_t = 20)]
     pub limit: usize,
+    /// Set the per-buy maximum (lamports, all in) in the policy file.
+    #[arg(long, value_name = "LAMPORTS")]
+    pub set_max_per_buy_lamports: Option<u64>,
+    /// Set the rolling 24 h budget (lamports) in the policy file.
+    #[arg(long, value_name = "LAMPORTS")]
+    pub set_budget_24h_lamports: Option<u64>,
+    /// Allow buying from this seller only (repeatable; replaces the list).
+    #[arg(long = "set-seller", value_name = "PUBKEY")]
+    pub set_sellers: Vec<String>,
 }
 
 /// `brainctl marketplace fetch`

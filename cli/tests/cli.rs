@@ -466,3 +466,46 @@ fn ids_starting_with_a_hyphen_are_ids() {
     let r = e.run(&["marketplace", "buy", &id, "--offer", &id]);
     assert_ne!(r.code, 2, "parsed as an id: {}", r.stderr);
 }
+
+/// The operator sets the spend policy with `marketplace budget --set-*`:
+/// a 0600 file beside the wallet, limits kept across calls, sellers
+/// checked; `budget --json` shows it and `brainctl mcp` then starts.
+#[test]
+fn the_operator_sets_the_spend_policy() {
+    let e = Env::new();
+    e.ok(&["wallet", "new"]);
+    let set = e.ok(&[
+        "--json",
+        "marketplace",
+        "budget",
+        "--set-budget-24h-lamports",
+        "200000000",
+    ]);
+    assert_eq!(set.json()["policy"]["budget_24h_lamports"], 200_000_000);
+    let seller = node::wallet::Wallet::generate().address();
+    let set = e.ok(&[
+        "--json",
+        "marketplace",
+        "budget",
+        "--set-max-per-buy-lamports",
+        "50000000",
+        "--set-seller",
+        &seller,
+    ]);
+    let p = &set.json()["policy"];
+    assert_eq!(p["budget_24h_lamports"], 200_000_000, "kept: {p}");
+    assert_eq!(p["max_per_buy_lamports"], 50_000_000);
+    assert_eq!(p["sellers"], serde_json::json!([seller]));
+    assert_eq!(
+        set.json()["standing"]["remaining_24h_lamports"],
+        200_000_000
+    );
+    let file = e.path(".brainctl/spend-policy.json");
+    assert_eq!(
+        std::fs::metadata(&file).unwrap().permissions().mode() & 0o777,
+        0o600
+    );
+    let bad = e.run(&["marketplace", "budget", "--set-seller", "not-a-key"]);
+    assert_eq!(bad.code, 2, "{}", bad.stderr);
+    assert!(bad.stderr.contains("--set-seller"), "{}", bad.stderr);
+}

@@ -485,8 +485,16 @@ impl BrainctlServer {
         annotations(read_only_hint = true)
     )]
     async fn market_budget(&self) -> Result<CallToolResult, McpError> {
-        self.market(|_| Ok(MarketCmd::Budget(crate::args::BudgetArgs { limit: 20 })))
-            .await
+        // read-only: the policy is the operator's, never set through a tool
+        self.market(|_| {
+            Ok(MarketCmd::Budget(crate::args::BudgetArgs {
+                limit: 20,
+                set_max_per_buy_lamports: None,
+                set_budget_24h_lamports: None,
+                set_sellers: Vec::new(),
+            }))
+        })
+        .await
     }
 
     /// The seller's view.

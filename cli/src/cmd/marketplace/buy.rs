@@ -81,7 +81,35 @@ pub(super) fn refund(a: RefundArgs, ctx: &Context) -> CliResult<()> {
 }
 
 /// `marketplace budget`.
+/// With `--set-*`, first writes those limits into the policy file (0600;
+/// the other limits kept): the operator's way to configure it, never a tool's.
 pub(super) fn budget(a: BudgetArgs, ctx: &Context) -> CliResult<()> {
+    let setting = a.set_max_per_buy_lamports.is_some()
+        || a.set_budget_24h_lamports.is_some()
+        || !a.set_sellers.is_empty();
+    if setting {
+        for s in &a.set_sellers {
+            if node::crypto::b58_array::<32>(s).is_none() {
+                return Err(Failure::bad_input(anyhow::anyhow!(
+                    "--set-seller {s} is not a base58 public key"
+                )));
+            }
+        }
+        let path = node::spend::policy_path(&ctx.wallet_path);
+        let mut policy = node::spend::SpendPolicy::load(&path)
+            .map_err(Failure::bad_input)?
+            .unwrap_or_default();
+        if let Some(m) = a.set_max_per_buy_lamports {
+            policy.max_per_buy_lamports = Some(m);
+        }
+        if let Some(b) = a.set_budget_24h_lamports {
+            policy.budget_24h_lamports = Some(b);
+        }
+        if !a.set_sellers.is_empty() {
+            policy.sellers = Some(a.set_sellers.clone());
+        }
+        policy.write(&path)?;
+    }
     show_budget(ctx, a.limit)
 }
 
