@@ -293,7 +293,7 @@ fn honest_buys_are_released_exactly_once_among_hostile_ones() {
         let row = state.get(&s.signature);
         let st = row
             .as_ref()
-            .map_or("unrecorded".into(), |r| r.state.clone());
+            .map_or("unrecorded".to_string(), |r| r.state.to_string());
         by_shape
             .entry(format!("{:?}", s.shape))
             .or_default()

@@ -96,7 +96,7 @@ pub enum StateError {
         /// Buy.
         signature: String,
         /// Its state.
-        state: String,
+        state: BuyState,
         /// The refused step.
         step: &'static str,
     },
@@ -106,6 +106,80 @@ pub enum StateError {
     /// Newer schema.
     #[error("listen state schema {0} is newer than this brainctl understands")]
     NewerSchema(i64),
+}
+
+/// Where a buy stands: `seen → verified → envelope_uploaded → released`,
+/// or `rejected` (from `seen`, or abandoned after verifying).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum BuyState {
+    /// Recorded from the chain, not yet verified.
+    Seen,
+    /// A paid buy by the settlement rules.
+    Verified,
+    /// Its sealed envelope is stored (and its mint recorded).
+    EnvelopeUploaded,
+    /// Released exactly once.
+    Released,
+    /// Not a paid buy (or no longer releasable), with its reason.
+    Rejected,
+}
+
+impl BuyState {
+    /// Its name in the database and in `--json`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            BuyState::Seen => "seen",
+            BuyState::Verified => "verified",
+            BuyState::EnvelopeUploaded => "envelope_uploaded",
+            BuyState::Released => "released",
+            BuyState::Rejected => "rejected",
+        }
+    }
+
+    /// Its position on the release path (`None` for `rejected`).
+    fn rank(self) -> Option<usize> {
+        match self {
+            BuyState::Seen => Some(0),
+            BuyState::Verified => Some(1),
+            BuyState::EnvelopeUploaded => Some(2),
+            BuyState::Released => Some(3),
+            BuyState::Rejected => None,
+        }
+    }
+}
+
+impl std::fmt::Display for BuyState {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl PartialEq<&str> for BuyState {
+    fn eq(&self, other: &&str) -> bool {
+        self.as_str() == *other
+    }
+}
+
+impl rusqlite::types::ToSql for BuyState {
+    fn to_sql(&self) -> rusqlite::Result<rusqlite::types::ToSqlOutput<'_>> {
+        Ok(self.as_str().into())
+    }
+}
+
+impl rusqlite::types::FromSql for BuyState {
+    fn column_result(v: rusqlite::types::ValueRef<'_>) -> rusqlite::types::FromSqlResult<Self> {
+        match v.as_str()? {
+            "seen" => Ok(BuyState::Seen),
+            "verified" => Ok(BuyState::Verified),
+            "envelope_uploaded" => Ok(BuyState::EnvelopeUploaded),
+            "released" => Ok(BuyState::Released),
+            "rejected" => Ok(BuyState::Rejected),
+            other => Err(rusqlite::types::FromSqlError::Other(
+                format!("unknown buy state {other:?}").into(),
+            )),
+        }
+    }
 }
 
 /// Outcome of a step.
@@ -126,8 +200,8 @@ pub struct BuyRow {
     pub listing_id: String,
     /// Slot.
     pub slot: u64,
-    /// State name.
-    pub state: String,
+    /// Where it stands.
+    pub state: BuyState,
     /// Buyer, once verified.
     pub buyer: Option<String>,
     /// Buyer X25519, once verified.
@@ -271,8 +345,6 @@ fn ensure_parent(path: &Path) -> Result<(), StateError> {
         None => Ok(()),
     }
 }
-
-const ORDER: [&str; 4] = ["seen", "verified", "envelope_uploaded", "released"];
 
 impl ListenDb {
     /// Opens (creating) the state at `path` for the seller's commands:
@@ -418,7 +490,7 @@ impl ListenDb {
     }
 
     /// Unfinished buys in `state` whose next attempt is due at `now_ms`.
-    pub fn due(&self, state: &str, now_ms: i64) -> Result<Vec<BuyRow>, StateError> {
+    pub fn due(&self, state: BuyState, now_ms: i64) -> Result<Vec<BuyRow>, StateError> {
         self.buys_where("state = ?1 AND retry_at <= ?2", &[&state, &now_ms])
     }
 
@@ -427,14 +499,14 @@ impl ListenDb {
     fn advance(
         &mut self,
         signature: &str,
-        from: &str,
-        to: &'static str,
+        from: BuyState,
+        to: BuyState,
         step: &'static str,
         set: &str,
         args: &[&dyn rusqlite::ToSql],
     ) -> Result<Step, StateError> {
         let tx = self.conn.transaction()?;
-        let state: Option<String> = tx
+        let state: Option<BuyState> = tx
             .query_row(
                 "SELECT state FROM buys WHERE signature = ?1",
                 [signature],
@@ -443,8 +515,7 @@ impl ListenDb {
             .optional()?;
         let state = state.ok_or_else(|| StateError::Unknown(signature.into()))?;
         if state != from {
-            let pos = |s: &str| ORDER.iter().position(|x| *x == s);
-            return match (pos(&state), pos(to)) {
+            return match (state.rank(), to.rank()) {
                 (Some(have), Some(want)) if have >= want => Ok(Step::AlreadyDone),
                 _ if state == to => Ok(Step::AlreadyDone),
                 _ => Err(StateError::WrongState {
@@ -455,6 +526,7 @@ impl ListenDb {
             };
         }
         let now = crate::clock::now_iso();
+        let (to, from) = (to.as_str(), from.as_str());
         let sql = format!("UPDATE buys SET state = '{to}', updated_at = ?1, attempts = 0, last_error = NULL, retry_at = 0{set} WHERE signature = ?2 AND state = '{from}'");
         let mut all: Vec<&dyn rusqlite::ToSql> = vec![&now, &signature];
         all.extend_from_slice(args);
@@ -467,8 +539,8 @@ impl ListenDb {
     pub fn mark_verified(&mut self, b: &VerifiedBuy) -> Result<Step, StateError> {
         self.advance(
             &b.signature,
-            "seen",
-            "verified",
+            BuyState::Seen,
+            BuyState::Verified,
             "verify",
             ", buyer = ?3, buyer_x25519 = ?4, paid_lamports = ?5, price_lamports = ?6, offer_id = ?7",
             &[&b.buyer, &b.buyer_x25519, &(b.paid_lamports as i64), &(b.price_lamports as i64), &b.offer_id],
@@ -480,8 +552,8 @@ impl ListenDb {
         let reason = serde_json::to_string(why).expect("serializes");
         self.advance(
             signature,
-            "seen",
-            "rejected",
+            BuyState::Seen,
+            BuyState::Rejected,
             "reject",
             ", reason = ?3",
             &[&reason],
@@ -502,11 +574,11 @@ impl ListenDb {
         if n == 1 {
             return Ok(Step::Applied);
         }
-        match self.get(signature)?.state.as_str() {
-            "rejected" => Ok(Step::AlreadyDone),
+        match self.get(signature)?.state {
+            BuyState::Rejected => Ok(Step::AlreadyDone),
             state => Err(StateError::WrongState {
                 signature: signature.into(),
-                state: state.into(),
+                state,
                 step: "abandon",
             }),
         }
@@ -523,8 +595,8 @@ impl ListenDb {
     ) -> Result<Step, StateError> {
         self.advance(
             signature,
-            "verified",
-            "envelope_uploaded",
+            BuyState::Verified,
+            BuyState::EnvelopeUploaded,
             "record the envelope",
             ", envelope_id = ?3, mint_address = ?4, token_standard = ?5",
             &[&envelope_id, &mint, &standard],
@@ -539,8 +611,8 @@ impl ListenDb {
     ) -> Result<Step, StateError> {
         self.advance(
             signature,
-            "envelope_uploaded",
-            "released",
+            BuyState::EnvelopeUploaded,
+            BuyState::Released,
             "release",
             ", release_sig = ?3",
             &[&release_sig],
@@ -897,7 +969,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let mut db = ListenDb::open(&dir.path().join("listen.db")).unwrap();
         db.record_seen("s1", "20261101-0123456789ab", 5).unwrap();
-        assert_eq!(db.due("seen", now_ms()).unwrap().len(), 1);
+        assert_eq!(db.due(BuyState::Seen, now_ms()).unwrap().len(), 1);
         assert_eq!(db.note_retry("s1", "not visible yet").unwrap(), 1);
         assert_eq!(db.note_retry("s1", "rpc 503").unwrap(), 2);
         let row = db.get("s1").unwrap();
@@ -905,8 +977,11 @@ mod tests {
             (row.attempts, row.last_error.as_deref()),
             (2, Some("rpc 503"))
         );
-        assert!(db.due("seen", now_ms()).unwrap().is_empty(), "backing off");
-        assert_eq!(db.due("seen", row.retry_at).unwrap().len(), 1);
+        assert!(
+            db.due(BuyState::Seen, now_ms()).unwrap().is_empty(),
+            "backing off"
+        );
+        assert_eq!(db.due(BuyState::Seen, row.retry_at).unwrap().len(), 1);
         assert_eq!(db.unfinished().unwrap().len(), 1, "never dropped");
         db.mark_verified(&buy("s1")).unwrap();
         let row = db.get("s1").unwrap();

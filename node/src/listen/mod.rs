@@ -15,7 +15,7 @@ pub mod pass;
 pub mod release;
 pub mod wake;
 
-pub use crate::seller::{BuyRow, ListenDb, ListingRecord, OfferRecord, StateError, Step};
+pub use crate::seller::{BuyRow, BuyState, ListenDb, ListingRecord, OfferRecord, StateError, Step};
 
 pub use crate::settle::{
     binding_price, verify_buy, verify_escrow_buy, verify_escrow_deposit, ListingTerms,

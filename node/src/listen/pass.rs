@@ -25,7 +25,7 @@ use crate::arweave::Uploader;
 use crate::chain::memo_field::memos_lenient;
 use crate::chain::{Chain, ChainError, Pubkey, Signature, Signer};
 use crate::memo::MemoOp;
-use crate::seller::{now_ms, BuyRow, ListenDb, StateError};
+use crate::seller::{now_ms, BuyRow, BuyState, ListenDb, StateError};
 use crate::settle::{
     verify_buy, verify_escrow_buy, ListingTerms, NegotiatedTerms, Rejection, VerifiedBuy,
 };
@@ -248,7 +248,7 @@ async fn verify_due(
     catalog: &dyn Catalog,
     report: &mut PassReport,
 ) -> Result<(), StateError> {
-    for row in db.due("seen", now_ms())? {
+    for row in db.due(BuyState::Seen, now_ms())? {
         match verdict_of(chain, seller, catalog, &row).await {
             Ok(Ok(buy)) => {
                 db.mark_verified(&buy)?;
@@ -322,7 +322,7 @@ async fn upload_due(
     catalog: &dyn Catalog,
     report: &mut PassReport,
 ) -> Result<(), StateError> {
-    for row in db.due("verified", now_ms())? {
+    for row in db.due(BuyState::Verified, now_ms())? {
         match upload_for(db, seller, uploader, catalog, &row).await {
             Ok(()) => {}
             Err(ReleaseError::State(e @ StateError::Sql(_))) => return Err(e),
@@ -348,7 +348,7 @@ async fn release_due(
     catalog: &dyn Catalog,
     report: &mut PassReport,
 ) -> Result<(), StateError> {
-    let ready = db.due("envelope_uploaded", now_ms())?;
+    let ready = db.due(BuyState::EnvelopeUploaded, now_ms())?;
     let landed: Vec<(String, Result<String, ReleaseError>)> =
         futures_util::stream::iter(ready.iter())
             .map(|row| async move {

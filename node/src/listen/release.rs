@@ -691,7 +691,7 @@ mod tests {
             signature: sig.clone(),
             listing_id: "20261123-0123456789ab".into(),
             slot: 1,
-            state: "envelope_uploaded".into(),
+            state: crate::seller::BuyState::EnvelopeUploaded,
             buyer: None,
             buyer_x25519: None,
             envelope_id: None,

@@ -686,7 +686,12 @@ async fn every_deposit_the_program_holds_is_released_and_cancel_closes_the_listi
         let release = release_of(&seller, id, &h.account.buyer, &config);
         t.send(vec![release], &seller_kp, &[]).await.unwrap();
     }
-    assert_eq!(db.due("verified", i64::MAX).unwrap().len(), buyers.len());
+    assert_eq!(
+        db.due(node::listen::BuyState::Verified, i64::MAX)
+            .unwrap()
+            .len(),
+        buyers.len()
+    );
     let fee = (PRICE as u128 * FEE_BPS as u128 / 10_000) as u64;
     let fees_paid = 5_000 * buyers.len() as u64;
     assert_eq!(
