@@ -433,7 +433,7 @@ pub async fn land_release(
     let (Some(envelope_id), Some(buyer)) = (row.envelope_id.clone(), row.buyer.clone()) else {
         return Err(StateError::WrongState {
             signature: row.signature.clone(),
-            state: row.state.clone(),
+            state: row.state,
             step: "release",
         }
         .into());
