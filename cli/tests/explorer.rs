@@ -12,14 +12,6 @@ use std::time::{Duration, Instant};
 use util::services::{get, services};
 use util::Env;
 
-fn onchain(rpc: &str, e: &Env, args: &[&str]) -> Value {
-    let mut full = vec!["-u", rpc, "--commitment", "confirmed"];
-    full.extend_from_slice(args);
-    let r = e.run(&full);
-    assert_eq!(r.code, 0, "brainctl {args:?}: {}\n{}", r.stdout, r.stderr);
-    r.json()
-}
-
 /// The elements of `dom` carrying `attr="value"` (a plain count; the
 /// markup is ours and regular).
 fn count(dom: &str, needle: &str) -> usize {
@@ -48,7 +40,7 @@ fn the_explorer_shows_a_negotiated_trade_in_a_browser() {
     let items = work.path().join("items").display().to_string();
     for e in [&seller, &buyer] {
         e.ok(&["wallet", "new"]);
-        onchain(rpc, e, &["wallet", "airdrop", "2", "--json"]);
+        e.ok_on(rpc, &["wallet", "airdrop", "2", "--json"]);
     }
     seller.ok(&[
         "memory",
@@ -67,9 +59,8 @@ fn the_explorer_shows_a_negotiated_trade_in_a_browser() {
         "ops",
     ]);
     seller.ok(&["export", "--sign", "-o", "b.signed.json"]);
-    let listed = onchain(
+    let listed = seller.ok_on(
         rpc,
-        &seller,
         &[
             "marketplace",
             "list",
@@ -97,9 +88,8 @@ fn the_explorer_shows_a_negotiated_trade_in_a_browser() {
     let (mut daemon, indexer, base) = services(&seller, rpc, &items, work.path());
 
     // the negotiation and the buy, through the binaries
-    let offer = onchain(
+    let offer = buyer.ok_on(
         rpc,
-        &buyer,
         &[
             "marketplace",
             "offer",
@@ -114,9 +104,8 @@ fn the_explorer_shows_a_negotiated_trade_in_a_browser() {
         ],
     );
     let offer_item = offer["offer_item_id"].as_str().unwrap().to_string();
-    onchain(
+    seller.ok_on(
         rpc,
-        &seller,
         &[
             "marketplace",
             "counter",
@@ -130,9 +119,8 @@ fn the_explorer_shows_a_negotiated_trade_in_a_browser() {
             "--json",
         ],
     );
-    onchain(
+    seller.ok_on(
         rpc,
-        &seller,
         &[
             "marketplace",
             "accept",
@@ -142,9 +130,8 @@ fn the_explorer_shows_a_negotiated_trade_in_a_browser() {
             "--json",
         ],
     );
-    let bought = onchain(
+    let bought = buyer.ok_on(
         rpc,
-        &buyer,
         &[
             "marketplace",
             "buy",

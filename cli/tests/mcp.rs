@@ -14,14 +14,6 @@ use std::time::{Duration, Instant};
 use util::services::{get, services};
 use util::Env;
 
-fn onchain(rpc: &str, e: &Env, args: &[&str]) -> Value {
-    let mut full = vec!["-u", rpc, "--commitment", "confirmed"];
-    full.extend_from_slice(args);
-    let r = e.run(&full);
-    assert_eq!(r.code, 0, "brainctl {args:?}: {}\n{}", r.stdout, r.stderr);
-    r.json()
-}
-
 /// One MCP session: the client starts `brainctl mcp` with `server_args`,
 /// runs `steps`, and reports each answer.
 fn session(py: &Path, home: &Path, server_args: &[String], steps: Value) -> Value {
@@ -52,7 +44,7 @@ fn step<'a>(s: &'a Value, i: usize, tool: &str) -> &'a Value {
 }
 
 fn balance(rpc: &str, e: &Env) -> u64 {
-    onchain(rpc, e, &["wallet", "balance", "--json"])["lamports"]
+    e.ok_on(rpc, &["wallet", "balance", "--json"])["lamports"]
         .as_u64()
         .unwrap()
 }
@@ -67,7 +59,7 @@ fn an_agent_buys_within_its_budget_and_never_over_it() {
     let items = work.path().join("items").display().to_string();
     for e in [&seller, &buyer] {
         e.ok(&["wallet", "new"]);
-        onchain(rpc, e, &["wallet", "airdrop", "2", "--json"]);
+        e.ok_on(rpc, &["wallet", "airdrop", "2", "--json"]);
     }
 
     // two listings at 0.01 SOL each
@@ -89,9 +81,8 @@ fn an_agent_buys_within_its_budget_and_never_over_it() {
     for cat in ["alpha", "beta"] {
         let file = format!("{cat}.signed.json");
         seller.ok(&["export", "--sign", "--category", cat, "-o", &file]);
-        let listed = onchain(
+        let listed = seller.ok_on(
             rpc,
-            &seller,
             &[
                 "marketplace",
                 "list",
@@ -304,7 +295,7 @@ fn an_agent_buys_within_its_budget_and_never_over_it() {
     assert_eq!(balance(rpc, &buyer), after_a);
 
     // the seller released exactly one buy
-    let status = onchain(rpc, &seller, &["marketplace", "status", "--json"]);
+    let status = seller.ok_on(rpc, &["marketplace", "status", "--json"]);
     let released: u64 = status["listings"]
         .as_array()
         .unwrap()

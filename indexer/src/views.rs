@@ -339,6 +339,17 @@ pub fn release_latencies(state: &State, seller: &str) -> Vec<crate::explorer::ch
 
 /// Reputation of `seller`.
 pub fn reputation(state: &State, seller: &str, cfg: &FoldConfig) -> Reputation {
+    reputation_with(state, seller, cfg, &release_latencies(state, seller))
+}
+
+/// Reputation of `seller` whose [`release_latencies`] the caller already
+/// has (the explorer's seller page draws them too).
+pub fn reputation_with(
+    state: &State,
+    seller: &str,
+    cfg: &FoldConfig,
+    latencies: &[crate::explorer::chart::Latency],
+) -> Reputation {
     let mine: std::collections::BTreeMap<&str, &ListingState> = state
         .listings
         .values()
@@ -387,10 +398,7 @@ pub fn reputation(state: &State, seller: &str, cfg: &FoldConfig) -> Reputation {
             _ => {}
         }
     }
-    let mut latencies: Vec<i64> = release_latencies(state, seller)
-        .into_iter()
-        .map(|l| l.secs)
-        .collect();
+    let mut latencies: Vec<i64> = latencies.iter().map(|l| l.secs).collect();
     latencies.sort_unstable();
     r.median_release_latency_secs = match latencies.len() {
         0 => None,

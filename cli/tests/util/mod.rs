@@ -68,6 +68,14 @@ impl Env {
         }
     }
 
+    /// Runs against the chain at `rpc` (confirmed), asserts exit 0 and
+    /// returns stdout as JSON (`args` should carry `--json`).
+    pub fn ok_on(&self, rpc: &str, args: &[&str]) -> serde_json::Value {
+        let mut full = vec!["-u", rpc, "--commitment", "confirmed"];
+        full.extend_from_slice(args);
+        self.ok(&full).json()
+    }
+
     /// Runs and asserts exit 0.
     pub fn ok(&self, args: &[&str]) -> Run {
         let r = self.run(args);

@@ -97,8 +97,8 @@ async fn seller(AxState(st): AxState<AppState>, Path(pk): Path<String>) -> Respo
             pages::error(&s, "Bad seller", "A seller is a base58 32-byte key."),
         );
     }
-    let rep = crate::views::reputation(&s, &pk, st.ix.config());
     let latencies = crate::views::release_latencies(&s, &pk);
+    let rep = crate::views::reputation_with(&s, &pk, st.ix.config(), &latencies);
     let listings: Vec<_> = s.listings.values().filter(|l| l.seller == pk).collect();
     if listings.is_empty() {
         return not_found(&s, &format!("No listings by {pk} on chain."));

@@ -5,11 +5,8 @@
 //! at a time from a real server on 127.0.0.1 (a person browsing), with
 //! p50/p99/max per page kind.
 
-use super::{percentile, LoadError, LocalServer};
+use super::{indexer_of, percentile, LoadError, LocalServer};
 use crate::api::AppState;
-use crate::engine::Indexer;
-use crate::fold::FoldConfig;
-use crate::store::SqliteStore;
 use serde::Serialize;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -63,15 +60,7 @@ async fn get_html(http: &reqwest::Client, url: &str) -> Result<Duration, LoadErr
 /// Serves an indexer of `trades` traded listings (40 sellers) and GETs
 /// each page kind `requests` times.
 pub async fn explorer(trades: u64, requests: usize) -> Result<ExplorerReport, LoadError> {
-    let records = crate::synth::trades(trades, 40);
-    let ix = Indexer::open(
-        Box::new(SqliteStore::in_memory().map_err(|e| LoadError::Request(e.to_string()))?),
-        FoldConfig::default(),
-    )
-    .map_err(|e| LoadError::Request(e.to_string()))?;
-    let final_slot = records.last().map_or(0, |r| r.tx.slot);
-    ix.ingest(records, final_slot, &[])
-        .map_err(|e| LoadError::Request(e.to_string()))?;
+    let ix = indexer_of(crate::synth::trades(trades, 40))?;
     let state = ix.state();
     let ids: Vec<String> = state.listings.keys().cloned().collect();
     let sellers: Vec<String> = {

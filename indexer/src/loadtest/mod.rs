@@ -167,6 +167,16 @@ impl LocalServer {
     }
 }
 
+/// An in-memory indexer that has ingested `records` (all final).
+fn indexer_of(records: Vec<TxRecord>) -> Result<Indexer, LoadError> {
+    let err = |e: &dyn std::fmt::Display| LoadError::Request(e.to_string());
+    let store = SqliteStore::in_memory().map_err(|e| err(&e))?;
+    let ix = Indexer::open(Box::new(store), FoldConfig::default()).map_err(|e| err(&e))?;
+    let final_slot = records.last().map_or(0, |r| r.tx.slot);
+    ix.ingest(records, final_slot, &[]).map_err(|e| err(&e))?;
+    Ok(ix)
+}
+
 /// GET `url`, which must answer 2xx with JSON: the body and how long it took.
 async fn get_json<T: serde::de::DeserializeOwned>(
     http: &reqwest::Client,
@@ -196,15 +206,7 @@ pub async fn api_load(
     clients: usize,
     per_client: usize,
 ) -> Result<LoadReport, LoadError> {
-    let records = listings_log(listings);
-    let ix = Indexer::open(
-        Box::new(SqliteStore::in_memory().map_err(|e| LoadError::Request(e.to_string()))?),
-        FoldConfig::default(),
-    )
-    .map_err(|e| LoadError::Request(e.to_string()))?;
-    let final_slot = records.last().map_or(0, |r| r.tx.slot);
-    ix.ingest(records, final_slot, &[])
-        .map_err(|e| LoadError::Request(e.to_string()))?;
+    let ix = indexer_of(listings_log(listings))?;
     let server = LocalServer::start(AppState::new(Arc::new(ix), "localnet"), clients).await?;
     let (http, base) = (server.http.clone(), server.base.clone());
     let started = Instant::now();

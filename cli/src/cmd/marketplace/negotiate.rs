@@ -12,34 +12,34 @@ use node::listen::ListenDb;
 use node::market::negotiate::OfferTerms;
 use serde_json::json;
 
+/// The terms the flags propose, with the lamports they fix.
+fn offer_terms(t: &Terms) -> CliResult<OfferTerms<'_>> {
+    Ok(OfferTerms {
+        price_usd: t.price_usd,
+        price_lamports: node::market::list::usd_to_lamports(t.price_usd, t.sol_usd)
+            .map_err(Failure::bad_input)?,
+        message: &t.message,
+        ttl_hours: t.ttl_hours,
+    })
+}
+
 /// `marketplace offer`: the buyer proposes a price.
 pub(super) fn offer(a: OfferArgs, ctx: &Context) -> CliResult<()> {
     let OfferArgs {
         listing,
-        terms:
-            Terms {
-                price_usd,
-                sol_usd,
-                message,
-                ttl_hours,
-            },
+        terms,
         storage,
     } = a;
     let (wallet, chain, l) = buyer_and_listing(ctx, &storage, &listing)?;
-    let lamports =
-        node::market::list::usd_to_lamports(price_usd, sol_usd).map_err(Failure::bad_input)?;
+    let terms = offer_terms(&terms)?;
+    let lamports = terms.price_lamports;
     let (item, offer_id, sent) = ctx
         .block_on(node::market::negotiate::make_offer(
             &chain,
             &wallet,
             &uploader(ctx, &storage)?,
             &l,
-            &OfferTerms {
-                price_usd,
-                price_lamports: lamports,
-                message: &message,
-                ttl_hours,
-            },
+            &terms,
         ))
         .map_err(negotiate_failure)?;
     let v = json!({"ok": true, "offer_item_id": item, "offer_id": offer_id, "price_lamports": lamports, "signature": sent.signature.to_string()});
@@ -58,18 +58,12 @@ pub(super) fn offer(a: OfferArgs, ctx: &Context) -> CliResult<()> {
 pub(super) fn counter(a: CounterArgs, ctx: &Context) -> CliResult<()> {
     let CounterArgs {
         offer,
-        terms:
-            Terms {
-                price_usd,
-                sol_usd,
-                message,
-                ttl_hours,
-            },
+        terms,
         storage,
         seller,
     } = a;
-    let lamports =
-        node::market::list::usd_to_lamports(price_usd, sol_usd).map_err(Failure::bad_input)?;
+    let terms = offer_terms(&terms)?;
+    let lamports = terms.price_lamports;
     let mut s = seller_offer(ctx, &offer, &storage, &seller)?;
     let answer = ctx
         .block_on(node::market::negotiate::counter_offer(
@@ -79,12 +73,7 @@ pub(super) fn counter(a: CounterArgs, ctx: &Context) -> CliResult<()> {
             &mut s.db,
             &s.offer,
             &offer,
-            &OfferTerms {
-                price_usd,
-                price_lamports: lamports,
-                message: &message,
-                ttl_hours,
-            },
+            &terms,
         ))
         .map_err(negotiate_failure)?;
     let item = answer.counter_item_id.clone().unwrap_or_default();
