@@ -158,6 +158,17 @@ pub struct McpArgs {
     pub buy_timeout: u64,
 }
 
+impl McpArgs {
+    /// How the server's buys receive their bundles.
+    pub fn receive(&self) -> ReceiveOpts {
+        ReceiveOpts {
+            timeout: self.buy_timeout,
+            into_brainctl_db: self.into_brainctl_db.clone(),
+            storage: self.storage.clone(),
+        }
+    }
+}
+
 /// The terms an offer or counter proposes.
 #[derive(Debug, Args, Clone)]
 pub struct Terms {
@@ -209,9 +220,9 @@ pub enum MarketCmd {
     /// Seller: counter an offer (offer item id) with another price.
     Counter(CounterArgs),
     /// Seller: accept an offer (at its counter's price if countered).
-    Accept(AcceptArgs),
+    Accept(AnswerArgs),
     /// Seller: reject an offer.
-    Reject(RejectArgs),
+    Reject(AnswerArgs),
     /// Buyer: withdraw your offer (the seller can no longer accept it).
     Withdraw(WithdrawArgs),
     /// Buy a listing by its manifest id: pay, wait for the release, import.
@@ -325,21 +336,9 @@ pub struct CounterArgs {
     pub seller: SellerState,
 }
 
-/// `brainctl marketplace accept`
+/// `brainctl marketplace accept` and `reject`: the seller's answer to an offer.
 #[derive(Debug, Args, Clone)]
-pub struct AcceptArgs {
-    /// The offer's item id.
-    #[arg(allow_hyphen_values = true)]
-    pub offer: String,
-    #[command(flatten)]
-    pub storage: StorageOpts,
-    #[command(flatten)]
-    pub seller: SellerState,
-}
-
-/// `brainctl marketplace reject`
-#[derive(Debug, Args, Clone)]
-pub struct RejectArgs {
+pub struct AnswerArgs {
     /// The offer's item id.
     #[arg(allow_hyphen_values = true)]
     pub offer: String,
@@ -379,6 +378,14 @@ pub struct BuyArgs {
     /// that say escrow are always paid into escrow.
     #[arg(long, conflicts_with = "offer")]
     pub escrow: bool,
+    #[command(flatten)]
+    pub receive: ReceiveOpts,
+}
+
+/// How a buyer receives a bundle (`buy`, `fetch`): how long to wait for
+/// the release, where to import, where the bundle is fetched.
+#[derive(Debug, Args, Clone)]
+pub struct ReceiveOpts {
     /// Seconds to wait for the seller's release.
     #[arg(long, default_value_t = 120)]
     pub timeout: u64,
@@ -432,15 +439,8 @@ pub struct FetchArgs {
     /// The buy transaction's signature (printed by `buy`).
     #[arg(long)]
     pub buy_signature: String,
-    /// Seconds to wait for the seller's release.
-    #[arg(long, default_value_t = 120)]
-    pub timeout: u64,
-    /// Import into this Python brainctl 2.8 brain.db (the agent's own
-    /// store, its BRAINCTL_DB) instead of ours, in scope imported:<listing id>.
-    #[arg(long, value_name = "PATH")]
-    pub into_brainctl_db: Option<PathBuf>,
     #[command(flatten)]
-    pub storage: StorageOpts,
+    pub receive: ReceiveOpts,
 }
 
 /// `brainctl marketplace refund`

@@ -80,7 +80,8 @@ impl Context {
             node::chain::Endpoint::parse(&self.url).map_err(crate::failure::Failure::bad_input)?;
         let commitment = node::chain::parse_commitment(self.commitment.as_str())
             .map_err(crate::failure::Failure::bad_input)?;
-        Ok(node::chain::Chain::new(endpoint, commitment))
+        // escrow buys are verified from the program's calls in the buy itself
+        Ok(node::chain::Chain::new(endpoint, commitment).watching(node::escrow::PROGRAM_ID))
     }
 
     /// `~/.brainctl/<rel>`; without a home directory, bad input naming

@@ -61,20 +61,6 @@ enum Cmd {
         /// Output file.
         file: PathBuf,
     },
-    /// Write a synthetic log of complete negotiated trades (for tests and benchmarks).
-    SynthLog {
-        /// Output file.
-        file: PathBuf,
-        /// Trades (6 memos each).
-        #[arg(long, default_value_t = 1_667)]
-        trades: u64,
-        /// Distinct sellers.
-        #[arg(long, default_value_t = 40)]
-        sellers: u64,
-    },
-    /// Benchmarks: replay speed and HTTP API latency under load.
-    #[command(subcommand)]
-    Bench(BenchCmd),
     /// Fold a recorded JSONL log in memory; print its state hash and speed.
     ReplayLog {
         /// The log (from `export-log`).
@@ -85,66 +71,6 @@ enum Cmd {
         /// Seconds before a paid buy without release counts as unreleased.
         #[arg(long, default_value_t = DEFAULT_RELEASE_GRACE_SECS)]
         release_grace_secs: i64,
-    },
-}
-
-#[derive(Subcommand)]
-enum BenchCmd {
-    /// Replay a synthetic log of N trades (6 memos each) in memory.
-    Replay {
-        /// Trades.
-        #[arg(long, default_value_t = 1_667)]
-        trades: u64,
-        /// Records per ingest batch.
-        #[arg(long, default_value_t = 1_000)]
-        batch: usize,
-    },
-    /// GET /listings from many concurrent clients on 127.0.0.1.
-    Api {
-        /// Listings indexed.
-        #[arg(long, default_value_t = 10_000)]
-        listings: usize,
-        /// Concurrent clients.
-        #[arg(long, default_value_t = 100)]
-        clients: usize,
-        /// Requests per client.
-        #[arg(long, default_value_t = 50)]
-        requests: usize,
-    },
-    /// The web explorer's pages (listings, listing, seller) for a market
-    /// of N traded listings, one request at a time: p50/p99 per page.
-    Explorer {
-        /// Listings, each a complete negotiated trade.
-        #[arg(long, default_value_t = 10_000)]
-        listings: u64,
-        /// Requests per page kind.
-        #[arg(long, default_value_t = 200)]
-        requests: usize,
-    },
-    /// Honest browse/detail clients alone, then beside attackers hinting
-    /// old transactions and flooding /auth/challenge; p50/p99 of both.
-    Flood {
-        /// Listings indexed.
-        #[arg(long, default_value_t = 10_000)]
-        listings: usize,
-        /// Honest clients.
-        #[arg(long, default_value_t = 100)]
-        honest: usize,
-        /// Attackers (half hint old transactions, half flood challenges).
-        #[arg(long, default_value_t = 100)]
-        attackers: usize,
-        /// Requests per honest client.
-        #[arg(long, default_value_t = 40)]
-        requests: usize,
-        /// Most requests per attacker.
-        #[arg(long, default_value_t = 400)]
-        attacks: usize,
-        /// Give up after this many seconds.
-        #[arg(long, default_value_t = 120)]
-        deadline_secs: u64,
-        /// Serve without rate limits (what the hints alone cost).
-        #[arg(long)]
-        no_limits: bool,
     },
 }
 
@@ -342,95 +268,6 @@ async fn dispatch(cli: Cli) -> Result<()> {
             );
             Ok(())
         }
-        Cmd::SynthLog {
-            file,
-            trades,
-            sellers,
-        } => {
-            let records = indexer::synth::trades(trades, sellers);
-            write_log(&file, &records)?;
-            print(
-                json,
-                json!({"records": records.len(), "file": file}),
-                &format!(
-                    "wrote {} records ({trades} trades) to {}",
-                    records.len(),
-                    file.display()
-                ),
-            );
-            Ok(())
-        }
-        Cmd::Bench(BenchCmd::Replay { trades, batch }) => {
-            let records = indexer::synth::trades(trades, 40);
-            let r = indexer::loadtest::replay(&records, batch, FoldConfig::default());
-            print(json, serde_json::to_value(&r)?, &replay_line(&r));
-            Ok(())
-        }
-        Cmd::Bench(BenchCmd::Api {
-            listings,
-            clients,
-            requests,
-        }) => {
-            let r = indexer::loadtest::api_load(listings, clients, requests).await?;
-            print(json, serde_json::to_value(&r)?, &format!(
-                "GET /listings ({} listings, {} clients, {} requests): p50 {:.2} ms, p99 {:.2} ms, max {:.2} ms, {:.0} req/s",
-                r.listings, r.clients, r.requests, r.p50_ms, r.p99_ms, r.max_ms, r.requests_per_second
-            ));
-            Ok(())
-        }
-        Cmd::Bench(BenchCmd::Explorer { listings, requests }) => {
-            let r = indexer::loadtest::explorer::explorer(listings, requests).await?;
-            let lines: Vec<String> = r
-                .pages
-                .iter()
-                .map(|p| {
-                    format!(
-                        "  {:<40} p50 {:>6.2} ms  p99 {:>6.2} ms  max {:>6.2} ms",
-                        p.page, p.p50_ms, p.p99_ms, p.max_ms
-                    )
-                })
-                .collect();
-            print(
-                json,
-                serde_json::to_value(&r)?,
-                &format!(
-                    "explorer pages ({} traded listings, {} requests each):\n{}",
-                    r.listings,
-                    requests,
-                    lines.join("\n")
-                ),
-            );
-            Ok(())
-        }
-        Cmd::Bench(BenchCmd::Flood {
-            listings,
-            honest,
-            attackers,
-            requests,
-            attacks,
-            deadline_secs,
-            no_limits,
-        }) => {
-            let r = indexer::loadtest::flood::flood(
-                listings,
-                honest,
-                attackers,
-                requests,
-                attacks,
-                Duration::from_secs(deadline_secs),
-                match no_limits {
-                    true => api::RateLimits::off(),
-                    false => api::RateLimits::default(),
-                },
-            )
-            .await?;
-            print(json, serde_json::to_value(&r)?, &format!(
-                "honest browse+detail ({} listings, {} honest + {} attackers): quiet p50 {:.2} ms p99 {:.2} ms; flood p50 {:.2} ms p99 {:.2} ms (max {:.2} ms); hints {:?}, challenges {:?}, refolds {}, late hints folded {}",
-                r.listings, r.honest_clients, r.attackers, r.quiet.p50_ms, r.quiet.p99_ms,
-                r.flood.p50_ms, r.flood.p99_ms, r.flood.max_ms, r.hints, r.challenges, r.refolds, r.late_folded
-            ));
-            Ok(())
-        }
         Cmd::ReplayLog {
             file,
             batch,
@@ -512,10 +349,12 @@ fn recorded_rules(store: &dyn LogStore, db: &DbArg) -> Result<(String, FoldConfi
 /// The RPC source, the cluster's name and the fold rules for it.
 async fn connect(src: &SourceArgs) -> Result<(RpcSource, String, FoldConfig, Pubkey)> {
     let endpoint = Endpoint::parse(&src.rpc).with_context(|| format!("--rpc {}", src.rpc))?;
+    // the escrow program's deposits (calls) and events (logs) are folded
     let chain = Chain::new(
         endpoint,
         solana_commitment_config::CommitmentConfig::confirmed(),
-    );
+    )
+    .watching(node::escrow::PROGRAM_ID);
     let kind = chain
         .cluster_kind()
         .await
@@ -656,20 +495,6 @@ fn replay_log(file: &Path, batch: usize, grace: i64, json: bool) -> Result<()> {
         ..FoldConfig::default()
     };
     let r = indexer::loadtest::replay(&records, batch, cfg);
-    print(json, serde_json::to_value(&r)?, &replay_line(&r));
+    print(json, serde_json::to_value(&r)?, &r.summary());
     Ok(())
-}
-
-fn replay_line(r: &indexer::loadtest::ReplayReport) -> String {
-    format!(
-        "{}\n{} records, {} memos: verify {:.3} s + fold {:.3} s = {:.0} memos/s; \
-         through the engine (SQLite log) {:.0} memos/s",
-        r.state_hash,
-        r.records,
-        r.memos,
-        r.verify_seconds,
-        r.fold_seconds,
-        r.memos_per_second,
-        r.ingest_memos_per_second
-    )
 }

@@ -99,7 +99,8 @@ impl LogBuilder {
                 memos: vec![memo],
                 transfers,
                 logs: vec![],
-                deposits: vec![],
+                calls: vec![],
+                legacy_deposits: vec![],
                 anomalies: vec![],
             },
             index: 0,
@@ -130,11 +131,10 @@ impl LogBuilder {
         };
         let seller = listing.seller_pubkey.parse().expect("seller pubkey");
         let account = node::escrow::listing_address(&seller, &listing.listing_id);
+        let buyer_key = buyer.address().parse().expect("buyer pubkey");
+        let deposit = node::escrow::deposit(&account, &buyer_key, &buyer.x25519_public());
         let r = self.push(&[buyer], memo.to_string(), vec![], vec![]);
-        r.tx.deposits = vec![node::escrow::Deposit {
-            listing: account.to_string(),
-            buyer: buyer.address(),
-        }];
+        r.tx.calls = vec![node::chain::ProgramCall::of(&deposit)];
         r.tx.signature.clone()
     }
 

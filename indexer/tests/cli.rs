@@ -1,5 +1,5 @@
-//! The operator binary on recorded logs: `synth-log` → `replay-log`, and
-//! `state-hash` / `export-log` on a database, all agreeing on one hash.
+//! The operator binary on recorded logs: a synthetic log → `replay-log`,
+//! and `state-hash` / `export-log` on a database, all agreeing on one hash.
 
 use indexer::engine::Indexer;
 use indexer::fold::FoldConfig;
@@ -26,16 +26,9 @@ fn logs_databases_and_hashes_agree() {
     let dir = tempfile::tempdir().unwrap();
     let log = dir.path().join("trades.jsonl");
     let log_s = log.to_str().unwrap();
-    let made = run(&[
-        "--json",
-        "synth-log",
-        log_s,
-        "--trades",
-        "20",
-        "--sellers",
-        "3",
-    ]);
-    assert_eq!(made["records"], 120);
+    let made = indexer::synth::trades(20, 3);
+    assert_eq!(made.len(), 120);
+    indexer::logfile::write(std::fs::File::create(&log).unwrap(), &made).unwrap();
     let replayed = run(&["--json", "replay-log", log_s, "--batch", "7"]);
     assert_eq!(replayed["memos"], 120);
 

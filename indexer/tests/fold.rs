@@ -5,12 +5,13 @@
 
 use indexer::book::ManifestBook;
 use indexer::engine::Indexer;
-use indexer::fold::{FoldConfig, OfferStatus, SettlementStatus, State};
+use indexer::fold::{BuyRefusal, FoldConfig, OfferStatus, Party, Refusal, SettlementStatus, State};
 use indexer::record::TxRecord;
 use indexer::store::SqliteStore;
 use indexer::synth::{self, wallet, LogBuilder, COUNTER_PRICE_LAMPORTS, LIST_PRICE_LAMPORTS};
 use node::chain::parsed_tx::Transfer;
 use node::market::MemoOp;
+use node::settle::Rejection;
 use proptest::prelude::*;
 
 fn fold(records: &[TxRecord]) -> State {
@@ -24,7 +25,7 @@ fn meaning(s: &State) -> String {
     serde_json::to_string(&(&s.listings, &s.offers, &s.settlements)).unwrap()
 }
 
-fn reasons(s: &State, sig: &str) -> Vec<String> {
+fn reasons(s: &State, sig: &str) -> Vec<Refusal> {
     s.rejected
         .get(sig)
         .map(|v| v.iter().map(|r| r.reason.clone()).collect())
@@ -77,7 +78,7 @@ fn forged_memos_change_nothing() {
                 listing_id: l.listing_id.clone(),
             },
         ),
-        "cancel not signed by the listing's seller",
+        Refusal::CancelNotSignedBySeller,
     ));
     forged.push((
         b.memo(
@@ -86,7 +87,7 @@ fn forged_memos_change_nothing() {
                 offer_id: offer.clone(),
             },
         ),
-        "not signed by the listing's seller",
+        Refusal::NotSignedBy(Party::Seller),
     ));
     forged.push((
         b.memo(
@@ -95,7 +96,7 @@ fn forged_memos_change_nothing() {
                 offer_id: offer.clone(),
             },
         ),
-        "not signed by the offer's buyer",
+        Refusal::NotSignedBy(Party::Buyer),
     ));
     let sig = {
         let r = b.push(
@@ -111,7 +112,7 @@ fn forged_memos_change_nothing() {
         );
         r.tx.signature.clone()
     };
-    forged.push((sig, "offer memo not signed by the buyer it names"));
+    forged.push((sig, Refusal::OfferNotSignedByBuyer));
     let sig = {
         let r = b.push(
             &[&mallory],
@@ -126,14 +127,11 @@ fn forged_memos_change_nothing() {
         );
         r.tx.signature.clone()
     };
-    forged.push((sig, "release not signed by the listing's seller"));
+    forged.push((sig, Refusal::ReleaseNotSignedBySeller));
     // A counter by a third party, with a valid manifest signed by them.
     b.counter(&mallory, &offer, 1);
     let counter_sig = b.records().last().unwrap().tx.signature.clone();
-    forged.push((
-        counter_sig,
-        "only the seller or the offer's buyer may counter",
-    ));
+    forged.push((counter_sig, Refusal::CounterNotParty));
     // The seller's own listing manifest re-posted by someone else.
     let relist = b.records()[0].clone();
     let sig = {
@@ -141,7 +139,7 @@ fn forged_memos_change_nothing() {
         r.manifests = relist.manifests.clone();
         r.tx.signature.clone()
     };
-    forged.push((sig, "list memo not signed by the manifest's seller"));
+    forged.push((sig, Refusal::ListNotSignedBySeller));
 
     let after = fold(b.records());
     assert_eq!(
@@ -151,7 +149,7 @@ fn forged_memos_change_nothing() {
     );
     for (sig, want) in forged {
         let got = reasons(&after, &sig);
-        assert_eq!(got, vec![want.to_string()], "tx {sig}");
+        assert_eq!(got, vec![want], "tx {sig}");
     }
 }
 
@@ -218,25 +216,40 @@ fn hostile_buys_are_rejected_with_reasons() {
         .succeeded = false;
     let s = fold(&records);
     let reason = |sig: &str| match &s.settlements.get(sig).map(|x| &x.status) {
-        Some(SettlementStatus::Rejected { reason }) => reason.clone(),
-        other => format!("{other:?}"),
+        Some(SettlementStatus::Rejected {
+            reason: BuyRefusal::Rules(r),
+        }) => r.clone(),
+        other => panic!("{sig}: {other:?}"),
     };
     assert_eq!(
         reason(&underpaid),
+        Rejection::Underpaid {
+            paid: 29_999_999,
+            price: 30_000_000
+        }
+    );
+    assert_eq!(
+        reason(&underpaid).to_string(),
         "underpaid: 29999999 lamports to the payment address, 30000000 due"
     );
-    assert!(reason(&other_at_offer_price).starts_with("underpaid: 30000000"));
-    assert!(reason(&wrong_address).starts_with("underpaid: 0 lamports"));
     assert_eq!(
-        reasons(&s, &failed),
-        vec!["the transaction failed on chain"]
+        reason(&other_at_offer_price),
+        Rejection::Underpaid {
+            paid: 30_000_000,
+            price: LIST_PRICE_LAMPORTS
+        }
     );
+    assert!(matches!(
+        reason(&wrong_address),
+        Rejection::Underpaid { paid: 0, .. }
+    ));
+    assert_eq!(reasons(&s, &failed), vec![Refusal::TxFailed]);
     assert!(!s.settlements.contains_key(&failed));
-    assert_eq!(
-        reason(&co_signed),
-        "signed by 2 accounts; a buy is signed by the buyer alone"
-    );
-    assert!(reason(&after_cancel).starts_with("the listing was cancelled at slot"));
+    assert_eq!(reason(&co_signed), Rejection::ExtraSigners { signers: 2 });
+    assert!(matches!(
+        reason(&after_cancel),
+        Rejection::ListingCancelled { .. }
+    ));
     assert_eq!(s.settlements[&good].status, SettlementStatus::Paid);
 }
 
@@ -263,8 +276,8 @@ fn escrow_buys_settle_by_their_deposit_alone() {
         .find(|r| r.tx.signature == elsewhere)
         .unwrap()
         .tx
-        .deposits[0]
-        .listing = wallet(9, 9).address();
+        .calls[0]
+        .accounts[0] = wallet(9, 9).address();
     let s = fold(&records);
     let status = |sig: &str| s.settlements[sig].status.clone();
     assert!(
@@ -282,14 +295,18 @@ fn escrow_buys_settle_by_their_deposit_alone() {
     );
     let account = node::escrow::listing_address(&seller.address().parse().unwrap(), &l.listing_id);
     let no_deposit = SettlementStatus::Rejected {
-        reason: format!("no escrow deposit into {account} in this transaction"),
+        reason: BuyRefusal::Rules(Rejection::NoEscrowDeposit {
+            listing_account: account.to_string(),
+        }),
     };
     assert_eq!(status(&direct), no_deposit);
     assert_eq!(status(&elsewhere), no_deposit);
     assert_eq!(
         status(&into_evil),
         SettlementStatus::Rejected {
-            reason: "the listing names escrow program Evi1111111111111111111111111111111111111111, not ours".into()
+            reason: BuyRefusal::ForeignEscrow {
+                program: "Evi1111111111111111111111111111111111111111".into()
+            }
         }
     );
 }
@@ -308,9 +325,9 @@ fn expired_listing_refuses_buys_and_offers() {
     records.push(r);
     let s = fold(&records);
     match &s.settlements[&sig].status {
-        SettlementStatus::Rejected { reason } => {
-            assert!(reason.starts_with("the listing expired at"), "{reason}")
-        }
+        SettlementStatus::Rejected {
+            reason: BuyRefusal::Rules(Rejection::ListingExpired { expires_at, .. }),
+        } => assert_eq!(*expires_at, l.expires_at),
         other => panic!("{other:?}"),
     }
     assert_eq!(s.listings[&l.listing_id].status(s.now), "expired");
@@ -332,7 +349,7 @@ fn second_release_of_a_released_buy_is_refused() {
     ));
     assert_eq!(
         reasons(&s, &replay),
-        vec![format!("buy {buy} is not awaiting release")]
+        vec![Refusal::BuyNotAwaitingRelease { signature: buy }]
     );
 }
 
@@ -643,10 +660,12 @@ fn a_listing_id_listed_by_a_second_seller_is_contested_never_taken_over() {
         assert_eq!(st.seller, first.address());
         assert_eq!(st.contested_by, vec![second.address()]);
         assert_eq!(st.status(s.now), "contested");
-        assert!(
-            reasons(&s, &squat)[0].contains("already listed by seller"),
-            "{:?}",
-            reasons(&s, &squat)
+        assert_eq!(
+            reasons(&s, &squat),
+            vec![Refusal::Contested {
+                listing_id: l.listing_id.clone(),
+                first_seller: first.address()
+            }]
         );
     }
 }

@@ -215,7 +215,7 @@ pub fn verify_escrow_deposit(
         listing: listing_account.into(),
         buyer: c.buyer.clone(),
     };
-    if tx.deposits != [deposit] {
+    if crate::escrow::deposits_in(tx) != [deposit] {
         return Err(Rejection::NoEscrowDeposit {
             listing_account: listing_account.into(),
         });
@@ -364,7 +364,8 @@ mod tests {
                 lamports: paid,
             }],
             logs: vec![],
-            deposits: vec![],
+            calls: vec![],
+            legacy_deposits: vec![],
             anomalies: vec![],
         }
     }
@@ -617,7 +618,7 @@ mod tests {
 
     mod escrow_buys {
         use super::*;
-        use crate::escrow::{Deposit, EscrowAccount, EscrowStatus};
+        use crate::escrow::{EscrowAccount, EscrowStatus};
         use solana_sdk::pubkey::Pubkey;
 
         struct World {
@@ -638,10 +639,11 @@ mod tests {
             let mut t = tx(0);
             t.transfers.clear();
             t.signers = vec![w.buyer.to_string()];
-            t.deposits = vec![Deposit {
-                listing: w.listing_account.to_string(),
-                buyer: w.buyer.to_string(),
-            }];
+            t.calls = vec![crate::chain::ProgramCall::of(&crate::escrow::deposit(
+                &w.listing_account,
+                &w.buyer,
+                &w.x25519,
+            ))];
             t
         }
 
@@ -685,19 +687,19 @@ mod tests {
             };
             // a second buy memo riding on the one deposit (replay), or a direct payment
             let mut replay = t.clone();
-            replay.deposits.clear();
+            replay.calls.clear();
             assert_eq!(check(&w, &replay, Some(&e)), Err(no_deposit.clone()));
             // a deposit into another listing's account
             let mut other = t.clone();
-            other.deposits[0].listing = Pubkey::new_unique().to_string();
+            other.calls[0].accounts[0] = Pubkey::new_unique().to_string();
             assert_eq!(check(&w, &other, Some(&e)), Err(no_deposit.clone()));
             // a deposit by someone else than the signer
             let mut someone = t.clone();
-            someone.deposits[0].buyer = Pubkey::new_unique().to_string();
+            someone.calls[0].accounts[2] = Pubkey::new_unique().to_string();
             assert_eq!(check(&w, &someone, Some(&e)), Err(no_deposit.clone()));
             // two deposits in one transaction
             let mut two = t.clone();
-            two.deposits.push(t.deposits[0].clone());
+            two.calls.push(t.calls[0].clone());
             assert_eq!(check(&w, &two, Some(&e)), Err(no_deposit));
             // no escrow on chain (or another buyer's)
             assert_eq!(check(&w, &t, None), Err(Rejection::EscrowMissing));

@@ -4,8 +4,8 @@
 //! `shared/interop`) so a plain clone runs these.
 
 use node::bundle::{
-    self, canonical, manifest_hash, verify_manifest, verify_text, Bundle, Filter, SignedBundle,
-    Verdict,
+    self, canonical, manifest_hash, verify_file_text, verify_manifest, verify_text, Bundle, Filter,
+    SignedBundle, Verdict,
 };
 use node::crypto::sha256;
 use node::seal;
@@ -78,6 +78,13 @@ fn every_bundle_fixture_gives_its_expected_verdict_and_hash() {
     for (name, want) in e["bundles"].as_object().unwrap() {
         let text = fixture(&format!("{name}.signed.json"));
         let (report, verified) = verify_text(&text);
+        // the one-pass path (`brainctl verify`) says exactly the same
+        let fast = verify_file_text(&text);
+        assert_eq!(
+            (serde_json::to_value(&fast).unwrap(), fast.verdict),
+            (serde_json::to_value(&report).unwrap(), report.verdict),
+            "{name}: fast path"
+        );
         let exit = want["verify_exit"].as_u64().unwrap() as u8;
         assert_eq!(
             report.verdict.exit_code(),

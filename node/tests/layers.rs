@@ -33,11 +33,7 @@ const LAYERS: &[&[&str]] = &[
 ];
 
 /// Upward edges still to remove: (from, to).
-const KNOWN_UPWARD: &[(&str, &str)] = &[
-    // ParsedTx decodes the escrow program's deposits (issue 18: a generic
-    // ParsedTx with escrow decoding its own; changes the indexer's log)
-    ("chain", "escrow"),
-];
+const KNOWN_UPWARD: &[(&str, &str)] = &[];
 
 fn layer_of(module: &str) -> Option<usize> {
     LAYERS.iter().position(|l| l.contains(&module))

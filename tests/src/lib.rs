@@ -11,6 +11,9 @@ pub mod hostile;
 pub mod indexer_api;
 pub mod postgres;
 pub mod proxy;
+pub mod shop;
+
+pub use shop::{fixed_price, Buyer, Shop, TestCatalog};
 
 use node::chain::{parse_commitment, Chain, Endpoint, Keypair, Pubkey, Signer};
 use std::net::{TcpListener, UdpSocket};
@@ -375,6 +378,7 @@ impl TestValidator {
             },
             parse_commitment("confirmed").expect("valid"),
         )
+        .watching(node::escrow::PROGRAM_ID)
     }
 
     /// Airdrops `sol` to `to` and waits for it.
@@ -565,61 +569,4 @@ pub fn multi_thread_runtime() -> tokio::runtime::Runtime {
         .enable_all()
         .build()
         .expect("tokio runtime")
-}
-
-/// A seller's catalog for daemon tests: fixed listings, one stand-in bundle
-/// hash and key for all of them, no accepted offers.
-pub struct TestCatalog {
-    listings: Vec<node::listen::ListingTerms>,
-    hash: String,
-    key: [u8; 32],
-}
-
-impl TestCatalog {
-    /// A catalog of `listings`.
-    pub fn new(listings: Vec<node::listen::ListingTerms>) -> TestCatalog {
-        TestCatalog {
-            listings,
-            hash: "ab".repeat(32),
-            key: [5u8; 32],
-        }
-    }
-}
-
-/// Live, never-expiring, fee-free terms.
-pub fn fixed_price(
-    listing_id: &str,
-    payment_address: &Pubkey,
-    price_lamports: u64,
-) -> node::listen::ListingTerms {
-    node::listen::ListingTerms {
-        listing_id: listing_id.into(),
-        payment_address: payment_address.to_string(),
-        price_lamports,
-        expires_at: i64::MAX,
-        cancelled_at_slot: None,
-        fee: None,
-    }
-}
-
-impl node::listen::pass::Catalog for TestCatalog {
-    fn terms(&self, id: &str) -> Option<node::listen::ListingTerms> {
-        self.listings.iter().find(|l| l.listing_id == id).cloned()
-    }
-    fn goods(&self, id: &str) -> Option<node::listen::release::Goods<'_>> {
-        self.terms(id).map(|_| node::listen::release::Goods {
-            bundle_hash: &self.hash,
-            key: &self.key,
-            token: node::mint::token2022::NftSpec {
-                name: "brainctl bundle".into(),
-                symbol: "BRNDL".into(),
-                uri: "ar://meta".into(),
-            },
-            standard: node::mint::bundle_mint::TokenStandard::LightCompressed,
-            escrow: false,
-        })
-    }
-    fn negotiated(&self, _: &str, _: &str) -> Vec<node::listen::NegotiatedTerms> {
-        vec![] // no offer was ever accepted
-    }
 }

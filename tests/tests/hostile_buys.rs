@@ -1,15 +1,11 @@
 //! Hostile buys on a real validator, each seen by the daemon's pass on the
 //! payment address, rejected with its reason, and never released.
 
-use e2e::{fixed_price, runtime, validator, TestCatalog};
-use node::arweave::{FsStore, Uploader};
+use e2e::{runtime, validator, Buyer, Shop};
 use node::chain::instructions::{default_registry, discovery, memo, transfer};
 use node::chain::{Keypair, Pubkey, Signer};
-use node::listen::pass::run_once;
-use node::listen::{ListenDb, ListingTerms};
-use node::market::tx::buy_instructions;
+use node::listen::ListingTerms;
 use node::market::MemoOp;
-use node::wallet::Wallet;
 
 const LIVE: &str = "20261123-111111111111";
 const CANCELLED: &str = "20261123-222222222222";
@@ -34,19 +30,26 @@ fn every_hostile_buy_is_rejected_with_its_reason() {
     let v = validator();
     let rt = runtime();
     let chain = v.chain();
-    let dir = tempfile::tempdir().unwrap();
-    let seller = Wallet::generate();
-    let seller_pk = seller.solana_keypair().pubkey();
-    v.fund(&seller_pk, 1);
-    let buyer = Wallet::generate();
-    let bk = buyer.solana_keypair();
-    let mallory = v.funded_keypair(1);
-    v.fund(&bk.pubkey(), 2);
-    let x = buyer.x25519_address();
-    let reg = default_registry();
-    let buy = |listing: &str, amount: u64| {
-        buy_instructions(&bk.pubkey(), &seller_pk, amount, listing, &x, &reg, None)
+    let shop = Shop::open(v, 1);
+    let mut shop = {
+        let live = shop.at_price(LIVE, PRICE);
+        let cancelled = ListingTerms {
+            cancelled_at_slot: Some(0),
+            ..shop.at_price(CANCELLED, PRICE)
+        };
+        let expired = ListingTerms {
+            expires_at: 1,
+            ..shop.at_price(EXPIRED, PRICE)
+        };
+        shop.selling(vec![live, cancelled, expired])
     };
+    let seller_pk = shop.seller_pk;
+    let buyer = Buyer::funded(v, 2);
+    let bk = &buyer.key;
+    let mallory = v.funded_keypair(1);
+    let x = buyer.wallet.x25519_address();
+    let reg = default_registry();
+    let buy = |listing: &str, amount: u64| buyer.buy(&shop, listing, amount);
     let buy_memo = |listing: &str| {
         MemoOp::Buy {
             listing_id: listing.into(),
@@ -62,14 +65,14 @@ fn every_hostile_buy_is_rejected_with_its_reason() {
     };
 
     let mut expect: Vec<(String, &str)> = Vec::new();
-    expect.push((send(buy(LIVE, PRICE - 1), &[&bk]), "underpaid"));
+    expect.push((send(buy(LIVE, PRICE - 1), &[bk]), "underpaid"));
     // pays Mallory; references the seller read-only so the daemon sees it
     let wrong = vec![
         reference(discovery(&reg, 200_000), &seller_pk),
         transfer(&bk.pubkey(), &mallory.pubkey(), PRICE),
         memo(&buy_memo(LIVE), &bk.pubkey()),
     ];
-    expect.push((send(wrong, &[&bk]), "underpaid"));
+    expect.push((send(wrong, &[bk]), "underpaid"));
     // a failed transaction carrying a full payment and the buy memo
     let failing = vec![
         discovery(&reg, 200_000),
@@ -78,7 +81,7 @@ fn every_hostile_buy_is_rejected_with_its_reason() {
         transfer(&bk.pubkey(), &mallory.pubkey(), 1_000_000_000_000),
     ];
     let failed = rt
-        .block_on(chain.send_skip_preflight(&failing, &[&bk]))
+        .block_on(chain.send_skip_preflight(&failing, &[bk]))
         .unwrap()
         .signature
         .to_string();
@@ -86,36 +89,19 @@ fn every_hostile_buy_is_rejected_with_its_reason() {
     // Mallory pays the fee and co-signs; the buyer's payment is real
     let mut cosigned = buy(LIVE, PRICE);
     cosigned.push(memo("co-signed", &mallory.pubkey()));
-    expect.push((send(cosigned, &[&mallory, &bk]), "extra_signers"));
-    expect.push((send(buy(CANCELLED, PRICE), &[&bk]), "listing_cancelled"));
-    expect.push((send(buy(EXPIRED, PRICE), &[&bk]), "listing_expired"));
+    expect.push((send(cosigned, &[&mallory, bk]), "extra_signers"));
+    expect.push((send(buy(CANCELLED, PRICE), &[bk]), "listing_cancelled"));
+    expect.push((send(buy(EXPIRED, PRICE), &[bk]), "listing_expired"));
     // claims a negotiated (lower) price that no accepted offer backs
-    expect.push((send(buy(LIVE, PRICE / 2), &[&bk]), "underpaid"));
+    expect.push((send(buy(LIVE, PRICE / 2), &[bk]), "underpaid"));
     // replays the buy memo with no payment, referencing the seller
     let replay = vec![
         reference(discovery(&reg, 200_000), &seller_pk),
         memo(&buy_memo(LIVE), &bk.pubkey()),
     ];
-    expect.push((send(replay, &[&bk]), "underpaid"));
+    expect.push((send(replay, &[bk]), "underpaid"));
 
-    let uploader = Uploader::Fs(FsStore::new(dir.path().join("items")));
-    let mut db = ListenDb::open(&dir.path().join("listen.db")).unwrap();
-    let catalog = TestCatalog::new(vec![
-        fixed_price(LIVE, &seller_pk, PRICE),
-        ListingTerms {
-            cancelled_at_slot: Some(0),
-            ..fixed_price(CANCELLED, &seller_pk, PRICE)
-        },
-        ListingTerms {
-            expires_at: 1,
-            ..fixed_price(EXPIRED, &seller_pk, PRICE)
-        },
-    ]);
-    let report = rt
-        .block_on(run_once(
-            &chain, &mut db, &seller, &uploader, &catalog, &seller_pk,
-        ))
-        .unwrap();
+    let report = shop.pass(&rt, &chain);
     assert_eq!(
         (
             report.seen,
@@ -127,7 +113,7 @@ fn every_hostile_buy_is_rejected_with_its_reason() {
         "{report:?}"
     );
     for (sig, reason) in &expect {
-        let row = db.get(sig).unwrap();
+        let row = shop.db.get(sig).unwrap();
         assert_eq!(row.state, "rejected", "{reason}");
         let why: serde_json::Value = serde_json::from_str(row.reason.as_deref().unwrap()).unwrap();
         assert_eq!(why["reason"], *reason, "{sig}");
@@ -144,20 +130,19 @@ fn the_transaction_that_stopped_listen_is_rejected_and_honest_buys_go_on() {
     let v = validator();
     let rt = runtime();
     let chain = v.chain();
-    let dir = tempfile::tempdir().unwrap();
-    let seller = Wallet::generate();
-    let seller_pk = seller.solana_keypair().pubkey();
-    v.fund(&seller_pk, 1);
-    let mallory = Wallet::generate();
-    let mk = mallory.solana_keypair();
-    v.fund(&mk.pubkey(), 1);
-    let buyer = Wallet::generate();
-    let bk = buyer.solana_keypair();
-    v.fund(&bk.pubkey(), 1);
+    let shop = Shop::open(v, 1);
+    let mut shop = {
+        let live = shop.at_price(LIVE, PRICE);
+        shop.selling(vec![live])
+    };
+    let seller_pk = shop.seller_pk;
+    let mallory = Buyer::funded(v, 1);
+    let mk = &mallory.key;
+    let buyer = Buyer::funded(v, 1);
     let reg = default_registry();
     let buy_memo = MemoOp::Buy {
         listing_id: LIVE.into(),
-        buyer_x25519: mallory.x25519_address(),
+        buyer_x25519: mallory.wallet.x25519_address(),
     }
     .to_string();
     let mut not_utf8 = memo("x", &mk.pubkey());
@@ -168,19 +153,14 @@ fn the_transaction_that_stopped_listen_is_rejected_and_honest_buys_go_on() {
         not_utf8,
     ];
     let attack_sig = rt
-        .block_on(chain.send_skip_preflight(&attack, &[&mk]))
+        .block_on(chain.send_skip_preflight(&attack, &[mk]))
         .unwrap()
         .signature;
-    let honest = buy_instructions(
-        &bk.pubkey(),
-        &seller_pk,
-        PRICE,
-        LIVE,
-        &buyer.x25519_address(),
-        &reg,
-        None,
-    );
-    let honest_sig = rt.block_on(chain.send(&honest, &[&bk])).unwrap().signature;
+    let honest = buyer.buy(&shop, LIVE, PRICE);
+    let honest_sig = rt
+        .block_on(chain.send(&honest, &[&buyer.key]))
+        .unwrap()
+        .signature;
 
     // as the RPC returns it: failed, the buy memo read, the other noted
     let parsed = rt
@@ -196,21 +176,17 @@ fn the_transaction_that_stopped_listen_is_rejected_and_honest_buys_go_on() {
         parsed.anomalies
     );
 
-    let uploader = Uploader::Fs(FsStore::new(dir.path().join("items")));
-    let mut db = ListenDb::open(&dir.path().join("listen.db")).unwrap();
-    let catalog = TestCatalog::new(vec![fixed_price(LIVE, &seller_pk, PRICE)]);
-    let report = rt
-        .block_on(run_once(
-            &chain, &mut db, &seller, &uploader, &catalog, &seller_pk,
-        ))
-        .unwrap();
+    let report = shop.pass(&rt, &chain);
     assert_eq!(
         (report.seen, report.rejected, report.released, report.failed),
         (2, 1, 1, 0),
         "{report:?}"
     );
-    let attack_row = db.get(&attack_sig.to_string()).unwrap();
+    let attack_row = shop.db.get(&attack_sig.to_string()).unwrap();
     assert_eq!(attack_row.state, "rejected");
     assert!(attack_row.reason.unwrap().contains("tx_failed"));
-    assert_eq!(db.get(&honest_sig.to_string()).unwrap().state, "released");
+    assert_eq!(
+        shop.db.get(&honest_sig.to_string()).unwrap().state,
+        "released"
+    );
 }

@@ -11,7 +11,7 @@ use e2e::indexer_api::Api;
 use e2e::validator;
 use indexer::api::{self, AppState};
 use indexer::engine::Indexer;
-use indexer::fold::{FoldConfig, OfferStatus, SettlementStatus};
+use indexer::fold::{FoldConfig, OfferStatus, Refusal, SettlementStatus};
 use indexer::ingest::RpcSource;
 use indexer::store::SqliteStore;
 use node::arweave::{FsStore, Source, Uploader};
@@ -150,412 +150,494 @@ print(json.dumps({
 }))
 "#;
 
-#[test]
-fn indexer_follows_a_trade_and_serves_it() {
-    let v = validator();
-    let rt = e2e::multi_thread_runtime();
-    let dir = tempfile::tempdir().unwrap();
-    let chain = v.chain();
-    let store = FsStore::new(dir.path().join("items"));
-    let market = Market {
-        chain: v.chain(),
-        uploader: Uploader::Fs(store.clone()),
-        store: store.clone(),
-    };
-    let seller = Wallet::generate();
-    let buyer = Wallet::generate();
-    let mallory = Wallet::generate();
-    for w in [&seller, &buyer, &mallory] {
-        v.fund(&w.solana_keypair().pubkey(), 2);
+/// The trade scenario's world: three funded wallets, shared storage, the
+/// indexer served on a free port with a clock that can be moved.
+struct Scenario {
+    rt: tokio::runtime::Runtime,
+    dir: tempfile::TempDir,
+    chain: node::chain::Chain,
+    store: FsStore,
+    market: Market,
+    seller: Wallet,
+    buyer: Wallet,
+    mallory: Wallet,
+    ix: Arc<Indexer>,
+    source: Arc<RpcSource>,
+    api: Api,
+    skew: Arc<AtomicI64>,
+}
+
+/// What the negotiation left on chain.
+struct Negotiated {
+    listing: Listing,
+    offer_id: String,
+    forged: node::chain::Signature,
+}
+
+/// Sessions of the three wallets.
+struct Sessions {
+    buyer: String,
+    seller: String,
+    mallory: String,
+}
+
+impl Scenario {
+    fn start() -> Scenario {
+        let v = validator();
+        let rt = e2e::multi_thread_runtime();
+        let dir = tempfile::tempdir().unwrap();
+        let store = FsStore::new(dir.path().join("items"));
+        let market = Market {
+            chain: v.chain(),
+            uploader: Uploader::Fs(store.clone()),
+            store: store.clone(),
+        };
+        let (seller, buyer, mallory) = (Wallet::generate(), Wallet::generate(), Wallet::generate());
+        for w in [&seller, &buyer, &mallory] {
+            v.fund(&w.solana_keypair().pubkey(), 2);
+        }
+        let ix = Arc::new(indexer_at(&dir.path().join("indexer.db")));
+        let source = Arc::new(RpcSource::new(
+            v.chain(),
+            Source::Fs(market.store.clone()),
+            vec![default_registry()],
+            4,
+            0,
+        ));
+        let skew = Arc::new(AtomicI64::new(0));
+        let clock: api::Clock = {
+            let skew = skew.clone();
+            Arc::new(move || {
+                time::OffsetDateTime::now_utc().unix_timestamp() + skew.load(Ordering::SeqCst)
+            })
+        };
+        let state = AppState {
+            domain: "brainctl-indexer-test".into(),
+            clock,
+            ..AppState::new(ix.clone(), "localnet").with_chain(source.clone())
+        };
+        let listener = rt
+            .block_on(tokio::net::TcpListener::bind("127.0.0.1:0"))
+            .unwrap();
+        let api = Api {
+            base: format!("http://{}", listener.local_addr().unwrap()),
+            http: reqwest::Client::new(),
+        };
+        rt.spawn(api::serve(listener, state, std::future::pending()));
+        Scenario {
+            chain: v.chain(),
+            rt,
+            dir,
+            store,
+            market,
+            seller,
+            buyer,
+            mallory,
+            ix,
+            source,
+            api,
+            skew,
+        }
     }
-    let bundle_hash = "cd".repeat(32);
-    let key = [9u8; 32];
 
-    // The indexer, served on a free port; its clock can be moved.
-    let ix = Arc::new(indexer_at(&dir.path().join("indexer.db")));
-    let source = Arc::new(RpcSource::new(
-        v.chain(),
-        Source::Fs(market.store.clone()),
-        vec![default_registry()],
-        4,
-        0,
-    ));
-    let skew = Arc::new(AtomicI64::new(0));
-    let clock: api::Clock = {
-        let skew = skew.clone();
-        Arc::new(move || {
-            time::OffsetDateTime::now_utc().unix_timestamp() + skew.load(Ordering::SeqCst)
-        })
-    };
-    let state = AppState {
-        domain: "brainctl-indexer-test".into(),
-        clock,
-        ..AppState::new(ix.clone(), "localnet").with_chain(source.clone())
-    };
-    let listener = rt
-        .block_on(tokio::net::TcpListener::bind("127.0.0.1:0"))
-        .unwrap();
-    let api = Api {
-        base: format!("http://{}", listener.local_addr().unwrap()),
-        http: reqwest::Client::new(),
-    };
-    rt.spawn(api::serve(listener, state, std::future::pending()));
-    let poll = || rt.block_on(source.poll(&ix)).unwrap();
+    fn poll(&self) -> indexer::ingest::PollReport {
+        self.rt.block_on(self.source.poll(&self.ix)).unwrap()
+    }
 
-    // --- the negotiated trade, read from chain memos alone
-    let listing = rt.block_on(market.list(&seller, "auction", &bundle_hash));
-    let (offer_item, offer_id, _) = rt
-        .block_on(make_offer(
-            &chain,
-            &buyer,
-            &market.uploader,
-            &listing,
+    fn seller_pk(&self) -> node::chain::Pubkey {
+        self.seller.solana_keypair().pubkey()
+    }
+
+    /// List → offer → counter → accept, plus mallory's forged cancel: the
+    /// indexer reads it all from chain memos alone.
+    fn negotiate(&self) -> Negotiated {
+        let (rt, chain) = (&self.rt, &self.chain);
+        let listing = rt.block_on(self.market.list(&self.seller, "auction", &"cd".repeat(32)));
+        let (offer_item, offer_id, _) = rt
+            .block_on(make_offer(
+                chain,
+                &self.buyer,
+                &self.market.uploader,
+                &listing,
+                &OfferTerms {
+                    price_usd: 5.0,
+                    price_lamports: 50_000_000,
+                    message: "fifty?",
+                    ttl_hours: 2.0,
+                },
+            ))
+            .unwrap();
+        let offer = rt
+            .block_on(node::market::negotiate::fetch_offer(
+                &Source::Fs(self.store.clone()),
+                &offer_item,
+                false,
+            ))
+            .unwrap();
+        let seller_pk = self.seller_pk();
+        rt.block_on(make_counter(
+            chain,
+            &self.seller,
+            &self.market.uploader,
+            &offer,
+            &seller_pk,
             &OfferTerms {
-                price_usd: 5.0,
-                price_lamports: 50_000_000,
-                message: "fifty?",
+                price_usd: 7.0,
+                price_lamports: AGREED,
+                message: "seventy",
                 ttl_hours: 2.0,
             },
         ))
         .unwrap();
-    let offer = rt
-        .block_on(node::market::negotiate::fetch_offer(
-            &Source::Fs(store.clone()),
-            &offer_item,
-            false,
-        ))
-        .unwrap();
-    let seller_pk = seller.solana_keypair().pubkey();
-    rt.block_on(make_counter(
-        &chain,
-        &seller,
-        &market.uploader,
-        &offer,
-        &seller_pk,
-        &OfferTerms {
-            price_usd: 7.0,
-            price_lamports: AGREED,
-            message: "seventy",
-            ttl_hours: 2.0,
-        },
-    ))
-    .unwrap();
-    rt.block_on(post_memo(
-        &chain,
-        &seller,
-        &MemoOp::Accept {
-            offer_id: offer_id.clone(),
-        },
-        &seller_pk,
-    ))
-    .unwrap();
-    // A forgery: mallory "cancels" the seller's listing.
-    let forged = rt
-        .block_on(post_memo(
-            &chain,
-            &mallory,
-            &MemoOp::Cancel {
-                listing_id: listing.listing_id.clone(),
+        rt.block_on(post_memo(
+            chain,
+            &self.seller,
+            &MemoOp::Accept {
+                offer_id: offer_id.clone(),
             },
             &seller_pk,
         ))
         .unwrap();
-    let report = poll();
-    assert!(report.fetched >= 5, "{report:?}");
-    {
-        let s = ix.state();
-        let l = &s.listings[&listing.listing_id];
-        assert_eq!(l.status(s.now), "live", "forged cancel ignored");
-        assert!(l.cancelled.is_none());
-        assert_eq!(
-            s.rejected[&forged.signature.to_string()][0].reason,
-            "cancel not signed by the listing's seller"
-        );
-        let o = &s.offers[&offer_id];
-        assert_eq!(o.status, OfferStatus::Accepted);
-        assert_eq!(o.terms.len(), 2);
-        assert_eq!(o.current().price_lamports, Some(AGREED));
-    }
-    let (code, body) = rt.block_on(api.get("/listings", None));
-    assert_eq!(code, 200);
-    assert_eq!(
-        body["listings"][0]["manifest"]["listing_id"],
-        listing.listing_id
-    );
-    assert_eq!(body["listings"][0]["status"], "live");
-
-    // --- sign-in: good, reused, expired, wrong signature, wrong key
-    let token = rt.block_on(api.sign_in(&buyer));
-    let (nonce, msg) = rt.block_on(api.challenge(&buyer));
-    let good_sig = buyer.sign(msg.as_bytes());
-    let (code, _) = rt.block_on(api.verify(&buyer.address(), &nonce, &good_sig));
-    assert_eq!(code, 200);
-    let (code, body) = rt.block_on(api.verify(&buyer.address(), &nonce, &good_sig));
-    assert_eq!(
-        (code, body["error"].as_str()),
-        (401, Some("unknown_nonce")),
-        "reused nonce: {body}"
-    );
-    let (nonce, msg) = rt.block_on(api.challenge(&buyer));
-    let (code, body) =
-        rt.block_on(api.verify(&buyer.address(), &nonce, &mallory.sign(msg.as_bytes())));
-    assert_eq!(
-        (code, body["error"].as_str()),
-        (401, Some("bad_signature")),
-        "{body}"
-    );
-    let (nonce, msg) = rt.block_on(api.challenge(&buyer));
-    let (code, body) =
-        rt.block_on(api.verify(&mallory.address(), &nonce, &mallory.sign(msg.as_bytes())));
-    assert_eq!(
-        (code, body["error"].as_str()),
-        (401, Some("wrong_pubkey")),
-        "{body}"
-    );
-    let (nonce, msg) = rt.block_on(api.challenge(&buyer));
-    skew.store(301, Ordering::SeqCst);
-    let (code, body) =
-        rt.block_on(api.verify(&buyer.address(), &nonce, &buyer.sign(msg.as_bytes())));
-    assert_eq!(
-        (code, body["error"].as_str()),
-        (401, Some("expired_nonce")),
-        "{body}"
-    );
-    skew.store(0, Ordering::SeqCst);
-    let (code, _) = rt.block_on(api.get(
-        "/listings/00000000-000000000000/offers",
-        Some("forged-token"),
-    ));
-    assert_eq!(code, 401, "a made-up session token is refused");
-
-    // --- settle through the API: the buyer signs the returned transaction
-    let settle_path = format!("/listings/{}/settle", listing.listing_id);
-    let (code, body) = rt.block_on(api.post(
-        &settle_path,
-        json!({"buyer_x25519_pubkey": buyer.x25519_address()}),
-        None,
-    ));
-    assert_eq!(code, 401, "settle needs a session: {body}");
-    let (code, settle) = rt.block_on(api.post(
-        &settle_path,
-        json!({"buyer_x25519_pubkey": buyer.x25519_address(), "cluster": "localnet"}),
-        Some(&token),
-    ));
-    assert_eq!(code, 200, "{settle}");
-    assert_eq!(
-        settle["price_lamports"], AGREED,
-        "the accepted counter binds"
-    );
-    assert_eq!(settle["offer_id"], offer_id.as_str());
-    let bytes = base64::engine::general_purpose::STANDARD
-        .decode(settle["tx_base64"].as_str().unwrap())
-        .unwrap();
-    let mut tx: solana_sdk::transaction::Transaction = bincode::deserialize(&bytes).unwrap();
-    let buyer_kp = buyer.solana_keypair();
-    assert_eq!(
-        tx.message.account_keys[0],
-        buyer_kp.pubkey(),
-        "buyer pays the fee"
-    );
-    let blockhash = tx.message.recent_blockhash;
-    tx.try_sign(&[&buyer_kp], blockhash).unwrap();
-    let seller_before = rt.block_on(chain.rpc().get_balance(&seller_pk)).unwrap();
-    let buy_sig = rt
-        .block_on(chain.rpc().send_and_confirm_transaction(&tx))
-        .unwrap();
-    let seller_after = rt.block_on(chain.rpc().get_balance(&seller_pk)).unwrap();
-    assert_eq!(seller_after - seller_before, AGREED);
-
-    // --- the seller's listen pass releases it, with the indexer as catalog
-    poll();
-    let catalog = IndexedCatalog {
-        ix: &ix,
-        hash: bundle_hash.clone(),
-        key,
-    };
-    let mut db = ListenDb::open(&dir.path().join("listen.db")).unwrap();
-    let pass = rt
-        .block_on(run_once(
-            &chain,
-            &mut db,
-            &seller,
-            &market.uploader,
-            &catalog,
-            &seller_pk,
-        ))
-        .unwrap();
-    assert_eq!(
-        (pass.verified, pass.released, pass.rejected),
-        (1, 1, 0),
-        "{pass:?}"
-    );
-    poll();
-    {
-        let s = ix.state();
-        let st = &s.settlements[&buy_sig.to_string()];
-        assert_eq!(st.price_lamports, AGREED);
-        assert_eq!(st.paid_lamports, AGREED);
-        assert_eq!(st.offer_id.as_deref(), Some(offer_id.as_str()));
-        assert!(
-            matches!(st.status, SettlementStatus::Released { .. }),
-            "{st:?}"
-        );
-    }
-    let (code, body) = rt.block_on(api.get(
-        &format!(
-            "/settlements/{}?buyer={}&cluster=localnet",
-            listing.listing_id,
-            buyer.address()
-        ),
-        None,
-    ));
-    assert_eq!(code, 200);
-    assert_eq!(body["status"], "released", "{body}");
-    assert!(body["envelope_arweave_id"]
-        .as_str()
-        .is_some_and(|e| store.get(e).is_ok()));
-    let (code, rep) = rt.block_on(api.get(&format!("/sellers/{}", seller.address()), None));
-    assert_eq!(code, 200);
-    assert_eq!(
-        (rep["sales"].as_u64(), rep["releases"].as_u64()),
-        (Some(1), Some(1)),
-        "{rep}"
-    );
-
-    // --- private listing: offers visible to its seller and that buyer only
-    let private = rt.block_on(market.list(&seller, "private", &"ef".repeat(32)));
-    let (_, private_offer, _) = rt
-        .block_on(make_offer(
-            &chain,
-            &buyer,
-            &market.uploader,
-            &private,
-            &OfferTerms {
-                price_usd: 4.0,
-                price_lamports: 40_000_000,
-                message: "private bid",
-                ttl_hours: 2.0,
-            },
-        ))
-        .unwrap();
-    poll();
-    let path = format!("/listings/{}/offers", private.listing_id);
-    let ids = |v: &Value| -> Vec<String> {
-        v["offers"]
-            .as_array()
+        // A forgery: mallory "cancels" the seller's listing.
+        let forged = rt
+            .block_on(post_memo(
+                chain,
+                &self.mallory,
+                &MemoOp::Cancel {
+                    listing_id: listing.listing_id.clone(),
+                },
+                &seller_pk,
+            ))
             .unwrap()
-            .iter()
-            .map(|o| o["offer_id"].as_str().unwrap().to_string())
-            .collect()
-    };
-    let seller_token = rt.block_on(api.sign_in(&seller));
-    let mallory_token = rt.block_on(api.sign_in(&mallory));
-    let (_, as_seller) = rt.block_on(api.get(&path, Some(&seller_token)));
-    let (_, as_buyer) = rt.block_on(api.get(&path, Some(&token)));
-    let (_, as_mallory) = rt.block_on(api.get(&path, Some(&mallory_token)));
-    let (_, anonymous) = rt.block_on(api.get(&path, None));
-    assert_eq!(ids(&as_seller), vec![private_offer.clone()]);
-    assert_eq!(ids(&as_buyer), vec![private_offer.clone()]);
-    assert!(ids(&as_mallory).is_empty(), "{as_mallory}");
-    assert!(ids(&anonymous).is_empty(), "{anonymous}");
-    let (code, _) = rt.block_on(api.get(&format!("/offers/{private_offer}"), Some(&mallory_token)));
-    assert_eq!(code, 404, "a private offer is not even confirmed to exist");
-    // a private listing's settlements: its seller and that buyer, signed in
-    let status = format!(
-        "/settlements/{}?buyer={}&cluster=localnet",
-        private.listing_id,
-        buyer.address()
-    );
-    let (code, _) = rt.block_on(api.get(&status, None));
-    assert_eq!(code, 401, "anonymous");
-    let (code, _) = rt.block_on(api.get(&status, Some(&mallory_token)));
-    assert_eq!(code, 403, "a stranger");
-    for t in [&token, &seller_token] {
-        let (code, body) = rt.block_on(api.get(&status, Some(t)));
-        assert_eq!(code, 200, "{body}");
-        assert_eq!(body["listing_id"], private.listing_id.as_str());
+            .signature;
+        let report = self.poll();
+        assert!(report.fetched >= 5, "{report:?}");
+        {
+            let s = self.ix.state();
+            let l = &s.listings[&listing.listing_id];
+            assert_eq!(l.status(s.now), "live", "forged cancel ignored");
+            assert!(l.cancelled.is_none());
+            assert_eq!(
+                s.rejected[&forged.to_string()][0].reason,
+                Refusal::CancelNotSignedBySeller
+            );
+            let o = &s.offers[&offer_id];
+            assert_eq!(o.status, OfferStatus::Accepted);
+            assert_eq!(o.terms.len(), 2);
+            assert_eq!(o.current().price_lamports, Some(AGREED));
+        }
+        let (code, body) = rt.block_on(self.api.get("/listings", None));
+        assert_eq!(code, 200);
+        assert_eq!(
+            body["listings"][0]["manifest"]["listing_id"],
+            listing.listing_id
+        );
+        assert_eq!(body["listings"][0]["status"], "live");
+        Negotiated {
+            listing,
+            offer_id,
+            forged,
+        }
     }
 
-    // --- a hint's manifest body is never trusted: a `list` memo whose
-    // manifest the gateway does not serve is not folded from the body the
-    // hint carries (it would let anyone cache any signed body under any id)
-    let ghost_id = node::market::list::new_listing_id();
-    let ghost = build_listing(
-        &mallory,
-        &NewListing {
-            listing_id: &ghost_id,
-            bundle_hash: &"ab".repeat(32),
-            payment_address: None,
-            price_usd: 1.0,
-            price_lamports: PRICE,
-            duration_hours: 24.0,
-            visibility: "auction",
-            encrypted_bundle_uri: "ar://blob",
-            metadata_uri: "ar://meta",
-            preview: json!({}),
-            now: time::OffsetDateTime::now_utc().unix_timestamp(),
-            escrow_program: None,
-        },
-    )
-    .unwrap();
-    let unserved = "G".repeat(43); // an item id the gateway does not have
-    let sent = rt
-        .block_on(post_memo(
-            &chain,
-            &mallory,
-            &MemoOp::List {
-                listing_arweave_id: unserved.clone(),
-                bundle_hash: "ab".repeat(32),
+    /// Sign-in: good, reused, expired, wrong signature, wrong key, a
+    /// made-up token. Returns the three wallets' sessions.
+    fn sign_in(&self) -> Sessions {
+        let (rt, api, buyer, mallory) = (&self.rt, &self.api, &self.buyer, &self.mallory);
+        let token = rt.block_on(api.sign_in(buyer));
+        let (nonce, msg) = rt.block_on(api.challenge(buyer));
+        let good_sig = buyer.sign(msg.as_bytes());
+        let (code, _) = rt.block_on(api.verify(&buyer.address(), &nonce, &good_sig));
+        assert_eq!(code, 200);
+        let (code, body) = rt.block_on(api.verify(&buyer.address(), &nonce, &good_sig));
+        assert_eq!(
+            (code, body["error"].as_str()),
+            (401, Some("unknown_nonce")),
+            "reused nonce: {body}"
+        );
+        let (nonce, msg) = rt.block_on(api.challenge(buyer));
+        let (code, body) =
+            rt.block_on(api.verify(&buyer.address(), &nonce, &mallory.sign(msg.as_bytes())));
+        assert_eq!(
+            (code, body["error"].as_str()),
+            (401, Some("bad_signature")),
+            "{body}"
+        );
+        let (nonce, msg) = rt.block_on(api.challenge(buyer));
+        let (code, body) =
+            rt.block_on(api.verify(&mallory.address(), &nonce, &mallory.sign(msg.as_bytes())));
+        assert_eq!(
+            (code, body["error"].as_str()),
+            (401, Some("wrong_pubkey")),
+            "{body}"
+        );
+        let (nonce, msg) = rt.block_on(api.challenge(buyer));
+        self.skew.store(301, Ordering::SeqCst);
+        let (code, body) =
+            rt.block_on(api.verify(&buyer.address(), &nonce, &buyer.sign(msg.as_bytes())));
+        assert_eq!(
+            (code, body["error"].as_str()),
+            (401, Some("expired_nonce")),
+            "{body}"
+        );
+        self.skew.store(0, Ordering::SeqCst);
+        let (code, _) = rt.block_on(api.get(
+            "/listings/00000000-000000000000/offers",
+            Some("forged-token"),
+        ));
+        assert_eq!(code, 401, "a made-up session token is refused");
+        Sessions {
+            buyer: token,
+            seller: rt.block_on(api.sign_in(&self.seller)),
+            mallory: rt.block_on(api.sign_in(mallory)),
+        }
+    }
+
+    /// The buyer settles through the API (signs the returned transaction,
+    /// at the accepted counter's price); the seller's listen pass, with the
+    /// indexer as its catalog, releases it; the indexer and the API show it.
+    fn settle_and_release(&self, n: &Negotiated, token: &str) {
+        let (rt, api, chain) = (&self.rt, &self.api, &self.chain);
+        let settle_path = format!("/listings/{}/settle", n.listing.listing_id);
+        let (code, body) = rt.block_on(api.post(
+            &settle_path,
+            json!({"buyer_x25519_pubkey": self.buyer.x25519_address()}),
+            None,
+        ));
+        assert_eq!(code, 401, "settle needs a session: {body}");
+        let (code, settle) = rt.block_on(api.post(
+            &settle_path,
+            json!({"buyer_x25519_pubkey": self.buyer.x25519_address(), "cluster": "localnet"}),
+            Some(token),
+        ));
+        assert_eq!(code, 200, "{settle}");
+        assert_eq!(
+            settle["price_lamports"], AGREED,
+            "the accepted counter binds"
+        );
+        assert_eq!(settle["offer_id"], n.offer_id.as_str());
+        let bytes = base64::engine::general_purpose::STANDARD
+            .decode(settle["tx_base64"].as_str().unwrap())
+            .unwrap();
+        let mut tx: solana_sdk::transaction::Transaction = bincode::deserialize(&bytes).unwrap();
+        let buyer_kp = self.buyer.solana_keypair();
+        assert_eq!(
+            tx.message.account_keys[0],
+            buyer_kp.pubkey(),
+            "buyer pays the fee"
+        );
+        let blockhash = tx.message.recent_blockhash;
+        tx.try_sign(&[&buyer_kp], blockhash).unwrap();
+        let seller_pk = self.seller_pk();
+        let seller_before = rt.block_on(chain.rpc().get_balance(&seller_pk)).unwrap();
+        let buy_sig = rt
+            .block_on(chain.rpc().send_and_confirm_transaction(&tx))
+            .unwrap();
+        let seller_after = rt.block_on(chain.rpc().get_balance(&seller_pk)).unwrap();
+        assert_eq!(seller_after - seller_before, AGREED);
+
+        self.poll();
+        let catalog = IndexedCatalog {
+            ix: &self.ix,
+            hash: "cd".repeat(32),
+            key: [9u8; 32],
+        };
+        let mut db = ListenDb::open(&self.dir.path().join("listen.db")).unwrap();
+        let pass = rt
+            .block_on(run_once(
+                chain,
+                &mut db,
+                &self.seller,
+                &self.market.uploader,
+                &catalog,
+                &seller_pk,
+            ))
+            .unwrap();
+        assert_eq!(
+            (pass.verified, pass.released, pass.rejected),
+            (1, 1, 0),
+            "{pass:?}"
+        );
+        self.poll();
+        {
+            let s = self.ix.state();
+            let st = &s.settlements[&buy_sig.to_string()];
+            assert_eq!(st.price_lamports, AGREED);
+            assert_eq!(st.paid_lamports, AGREED);
+            assert_eq!(st.offer_id.as_deref(), Some(n.offer_id.as_str()));
+            assert!(
+                matches!(st.status, SettlementStatus::Released { .. }),
+                "{st:?}"
+            );
+        }
+        let (code, body) = rt.block_on(api.get(
+            &format!(
+                "/settlements/{}?buyer={}&cluster=localnet",
+                n.listing.listing_id,
+                self.buyer.address()
+            ),
+            None,
+        ));
+        assert_eq!(code, 200);
+        assert_eq!(body["status"], "released", "{body}");
+        assert!(body["envelope_arweave_id"]
+            .as_str()
+            .is_some_and(|e| self.store.get(e).is_ok()));
+        let (code, rep) =
+            rt.block_on(api.get(&format!("/sellers/{}", self.seller.address()), None));
+        assert_eq!(code, 200);
+        assert_eq!(
+            (rep["sales"].as_u64(), rep["releases"].as_u64()),
+            (Some(1), Some(1)),
+            "{rep}"
+        );
+    }
+
+    /// A private listing: offers visible to its seller and that buyer
+    /// only, settlements likewise. Returns (listing, the buyer's offer id).
+    fn private_listing(&self, sessions: &Sessions) -> (Listing, String) {
+        let (rt, api) = (&self.rt, &self.api);
+        let private = rt.block_on(self.market.list(&self.seller, "private", &"ef".repeat(32)));
+        let (_, private_offer, _) = rt
+            .block_on(make_offer(
+                &self.chain,
+                &self.buyer,
+                &self.market.uploader,
+                &private,
+                &OfferTerms {
+                    price_usd: 4.0,
+                    price_lamports: 40_000_000,
+                    message: "private bid",
+                    ttl_hours: 2.0,
+                },
+            ))
+            .unwrap();
+        self.poll();
+        let path = format!("/listings/{}/offers", private.listing_id);
+        let ids = |v: &Value| -> Vec<String> {
+            v["offers"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|o| o["offer_id"].as_str().unwrap().to_string())
+                .collect()
+        };
+        let (_, as_seller) = rt.block_on(api.get(&path, Some(&sessions.seller)));
+        let (_, as_buyer) = rt.block_on(api.get(&path, Some(&sessions.buyer)));
+        let (_, as_mallory) = rt.block_on(api.get(&path, Some(&sessions.mallory)));
+        let (_, anonymous) = rt.block_on(api.get(&path, None));
+        assert_eq!(ids(&as_seller), vec![private_offer.clone()]);
+        assert_eq!(ids(&as_buyer), vec![private_offer.clone()]);
+        assert!(ids(&as_mallory).is_empty(), "{as_mallory}");
+        assert!(ids(&anonymous).is_empty(), "{anonymous}");
+        let (code, _) =
+            rt.block_on(api.get(&format!("/offers/{private_offer}"), Some(&sessions.mallory)));
+        assert_eq!(code, 404, "a private offer is not even confirmed to exist");
+        // a private listing's settlements: its seller and that buyer, signed in
+        let status = format!(
+            "/settlements/{}?buyer={}&cluster=localnet",
+            private.listing_id,
+            self.buyer.address()
+        );
+        let (code, _) = rt.block_on(api.get(&status, None));
+        assert_eq!(code, 401, "anonymous");
+        let (code, _) = rt.block_on(api.get(&status, Some(&sessions.mallory)));
+        assert_eq!(code, 403, "a stranger");
+        for t in [&sessions.buyer, &sessions.seller] {
+            let (code, body) = rt.block_on(api.get(&status, Some(t)));
+            assert_eq!(code, 200, "{body}");
+            assert_eq!(body["listing_id"], private.listing_id.as_str());
+        }
+        (private, private_offer)
+    }
+
+    /// A hint's manifest body is never trusted: a `list` memo whose
+    /// manifest the gateway does not serve is not folded from the body the
+    /// hint carries (it would let anyone cache any signed body under any
+    /// id); and a hint of a transaction the chain refuses is a 409 with
+    /// the fold's reason.
+    fn hostile_hints(&self, n: &Negotiated, mallory_token: &str) {
+        let (rt, api) = (&self.rt, &self.api);
+        let ghost_id = node::market::list::new_listing_id();
+        let ghost = build_listing(
+            &self.mallory,
+            &NewListing {
+                listing_id: &ghost_id,
+                bundle_hash: &"ab".repeat(32),
+                payment_address: None,
+                price_usd: 1.0,
+                price_lamports: PRICE,
+                duration_hours: 24.0,
+                visibility: "auction",
+                encrypted_bundle_uri: "ar://blob",
+                metadata_uri: "ar://meta",
+                preview: json!({}),
+                now: time::OffsetDateTime::now_utc().unix_timestamp(),
+                escrow_program: None,
             },
-            &mallory.solana_keypair().pubkey(),
-        ))
+        )
         .unwrap();
-    let (code, body) = rt.block_on(api.post(
-        "/listings",
-        json!({
-            "manifest": ghost,
-            "listing_arweave_id": unserved,
-            "list_tx_signature": sent.signature.to_string(),
-            "cluster": "localnet",
-        }),
-        Some(&mallory_token),
-    ));
-    assert_eq!(code, 409, "{body}");
-    assert!(
-        body.to_string().contains("does not serve manifest"),
-        "{body}"
-    );
-    assert!(!ix.state().listings.contains_key(&ghost_id));
-    poll(); // the ingest folds it as the chain has it: refused, no manifest
-    assert!(!ix.state().listings.contains_key(&ghost_id));
+        let unserved = "G".repeat(43); // an item id the gateway does not have
+        let sent = rt
+            .block_on(post_memo(
+                &self.chain,
+                &self.mallory,
+                &MemoOp::List {
+                    listing_arweave_id: unserved.clone(),
+                    bundle_hash: "ab".repeat(32),
+                },
+                &self.mallory.solana_keypair().pubkey(),
+            ))
+            .unwrap();
+        let (code, body) = rt.block_on(api.post(
+            "/listings",
+            json!({
+                "manifest": ghost,
+                "listing_arweave_id": unserved,
+                "list_tx_signature": sent.signature.to_string(),
+                "cluster": "localnet",
+            }),
+            Some(mallory_token),
+        ));
+        assert_eq!(code, 409, "{body}");
+        assert!(
+            body.to_string().contains("does not serve manifest"),
+            "{body}"
+        );
+        assert!(!self.ix.state().listings.contains_key(&ghost_id));
+        self.poll(); // the ingest folds it as the chain has it: refused, no manifest
+        assert!(!self.ix.state().listings.contains_key(&ghost_id));
 
-    // --- a hint for a transaction the chain refuses: 409 with the reason
-    let (code, body) = rt.block_on(api.post(
-        &format!("/listings/{}/cancel", listing.listing_id),
-        json!({"cancel_tx_signature": forged.signature.to_string()}),
-        Some(&mallory_token),
-    ));
-    assert_eq!(code, 409, "{body}");
-    assert!(body["detail"]
-        .as_str()
-        .unwrap()
-        .contains("cancel not signed by the listing's seller"));
+        let (code, body) = rt.block_on(api.post(
+            &format!("/listings/{}/cancel", n.listing.listing_id),
+            json!({"cancel_tx_signature": n.forged.to_string()}),
+            Some(mallory_token),
+        ));
+        assert_eq!(code, 409, "{body}");
+        assert!(body["detail"]
+            .as_str()
+            .unwrap()
+            .contains("cancel not signed by the listing's seller"));
+    }
 
-    // --- the reference Python client, unchanged, against this indexer
-    if let Some(py) = e2e::ref_python() {
-        let home = dir.path().join("ref-home");
+    /// The reference Python client, unchanged, against this indexer.
+    fn reference_client(&self, n: &Negotiated, private: &Listing, private_offer: &str) {
+        let Some(py) = e2e::ref_python() else {
+            return;
+        };
+        let home = self.dir.path().join("ref-home");
         let keystore = home.join("buyer.json");
-        buyer.save(&keystore, false).unwrap();
+        self.buyer.save(&keystore, false).unwrap();
         let out = std::process::Command::new(py)
             .arg("-c")
             .arg(REFERENCE_CLIENT)
             .args([
-                &api.base,
-                &buyer.address(),
+                &self.api.base,
+                &self.buyer.address(),
                 keystore.to_str().unwrap(),
-                &listing.listing_id,
+                &n.listing.listing_id,
                 &private.listing_id,
-                &buyer.x25519_address(),
+                &self.buyer.x25519_address(),
             ])
             .env("HOME", &home)
             .output()
@@ -570,10 +652,10 @@ fn indexer_follows_a_trade_and_serves_it() {
             r["browsed"]
                 .as_array()
                 .unwrap()
-                .contains(&json!(listing.listing_id)),
+                .contains(&json!(n.listing.listing_id)),
             "{r}"
         );
-        assert_eq!(r["shown"], listing.listing_id.as_str());
+        assert_eq!(r["shown"], n.listing.listing_id.as_str());
         assert_eq!(r["status"], "released");
         assert_eq!(r["private_offers"], json!([private_offer]));
         assert_eq!(
@@ -582,15 +664,29 @@ fn indexer_follows_a_trade_and_serves_it() {
         );
     }
 
-    // --- rebuild from an empty database: the same state
-    let incremental = ix.state().hash();
-    let fresh = Arc::new(indexer_at(&dir.path().join("rebuilt.db")));
-    rt.block_on(source.poll(&fresh)).unwrap();
-    assert_eq!(fresh.state().hash(), incremental);
-    assert_eq!(fresh.state().transactions, ix.state().transactions);
-    // and a restart on the original database folds to it too
-    let reopened = indexer_at(&dir.path().join("indexer.db"));
-    assert_eq!(reopened.state().hash(), incremental);
+    /// A rebuild from an empty database reaches the same state, and so
+    /// does a restart on the original database.
+    fn rebuild(&self) {
+        let incremental = self.ix.state().hash();
+        let fresh = Arc::new(indexer_at(&self.dir.path().join("rebuilt.db")));
+        self.rt.block_on(self.source.poll(&fresh)).unwrap();
+        assert_eq!(fresh.state().hash(), incremental);
+        assert_eq!(fresh.state().transactions, self.ix.state().transactions);
+        let reopened = indexer_at(&self.dir.path().join("indexer.db"));
+        assert_eq!(reopened.state().hash(), incremental);
+    }
+}
+
+#[test]
+fn indexer_follows_a_trade_and_serves_it() {
+    let world = Scenario::start();
+    let negotiated = world.negotiate();
+    let sessions = world.sign_in();
+    world.settle_and_release(&negotiated, &sessions.buyer);
+    let (private, private_offer) = world.private_listing(&sessions);
+    world.hostile_hints(&negotiated, &sessions.mallory);
+    world.reference_client(&negotiated, &private, &private_offer);
+    world.rebuild();
 }
 
 /// A gateway lags the chain: a `list` memo lands before its manifest is
@@ -640,7 +736,7 @@ fn a_listing_whose_manifest_is_served_late_is_held_then_folded() {
     // the impatient indexer refuses the memo for good
     let impatient = Arc::new(indexer_at(&dir.path().join("impatient.db")));
     rt.block_on(source(0).poll(&impatient)).unwrap();
-    let refused: Vec<String> = impatient
+    let refused: Vec<Refusal> = impatient
         .state()
         .rejected
         .values()
@@ -648,7 +744,13 @@ fn a_listing_whose_manifest_is_served_late_is_held_then_folded() {
         .map(|r| r.reason.clone())
         .collect();
     assert!(
-        refused.iter().any(|r| r.contains("unavailable")),
+        refused.iter().any(|r| matches!(
+            r,
+            Refusal::ManifestUnavailable {
+                kind: indexer::fold::ManifestKind::Listing,
+                ..
+            }
+        )),
         "{refused:?}"
     );
 

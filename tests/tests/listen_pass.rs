@@ -2,16 +2,10 @@
 //! underpays; one pass releases every valid buy exactly once and rejects
 //! the hostile one; a second pass finds nothing to do.
 
-use e2e::{fixed_price, runtime, validator, TestCatalog};
-use node::arweave::{FsStore, Uploader};
-use node::chain::instructions::default_registry;
-use node::chain::{Keypair, Signer};
-use node::listen::pass::{run_once, PassReport};
+use e2e::{runtime, validator, Buyer, Shop};
+use node::listen::pass::PassReport;
 use node::listen::release::release_mint;
-use node::listen::ListenDb;
-use node::market::tx::buy_instructions;
 use node::market::MemoOp;
-use node::wallet::Wallet;
 
 const LISTING: &str = "20261123-aaaaaaaaaaaa";
 const PRICE: u64 = 100_000_000;
@@ -21,51 +15,24 @@ fn one_pass_releases_each_valid_buy_once() {
     let v = validator();
     let rt = runtime();
     let chain = v.chain();
-    let dir = tempfile::tempdir().unwrap();
-    let seller = Wallet::generate();
-    let seller_kp = seller.solana_keypair();
-    v.fund(&seller_kp.pubkey(), 5);
-    let catalog = TestCatalog::new(vec![fixed_price(LISTING, &seller_kp.pubkey(), PRICE)]);
-    let buyers: Vec<(Wallet, Keypair)> = (0..6)
-        .map(|_| {
-            let w = Wallet::generate();
-            let k = w.solana_keypair();
-            v.fund(&k.pubkey(), 1);
-            (w, k)
-        })
-        .collect();
+    let shop = Shop::open(v, 5);
+    let mut shop = {
+        let listing = shop.at_price(LISTING, PRICE);
+        shop.selling(vec![listing])
+    };
+    let buyers: Vec<Buyer> = (0..6).map(|_| Buyer::funded(v, 1)).collect();
     // all buyers pay at once; the last one underpays
-    let sends = buyers.iter().enumerate().map(|(i, (w, k))| {
+    let sends = buyers.iter().enumerate().map(|(i, b)| {
         let amount = if i == 5 { PRICE / 2 } else { PRICE };
-        let ixs = buy_instructions(
-            &k.pubkey(),
-            &seller_kp.pubkey(),
-            amount,
-            LISTING,
-            &w.x25519_address(),
-            &default_registry(),
-            None,
-        );
+        let ixs = b.buy(&shop, LISTING, amount);
         let chain = &chain;
-        async move { chain.send(&ixs, &[k]).await }
+        async move { chain.send(&ixs, &[&b.key]).await }
     });
     let sent = rt.block_on(futures_util::future::join_all(sends));
     assert!(sent.iter().all(Result::is_ok), "{sent:?}");
 
-    let uploader = Uploader::Fs(FsStore::new(dir.path().join("items")));
-    let mut db = ListenDb::open(&dir.path().join("listen.db")).unwrap();
-    let first = rt
-        .block_on(run_once(
-            &chain,
-            &mut db,
-            &seller,
-            &uploader,
-            &catalog,
-            &seller_kp.pubkey(),
-        ))
-        .unwrap();
     assert_eq!(
-        first,
+        shop.pass(&rt, &chain),
         PassReport {
             seen: 6,
             verified: 5,
@@ -75,21 +42,15 @@ fn one_pass_releases_each_valid_buy_once() {
             discovery_error: None,
         }
     );
-    let second = rt
-        .block_on(run_once(
-            &chain,
-            &mut db,
-            &seller,
-            &uploader,
-            &catalog,
-            &seller_kp.pubkey(),
-        ))
-        .unwrap();
-    assert_eq!(second, PassReport::default(), "nothing to do twice");
+    assert_eq!(
+        shop.pass(&rt, &chain),
+        PassReport::default(),
+        "nothing to do twice"
+    );
 
     // one release memo per valid buy, naming the buy's own mint
     let history = rt
-        .block_on(chain.signatures_for(&seller_kp.pubkey(), None))
+        .block_on(chain.signatures_for(&shop.seller_pk, None))
         .unwrap();
     let mut release_mints: Vec<String> = history
         .iter()
@@ -111,7 +72,7 @@ fn one_pass_releases_each_valid_buy_once() {
         .iter()
         .map(|s| {
             release_mint(
-                &seller,
+                &shop.seller,
                 &s.as_ref().unwrap().signature.to_string(),
                 node::mint::bundle_mint::TokenStandard::LightCompressed,
             )
@@ -136,7 +97,7 @@ fn one_pass_releases_each_valid_buy_once() {
         );
     }
     assert_eq!(
-        db.counts().unwrap(),
+        shop.db.counts().unwrap(),
         vec![("rejected".into(), 1), ("released".into(), 5)]
     );
 }

@@ -12,7 +12,7 @@ use node::bundle::{Bundle, Cell, Filter, MemoryRow};
 use node::chain::instructions::default_registry;
 use node::chain::{ParsedTx, Signer};
 use node::listen::release::{release_mint, send_release, upload_envelope, Goods};
-use node::listen::{verify_buy, ListenDb, ListingTerms, Rejection, StateError, Step};
+use node::listen::{verify_buy, ListenDb, ListingTerms, Rejection, StateError, Step, VerifiedBuy};
 use node::market::envelope::{open_envelope, Expected};
 use node::market::tx::buy_instructions;
 use node::market::MemoOp;
@@ -52,258 +52,299 @@ fn bundle() -> Bundle {
     }
 }
 
+/// The two sides and what the seller published.
+struct Trade {
+    rt: tokio::runtime::Runtime,
+    chain: node::chain::Chain,
+    dir: tempfile::TempDir,
+    seller: Wallet,
+    buyer: Wallet,
+    store: FsStore,
+    bundle: Bundle,
+    bundle_hash: String,
+    key: [u8; 32],
+    blob_id: String,
+    terms: ListingTerms,
+}
+
+impl Trade {
+    /// Step 1: funded wallets; the seller's encrypted blob in shared storage.
+    fn publish() -> Trade {
+        let v = validator();
+        let dir = tempfile::tempdir().unwrap();
+        let (seller, buyer) = (Wallet::generate(), Wallet::generate());
+        v.fund(&seller.solana_keypair().pubkey(), 2);
+        v.fund(&buyer.solana_keypair().pubkey(), 2);
+        let store = FsStore::new(dir.path().join("items"));
+        let b = bundle();
+        let plain = b.canonical_bytes();
+        let key = *node::seal::new_blob_key();
+        let blob = DataItem::sign(
+            &seller,
+            node::seal::encrypt_blob(&key, &plain).unwrap(),
+            vec![Tag::new("App-Name", "brainctl")],
+            None,
+            None,
+        )
+        .unwrap();
+        let blob_id = store.put(&blob).unwrap();
+        let terms = ListingTerms {
+            listing_id: LISTING.into(),
+            payment_address: seller.solana_keypair().pubkey().to_string(),
+            price_lamports: PRICE,
+            expires_at: i64::MAX,
+            cancelled_at_slot: None,
+            fee: None,
+        };
+        Trade {
+            rt: runtime(),
+            chain: v.chain(),
+            bundle_hash: hex::encode(node::crypto::sha256(&plain)),
+            bundle: b,
+            dir,
+            seller,
+            buyer,
+            store,
+            key,
+            blob_id,
+            terms,
+        }
+    }
+
+    /// The buyer pays `lamports` with the one buy transaction.
+    fn pay(&self, lamports: u64) -> node::chain::Signature {
+        let kp = self.buyer.solana_keypair();
+        let ixs = buy_instructions(
+            &kp.pubkey(),
+            &self.seller.solana_keypair().pubkey(),
+            lamports,
+            LISTING,
+            &self.buyer.x25519_address(),
+            &default_registry(),
+            None,
+        );
+        self.rt
+            .block_on(self.chain.send(&ixs, &[&kp]))
+            .unwrap()
+            .signature
+    }
+
+    fn fetch(&self, sig: &node::chain::Signature) -> ParsedTx {
+        self.rt
+            .block_on(self.chain.transaction(sig))
+            .unwrap()
+            .unwrap()
+    }
+
+    fn db_path(&self) -> std::path::PathBuf {
+        self.dir.path().join("listen.db")
+    }
+
+    fn goods(&self) -> Goods<'_> {
+        Goods {
+            bundle_hash: &self.bundle_hash,
+            key: &self.key,
+            token: NftSpec {
+                name: "brainctl bundle".into(),
+                symbol: "BRNDL".into(),
+                uri: format!("ar://{}", self.blob_id),
+            },
+            standard: TokenStandard::Token2022,
+            escrow: false,
+        }
+    }
+
+    /// Step 3: the seller's daemon finds both buys by the payment address,
+    /// rejects the underpaid one and verifies the paid one.
+    fn verify(&self, cheap: &node::chain::Signature, paid: &node::chain::Signature) -> VerifiedBuy {
+        let mut db = ListenDb::open(&self.db_path()).unwrap();
+        let history = self
+            .rt
+            .block_on(
+                self.chain
+                    .signatures_for(&self.seller.solana_keypair().pubkey(), None),
+            )
+            .unwrap();
+        let found: Vec<&str> = history.iter().map(|s| s.signature.as_str()).collect();
+        assert!(
+            found.contains(&paid.to_string().as_str())
+                && found.contains(&cheap.to_string().as_str())
+        );
+        let (cheap_tx, paid_tx) = (self.fetch(cheap), self.fetch(paid));
+        db.record_seen(&cheap_tx.signature, LISTING, cheap_tx.slot)
+            .unwrap();
+        let why = verify_buy(&cheap_tx, &self.terms, &[]).unwrap_err();
+        assert_eq!(
+            why,
+            Rejection::Underpaid {
+                paid: PRICE - 1,
+                price: PRICE
+            }
+        );
+        db.mark_rejected(&cheap_tx.signature, &why).unwrap();
+        db.record_seen(&paid_tx.signature, LISTING, paid_tx.slot)
+            .unwrap();
+        let buy = verify_buy(&paid_tx, &self.terms, &[]).unwrap();
+        assert_eq!(
+            (buy.buyer.as_str(), buy.paid_lamports),
+            (self.buyer.address().as_str(), PRICE)
+        );
+        db.mark_verified(&buy).unwrap();
+        buy
+    }
+
+    /// Step 4: the envelope is uploaded, then the process dies (the
+    /// database handle is dropped before any release).
+    fn upload_then_crash(&self, buy: &VerifiedBuy) {
+        let mut db = ListenDb::open(&self.db_path()).unwrap();
+        let uploader = Uploader::Fs(self.store.clone());
+        let step = self
+            .rt
+            .block_on(upload_envelope(
+                &mut db,
+                &self.seller,
+                &uploader,
+                &buy.signature,
+                &self.goods(),
+            ))
+            .unwrap();
+        assert_eq!(step, Step::Applied);
+    }
+
+    /// Step 5: a new process resumes from the database and releases once;
+    /// a replayed release, and a release of the rejected buy, do nothing.
+    fn resume_and_release(&self, buy: &VerifiedBuy, cheap: &node::chain::Signature) -> String {
+        let mut db = ListenDb::open(&self.db_path()).unwrap();
+        let pending = db.unfinished().unwrap();
+        assert_eq!(pending.len(), 1);
+        assert_eq!(pending[0].state, "envelope_uploaded");
+        let release = |db: &mut ListenDb, sig: &str| {
+            self.rt.block_on(send_release(
+                db,
+                &self.chain,
+                &self.seller,
+                sig,
+                &self.goods(),
+            ))
+        };
+        let release_sig = release(&mut db, &buy.signature).unwrap();
+        assert_eq!(release(&mut db, &buy.signature).unwrap(), release_sig);
+        assert!(matches!(db.mark_verified(buy), Ok(Step::AlreadyDone)));
+        assert!(matches!(
+            release(&mut db, &cheap.to_string()),
+            Err(node::listen::release::ReleaseError::State(
+                StateError::WrongState { .. }
+            ))
+        ));
+        release_sig
+    }
+
+    /// Step 6: exactly one release memo on chain, exactly one token, held
+    /// by the buyer; returns the envelope's item id.
+    fn one_release_one_token(&self, buy: &VerifiedBuy, release_sig: &str) -> String {
+        let seller_pk = self.seller.solana_keypair().pubkey();
+        let (mint, mint_seed) =
+            release_mint(&self.seller, &buy.signature, TokenStandard::Token2022).unwrap();
+        let releases: Vec<ParsedTx> = self
+            .rt
+            .block_on(self.chain.signatures_for(&seller_pk, None))
+            .unwrap()
+            .iter()
+            .map(|s| self.fetch(&s.signature.parse().unwrap()))
+            .filter(|t| {
+                t.memos
+                    .iter()
+                    .any(|m| matches!(MemoOp::parse(m), Ok(MemoOp::Release { .. })))
+            })
+            .collect();
+        assert_eq!(releases.len(), 1, "one release memo");
+        assert_eq!(releases[0].signature, release_sig);
+        let Ok(MemoOp::Release {
+            envelope_arweave_id,
+            minted_token_address,
+            ..
+        }) = MemoOp::parse(&releases[0].memos[0])
+        else {
+            panic!("release memo")
+        };
+        assert_eq!(minted_token_address, mint.to_string());
+        let buyer_pk = self.buyer.solana_keypair().pubkey();
+        let (token_account, _) =
+            node::mint::token2022::token_account_address(&seller_pk, &mint_seed, &buyer_pk)
+                .unwrap();
+        let nft = self
+            .rt
+            .block_on(read_nft(&self.chain, &mint, &token_account))
+            .unwrap();
+        assert_eq!(
+            (
+                nft.holder_amount,
+                nft.mint.supply,
+                nft.mint.mint_authority,
+                nft.holder
+            ),
+            (1, 1, None, buyer_pk)
+        );
+        envelope_arweave_id
+    }
+
+    /// Step 7: the buyer opens the envelope, decrypts the blob, checks the
+    /// hash and imports exactly the seller's rows into quarantine.
+    fn buyer_imports(&self, buy: &VerifiedBuy, envelope_id: &str) {
+        let envelope = self.store.get(envelope_id).unwrap();
+        let (seller_addr, buyer_addr) = (self.seller.address(), self.buyer.address());
+        let want = Expected {
+            listing_id: LISTING,
+            seller: &seller_addr,
+            buyer: &buyer_addr,
+            buy_signature: &buy.signature,
+            bundle_hash: &self.bundle_hash,
+        };
+        let (opened, signed) = open_envelope(&envelope.data, &self.buyer, &want).unwrap();
+        assert!(signed);
+        let inner = node::seal::decrypt_blob(&opened, &self.store.get(&self.blob_id).unwrap().data)
+            .unwrap();
+        let mut mem = node::store::Store::open(&self.dir.path().join("buyer.db")).unwrap();
+        let scope = format!("imported:{LISTING}");
+        let report = node::import::import_inner(
+            &mut mem,
+            &inner,
+            &self.bundle_hash,
+            &seller_addr,
+            Some(&scope),
+            Some(LISTING),
+        )
+        .unwrap();
+        assert_eq!(report.outcome.ids.len(), 2);
+        let rows = mem
+            .export_rows(&Filter {
+                scope: Some(scope),
+                ..Default::default()
+            })
+            .unwrap();
+        let contents: Vec<_> = rows.iter().map(|r| r.get("content").clone()).collect();
+        let original: Vec<_> = self
+            .bundle
+            .memories
+            .iter()
+            .map(|r| r.get("content").clone())
+            .collect();
+        assert_eq!(
+            contents, original,
+            "the buyer holds exactly the seller's rows"
+        );
+    }
+}
+
 #[test]
 fn fixed_price_trade_releases_exactly_once() {
-    let v = validator();
-    let rt = runtime();
-    let chain = v.chain();
-    let dir = tempfile::tempdir().unwrap();
-    let seller = Wallet::generate();
-    let buyer = Wallet::generate();
-    let (seller_kp, buyer_kp) = (seller.solana_keypair(), buyer.solana_keypair());
-    v.fund(&seller_kp.pubkey(), 2);
-    v.fund(&buyer_kp.pubkey(), 2);
-
-    // seller: encrypted blob in shared storage
-    let store = FsStore::new(dir.path().join("items"));
-    let uploader = Uploader::Fs(store.clone());
-    let b = bundle();
-    let plain = b.canonical_bytes();
-    let bundle_hash = hex::encode(node::crypto::sha256(&plain));
-    let key = node::seal::new_blob_key();
-    let blob = DataItem::sign(
-        &seller,
-        node::seal::encrypt_blob(&key, &plain).unwrap(),
-        vec![Tag::new("App-Name", "brainctl")],
-        None,
-        None,
-    )
-    .unwrap();
-    let blob_id = store.put(&blob).unwrap();
-    let terms = ListingTerms {
-        listing_id: LISTING.into(),
-        payment_address: seller_kp.pubkey().to_string(),
-        price_lamports: PRICE,
-        expires_at: i64::MAX,
-        cancelled_at_slot: None,
-        fee: None,
-    };
-
-    // a hostile buy: underpaid by one lamport
-    let cheap = rt
-        .block_on(chain.send(
-            &buy_instructions(
-                &buyer_kp.pubkey(),
-                &seller_kp.pubkey(),
-                PRICE - 1,
-                LISTING,
-                &buyer.x25519_address(),
-                &default_registry(),
-                None,
-            ),
-            &[&buyer_kp],
-        ))
-        .unwrap();
-    // the real buy
-    let paid = rt
-        .block_on(chain.send(
-            &buy_instructions(
-                &buyer_kp.pubkey(),
-                &seller_kp.pubkey(),
-                PRICE,
-                LISTING,
-                &buyer.x25519_address(),
-                &default_registry(),
-                None,
-            ),
-            &[&buyer_kp],
-        ))
-        .unwrap();
-
-    // seller's daemon: discovery by payment address, decode, verify, record
-    let db_path = dir.path().join("listen.db");
-    let mut db = ListenDb::open(&db_path).unwrap();
-    let history = rt
-        .block_on(chain.signatures_for(&seller_kp.pubkey(), None))
-        .unwrap();
-    let found: Vec<&str> = history.iter().map(|s| s.signature.as_str()).collect();
-    assert!(
-        found.contains(&paid.signature.to_string().as_str())
-            && found.contains(&cheap.signature.to_string().as_str())
-    );
-    let fetch = |sig: &node::chain::Signature| -> ParsedTx {
-        rt.block_on(chain.transaction(sig)).unwrap().unwrap()
-    };
-    let (cheap_tx, paid_tx) = (fetch(&cheap.signature), fetch(&paid.signature));
-
-    db.record_seen(&cheap_tx.signature, LISTING, cheap_tx.slot)
-        .unwrap();
-    let why = verify_buy(&cheap_tx, &terms, &[]).unwrap_err();
-    assert_eq!(
-        why,
-        Rejection::Underpaid {
-            paid: PRICE - 1,
-            price: PRICE
-        }
-    );
-    db.mark_rejected(&cheap_tx.signature, &why).unwrap();
-
-    db.record_seen(&paid_tx.signature, LISTING, paid_tx.slot)
-        .unwrap();
-    let buy = verify_buy(&paid_tx, &terms, &[]).unwrap();
-    assert_eq!(
-        (buy.buyer.as_str(), buy.paid_lamports),
-        (buyer.address().as_str(), PRICE)
-    );
-    db.mark_verified(&buy).unwrap();
-
-    let goods = Goods {
-        bundle_hash: &bundle_hash,
-        key: &key,
-        token: NftSpec {
-            name: "brainctl bundle".into(),
-            symbol: "BRNDL".into(),
-            uri: format!("ar://{blob_id}"),
-        },
-        standard: TokenStandard::Token2022,
-        escrow: false,
-    };
-    assert_eq!(
-        rt.block_on(upload_envelope(
-            &mut db,
-            &seller,
-            &uploader,
-            &buy.signature,
-            &goods
-        ))
-        .unwrap(),
-        Step::Applied
-    );
-    // crash after the envelope upload: a new process resumes from the db
-    drop(db);
-    let mut db = ListenDb::open(&db_path).unwrap();
-    let pending = db.unfinished().unwrap();
-    assert_eq!(pending.len(), 1);
-    assert_eq!(pending[0].state, "envelope_uploaded");
-    let release_sig = rt
-        .block_on(send_release(
-            &mut db,
-            &chain,
-            &seller,
-            &buy.signature,
-            &goods,
-        ))
-        .unwrap();
-    // a replayed release (another pass, or a second memo for the same buy) does nothing
-    assert_eq!(
-        rt.block_on(send_release(
-            &mut db,
-            &chain,
-            &seller,
-            &buy.signature,
-            &goods
-        ))
-        .unwrap(),
-        release_sig
-    );
-    assert!(matches!(db.mark_verified(&buy), Ok(Step::AlreadyDone)));
-    assert!(matches!(
-        rt.block_on(send_release(
-            &mut db,
-            &chain,
-            &seller,
-            &cheap_tx.signature,
-            &goods
-        )),
-        Err(node::listen::release::ReleaseError::State(
-            StateError::WrongState { .. }
-        ))
-    ));
-
-    // exactly one release memo, exactly one token to the buyer
-    let (mint, _) = release_mint(&seller, &buy.signature, TokenStandard::Token2022).unwrap();
-    let releases: Vec<ParsedTx> = rt
-        .block_on(chain.signatures_for(&seller_kp.pubkey(), None))
-        .unwrap()
-        .iter()
-        .map(|s| fetch(&s.signature.parse().unwrap()))
-        .filter(|t| {
-            t.memos
-                .iter()
-                .any(|m| matches!(MemoOp::parse(m), Ok(MemoOp::Release { .. })))
-        })
-        .collect();
-    assert_eq!(releases.len(), 1, "one release memo");
-    assert_eq!(releases[0].signature, release_sig);
-    let Ok(MemoOp::Release {
-        envelope_arweave_id,
-        minted_token_address,
-        ..
-    }) = MemoOp::parse(&releases[0].memos[0])
-    else {
-        panic!("release memo")
-    };
-    assert_eq!(minted_token_address, mint.to_string());
-    let (token_account, _) = node::mint::token2022::token_account_address(
-        &seller_kp.pubkey(),
-        &release_mint(&seller, &buy.signature, TokenStandard::Token2022)
-            .unwrap()
-            .1,
-        &buyer_kp.pubkey(),
-    )
-    .unwrap();
-    let nft = rt
-        .block_on(read_nft(&chain, &mint, &token_account))
-        .unwrap();
-    assert_eq!(
-        (
-            nft.holder_amount,
-            nft.mint.supply,
-            nft.mint.mint_authority,
-            nft.holder
-        ),
-        (1, 1, None, buyer_kp.pubkey())
-    );
-
-    // buyer: envelope → key → blob → hash check → import into quarantine
-    let envelope = store.get(&envelope_arweave_id).unwrap();
-    let (seller_addr, buyer_addr) = (seller.address(), buyer.address());
-    let want = Expected {
-        listing_id: LISTING,
-        seller: &seller_addr,
-        buyer: &buyer_addr,
-        buy_signature: &buy.signature,
-        bundle_hash: &bundle_hash,
-    };
-    let (opened, signed) = open_envelope(&envelope.data, &buyer, &want).unwrap();
-    assert!(signed);
-    let inner = node::seal::decrypt_blob(&opened, &store.get(&blob_id).unwrap().data).unwrap();
-    let mut mem = node::store::Store::open(&dir.path().join("buyer.db")).unwrap();
-    let scope = format!("imported:{LISTING}");
-    let report = node::import::import_inner(
-        &mut mem,
-        &inner,
-        &bundle_hash,
-        &seller_addr,
-        Some(&scope),
-        Some(LISTING),
-    )
-    .unwrap();
-    assert_eq!(report.outcome.ids.len(), 2);
-    let rows = mem
-        .export_rows(&Filter {
-            scope: Some(scope),
-            ..Default::default()
-        })
-        .unwrap();
-    let contents: Vec<_> = rows.iter().map(|r| r.get("content").clone()).collect();
-    let original: Vec<_> = b
-        .memories
-        .iter()
-        .map(|r| r.get("content").clone())
-        .collect();
-    assert_eq!(
-        contents, original,
-        "the buyer holds exactly the seller's rows"
-    );
+    let trade = Trade::publish();
+    // step 2: a hostile buy (underpaid by one lamport), then the real one
+    let cheap = trade.pay(PRICE - 1);
+    let paid = trade.pay(PRICE);
+    let buy = trade.verify(&cheap, &paid);
+    trade.upload_then_crash(&buy);
+    let release_sig = trade.resume_and_release(&buy, &cheap);
+    let envelope_id = trade.one_release_one_token(&buy, &release_sig);
+    trade.buyer_imports(&buy, &envelope_id);
 }

@@ -451,9 +451,7 @@ impl BrainctlServer {
                 offer: a.offer,
                 counter: None,
                 escrow: false,
-                timeout: s.buy_timeout,
-                into_brainctl_db: s.into_brainctl_db.clone(),
-                storage: s.storage.clone(),
+                receive: s.receive(),
             }))
         })
         .await
@@ -471,9 +469,7 @@ impl BrainctlServer {
             Ok(MarketCmd::Fetch(crate::args::FetchArgs {
                 listing: a.manifest_id,
                 buy_signature: a.buy_signature,
-                timeout: s.buy_timeout,
-                into_brainctl_db: s.into_brainctl_db.clone(),
-                storage: s.storage.clone(),
+                receive: s.receive(),
             }))
         })
         .await
@@ -618,7 +614,7 @@ impl BrainctlServer {
         Parameters(a): Parameters<OfferIdArgs>,
     ) -> Result<CallToolResult, McpError> {
         self.market(move |s| {
-            Ok(MarketCmd::Accept(crate::args::AcceptArgs {
+            Ok(MarketCmd::Accept(crate::args::AnswerArgs {
                 offer: a.offer,
                 storage: s.storage.clone(),
                 seller: s.seller.clone(),
@@ -634,7 +630,7 @@ impl BrainctlServer {
         Parameters(a): Parameters<OfferIdArgs>,
     ) -> Result<CallToolResult, McpError> {
         self.market(move |s| {
-            Ok(MarketCmd::Reject(crate::args::RejectArgs {
+            Ok(MarketCmd::Reject(crate::args::AnswerArgs {
                 offer: a.offer,
                 storage: s.storage.clone(),
                 seller: s.seller.clone(),

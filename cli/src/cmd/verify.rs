@@ -5,7 +5,7 @@ use super::files::read_capped;
 use crate::args::VerifyArgs;
 use crate::context::Context;
 use crate::failure::CliResult;
-use node::bundle::verify_text;
+use node::bundle::verify_file_text;
 use serde_json::json;
 
 /// Exit code when `--check-onchain` finds no pin.
@@ -13,7 +13,7 @@ const EXIT_NOT_PINNED: u8 = 2;
 
 pub fn run(a: &VerifyArgs, ctx: &Context) -> CliResult<u8> {
     let text = read_capped(&a.file)?;
-    let (report, _) = verify_text(&text);
+    let report = verify_file_text(&text);
     let mut code = report.verdict.exit_code();
     let mut onchain = None;
     if report.ok && a.check_onchain {

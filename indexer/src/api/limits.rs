@@ -175,7 +175,7 @@ pub async fn limit(State(limiter): State<Arc<Limiter>>, req: Request, next: Next
         .extensions()
         .get::<ConnectInfo<SocketAddr>>()
         .map_or(IpAddr::from([0, 0, 0, 0]), |c| c.0.ip());
-    let session = super::bearer(req.headers());
+    let session = super::request::bearer(req.headers());
     match limiter.admit(ip, req.uri().path(), session) {
         Ok(()) => next.run(req).await,
         Err(wait) => {

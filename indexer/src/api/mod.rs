@@ -8,32 +8,39 @@
 //!
 //! Owns routing, input validation and status codes; the rules live in
 //! `fold`, `views` and `auth`.
+//!
+//! # Layout (one file per resource)
+//! - `listings`, `offers`, `settlements` (+ sellers, escrows), `settle`
+//!   (the unsigned buy transaction), `session` (sign-in), `status`
+//!   (health, state hash, metrics)
+//! - `request`: what every handler checks (cluster, ids, session, hints)
+//! - `error`, `limits` (rate limits), `metrics` (counters)
 
 pub mod error;
 pub mod limits;
+mod listings;
 pub mod metrics;
+mod offers;
+mod request;
+mod session;
 mod settle;
+mod settlements;
+mod status;
 
-use crate::auth;
 use crate::engine::Indexer;
-use crate::fold::{ListingState, State};
 use crate::ingest::{HintSource, RpcSource};
-use crate::views::{self, ListingFilter};
-use axum::extract::{DefaultBodyLimit, Path, Query, Request, State as AxState};
-use axum::http::{header, HeaderMap};
+use axum::extract::{DefaultBodyLimit, Request, State as AxState};
 use axum::middleware::{self, Next};
-use axum::response::{IntoResponse, Response};
-use axum::routing::{get, post, MethodRouter};
-use axum::{Json, Router};
+use axum::response::Response;
+use axum::routing::{get, post};
+use axum::Router;
 pub use error::ApiError;
 pub use limits::{Limiter, Rate, RateLimits};
+pub(crate) use listings::parse_filter;
 pub use metrics::Metrics;
 use node::chain::Pubkey;
-use node::market::{is_listing_id, is_offer_id, is_pubkey, MemoOp};
-use serde::Deserialize;
-use serde_json::{json, Value};
-use std::collections::HashMap;
-use std::str::FromStr;
+use node::market::MemoOp;
+use offers::offer_action_route;
 use std::sync::Arc;
 
 /// Largest request body.
@@ -105,20 +112,23 @@ type Res<T> = Result<T, ApiError>;
 /// The router.
 pub fn router(state: AppState) -> Router {
     Router::new()
-        .route("/health", get(health))
-        .route("/metrics", get(metrics_text))
-        .route("/state", get(state_hash))
-        .route("/auth/challenge", post(challenge))
-        .route("/auth/verify", post(verify))
-        .route("/listings", get(browse).post(post_listing))
-        .route("/listings/{id}", get(show_listing))
-        .route("/listings/{id}/cancel", post(post_cancel))
+        .route("/health", get(status::health))
+        .route("/metrics", get(status::metrics_text))
+        .route("/state", get(status::state_hash))
+        .route("/auth/challenge", post(session::challenge))
+        .route("/auth/verify", post(session::verify))
+        .route(
+            "/listings",
+            get(listings::browse).post(listings::post_listing),
+        )
+        .route("/listings/{id}", get(listings::show_listing))
+        .route("/listings/{id}/cancel", post(listings::post_cancel))
         .route(
             "/listings/{id}/offers",
-            get(listing_offers).post(post_offer),
+            get(listings::listing_offers).post(offers::post_offer),
         )
         .route("/listings/{id}/settle", post(settle::settle))
-        .route("/offers/{id}", get(show_offer))
+        .route("/offers/{id}", get(offers::show_offer))
         .route(
             "/offers/{id}/accept",
             offer_action_route(
@@ -137,10 +147,10 @@ pub fn router(state: AppState) -> Router {
                 |op, id| matches!(op, MemoOp::Withdraw { offer_id } if offer_id == id),
             ),
         )
-        .route("/offers/{id}/counter", post(post_counter))
-        .route("/settlements/{id}", get(settlement))
-        .route("/sellers/{pubkey}", get(seller))
-        .route("/escrows/{pubkey}", get(show_escrow))
+        .route("/offers/{id}/counter", post(offers::post_counter))
+        .route("/settlements/{id}", get(settlements::settlement))
+        .route("/sellers/{pubkey}", get(settlements::seller))
+        .route("/escrows/{pubkey}", get(settlements::show_escrow))
         .merge(crate::explorer::routes())
         .layer(DefaultBodyLimit::max(MAX_BODY_BYTES))
         .layer(middleware::from_fn_with_state(
@@ -158,579 +168,6 @@ async fn count(AxState(st): AxState<AppState>, req: Request, next: Next) -> Resp
         Metrics::add(&st.metrics.http_errors, 1);
     }
     res
-}
-
-fn check_cluster(st: &AppState, q: &HashMap<String, String>) -> Res<()> {
-    match q.get("cluster").map(String::as_str) {
-        None => Ok(()),
-        Some(c) if c == st.cluster || (c == "localhost" && st.cluster == "localnet") => Ok(()),
-        Some(c) => Err(ApiError::bad(format!(
-            "`cluster` is {c:?}; this indexer serves {:?}",
-            st.cluster
-        ))),
-    }
-}
-
-fn listing_id(id: &str) -> Res<()> {
-    is_listing_id(id)
-        .then_some(())
-        .ok_or_else(|| ApiError::bad("listing id must be YYYYMMDD-<12 hex>"))
-}
-
-/// The listing `id` in `s`, or 404.
-fn known_listing<'a>(s: &'a State, id: &str) -> Res<&'a ListingState> {
-    s.listings
-        .get(id)
-        .ok_or_else(|| ApiError::not_found(format!("no listing {id} on chain")))
-}
-
-fn offer_id(id: &str) -> Res<()> {
-    is_offer_id(id)
-        .then_some(())
-        .ok_or_else(|| ApiError::bad("offer id must be offer-YYYYMMDD-<12 hex>"))
-}
-
-fn bearer(headers: &HeaderMap) -> Option<&str> {
-    headers
-        .get(header::AUTHORIZATION)?
-        .to_str()
-        .ok()?
-        .strip_prefix("Bearer ")
-}
-
-/// Runs store or fold work on the blocking pool, never on the async
-/// workers (a slow disk or a refold must not stall other requests).
-async fn blocking<T: Send + 'static>(
-    st: &AppState,
-    f: impl FnOnce(&Indexer) -> Res<T> + Send + 'static,
-) -> Res<T> {
-    let ix = st.ix.clone();
-    tokio::task::spawn_blocking(move || f(&ix))
-        .await
-        .map_err(|e| {
-            ApiError::new(
-                axum::http::StatusCode::INTERNAL_SERVER_ERROR,
-                "internal",
-                format!("request task failed: {e}"),
-            )
-        })?
-}
-
-/// The signed-in wallet, if a valid session token was sent.
-async fn viewer(st: &AppState, headers: &HeaderMap) -> Res<Option<String>> {
-    let Some(token) = bearer(headers).map(str::to_string) else {
-        return Ok(None);
-    };
-    let now = (st.clock)();
-    blocking(st, move |ix| {
-        Ok(Some(auth::session(&**ix.store(), &token, now)?))
-    })
-    .await
-}
-
-/// The signed-in wallet; 401 without one.
-async fn signed_in(st: &AppState, headers: &HeaderMap) -> Res<String> {
-    viewer(st, headers).await?.ok_or_else(|| {
-        ApiError::unauthorized("sign in first: POST /auth/challenge, then /auth/verify")
-    })
-}
-
-async fn health(AxState(st): AxState<AppState>) -> Json<Value> {
-    let s = st.ix.state();
-    Json(json!({
-        "ok": true,
-        "cluster": st.cluster,
-        "last_slot": s.last.map(|p| p.0),
-        "block_time": s.now,
-        "transactions": s.transactions,
-        "listings": s.listings.len(),
-        "offers": s.offers.len(),
-        "settlements": s.settlements.len(),
-    }))
-}
-
-/// The canonical state hash (computed once per fold, then cached).
-async fn state_hash(AxState(st): AxState<AppState>) -> Res<Json<Value>> {
-    blocking(&st, |ix| {
-        let (s, hash) = ix.state_hash();
-        Ok(Json(
-            json!({"state_hash": hash, "transactions": s.transactions}),
-        ))
-    })
-    .await
-}
-
-async fn metrics_text(AxState(st): AxState<AppState>) -> impl IntoResponse {
-    (
-        [(header::CONTENT_TYPE, "text/plain; version=0.0.4")],
-        st.metrics.render(&st.ix.state(), st.ix.config()),
-    )
-}
-
-#[derive(Deserialize)]
-struct ChallengeBody {
-    pubkey: String,
-}
-
-async fn challenge(
-    AxState(st): AxState<AppState>,
-    Json(b): Json<ChallengeBody>,
-) -> Res<Json<auth::Challenge>> {
-    let (domain, now) = (st.domain.clone(), (st.clock)());
-    blocking(&st, move |ix| {
-        Ok(Json(auth::challenge(
-            &mut **ix.store(),
-            &b.pubkey,
-            &domain,
-            now,
-        )?))
-    })
-    .await
-}
-
-#[derive(Deserialize)]
-struct VerifyBody {
-    pubkey: String,
-    nonce: String,
-    signature_b58: String,
-}
-
-async fn verify(
-    AxState(st): AxState<AppState>,
-    Json(b): Json<VerifyBody>,
-) -> Res<Json<auth::Issued>> {
-    let now = (st.clock)();
-    blocking(&st, move |ix| {
-        let issued = auth::verify(
-            &mut **ix.store(),
-            &b.pubkey,
-            &b.nonce,
-            &b.signature_b58,
-            now,
-        )?;
-        Ok(Json(issued))
-    })
-    .await
-}
-
-/// The browse filters of a query (shared with the explorer).
-pub(crate) fn parse_filter(q: &HashMap<String, String>) -> Res<ListingFilter> {
-    let limit = match q.get("limit") {
-        None => 20,
-        Some(l) => l
-            .parse::<usize>()
-            .ok()
-            .filter(|n| (1..=MAX_PAGE).contains(n))
-            .ok_or_else(|| ApiError::bad(format!("`limit` must be 1..={MAX_PAGE}")))?,
-    };
-    let max_price_usd = q
-        .get("max_price_usd")
-        .map(|p| {
-            p.parse::<f64>()
-                .ok()
-                .filter(|p| p.is_finite() && *p >= 0.0)
-                .ok_or_else(|| ApiError::bad("`max_price_usd` must be a non-negative number"))
-        })
-        .transpose()?;
-    let short = |k: &str, max: usize| -> Res<Option<String>> {
-        match q.get(k) {
-            Some(v) if v.len() > max => Err(ApiError::bad(format!("`{k}` is over {max} bytes"))),
-            v => Ok(v.cloned()),
-        }
-    };
-    let f = ListingFilter {
-        max_price_usd,
-        category: short("category", 64)?,
-        visibility: short("visibility", 16)?,
-        seller: short("seller_pubkey", 44)?,
-        status: short("status", 16)?,
-        after: short("cursor", 21)?,
-        limit,
-    };
-    if let Some(v) = &f.visibility {
-        if v != "auction" && v != "private" {
-            return Err(ApiError::bad("`visibility` must be auction or private"));
-        }
-    }
-    if let Some(s) = &f.status {
-        if !["live", "cancelled", "expired", "all"].contains(&s.as_str()) {
-            return Err(ApiError::bad(
-                "`status` must be live, cancelled, expired or all",
-            ));
-        }
-    }
-    if f.seller.as_deref().is_some_and(|s| !is_pubkey(s)) {
-        return Err(ApiError::bad("`seller_pubkey` is not a base58 32-byte key"));
-    }
-    Ok(f)
-}
-
-async fn browse(
-    AxState(st): AxState<AppState>,
-    Query(q): Query<HashMap<String, String>>,
-) -> Res<Response> {
-    check_cluster(&st, &q)?;
-    let f = parse_filter(&q)?;
-    let s = st.ix.state();
-    Ok(Json(views::listings(&s, &f)).into_response())
-}
-
-async fn show_listing(
-    AxState(st): AxState<AppState>,
-    Path(id): Path<String>,
-    Query(q): Query<HashMap<String, String>>,
-    headers: HeaderMap,
-) -> Res<Json<Value>> {
-    check_cluster(&st, &q)?;
-    listing_id(&id)?;
-    let who = viewer(&st, &headers).await?;
-    let s = st.ix.state();
-    let l = known_listing(&s, &id)?;
-    Ok(Json(json!({
-        "listing": views::listing(&s, l),
-        "offers": views::offers_of(&s, &id, who.as_deref()),
-    })))
-}
-
-async fn listing_offers(
-    AxState(st): AxState<AppState>,
-    Path(id): Path<String>,
-    Query(q): Query<HashMap<String, String>>,
-    headers: HeaderMap,
-) -> Res<Json<Value>> {
-    check_cluster(&st, &q)?;
-    listing_id(&id)?;
-    let who = viewer(&st, &headers).await?;
-    let s = st.ix.state();
-    known_listing(&s, &id)?;
-    Ok(Json(
-        json!({"offers": views::offers_of(&s, &id, who.as_deref())}),
-    ))
-}
-
-async fn show_offer(
-    AxState(st): AxState<AppState>,
-    Path(id): Path<String>,
-    Query(q): Query<HashMap<String, String>>,
-    headers: HeaderMap,
-) -> Res<Json<Value>> {
-    check_cluster(&st, &q)?;
-    offer_id(&id)?;
-    let who = viewer(&st, &headers).await?;
-    let s = st.ix.state();
-    // a hidden offer is indistinguishable from a missing one
-    match s.offers.get(&id) {
-        Some(o) if views::may_see_offer(&s, o, who.as_deref()) => {
-            Ok(Json(json!({"offer": views::offer(o, s.now)})))
-        }
-        _ => Err(ApiError::not_found(format!("no offer {id} visible to you"))),
-    }
-}
-
-/// A buyer's settlement on a listing. A private listing's settlements
-/// (price, offer, negotiated terms) only to its seller and that buyer,
-/// signed in.
-async fn settlement(
-    AxState(st): AxState<AppState>,
-    Path(id): Path<String>,
-    Query(q): Query<HashMap<String, String>>,
-    headers: HeaderMap,
-) -> Res<Json<Value>> {
-    check_cluster(&st, &q)?;
-    listing_id(&id)?;
-    let buyer = q
-        .get("buyer")
-        .filter(|b| is_pubkey(b))
-        .ok_or_else(|| ApiError::bad("`buyer` must be the buyer's base58 pubkey"))?;
-    let s = st.ix.state();
-    let l = known_listing(&s, &id)?;
-    if l.visibility == "private" {
-        let who = signed_in(&st, &headers).await?;
-        if who != *buyer && who != l.seller {
-            return Err(ApiError::forbidden(
-                "a private listing's settlements are shown only to its seller and that buyer",
-            ));
-        }
-    }
-    Ok(Json(views::settlement_for(&s, &id, buyer, st.ix.config())))
-}
-
-async fn seller(
-    AxState(st): AxState<AppState>,
-    Path(pk): Path<String>,
-) -> Res<Json<views::Reputation>> {
-    if !is_pubkey(&pk) {
-        return Err(ApiError::bad("seller must be a base58 32-byte key"));
-    }
-    Ok(Json(views::reputation(&st.ix.state(), &pk, st.ix.config())))
-}
-
-/// An escrow-program deposit (from the program's events).
-async fn show_escrow(AxState(st): AxState<AppState>, Path(pk): Path<String>) -> Res<Json<Value>> {
-    if !is_pubkey(&pk) {
-        return Err(ApiError::bad("escrow must be a base58 32-byte key"));
-    }
-    let s = st.ix.state();
-    let e = s
-        .escrows
-        .get(&pk)
-        .ok_or_else(|| ApiError::not_found(format!("no escrow {pk} on chain")))?;
-    Ok(Json(json!({ "escrow_pubkey": pk, "escrow": e })))
-}
-
-/// A hinted transaction: fetch, check, fold; then the fold's verdict.
-async fn hint(
-    st: &AppState,
-    who: &str,
-    tx_signature: &str,
-    wanted: impl Fn(&MemoOp) -> bool,
-    manifest: Option<(&str, &Value)>,
-) -> Res<()> {
-    let source = st
-        .hints
-        .as_ref()
-        .ok_or_else(|| ApiError::unavailable("this indexer runs without RPC; hints are off"))?;
-    let sig = node::chain::Signature::from_str(tx_signature)
-        .map_err(|_| ApiError::bad("transaction signature is not base58 64 bytes"))?;
-    let s = st.ix.state();
-    if !s.has_folded(tx_signature) {
-        let Some(rec) = source.record(&st.ix, sig).await? else {
-            return Err(ApiError::not_found(
-                "no marketplace transaction with that signature at `confirmed` yet; retry shortly",
-            ));
-        };
-        let ops: Vec<MemoOp> = rec
-            .tx
-            .memos
-            .iter()
-            .filter_map(|m| MemoOp::parse(m).ok())
-            .collect();
-        if !ops.iter().any(&wanted) {
-            return Err(ApiError::bad(
-                "the transaction carries no memo for this action",
-            ));
-        }
-        if !rec.tx.signed_by(who) {
-            return Err(ApiError::forbidden(
-                "the transaction is not signed by your wallet",
-            ));
-        }
-        // the body a hint carries is never used: only what the gateway
-        // serves as that ANS-104 item (id = hash of its signature) enters
-        if let Some((id, _)) = manifest {
-            if !rec.manifests.contains_key(id) {
-                return Err(ApiError::conflict(format!(
-                    "the gateway does not serve manifest {id} yet; the indexer reads it from there (retry once it does)"
-                )));
-            }
-        }
-        let final_slot = source.final_slot().await?;
-        // queued behind other hints: a flood of old transactions costs
-        // one refold per turn, on the blocking pool
-        blocking(st, move |ix| {
-            ix.ingest_hinted(rec, final_slot)?
-                .map(|_| ())
-                .ok_or_else(|| {
-                    ApiError::unavailable("too many hinted transactions are waiting; retry shortly")
-                })
-        })
-        .await?;
-    }
-    let s = st.ix.state();
-    if let Some(rej) = s.rejected.get(tx_signature) {
-        let reasons: Vec<&str> = rej.iter().map(|r| r.reason.as_str()).collect();
-        return Err(ApiError::conflict(format!(
-            "the chain does not accept it: {}",
-            reasons.join("; ")
-        )));
-    }
-    Ok(())
-}
-
-#[derive(Deserialize)]
-struct PostListing {
-    manifest: Value,
-    listing_arweave_id: String,
-    list_tx_signature: String,
-    #[serde(default)]
-    cluster: Option<String>,
-}
-
-/// The signed-in wallet of a write (hint) request whose body names, if
-/// anything, this indexer's cluster; 401 / 400 otherwise.
-async fn signed_in_on(st: &AppState, headers: &HeaderMap, cluster: &Option<String>) -> Res<String> {
-    let who = signed_in(st, headers).await?;
-    let mut q = HashMap::new();
-    if let Some(c) = cluster {
-        q.insert("cluster".to_string(), c.clone());
-    }
-    check_cluster(st, &q)?;
-    Ok(who)
-}
-
-async fn post_listing(
-    AxState(st): AxState<AppState>,
-    headers: HeaderMap,
-    Json(b): Json<PostListing>,
-) -> Res<Json<Value>> {
-    let who = signed_in_on(&st, &headers, &b.cluster).await?;
-    let id = b
-        .manifest
-        .get("listing_id")
-        .and_then(Value::as_str)
-        .filter(|i| is_listing_id(i))
-        .ok_or_else(|| ApiError::bad("manifest.listing_id is missing or malformed"))?
-        .to_string();
-    let aid = b.listing_arweave_id.clone();
-    hint(
-        &st,
-        &who,
-        &b.list_tx_signature,
-        |op| matches!(op, MemoOp::List { listing_arweave_id, .. } if *listing_arweave_id == aid),
-        Some((&b.listing_arweave_id, &b.manifest)),
-    )
-    .await?;
-    let s = st.ix.state();
-    let l = s
-        .listings
-        .get(&id)
-        .ok_or_else(|| ApiError::conflict("the list memo did not create this listing"))?;
-    Ok(Json(json!({"ok": true, "listing": views::listing(&s, l)})))
-}
-
-#[derive(Deserialize)]
-struct CancelBody {
-    cancel_tx_signature: String,
-    #[serde(default)]
-    cluster: Option<String>,
-}
-
-async fn post_cancel(
-    AxState(st): AxState<AppState>,
-    Path(id): Path<String>,
-    headers: HeaderMap,
-    Json(b): Json<CancelBody>,
-) -> Res<Json<Value>> {
-    let who = signed_in_on(&st, &headers, &b.cluster).await?;
-    listing_id(&id)?;
-    hint(
-        &st,
-        &who,
-        &b.cancel_tx_signature,
-        |op| matches!(op, MemoOp::Cancel { listing_id } if *listing_id == id),
-        None,
-    )
-    .await?;
-    let s = st.ix.state();
-    let l = known_listing(&s, &id)?;
-    Ok(Json(json!({"ok": true, "listing": views::listing(&s, l)})))
-}
-
-#[derive(Deserialize)]
-struct OfferBody {
-    manifest: Value,
-    offer_arweave_id: String,
-    offer_tx_signature: String,
-    #[serde(default)]
-    cluster: Option<String>,
-}
-
-async fn post_offer(
-    AxState(st): AxState<AppState>,
-    Path(id): Path<String>,
-    headers: HeaderMap,
-    Json(b): Json<OfferBody>,
-) -> Res<Json<Value>> {
-    let who = signed_in_on(&st, &headers, &b.cluster).await?;
-    listing_id(&id)?;
-    let oid = b
-        .manifest
-        .get("offer_id")
-        .and_then(Value::as_str)
-        .filter(|i| is_offer_id(i))
-        .ok_or_else(|| ApiError::bad("manifest.offer_id is missing or malformed"))?
-        .to_string();
-    let aid = b.offer_arweave_id.clone();
-    hint(
-        &st,
-        &who,
-        &b.offer_tx_signature,
-        |op| matches!(op, MemoOp::Offer { listing_id, offer_arweave_id, .. } if *listing_id == id && *offer_arweave_id == aid),
-        Some((&b.offer_arweave_id, &b.manifest)),
-    )
-    .await?;
-    offer_reply(&st, &oid, &who)
-}
-
-fn offer_reply(st: &AppState, id: &str, who: &str) -> Res<Json<Value>> {
-    let s = st.ix.state();
-    let o = s
-        .offers
-        .get(id)
-        .filter(|o| views::may_see_offer(&s, o, Some(who)))
-        .ok_or_else(|| ApiError::conflict(format!("offer {id} is not on chain")))?;
-    Ok(Json(json!({"ok": true, "offer": views::offer(o, s.now)})))
-}
-
-#[derive(Deserialize)]
-struct ActionBody {
-    tx_signature: String,
-    #[serde(default)]
-    cluster: Option<String>,
-}
-
-async fn offer_action(
-    st: AppState,
-    id: String,
-    headers: HeaderMap,
-    b: ActionBody,
-    wanted: fn(&MemoOp, &str) -> bool,
-) -> Res<Json<Value>> {
-    let who = signed_in_on(&st, &headers, &b.cluster).await?;
-    offer_id(&id)?;
-    hint(&st, &who, &b.tx_signature, |op| wanted(op, &id), None).await?;
-    offer_reply(&st, &id, &who)
-}
-
-/// `POST /offers/{id}/<action>`: a hint for the memo `wanted` accepts.
-fn offer_action_route(wanted: fn(&MemoOp, &str) -> bool) -> MethodRouter<AppState> {
-    post(
-        move |AxState(st): AxState<AppState>,
-              Path(id): Path<String>,
-              headers: HeaderMap,
-              Json(b): Json<ActionBody>| async move {
-            offer_action(st, id, headers, b, wanted).await
-        },
-    )
-}
-
-#[derive(Deserialize)]
-struct CounterBody {
-    manifest: Value,
-    counter_arweave_id: String,
-    counter_tx_signature: String,
-    #[serde(default)]
-    cluster: Option<String>,
-}
-
-async fn post_counter(
-    AxState(st): AxState<AppState>,
-    Path(id): Path<String>,
-    headers: HeaderMap,
-    Json(b): Json<CounterBody>,
-) -> Res<Json<Value>> {
-    let who = signed_in_on(&st, &headers, &b.cluster).await?;
-    offer_id(&id)?;
-    let aid = b.counter_arweave_id.clone();
-    hint(
-        &st,
-        &who,
-        &b.counter_tx_signature,
-        |op| matches!(op, MemoOp::Counter { offer_id, counter_arweave_id, .. } if *offer_id == id && *counter_arweave_id == aid),
-        Some((&b.counter_arweave_id, &b.manifest)),
-    )
-    .await?;
-    offer_reply(&st, &id, &who)
 }
 
 /// Serves `router(state)` on `listener` until `shutdown` resolves.

@@ -11,7 +11,8 @@
 //! and take deposits, one deposit per buyer; offers do not apply. A direct
 //! payment there would never be released.
 
-use super::{listing_id, offer_id, signed_in_on, ApiError, AppState, Res};
+use super::request::{listing_id, offer_id, signed_in_on};
+use super::{ApiError, AppState, Res};
 use axum::extract::{Path, State as AxState};
 use axum::http::HeaderMap;
 use axum::Json;
@@ -58,7 +59,7 @@ pub(super) async fn settle(
         .as_ref()
         .ok_or_else(|| ApiError::unavailable("this indexer runs without RPC; settle is off"))?;
     let s = st.ix.state();
-    let l = super::known_listing(&s, &id)?;
+    let l = super::request::known_listing(&s, &id)?;
     if l.status(s.now) != "live" {
         return Err(ApiError::conflict(format!(
             "listing {id} is {}",

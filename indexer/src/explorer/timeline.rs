@@ -126,7 +126,7 @@ pub fn of<'a>(state: &'a State, l: &'a ListingState) -> Vec<Row<'a>> {
                 who: &s.buyer,
                 lamports: Some(s.paid_lamports),
                 detail: match &s.status {
-                    SettlementStatus::Rejected { reason } => Some(reason.clone()),
+                    SettlementStatus::Rejected { reason } => Some(reason.to_string()),
                     _ => s.offer_id.as_ref().map(|o| format!("at the terms of {o}")),
                 },
             });

@@ -1,4 +1,4 @@
-//! The flood test (`brainctl-indexer bench flood`): honest clients browse
+//! The flood test (`brainctl-indexer-bench flood`): honest clients browse
 //! and read listings while attackers hint old transactions (each older
 //! than everything folded, so each would once have cost a whole refold)
 //! and flood `/auth/challenge`. Reports the honest clients' latency

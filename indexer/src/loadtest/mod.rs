@@ -1,4 +1,4 @@
-//! The indexer's benchmarks (`brainctl-indexer bench ...`): replay speed
+//! The indexer's benchmarks (`brainctl-indexer-bench ...`, a development binary): replay speed
 //! of a synthetic log, and a bounded local load test of the HTTP API
 //! (many concurrent clients against 127.0.0.1, latency percentiles).
 //!
@@ -38,6 +38,23 @@ pub struct ReplayReport {
     pub ingest_memos_per_second: f64,
     /// The resulting state hash (equal on both paths, or this panics).
     pub state_hash: String,
+}
+
+impl ReplayReport {
+    /// The report for a person: the hash, then the speeds.
+    pub fn summary(&self) -> String {
+        format!(
+            "{}\n{} records, {} memos: verify {:.3} s + fold {:.3} s = {:.0} memos/s; \
+             through the engine (SQLite log) {:.0} memos/s",
+            self.state_hash,
+            self.records,
+            self.memos,
+            self.verify_seconds,
+            self.fold_seconds,
+            self.memos_per_second,
+            self.ingest_memos_per_second
+        )
+    }
 }
 
 /// Replays `records`: verify every manifest and fold (the replay path),

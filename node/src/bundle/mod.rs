@@ -8,10 +8,14 @@ pub mod canonical;
 pub mod manifest;
 pub mod model;
 pub mod signed;
+mod transcode;
 
 pub use canonical::{canonical, python_pretty};
 pub use manifest::{
     manifest_hash, sign_manifest, verify_manifest, verify_manifest_by, ManifestError,
 };
 pub use model::{Bundle, Cell, Filter, MemoryRow, BUNDLE_COLUMNS};
-pub use signed::{verify_text, verify_value, SignedBundle, Verdict, VerifiedBundle, VerifyReport};
+pub use signed::{
+    verify_file_text, verify_text, verify_value, SignedBundle, Verdict, VerifiedBundle,
+    VerifyReport,
+};

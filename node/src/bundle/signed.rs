@@ -174,7 +174,62 @@ impl VerifiedBundle {
     }
 }
 
-/// Verifies a signed bundle file's text. Never panics on any input.
+/// Verifies a signed bundle file's text without keeping its rows: what
+/// `brainctl verify FILE` reports. One pass from the text to the
+/// canonical bytes (`transcode`), no JSON tree, for every document that
+/// path fully understands; the tree path ([`verify_text`]) for the rest.
+/// The same report as [`verify_text`] on every input.
+pub fn verify_file_text(text: &[u8]) -> VerifyReport {
+    match super::transcode::read_outer(text).ok().and_then(judge) {
+        Some(report) => report,
+        None => verify_text(text).0,
+    }
+}
+
+/// The verdict on a document the fast path read (`None`: leave it to the
+/// tree path, which owns that error's text).
+fn judge(outer: super::transcode::Outer) -> Option<VerifyReport> {
+    if outer.version != Some(SIGNED_VERSION) {
+        return None;
+    }
+    let (sig_b58, pub_b58) = (outer.signature_b58?, outer.signer_pubkey_b58?);
+    let digest = sha256(&outer.bundle_canonical);
+    let actual_hex = hex::encode(digest);
+    let mut report = VerifyReport {
+        ok: false,
+        verdict: Verdict::Tampered,
+        bundle_hash: Some(actual_hex.clone()),
+        signer_pubkey: Some(pub_b58.clone()),
+        memories_count: outer.memories_count,
+        signed_at: outer.signed_at,
+        error: None,
+    };
+    if let Some(claimed) = outer.bundle_hash_hex.as_deref() {
+        if claimed != actual_hex {
+            report.error = Some(tampered_hash(claimed, &actual_hex));
+            return Some(report);
+        }
+    }
+    if let Err(e) = verify_ed25519(&pub_b58, &sig_b58, &digest) {
+        report.error = Some(e.to_string());
+        return Some(report);
+    }
+    // every memory field was a scalar (or the fast path gave up)
+    report.ok = true;
+    report.verdict = Verdict::Valid;
+    Some(report)
+}
+
+fn tampered_hash(claimed: &str, actual_hex: &str) -> String {
+    format!(
+        "bundle tampered: hash mismatch (claimed={}..., actual={}...)",
+        claimed.get(..16).unwrap_or(claimed),
+        &actual_hex[..16]
+    )
+}
+
+/// Verifies a signed bundle file's text, keeping the inner bundle for
+/// import. Never panics on any input.
 pub fn verify_text(text: &[u8]) -> (VerifyReport, Option<VerifiedBundle>) {
     let outer: Value = match serde_json::from_slice(text) {
         Ok(v) => v,
@@ -239,11 +294,7 @@ pub fn verify_value(outer: Value) -> (VerifyReport, Option<VerifiedBundle>) {
     report.verdict = Verdict::Tampered;
     if let Some(claimed) = obj.get("bundle_hash_hex").and_then(Value::as_str) {
         if claimed != actual_hex {
-            report.error = Some(format!(
-                "bundle tampered: hash mismatch (claimed={}..., actual={}...)",
-                claimed.get(..16).unwrap_or(claimed),
-                &actual_hex[..16]
-            ));
+            report.error = Some(tampered_hash(claimed, &actual_hex));
             return (report, None);
         }
     }
@@ -269,4 +320,92 @@ pub fn verify_value(outer: Value) -> (VerifyReport, Option<VerifiedBundle>) {
         inner,
     };
     (report, Some(verified))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::bundle::model::{Cell, Filter};
+    use proptest::prelude::*;
+
+    fn signed_text(contents: &[String], confidence: f64) -> String {
+        let memories = contents
+            .iter()
+            .enumerate()
+            .map(|(i, c)| MemoryRow {
+                cells: [
+                    Cell::Int(i as i64 + 1),
+                    Cell::Text("agent".into()),
+                    Cell::Text("lesson".into()),
+                    Cell::Text("global".into()),
+                    Cell::Text(c.clone()),
+                    Cell::Real(confidence),
+                    Cell::Text("[\"t\"]".into()),
+                    Cell::Text("2026-11-01T00:00:00Z".into()),
+                    Cell::Null,
+                    Cell::Null,
+                    Cell::Int(-3),
+                    Cell::Real(1.0),
+                    Cell::Text("semantic".into()),
+                ],
+            })
+            .collect();
+        let bundle = Bundle {
+            version: 1,
+            generated_at: "2026-11-01T00:00:00+00:00".into(),
+            filter_used: Filter::default(),
+            memories,
+        };
+        let wallet = Wallet::from_seed(&[4u8; 32]);
+        SignedBundle::sign(bundle, &wallet, "2026-11-01T00:00:01+00:00").to_file_text()
+    }
+
+    fn same_report(text: &[u8]) -> Result<(), TestCaseError> {
+        let fast = verify_file_text(text);
+        let (tree, _) = verify_text(text);
+        prop_assert_eq!(fast.verdict, tree.verdict);
+        prop_assert_eq!(
+            serde_json::to_value(&fast).unwrap(),
+            serde_json::to_value(&tree).unwrap()
+        );
+        Ok(())
+    }
+
+    #[test]
+    fn our_own_files_verify_on_the_fast_path() {
+        let text = signed_text(
+            &["a \"quoted\" é 😀 \\ line\nbreak".into(), "b".into()],
+            0.1,
+        );
+        let report = verify_file_text(text.as_bytes());
+        assert!(report.ok, "{:?}", report.error);
+        assert_eq!(report.memories_count, 2);
+        same_report(text.as_bytes()).unwrap();
+    }
+
+    proptest! {
+        /// Any edit of a signed file (a byte replaced, inserted or cut):
+        /// the one-pass path gives the tree path's report, field for field.
+        #[test]
+        fn the_fast_path_agrees_with_the_tree_path_on_every_edit(
+            contents in proptest::collection::vec("\\PC{0,24}", 0..4),
+            confidence in proptest::num::f64::NORMAL,
+            edits in proptest::collection::vec((any::<prop::sample::Index>(), any::<u8>(), 0u8..3), 0..4),
+        ) {
+            let mut bytes = signed_text(&contents, confidence).into_bytes();
+            same_report(&bytes)?;
+            for (at, byte, op) in edits {
+                let i = at.index(bytes.len() + 1);
+                match op {
+                    0 if i < bytes.len() => bytes[i] = byte,
+                    1 => bytes.insert(i.min(bytes.len()), byte),
+                    _ if i < bytes.len() => {
+                        bytes.remove(i);
+                    }
+                    _ => {}
+                }
+            }
+            same_report(&bytes)?;
+        }
+    }
 }

@@ -42,6 +42,8 @@ pub struct Chain {
     commitment: CommitmentConfig,
     kind: OnceCell<ClusterKind>,
     landing_budget: Option<Duration>,
+    /// Programs whose calls (and logs) decoded transactions keep.
+    watched: Vec<String>,
 }
 
 const MAX_ATTEMPTS: u32 = 5;
@@ -101,7 +103,19 @@ impl Chain {
             commitment,
             kind: OnceCell::new(),
             landing_budget: None,
+            watched: Vec::new(),
         }
+    }
+
+    /// This handle, keeping the top-level calls of `program_id` (and the
+    /// logs of transactions it ran in) in every transaction it decodes
+    /// ([`ParsedTx::calls`]): what a program's module reads its own
+    /// instructions from (e.g. `escrow::deposits_in`).
+    pub fn watching(mut self, program_id: &str) -> Chain {
+        if !self.watched.iter().any(|p| p == program_id) {
+            self.watched.push(program_id.to_string());
+        }
+        self
     }
 
     /// This handle, waiting at most `budget` for each sent transaction to
@@ -353,7 +367,7 @@ impl Chain {
     pub async fn transaction(&self, sig: &Signature) -> Result<Option<ParsedTx>, ChainError> {
         match self.transaction_json(sig).await? {
             None => Ok(None),
-            Some(v) => Ok(Some(ParsedTx::from_json(&v)?)),
+            Some(v) => Ok(Some(ParsedTx::from_json_watching(&v, &self.watched)?)),
         }
     }
 }

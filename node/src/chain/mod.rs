@@ -17,7 +17,7 @@ pub mod pin;
 pub use client::{Chain, Sent, SigInfo};
 pub use cluster::{parse_commitment, ClusterKind, Endpoint};
 pub use fees::{FeeOp, FeePolicy};
-pub use parsed_tx::ParsedTx;
+pub use parsed_tx::{ParsedTx, ProgramCall};
 pub use solana_sdk::pubkey::Pubkey;
 pub use solana_sdk::signature::{Keypair, Signature};
 pub use solana_sdk::signer::Signer;

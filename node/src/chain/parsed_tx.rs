@@ -1,13 +1,17 @@
 //! A fetched transaction (`getTransaction`, encoding `jsonParsed`) reduced
 //! to what settlement and the indexer need: slot, block time, success,
-//! signers, fee payer, top-level memos and System transfers.
+//! signers, fee payer, top-level memos and System transfers, plus the
+//! top-level calls of the programs the caller watches (raw: program,
+//! accounts, data) and, when one of them ran, the log messages. What a
+//! call means is its program's module's business (e.g. `escrow` reads its
+//! deposits from them); this module knows no program but System and Memo.
 //!
 //! Two levels of strictness, because strangers choose what lands on chain:
 //! - the envelope (slot, meta, signature, `accountKeys` in jsonParsed form)
 //!   is what any node returns for any transaction; without it the JSON is
 //!   not a transaction and decoding is an error naming the field;
 //! - an instruction is whatever its sender made it: one we cannot read (a
-//!   memo the RPC left undecoded, an escrow instruction with odd data, a
+//!   memo the RPC left undecoded, a watched program's call with odd data, a
 //!   transfer missing a field, something that is not even an object) is
 //!   recorded in [`ParsedTx::anomalies`] and skipped, never an error. Such
 //!   an instruction carries no memo, transfer or deposit, so it can only
@@ -47,18 +51,77 @@ pub struct ParsedTx {
     pub memos: Vec<String>,
     /// Top-level System transfers, in order.
     pub transfers: Vec<Transfer>,
-    /// Log messages, kept only when the escrow program ran (its events
+    /// Log messages, kept only when a watched program ran (its events
     /// live there); empty otherwise.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub logs: Vec<String>,
-    /// Top-level escrow-program `deposit` instructions: (listing account,
-    /// buyer), so an escrow buy is bound to the deposit in its own transaction.
+    /// Top-level calls of the watched programs, in order.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub deposits: Vec<crate::escrow::Deposit>,
+    pub calls: Vec<ProgramCall>,
+    /// Account pairs an older build decoded into its log (the escrow
+    /// program's deposits, as `deposits`); read and written back as they
+    /// are, never produced by this build.
+    #[serde(default, rename = "deposits", skip_serializing_if = "Vec::is_empty")]
+    pub legacy_deposits: Vec<LegacyDeposit>,
     /// Top-level instructions that could not be read, each with why (see
     /// the module doc); they contribute nothing to the fields above.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub anomalies: Vec<String>,
+}
+
+/// A top-level instruction of a watched program, as sent.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ProgramCall {
+    /// The program (base58).
+    pub program_id: String,
+    /// Its accounts (base58), in order.
+    pub accounts: Vec<String>,
+    /// Its instruction data (base58 in JSON).
+    #[serde(with = "base58_bytes")]
+    pub data: Vec<u8>,
+}
+
+impl ProgramCall {
+    /// The call an instruction makes (what the node returns for it once sent).
+    pub fn of(ix: &solana_sdk::instruction::Instruction) -> ProgramCall {
+        ProgramCall {
+            program_id: ix.program_id.to_string(),
+            accounts: ix.accounts.iter().map(|a| a.pubkey.to_string()).collect(),
+            data: ix.data.clone(),
+        }
+    }
+
+    /// The accounts as keys (every one parsed when the call was read).
+    pub fn account_keys(&self) -> Vec<solana_sdk::pubkey::Pubkey> {
+        self.accounts
+            .iter()
+            .filter_map(|a| a.parse().ok())
+            .collect()
+    }
+}
+
+/// A (listing account, buyer) pair in a log written by an older build.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct LegacyDeposit {
+    /// The listing account (base58).
+    pub listing: String,
+    /// The buyer (base58).
+    pub buyer: String,
+}
+
+mod base58_bytes {
+    use serde::{Deserialize, Deserializer, Serializer};
+
+    pub fn serialize<S: Serializer>(bytes: &[u8], s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(&bs58::encode(bytes).into_string())
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<u8>, D::Error> {
+        let text = String::deserialize(d)?;
+        bs58::decode(&text)
+            .into_vec()
+            .map_err(|_| serde::de::Error::custom("`data` is not base58"))
+    }
 }
 
 /// Why a transaction JSON did not decode.
@@ -72,42 +135,50 @@ fn need<'a>(v: &'a Value, path: &str) -> Result<&'a Value, TxShapeError> {
         .ok_or_else(|| TxShapeError(format!("missing `{path}`")))
 }
 
-/// An escrow-program instruction rendered unparsed (`accounts`, base58
-/// `data`) that is a `deposit`, if it is one.
-fn escrow_deposit(ix: &Value) -> Result<Option<crate::escrow::Deposit>, TxShapeError> {
+/// A watched program's instruction rendered unparsed (`accounts`, base58
+/// `data`), as a call.
+fn program_call(program_id: &str, ix: &Value) -> Result<ProgramCall, TxShapeError> {
     let accounts = ix
         .get("accounts")
         .and_then(Value::as_array)
-        .ok_or_else(|| TxShapeError("escrow instruction without `accounts`".into()))?
+        .ok_or_else(|| TxShapeError(format!("{program_id} instruction without `accounts`")))?
         .iter()
-        .map(|a| a.as_str().and_then(|s| s.parse().ok()))
-        .collect::<Option<Vec<solana_sdk::pubkey::Pubkey>>>()
-        .ok_or_else(|| TxShapeError("escrow instruction account is not a pubkey".into()))?;
+        .map(|a| {
+            a.as_str()
+                .filter(|s| s.parse::<solana_sdk::pubkey::Pubkey>().is_ok())
+                .map(String::from)
+        })
+        .collect::<Option<Vec<String>>>()
+        .ok_or_else(|| TxShapeError(format!("{program_id} instruction account is not a pubkey")))?;
     let data = ix
         .get("data")
         .and_then(Value::as_str)
         .and_then(|d| bs58::decode(d).into_vec().ok())
-        .ok_or_else(|| TxShapeError("escrow instruction `data` is not base58".into()))?;
-    Ok(crate::escrow::deposit_of(&accounts, &data))
+        .ok_or_else(|| TxShapeError(format!("{program_id} instruction `data` is not base58")))?;
+    Ok(ProgramCall {
+        program_id: program_id.to_string(),
+        accounts,
+        data,
+    })
 }
 
 /// What one top-level instruction contributes.
 enum Read {
     Memo(String),
     Transfer(Transfer),
-    Deposit(crate::escrow::Deposit),
+    Call(ProgramCall),
     Other,
 }
 
 /// Reads one top-level instruction; an error is an anomaly of this
 /// instruction only.
-fn read_instruction(ix: &Value) -> Result<Read, TxShapeError> {
+fn read_instruction(ix: &Value, watched: &[impl AsRef<str>]) -> Result<Read, TxShapeError> {
     let program_id = ix
         .get("programId")
         .and_then(Value::as_str)
         .ok_or_else(|| TxShapeError("no `programId`".into()))?;
-    if program_id == crate::escrow::PROGRAM_ID {
-        return Ok(escrow_deposit(ix)?.map_or(Read::Other, Read::Deposit));
+    if watched.iter().any(|w| w.as_ref() == program_id) {
+        return Ok(Read::Call(program_call(program_id, ix)?));
     }
     if is_memo_program(program_id) {
         // jsonParsed renders memo data as a string in `parsed`; data that is
@@ -144,8 +215,18 @@ fn read_instruction(ix: &Value) -> Result<Read, TxShapeError> {
 }
 
 impl ParsedTx {
-    /// Decodes a `getTransaction` result in `jsonParsed` encoding.
+    /// Decodes a `getTransaction` result in `jsonParsed` encoding,
+    /// watching no program.
     pub fn from_json(v: &Value) -> Result<ParsedTx, TxShapeError> {
+        ParsedTx::from_json_watching(v, &[] as &[&str])
+    }
+
+    /// Decodes a `getTransaction` result in `jsonParsed` encoding, keeping
+    /// the calls of the `watched` programs (and the logs when one ran).
+    pub fn from_json_watching(
+        v: &Value,
+        watched: &[impl AsRef<str>],
+    ) -> Result<ParsedTx, TxShapeError> {
         let slot = need(v, "slot")?
             .as_u64()
             .ok_or_else(|| TxShapeError("`slot` is not a number".into()))?;
@@ -174,18 +255,21 @@ impl ParsedTx {
             .ok_or_else(|| TxShapeError("`instructions` is not an array".into()))?;
         let mut memos = Vec::new();
         let mut transfers = Vec::new();
-        let mut deposits = Vec::new();
+        let mut calls = Vec::new();
         let mut anomalies = Vec::new();
         for (i, ix) in ixs.iter().enumerate() {
-            match read_instruction(ix) {
+            match read_instruction(ix, watched) {
                 Ok(Read::Memo(text)) => memos.push(text),
                 Ok(Read::Transfer(t)) => transfers.push(t),
-                Ok(Read::Deposit(d)) => deposits.push(d),
+                Ok(Read::Call(c)) => calls.push(c),
                 Ok(Read::Other) => {}
                 Err(TxShapeError(why)) => anomalies.push(format!("instruction {i}: {why}")),
             }
         }
-        let escrow_invoke = format!("Program {} invoke", crate::escrow::PROGRAM_ID);
+        let invokes: Vec<String> = watched
+            .iter()
+            .map(|p| format!("Program {} invoke", p.as_ref()))
+            .collect();
         let logs: Vec<String> = meta
             .get("logMessages")
             .and_then(Value::as_array)
@@ -196,7 +280,11 @@ impl ParsedTx {
                     .map(String::from)
                     .collect()
             })
-            .filter(|lines: &Vec<String>| lines.iter().any(|l| l.starts_with(&escrow_invoke)))
+            .filter(|lines: &Vec<String>| {
+                lines
+                    .iter()
+                    .any(|l| invokes.iter().any(|i| l.starts_with(i.as_str())))
+            })
             .unwrap_or_default();
         Ok(ParsedTx {
             signature,
@@ -207,7 +295,8 @@ impl ParsedTx {
             memos,
             transfers,
             logs,
-            deposits,
+            calls,
+            legacy_deposits: Vec::new(),
             anomalies,
         })
     }
@@ -290,51 +379,55 @@ mod tests {
     }
 
     #[test]
-    fn escrow_deposits_are_decoded_and_hostile_ones_refused() {
+    fn watched_calls_are_kept_raw_and_malformed_ones_are_anomalies() {
         use solana_sdk::pubkey::Pubkey;
-        let (listing, buyer) = (Pubkey::new_unique(), Pubkey::new_unique());
-        let ix = crate::escrow::deposit(&listing, &buyer, &[7; 32]);
-        let unparsed = |accounts: Vec<String>, data: &[u8]| {
-            json!({"programId": crate::escrow::PROGRAM_ID, "accounts": accounts,
-                   "data": bs58::encode(data).into_string(), "stackHeight": null})
-        };
-        let keys: Vec<String> = ix.accounts.iter().map(|m| m.pubkey.to_string()).collect();
+        let program = Pubkey::new_unique().to_string();
+        let accounts = vec![
+            Pubkey::new_unique().to_string(),
+            Pubkey::new_unique().to_string(),
+        ];
+        let call = json!({"programId": program, "accounts": accounts,
+            "data": bs58::encode([1u8, 2, 3]).into_string(), "stackHeight": null});
         let mut raw = sample(Value::Null);
         raw["transaction"]["message"]["instructions"]
             .as_array_mut()
             .unwrap()
-            .push(unparsed(keys.clone(), &ix.data));
+            .push(call);
+        raw["meta"]["logMessages"] =
+            json!([format!("Program {program} invoke [1]"), "Program log: hi"]);
+        let t = ParsedTx::from_json_watching(&raw, &[program.as_str()]).unwrap();
+        let want = ProgramCall {
+            program_id: program.clone(),
+            accounts: accounts.clone(),
+            data: vec![1, 2, 3],
+        };
+        assert_eq!(t.calls, vec![want]);
+        assert_eq!(t.logs.len(), 2, "a watched program ran: its logs are kept");
+        // the log form round-trips (data as base58)
+        let text = serde_json::to_string(&t).unwrap();
+        assert!(text.contains(r#""data":"Ldp""#), "{text}");
+        assert_eq!(serde_json::from_str::<ParsedTx>(&text).unwrap(), t);
+        // unwatched: neither the call nor the logs
         let t = ParsedTx::from_json(&raw).unwrap();
-        assert_eq!(
-            t.deposits,
-            vec![crate::escrow::Deposit {
-                listing: listing.to_string(),
-                buyer: buyer.to_string()
-            }]
-        );
-        // another instruction of the program (release) is no deposit
-        let release = crate::escrow::release(&listing, &buyer, &buyer, &buyer, "e", &[0; 32]);
-        raw["transaction"]["message"]["instructions"][2] = unparsed(
-            release
-                .accounts
-                .iter()
-                .map(|m| m.pubkey.to_string())
-                .collect(),
-            &release.data,
-        );
-        assert!(ParsedTx::from_json(&raw).unwrap().deposits.is_empty());
-        // a deposit with a short argument, or missing accounts, is no deposit
-        raw["transaction"]["message"]["instructions"][2] = unparsed(keys.clone(), &ix.data[..20]);
-        assert!(ParsedTx::from_json(&raw).unwrap().deposits.is_empty());
-        raw["transaction"]["message"]["instructions"][2] = unparsed(keys[..3].to_vec(), &ix.data);
-        assert!(ParsedTx::from_json(&raw).unwrap().deposits.is_empty());
+        assert!(t.calls.is_empty() && t.logs.is_empty() && t.anomalies.is_empty());
         // malformed shapes are anomalies naming the field, never errors
         raw["transaction"]["message"]["instructions"][2]["data"] = json!("0OIl");
-        let t = ParsedTx::from_json(&raw).unwrap();
-        assert!(t.deposits.is_empty() && t.anomalies[0].contains("base58"));
+        let t = ParsedTx::from_json_watching(&raw, &[program.as_str()]).unwrap();
+        assert!(t.calls.is_empty() && t.anomalies[0].contains("base58"));
         raw["transaction"]["message"]["instructions"][2]["accounts"] = json!(["nope"]);
-        let t = ParsedTx::from_json(&raw).unwrap();
+        let t = ParsedTx::from_json_watching(&raw, &[program.as_str()]).unwrap();
         assert!(t.anomalies[0].contains("pubkey"), "{:?}", t.anomalies);
+        // a log written by an older build: its deposits stay as they were
+        let old = r#"{"signature":"s","slot":1,"block_time":null,"succeeded":true,"signers":[],"memos":[],"transfers":[],"deposits":[{"listing":"L","buyer":"B"}]}"#;
+        let t: ParsedTx = serde_json::from_str(old).unwrap();
+        assert_eq!(
+            t.legacy_deposits,
+            vec![LegacyDeposit {
+                listing: "L".into(),
+                buyer: "B".into()
+            }]
+        );
+        assert_eq!(serde_json::to_string(&t).unwrap(), old);
     }
 
     fn with_ixs(extra: Vec<Value>) -> Value {
@@ -424,7 +517,7 @@ mod tests {
             "[a-zA-Z0-9]{0,12}".prop_map(Value::from),
             Just(json!("MemoSq4gqABAXKb96qnH8TysNcWxMyWCqXgDLGmfcHr")),
             Just(json!("11111111111111111111111111111111")),
-            Just(json!(crate::escrow::PROGRAM_ID)),
+            Just(json!("GupF9eVkWTDfA9Y6o3AwS1FniLXRAsyo1ucCFTwjrFmq")),
         ];
         leaf.prop_recursive(3, 24, 6, |inner| {
             prop_oneof![
@@ -454,7 +547,11 @@ mod tests {
         /// honest transfer, and never panics.
         #[test]
         fn arbitrary_instructions_never_fail_the_transaction(ixs in proptest::collection::vec(arb_json(), 0..8)) {
-            let t = ParsedTx::from_json(&with_ixs(ixs)).unwrap();
+            let t = ParsedTx::from_json_watching(
+                &with_ixs(ixs),
+                &["GupF9eVkWTDfA9Y6o3AwS1FniLXRAsyo1ucCFTwjrFmq"],
+            )
+            .unwrap();
             prop_assert!(t.paid("Payer", "Seller") >= 10);
         }
 

@@ -3,11 +3,12 @@
 //! discriminators + Borsh arguments + account metas in the IDL's order,
 //! as anchor-client would build them), decoders of its accounts (Config,
 //! Listing, Escrow: what `buy --escrow` and `listen` check before money
-//! moves) and of its events in transaction logs, for the indexer.
+//! moves), of its `deposit` calls in a transaction ([`deposits_in`]) and
+//! of its events in transaction logs, for the indexer.
 //!
-//! Owns the wire shape only; it never sends anything. The program cannot
-//! be deployed on localnet here (no SBF toolchain), so these builders are
-//! tested against the program in `solana-program-test`.
+//! Owns the wire shape only; it never sends anything. The builders are
+//! tested against the program in `solana-program-test`, and end to end on
+//! a validator with the SBF build (`cli/tests/escrow_chain.rs`).
 
 mod accounts;
 mod builders;
@@ -30,6 +31,22 @@ pub struct Deposit {
     pub listing: String,
     /// The depositing buyer (base58).
     pub buyer: String,
+}
+
+/// The deposits a transaction's top-level calls into this program make
+/// (the chain reader keeps them when asked to watch [`PROGRAM_ID`]), then
+/// those an older build recorded in its log, in order.
+pub fn deposits_in(tx: &crate::chain::ParsedTx) -> Vec<Deposit> {
+    let called = tx
+        .calls
+        .iter()
+        .filter(|c| c.program_id == PROGRAM_ID)
+        .filter_map(|c| deposit_of(&c.account_keys(), &c.data));
+    let recorded = tx.legacy_deposits.iter().map(|d| Deposit {
+        listing: d.listing.clone(),
+        buyer: d.buyer.clone(),
+    });
+    called.chain(recorded).collect()
 }
 
 /// The deposit an escrow-program instruction makes, if it is a `deposit`
@@ -95,4 +112,60 @@ pub fn escrow_address(listing: &Pubkey, buyer: &Pubkey) -> Pubkey {
         &program_id(),
     )
     .0
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::chain::ParsedTx;
+    use serde_json::{json, Value};
+
+    /// A transaction whose only instruction is `ix`, as the node renders an
+    /// instruction it does not parse.
+    fn tx_with(accounts: Vec<String>, data: &[u8]) -> Value {
+        json!({
+            "slot": 1, "blockTime": 1, "meta": {"err": null},
+            "transaction": {"signatures": ["s"], "message": {
+                "accountKeys": [{"pubkey": "P", "signer": true}],
+                "instructions": [{"programId": PROGRAM_ID, "accounts": accounts,
+                    "data": bs58::encode(data).into_string(), "stackHeight": null}]}}
+        })
+    }
+
+    fn read(v: &Value) -> ParsedTx {
+        ParsedTx::from_json_watching(v, &[PROGRAM_ID]).unwrap()
+    }
+
+    #[test]
+    fn deposits_are_decoded_and_hostile_ones_refused() {
+        let (listing, buyer) = (Pubkey::new_unique(), Pubkey::new_unique());
+        let ix = deposit(&listing, &buyer, &[7; 32]);
+        let keys: Vec<String> = ix.accounts.iter().map(|m| m.pubkey.to_string()).collect();
+        let want = vec![Deposit {
+            listing: listing.to_string(),
+            buyer: buyer.to_string(),
+        }];
+        assert_eq!(deposits_in(&read(&tx_with(keys.clone(), &ix.data))), want);
+        // not watched: no call, no deposit
+        let unwatched = ParsedTx::from_json(&tx_with(keys.clone(), &ix.data)).unwrap();
+        assert!(deposits_in(&unwatched).is_empty());
+        // another instruction of the program (release) is no deposit
+        let release = release(&listing, &buyer, &buyer, &buyer, "e", &[0; 32]);
+        let release_keys = release
+            .accounts
+            .iter()
+            .map(|m| m.pubkey.to_string())
+            .collect();
+        assert!(deposits_in(&read(&tx_with(release_keys, &release.data))).is_empty());
+        // a deposit with a short argument, or missing accounts, is no deposit
+        assert!(deposits_in(&read(&tx_with(keys.clone(), &ix.data[..20]))).is_empty());
+        assert!(deposits_in(&read(&tx_with(keys[..3].to_vec(), &ix.data))).is_empty());
+        // what an older build recorded still counts
+        let mut old = read(&tx_with(vec![], &[]));
+        old.legacy_deposits = vec![crate::chain::parsed_tx::LegacyDeposit {
+            listing: listing.to_string(),
+            buyer: buyer.to_string(),
+        }];
+        assert_eq!(deposits_in(&old), want);
+    }
 }

@@ -19,12 +19,76 @@ use std::time::{Duration, Instant};
 /// Largest manifest or envelope we read.
 const MAX_JSON_BYTES: usize = 256 * 1024;
 
+/// Why a listing can't be bought as asked (nothing was sent): the
+/// buyer's to fix, or to give up on.
+#[derive(Debug, thiserror::Error)]
+pub enum ListingRefusal {
+    /// The manifest fetched is not JSON.
+    #[error("manifest is not JSON: {0}")]
+    NotJson(#[source] serde_json::Error),
+    /// The manifest fails the listing rules (schema, signature).
+    #[error("listing manifest refused: {0}")]
+    Manifest(#[source] crate::market::manifest::ManifestRuleError),
+    /// `--offer` on an escrow listing.
+    #[error("escrow listings settle at the listed price only; buy it without --offer")]
+    EscrowAtListedPriceOnly,
+    /// The listing fixes no lamport price.
+    #[error(
+        "the listing has no price_lamports (made by an old client?); ask the seller to relist"
+    )]
+    Unpriced,
+    /// The listing has expired.
+    #[error("listing {listing_id} has expired")]
+    Expired {
+        /// The listing.
+        listing_id: String,
+    },
+    /// The seller cancelled the listing.
+    #[error("listing {listing_id} was cancelled by the seller at slot {slot}")]
+    Cancelled {
+        /// The listing.
+        listing_id: String,
+        /// The cancel's slot.
+        slot: u64,
+    },
+    /// The listing's payment address is not a public key.
+    #[error("bad payment address")]
+    BadPaymentAddress,
+    /// The listing's seller is not a public key.
+    #[error("bad seller_pubkey")]
+    BadSeller,
+    /// The offer named is another wallet's or another listing's.
+    #[error("that offer is not this wallet's offer on this listing")]
+    NotYourOffer,
+    /// The counter named is not the seller's answer to the offer.
+    #[error("that counter is not the seller's counter to this offer")]
+    NotTheSellersCounter,
+    /// The agreed terms fix no lamport price.
+    #[error("the agreed terms carry no price_lamports")]
+    TermsUnpriced,
+    /// The agreed terms have expired.
+    #[error("the agreed terms have expired")]
+    TermsExpired,
+    /// No accept of the offer by the seller on chain.
+    #[error("the seller has not accepted {offer_id} on chain")]
+    NotAccepted {
+        /// The offer.
+        offer_id: String,
+    },
+}
+
 /// Buy errors.
 #[derive(Debug, thiserror::Error)]
 pub enum BuyError {
-    /// The listing can't be bought.
-    #[error("{0}")]
-    Listing(String),
+    /// The listing can't be bought as asked.
+    #[error(transparent)]
+    Listing(#[from] ListingRefusal),
+    /// Looking up the seller's memos (accept, cancel) failed.
+    #[error(transparent)]
+    Lookup(#[from] crate::market::negotiate::NegotiateError),
+    /// The wallet's X25519 key does not decode.
+    #[error("this wallet's X25519 key does not decode")]
+    BadWalletKey,
     /// No release arrived in time (the payment stands; `marketplace fetch` resumes).
     #[error("no release for buy {0} within the timeout; the payment stands on chain; finish later with: brainctl marketplace fetch <LISTING> --buy-signature {0}")]
     Timeout(String),
@@ -60,9 +124,8 @@ impl From<crate::market::escrow_trade::EscrowPlanError> for BuyError {
 /// Reads and verifies a listing manifest by item id.
 pub async fn fetch_listing(source: &Source, manifest_id: &str) -> Result<Listing, BuyError> {
     let bytes = source.fetch(manifest_id, MAX_JSON_BYTES).await?;
-    let v: serde_json::Value = serde_json::from_slice(&bytes)
-        .map_err(|e| BuyError::Listing(format!("manifest is not JSON: {e}")))?;
-    Listing::from_value(v).map_err(|e| BuyError::Listing(format!("listing manifest refused: {e}")))
+    let v: serde_json::Value = serde_json::from_slice(&bytes).map_err(ListingRefusal::NotJson)?;
+    Ok(Listing::from_value(v).map_err(ListingRefusal::Manifest)?)
 }
 
 /// What a buy costs, all in, before anything is sent: what `quote` shows
@@ -135,20 +198,13 @@ pub async fn plan_buy(
     let now = time::OffsetDateTime::now_utc().unix_timestamp();
     if listing.escrow_program.is_some() {
         if let Terms::Negotiated { .. } = terms {
-            return Err(BuyError::Listing(
-                "escrow listings settle at the listed price only; buy it without --offer".into(),
-            ));
+            return Err(ListingRefusal::EscrowAtListedPriceOnly.into());
         }
         return plan_escrow(chain, buyer, listing, now).await;
     }
     let (price, terms_name) = match terms {
         Terms::Listed => (
-            listing.price_lamports.ok_or_else(|| {
-                BuyError::Listing(
-                    "the listing has no price_lamports (made by an old client?); ask the seller to relist"
-                        .into(),
-                )
-            })?,
+            listing.price_lamports.ok_or(ListingRefusal::Unpriced)?,
             "listed".to_string(),
         ),
         Terms::Negotiated { offer, counter } => {
@@ -156,18 +212,19 @@ pub async fn plan_buy(
         }
     };
     if now >= listing.expires_at {
-        return Err(BuyError::Listing(format!(
-            "listing {} has expired",
-            listing.listing_id
-        )));
+        return Err(ListingRefusal::Expired {
+            listing_id: listing.listing_id.clone(),
+        }
+        .into());
     }
     let pay_to = Pubkey::from_str(&listing.payment_address)
-        .map_err(|_| BuyError::Listing("bad payment address".into()))?;
+        .map_err(|_| ListingRefusal::BadPaymentAddress)?;
     if let Some(slot) = find_cancel(chain, &pay_to, listing).await? {
-        return Err(BuyError::Listing(format!(
-            "listing {} was cancelled by the seller at slot {slot}",
-            listing.listing_id
-        )));
+        return Err(ListingRefusal::Cancelled {
+            listing_id: listing.listing_id.clone(),
+            slot,
+        }
+        .into());
     }
     let kp = buyer.solana_keypair();
     let policy = crate::chain::FeePolicy::from_env(chain.cluster_kind().await?)?;
@@ -225,33 +282,25 @@ async fn negotiated_price(
     if offer.from_pubkey != buyer.address()
         || offer.listing_id.as_deref() != Some(listing.listing_id.as_str())
     {
-        return Err(BuyError::Listing(
-            "that offer is not this wallet's offer on this listing".into(),
-        ));
+        return Err(ListingRefusal::NotYourOffer.into());
     }
     let (terms, name) = match counter {
         Some(c) if c.offer_id != offer.offer_id || c.from_pubkey != listing.seller_pubkey => {
-            return Err(BuyError::Listing(
-                "that counter is not the seller's counter to this offer".into(),
-            ))
+            return Err(ListingRefusal::NotTheSellersCounter.into())
         }
         Some(c) => (c, format!("counter:{}", c.offer_id)),
         None => (offer, format!("offer:{}", offer.offer_id)),
     };
-    let price = terms
-        .price_lamports
-        .ok_or_else(|| BuyError::Listing("the agreed terms carry no price_lamports".into()))?;
+    let price = terms.price_lamports.ok_or(ListingRefusal::TermsUnpriced)?;
     if now >= terms.expires_at {
-        return Err(BuyError::Listing("the agreed terms have expired".into()));
+        return Err(ListingRefusal::TermsExpired.into());
     }
-    let accepted = crate::market::negotiate::find_accept(chain, listing, &offer.offer_id)
-        .await
-        .map_err(|e| BuyError::Listing(e.to_string()))?;
+    let accepted = crate::market::negotiate::find_accept(chain, listing, &offer.offer_id).await?;
     if accepted.is_none() {
-        return Err(BuyError::Listing(format!(
-            "the seller has not accepted {} on chain",
-            offer.offer_id
-        )));
+        return Err(ListingRefusal::NotAccepted {
+            offer_id: offer.offer_id.clone(),
+        }
+        .into());
     }
     Ok((price, name))
 }
@@ -267,8 +316,8 @@ async fn plan_escrow(
     now: i64,
 ) -> Result<BuyPlan, BuyError> {
     let kp = buyer.solana_keypair();
-    let x25519 = crate::crypto::b58_array::<32>(&buyer.x25519_address())
-        .ok_or_else(|| BuyError::Listing("wallet X25519 key".into()))?;
+    let x25519 =
+        crate::crypto::b58_array::<32>(&buyer.x25519_address()).ok_or(BuyError::BadWalletKey)?;
     let instructions = crate::market::escrow_trade::deposit_plan(
         chain,
         &kp.pubkey(),
@@ -358,8 +407,7 @@ fn buyer_pubkey(buyer: &Wallet) -> Pubkey {
 
 /// The escrow program's account of `listing` (seller, listing id).
 fn escrow_listing_account(listing: &Listing) -> Result<Pubkey, BuyError> {
-    let seller = Pubkey::from_str(&listing.seller_pubkey)
-        .map_err(|_| BuyError::Listing("bad seller_pubkey".into()))?;
+    let seller = Pubkey::from_str(&listing.seller_pubkey).map_err(|_| ListingRefusal::BadSeller)?;
     Ok(crate::escrow::listing_address(&seller, &listing.listing_id))
 }
 
@@ -401,7 +449,7 @@ pub async fn find_cancel(
         |op| matches!(op, MemoOp::Cancel { listing_id } if *listing_id == listing.listing_id),
     )
     .await
-    .map_err(|e| BuyError::Listing(e.to_string()))
+    .map_err(BuyError::from)
 }
 
 /// Where a fetched bundle's memories go.
@@ -435,7 +483,7 @@ pub async fn fetch_and_import(
     mut on_wait: impl FnMut(Duration),
 ) -> Result<Imported, BuyError> {
     let pay_to = Pubkey::from_str(&listing.payment_address)
-        .map_err(|_| BuyError::Listing("bad payment address".into()))?;
+        .map_err(|_| ListingRefusal::BadPaymentAddress)?;
     let (seller, me) = (listing.seller_pubkey.clone(), buyer.address());
     let want = Expected {
         listing_id: &listing.listing_id,

@@ -14,15 +14,37 @@ use crate::publish::store_encrypted;
 use crate::seller::{ListenDb, ListingRecord};
 use crate::wallet::Wallet;
 
+/// Why `list` or `cancel` refuses its arguments (nothing was sent).
+#[derive(Debug, thiserror::Error)]
+pub enum InputError {
+    /// `--sol-usd` is not a positive rate.
+    #[error("--sol-usd must be a positive rate, got {0}")]
+    BadRate(f64),
+    /// The listing is not in this wallet's seller state.
+    #[error("{0} is not one of this wallet's listings (see ~/.brainctl/listen.db)")]
+    NotOurs(String),
+    /// The listing was already cancelled.
+    #[error("{listing_id} was already cancelled at slot {slot}")]
+    AlreadyCancelled {
+        /// The listing.
+        listing_id: String,
+        /// The cancel's slot.
+        slot: u64,
+    },
+    /// The recorded payment address is not a public key.
+    #[error("bad payment address on record")]
+    BadPaymentAddress,
+}
+
 /// Listing errors.
 #[derive(Debug, thiserror::Error)]
 pub enum ListError {
     /// The bundle file does not verify, or is not ours.
     #[error("cannot list this bundle: {0}")]
     Bundle(String),
-    /// A bad argument.
-    #[error("{0}")]
-    Input(String),
+    /// A bad argument, or a listing this wallet can't act on.
+    #[error(transparent)]
+    Input(#[from] InputError),
     /// Encrypting, uploading or keeping the key.
     #[error(transparent)]
     Publish(#[from] crate::publish::PublishError),
@@ -69,9 +91,7 @@ pub struct ListOptions {
 /// `price_usd / sol_usd` SOL in lamports, rounded up.
 pub fn usd_to_lamports(price_usd: f64, sol_usd: f64) -> Result<u64, ListError> {
     if !(sol_usd.is_finite() && sol_usd > 0.0) {
-        return Err(ListError::Input(format!(
-            "--sol-usd must be a positive rate, got {sol_usd}"
-        )));
+        return Err(InputError::BadRate(sol_usd).into());
     }
     Ok((price_usd / sol_usd * 1e9).ceil() as u64)
 }
@@ -214,20 +234,18 @@ pub async fn cancel_listing(
         .listings()?
         .into_iter()
         .find(|l| l.listing_id == listing_id)
-        .ok_or_else(|| {
-            ListError::Input(format!(
-                "{listing_id} is not one of this wallet's listings (see ~/.brainctl/listen.db)"
-            ))
-        })?;
+        .ok_or_else(|| ListError::from(InputError::NotOurs(listing_id.into())))?;
     if let Some(slot) = rec.cancelled_at_slot {
-        return Err(ListError::Input(format!(
-            "{listing_id} was already cancelled at slot {slot}"
-        )));
+        return Err(InputError::AlreadyCancelled {
+            listing_id: listing_id.into(),
+            slot,
+        }
+        .into());
     }
     let pay_to: crate::chain::Pubkey = rec
         .payment_address
         .parse()
-        .map_err(|_| ListError::Input("bad payment address on record".into()))?;
+        .map_err(|_| InputError::BadPaymentAddress)?;
     let op = MemoOp::Cancel {
         listing_id: listing_id.into(),
     };

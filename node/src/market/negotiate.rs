@@ -17,12 +17,76 @@ use crate::wallet::Wallet;
 use serde_json::{json, Value};
 use std::str::FromStr;
 
+/// Why a negotiation action is refused before anything is sent.
+#[derive(Debug, thiserror::Error)]
+pub enum Refusal {
+    /// `--price-usd` out of range.
+    #[error("--price-usd must be in [0, 10000]")]
+    PriceOutOfRange,
+    /// `--message` too long.
+    #[error("--message is over {max} characters", max = MAX_MESSAGE_CHARS)]
+    MessageTooLong,
+    /// `--ttl-hours` out of range.
+    #[error("--ttl-hours must be in (0, {max}]", max = MAX_OFFER_TTL_HOURS)]
+    TtlOutOfRange,
+    /// A fetched manifest is not JSON.
+    #[error("manifest {id} is not JSON: {source}")]
+    NotJson {
+        /// Its item id.
+        id: String,
+        /// The parser's reason.
+        source: serde_json::Error,
+    },
+    /// The listing's payment address is not a public key.
+    #[error("bad payment address in the listing")]
+    BadListingPaymentAddress,
+    /// A recorded payment address is not a public key.
+    #[error("bad payment address on record for {listing_id}")]
+    BadRecordedPaymentAddress {
+        /// The listing.
+        listing_id: String,
+    },
+    /// A signature in an address's history does not decode.
+    #[error("bad signature")]
+    BadSignature,
+    /// The offer is another wallet's or another listing's.
+    #[error("that offer is not this wallet's offer on this listing")]
+    NotYourOffer,
+    /// The offer is for a listing this wallet did not list.
+    #[error("offer {offer_id} is for {listing_id}, which is not one of this wallet's listings")]
+    NotYourListing {
+        /// The offer.
+        offer_id: String,
+        /// Its listing.
+        listing_id: String,
+    },
+    /// The offer was already accepted or rejected.
+    #[error("offer {offer_id} was already {state}")]
+    AlreadyAnswered {
+        /// The offer.
+        offer_id: String,
+        /// Its recorded state.
+        state: crate::seller::OfferState,
+    },
+    /// Accepting an offer that names no lamport price.
+    #[error("the offer carries no price_lamports; counter it instead")]
+    Unpriced,
+    /// The buyer withdrew the offer on chain.
+    #[error("the buyer withdrew {offer_id} at slot {slot}; it can't be accepted")]
+    Withdrawn {
+        /// The offer.
+        offer_id: String,
+        /// The withdraw's slot.
+        slot: u64,
+    },
+}
+
 /// Negotiation errors.
 #[derive(Debug, thiserror::Error)]
 pub enum NegotiateError {
     /// Bad input or a refused action.
-    #[error("{0}")]
-    Refused(String),
+    #[error(transparent)]
+    Refused(#[from] Refusal),
     /// Chain.
     #[error(transparent)]
     Chain(#[from] ChainError),
@@ -40,10 +104,6 @@ pub enum NegotiateError {
     State(#[from] crate::seller::StateError),
 }
 
-fn refused(s: impl Into<String>) -> NegotiateError {
-    NegotiateError::Refused(s.into())
-}
-
 fn iso(t: i64) -> String {
     crate::clock::python_isoformat(
         time::OffsetDateTime::from_unix_timestamp(t).expect("valid time"),
@@ -52,17 +112,13 @@ fn iso(t: i64) -> String {
 
 fn check_terms(price_usd: f64, message: &str, ttl_hours: f64) -> Result<(), NegotiateError> {
     if !(0.0..=crate::market::manifest::MAX_PRICE_USD).contains(&price_usd) {
-        return Err(refused("--price-usd must be in [0, 10000]"));
+        return Err(Refusal::PriceOutOfRange.into());
     }
     if message.chars().count() > MAX_MESSAGE_CHARS {
-        return Err(refused(format!(
-            "--message is over {MAX_MESSAGE_CHARS} characters"
-        )));
+        return Err(Refusal::MessageTooLong.into());
     }
     if !(ttl_hours > 0.0 && ttl_hours <= MAX_OFFER_TTL_HOURS) {
-        return Err(refused(format!(
-            "--ttl-hours must be in (0, {MAX_OFFER_TTL_HOURS}]"
-        )));
+        return Err(Refusal::TtlOutOfRange.into());
     }
     Ok(())
 }
@@ -158,8 +214,10 @@ pub async fn fetch_offer(
     counter: bool,
 ) -> Result<Offer, NegotiateError> {
     let bytes = source.fetch(id, 256 * 1024).await?;
-    let v: Value = serde_json::from_slice(&bytes)
-        .map_err(|e| refused(format!("manifest {id} is not JSON: {e}")))?;
+    let v: Value = serde_json::from_slice(&bytes).map_err(|source| Refusal::NotJson {
+        id: id.into(),
+        source,
+    })?;
     Ok(if counter {
         Offer::counter_from_value(v)?
     } else {
@@ -168,8 +226,7 @@ pub async fn fetch_offer(
 }
 
 fn pay_to(listing: &Listing) -> Result<Pubkey, NegotiateError> {
-    Pubkey::from_str(&listing.payment_address)
-        .map_err(|_| refused("bad payment address in the listing"))
+    Pubkey::from_str(&listing.payment_address).map_err(|_| Refusal::BadListingPaymentAddress.into())
 }
 
 /// Buyer: signs and stores an offer, posts `offer:<listing>:<item>:<buyer>`.
@@ -229,7 +286,7 @@ pub async fn find_signed_memo(
             continue;
         }
         let sig =
-            crate::chain::Signature::from_str(&signature).map_err(|_| refused("bad signature"))?;
+            crate::chain::Signature::from_str(&signature).map_err(|_| Refusal::BadSignature)?;
         if let Some(tx) = chain.transaction(&sig).await? {
             if tx.succeeded && tx.signed_by(signer) {
                 return Ok(Some(tx.slot));
@@ -276,7 +333,7 @@ pub async fn find_counter(
             continue;
         }
         let sig =
-            crate::chain::Signature::from_str(&signature).map_err(|_| refused("bad signature"))?;
+            crate::chain::Signature::from_str(&signature).map_err(|_| Refusal::BadSignature)?;
         if let Some(tx) = chain.transaction(&sig).await? {
             if tx.succeeded && tx.signed_by(&listing.seller_pubkey) {
                 return Ok(Some(counter_arweave_id));
@@ -311,9 +368,7 @@ pub async fn withdraw(
     if offer.from_pubkey != buyer.address()
         || offer.listing_id.as_deref() != Some(listing.listing_id.as_str())
     {
-        return Err(refused(
-            "that offer is not this wallet's offer on this listing",
-        ));
+        return Err(Refusal::NotYourOffer.into());
     }
     let op = MemoOp::Withdraw {
         offer_id: offer.offer_id.clone(),
@@ -347,19 +402,20 @@ pub fn our_listing(
         .into_iter()
         .find(|l| l.listing_id == id)
         .ok_or_else(|| {
-            refused(format!(
-                "offer {} is for {id}, which is not one of this wallet's listings",
-                offer.offer_id
-            ))
+            Refusal::NotYourListing {
+                offer_id: offer.offer_id.clone(),
+                listing_id: id,
+            }
+            .into()
         })
 }
 
 fn payment_address(l: &crate::seller::ListingRecord) -> Result<Pubkey, NegotiateError> {
     l.payment_address.parse().map_err(|_| {
-        refused(format!(
-            "bad payment address on record for {}",
-            l.listing_id
-        ))
+        Refusal::BadRecordedPaymentAddress {
+            listing_id: l.listing_id.clone(),
+        }
+        .into()
     })
 }
 
@@ -424,17 +480,16 @@ pub async fn answer_offer(
     let listing = our_listing(db, offer)?;
     let recorded = db.offer(&offer.offer_id)?;
     if let Some(r) = recorded.as_ref().filter(|r| r.state.is_final()) {
-        return Err(refused(format!(
-            "offer {} was already {}",
-            offer.offer_id, r.state
-        )));
+        return Err(Refusal::AlreadyAnswered {
+            offer_id: offer.offer_id.clone(),
+            state: r.state,
+        }
+        .into());
     }
     let (price, expires_at, counter) = match recorded {
         Some(r) => (r.price_lamports, r.expires_at, r.counter_manifest_id),
         None => (
-            offer.price_lamports.ok_or_else(|| {
-                refused("the offer carries no price_lamports; counter it instead")
-            })?,
+            offer.price_lamports.ok_or(Refusal::Unpriced)?,
             offer.expires_at,
             None,
         ),
@@ -442,10 +497,11 @@ pub async fn answer_offer(
     let pay_to = payment_address(&listing)?;
     if accept {
         if let Some(slot) = find_withdraw(chain, &pay_to, offer).await? {
-            return Err(refused(format!(
-                "the buyer withdrew {} at slot {slot}; it can't be accepted",
-                offer.offer_id
-            )));
+            return Err(Refusal::Withdrawn {
+                offer_id: offer.offer_id.clone(),
+                slot,
+            }
+            .into());
         }
     }
     let (op, state) = if accept {

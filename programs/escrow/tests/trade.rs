@@ -190,19 +190,27 @@ fn x25519_of(buyer: &Wallet) -> [u8; 32] {
 }
 
 /// What `getTransaction` would give `listen` for a landed transaction:
-/// signers, top-level memos and escrow deposits, slot and block time.
+/// signers, top-level memos and escrow-program calls, slot and block time.
 fn parsed(tx: &Transaction, slot: u64, block_time: i64) -> ParsedTx {
     let msg = &tx.message;
     let keys = &msg.account_keys;
     let mut memos = Vec::new();
-    let mut deposits = Vec::new();
+    let mut calls = Vec::new();
     for ix in &msg.instructions {
         let program = keys[ix.program_id_index as usize];
-        let accounts: Vec<Pubkey> = ix.accounts.iter().map(|i| keys[*i as usize]).collect();
+        let accounts: Vec<String> = ix
+            .accounts
+            .iter()
+            .map(|i| keys[*i as usize].to_string())
+            .collect();
         if node::chain::instructions::is_memo_program(&program.to_string()) {
             memos.push(String::from_utf8(ix.data.clone()).unwrap());
         } else if program == escrow::ID {
-            deposits.extend(client::deposit_of(&accounts, &ix.data));
+            calls.push(node::chain::ProgramCall {
+                program_id: program.to_string(),
+                accounts,
+                data: ix.data.clone(),
+            });
         }
     }
     ParsedTx {
@@ -217,7 +225,8 @@ fn parsed(tx: &Transaction, slot: u64, block_time: i64) -> ParsedTx {
         memos,
         transfers: vec![],
         logs: vec![],
-        deposits,
+        calls,
+        legacy_deposits: vec![],
         anomalies: vec![],
     }
 }

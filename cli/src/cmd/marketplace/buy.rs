@@ -4,7 +4,7 @@
 
 use super::super::storage::source;
 use super::{buy_failure, negotiate_failure, CliResult, Context, Failure};
-use crate::args::{BudgetArgs, BuyArgs, FetchArgs, QuoteArgs, RefundArgs};
+use crate::args::{BudgetArgs, BuyArgs, FetchArgs, QuoteArgs, ReceiveOpts, RefundArgs};
 use serde_json::json;
 use std::time::Duration;
 
@@ -15,24 +15,14 @@ pub(super) fn buy(a: BuyArgs, ctx: &Context) -> CliResult<()> {
         offer,
         counter,
         escrow,
-        timeout,
-        into_brainctl_db,
-        storage,
+        receive,
     } = a;
     let how = match offer {
         Some(o) => Payment::Negotiated { offer: o, counter },
         None if escrow => Payment::Escrow,
         None => Payment::Listed,
     };
-    buy_or_fetch(
-        ctx,
-        &listing,
-        how,
-        timeout,
-        into_brainctl_db.as_deref(),
-        &storage,
-    )?;
-    Ok(())
+    buy_or_fetch(ctx, &listing, how, &receive)
 }
 
 /// `marketplace fetch`: finish a paid buy.
@@ -41,9 +31,7 @@ pub(super) fn fetch(a: FetchArgs, ctx: &Context) -> CliResult<()> {
         ctx,
         &a.listing,
         Payment::Already(a.buy_signature),
-        a.timeout,
-        a.into_brainctl_db.as_deref(),
-        &a.storage,
+        &a.receive,
     )
 }
 
@@ -331,15 +319,14 @@ fn buy_or_fetch(
     ctx: &Context,
     listing: &str,
     how: Payment,
-    timeout: u64,
-    into_brainctl_db: Option<&std::path::Path>,
-    storage: &crate::args::StorageOpts,
+    receive: &ReceiveOpts,
 ) -> CliResult<()> {
+    let timeout = receive.timeout;
     let wallet = ctx.wallet()?;
     let chain = ctx.chain()?;
-    let src = source(ctx, storage)?;
+    let src = source(ctx, &receive.storage)?;
     let mut store;
-    let target = match into_brainctl_db {
+    let target = match receive.into_brainctl_db.as_deref() {
         Some(path) => node::market::buy::ImportTarget::BrainctlDb(path),
         None => {
             store = ctx.store()?;

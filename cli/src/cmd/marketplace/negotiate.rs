@@ -5,9 +5,7 @@
 use super::super::storage::{source, uploader};
 use super::buy::buyer_and_listing;
 use super::{negotiate_failure, seller_state, CliResult, Context, Failure};
-use crate::args::{
-    AcceptArgs, CounterArgs, OfferArgs, RejectArgs, SellerState, Terms, WithdrawArgs,
-};
+use crate::args::{AnswerArgs, CounterArgs, OfferArgs, SellerState, Terms, WithdrawArgs};
 use node::listen::ListenDb;
 use node::market::negotiate::OfferTerms;
 use serde_json::json;
@@ -114,12 +112,12 @@ pub(super) fn withdraw(a: WithdrawArgs, ctx: &Context) -> CliResult<()> {
 }
 
 /// `marketplace accept`.
-pub(super) fn accept(a: AcceptArgs, ctx: &Context) -> CliResult<()> {
+pub(super) fn accept(a: AnswerArgs, ctx: &Context) -> CliResult<()> {
     decide(ctx, &a.offer, &a.storage, &a.seller, true)
 }
 
 /// `marketplace reject`.
-pub(super) fn reject(a: RejectArgs, ctx: &Context) -> CliResult<()> {
+pub(super) fn reject(a: AnswerArgs, ctx: &Context) -> CliResult<()> {
     decide(ctx, &a.offer, &a.storage, &a.seller, false)
 }
 

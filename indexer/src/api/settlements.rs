@@ -1,0 +1,68 @@
+//! Settlements and who settled: `GET /settlements/{id}?buyer=` (a
+//! private listing's only to its seller and that buyer), `GET
+//! /sellers/{pubkey}` (reputation) and `GET /escrows/{pubkey}` (an escrow
+//! deposit from the program's events). Read-only.
+
+use super::request::{check_cluster, known_listing, listing_id, signed_in};
+use super::{ApiError, AppState, Res};
+use crate::views;
+use axum::extract::{Path, Query, State as AxState};
+use axum::http::HeaderMap;
+use axum::Json;
+use node::market::is_pubkey;
+use serde_json::{json, Value};
+use std::collections::HashMap;
+
+/// A buyer's settlement on a listing. A private listing's settlements
+/// (price, offer, negotiated terms) only to its seller and that buyer,
+/// signed in.
+pub(super) async fn settlement(
+    AxState(st): AxState<AppState>,
+    Path(id): Path<String>,
+    Query(q): Query<HashMap<String, String>>,
+    headers: HeaderMap,
+) -> Res<Json<Value>> {
+    check_cluster(&st, &q)?;
+    listing_id(&id)?;
+    let buyer = q
+        .get("buyer")
+        .filter(|b| is_pubkey(b))
+        .ok_or_else(|| ApiError::bad("`buyer` must be the buyer's base58 pubkey"))?;
+    let s = st.ix.state();
+    let l = known_listing(&s, &id)?;
+    if l.visibility == "private" {
+        let who = signed_in(&st, &headers).await?;
+        if who != *buyer && who != l.seller {
+            return Err(ApiError::forbidden(
+                "a private listing's settlements are shown only to its seller and that buyer",
+            ));
+        }
+    }
+    Ok(Json(views::settlement_for(&s, &id, buyer, st.ix.config())))
+}
+
+pub(super) async fn seller(
+    AxState(st): AxState<AppState>,
+    Path(pk): Path<String>,
+) -> Res<Json<views::Reputation>> {
+    if !is_pubkey(&pk) {
+        return Err(ApiError::bad("seller must be a base58 32-byte key"));
+    }
+    Ok(Json(views::reputation(&st.ix.state(), &pk, st.ix.config())))
+}
+
+/// An escrow-program deposit (from the program's events).
+pub(super) async fn show_escrow(
+    AxState(st): AxState<AppState>,
+    Path(pk): Path<String>,
+) -> Res<Json<Value>> {
+    if !is_pubkey(&pk) {
+        return Err(ApiError::bad("escrow must be a base58 32-byte key"));
+    }
+    let s = st.ix.state();
+    let e = s
+        .escrows
+        .get(&pk)
+        .ok_or_else(|| ApiError::not_found(format!("no escrow {pk} on chain")))?;
+    Ok(Json(json!({ "escrow_pubkey": pk, "escrow": e })))
+}

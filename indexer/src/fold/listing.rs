@@ -1,0 +1,180 @@
+//! The listing family: `list` and `cancel` memos, a listing's lifecycle
+//! (live, cancelled, expired, contested) and the squat rule (a listing id
+//! names the first seller's listing). Never judges offers or buys.
+
+use super::refusal::{ManifestKind, Refusal};
+use super::{At, State};
+use crate::book::{Checked, ManifestBook};
+use crate::record::TxRecord;
+use serde::Serialize;
+use serde_json::Value;
+use std::sync::Arc;
+
+/// A listing.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ListingState {
+    /// Listing id.
+    pub listing_id: String,
+    /// Arweave id of the manifest.
+    pub manifest_id: String,
+    /// Seller.
+    pub seller: String,
+    /// Where buyers pay.
+    pub payment_address: String,
+    /// Bundle hash.
+    pub bundle_hash: String,
+    /// Price (USD).
+    pub price_usd: f64,
+    /// Price (lamports), when the manifest fixes one.
+    pub price_lamports: Option<u64>,
+    /// Fee in basis points.
+    pub fee_bps: u64,
+    /// auction | private.
+    pub visibility: String,
+    /// Expiry (unix seconds).
+    pub expires_at: i64,
+    /// The `list` transaction.
+    pub listed: At,
+    /// The seller's `cancel`, if any.
+    pub cancelled: Option<At>,
+    /// The signed manifest.
+    pub manifest: Arc<Value>,
+    /// Other sellers who listed the same listing id after this one (a
+    /// listing id names one seller's listing; a copy is a squat attempt,
+    /// or a collision): such a listing is `contested` and never settled
+    /// through this indexer.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub contested_by: Vec<String>,
+}
+
+impl ListingState {
+    /// live | cancelled | expired | contested, at `now`.
+    pub fn status(&self, now: i64) -> &'static str {
+        if self.cancelled.is_some() {
+            "cancelled"
+        } else if now >= self.expires_at {
+            "expired"
+        } else if !self.contested_by.is_empty() {
+            "contested"
+        } else {
+            "live"
+        }
+    }
+
+    /// Whether offers and counters may still be made at `block_time`.
+    pub(super) fn live_at(&self, block_time: Option<i64>) -> Result<(), Refusal> {
+        if let Some(c) = &self.cancelled {
+            return Err(Refusal::ListingCancelled { slot: c.slot });
+        }
+        match block_time {
+            Some(t) if t >= self.expires_at => Err(Refusal::ListingExpired {
+                expires_at: self.expires_at,
+                block_time: t,
+            }),
+            None => Err(Refusal::NoBlockTime),
+            Some(_) => Ok(()),
+        }
+    }
+}
+
+/// The checked manifest `id` as the kind `kind` expects, or why not.
+pub(super) fn expect_manifest<'b, T>(
+    book: &'b ManifestBook,
+    id: &str,
+    kind: ManifestKind,
+    pick: impl FnOnce(&'b Checked) -> Option<T>,
+) -> Result<T, Refusal> {
+    let checked = book.get(id).ok_or_else(|| Refusal::ManifestUnavailable {
+        kind,
+        manifest_id: id.into(),
+    })?;
+    if let Checked::Invalid(why) = checked {
+        return Err(Refusal::ManifestRefused {
+            kind,
+            why: why.clone(),
+        });
+    }
+    pick(checked).ok_or_else(|| Refusal::WrongManifestKind {
+        kind,
+        manifest_id: id.into(),
+    })
+}
+
+impl State {
+    pub(super) fn list(
+        &mut self,
+        manifest_id: &str,
+        bundle_hash: &str,
+        r: &TxRecord,
+        book: &ManifestBook,
+    ) -> Result<(), Refusal> {
+        let l = expect_manifest(book, manifest_id, ManifestKind::Listing, |c| match c {
+            Checked::Listing(l) => Some(l),
+            _ => None,
+        })?;
+        if l.bundle_hash != bundle_hash {
+            return Err(Refusal::BundleHashDiffers);
+        }
+        if !r.tx.signed_by(&l.seller_pubkey) {
+            return Err(Refusal::ListNotSignedBySeller);
+        }
+        if let Some(first) = self.listings.get_mut(&l.listing_id) {
+            if first.seller == l.seller_pubkey {
+                return Err(Refusal::ListingExists {
+                    listing_id: l.listing_id.clone(),
+                });
+            }
+            if !first.contested_by.contains(&l.seller_pubkey) {
+                first.contested_by.push(l.seller_pubkey.clone());
+            }
+            return Err(Refusal::Contested {
+                listing_id: l.listing_id.clone(),
+                first_seller: first.seller.clone(),
+            });
+        }
+        self.listings.insert(
+            l.listing_id.clone(),
+            ListingState {
+                listing_id: l.listing_id.clone(),
+                manifest_id: manifest_id.into(),
+                seller: l.seller_pubkey.clone(),
+                payment_address: l.payment_address.clone(),
+                bundle_hash: l.bundle_hash.clone(),
+                price_usd: l.price_usd,
+                price_lamports: l.price_lamports,
+                fee_bps: l.fee_bps,
+                visibility: l.visibility.clone(),
+                expires_at: l.expires_at,
+                listed: At::of(r),
+                cancelled: None,
+                manifest: l.raw.clone(),
+                contested_by: Vec::new(),
+            },
+        );
+        Ok(())
+    }
+
+    /// The listing `id`, or why it cannot be acted on.
+    pub(super) fn listing(&self, id: &str) -> Result<&ListingState, Refusal> {
+        self.listings
+            .get(id)
+            .ok_or_else(|| Refusal::UnknownListing {
+                listing_id: id.into(),
+            })
+    }
+
+    pub(super) fn cancel(&mut self, listing_id: &str, r: &TxRecord) -> Result<(), Refusal> {
+        let listing = self.listing(listing_id)?;
+        if !r.tx.signed_by(&listing.seller) {
+            return Err(Refusal::CancelNotSignedBySeller);
+        }
+        if listing.cancelled.is_some() {
+            return Err(Refusal::AlreadyCancelled);
+        }
+        self.listings
+            .get_mut(listing_id)
+            .expect("found above")
+            .cancelled = Some(At::of(r));
+        Ok(())
+    }
+}

@@ -1,0 +1,290 @@
+//! Marketplace state as a pure fold of recorded transactions in chain
+//! order (slot, then index in block), applying the protocol's rules
+//! (PROTOCOL.md §6, DESIGN.md §Settlement): who may do what, expiry by
+//! block time, offer lineage, the listing lifecycle and settlements.
+//!
+//! Same records in the same order give the same [`State`], byte for byte
+//! ([`State::hash`]). Nothing here touches the network, the disk or the
+//! clock: "now" is the newest block time folded. Every memo that does not
+//! count is kept with its typed reason ([`Refusal`]); nothing panics on
+//! hostile input.
+//!
+//! # Layout
+//! - `listing`: `list`/`cancel`, the lifecycle, the squat rule
+//! - `offer`: `offer`/`counter`/`accept`/`reject`/`withdraw`, lineage
+//! - `settlement`: `buy`/`release`, judged by `node::settle`
+//! - `escrow`: the escrow program's events and the buys they settle
+//! - `refusal`: why a memo or a buy does not count
+//! - here: the state, the order rules, dispatch and the state hash
+
+mod escrow;
+mod listing;
+mod offer;
+mod refusal;
+mod settlement;
+
+pub use escrow::EscrowState;
+pub use listing::ListingState;
+pub use offer::{OfferState, OfferStatus, Terms};
+pub use refusal::{BuyRefusal, ManifestKind, Party, Refusal};
+pub use settlement::{Settlement, SettlementStatus};
+
+use crate::book::ManifestBook;
+use crate::record::{Position, TxRecord};
+use node::market::{MemoError, MemoOp};
+use serde::Serialize;
+use sha2::{Digest, Sha256};
+use std::collections::{BTreeMap, BTreeSet};
+
+/// Seconds after a paid buy without a release before it counts against
+/// the seller as unreleased.
+pub const DEFAULT_RELEASE_GRACE_SECS: i64 = 3_600;
+/// Longest raw memo kept with a rejection.
+const MAX_KEPT_MEMO: usize = 600;
+
+/// Rules that depend on the cluster, fixed for a whole fold.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FoldConfig {
+    /// Treasury that must receive the settle fee (mainnet-beta only).
+    pub fee_treasury: Option<String>,
+    /// Grace period before a paid buy counts as unreleased.
+    pub release_grace_secs: i64,
+}
+
+impl Default for FoldConfig {
+    fn default() -> Self {
+        FoldConfig {
+            fee_treasury: None,
+            release_grace_secs: DEFAULT_RELEASE_GRACE_SECS,
+        }
+    }
+}
+
+/// Where an action happened.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct At {
+    /// Transaction signature.
+    pub signature: String,
+    /// Slot.
+    pub slot: u64,
+    /// Block time (unix seconds), when known.
+    pub block_time: Option<i64>,
+}
+
+impl At {
+    pub(crate) fn of(r: &TxRecord) -> At {
+        At {
+            signature: r.tx.signature.clone(),
+            slot: r.tx.slot,
+            block_time: r.tx.block_time,
+        }
+    }
+}
+
+/// A marketplace memo that changed nothing, and why.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Rejected {
+    /// Slot.
+    pub slot: u64,
+    /// The memo (truncated).
+    pub memo: String,
+    /// Why it does not count (serialized as its message).
+    pub reason: Refusal,
+}
+
+/// The whole marketplace.
+#[derive(Debug, Clone, PartialEq, Serialize, Default)]
+pub struct State {
+    /// Newest block time folded (the fold's "now").
+    pub now: i64,
+    /// Last position folded.
+    pub last: Option<Position>,
+    /// Transactions folded.
+    pub transactions: u64,
+    /// Listings by id.
+    pub listings: BTreeMap<String, ListingState>,
+    /// Offers by id.
+    pub offers: BTreeMap<String, OfferState>,
+    /// Buys by transaction signature.
+    pub settlements: BTreeMap<String, Settlement>,
+    /// Refused memos by transaction signature.
+    pub rejected: BTreeMap<String, Vec<Rejected>>,
+    /// Escrow-program deposits by escrow account (from its events).
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    pub escrows: BTreeMap<String, EscrowState>,
+    #[serde(skip)]
+    seen: BTreeSet<String>,
+    /// Buy signatures by listing (an index over `settlements`).
+    #[serde(skip)]
+    buys_by_listing: BTreeMap<String, Vec<String>>,
+    /// Offer ids by listing (an index over `offers`: a buy looks up its
+    /// listing's accepted offers without scanning every offer).
+    #[serde(skip)]
+    offers_by_listing: BTreeMap<String, BTreeSet<String>>,
+}
+
+/// Feeds serde_json's output straight into the hasher (no buffer).
+struct HashWriter<'a>(&'a mut Sha256);
+
+impl std::io::Write for HashWriter<'_> {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.0.update(buf);
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+/// Why records could not be folded incrementally.
+#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+#[error("record at {got:?} is not after the last folded position {last:?}; refold from the start")]
+pub struct OutOfOrder {
+    /// Last folded.
+    pub last: Position,
+    /// Offered.
+    pub got: Position,
+}
+
+fn truncate(s: &str) -> String {
+    match s.char_indices().nth(MAX_KEPT_MEMO) {
+        Some((i, _)) => format!("{}…", &s[..i]),
+        None => s.to_string(),
+    }
+}
+
+impl State {
+    /// The empty state.
+    pub fn new() -> State {
+        State::default()
+    }
+
+    /// Folds `records` (sorted into chain order) from the empty state.
+    pub fn fold(records: &[TxRecord], book: &ManifestBook, cfg: &FoldConfig) -> State {
+        let mut s = State::new();
+        for r in records {
+            s.apply_unchecked(r, book, cfg);
+        }
+        s
+    }
+
+    /// Folds `records`, all after the last folded position, in order.
+    pub fn apply_batch(
+        &mut self,
+        records: &[TxRecord],
+        book: &ManifestBook,
+        cfg: &FoldConfig,
+    ) -> Result<(), OutOfOrder> {
+        let mut last = self.last;
+        for r in records {
+            if let Some(l) = last {
+                if r.position() <= l {
+                    return Err(OutOfOrder {
+                        last: l,
+                        got: r.position(),
+                    });
+                }
+            }
+            last = Some(r.position());
+        }
+        for r in records {
+            self.apply_unchecked(r, book, cfg);
+        }
+        Ok(())
+    }
+
+    /// Whether the transaction `signature` has been folded.
+    pub fn has_folded(&self, signature: &str) -> bool {
+        self.seen.contains(signature)
+    }
+
+    /// SHA-256 (hex) of the state version and the canonical JSON of the state.
+    pub fn hash(&self) -> String {
+        let mut h = Sha256::new();
+        h.update(format!(
+            "brainctl-indexer/state/v{}\n",
+            crate::STATE_VERSION
+        ));
+        serde_json::to_writer(HashWriter(&mut h), self).expect("state serializes");
+        hex::encode(h.finalize())
+    }
+
+    fn apply_unchecked(&mut self, r: &TxRecord, book: &ManifestBook, cfg: &FoldConfig) {
+        if !self.seen.insert(r.tx.signature.clone()) {
+            return;
+        }
+        self.transactions += 1;
+        self.last = Some(r.position());
+        if let Some(t) = r.tx.block_time {
+            self.now = self.now.max(t);
+        }
+        if r.tx.succeeded {
+            for ev in node::escrow::events_in_logs(&r.tx.logs) {
+                self.apply_escrow(ev, r);
+            }
+        }
+        for memo in &r.tx.memos {
+            let outcome = match MemoOp::parse(memo) {
+                Err(MemoError::NotMarketplace) => continue,
+                Err(e) => Err(Refusal::Malformed(e)),
+                Ok(_) if !r.tx.succeeded => Err(Refusal::TxFailed),
+                Ok(op) => self.apply_op(&op, r, book, cfg),
+            };
+            if let Err(reason) = outcome {
+                self.rejected
+                    .entry(r.tx.signature.clone())
+                    .or_default()
+                    .push(Rejected {
+                        slot: r.tx.slot,
+                        memo: truncate(memo),
+                        reason,
+                    });
+            }
+        }
+    }
+
+    fn apply_op(
+        &mut self,
+        op: &MemoOp,
+        r: &TxRecord,
+        book: &ManifestBook,
+        cfg: &FoldConfig,
+    ) -> Result<(), Refusal> {
+        match op {
+            MemoOp::List {
+                listing_arweave_id,
+                bundle_hash,
+            } => self.list(listing_arweave_id, bundle_hash, r, book),
+            MemoOp::Offer {
+                listing_id,
+                offer_arweave_id,
+                buyer_pubkey,
+            } => self.offer(listing_id, offer_arweave_id, buyer_pubkey, r, book),
+            MemoOp::Counter {
+                offer_id,
+                counter_arweave_id,
+                counterer_pubkey,
+            } => self.counter(offer_id, counter_arweave_id, counterer_pubkey, r, book),
+            MemoOp::Accept { offer_id } => self.close_offer(offer_id, OfferStatus::Accepted, r),
+            MemoOp::Reject { offer_id } => self.close_offer(offer_id, OfferStatus::Rejected, r),
+            MemoOp::Withdraw { offer_id } => self.close_offer(offer_id, OfferStatus::Withdrawn, r),
+            MemoOp::Buy {
+                listing_id,
+                buyer_x25519,
+            } => self.buy(listing_id, buyer_x25519, r, cfg),
+            MemoOp::Release {
+                listing_id,
+                envelope_arweave_id,
+                minted_token_address,
+            } => self.release(
+                listing_id,
+                envelope_arweave_id,
+                minted_token_address,
+                r,
+                book,
+            ),
+            MemoOp::Cancel { listing_id } => self.cancel(listing_id, r),
+        }
+    }
+}

@@ -1,0 +1,229 @@
+//! The settlement family: `buy` and `release` memos. A buy is judged by
+//! the shared settlement rules (`node::settle`: price, payee, fee, expiry,
+//! signers, escrow deposits) and kept either paid or rejected with its
+//! typed reason; a release settles the buy its envelope names (or the
+//! oldest paid one, for the reference's bare envelope). Never judges
+//! offers (see `offer`).
+
+use super::escrow::escrow_listing_account;
+use super::refusal::{BuyRefusal, Refusal};
+use super::{At, FoldConfig, State};
+use crate::book::{Checked, ManifestBook};
+use crate::record::TxRecord;
+use node::bundle::verify_manifest_by;
+use node::escrow;
+use node::settle::{verify_buy, verify_escrow_deposit, ListingTerms};
+use serde::Serialize;
+use serde_json::Value;
+
+/// Where a buy stands.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(tag = "status", rename_all = "snake_case")]
+pub enum SettlementStatus {
+    /// Verified paid; awaiting the seller's release.
+    Paid,
+    /// The seller released.
+    Released {
+        /// The release transaction.
+        at: At,
+        /// Envelope id.
+        envelope_id: String,
+        /// Token minted to the buyer.
+        minted_token: String,
+    },
+    /// Does not count as a buy.
+    Rejected {
+        /// Why.
+        reason: BuyRefusal,
+    },
+    /// An escrow buy the seller never released: the buyer took the
+    /// deposit back after the window (and the stake's share, once slashed).
+    Refunded {
+        /// The refund transaction.
+        at: At,
+        /// Lamports of the seller's stake paid to the buyer (0 until slashed).
+        slashed_lamports: u64,
+    },
+}
+
+/// One buy transaction.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Settlement {
+    /// Listing.
+    pub listing_id: String,
+    /// Buyer (fee payer).
+    pub buyer: String,
+    /// Buyer's X25519 key from the memo.
+    pub buyer_x25519: String,
+    /// Paid to the payment address.
+    pub paid_lamports: u64,
+    /// Price it was held to (0 when rejected before pricing).
+    pub price_lamports: u64,
+    /// Offer whose price applied.
+    pub offer_id: Option<String>,
+    /// The buy.
+    pub at: At,
+    /// Status.
+    #[serde(flatten)]
+    pub status: SettlementStatus,
+}
+
+impl State {
+    /// The buys of `listing_id` (signature, settlement), in chain order.
+    pub fn settlements_of<'a>(
+        &'a self,
+        listing_id: &str,
+    ) -> impl Iterator<Item = (&'a String, &'a Settlement)> + 'a {
+        self.buys_by_listing
+            .get(listing_id)
+            .into_iter()
+            .flatten()
+            .filter_map(|sig| self.settlements.get_key_value(sig))
+    }
+
+    /// A settlement's status for display: `paid` turns `unreleased` once
+    /// the grace period has passed without a release.
+    pub fn settlement_status(&self, s: &Settlement, cfg: &FoldConfig) -> &'static str {
+        match &s.status {
+            SettlementStatus::Released { .. } => "released",
+            SettlementStatus::Rejected { .. } => "rejected",
+            SettlementStatus::Refunded { .. } => "refunded",
+            SettlementStatus::Paid => match s.at.block_time {
+                Some(t) if self.now - t > cfg.release_grace_secs => "unreleased",
+                _ => "paid",
+            },
+        }
+    }
+
+    pub(super) fn buy(
+        &mut self,
+        listing_id: &str,
+        buyer_x25519: &str,
+        r: &TxRecord,
+        cfg: &FoldConfig,
+    ) -> Result<(), Refusal> {
+        if self.settlements.contains_key(&r.tx.signature) {
+            return Ok(());
+        }
+        let listing = self.listing(listing_id)?;
+        let buyer = r.tx.fee_payer().unwrap_or_default().to_string();
+        let mut settlement = Settlement {
+            listing_id: listing_id.into(),
+            buyer: buyer.clone(),
+            buyer_x25519: buyer_x25519.into(),
+            paid_lamports: r.tx.paid(&buyer, &listing.payment_address),
+            price_lamports: 0,
+            offer_id: None,
+            at: At::of(r),
+            status: SettlementStatus::Paid,
+        };
+        let verdict = match listing.price_lamports {
+            None => Err(BuyRefusal::Unpriced),
+            Some(price_lamports) => {
+                let terms = ListingTerms {
+                    listing_id: listing_id.into(),
+                    payment_address: listing.payment_address.clone(),
+                    price_lamports,
+                    expires_at: listing.expires_at,
+                    cancelled_at_slot: listing.cancelled.as_ref().map(|c| c.slot),
+                    fee: cfg.fee_treasury.clone().map(|t| (t, listing.fee_bps)),
+                };
+                match listing
+                    .manifest
+                    .get("escrow_program")
+                    .and_then(Value::as_str)
+                {
+                    None => {
+                        let negotiated = self.accepted_for(listing_id, &buyer);
+                        verify_buy(&r.tx, &terms, &negotiated).map_err(BuyRefusal::from)
+                    }
+                    Some(escrow::PROGRAM_ID) => {
+                        let account = escrow_listing_account(&listing.seller, listing_id)?;
+                        verify_escrow_deposit(&r.tx, &terms, &account)
+                            .inspect(|v| settlement.paid_lamports = v.paid_lamports)
+                            .map_err(BuyRefusal::from)
+                    }
+                    Some(other) => Err(BuyRefusal::ForeignEscrow {
+                        program: other.into(),
+                    }),
+                }
+            }
+        };
+        match verdict {
+            Ok(v) => {
+                settlement.price_lamports = v.price_lamports;
+                settlement.offer_id = v.offer_id;
+            }
+            Err(reason) => settlement.status = SettlementStatus::Rejected { reason },
+        }
+        self.buys_by_listing
+            .entry(settlement.listing_id.clone())
+            .or_default()
+            .push(r.tx.signature.clone());
+        self.settlements.insert(r.tx.signature.clone(), settlement);
+        Ok(())
+    }
+
+    pub(super) fn release(
+        &mut self,
+        listing_id: &str,
+        envelope_id: &str,
+        minted_token: &str,
+        r: &TxRecord,
+        book: &ManifestBook,
+    ) -> Result<(), Refusal> {
+        let listing = self.listing(listing_id)?;
+        let (seller, bundle_hash) = (listing.seller.clone(), listing.bundle_hash.clone());
+        if !r.tx.signed_by(&seller) {
+            return Err(Refusal::ReleaseNotSignedBySeller);
+        }
+        // The signed envelope names its buy; the reference's bare
+        // envelope does not, so its release settles the oldest paid buy.
+        let named = match book.get(envelope_id) {
+            Some(Checked::Envelope { body: v, signed_by }) => {
+                if !signed_by.contains(&seller) {
+                    verify_manifest_by(v, &seller)
+                        .map_err(|e| Refusal::EnvelopeRefused { why: e.to_string() })?;
+                }
+                if v.get("listing_id").and_then(Value::as_str) != Some(listing_id) {
+                    return Err(Refusal::EnvelopeOtherListing);
+                }
+                if v.get("bundle_hash").and_then(Value::as_str) != Some(bundle_hash.as_str()) {
+                    return Err(Refusal::EnvelopeOtherBundle);
+                }
+                v.get("buy_signature")
+                    .and_then(Value::as_str)
+                    .map(str::to_string)
+            }
+            _ => None,
+        };
+        let target = match named {
+            Some(signature) => {
+                let s = self.settlements.get(&signature).ok_or_else(|| {
+                    Refusal::EnvelopeUnknownBuy {
+                        signature: signature.clone(),
+                    }
+                })?;
+                if s.listing_id != listing_id {
+                    return Err(Refusal::EnvelopeBuyOtherListing);
+                }
+                if s.status != SettlementStatus::Paid {
+                    return Err(Refusal::BuyNotAwaitingRelease { signature });
+                }
+                signature
+            }
+            None => self
+                .settlements_of(listing_id)
+                .find(|(_, s)| s.status == SettlementStatus::Paid)
+                .map(|(k, _)| k.clone())
+                .ok_or(Refusal::NoPaidBuy)?,
+        };
+        let s = self.settlements.get_mut(&target).expect("found above");
+        s.status = SettlementStatus::Released {
+            at: At::of(r),
+            envelope_id: envelope_id.into(),
+            minted_token: minted_token.into(),
+        };
+        Ok(())
+    }
+}
