@@ -318,6 +318,27 @@ fn main() {
             let queries = arg(&args, "--queries").map_or(2000, |v| v.parse().expect("--queries N"));
             bench_search(n, queries);
         }
+        Some("verify") => {
+            // `brainctl verify FILE` alone, in a loop (for a profiler)
+            let file = arg(&args, "--file").expect("verify needs --file PATH (a signed bundle)");
+            let iters: usize = arg(&args, "--iters").map_or(20, |v| v.parse().expect("--iters N"));
+            let text = std::fs::read(file).expect("read --file");
+            let mut runs: Vec<f64> = (0..iters)
+                .map(|_| {
+                    let t = Instant::now();
+                    assert!(
+                        node::bundle::verify_file_text(&text).ok,
+                        "the file verifies"
+                    );
+                    t.elapsed().as_secs_f64()
+                })
+                .collect();
+            runs.sort_by(|a, b| a.total_cmp(b));
+            println!(
+                "{}",
+                serde_json::json!({"bench": "verify_file", "bytes": text.len(), "median_s": runs[runs.len() / 2]})
+            );
+        }
         Some("ans104") => {
             let iters = arg(&args, "--iters").map_or(2000, |v| v.parse().expect("--iters N"));
             bench_ans104(iters);

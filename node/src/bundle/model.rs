@@ -27,7 +27,7 @@ pub const BUNDLE_COLUMNS: [&str; 13] = [
 ];
 
 /// Column indices of [`BUNDLE_COLUMNS`] sorted by name (canonical order).
-const SORTED_COLUMN_INDEX: [usize; 13] = [1, 2, 5, 4, 7, 0, 12, 3, 9, 10, 6, 11, 8];
+pub(crate) const SORTED_COLUMN_INDEX: [usize; 13] = [1, 2, 5, 4, 7, 0, 12, 3, 9, 10, 6, 11, 8];
 
 /// One SQLite value as Python's `sqlite3` would hand it to `json.dumps`.
 #[derive(Debug, Clone, PartialEq, Default)]

@@ -193,7 +193,9 @@ fn judge(outer: super::transcode::Outer) -> Option<VerifyReport> {
         return None;
     }
     let (sig_b58, pub_b58) = (outer.signature_b58?, outer.signer_pubkey_b58?);
-    let digest = sha256(&outer.bundle_canonical);
+    let digest = outer
+        .bundle_digest
+        .unwrap_or_else(|| sha256(&outer.bundle_canonical));
     let actual_hex = hex::encode(digest);
     let mut report = VerifyReport {
         ok: false,

@@ -14,7 +14,7 @@
 //! Never panics on any input; recursion is bounded.
 
 use super::canonical::{write_number, write_str};
-use super::model::BUNDLE_COLUMNS;
+use super::model::{BUNDLE_COLUMNS, SORTED_COLUMN_INDEX};
 use std::borrow::Cow;
 
 /// Deepest nesting handled here (the tree path takes deeper documents).
@@ -30,8 +30,11 @@ type R<T> = Result<T, Unsure>;
 /// verification needs.
 #[derive(Debug, Default)]
 pub(crate) struct Outer {
-    /// Canonical bytes of `bundle`.
+    /// Canonical bytes of `bundle` (empty when hashed as they were read).
     pub bundle_canonical: Vec<u8>,
+    /// SHA-256 of the canonical bytes, when hashed on a second core while
+    /// they were read (see [`Stream`]).
+    pub bundle_digest: Option<[u8; 32]>,
     /// Rows in `bundle.memories`.
     pub memories_count: usize,
     /// `version` as an integer.
@@ -61,10 +64,72 @@ enum At {
     Column,
 }
 
+/// An object key: the token's bytes when it is printable ASCII without
+/// escapes (it then prints as it is written), else its decoded text.
+enum Key<'a> {
+    Plain(&'a [u8]),
+    Decoded(String),
+}
+
+impl Key<'_> {
+    fn bytes(&self) -> &[u8] {
+        match self {
+            Key::Plain(b) => b,
+            Key::Decoded(s) => s.as_bytes(),
+        }
+    }
+
+    fn write(&self, out: &mut Vec<u8>) {
+        match self {
+            Key::Plain(b) => {
+                out.push(b'"');
+                out.extend_from_slice(b);
+                out.push(b'"');
+            }
+            Key::Decoded(s) => write_str(out, s),
+        }
+    }
+}
+
+/// An object's members while it is read: key, and where its canonical
+/// value sits in the object's value buffer.
+type Members<'a> = Vec<(Key<'a>, std::ops::Range<usize>)>;
+
 struct Reader<'a> {
     b: &'a [u8],
     i: usize,
     memories: Option<usize>,
+    /// Buffers per depth, reused from object to object.
+    scratch: Vec<(Members<'a>, Vec<u8>)>,
+    /// The inner bundle's bytes on their way to a hasher thread.
+    stream: Option<Stream>,
+}
+
+/// Texts at least this long are hashed on a second core while read.
+const STREAM_FROM_BYTES: usize = 1 << 20;
+/// Bytes of rows sent to the hasher at a time.
+const STREAM_CHUNK: usize = 256 * 1024;
+
+/// The inner bundle's canonical bytes hashed on a second core while the
+/// rows are read, on the bet that every key sorting before `memories`
+/// comes before it in the text (true of every file the reference or this
+/// crate writes). A lost bet is noticed when the bundle object ends; its
+/// bytes are then written out and hashed as usual.
+struct Stream {
+    tx: std::sync::mpsc::Sender<Vec<u8>>,
+    /// Where the `memories` array starts in the bundle's value buffer.
+    start: Option<usize>,
+    /// How much of that buffer was sent.
+    sent: usize,
+    /// Everything was sent: the hasher's digest is the bundle's.
+    complete: bool,
+}
+
+impl Stream {
+    fn send(&mut self, bytes: Vec<u8>) {
+        // a hasher gone means a lost bet is already being handled
+        let _ = self.tx.send(bytes);
+    }
 }
 
 fn is_ws(c: u8) -> bool {
@@ -108,30 +173,41 @@ impl<'a> Reader<'a> {
         let mut plain = true;
         loop {
             let rest = &self.b[self.i..];
-            let off = rest
+            let off = memchr::memchr2(b'"', b'\\', rest).ok_or(Unsure)?;
+            let run = &rest[..off];
+            // branch-free, so it vectorizes: every byte in ' '..='~'
+            let printable = run
                 .iter()
-                .position(|&c| c == b'"' || c == b'\\' || !(0x20..=0x7e).contains(&c))
-                .ok_or(Unsure)?;
-            self.i += off;
-            match self.b[self.i] {
-                b'"' => {
-                    self.i += 1;
-                    return Ok((&self.b[start..self.i], plain));
+                .fold(true, |ok, &c| ok & (c.wrapping_sub(0x20) < 0x5f));
+            if !printable {
+                if run.iter().any(|&c| c < 0x20) {
+                    return Err(Unsure); // a raw control character: not JSON
                 }
-                b'\\' => {
-                    plain = false;
-                    // skip the escaped byte; `\u` digits are checked on decode
-                    self.i += 2;
-                    if self.i > self.b.len() {
-                        return Err(Unsure);
-                    }
-                }
-                c if c < 0x20 => return Err(Unsure),
-                _ => {
-                    plain = false;
-                    self.i += 1;
-                }
+                plain = false;
             }
+            self.i += off;
+            if self.b[self.i] == b'"' {
+                self.i += 1;
+                return Ok((&self.b[start..self.i], plain));
+            }
+            // a backslash: skip the escaped byte (`\u` digits are checked on decode)
+            plain = false;
+            self.i += 2;
+            if self.i > self.b.len() {
+                return Err(Unsure);
+            }
+        }
+    }
+
+    /// An object key: its bytes as they sort and print.
+    fn key(&mut self) -> R<Key<'a>> {
+        let (tok, plain) = self.string_token()?;
+        if plain {
+            Ok(Key::Plain(&tok[1..tok.len() - 1]))
+        } else {
+            serde_json::from_slice::<String>(tok)
+                .map(Key::Decoded)
+                .map_err(|_| Unsure)
         }
     }
 
@@ -266,6 +342,14 @@ impl<'a> Reader<'a> {
                 }
                 self.value(out, element, depth + 1)?;
                 n += 1;
+                if at == At::Memories {
+                    if let Some(st) = self.stream.as_mut().filter(|st| st.start.is_some()) {
+                        if out.len() - st.sent >= STREAM_CHUNK {
+                            st.send(out[st.sent..].to_vec());
+                            st.sent = out.len();
+                        }
+                    }
+                }
                 self.ws();
                 match self.peek()? {
                     b',' => self.i += 1,
@@ -288,8 +372,118 @@ impl<'a> Reader<'a> {
     /// byte order); a duplicate key is left to the tree path.
     fn object(&mut self, out: &mut Vec<u8>, at: At, depth: usize) -> R<()> {
         self.eat(b'{')?;
-        let mut members: Vec<(Cow<'a, str>, std::ops::Range<usize>)> = Vec::new();
-        let mut values: Vec<u8> = Vec::new();
+        if self.scratch.len() <= depth {
+            self.scratch.resize_with(depth + 1, Default::default);
+        }
+        let (mut members, mut values) = std::mem::take(&mut self.scratch[depth]);
+        members.clear();
+        values.clear();
+        let read = self.members(&mut members, &mut values, at, depth);
+        let result = read.and_then(|()| {
+            if at == At::Row && in_column_order(&members) {
+                // the reference writes rows in column order: their sorted
+                // order is known, and column names are distinct
+                out.push(b'{');
+                for (n, &i) in SORTED_COLUMN_INDEX.iter().enumerate() {
+                    if n > 0 {
+                        out.push(b',');
+                    }
+                    let (key, range) = &members[i];
+                    key.write(out);
+                    out.push(b':');
+                    out.extend_from_slice(&values[range.clone()]);
+                }
+                out.push(b'}');
+                return Ok(());
+            }
+            members.sort_unstable_by(|a, b| a.0.bytes().cmp(b.0.bytes()));
+            if members.windows(2).any(|w| w[0].0.bytes() == w[1].0.bytes()) {
+                return Err(Unsure);
+            }
+            if at == At::Bundle && !members.iter().any(|(k, _)| k.bytes() == b"memories") {
+                return Err(Unsure);
+            }
+            if at == At::Bundle && self.stream_rest(&members, &values) {
+                return Ok(());
+            }
+            out.push(b'{');
+            for (n, (key, range)) in members.iter().enumerate() {
+                if n > 0 {
+                    out.push(b',');
+                }
+                key.write(out);
+                out.push(b':');
+                out.extend_from_slice(&values[range.clone()]);
+            }
+            out.push(b'}');
+            Ok(())
+        });
+        members.clear();
+        self.scratch[depth] = (members, values);
+        result
+    }
+
+    /// At the bundle's `memories` key: sends the canonical bytes that
+    /// precede its value (the members read so far that sort before it).
+    fn stream_prefix(&mut self, members: &Members<'a>, values: &[u8]) {
+        let Some(st) = self.stream.as_mut() else {
+            return;
+        };
+        let mut before: Vec<&(Key<'a>, std::ops::Range<usize>)> = members
+            .iter()
+            .filter(|(k, _)| k.bytes() < b"memories".as_slice())
+            .collect();
+        before.sort_unstable_by(|a, b| a.0.bytes().cmp(b.0.bytes()));
+        let mut prefix = vec![b'{'];
+        for (key, range) in before {
+            key.write(&mut prefix);
+            prefix.push(b':');
+            prefix.extend_from_slice(&values[range.clone()]);
+            prefix.push(b',');
+        }
+        prefix.extend_from_slice(b"\"memories\":");
+        st.send(prefix);
+        st.start = Some(values.len());
+        st.sent = values.len();
+    }
+
+    /// At the bundle's end (members sorted, no duplicates): if the bet
+    /// held, sends the rest of its canonical bytes and says so.
+    fn stream_rest(&mut self, members: &Members<'a>, values: &[u8]) -> bool {
+        let Some(st) = self.stream.as_mut() else {
+            return false;
+        };
+        let Some(start) = st.start else {
+            return false;
+        };
+        let Some(m) = members.iter().position(|(k, _)| k.bytes() == b"memories") else {
+            return false;
+        };
+        let held = members[m].1.start == start && members[..m].iter().all(|(_, r)| r.end <= start);
+        if !held {
+            return false;
+        }
+        let mut rest = values[st.sent..members[m].1.end].to_vec();
+        for (key, range) in &members[m + 1..] {
+            rest.push(b',');
+            key.write(&mut rest);
+            rest.push(b':');
+            rest.extend_from_slice(&values[range.clone()]);
+        }
+        rest.push(b'}');
+        st.send(rest);
+        st.complete = true;
+        true
+    }
+
+    /// The members of the object just opened, up to its `}`.
+    fn members(
+        &mut self,
+        members: &mut Members<'a>,
+        values: &mut Vec<u8>,
+        at: At,
+        depth: usize,
+    ) -> R<()> {
         if at == At::Bundle {
             // the rows: about as long as the text left
             values.reserve(self.b.len() - self.i);
@@ -297,59 +491,101 @@ impl<'a> Reader<'a> {
         self.ws();
         if self.peek()? == b'}' {
             self.i += 1;
-        } else {
-            loop {
-                self.ws();
-                let key = self.string()?;
-                self.ws();
-                self.eat(b':')?;
-                let child = match at {
-                    At::Bundle if key == "memories" => At::Memories,
-                    At::Row if BUNDLE_COLUMNS.contains(&key.as_ref()) => At::Column,
-                    _ => At::Free,
-                };
-                let start = values.len();
-                self.value(&mut values, child, depth + 1)?;
-                members.push((key, start..values.len()));
-                self.ws();
-                match self.peek()? {
-                    b',' => self.i += 1,
-                    b'}' => {
-                        self.i += 1;
-                        break;
-                    }
-                    _ => return Err(Unsure),
+            return Ok(());
+        }
+        loop {
+            self.ws();
+            let key = self.key()?;
+            self.ws();
+            self.eat(b':')?;
+            if at == At::Bundle && key.bytes() == b"memories" {
+                self.stream_prefix(members, values);
+            }
+            let child = match at {
+                At::Bundle if key.bytes() == b"memories" => At::Memories,
+                At::Row
+                    if BUNDLE_COLUMNS
+                        .get(members.len())
+                        .is_some_and(|c| c.as_bytes() == key.bytes())
+                        || is_column(key.bytes()) =>
+                {
+                    At::Column
                 }
+                _ => At::Free,
+            };
+            let start = values.len();
+            self.value(values, child, depth + 1)?;
+            members.push((key, start..values.len()));
+            self.ws();
+            match self.peek()? {
+                b',' => self.i += 1,
+                b'}' => {
+                    self.i += 1;
+                    return Ok(());
+                }
+                _ => return Err(Unsure),
             }
         }
-        members.sort_unstable_by(|a, b| a.0.as_bytes().cmp(b.0.as_bytes()));
-        if members.windows(2).any(|w| w[0].0 == w[1].0) {
-            return Err(Unsure);
-        }
-        if at == At::Bundle && !members.iter().any(|(k, _)| k == "memories") {
-            return Err(Unsure);
-        }
-        out.push(b'{');
-        for (n, (key, range)) in members.iter().enumerate() {
-            if n > 0 {
-                out.push(b',');
-            }
-            write_str(out, key);
-            out.push(b':');
-            out.extend_from_slice(&values[range.clone()]);
-        }
-        out.push(b'}');
-        Ok(())
     }
+}
+
+/// Whether `key` names one of the bundle columns.
+fn is_column(key: &[u8]) -> bool {
+    BUNDLE_COLUMNS.iter().any(|c| c.as_bytes() == key)
+}
+
+/// Whether a row's members are exactly the bundle columns, in order.
+fn in_column_order(members: &Members<'_>) -> bool {
+    members.len() == BUNDLE_COLUMNS.len()
+        && members
+            .iter()
+            .zip(BUNDLE_COLUMNS)
+            .all(|((k, _), c)| k.bytes() == c.as_bytes())
 }
 
 /// Reads a signed bundle file's text; [`Unsure`] unless the document is
 /// one this path fully understands.
 pub(crate) fn read_outer(text: &[u8]) -> Result<Outer, Unsure> {
+    if text.len() < STREAM_FROM_BYTES {
+        return read_outer_with(text, None).map(|(outer, _)| outer);
+    }
+    std::thread::scope(|scope| {
+        let (tx, rx) = std::sync::mpsc::channel::<Vec<u8>>();
+        let hasher = scope.spawn(move || {
+            use sha2::{Digest, Sha256};
+            let mut h = Sha256::new();
+            for chunk in rx {
+                h.update(&chunk);
+            }
+            <[u8; 32]>::from(h.finalize())
+        });
+        let stream = Stream {
+            tx,
+            start: None,
+            sent: 0,
+            complete: false,
+        };
+        // the reader (and with it the sender) is gone before the join
+        let read = read_outer_with(text, Some(stream));
+        let digest = hasher.join().ok();
+        read.map(|(mut outer, complete)| {
+            if complete {
+                outer.bundle_digest = digest;
+            }
+            outer
+        })
+    })
+}
+
+/// [`read_outer`], with the bundle's bytes streamed to `stream` if given;
+/// also says whether the stream got all of them.
+fn read_outer_with(text: &[u8], stream: Option<Stream>) -> Result<(Outer, bool), Unsure> {
     let mut r = Reader {
         b: text,
         i: 0,
         memories: None,
+        scratch: Vec::new(),
+        stream,
     };
     let mut outer = Outer::default();
     let mut seen: Vec<Cow<'_, str>> = Vec::new();
@@ -371,7 +607,7 @@ pub(crate) fn read_outer(text: &[u8]) -> Result<Outer, Unsure> {
         r.ws();
         match key.as_ref() {
             "bundle" => {
-                let mut canonical = Vec::with_capacity(text.len());
+                let mut canonical = Vec::new();
                 r.value(&mut canonical, At::Bundle, 1)?;
                 bundle = Some(canonical);
             }
@@ -412,7 +648,8 @@ pub(crate) fn read_outer(text: &[u8]) -> Result<Outer, Unsure> {
     {
         return Err(Unsure);
     }
-    Ok(outer)
+    let complete = r.stream.as_ref().is_some_and(|st| st.complete);
+    Ok((outer, complete))
 }
 
 #[cfg(test)]
@@ -439,6 +676,51 @@ mod tests {
         for case in cases {
             let tree: Value = serde_json::from_str(case).unwrap();
             assert_eq!(inner(case).unwrap(), canonical(&tree), "{case}");
+        }
+    }
+
+    /// Over a MiB the bundle is hashed while read: the digest is the
+    /// canonical bytes' whether the keys come in the reference's order or
+    /// one that sorts before `memories` comes after it (the bet is lost).
+    #[test]
+    fn large_bundles_hash_while_read_in_any_key_order() {
+        let rows: Vec<String> = (0..6000)
+            .map(|i| {
+                format!(
+                    r#"{{"id": {i}, "content": "row {i} {}", "confidence": 0.{i}1}}"#,
+                    "x".repeat(200)
+                )
+            })
+            .collect();
+        let rows = rows.join(", ");
+        for (inner, streamed) in [
+            (
+                format!(
+                    r#"{{"version": 1, "generated_at": "t", "filter_used": {{"scope": null}}, "memories": [{rows}]}}"#
+                ),
+                true,
+            ),
+            (
+                format!(
+                    r#"{{"version": 1, "memories": [{rows}], "generated_at": "t", "filter_used": {{}}}}"#
+                ),
+                false,
+            ),
+            (format!(r#"{{"memories": [{rows}], "zz": [1, 2]}}"#), true),
+        ] {
+            let doc = format!(
+                r#"{{"version": 1, "bundle": {inner}, "signature_b58": "s", "signer_pubkey_b58": "p"}}"#
+            );
+            assert!(doc.len() > STREAM_FROM_BYTES);
+            let tree: Value = serde_json::from_str(&inner).unwrap();
+            let want = crate::crypto::sha256(&canonical(&tree));
+            let o = read_outer(doc.as_bytes()).unwrap();
+            assert_eq!(o.bundle_digest.is_some(), streamed);
+            let got = o
+                .bundle_digest
+                .unwrap_or_else(|| crate::crypto::sha256(&o.bundle_canonical));
+            assert_eq!(got, want);
+            assert_eq!(o.memories_count, 6000);
         }
     }
 
