@@ -81,7 +81,11 @@ impl Context {
         let commitment = node::chain::parse_commitment(self.commitment.as_str())
             .map_err(crate::failure::Failure::bad_input)?;
         // escrow buys are verified from the program's calls in the buy itself
-        Ok(node::chain::Chain::new(endpoint, commitment).watching(node::escrow::PROGRAM_ID))
+        Ok(node::chain::Chain::new(
+            endpoint,
+            commitment,
+            &[node::escrow::PROGRAM_ID],
+        ))
     }
 
     /// `~/.brainctl/<rel>`; without a home directory, bad input naming

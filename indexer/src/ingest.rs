@@ -170,7 +170,8 @@ impl RpcSource {
         requests_per_second: u32,
     ) -> RpcSource {
         RpcSource {
-            chain,
+            // the fold reads the escrow program's deposits and events
+            chain: chain.watching(node::escrow::PROGRAM_ID),
             gateway,
             addresses,
             concurrency: concurrency.max(1),

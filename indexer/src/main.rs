@@ -353,8 +353,8 @@ async fn connect(src: &SourceArgs) -> Result<(RpcSource, String, FoldConfig, Pub
     let chain = Chain::new(
         endpoint,
         solana_commitment_config::CommitmentConfig::confirmed(),
-    )
-    .watching(node::escrow::PROGRAM_ID);
+        &[node::escrow::PROGRAM_ID],
+    );
     let kind = chain
         .cluster_kind()
         .await

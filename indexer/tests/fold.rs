@@ -718,3 +718,66 @@ fn a_flood_of_late_hints_costs_a_refold_per_turn_not_per_hint() {
         "cached hash is the state's"
     );
 }
+
+/// The recorded log the state hash is pinned on (`tests/state_hash.rs`)
+/// walks every family of refusal, and an escrow buy an older build logged.
+#[test]
+fn the_pinned_log_covers_the_refusals() {
+    let path =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/every-refusal.jsonl");
+    let records = indexer::logfile::read(std::fs::File::open(path).unwrap()).unwrap();
+    let s = fold(&records);
+    let mut kinds: Vec<String> = s
+        .rejected
+        .values()
+        .flatten()
+        .map(|r| {
+            format!("{:?}", r.reason)
+                .split([' ', '(', '{'])
+                .next()
+                .unwrap()
+                .to_string()
+        })
+        .collect();
+    kinds.sort();
+    kinds.dedup();
+    for want in [
+        "BundleHashDiffers",
+        "Contested",
+        "ListingExists",
+        "CancelNotSignedBySeller",
+        "Malformed",
+        "UnknownListing",
+        "UnknownOffer",
+        "OfferExists",
+        "OwnListing",
+        "CounterNotParty",
+        "NotSignedBy",
+        "OfferClosed",
+        "ReleaseNotSignedBySeller",
+        "BuyNotAwaitingRelease",
+        "AlreadyCancelled",
+        "ListingCancelled",
+        "ListingExpired",
+        "NoBlockTime",
+        "ManifestUnavailable",
+        "WrongManifestKind",
+        "NoPaidBuy",
+        "TxFailed",
+    ] {
+        assert!(kinds.iter().any(|k| k == want), "{want} not in {kinds:?}");
+    }
+    let legacy: Vec<_> = records
+        .iter()
+        .filter(|r| !r.tx.legacy_deposits.is_empty())
+        .collect();
+    assert_eq!(
+        legacy.len(),
+        1,
+        "one escrow buy as an older build logged it"
+    );
+    assert_eq!(
+        s.settlements[&legacy[0].tx.signature].status,
+        SettlementStatus::Paid
+    );
+}

@@ -13,8 +13,8 @@ use indexer::synth::{wallet, LogBuilder, COUNTER_PRICE_LAMPORTS, LIST_PRICE_LAMP
 use node::chain::parsed_tx::Transfer;
 use node::market::MemoOp;
 
-const PINNED_STATE_HASH: &str = "cc3860a465c113e027fbd569af83ebea14849673963cc9c815ed9eba577290d1";
-const PINNED_REFUSALS: usize = 17;
+const PINNED_STATE_HASH: &str = "7bada4365c713736994ade50bb495337acd04467bd34885ea73e68fb1046dc01";
+const PINNED_REFUSALS: usize = 25;
 
 /// Trades, then one transaction of each refused shape.
 fn every_refusal_log() -> Vec<TxRecord> {
@@ -43,7 +43,7 @@ fn every_refusal_log() -> Vec<TxRecord> {
     b.memo(
         &mallory,
         MemoOp::Cancel {
-            listing_id: "no-such-listing".into(),
+            listing_id: "20260101-000000000000".into(),
         },
     );
     // offer family
@@ -78,7 +78,7 @@ fn every_refusal_log() -> Vec<TxRecord> {
     b.memo(
         &seller,
         MemoOp::Accept {
-            offer_id: "offer-unknown".into(),
+            offer_id: "offer-20260101-000000000000".into(),
         },
     );
     // settlement family
@@ -114,11 +114,81 @@ fn every_refusal_log() -> Vec<TxRecord> {
         },
     );
     b.buy(&buyer, &l, COUNTER_PRICE_LAMPORTS);
+    // after the cancel: an offer (listing cancelled), then a failed one
     b.offer(&other, &l, 1);
+    b.offer(&mallory, &l, 1);
+    let failed = b.records().len() - 1;
+    // manifests that are not there, or of another kind
+    let l2 = b.list(&seller, 10, "auction");
+    let l2_item = b.records().last().unwrap().manifests.keys().next().cloned();
+    let missing = "M".repeat(43);
+    b.memo(
+        &buyer,
+        MemoOp::Offer {
+            listing_id: l2.listing_id.clone(),
+            offer_arweave_id: missing.clone(),
+            buyer_pubkey: buyer.address(),
+        },
+    );
+    b.memo(
+        &buyer,
+        MemoOp::Offer {
+            listing_id: l2.listing_id.clone(),
+            offer_arweave_id: l2_item
+                .clone()
+                .expect("the list record carries its manifest"),
+            buyer_pubkey: buyer.address(),
+        },
+    );
+    b.memo(
+        &seller,
+        MemoOp::List {
+            listing_arweave_id: missing.clone(),
+            bundle_hash: "ab".repeat(32),
+        },
+    );
+    b.memo(
+        &seller,
+        MemoOp::List {
+            listing_arweave_id: l2_item
+                .clone()
+                .expect("the list record carries its manifest"),
+            bundle_hash: "cd".repeat(32),
+        },
+    );
+    // a bare release with nothing paid
+    b.memo(
+        &seller,
+        MemoOp::Release {
+            listing_id: l2.listing_id.clone(),
+            envelope_arweave_id: missing,
+            minted_token_address: seller.address(),
+        },
+    );
+    // an offer without a block time, and one after the listing expired
+    b.offer(&buyer, &l2, 1);
+    let untimed = b.records().len() - 1;
+    b.offer(&other, &l2, 1);
+    let late = b.records().len() - 1;
+    // an escrow buy as an older build recorded it (`deposits`, no calls)
+    let legacy = b.escrow_buy(&other, &escrowed);
     let mut records = b.finish();
-    // one failed on chain
-    let last = records.len() - 1;
-    records[last].tx.succeeded = false;
+    records[failed].tx.succeeded = false;
+    records[untimed].tx.block_time = None;
+    records[late].tx.block_time = Some(l2.expires_at + 1);
+    let r = records
+        .iter_mut()
+        .find(|r| r.tx.signature == legacy)
+        .unwrap();
+    let deposits = node::escrow::deposits_in(&r.tx);
+    r.tx.calls.clear();
+    r.tx.legacy_deposits = deposits
+        .into_iter()
+        .map(|d| node::chain::parsed_tx::LegacyDeposit {
+            listing: d.listing,
+            buyer: d.buyer,
+        })
+        .collect();
     records
 }
 

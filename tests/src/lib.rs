@@ -377,8 +377,8 @@ impl TestValidator {
                 ws_url: self.ws_url.clone(),
             },
             parse_commitment("confirmed").expect("valid"),
+            &[node::escrow::PROGRAM_ID],
         )
-        .watching(node::escrow::PROGRAM_ID)
     }
 
     /// Airdrops `sol` to `to` and waits for it.

@@ -34,6 +34,17 @@ impl SignedBundle {
     /// Signs `bundle` with `wallet`; `signed_at` is ISO 8601.
     pub fn sign(bundle: Bundle, wallet: &Wallet, signed_at: &str) -> SignedBundle {
         let digest = sha256(&bundle.canonical_bytes());
+        SignedBundle::sign_digest(bundle, digest, wallet, signed_at)
+    }
+
+    /// [`SignedBundle::sign`] with the SHA-256 of `bundle`'s canonical bytes
+    /// already computed (by the caller, beside other work on the rows).
+    pub(crate) fn sign_digest(
+        bundle: Bundle,
+        digest: [u8; 32],
+        wallet: &Wallet,
+        signed_at: &str,
+    ) -> SignedBundle {
         SignedBundle {
             bundle,
             bundle_hash_hex: hex::encode(digest),

@@ -551,7 +551,7 @@ pub(crate) fn read_outer(text: &[u8]) -> Result<Outer, Unsure> {
     }
     std::thread::scope(|scope| {
         let (tx, rx) = std::sync::mpsc::channel::<Vec<u8>>();
-        let hasher = scope.spawn(move || {
+        let spawned = std::thread::Builder::new().spawn_scoped(scope, move || {
             use sha2::{Digest, Sha256};
             let mut h = Sha256::new();
             for chunk in rx {
@@ -559,6 +559,10 @@ pub(crate) fn read_outer(text: &[u8]) -> Result<Outer, Unsure> {
             }
             <[u8; 32]>::from(h.finalize())
         });
+        // no second thread to be had: read and hash on this one
+        let Ok(hasher) = spawned else {
+            return read_outer_with(text, None).map(|(outer, _)| outer);
+        };
         let stream = Stream {
             tx,
             start: None,
@@ -568,12 +572,13 @@ pub(crate) fn read_outer(text: &[u8]) -> Result<Outer, Unsure> {
         // the reader (and with it the sender) is gone before the join
         let read = read_outer_with(text, Some(stream));
         let digest = hasher.join().ok();
-        read.map(|(mut outer, complete)| {
-            if complete {
-                outer.bundle_digest = digest;
-            }
-            outer
-        })
+        let (mut outer, complete) = read?;
+        if complete {
+            // the bytes went to the hasher only: without its digest, the
+            // tree path decides
+            outer.bundle_digest = Some(digest.ok_or(Unsure)?);
+        }
+        Ok(outer)
     })
 }
 

@@ -90,8 +90,12 @@ where
 }
 
 impl Chain {
-    /// A handle with a 30 s request timeout.
-    pub fn new(endpoint: Endpoint, commitment: CommitmentConfig) -> Chain {
+    /// A handle with a 30 s request timeout, keeping the calls of the
+    /// `watched` programs in the transactions it decodes (see
+    /// [`Chain::watching`]). Asked of every caller, so none forgets a
+    /// program whose calls it needs (the escrow's deposits: a chain that
+    /// does not watch it sees no deposit, and rejects every escrow buy).
+    pub fn new(endpoint: Endpoint, commitment: CommitmentConfig, watched: &[&str]) -> Chain {
         let rpc = RpcClient::new_with_timeout_and_commitment(
             endpoint.rpc_url.clone(),
             Duration::from_secs(30),
@@ -103,7 +107,7 @@ impl Chain {
             commitment,
             kind: OnceCell::new(),
             landing_budget: None,
-            watched: Vec::new(),
+            watched: watched.iter().map(|p| p.to_string()).collect(),
         }
     }
 
@@ -127,6 +131,11 @@ impl Chain {
     pub fn with_landing_budget(mut self, budget: Duration) -> Chain {
         self.landing_budget = Some(budget);
         self
+    }
+
+    /// Whether decoded transactions keep `program_id`'s calls.
+    pub fn watches(&self, program_id: &str) -> bool {
+        self.watched.iter().any(|p| p == program_id)
     }
 
     /// The endpoint.

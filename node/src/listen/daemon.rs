@@ -132,6 +132,10 @@ pub async fn run(
     shutdown: impl Future<Output = ()>,
     mut on_round: impl FnMut(&ListenDb, &RoundReport),
 ) -> Result<(), StateError> {
+    debug_assert!(
+        chain.watches(crate::escrow::PROGRAM_ID),
+        "listen verifies escrow buys by their deposit calls: its chain must watch the program"
+    );
     tokio::pin!(shutdown);
     let me = seller.solana_keypair().pubkey();
     let (nudge_tx, mut nudges) = mpsc::channel::<()>(64);
