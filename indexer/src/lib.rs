@@ -4,12 +4,13 @@
 //! - [`record`]: one transaction as logged (chain facts + manifest bodies)
 //! - [`book`]: manifests verified once, in parallel
 //! - [`fold`]: the pure state fold and its hash
-//! - [`store`]: the durable log behind a narrow trait (SQLite here)
+//! - [`store`]: the durable log behind a narrow trait (SQLite or Postgres)
 //! - [`engine`]: log and state kept in step
 //! - [`ingest`]: RPC polling, checkpoints, finality
 //! - [`logfile`]: JSONL export/replay of the log
-//! - [`loadtest`]: the replay and API benchmarks
-//! - [`synth`]: deterministic synthetic logs for tests and benchmarks
+//! - [`loadtest`]: the benchmarks (run by the dev binary `brainctl-indexer-bench`)
+//! - [`synth`]: synthetic logs for tests and benchmarks (deterministic but
+//!   for the releases' sealed envelopes)
 //! - [`auth`], [`views`], [`api`]: the HTTP surface
 //! - [`explorer`]: the web explorer (HTML for people) at `/`
 //! - [`service`]: the writer and replica loops with their shutdown futures
