@@ -81,10 +81,9 @@ pub struct Buyer {
 impl Buyer {
     /// A new buyer funded with `sol`.
     pub fn funded(v: &TestValidator, sol: u64) -> Buyer {
-        let wallet = Wallet::generate();
-        let key = wallet.solana_keypair();
-        v.fund(&key.pubkey(), sol);
-        Buyer { wallet, key }
+        let buyer = Buyer::unfunded();
+        v.fund(&buyer.key.pubkey(), sol);
+        buyer
     }
 
     /// A new buyer, not funded (fund many at once with airdrops).

@@ -379,8 +379,8 @@ impl<'a> Reader<'a> {
         members.clear();
         values.clear();
         let read = self.members(&mut members, &mut values, at, depth);
-        let result = read.and_then(|()| {
-            if at == At::Row && in_column_order(&members) {
+        let result = read.and_then(|in_column_order| {
+            if at == At::Row && in_column_order {
                 // the reference writes rows in column order: their sorted
                 // order is known, and column names are distinct
                 out.push(b'{');
@@ -476,14 +476,16 @@ impl<'a> Reader<'a> {
         true
     }
 
-    /// The members of the object just opened, up to its `}`.
+    /// The members of the object just opened, up to its `}`; whether they
+    /// are exactly the bundle columns, in order (a row as the reference
+    /// writes it).
     fn members(
         &mut self,
         members: &mut Members<'a>,
         values: &mut Vec<u8>,
         at: At,
         depth: usize,
-    ) -> R<()> {
+    ) -> R<bool> {
         if at == At::Bundle {
             // the rows: about as long as the text left
             values.reserve(self.b.len() - self.i);
@@ -491,11 +493,17 @@ impl<'a> Reader<'a> {
         self.ws();
         if self.peek()? == b'}' {
             self.i += 1;
-            return Ok(());
+            return Ok(false);
         }
+        let mut in_order = true;
         loop {
             self.ws();
             let key = self.key()?;
+            // the n-th key is usually the n-th column: one comparison
+            let positional = BUNDLE_COLUMNS
+                .get(members.len())
+                .is_some_and(|c| c.as_bytes() == key.bytes());
+            in_order &= positional;
             self.ws();
             self.eat(b':')?;
             if at == At::Bundle && key.bytes() == b"memories" {
@@ -503,14 +511,7 @@ impl<'a> Reader<'a> {
             }
             let child = match at {
                 At::Bundle if key.bytes() == b"memories" => At::Memories,
-                At::Row
-                    if BUNDLE_COLUMNS
-                        .get(members.len())
-                        .is_some_and(|c| c.as_bytes() == key.bytes())
-                        || is_column(key.bytes()) =>
-                {
-                    At::Column
-                }
+                At::Row if positional || is_column(key.bytes()) => At::Column,
                 _ => At::Free,
             };
             let start = values.len();
@@ -521,7 +522,7 @@ impl<'a> Reader<'a> {
                 b',' => self.i += 1,
                 b'}' => {
                     self.i += 1;
-                    return Ok(());
+                    return Ok(in_order && members.len() == BUNDLE_COLUMNS.len());
                 }
                 _ => return Err(Unsure),
             }
@@ -532,15 +533,6 @@ impl<'a> Reader<'a> {
 /// Whether `key` names one of the bundle columns.
 fn is_column(key: &[u8]) -> bool {
     BUNDLE_COLUMNS.iter().any(|c| c.as_bytes() == key)
-}
-
-/// Whether a row's members are exactly the bundle columns, in order.
-fn in_column_order(members: &Members<'_>) -> bool {
-    members.len() == BUNDLE_COLUMNS.len()
-        && members
-            .iter()
-            .zip(BUNDLE_COLUMNS)
-            .all(|((k, _), c)| k.bytes() == c.as_bytes())
 }
 
 /// Reads a signed bundle file's text; [`Unsure`] unless the document is
