@@ -202,18 +202,33 @@ fn bench_search(n: usize, queries: usize) {
     // ranked search does), to see what the slow 1% have in common
     let mut detail: Vec<(f64, usize, i64)> = Vec::with_capacity(queries);
     let count = |text: &str| -> i64 { store.search_count(text).expect("count") };
-    for i in 0..queries {
-        // one to three words, drawn uniformly from the mid/rare vocabulary
-        let words: Vec<&str> = (0..1 + i % 3)
-            .map(|_| vocab[50 + (rng.next() as usize % 4950)].as_str())
-            .collect();
-        let text = words.join(" ");
+    let texts: Vec<String> = (0..queries)
+        .map(|i| {
+            // one to three words, drawn uniformly from the mid/rare vocabulary
+            let words: Vec<&str> = (0..1 + i % 3)
+                .map(|_| vocab[50 + (rng.next() as usize % 4950)].as_str())
+                .collect();
+            words.join(" ")
+        })
+        .collect();
+    for text in &texts {
         let t = Instant::now();
-        hits += store.search(&text, &q).expect("search").len();
+        hits += store.search(text, &q).expect("search").len();
         let ms = t.elapsed().as_secs_f64() * 1000.0;
         lat.push(ms);
-        detail.push((ms, words.len(), count(&text)));
+        detail.push((ms, text.split(' ').count(), count(text)));
     }
+    // the same queries twice more, each query's best of the three: the
+    // work a query costs, without this VM's scheduling noise in the tail
+    let mut best = lat.clone();
+    for _ in 0..2 {
+        for (text, b) in texts.iter().zip(best.iter_mut()) {
+            let t = Instant::now();
+            store.search(text, &q).expect("search");
+            *b = b.min(t.elapsed().as_secs_f64() * 1000.0);
+        }
+    }
+    best.sort_by(|a, b| a.total_cmp(b));
     lat.sort_by(|a, b| a.total_cmp(b));
     detail.sort_by(|a, b| b.0.total_cmp(&a.0));
     let slow = &detail[..(queries / 100).max(1)];
@@ -225,7 +240,8 @@ fn bench_search(n: usize, queries: usize) {
         "{}",
         serde_json::json!({
             "bench": "memory_search", "memories": n, "queries": queries, "fill_s": fill_s,
-            "p50_ms": p(0.5), "p99_ms": p(0.99), "max_ms": p(1.0), "mean_hits": hits as f64 / queries as f64,
+            "p50_ms": p(0.5), "p99_ms": p(0.99), "max_ms": p(1.0),
+            "best_of_3": {"p50_ms": best[(queries - 1) / 2], "p99_ms": best[(queries - 1) * 99 / 100], "max_ms": best[queries - 1]}, "mean_hits": hits as f64 / queries as f64,
             "slowest_1pct": {"mean_words": mean(slow, |d| d.1 as f64), "mean_matches": mean(slow, |d| d.2 as f64), "min_ms": slow.last().map(|d| d.0)},
             "all": {"mean_words": mean(&detail, |d| d.1 as f64), "mean_matches": mean(&detail, |d| d.2 as f64)},
         })
