@@ -93,7 +93,7 @@ fn bench_export(db: PathBuf, iters: usize) {
         // what `brainctl export --sign` and `brainctl verify FILE` do
         let te = Instant::now();
         let export = node::export::export_signed(&store, &wallet, &opts).expect("export");
-        let text = export.signed.to_file_text();
+        let text = &export.file_text;
         let tv = Instant::now();
         let file_report = node::bundle::verify_file_text(text.as_bytes());
         let tw = Instant::now();

@@ -41,7 +41,7 @@ pub fn run(a: ExportArgs, ctx: &Context) -> CliResult<u8> {
         Err(e) => return Err(e.into()),
     };
     let hash = export.signed.bundle_hash_hex.clone();
-    let text = export.signed.to_file_text();
+    let text = &export.file_text;
     let out = a
         .output
         .unwrap_or_else(|| PathBuf::from(format!("bundle-{}.signed.json", &hash[..12])));

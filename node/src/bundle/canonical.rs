@@ -148,58 +148,103 @@ pub fn write_i64(out: &mut Vec<u8>, i: i64) {
 
 /// Writes `repr(x)` of a Python float (`json.dumps` uses `float.__repr__`).
 pub fn write_f64(out: &mut Vec<u8>, x: f64) {
-    out.extend_from_slice(python_float_repr(x).as_bytes());
+    if x.is_nan() {
+        return out.extend_from_slice(b"NaN");
+    }
+    if x.is_infinite() {
+        return out.extend_from_slice(if x > 0.0 { b"Infinity" } else { b"-Infinity" });
+    }
+    if x == 0.0 {
+        return out.extend_from_slice(if x.is_sign_negative() {
+            b"-0.0"
+        } else {
+            b"0.0"
+        });
+    }
+    // Rust's `{:e}` prints the shortest round-trip digits, like Python's
+    // 'r'; formatted on the stack (an export writes two floats a row).
+    let mut sci = StackText::default();
+    let _ = write!(sci, "{x:e}");
+    let sci = sci.as_bytes();
+    let e_at = sci
+        .iter()
+        .position(|&c| c == b'e')
+        .expect("{:e} has an exponent");
+    let (mantissa, exp) = (&sci[..e_at], &sci[e_at + 1..]);
+    let exp: i32 = std::str::from_utf8(exp)
+        .ok()
+        .and_then(|e| e.parse().ok())
+        .expect("{:e} exponent is an integer");
+    let neg = mantissa[0] == b'-';
+    let mut digit_buf = [0u8; 24];
+    let mut n = 0;
+    for &c in mantissa.iter().filter(|c| c.is_ascii_digit()) {
+        digit_buf[n] = c;
+        n += 1;
+    }
+    let digits = &digit_buf[..n];
+    let decpt = exp + 1; // value = 0.DIGITS × 10^decpt
+    if neg {
+        out.push(b'-');
+    }
+    if decpt <= -4 || decpt > 16 {
+        out.push(digits[0]);
+        if digits.len() > 1 {
+            out.push(b'.');
+            out.extend_from_slice(&digits[1..]);
+        }
+        out.extend_from_slice(if exp < 0 { b"e-" } else { b"e+" });
+        if exp.abs() < 10 {
+            out.push(b'0');
+        }
+        write_i64(out, i64::from(exp.abs()));
+    } else if decpt <= 0 {
+        out.extend_from_slice(b"0.");
+        out.resize(out.len() + (-decpt) as usize, b'0');
+        out.extend_from_slice(digits);
+    } else if decpt as usize >= digits.len() {
+        out.extend_from_slice(digits);
+        out.resize(out.len() + decpt as usize - digits.len(), b'0');
+        out.extend_from_slice(b".0");
+    } else {
+        out.extend_from_slice(&digits[..decpt as usize]);
+        out.push(b'.');
+        out.extend_from_slice(&digits[decpt as usize..]);
+    }
 }
 
 /// Python's `repr(float)`: the shortest digits that round-trip, in fixed
 /// notation when the decimal exponent is in [-4, 16), else `d.ddde±XX`.
 /// Non-finite values print as Python's json does (`NaN`, `Infinity`).
 pub fn python_float_repr(x: f64) -> String {
-    if x.is_nan() {
-        return "NaN".into();
+    let mut out = Vec::with_capacity(24);
+    write_f64(&mut out, x);
+    String::from_utf8(out).expect("a float prints as ASCII")
+}
+
+/// Room for `{:e}` of any f64 (at most 24 bytes: `-d.` + 16 digits + `e-324`).
+#[derive(Default)]
+struct StackText {
+    buf: [u8; 32],
+    len: usize,
+}
+
+impl StackText {
+    fn as_bytes(&self) -> &[u8] {
+        &self.buf[..self.len]
     }
-    if x.is_infinite() {
-        return if x > 0.0 { "Infinity" } else { "-Infinity" }.into();
+}
+
+impl std::fmt::Write for StackText {
+    fn write_str(&mut self, s: &str) -> std::fmt::Result {
+        let end = self.len + s.len();
+        self.buf
+            .get_mut(self.len..end)
+            .ok_or(std::fmt::Error)?
+            .copy_from_slice(s.as_bytes());
+        self.len = end;
+        Ok(())
     }
-    if x == 0.0 {
-        return if x.is_sign_negative() { "-0.0" } else { "0.0" }.into();
-    }
-    // Rust's `{:e}` prints the shortest round-trip digits, like Python's 'r'.
-    let sci = format!("{x:e}");
-    let (mantissa, exp) = sci.split_once('e').expect("{:e} has an exponent");
-    let exp: i32 = exp.parse().expect("{:e} exponent is an integer");
-    let neg = mantissa.starts_with('-');
-    let digits: String = mantissa
-        .trim_start_matches('-')
-        .chars()
-        .filter(|c| *c != '.')
-        .collect();
-    let decpt = exp + 1; // value = 0.DIGITS × 10^decpt
-    let mut s = String::with_capacity(digits.len() + 8);
-    if neg {
-        s.push('-');
-    }
-    if decpt <= -4 || decpt > 16 {
-        s.push_str(&digits[..1]);
-        if digits.len() > 1 {
-            s.push('.');
-            s.push_str(&digits[1..]);
-        }
-        let _ = write!(s, "e{}{:02}", if exp < 0 { '-' } else { '+' }, exp.abs());
-    } else if decpt <= 0 {
-        s.push_str("0.");
-        s.extend(std::iter::repeat_n('0', (-decpt) as usize));
-        s.push_str(&digits);
-    } else if decpt as usize >= digits.len() {
-        s.push_str(&digits);
-        s.extend(std::iter::repeat_n('0', decpt as usize - digits.len()));
-        s.push_str(".0");
-    } else {
-        s.push_str(&digits[..decpt as usize]);
-        s.push('.');
-        s.push_str(&digits[decpt as usize..]);
-    }
-    s
 }
 
 /// Writes a JSON string with Python's `ensure_ascii=True` escaping:
@@ -209,11 +254,7 @@ pub fn write_str(out: &mut Vec<u8>, s: &str) {
     out.push(b'"');
     let bytes = s.as_bytes();
     let mut start = 0;
-    while let Some(off) = bytes[start..]
-        .iter()
-        .position(|&b| NEEDS_ESCAPE[b as usize])
-    {
-        let i = start + off;
+    while let Some(i) = next_escape(bytes, start) {
         out.extend_from_slice(&bytes[start..i]);
         let b = bytes[i];
         start = i + 1;
@@ -239,6 +280,29 @@ pub fn write_str(out: &mut Vec<u8>, s: &str) {
     }
     out.extend_from_slice(&bytes[start..]);
     out.push(b'"');
+}
+
+/// The index of the first byte at or after `from` that [`NEEDS_ESCAPE`],
+/// eight bytes at a time while none does (memories are mostly plain ASCII).
+fn next_escape(bytes: &[u8], from: usize) -> Option<usize> {
+    const ONES: u64 = 0x0101_0101_0101_0101;
+    const HIGH: u64 = 0x8080_8080_8080_8080;
+    // whether any byte of `w` is zero (exact as a yes/no)
+    let has_zero = |w: u64| w.wrapping_sub(ONES) & !w & HIGH != 0;
+    let mut i = from;
+    while let Some(chunk) = bytes.get(i..i + 8) {
+        let w = u64::from_le_bytes(chunk.try_into().expect("8 bytes"));
+        let control = w.wrapping_sub(ONES * 0x20) & !w & HIGH != 0; // a byte < 0x20
+        let del_or_high = w & HIGH != 0 || has_zero(w ^ (ONES * 0x7f));
+        if control || del_or_high || has_zero(w ^ (ONES * 0x22)) || has_zero(w ^ (ONES * 0x5c)) {
+            break;
+        }
+        i += 8;
+    }
+    bytes[i..]
+        .iter()
+        .position(|&b| NEEDS_ESCAPE[b as usize])
+        .map(|off| i + off)
 }
 
 /// Bytes that cannot be copied as-is: controls, `"`, `\\`, DEL and every
@@ -334,6 +398,24 @@ mod tests {
         }
 
         #[test]
+        fn escape_scan_finds_what_a_byte_scan_finds(
+            bytes in proptest::collection::vec(
+                proptest::prop_oneof![proptest::num::u8::ANY, 0x20u8..0x7f, 0x20u8..0x7f],
+                0..80,
+            ),
+            from in 0usize..80,
+        ) {
+            let from = from.min(bytes.len());
+            let bytewise = bytes[from..].iter().position(|&b| NEEDS_ESCAPE[b as usize]).map(|o| from + o);
+            proptest::prop_assert_eq!(next_escape(&bytes, from), bytewise);
+        }
+
+        #[test]
+        fn floats_print_as_the_string_formatter_did(x in proptest::num::f64::ANY) {
+            proptest::prop_assert_eq!(python_float_repr(x), repr_by_strings(x));
+        }
+
+        #[test]
         fn floats_round_trip(x in proptest::num::f64::NORMAL | proptest::num::f64::SUBNORMAL | proptest::num::f64::ZERO) {
             let r = python_float_repr(x);
             proptest::prop_assert!(r.contains('.') || r.contains('e'), "{}", r);
@@ -346,6 +428,54 @@ mod tests {
             let back: Value = serde_json::from_slice(&bytes).unwrap();
             proptest::prop_assert_eq!(canonical(&back), bytes, "canonical is a fixed point");
         }
+    }
+
+    /// The formatter before it wrote to the stack (kept as the oracle).
+    fn repr_by_strings(x: f64) -> String {
+        if x.is_nan() {
+            return "NaN".into();
+        }
+        if x.is_infinite() {
+            return if x > 0.0 { "Infinity" } else { "-Infinity" }.into();
+        }
+        if x == 0.0 {
+            return if x.is_sign_negative() { "-0.0" } else { "0.0" }.into();
+        }
+        let sci = format!("{x:e}");
+        let (mantissa, exp) = sci.split_once('e').unwrap();
+        let exp: i32 = exp.parse().unwrap();
+        let neg = mantissa.starts_with('-');
+        let digits: String = mantissa
+            .trim_start_matches('-')
+            .chars()
+            .filter(|c| *c != '.')
+            .collect();
+        let decpt = exp + 1;
+        let mut s = String::new();
+        if neg {
+            s.push('-');
+        }
+        if decpt <= -4 || decpt > 16 {
+            s.push_str(&digits[..1]);
+            if digits.len() > 1 {
+                s.push('.');
+                s.push_str(&digits[1..]);
+            }
+            let _ = write!(s, "e{}{:02}", if exp < 0 { '-' } else { '+' }, exp.abs());
+        } else if decpt <= 0 {
+            s.push_str("0.");
+            s.extend(std::iter::repeat_n('0', (-decpt) as usize));
+            s.push_str(&digits);
+        } else if decpt as usize >= digits.len() {
+            s.push_str(&digits);
+            s.extend(std::iter::repeat_n('0', decpt as usize - digits.len()));
+            s.push_str(".0");
+        } else {
+            s.push_str(&digits[..decpt as usize]);
+            s.push('.');
+            s.push_str(&digits[decpt as usize..]);
+        }
+        s
     }
 
     fn arb_json() -> impl proptest::strategy::Strategy<Value = Value> {

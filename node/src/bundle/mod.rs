@@ -9,6 +9,7 @@ pub mod manifest;
 pub mod model;
 pub mod signed;
 mod transcode;
+pub mod writer;
 
 pub use canonical::{canonical, python_pretty};
 pub use manifest::{
@@ -19,3 +20,4 @@ pub use signed::{
     verify_file_text, verify_text, verify_value, SignedBundle, Verdict, VerifiedBundle,
     VerifyReport,
 };
+pub use writer::{CanonicalWriter, FileTextWriter};

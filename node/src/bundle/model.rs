@@ -6,7 +6,8 @@
 //! Python), so the bytes equal what the reference makes from the same rows.
 //! It never touches SQL or keys.
 
-use super::canonical::{newline_indent, write_f64, write_i64, write_pretty, write_str};
+use super::canonical::{newline_indent, write_f64, write_i64, write_str};
+use super::writer::CanonicalWriter;
 use serde_json::{Map, Number, Value};
 
 /// The 13 columns copied into a bundle, in the reference's order.
@@ -122,7 +123,7 @@ impl MemoryRow {
         self.cells[0].as_i64()
     }
 
-    fn write_canonical(&self, out: &mut Vec<u8>) {
+    pub(crate) fn write_canonical(&self, out: &mut Vec<u8>) {
         out.push(b'{');
         for (n, &idx) in SORTED_COLUMN_INDEX.iter().enumerate() {
             if n > 0 {
@@ -138,7 +139,7 @@ impl MemoryRow {
 
     /// Writes the row as `json.dumps(indent=2)` lays out [`MemoryRow::to_value`]
     /// at nesting `depth`, without building it.
-    fn write_pretty(&self, out: &mut Vec<u8>, depth: usize) {
+    pub(crate) fn write_pretty(&self, out: &mut Vec<u8>, depth: usize) {
         out.push(b'{');
         for (i, (name, cell)) in BUNDLE_COLUMNS.iter().zip(&self.cells).enumerate() {
             if i > 0 {
@@ -258,58 +259,12 @@ impl Bundle {
     /// Equal to `canonical(&self.to_value())`, which the tests check.
     pub fn canonical_bytes(&self) -> Vec<u8> {
         let mut out = Vec::with_capacity(128 + self.memories.len() * 512);
-        out.extend_from_slice(b"{\"filter_used\":");
-        super::canonical::write_canonical(&mut out, &self.filter_used.to_value());
-        out.extend_from_slice(b",\"generated_at\":");
-        write_str(&mut out, &self.generated_at);
-        out.extend_from_slice(b",\"memories\":[");
-        for (i, m) in self.memories.iter().enumerate() {
-            if i > 0 {
-                out.push(b',');
-            }
-            m.write_canonical(&mut out);
+        let mut w = CanonicalWriter::open(&mut out, &self.filter_used, &self.generated_at);
+        for m in &self.memories {
+            w.row(&mut out, m);
         }
-        out.extend_from_slice(b"],\"version\":");
-        write_i64(&mut out, self.version);
-        out.push(b'}');
+        w.close(&mut out, self.version);
         out
-    }
-
-    /// Writes the bundle as `json.dumps(indent=2)` lays out
-    /// [`Bundle::to_value`] at nesting `depth`, straight from the rows (no
-    /// JSON tree of 10,000 rows built and dropped).
-    pub(crate) fn write_pretty(&self, out: &mut Vec<u8>, depth: usize) {
-        out.push(b'{');
-        newline_indent(out, depth + 1);
-        out.extend_from_slice(b"\"version\": ");
-        write_i64(out, self.version);
-        out.push(b',');
-        newline_indent(out, depth + 1);
-        out.extend_from_slice(b"\"generated_at\": ");
-        write_str(out, &self.generated_at);
-        out.push(b',');
-        newline_indent(out, depth + 1);
-        out.extend_from_slice(b"\"filter_used\": ");
-        write_pretty(out, &self.filter_used.to_value(), depth + 1);
-        out.push(b',');
-        newline_indent(out, depth + 1);
-        out.extend_from_slice(b"\"memories\": ");
-        if self.memories.is_empty() {
-            out.extend_from_slice(b"[]");
-        } else {
-            out.push(b'[');
-            for (i, m) in self.memories.iter().enumerate() {
-                if i > 0 {
-                    out.push(b',');
-                }
-                newline_indent(out, depth + 2);
-                m.write_pretty(out, depth + 2);
-            }
-            newline_indent(out, depth + 1);
-            out.push(b']');
-        }
-        newline_indent(out, depth);
-        out.push(b'}');
     }
 
     /// JSON object in the reference's key order (for the pretty file).

@@ -6,6 +6,7 @@
 
 use super::canonical::{canonical, python_pretty};
 use super::model::{Bundle, MemoryRow};
+use super::writer::FileTextWriter;
 use crate::crypto::{sha256, verify_ed25519};
 use crate::wallet::Wallet;
 use serde::Serialize;
@@ -71,30 +72,20 @@ impl SignedBundle {
     /// of [`SignedBundle::to_value`], written straight from the typed
     /// bundle (byte-identical; tested against the value path).
     pub fn to_file_text(&self) -> String {
-        use super::canonical::{newline_indent, write_i64, write_str};
-        let mut out = Vec::with_capacity(256 + self.bundle.memories.len() * 700);
-        out.push(b'{');
-        newline_indent(&mut out, 1);
-        out.extend_from_slice(b"\"version\": ");
-        write_i64(&mut out, SIGNED_VERSION);
-        out.push(b',');
-        newline_indent(&mut out, 1);
-        out.extend_from_slice(b"\"bundle\": ");
-        self.bundle.write_pretty(&mut out, 1);
-        for (k, v) in [
-            ("bundle_hash_hex", &self.bundle_hash_hex),
-            ("signature_b58", &self.signature_b58),
-            ("signer_pubkey_b58", &self.signer_pubkey_b58),
-            ("signed_at", &self.signed_at),
-        ] {
-            out.push(b',');
-            newline_indent(&mut out, 1);
-            write_str(&mut out, k);
-            out.extend_from_slice(b": ");
-            write_str(&mut out, v);
+        let b = &self.bundle;
+        let mut out = Vec::with_capacity(256 + b.memories.len() * 700);
+        let mut w = FileTextWriter::open_file(&mut out, b.version, &b.filter_used, &b.generated_at);
+        for m in &b.memories {
+            w.row(&mut out, m);
         }
-        newline_indent(&mut out, 0);
-        out.push(b'}');
+        w.close(&mut out);
+        FileTextWriter::finish(
+            &mut out,
+            &self.bundle_hash_hex,
+            &self.signature_b58,
+            &self.signer_pubkey_b58,
+            &self.signed_at,
+        );
         String::from_utf8(out).expect("ensure_ascii output is ASCII")
     }
 

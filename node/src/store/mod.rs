@@ -454,9 +454,21 @@ impl Store {
     /// `build_bundle`: `ids` picks those rows (retired included), otherwise
     /// live rows matching every given filter; ordered by id.
     pub fn export_rows(&self, filter: &Filter) -> Result<Vec<MemoryRow>> {
+        let mut out = Vec::new();
+        self.for_each_export_row(filter, |row| out.push(row))?;
+        Ok(out)
+    }
+
+    /// [`Store::export_rows`] a row at a time, as SQLite steps (an export
+    /// encodes each row while the next is read); returns how many.
+    pub fn for_each_export_row(
+        &self,
+        filter: &Filter,
+        mut each: impl FnMut(MemoryRow),
+    ) -> Result<usize> {
         let cols = BUNDLE_COLUMNS.join(", ");
         let (sql, p): (String, Vec<rusqlite::types::Value>) = match &filter.ids {
-            Some(ids) if ids.is_empty() => return Ok(Vec::new()),
+            Some(ids) if ids.is_empty() => return Ok(0),
             Some(ids) => (
                 format!(
                     "SELECT {cols} FROM memories WHERE id IN ({}) ORDER BY id",
@@ -491,7 +503,7 @@ impl Store {
         };
         let mut stmt = self.conn.prepare(&sql)?;
         let mut rows = stmt.query(params_from_iter(p))?;
-        let mut out = Vec::new();
+        let mut count = 0;
         while let Some(r) = rows.next()? {
             let mut cells: [Cell; 13] = Default::default();
             for (i, cell) in cells.iter_mut().enumerate() {
@@ -499,7 +511,10 @@ impl Store {
                     ValueRef::Null => Cell::Null,
                     ValueRef::Integer(v) => Cell::Int(v),
                     ValueRef::Real(v) => Cell::Real(v),
-                    ValueRef::Text(t) => Cell::Text(String::from_utf8_lossy(t).into_owned()),
+                    ValueRef::Text(t) => Cell::Text(match std::str::from_utf8(t) {
+                        Ok(text) => text.to_owned(),
+                        Err(_) => String::from_utf8_lossy(t).into_owned(),
+                    }),
                     ValueRef::Blob(_) => {
                         return Err(StoreError::BlobInRow {
                             id: r.get(0).unwrap_or(-1),
@@ -508,9 +523,10 @@ impl Store {
                     }
                 };
             }
-            out.push(MemoryRow { cells });
+            each(MemoryRow { cells });
+            count += 1;
         }
-        Ok(out)
+        Ok(count)
     }
 
     /// Every import: (bundle hash, signer, scope, memories, imported at, source).
