@@ -334,6 +334,34 @@ fn main() {
             let queries = arg(&args, "--queries").map_or(2000, |v| v.parse().expect("--queries N"));
             bench_search(n, queries);
         }
+        Some("export-sign") => {
+            // `brainctl export --sign` alone (store opened, rows exported,
+            // scanned, signed, file text laid out), in a loop (for a profiler)
+            let db = arg(&args, "--db").expect("export-sign needs --db PATH");
+            let iters: usize = arg(&args, "--iters").map_or(20, |v| v.parse().expect("--iters N"));
+            let store = Store::open_read_only(&PathBuf::from(db)).expect("open --db");
+            let wallet = Wallet::from_seed(&std::array::from_fn(|i| i as u8));
+            let opts = node::export::ExportOptions {
+                filter: Filter::default(),
+                allow_sensitive: true,
+                generated_at: Some("2026-11-01T00:00:00+00:00".into()),
+                signed_at: Some("2026-11-01T00:00:01+00:00".into()),
+            };
+            let mut runs: Vec<f64> = (0..iters)
+                .map(|_| {
+                    let t = Instant::now();
+                    let export =
+                        node::export::export_signed(&store, &wallet, &opts).expect("export");
+                    assert!(!export.file_text.is_empty());
+                    t.elapsed().as_secs_f64()
+                })
+                .collect();
+            runs.sort_by(|a, b| a.total_cmp(b));
+            println!(
+                "{}",
+                serde_json::json!({"bench": "export_sign", "median_s": runs[runs.len() / 2]})
+            );
+        }
         Some("verify") => {
             // `brainctl verify FILE` alone, in a loop (for a profiler)
             let file = arg(&args, "--file").expect("verify needs --file PATH (a signed bundle)");
@@ -360,7 +388,7 @@ fn main() {
             bench_ans104(iters);
         }
         _ => {
-            eprintln!("usage: brainctl-bench export --db PATH [--iters N] | search [--n N] [--queries N] | ans104 [--iters N]");
+            eprintln!("usage: brainctl-bench export --db PATH [--iters N] | export-sign --db PATH [--iters N] | verify --file PATH [--iters N] | search [--n N] [--queries N] | ans104 [--iters N]");
             std::process::exit(2);
         }
     }
