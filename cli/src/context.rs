@@ -31,6 +31,41 @@ pub struct Context {
     /// Where [`Context::emit`] puts its value instead of printing (the MCP
     /// server runs commands this way; stdout carries only its protocol).
     pub captured: Option<std::cell::RefCell<Option<serde_json::Value>>>,
+    /// The MCP server's store, kept open across its memory tool calls so
+    /// its ranking counts stay warm ([`Context::memory_store`]); `None`:
+    /// each command opens the store.
+    pub kept_store: Option<KeptStore>,
+}
+
+/// A store opened once and shared by the commands of one process.
+pub type KeptStore = std::sync::Arc<std::sync::Mutex<Option<Store>>>;
+
+/// The store a memory command works on: its own, or the process's kept
+/// one (locked while the command holds it).
+pub enum StoreRef<'a> {
+    /// Opened for this command.
+    Owned(Store),
+    /// The kept store (always `Some` once handed out).
+    Kept(std::sync::MutexGuard<'a, Option<Store>>),
+}
+
+impl std::ops::Deref for StoreRef<'_> {
+    type Target = Store;
+    fn deref(&self) -> &Store {
+        match self {
+            StoreRef::Owned(s) => s,
+            StoreRef::Kept(g) => g.as_ref().expect("opened before it is handed out"),
+        }
+    }
+}
+
+impl std::ops::DerefMut for StoreRef<'_> {
+    fn deref_mut(&mut self) -> &mut Store {
+        match self {
+            StoreRef::Owned(s) => s,
+            StoreRef::Kept(g) => g.as_mut().expect("opened before it is handed out"),
+        }
+    }
 }
 
 impl Context {
@@ -58,6 +93,7 @@ impl Context {
             commitment: cli.commitment,
             spend_limits: None,
             captured: None,
+            kept_store: None,
         })
     }
 
@@ -65,6 +101,27 @@ impl Context {
     pub fn store(&self) -> CliResult<Store> {
         Ok(Store::open(&self.db_path)
             .with_context(|| format!("store {}", self.db_path.display()))?)
+    }
+
+    /// The store for `memory` commands: the kept one if this process keeps
+    /// one (opened and its ranking warmed on first use), else its own.
+    /// Commands that can run long (buys wait for a seller) open their own
+    /// with [`Context::store`], so they never hold the kept one.
+    pub fn memory_store(&self) -> CliResult<StoreRef<'_>> {
+        let Some(kept) = &self.kept_store else {
+            return Ok(StoreRef::Owned(self.store()?));
+        };
+        let mut guard = kept
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        if guard.is_none() {
+            let store = self.store()?;
+            store
+                .warm_ranking()
+                .with_context(|| format!("store {}", self.db_path.display()))?;
+            *guard = Some(store);
+        }
+        Ok(StoreRef::Kept(guard))
     }
 
     /// Opens the store read-only (works on a Python brainctl brain.db).

@@ -160,11 +160,16 @@ fn an_agent_buys_within_its_budget_and_never_over_it() {
         &server_args,
         json!([
             ["list_tools"],
+            // opens the server's kept store (and reads its ranking counts)
+            // before the buy imports through another connection
+            ["call", "memory_search", {"query": "staging"}],
             ["call", "market_browse", {}],
             ["call", "market_quote", {"manifest_id": a_manifest}],
             ["call", "market_buy", {"manifest_id": a_manifest}],
             ["call", "market_quote", {"manifest_id": b_manifest}],
             ["call", "market_buy", {"manifest_id": b_manifest}],
+            ["call", "memory_search", {"query": "staging"}],
+            ["call", "memory_add", {"content": "staging deploys need a second staging reviewer", "category": "lesson"}],
             ["call", "memory_search", {"query": "staging"}],
         ]),
     );
@@ -201,11 +206,11 @@ fn an_agent_buys_within_its_budget_and_never_over_it() {
         json!(["manifest_id"])
     );
 
-    let browse = step(&s, 1, "market_browse");
+    let browse = step(&s, 2, "market_browse");
     assert_eq!(browse["is_error"], false, "{browse}");
     assert_eq!(browse["result"]["listings"].as_array().unwrap().len(), 2);
 
-    let quote_a = step(&s, 2, "market_quote");
+    let quote_a = step(&s, 3, "market_quote");
     assert_eq!(quote_a["is_error"], false, "{quote_a}");
     let q = &quote_a["result"]["quote"];
     assert_eq!(q["price_lamports"], price);
@@ -215,7 +220,7 @@ fn an_agent_buys_within_its_budget_and_never_over_it() {
     assert_eq!(total_a, price + 5_000);
     assert_eq!(quote_a["result"]["allowed"], true);
 
-    let buy_a = step(&s, 3, "market_buy");
+    let buy_a = step(&s, 4, "market_buy");
     assert_eq!(
         buy_a["is_error"],
         false,
@@ -235,7 +240,7 @@ fn an_agent_buys_within_its_budget_and_never_over_it() {
         "the quote is what the balance lost"
     );
 
-    let quote_b = step(&s, 4, "market_quote");
+    let quote_b = step(&s, 5, "market_quote");
     assert_eq!(
         quote_b["is_error"], false,
         "a refused quote is still an answer"
@@ -243,7 +248,7 @@ fn an_agent_buys_within_its_budget_and_never_over_it() {
     assert_eq!(quote_b["result"]["allowed"], false);
     assert_eq!(quote_b["result"]["refusal"]["refusal"], "over_budget");
 
-    let buy_b = step(&s, 5, "market_buy");
+    let buy_b = step(&s, 6, "market_buy");
     assert_eq!(buy_b["is_error"], true, "{buy_b}");
     let refusal = &buy_b["result"]["spend_refusal"];
     assert_eq!(refusal["refusal"], "over_budget", "{buy_b}");
@@ -259,10 +264,19 @@ fn an_agent_buys_within_its_budget_and_never_over_it() {
         "a refused buy spends nothing"
     );
 
-    let found = step(&s, 6, "memory_search");
+    let found = step(&s, 7, "memory_search");
     let rows = found["result"]["memories"].as_array().unwrap();
     assert_eq!(rows.len(), 1, "{found}");
     assert_eq!(rows[0]["scope"], format!("imported:{a_id}"));
+    let before_buy = step(&s, 1, "memory_search");
+    assert_eq!(before_buy["result"]["memories"], json!([]), "{before_buy}");
+    // the kept store sees its own write, ranked first (the word twice)
+    let added = step(&s, 8, "memory_add");
+    let after_add = step(&s, 9, "memory_search");
+    let rows = after_add["result"]["memories"].as_array().unwrap();
+    assert_eq!(rows.len(), 2, "{after_add}");
+    assert_eq!(rows[0]["id"], added["result"]["id"], "{after_add}");
+    assert_eq!(rows[1]["scope"], format!("imported:{a_id}"));
 
     // a restarted server (a new process) still sees the budget spent
     let s = session(

@@ -35,6 +35,8 @@ struct Settings {
     commitment: crate::args::Commitment,
     limits: node::spend::SpendPolicy,
     args: McpArgs,
+    /// One store for every memory tool call (warm ranking, no reopen).
+    store: crate::context::KeptStore,
 }
 
 impl Settings {
@@ -49,6 +51,7 @@ impl Settings {
             commitment: self.commitment,
             spend_limits: Some(self.limits.clone()),
             captured: Some(Default::default()),
+            kept_store: Some(self.store.clone()),
         }
     }
 }
@@ -708,6 +711,7 @@ pub fn run(args: McpArgs, ctx: &Context) -> CliResult<u8> {
         json: ctx.json,
         url: ctx.url.clone(),
         commitment: ctx.commitment,
+        kept_store: None,
     };
     // the policy is checked once here (a bad file is a start-up error)
     let policy = probe.spend_policy()?;
@@ -729,6 +733,7 @@ pub fn run(args: McpArgs, ctx: &Context) -> CliResult<u8> {
         commitment: ctx.commitment,
         limits: limits.unwrap_or_default(),
         args,
+        store: Default::default(),
     };
     tracing::info!(policy = ?policy, "brainctl mcp serving on stdio");
     let rt = tokio::runtime::Builder::new_multi_thread()

@@ -67,7 +67,7 @@ pub fn run(cmd: MemoryCmd, ctx: &Context) -> CliResult<u8> {
                 .map(|t| t.trim().to_string())
                 .filter(|t| !t.is_empty())
                 .collect();
-            let id = ctx.store()?.add_memory(&NewMemory {
+            let id = ctx.memory_store()?.add_memory(&NewMemory {
                 content,
                 category,
                 scope,
@@ -81,27 +81,27 @@ pub fn run(cmd: MemoryCmd, ctx: &Context) -> CliResult<u8> {
             });
         }
         MemoryCmd::List(f) => {
-            let rows = ctx.store()?.list(&query(f))?;
+            let rows = ctx.memory_store()?.list(&query(f))?;
             ctx.emit(&json!({"ok": true, "memories": rows}), || table(&rows));
         }
         MemoryCmd::Search {
             query: text,
             filter,
         } => {
-            let rows = ctx.store()?.search(&text, &query(filter))?;
+            let rows = ctx.memory_store()?.search(&text, &query(filter))?;
             ctx.emit(
                 &json!({"ok": true, "query": text, "memories": rows}),
                 || table(&rows),
             );
         }
         MemoryCmd::Retire { id } => {
-            let at = ctx.store()?.retire(id)?;
+            let at = ctx.memory_store()?.retire(id)?;
             ctx.emit(&json!({"ok": true, "id": id, "retired_at": at}), || {
                 format!("retired memory #{id}")
             });
         }
         MemoryCmd::Promote { scope, to } => {
-            let n = ctx.store()?.promote_scope(&scope, &to)?;
+            let n = ctx.memory_store()?.promote_scope(&scope, &to)?;
             ctx.emit(
                 &json!({"ok": true, "from": scope, "to": to, "moved": n}),
                 || format!("moved {n} memories from {scope} to {to}"),

@@ -7,6 +7,7 @@
 
 mod fts;
 pub mod migrate;
+mod rank;
 
 pub use fts::match_expression;
 pub use migrate::{APPLICATION_ID, LATEST as SCHEMA_VERSION};
@@ -206,6 +207,11 @@ fn memory_from_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<Memory> {
 pub struct Store {
     conn: Connection,
     path: PathBuf,
+    /// Memories' token counts for ranking, kept while nothing is written.
+    doc_lens: rank::SharedDocLens,
+    /// (`PRAGMA data_version`, this connection's total changes) when the
+    /// counts were last known current.
+    doc_lens_as_of: std::cell::Cell<Option<(i64, u64)>>,
 }
 
 impl Store {
@@ -226,9 +232,18 @@ impl Store {
         conn.pragma_update(None, "journal_mode", "WAL")?;
         conn.pragma_update(None, "synchronous", "NORMAL")?;
         conn.pragma_update(None, "foreign_keys", "ON")?;
+        Store::with_ranking(conn, path)
+    }
+
+    /// The store over `conn`, with `brainctl_bm25` registered on it.
+    fn with_ranking(conn: Connection, path: &Path) -> Result<Store> {
+        let doc_lens = rank::SharedDocLens::default();
+        rank::register(&conn, doc_lens.clone())?;
         Ok(Store {
             conn,
             path: path.into(),
+            doc_lens,
+            doc_lens_as_of: std::cell::Cell::new(None),
         })
     }
 
@@ -253,10 +268,7 @@ impl Store {
                 known: SCHEMA_VERSION,
             });
         }
-        let store = Store {
-            conn,
-            path: path.into(),
-        };
+        let store = Store::with_ranking(conn, path)?;
         store.check_bundle_columns()?;
         Ok(store)
     }
@@ -351,6 +363,7 @@ impl Store {
         let Some(expr) = match_expression(text) else {
             return Ok(Vec::new());
         };
+        self.forget_lengths_if_written()?;
         let want = q.limit as usize;
         let mut candidates = want.saturating_mul(2).max(16);
         loop {
@@ -364,6 +377,33 @@ impl Store {
                 candidates * 8
             };
         }
+    }
+
+    /// Reads every memory's token count for ranking now (one pass, ~6 ms
+    /// per 100,000 memories), so a long-lived process's first searches of
+    /// common words cost what later ones do; returns how many. Counts are
+    /// forgotten again when anything is written.
+    pub fn warm_ranking(&self) -> Result<usize> {
+        self.forget_lengths_if_written()?;
+        Ok(rank::warm(&self.conn, &self.doc_lens)?)
+    }
+
+    /// Clears the kept token counts if anything was committed since they
+    /// were read, by this connection or any other.
+    fn forget_lengths_if_written(&self) -> Result<()> {
+        let version: i64 = self
+            .conn
+            .prepare_cached("PRAGMA data_version")?
+            .query_row([], |r| r.get(0))?;
+        let now = Some((version, self.conn.total_changes()));
+        if self.doc_lens_as_of.get() != now {
+            self.doc_lens
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner)
+                .clear();
+            self.doc_lens_as_of.set(now);
+        }
+        Ok(())
     }
 
     /// The best `candidates` matches of `expr` by rank, joined to
@@ -382,7 +422,7 @@ impl Store {
         let w = Self::where_clause(q, &mut p);
         // the filters' `?`s come after ?1 and ?2 in the text, so they are ?3…
         let sql = format!(
-            "SELECT {}, m.id IS NOT NULL FROM (SELECT rowid AS id, bm25(memories_fts) AS score
+            "SELECT {}, m.id IS NOT NULL FROM (SELECT rowid AS id, brainctl_bm25(memories_fts) AS score
                  FROM memories_fts WHERE memories_fts MATCH ?1
                  ORDER BY score, rowid LIMIT ?2) f
              LEFT JOIN memories m ON m.id = f.id {} ORDER BY f.score, f.id",
@@ -810,6 +850,110 @@ mod tests {
             };
             let got: Vec<i64> = s.search(&text, &q).unwrap().iter().map(|m| m.id).collect();
             proptest::prop_assert_eq!(got, search_by_definition(&s, &text, &q));
+        }
+    }
+
+    /// Every match's `bm25()` and `brainctl_bm25()` score, after the
+    /// store's check for writes (as [`Store::search`] does).
+    fn both_scores(s: &Store, text: &str) -> Vec<(i64, u64, u64)> {
+        s.forget_lengths_if_written().unwrap();
+        let Some(expr) = match_expression(text) else {
+            return Vec::new();
+        };
+        let mut stmt = s
+            .conn
+            .prepare(
+                "SELECT rowid, bm25(memories_fts), brainctl_bm25(memories_fts)
+                 FROM memories_fts WHERE memories_fts MATCH ?1",
+            )
+            .unwrap();
+        let rows = stmt
+            .query_map([expr], |r| {
+                Ok((
+                    r.get(0)?,
+                    r.get::<_, f64>(1)?.to_bits(),
+                    r.get::<_, f64>(2)?.to_bits(),
+                ))
+            })
+            .unwrap();
+        rows.collect::<rusqlite::Result<_>>().unwrap()
+    }
+
+    fn assert_same_scores(s: &Store, text: &str) -> usize {
+        let scores = both_scores(s, text);
+        for (id, fts5, ours) in &scores {
+            assert_eq!(
+                fts5,
+                ours,
+                "memory {id} for {text:?}: {} vs {}",
+                f64::from_bits(*fts5),
+                f64::from_bits(*ours)
+            );
+        }
+        scores.len()
+    }
+
+    #[test]
+    fn long_memories_rank_exactly_as_fts5_when_warmed() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut s = Store::open(&dir.path().join("b.db")).unwrap();
+        for n in [1usize, 127, 128, 300, 20_000] {
+            let text = (0..n)
+                .map(|i| if i % 3 == 0 { "alpha" } else { "beta" })
+                .collect::<Vec<_>>();
+            s.add_memory(&new_mem(&text.join(" "))).unwrap();
+        }
+        assert_eq!(s.warm_ranking().unwrap(), 5);
+        assert_eq!(assert_same_scores(&s, "alpha"), 5);
+        assert_eq!(assert_same_scores(&s, "beta alpha"), 4);
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(32))]
+        /// `brainctl_bm25` gives every match FTS5's own score, bit for bit:
+        /// on first use, from kept counts, and after writes by this
+        /// connection (insert, content update, delete) and by another.
+        #[test]
+        fn kept_lengths_rank_exactly_as_fts5(
+            docs in proptest::collection::vec(
+                (proptest::collection::vec(0usize..8, 1..40), proptest::collection::vec(0usize..8, 0..3)),
+                1..60,
+            ),
+            query in proptest::collection::vec(0usize..8, 1..4),
+            edit in proptest::collection::vec(0usize..8, 1..30),
+        ) {
+            const WORDS: [&str; 8] = ["alpha", "Beta", "gamma", "délta", "eps", "zeta", "x-ray", "ünï"];
+            let words = |ix: &[usize]| ix.iter().map(|w| WORDS[*w]).collect::<Vec<_>>();
+            let dir = tempfile::tempdir().unwrap();
+            let path = dir.path().join("b.db");
+            let mut s = Store::open(&path).unwrap();
+            for (content, tags) in &docs {
+                let mut m = new_mem(&words(content).join(" "));
+                m.tags = words(tags).into_iter().map(String::from).collect();
+                s.add_memory(&m).unwrap();
+            }
+            let text = words(&query).join(" ");
+            let warmed = s.warm_ranking().unwrap();
+            proptest::prop_assert_eq!(warmed, docs.len());
+            let n = assert_same_scores(&s, &text);
+            let kept = s.doc_lens.lock().unwrap().len();
+            proptest::prop_assert!(n == 0 || kept > 0, "the first ranking keeps counts");
+            assert_same_scores(&s, &text);
+            // this connection: a longer text for memory 1, a delete, an insert
+            s.conn
+                .execute("UPDATE memories SET content = ?1 WHERE id = 1", [words(&edit).join(" ")])
+                .unwrap();
+            assert_same_scores(&s, &text);
+            s.conn.execute("DELETE FROM memories WHERE id = (SELECT max(id) FROM memories)", []).unwrap();
+            s.add_memory(&new_mem(&words(&edit).join(" "))).unwrap();
+            assert_same_scores(&s, &text);
+            // another connection (another process, as far as SQLite knows)
+            let other = Connection::open(&path).unwrap();
+            other
+                .execute("UPDATE memories SET content = ?1 WHERE id = 1", [words(&query).join(" ")])
+                .unwrap();
+            drop(other);
+            assert_same_scores(&s, &text);
         }
     }
 
