@@ -254,3 +254,30 @@ fn memos_parse_to_the_reference_fields() {
     }
     assert_eq!(n, 10);
 }
+
+/// A bundle the reference signed from `floats.brain.db`, whose floats
+/// include values two 17-digit strings are equally near (-1149636667324797.25
+/// prints as ...797.2 in Python: ties go to even). Ours verifies it, and
+/// exporting the same database gives the very same file, byte for byte.
+#[test]
+fn floats_print_as_the_reference_signed_them() {
+    let text = fixture("floats.signed.json");
+    let report = verify_file_text(&text);
+    assert!(report.ok, "{report:?}");
+    assert!(verify_text(&text).0.ok);
+    let theirs = String::from_utf8(text).unwrap();
+    assert!(theirs.contains("-1149636667324797.2,"), "the tie is in the fixture");
+    let store = node::store::Store::open_read_only(&fixture_path("floats.brain.db")).unwrap();
+    let export = node::export::export_signed(
+        &store,
+        &Wallet::from_seed(&std::array::from_fn(|i| i as u8)),
+        &node::export::ExportOptions {
+            filter: Filter::default(),
+            allow_sensitive: false,
+            generated_at: Some("2026-11-01T00:00:00+00:00".into()),
+            signed_at: Some("2026-11-01T00:00:01+00:00".into()),
+        },
+    )
+    .unwrap();
+    assert_eq!(export.file_text, theirs.trim_end_matches('\n'));
+}
