@@ -116,9 +116,10 @@ impl Context {
             .unwrap_or_else(std::sync::PoisonError::into_inner);
         if guard.is_none() {
             let store = self.store()?;
-            store
-                .warm_ranking()
-                .with_context(|| format!("store {}", self.db_path.display()))?;
+            // without the counts searches are only slower: never fatal
+            if let Err(e) = store.warm_ranking() {
+                tracing::warn!(error = %e, "search ranking not warmed; counts fill as searches run");
+            }
             *guard = Some(store);
         }
         Ok(StoreRef::Kept(guard))

@@ -266,7 +266,10 @@ fn floats_print_as_the_reference_signed_them() {
     assert!(report.ok, "{report:?}");
     assert!(verify_text(&text).0.ok);
     let theirs = String::from_utf8(text).unwrap();
-    assert!(theirs.contains("-1149636667324797.2,"), "the tie is in the fixture");
+    assert!(
+        theirs.contains("-1149636667324797.2,"),
+        "the tie is in the fixture"
+    );
     let store = node::store::Store::open_read_only(&fixture_path("floats.brain.db")).unwrap();
     let export = node::export::export_signed(
         &store,

@@ -9,6 +9,10 @@
 //! server answering searches) keeps them: the store clears them whenever
 //! it sees a commit, its own or another process's ([`DocLens::clear`]).
 //!
+//! Bit for bit where SQLite's C is compiled without fused multiply-add
+//! (x86-64 builds; an arm64 compiler may fuse `a + b * c` in
+//! `fts5Bm25Function`, and the scores then differ in the last bit).
+//!
 //! Owns the registration of the function on a connection (the only
 //! `unsafe` of the store: the FTS5 C extension API) and the token-count
 //! cache. It never runs queries of its own and never writes.
@@ -305,9 +309,17 @@ unsafe extern "C" fn bm25(
     api: *const ffi::Fts5ExtensionApi,
     fts: *mut ffi::Fts5Context,
     ctx: *mut ffi::sqlite3_context,
-    _n_val: c_int,
+    n_val: c_int,
     _values: *mut *mut ffi::sqlite3_value,
 ) {
+    if n_val > 0 {
+        // bm25's column weights are not supported: refuse, never ignore
+        return ffi::sqlite3_result_error(
+            ctx,
+            c"brainctl_bm25 takes no column weights".as_ptr(),
+            -1,
+        );
+    }
     match score(&*api, fts) {
         Ok(v) => ffi::sqlite3_result_double(ctx, v),
         Err(rc) => ffi::sqlite3_result_error_code(ctx, rc),
