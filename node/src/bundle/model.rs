@@ -138,25 +138,18 @@ impl MemoryRow {
     }
 
     /// Writes the row as `json.dumps(indent=2)` lays out [`MemoryRow::to_value`]
-    /// at nesting `depth`, without building it.
-    pub(crate) fn write_pretty(&self, out: &mut Vec<u8>, depth: usize) {
+    /// with `layout`'s framing, without building it.
+    pub(crate) fn write_pretty(&self, out: &mut Vec<u8>, layout: &PrettyLayout) {
         out.push(b'{');
-        for (i, (name, cell)) in BUNDLE_COLUMNS.iter().zip(&self.cells).enumerate() {
-            if i > 0 {
-                out.push(b',');
-            }
-            newline_indent(out, depth + 1);
-            out.push(b'"');
-            out.extend_from_slice(name.as_bytes());
-            out.extend_from_slice(b"\": ");
+        for (key, cell) in layout.keys.iter().zip(&self.cells) {
+            out.extend_from_slice(key);
             match cell {
                 // a non-finite real is null in the JSON value
                 Cell::Real(f) if !f.is_finite() => out.extend_from_slice(b"null"),
                 c => c.write_canonical(out),
             }
         }
-        newline_indent(out, depth);
-        out.push(b'}');
+        out.extend_from_slice(&layout.close);
     }
 
     /// JSON object in the reference's column order.
@@ -198,6 +191,35 @@ impl MemoryRow {
             };
         }
         Ok(MemoryRow { cells })
+    }
+}
+
+/// The bytes around a row's cells in the file text at one nesting depth
+/// (separator, newline, indent, key), computed once for every row.
+#[derive(Debug, Clone)]
+pub(crate) struct PrettyLayout {
+    keys: [Vec<u8>; 13],
+    close: Vec<u8>,
+}
+
+impl PrettyLayout {
+    /// The framing of a row object at nesting `depth`.
+    pub(crate) fn at(depth: usize) -> PrettyLayout {
+        let keys = std::array::from_fn(|i| {
+            let mut key = Vec::with_capacity(32);
+            if i > 0 {
+                key.push(b',');
+            }
+            newline_indent(&mut key, depth + 1);
+            key.push(b'"');
+            key.extend_from_slice(BUNDLE_COLUMNS[i].as_bytes());
+            key.extend_from_slice(b"\": ");
+            key
+        });
+        let mut close = Vec::with_capacity(16);
+        newline_indent(&mut close, depth);
+        close.push(b'}');
+        PrettyLayout { keys, close }
     }
 }
 

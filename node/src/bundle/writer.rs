@@ -10,7 +10,7 @@
 //! [`Bundle`]: super::Bundle
 
 use super::canonical::{newline_indent, write_canonical, write_i64, write_pretty, write_str};
-use super::model::{Filter, MemoryRow};
+use super::model::{Filter, MemoryRow, PrettyLayout};
 use super::signed::SIGNED_VERSION;
 
 /// The canonical bytes of a bundle (`sort_keys`, no whitespace), written
@@ -57,6 +57,8 @@ pub struct FileTextWriter {
     rows: usize,
     /// Nesting of the inner bundle object (1 inside the signed file).
     depth: usize,
+    /// The framing of each row object (two levels deeper).
+    layout: PrettyLayout,
 }
 
 impl FileTextWriter {
@@ -101,14 +103,18 @@ impl FileTextWriter {
         out.push(b',');
         newline_indent(out, depth + 1);
         out.extend_from_slice(b"\"memories\": ");
-        FileTextWriter { rows: 0, depth }
+        FileTextWriter {
+            rows: 0,
+            depth,
+            layout: PrettyLayout::at(depth + 2),
+        }
     }
 
     /// Appends one row.
     pub fn row(&mut self, out: &mut Vec<u8>, row: &MemoryRow) {
         out.push(if self.rows == 0 { b'[' } else { b',' });
         newline_indent(out, self.depth + 2);
-        row.write_pretty(out, self.depth + 2);
+        row.write_pretty(out, &self.layout);
         self.rows += 1;
     }
 
