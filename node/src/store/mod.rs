@@ -203,6 +203,39 @@ fn memory_from_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<Memory> {
     })
 }
 
+/// A read transaction for one search (statements cached: a search is
+/// short, and `BEGIN`/`COMMIT` parsed anew would cost it a tenth).
+/// Ended by [`ReadSnapshot::end`]; dropped unended (an error), it rolls
+/// back. Inside a caller's transaction it does nothing.
+struct ReadSnapshot<'c> {
+    conn: Option<&'c Connection>,
+}
+
+impl<'c> ReadSnapshot<'c> {
+    fn begin(conn: &'c Connection) -> Result<ReadSnapshot<'c>> {
+        if !conn.is_autocommit() {
+            return Ok(ReadSnapshot { conn: None });
+        }
+        conn.prepare_cached("BEGIN")?.execute([])?;
+        Ok(ReadSnapshot { conn: Some(conn) })
+    }
+
+    fn end(mut self) -> Result<()> {
+        if let Some(conn) = self.conn.take() {
+            conn.prepare_cached("COMMIT")?.execute([])?;
+        }
+        Ok(())
+    }
+}
+
+impl Drop for ReadSnapshot<'_> {
+    fn drop(&mut self) {
+        if let Some(conn) = self.conn {
+            let _ = conn.execute_batch("ROLLBACK");
+        }
+    }
+}
+
 /// A handle on one store.
 pub struct Store {
     conn: Connection,
@@ -366,20 +399,14 @@ impl Store {
         // one read snapshot for the check of kept counts and every round:
         // a commit by another process in between cannot pair a changed
         // memory with its old token count
-        let snapshot = if self.conn.is_autocommit() {
-            Some(self.conn.unchecked_transaction()?)
-        } else {
-            None
-        };
+        let snapshot = ReadSnapshot::begin(&self.conn)?;
         self.forget_lengths_if_written()?;
         let want = q.limit as usize;
         let mut candidates = want.saturating_mul(2).max(16);
         loop {
             let (found, ranked) = self.search_candidates(&expr, q, candidates)?;
             if found.len() >= want || ranked < candidates {
-                if let Some(snapshot) = snapshot {
-                    snapshot.commit()?;
-                }
+                snapshot.end()?;
                 return Ok(found.into_iter().take(want).collect());
             }
             candidates = if candidates >= 4096 {
