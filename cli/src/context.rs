@@ -44,7 +44,7 @@ pub type KeptStore = std::sync::Arc<std::sync::Mutex<Option<Store>>>;
 /// one (locked while the command holds it).
 pub enum StoreRef<'a> {
     /// Opened for this command.
-    Owned(Store),
+    Owned(Box<Store>),
     /// The kept store (always `Some` once handed out).
     Kept(std::sync::MutexGuard<'a, Option<Store>>),
 }
@@ -109,7 +109,7 @@ impl Context {
     /// with [`Context::store`], so they never hold the kept one.
     pub fn memory_store(&self) -> CliResult<StoreRef<'_>> {
         let Some(kept) = &self.kept_store else {
-            return Ok(StoreRef::Owned(self.store()?));
+            return Ok(StoreRef::Owned(Box::new(self.store()?)));
         };
         let mut guard = kept
             .lock()

@@ -242,9 +242,8 @@ pub struct Store {
     path: PathBuf,
     /// Memories' token counts for ranking, kept while nothing is written.
     doc_lens: rank::SharedDocLens,
-    /// (`PRAGMA data_version`, this connection's total changes) when the
-    /// counts were last known current.
-    doc_lens_as_of: std::cell::Cell<Option<(i64, u64)>>,
+    /// `PRAGMA data_version` when the counts were last known current.
+    doc_lens_as_of: std::cell::Cell<Option<i64>>,
 }
 
 impl Store {
@@ -422,30 +421,30 @@ impl Store {
     /// command is faster without the mapping) and reads every memory's
     /// token count for ranking now (one pass, ~12 ms per 100,000
     /// memories), so the first searches of common words cost what later
-    /// ones do; returns how many. Counts are forgotten again when anything
-    /// is written.
+    /// ones do; returns how many. A memory's count is forgotten when this
+    /// store rewrites it, all of them when another process commits.
     pub fn warm_ranking(&self) -> Result<usize> {
         self.conn.pragma_update(None, "mmap_size", 1i64 << 28)?;
         self.forget_lengths_if_written()?;
         Ok(rank::warm(&self.conn, &self.doc_lens)?)
     }
 
-    /// Clears the kept token counts if anything was committed since they
-    /// were read, by this connection or any other. (`PRAGMA data_version`
-    /// starts the read transaction, so in [`Store::search`]'s snapshot the
-    /// check and the queries see the same commits.)
+    /// Clears the kept token counts if another connection committed since
+    /// they were read (this connection's own rewrites are forgotten one by
+    /// one by its update hook). `PRAGMA data_version` starts the read
+    /// transaction, so in [`Store::search`]'s snapshot the check and the
+    /// queries see the same commits.
     fn forget_lengths_if_written(&self) -> Result<()> {
         let version: i64 = self
             .conn
             .prepare_cached("PRAGMA data_version")?
             .query_row([], |r| r.get(0))?;
-        let now = Some((version, self.conn.total_changes()));
-        if self.doc_lens_as_of.get() != now {
+        if self.doc_lens_as_of.get() != Some(version) {
             self.doc_lens
                 .lock()
                 .unwrap_or_else(std::sync::PoisonError::into_inner)
                 .clear();
-            self.doc_lens_as_of.set(now);
+            self.doc_lens_as_of.set(Some(version));
         }
         Ok(())
     }

@@ -6,8 +6,9 @@
 //! FTS5's `bm25()` spends most of that reading each match's token count
 //! from its docsize table (one SQL statement per match). Those counts
 //! change only when a memory is written, so a long-lived process (an MCP
-//! server answering searches) keeps them: the store clears them whenever
-//! it sees a commit, its own or another process's ([`DocLens::clear`]).
+//! server answering searches) keeps them: the connection's update hook
+//! forgets each memory it rewrites, and the store clears them all when
+//! another process has committed ([`DocLens::clear`]).
 //!
 //! Bit for bit where SQLite's C is compiled without fused multiply-add
 //! (x86-64 builds; an arm64 compiler may fuse `a + b * c` in
@@ -54,7 +55,17 @@ impl DocLens {
         self.by_rowid[slot] = tokens + 1;
     }
 
-    /// Forgets every count (after any write to the store).
+    /// Forgets one memory's count (this connection rewrote its row).
+    fn forget(&mut self, rowid: i64) {
+        if let Some(n) = usize::try_from(rowid)
+            .ok()
+            .and_then(|i| self.by_rowid.get_mut(i))
+        {
+            *n = 0;
+        }
+    }
+
+    /// Forgets every count (another process committed).
     pub fn clear(&mut self) {
         self.by_rowid.clear();
     }
@@ -116,8 +127,23 @@ fn varint_sum(mut bytes: &[u8]) -> Option<c_int> {
     c_int::try_from(sum).ok()
 }
 
-/// Registers `brainctl_bm25` on `conn`, reading and filling `lens`.
+/// Registers `brainctl_bm25` on `conn`, reading and filling `lens`, and
+/// the connection's update hook, which forgets the count of every memory
+/// the connection itself rewrites (FTS5 rewrites its docsize row): its own
+/// writes keep the other counts; other processes' commits are the store's
+/// to notice (`PRAGMA data_version`).
 pub fn register(conn: &Connection, lens: SharedDocLens) -> rusqlite::Result<()> {
+    let rewritten = lens.clone();
+    conn.update_hook(Some(
+        move |_: rusqlite::hooks::Action, _: &str, table: &str, rowid: i64| {
+            if table == "memories_fts_docsize" {
+                rewritten
+                    .lock()
+                    .unwrap_or_else(PoisonError::into_inner)
+                    .forget(rowid);
+            }
+        },
+    ));
     // SAFETY: `handle` is the live connection; the statement is finalized
     // before returning; `api` is written by SQLite through the pointer we
     // bind (the documented way to obtain `fts5_api`), and is valid for the
