@@ -33,6 +33,17 @@ fn peak_rss_kib() -> u64 {
         .unwrap_or(0)
 }
 
+/// Every row, with the reference bench's fixed timestamps (so the bundle
+/// hash can be compared with the reference's).
+fn fixed_export_options() -> node::export::ExportOptions {
+    node::export::ExportOptions {
+        filter: Filter::default(),
+        allow_sensitive: true,
+        generated_at: Some("2026-11-01T00:00:00+00:00".into()),
+        signed_at: Some("2026-11-01T00:00:01+00:00".into()),
+    }
+}
+
 fn median(mut v: Vec<f64>) -> f64 {
     v.sort_by(|a, b| a.total_cmp(b));
     v[v.len() / 2]
@@ -46,12 +57,7 @@ fn bench_export(db: PathBuf, iters: usize) {
     let (mut canon_s, mut hash_s, mut canon_len) = (vec![], vec![], 0usize);
     let (mut export_sign, mut verify_file, mut scan_precise) = (vec![], vec![], vec![]);
     let (mut verify_tree, mut read_rows) = (vec![], vec![]);
-    let opts = node::export::ExportOptions {
-        filter: Filter::default(),
-        allow_sensitive: true,
-        generated_at: Some("2026-11-01T00:00:00+00:00".into()),
-        signed_at: Some("2026-11-01T00:00:01+00:00".into()),
-    };
+    let opts = fixed_export_options();
     let mut last = None;
     for _ in 0..iters {
         // reading the rows alone (SQLite stepping + the owned rows): what
@@ -372,13 +378,8 @@ fn main() {
             let iters: usize = arg(&args, "--iters").map_or(20, |v| v.parse().expect("--iters N"));
             let store = Store::open_read_only(&PathBuf::from(db)).expect("open --db");
             let wallet = Wallet::from_seed(&std::array::from_fn(|i| i as u8));
-            let opts = node::export::ExportOptions {
-                filter: Filter::default(),
-                allow_sensitive: true,
-                generated_at: Some("2026-11-01T00:00:00+00:00".into()),
-                signed_at: Some("2026-11-01T00:00:01+00:00".into()),
-            };
-            let mut runs: Vec<f64> = (0..iters)
+            let opts = fixed_export_options();
+            let runs: Vec<f64> = (0..iters)
                 .map(|_| {
                     let t = Instant::now();
                     let export =
@@ -387,10 +388,9 @@ fn main() {
                     t.elapsed().as_secs_f64()
                 })
                 .collect();
-            runs.sort_by(|a, b| a.total_cmp(b));
             println!(
                 "{}",
-                serde_json::json!({"bench": "export_sign", "median_s": runs[runs.len() / 2]})
+                serde_json::json!({"bench": "export_sign", "median_s": median(runs)})
             );
         }
         Some("verify") => {

@@ -171,7 +171,13 @@ pub fn write_f64(out: &mut Vec<u8>, x: f64) {
     let neg = text[0] == b'-';
     let text = &text[usize::from(neg)..];
     let (mantissa, exp) = match text.iter().position(|&c| c == b'e') {
-        Some(e) => (&text[..e], parse_exponent(&text[e + 1..])),
+        Some(e) => (
+            &text[..e],
+            std::str::from_utf8(&text[e + 1..])
+                .ok()
+                .and_then(|exp| exp.parse::<i32>().ok())
+                .expect("Ryū's exponent is an integer"),
+        ),
         None => (text, 0),
     };
     let int_len = mantissa
@@ -230,22 +236,6 @@ pub fn python_float_repr(x: f64) -> String {
     let mut out = Vec::with_capacity(24);
     write_f64(&mut out, x);
     String::from_utf8(out).expect("a float prints as ASCII")
-}
-
-/// The exponent Ryū printed after its `e` (`-7`, `16`).
-fn parse_exponent(digits: &[u8]) -> i32 {
-    let (neg, digits) = match digits.split_first() {
-        Some((b'-', rest)) => (true, rest),
-        _ => (false, digits),
-    };
-    let v = digits
-        .iter()
-        .fold(0i32, |acc, d| acc * 10 + i32::from(d - b'0'));
-    if neg {
-        -v
-    } else {
-        v
-    }
 }
 
 /// Writes a JSON string with Python's `ensure_ascii=True` escaping:

@@ -55,11 +55,12 @@ impl CanonicalWriter {
 #[derive(Debug)]
 pub struct FileTextWriter {
     rows: usize,
-    /// Nesting of the inner bundle object (1 inside the signed file).
-    depth: usize,
-    /// The framing of each row object (two levels deeper).
+    /// The framing of each row object (two levels below the bundle).
     layout: PrettyLayout,
 }
+
+/// Nesting of the inner bundle object inside the signed file.
+const DEPTH: usize = 1;
 
 impl FileTextWriter {
     /// Starts the signed file (`{ "version": 1, "bundle": {`…) and writes
@@ -77,43 +78,31 @@ impl FileTextWriter {
         out.push(b',');
         newline_indent(out, 1);
         out.extend_from_slice(b"\"bundle\": ");
-        Self::open_bundle(out, 1, version, filter_used, generated_at)
-    }
-
-    /// Writes the inner bundle at nesting `depth` up to its first row.
-    fn open_bundle(
-        out: &mut Vec<u8>,
-        depth: usize,
-        version: i64,
-        filter_used: &Filter,
-        generated_at: &str,
-    ) -> FileTextWriter {
         out.push(b'{');
-        newline_indent(out, depth + 1);
+        newline_indent(out, DEPTH + 1);
         out.extend_from_slice(b"\"version\": ");
         write_i64(out, version);
         out.push(b',');
-        newline_indent(out, depth + 1);
+        newline_indent(out, DEPTH + 1);
         out.extend_from_slice(b"\"generated_at\": ");
         write_str(out, generated_at);
         out.push(b',');
-        newline_indent(out, depth + 1);
+        newline_indent(out, DEPTH + 1);
         out.extend_from_slice(b"\"filter_used\": ");
-        write_pretty(out, &filter_used.to_value(), depth + 1);
+        write_pretty(out, &filter_used.to_value(), DEPTH + 1);
         out.push(b',');
-        newline_indent(out, depth + 1);
+        newline_indent(out, DEPTH + 1);
         out.extend_from_slice(b"\"memories\": ");
         FileTextWriter {
             rows: 0,
-            depth,
-            layout: PrettyLayout::at(depth + 2),
+            layout: PrettyLayout::at(DEPTH + 2),
         }
     }
 
     /// Appends one row.
     pub fn row(&mut self, out: &mut Vec<u8>, row: &MemoryRow) {
         out.push(if self.rows == 0 { b'[' } else { b',' });
-        newline_indent(out, self.depth + 2);
+        newline_indent(out, DEPTH + 2);
         row.write_pretty(out, &self.layout);
         self.rows += 1;
     }
@@ -123,10 +112,10 @@ impl FileTextWriter {
         if self.rows == 0 {
             out.extend_from_slice(b"[]");
         } else {
-            newline_indent(out, self.depth + 1);
+            newline_indent(out, DEPTH + 1);
             out.push(b']');
         }
-        newline_indent(out, self.depth);
+        newline_indent(out, DEPTH);
         out.push(b'}');
     }
 

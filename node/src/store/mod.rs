@@ -203,44 +203,12 @@ fn memory_from_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<Memory> {
     })
 }
 
-/// A read transaction for one search (statements cached: a search is
-/// short, and `BEGIN`/`COMMIT` parsed anew would cost it a tenth).
-/// Ended by [`ReadSnapshot::end`]; dropped unended (an error), it rolls
-/// back. Inside a caller's transaction it does nothing.
-struct ReadSnapshot<'c> {
-    conn: Option<&'c Connection>,
-}
-
-impl<'c> ReadSnapshot<'c> {
-    fn begin(conn: &'c Connection) -> Result<ReadSnapshot<'c>> {
-        if !conn.is_autocommit() {
-            return Ok(ReadSnapshot { conn: None });
-        }
-        conn.prepare_cached("BEGIN")?.execute([])?;
-        Ok(ReadSnapshot { conn: Some(conn) })
-    }
-
-    fn end(mut self) -> Result<()> {
-        if let Some(conn) = self.conn.take() {
-            conn.prepare_cached("COMMIT")?.execute([])?;
-        }
-        Ok(())
-    }
-}
-
-impl Drop for ReadSnapshot<'_> {
-    fn drop(&mut self) {
-        if let Some(conn) = self.conn {
-            let _ = conn.execute_batch("ROLLBACK");
-        }
-    }
-}
-
 /// A handle on one store.
 pub struct Store {
     conn: Connection,
     path: PathBuf,
-    /// Memories' token counts for ranking, kept while nothing is written.
+    /// Memories' token counts for ranking, each kept until this store
+    /// rewrites the memory or another process commits.
     doc_lens: rank::SharedDocLens,
     /// `PRAGMA data_version` when the counts were last known current.
     doc_lens_as_of: std::cell::Cell<Option<i64>>,
@@ -398,14 +366,20 @@ impl Store {
         // one read snapshot for the check of kept counts and every round:
         // a commit by another process in between cannot pair a changed
         // memory with its old token count
-        let snapshot = ReadSnapshot::begin(&self.conn)?;
+        let snapshot = if self.conn.is_autocommit() {
+            Some(self.conn.unchecked_transaction()?)
+        } else {
+            None
+        };
         self.forget_lengths_if_written()?;
         let want = q.limit as usize;
         let mut candidates = want.saturating_mul(2).max(16);
         loop {
             let (found, ranked) = self.search_candidates(&expr, q, candidates)?;
             if found.len() >= want || ranked < candidates {
-                snapshot.end()?;
+                if let Some(snapshot) = snapshot {
+                    snapshot.commit()?;
+                }
                 return Ok(found.into_iter().take(want).collect());
             }
             candidates = if candidates >= 4096 {
@@ -477,11 +451,12 @@ impl Store {
             },
         );
         let mut stmt = self.conn.prepare_cached(&sql)?;
+        let passes = stmt.column_count() - 1; // the `m.id IS NOT NULL` flag
         let mut rows = stmt.query(params_from_iter(p))?;
         let (mut found, mut ranked) = (Vec::new(), 0usize);
         while let Some(r) = rows.next()? {
             ranked += 1;
-            if r.get::<_, bool>(MEMORY_COLS.split(", ").count())? {
+            if r.get::<_, bool>(passes)? {
                 found.push(memory_from_row(r)?);
             }
         }

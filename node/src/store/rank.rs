@@ -16,7 +16,8 @@
 //!
 //! Owns the registration of the function on a connection (the only
 //! `unsafe` of the store: the FTS5 C extension API) and the token-count
-//! cache. It never runs queries of its own and never writes.
+//! cache. Its one query is [`warm`]'s pass over the docsize table; it never
+//! writes.
 
 use rusqlite::{ffi, Connection};
 use std::ffi::{c_int, c_void};
