@@ -111,6 +111,18 @@ Rows that look like prompt injection are marked `suspicious`; review them, then
   brainctl storage put blob.bin --storage bundler --bundler-url https://node1.irys.xyz"
     )]
     Storage(StorageCmd),
+    /// The escrow program's config: show it, or set it once as its upgrade authority.
+    #[command(
+        subcommand,
+        after_help = "Examples:
+  brainctl -u localhost escrow show
+  brainctl -u localhost escrow configure --treasury <PUBKEY> --fee-bps 100 \\
+      --slash-bps 5000 --release-window-secs 120 --min-stake-lamports 10000000
+`configure` runs once per cluster, with the wallet that deployed the program
+(its upgrade authority); repeating it with the same settings changes nothing.
+localnet/up does it for the local validator."
+    )]
+    Escrow(EscrowCmd),
     /// Serve this node to an AI agent as MCP tools over stdio.
     #[command(
         after_help = "An MCP client starts it; for example (Claude Desktop, Cursor, ...):
@@ -885,4 +897,33 @@ impl MemoryType {
             MemoryType::Procedural => "procedural",
         }
     }
+}
+
+/// `brainctl escrow ...`
+#[derive(Debug, Subcommand)]
+pub enum EscrowCmd {
+    /// The program's id, whether it is deployed, and its config.
+    Show,
+    /// Set the config (`initialize_config`); the wallet must be the upgrade authority.
+    Configure(EscrowConfigArgs),
+}
+
+/// `brainctl escrow configure`
+#[derive(Debug, clap::Args)]
+pub struct EscrowConfigArgs {
+    /// Where release fees go.
+    #[arg(long, value_name = "PUBKEY")]
+    pub treasury: String,
+    /// Release fee in basis points (at most 1000).
+    #[arg(long, default_value_t = 100)]
+    pub fee_bps: u16,
+    /// Share of a listing's stake each unreleased, refunded buyer takes, in basis points.
+    #[arg(long, default_value_t = 5_000)]
+    pub slash_bps: u16,
+    /// Seconds a seller has to release after a deposit before the buyer may refund.
+    #[arg(long, default_value_t = 600)]
+    pub release_window_secs: i64,
+    /// Smallest stake a listing must put up, in lamports.
+    #[arg(long = "min-stake-lamports", default_value_t = 0)]
+    pub min_stake: u64,
 }

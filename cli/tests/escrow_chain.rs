@@ -9,47 +9,23 @@
 //! the program and a deposit after it fails. Balances to the lamport where
 //! the program moves them.
 //!
-//! It needs a validator whose runtime runs the build: SBPF v3 loads only
-//! from agave 4.x (solana-sbpf ≥ 0.14); the cached 3.1.12 validator refuses
-//! v3 ("Program is not deployed") and runs v0 with stack-frame gaps, where
-//! upstream LLVM's stack-passed arguments fault ("Access violation in stack
-//! frame 1"). So it runs with `BRAINCTL_ESCROW_VALIDATOR_BIN` (or
-//! `<cache>/validator-4.2.2/bin/solana-test-validator`) and is skipped with
-//! this reason otherwise; a missing `.so` is skipped too (no network for
-//! `localnet/install-sbf`), and fails under `CI=true`.
+//! It runs on the localnet's one validator (agave 4.2.2, which loads the
+//! escrow program's SBPF v3 build beside the Light programs' v0 builds),
+//! started with the Light programs and the escrow program as `localnet/up`
+//! starts it. A missing validator or `.so` fails the test, naming the
+//! install step: it never passes by skipping.
 
 mod util;
 
 use node::chain::{Keypair, Pubkey, Signer};
 use node::escrow::{self, EscrowAccount, EscrowStatus, ListingAccount};
 use serde_json::Value;
-use std::path::PathBuf;
 use std::process::{Child, Stdio};
 use std::time::{Duration, Instant};
 use util::Env;
 
 const WINDOW: i64 = 20;
 const STAKE: u64 = 10_000_000;
-
-/// The program's SBF build, or `None` (skip) where it is not built.
-fn program_so() -> Option<PathBuf> {
-    let so = std::env::var_os("BRAINCTL_ESCROW_SO")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| {
-            PathBuf::from(std::env::var("HOME").unwrap_or_default())
-                .join(".cache/brainctl/sbf/escrow.so")
-        });
-    if so.is_file() {
-        return Some(so);
-    }
-    let why = format!(
-        "{} is not built: run ./localnet/install-sbf (needs crates.io, PyPI and deb.debian.org once)",
-        so.display()
-    );
-    assert!(std::env::var("CI").as_deref() != Ok("true"), "{why}");
-    eprintln!("skipped: {why}");
-    None
-}
 
 fn onchain(v: &e2e::TestValidator, e: &Env, args: &[&str]) -> util::Run {
     let mut full = vec!["-u", v.rpc_url.as_str(), "--commitment", "confirmed"];
@@ -106,57 +82,82 @@ fn wait_for(what: &str, secs: u64, mut done: impl FnMut() -> bool) {
     }
 }
 
-/// A validator that runs the SBF build (agave 4.x), or `None` (skip).
-fn v3_validator() -> Option<PathBuf> {
-    let bin = std::env::var_os("BRAINCTL_ESCROW_VALIDATOR_BIN")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| {
-            PathBuf::from(std::env::var("HOME").unwrap_or_default())
-                .join(".cache/brainctl/validator-4.2.2/bin/solana-test-validator")
-        });
-    if bin.is_file() {
-        return Some(bin);
-    }
-    eprintln!(
-        "skipped: no agave 4.x test validator at {} (BRAINCTL_ESCROW_VALIDATOR_BIN): the cached agave 3.1.12 cannot run the escrow program's SBF build (v3 is not loadable there; v0 faults on its stack-frame gaps); the program's tests run on the same .so in solana-program-test instead",
-        bin.display()
-    );
-    None
-}
-
 #[test]
 fn the_escrow_trade_runs_through_the_binaries_on_the_deployed_program() {
-    let Some(so) = program_so() else { return };
-    let Some(validator) = v3_validator() else {
-        return;
-    };
-    let admin = Keypair::new();
-    // releases mint Token-2022 NFTs (a genesis program on every cluster),
-    // so the run does not depend on the Light programs' loaders
-    let mut args: Vec<String> = Vec::new();
-    args.extend([
-        "--upgradeable-program".to_string(),
-        escrow::PROGRAM_ID.to_string(),
-        so.display().to_string(),
-        admin.pubkey().to_string(),
-    ]);
-    let v = e2e::start_with(&validator, &args);
+    // the program's upgrade authority: a brainctl wallet, as localnet/up has it
+    let admin = Env::new();
+    admin.ok(&["wallet", "new"]);
+    let admin_pk: Pubkey = admin.ok(&["wallet", "address", "--json"]).json()["address"]
+        .as_str()
+        .unwrap()
+        .parse()
+        .unwrap();
+    // the localnet's programs, the escrow program's upgrade authority being
+    // `admin`; releases mint Token-2022 NFTs here (the demo mints Light
+    // compressed tokens on the same validator)
+    let args = [e2e::light_args(), e2e::escrow_args(&admin_pk)].concat();
+    let v = e2e::start(&args);
     let rt = e2e::runtime();
     let chain = v.chain();
     let treasury = Keypair::new();
-    v.fund(&admin.pubkey(), 2);
+    v.fund(&admin_pk, 2);
     v.fund(&treasury.pubkey(), 1);
-    let init = escrow::initialize_config(
-        &admin.pubkey(),
-        &escrow::NewConfig {
-            treasury: treasury.pubkey(),
-            fee_bps: 100,
-            slash_bps: 5_000,
-            release_window_secs: WINDOW,
-            min_stake: STAKE,
-        },
+
+    // deployed, not configured; `escrow configure` by a stranger is refused
+    let shown = ok(&v, &admin, &["escrow", "show", "--json"]);
+    assert_eq!(
+        (&shown["deployed"], &shown["config"]),
+        (&Value::Bool(true), &Value::Null)
     );
-    rt.block_on(chain.send(&[init], &[&admin])).unwrap();
+    let treasury_s = treasury.pubkey().to_string();
+    let (window_s, stake_s) = (WINDOW.to_string(), STAKE.to_string());
+    let configure: Vec<&str> = vec![
+        "escrow",
+        "configure",
+        "--treasury",
+        &treasury_s,
+        "--fee-bps",
+        "100",
+        "--slash-bps",
+        "5000",
+        "--release-window-secs",
+        &window_s,
+        "--min-stake-lamports",
+        &stake_s,
+        "--json",
+    ];
+    let stranger = Env::new();
+    stranger.ok(&["wallet", "new"]);
+    ok(&v, &stranger, &["wallet", "airdrop", "1", "--json"]);
+    let refused = onchain(&v, &stranger, &configure);
+    assert_eq!(refused.code, 1, "{}", refused.stderr);
+    assert!(
+        refused
+            .stderr
+            .contains(&format!("not the escrow program's upgrade authority ({admin_pk})")),
+        "{}",
+        refused.stderr
+    );
+    // the authority configures it once; the same again sends nothing;
+    // other settings are refused with the field that differs
+    let done = ok(&v, &admin, &configure);
+    assert_eq!(done["result"]["outcome"], "initialized", "{done}");
+    let again = ok(&v, &admin, &configure);
+    assert_eq!(again["result"]["outcome"], "already_configured", "{again}");
+    let mut other = configure.clone();
+    other[5] = "200";
+    let differs = onchain(&v, &admin, &other);
+    assert_eq!(differs.code, 2, "{}", differs.stderr);
+    assert!(
+        differs.stderr.contains("fee_bps = 100 (asked: 200)"),
+        "{}",
+        differs.stderr
+    );
+    let shown = ok(&v, &admin, &["escrow", "show", "--json"]);
+    assert_eq!(shown["config"]["treasury"], treasury_s.as_str());
+    assert_eq!(shown["config"]["admin"], admin_pk.to_string());
+    assert_eq!(shown["config"]["release_window_secs"], WINDOW);
+    assert_eq!(shown["config"]["min_stake_lamports"], STAKE);
 
     // the seller lists through the program
     let work = tempfile::tempdir().unwrap();

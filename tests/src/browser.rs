@@ -13,9 +13,11 @@ pub struct Chromium {
 }
 
 impl Chromium {
-    /// The installed Chromium ([`crate::chromium`]), or `None` (skip).
-    pub fn find() -> Option<Chromium> {
-        crate::chromium().map(|bin| Chromium { bin })
+    /// The installed Chromium ([`crate::chromium`]; missing fails the test).
+    pub fn find() -> Chromium {
+        Chromium {
+            bin: crate::chromium(),
+        }
     }
 
     fn run(&self, extra: &[String], url: &str) -> std::process::Output {

@@ -23,7 +23,7 @@ use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
 /// The agave version `localnet/install` builds.
-pub const AGAVE_VERSION: &str = "3.1.12";
+pub const AGAVE_VERSION: &str = "4.2.2";
 
 /// A running validator.
 pub struct TestValidator {
@@ -140,6 +140,39 @@ pub fn light_args() -> Vec<String> {
     args.push("--account-dir".into());
     args.push(cli.join("accounts").to_string_lossy().into_owned());
     args
+}
+
+/// The escrow program's SBF build that `localnet/install` makes
+/// (`$BRAINCTL_ESCROW_SO`, else `<cache>/sbf/escrow.so`); missing fails
+/// the test and names the install step.
+pub fn escrow_so() -> PathBuf {
+    let so = std::env::var_os("BRAINCTL_ESCROW_SO")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| {
+            validator_bin()
+                .ancestors()
+                .nth(3)
+                .expect("cache dir")
+                .join("sbf/escrow.so")
+        });
+    assert!(
+        so.is_file(),
+        "{} missing: run ./localnet/install (its step localnet/install-sbf builds the escrow program)",
+        so.display()
+    );
+    so
+}
+
+/// `--upgradeable-program` flags deploying the escrow program's SBF build
+/// at genesis with `authority` as its upgrade authority (who alone may
+/// configure it), as `localnet/up` does.
+pub fn escrow_args(authority: &Pubkey) -> Vec<String> {
+    vec![
+        "--upgradeable-program".into(),
+        node::escrow::PROGRAM_ID.into(),
+        escrow_so().to_string_lossy().into_owned(),
+        authority.to_string(),
+    ]
 }
 
 /// A directory for a service this test process starts (a ledger, a
@@ -445,43 +478,41 @@ pub fn logged_listen_address(log: &std::path::Path) -> String {
 }
 
 /// A venv under the brainctl cache (`$BRAINCTL_CACHE`, default
-/// ~/.cache/brainctl) or at `$override_var`: its python, or `None` (the test
-/// skips) where it is not installed; under CI=true a missing venv fails the
-/// test instead (`localnet/install` creates it).
-fn cached_venv_python(override_var: &str, dir: &str, what: &str) -> Option<PathBuf> {
+/// ~/.cache/brainctl) or at `$override_var`: its python. `localnet/install`
+/// creates it, so a missing venv fails the test and names that step (a
+/// test never passes by skipping).
+fn cached_venv_python(override_var: &str, dir: &str, what: &str) -> PathBuf {
     let cache = std::env::var_os("BRAINCTL_CACHE")
         .map(PathBuf::from)
         .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cache/brainctl")));
-    let py = std::env::var_os(override_var)
+    let venv = std::env::var_os(override_var)
         .map(PathBuf::from)
         .or_else(|| cache.map(|c| c.join(dir)))
-        .map(|venv| venv.join("bin/python"))
-        .filter(|py| py.exists());
-    if py.is_none() {
-        assert!(
-            std::env::var("CI").is_err(),
-            "CI=true but {what} is missing: run localnet/install"
-        );
-        eprintln!("skipping: {what} not installed (run localnet/install)");
-    }
+        .expect("HOME or BRAINCTL_CACHE is set");
+    let py = venv.join("bin/python");
+    assert!(
+        py.exists(),
+        "{what} is missing ({} not found): run ./localnet/install (it creates {dir}; or set {override_var})",
+        py.display()
+    );
     py
 }
 
 /// The reference venv's python (Python brainctl 2.8.0): ref-venv, or
 /// BRAINCTL_REF_VENV.
-pub fn ref_python() -> Option<PathBuf> {
+pub fn ref_python() -> PathBuf {
     cached_venv_python("BRAINCTL_REF_VENV", "ref-venv", "the reference venv")
 }
 
 /// The MCP client venv's python (the `mcp` SDK from PyPI): mcp-venv, or
 /// BRAINCTL_MCP_VENV.
-pub fn mcp_python() -> Option<PathBuf> {
+pub fn mcp_python() -> PathBuf {
     cached_venv_python("BRAINCTL_MCP_VENV", "mcp-venv", "the MCP client venv")
 }
 
-/// Headless Chromium (Debian `chromium`, or `$BRAINCTL_CHROMIUM`), or
-/// `None` (the test skips; under CI=true it fails).
-pub fn chromium() -> Option<PathBuf> {
+/// Headless Chromium (Debian `chromium`, or `$BRAINCTL_CHROMIUM`);
+/// `localnet/install` installs it, so a missing one fails the test.
+pub fn chromium() -> PathBuf {
     let found = std::env::var_os("BRAINCTL_CHROMIUM")
         .map(PathBuf::from)
         .or_else(|| {
@@ -491,14 +522,7 @@ pub fn chromium() -> Option<PathBuf> {
                 .find(|p| p.exists())
         })
         .filter(|p| p.exists());
-    if found.is_none() {
-        assert!(
-            std::env::var("CI").is_err(),
-            "CI=true but chromium is missing: run localnet/install"
-        );
-        eprintln!("skipping: chromium not installed (run localnet/install)");
-    }
-    found
+    found.expect("chromium is missing: run ./localnet/install (it installs Debian's chromium; or set BRAINCTL_CHROMIUM)")
 }
 
 /// The reference's own CLI (`brainctl` of the reference venv) over a
@@ -512,10 +536,13 @@ pub struct RefBrain {
 }
 
 impl RefBrain {
-    /// `brainctl init` of a new brain.db in `home`; `None` (the test
-    /// skips) where the reference venv is not installed, as [`ref_python`].
-    pub fn init(home: &std::path::Path) -> Option<RefBrain> {
-        let bin = ref_python()?.parent()?.join("brainctl");
+    /// `brainctl init` of a new brain.db in `home` (the reference venv
+    /// must be installed, as [`ref_python`]).
+    pub fn init(home: &std::path::Path) -> RefBrain {
+        let bin = ref_python()
+            .parent()
+            .expect("the venv's bin dir")
+            .join("brainctl");
         std::fs::create_dir_all(home).expect("brain home");
         let brain = RefBrain {
             bin,
@@ -523,7 +550,7 @@ impl RefBrain {
             db: home.join("brain.db"),
         };
         brain.json(&["init"]);
-        Some(brain)
+        brain
     }
 
     /// `brainctl <args>` on its brain.db, which must succeed with JSON.

@@ -1,6 +1,7 @@
 //! One module per command group; [`run`] dispatches.
 
 mod browse;
+mod escrow;
 mod export;
 mod files;
 mod import;
@@ -25,6 +26,7 @@ pub fn run(command: Command, ctx: &Context) -> CliResult<u8> {
         Command::Import(a) => import::run(&a, ctx),
         Command::Storage(c) => storage::run(c, ctx),
         Command::Marketplace(c) => marketplace::run(c, ctx),
+        Command::Escrow(c) => escrow::run(c, ctx),
         Command::Mcp(a) => mcp::run(a, ctx),
     }
 }

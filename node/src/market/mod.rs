@@ -2,7 +2,8 @@
 //! ([`manifest`]: listing, offer, counter) and the release [`envelope`];
 //! the seller's `list` and `cancel` ([`list`]), negotiation
 //! ([`negotiate`]), the buyer's plan, pay and fetch ([`buy`]), escrow plans
-//! checked against the program's accounts ([`escrow_trade`]), transaction
+//! checked against the program's accounts ([`escrow_trade`]), the
+//! program operator's `initialize_config` ([`escrow_admin`]), transaction
 //! builders ([`tx`]) and the chain's view of a listing ([`status`]).
 //!
 //! Never judges a buy (that is [`crate::settle`]'s) and never runs a loop
@@ -12,6 +13,8 @@
 #[cfg(feature = "chain")]
 pub mod buy;
 pub mod envelope;
+#[cfg(feature = "chain")]
+pub mod escrow_admin;
 #[cfg(feature = "chain")]
 pub mod escrow_trade;
 #[cfg(feature = "chain")]

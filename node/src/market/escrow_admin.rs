@@ -1,0 +1,248 @@
+//! The escrow program's one operator action: `initialize_config`, sent by
+//! the program's upgrade authority (the program refuses anyone else), and
+//! made safe to repeat: a cluster already configured with the same
+//! settings is left alone, one configured otherwise is refused with the
+//! field that differs (the program has no way to change a config).
+//!
+//! Checks before sending: the program is deployed, the wallet is its
+//! upgrade authority (read from its ProgramData account), the settings are
+//! in the program's bounds. Never touches listings or escrows.
+
+use crate::chain::{Chain, ChainError, Keypair, Pubkey, Signer};
+use crate::escrow::{self, ConfigAccount, NewConfig};
+use crate::market::escrow_trade::{read_account, EscrowPlanError, EscrowReadError};
+
+/// The program's largest release fee (`MAX_FEE_BPS` of `programs/escrow`).
+pub const MAX_FEE_BPS: u16 = 1_000;
+
+/// Why the config was not written.
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigureError {
+    /// A setting outside the program's bounds.
+    #[error("{field} = {value}: {why}")]
+    Setting {
+        /// The flag's field.
+        field: &'static str,
+        /// Its value.
+        value: String,
+        /// The bound.
+        why: &'static str,
+    },
+    /// The program is not deployed (or not upgradeable).
+    #[error("escrow program {} is not deployed as an upgradeable program on this cluster; deploy its SBF build first (localnet/up does)", escrow::PROGRAM_ID)]
+    NotDeployed,
+    /// The wallet cannot configure it.
+    #[error("wallet {wallet} is not the escrow program's upgrade authority ({authority}); run this with that wallet")]
+    NotAuthority {
+        /// This wallet.
+        wallet: Pubkey,
+        /// The program's authority (`none` if immutable).
+        authority: String,
+    },
+    /// Configured before, differently.
+    #[error("the escrow program is already configured with {field} = {onchain} (asked: {asked}); a config is set once and never changed")]
+    Differs {
+        /// The first field that differs.
+        field: &'static str,
+        /// On chain.
+        onchain: String,
+        /// Asked.
+        asked: String,
+    },
+    /// Reading the program's accounts.
+    #[error(transparent)]
+    Read(#[from] EscrowReadError),
+    /// Sending.
+    #[error(transparent)]
+    Chain(#[from] ChainError),
+}
+
+/// What [`configure`] did.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+#[serde(tag = "outcome", rename_all = "snake_case")]
+pub enum Configured {
+    /// `initialize_config` landed.
+    Initialized {
+        /// Its signature.
+        signature: String,
+        /// Its slot.
+        slot: u64,
+    },
+    /// The same settings were already on chain: nothing sent.
+    AlreadyConfigured,
+}
+
+/// Checks `c` against the program's bounds (`initialize_config` refuses
+/// the same, after the fee is paid).
+pub fn check_settings(c: &NewConfig) -> Result<(), ConfigureError> {
+    let bad = |field, value: String, why| {
+        Err(ConfigureError::Setting { field, value, why })
+    };
+    if c.fee_bps > MAX_FEE_BPS {
+        return bad("fee_bps", c.fee_bps.to_string(), "at most 1000 (10 %)");
+    }
+    if c.slash_bps > 10_000 {
+        return bad("slash_bps", c.slash_bps.to_string(), "at most 10000 (the whole stake)");
+    }
+    if c.release_window_secs <= 0 {
+        return bad(
+            "release_window_secs",
+            c.release_window_secs.to_string(),
+            "must be above 0",
+        );
+    }
+    Ok(())
+}
+
+/// The first field where the chain's config differs from `c`.
+pub fn first_difference(onchain: &ConfigAccount, c: &NewConfig) -> Option<ConfigureError> {
+    let differs = |field, onchain: String, asked: String| {
+        (onchain != asked).then_some(ConfigureError::Differs {
+            field,
+            onchain,
+            asked,
+        })
+    };
+    differs("treasury", onchain.treasury.to_string(), c.treasury.to_string())
+        .or_else(|| differs("fee_bps", onchain.fee_bps.to_string(), c.fee_bps.to_string()))
+        .or_else(|| {
+            differs(
+                "slash_bps",
+                onchain.slash_bps.to_string(),
+                c.slash_bps.to_string(),
+            )
+        })
+        .or_else(|| {
+            differs(
+                "release_window_secs",
+                onchain.release_window_secs.to_string(),
+                c.release_window_secs.to_string(),
+            )
+        })
+        .or_else(|| {
+            differs(
+                "min_stake",
+                onchain.min_stake.to_string(),
+                c.min_stake.to_string(),
+            )
+        })
+}
+
+/// The upgrade authority recorded in an upgradeable loader ProgramData
+/// account (tag 3, slot, `Option<Pubkey>`), or `None` when the bytes are
+/// not one; `Some(None)` for an immutable program.
+pub fn upgrade_authority(program_data: &[u8]) -> Option<Option<Pubkey>> {
+    let tag = u32::from_le_bytes(program_data.get(..4)?.try_into().ok()?);
+    if tag != 3 {
+        return None;
+    }
+    match program_data.get(12)? {
+        0 => Some(None),
+        1 => Some(Some(Pubkey::try_from(program_data.get(13..45)?).ok()?)),
+        _ => None,
+    }
+}
+
+/// Writes the program's config as `admin` (its upgrade authority), or
+/// confirms the same config is there.
+pub async fn configure(
+    chain: &Chain,
+    admin: &Keypair,
+    c: &NewConfig,
+) -> Result<Configured, ConfigureError> {
+    check_settings(c)?;
+    match crate::market::escrow_trade::read_config(chain).await {
+        Ok(onchain) => {
+            return match first_difference(&onchain, c) {
+                Some(e) => Err(e),
+                None => Ok(Configured::AlreadyConfigured),
+            }
+        }
+        Err(EscrowReadError::Plan(EscrowPlanError::NoConfig)) => {}
+        Err(EscrowReadError::Plan(EscrowPlanError::NotDeployed)) => {
+            return Err(ConfigureError::NotDeployed)
+        }
+        Err(e) => return Err(e.into()),
+    }
+    let data = read_account(chain, &escrow::program_data_address(), |_, d| {
+        Ok(d.to_vec())
+    })
+    .await?
+    .ok_or(ConfigureError::NotDeployed)?;
+    let authority = upgrade_authority(&data).ok_or(ConfigureError::NotDeployed)?;
+    if authority != Some(admin.pubkey()) {
+        return Err(ConfigureError::NotAuthority {
+            wallet: admin.pubkey(),
+            authority: authority.map_or("none: immutable".into(), |a| a.to_string()),
+        });
+    }
+    let sent = chain
+        .send(&[escrow::initialize_config(&admin.pubkey(), c)], &[admin])
+        .await?;
+    Ok(Configured::Initialized {
+        signature: sent.signature.to_string(),
+        slot: sent.slot,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn config() -> NewConfig {
+        NewConfig {
+            treasury: Pubkey::new_unique(),
+            fee_bps: 100,
+            slash_bps: 5_000,
+            release_window_secs: 120,
+            min_stake: 1_000,
+        }
+    }
+
+    #[test]
+    fn settings_out_of_the_programs_bounds_name_their_field() {
+        assert!(check_settings(&config()).is_ok());
+        for (c, field) in [
+            (NewConfig { fee_bps: 1_001, ..config() }, "fee_bps"),
+            (NewConfig { slash_bps: 10_001, ..config() }, "slash_bps"),
+            (NewConfig { release_window_secs: 0, ..config() }, "release_window_secs"),
+        ] {
+            let e = check_settings(&c).unwrap_err();
+            assert!(e.to_string().starts_with(field), "{e}");
+        }
+    }
+
+    #[test]
+    fn the_same_config_is_no_difference_and_another_names_the_field() {
+        let c = config();
+        let onchain = ConfigAccount {
+            admin: Pubkey::new_unique(),
+            treasury: c.treasury,
+            fee_bps: c.fee_bps,
+            slash_bps: c.slash_bps,
+            release_window_secs: c.release_window_secs,
+            min_stake: c.min_stake,
+        };
+        assert!(first_difference(&onchain, &c).is_none());
+        let other = NewConfig { min_stake: 7, ..c };
+        let e = first_difference(&onchain, &other).unwrap();
+        assert!(e.to_string().contains("min_stake = 1000 (asked: 7)"), "{e}");
+    }
+
+    #[test]
+    fn the_upgrade_authority_reads_from_program_data_bytes() {
+        let who = Pubkey::new_unique();
+        let mut data = vec![3, 0, 0, 0];
+        data.extend_from_slice(&42u64.to_le_bytes());
+        data.push(1);
+        data.extend_from_slice(who.as_ref());
+        data.extend_from_slice(&[0xAA; 16]); // the program's bytes follow
+        assert_eq!(upgrade_authority(&data), Some(Some(who)));
+        data[12] = 0;
+        assert_eq!(upgrade_authority(&data[..13]), Some(None));
+        assert_eq!(upgrade_authority(&[2, 0, 0, 0]), None);
+        assert_eq!(upgrade_authority(&[3, 0]), None);
+        data[12] = 1;
+        assert_eq!(upgrade_authority(&data[..20]), None, "truncated key");
+    }
+}
