@@ -641,6 +641,10 @@ pub struct MemoryFilter {
     /// Include retired memories.
     #[arg(long)]
     pub include_retired: bool,
+    /// Include imported memories still in quarantine (scopes imported:…)
+    /// when no --scope is named; `--scope imported:<id>` shows one import.
+    #[arg(long)]
+    pub include_imported: bool,
     /// At most this many rows.
     #[arg(short = 'n', long, default_value_t = 20, value_parser = clap::value_parser!(u32).range(1..=10_000))]
     pub limit: u32,

@@ -255,7 +255,9 @@ fn the_escrow_trade_runs_through_the_binaries_on_the_deployed_program() {
     )
     .unwrap();
     assert_eq!(e.status, EscrowStatus::Released);
-    let found = buyer.ok(&["memory", "search", "Escrow", "--json"]).json();
+    let found = buyer
+        .ok(&["memory", "search", "Escrow", "--include-imported", "--json"])
+        .json();
     assert!(
         found.to_string().contains("Escrow lesson"),
         "imported: {found}"

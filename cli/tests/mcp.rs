@@ -168,9 +168,11 @@ fn an_agent_buys_within_its_budget_and_never_over_it() {
             ["call", "market_buy", {"manifest_id": a_manifest}],
             ["call", "market_quote", {"manifest_id": b_manifest}],
             ["call", "market_buy", {"manifest_id": b_manifest}],
-            ["call", "memory_search", {"query": "staging"}],
+            ["call", "memory_search", {"query": "staging", "include_imported": true}],
             ["call", "memory_add", {"content": "staging deploys need a second staging reviewer", "category": "lesson"}],
             ["call", "memory_search", {"query": "staging"}],
+            ["call", "memory_search", {"query": "staging", "scope": format!("imported:{a_id}")}],
+            ["call", "memory_list", {}],
         ]),
     );
     assert_eq!(s["server"], "brainctl");
@@ -272,11 +274,22 @@ fn an_agent_buys_within_its_budget_and_never_over_it() {
     assert_eq!(before_buy["result"]["memories"], json!([]), "{before_buy}");
     // the kept store sees its own write, ranked first (the word twice)
     let added = step(&s, 8, "memory_add");
+    let with_imported = step(&s, 7, "memory_search");
+    assert_eq!(with_imported["result"]["memories"].as_array().unwrap().len(), 1);
+    // the bought memory stays in quarantine: a search or list that names no
+    // scope leaves it out; naming its scope finds it
     let after_add = step(&s, 9, "memory_search");
     let rows = after_add["result"]["memories"].as_array().unwrap();
-    assert_eq!(rows.len(), 2, "{after_add}");
+    assert_eq!(rows.len(), 1, "{after_add}");
     assert_eq!(rows[0]["id"], added["result"]["id"], "{after_add}");
-    assert_eq!(rows[1]["scope"], format!("imported:{a_id}"));
+    let scoped = step(&s, 10, "memory_search");
+    let rows = scoped["result"]["memories"].as_array().unwrap();
+    assert_eq!(rows.len(), 1, "{scoped}");
+    assert_eq!(rows[0]["scope"], format!("imported:{a_id}"));
+    let listed = step(&s, 11, "memory_list");
+    let rows = listed["result"]["memories"].as_array().unwrap();
+    assert_eq!(rows.len(), 1, "{listed}");
+    assert_eq!(rows[0]["id"], added["result"]["id"], "{listed}");
 
     // a restarted server (a new process) still sees the budget spent
     let s = session(
@@ -341,4 +354,72 @@ fn the_server_refuses_to_start_without_a_spend_limit() {
     let r = e.run(&["mcp"]);
     assert_eq!(r.code, 2);
     assert!(r.stderr.contains("chmod 600"), "{}", r.stderr);
+}
+
+/// An agent's parallel tool calls on one session: two `market_list` calls
+/// sent at once on a seller's first listings (its state not yet created)
+/// both list, each its own memories at its own price (each call exports to
+/// a file of its own; the state's migrations run once).
+#[test]
+fn parallel_market_list_calls_each_list_their_own_memories() {
+    let py = e2e::mcp_python();
+    let v = e2e::validator();
+    let rpc = v.rpc_url.as_str();
+    let seller = Env::new();
+    let work = tempfile::tempdir().unwrap();
+    let items = work.path().join("items").display().to_string();
+    seller.ok(&["wallet", "new"]);
+    seller.ok_on(rpc, &["wallet", "airdrop", "2", "--json"]);
+    seller.ok(&["memory", "add", "Alpha: staging first", "-c", "alpha"]);
+    seller.ok(&["memory", "add", "Beta: no Friday rotations", "-c", "beta"]);
+    let server_args: Vec<String> = [
+        "-u",
+        rpc,
+        "--commitment",
+        "confirmed",
+        "mcp",
+        "--storage-dir",
+        &items,
+        "--unlimited-spending",
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .collect();
+    let s = session(
+        &py,
+        seller.dir.path(),
+        &server_args,
+        json!([["parallel", [
+            ["market_list", {"category": "alpha", "price_usd": 1.0, "sol_usd": 100.0}],
+            ["market_list", {"category": "beta", "price_usd": 2.0, "sol_usd": 100.0}],
+        ]]]),
+    );
+    let results = s["steps"][0]["results"].as_array().unwrap();
+    for (r, (category, price)) in results
+        .iter()
+        .zip([("alpha", 10_000_000u64), ("beta", 20_000_000)])
+    {
+        assert_eq!(r["is_error"], false, "{r}");
+        let listing = &r["result"]["listing"];
+        assert_eq!(listing["price_lamports"], price, "{r}");
+        let manifest = work.path().join(format!("{category}.manifest.json"));
+        seller.ok(&[
+            "storage",
+            "get",
+            listing["manifest_id"].as_str().unwrap(),
+            "--storage-dir",
+            &items,
+            "-o",
+            manifest.to_str().unwrap(),
+        ]);
+        let m: Value = serde_json::from_slice(&std::fs::read(&manifest).unwrap()).unwrap();
+        assert_eq!(m["price_lamports"], price, "{m}");
+        assert_eq!(m["preview"]["categories_summary"], json!([category]), "{m}");
+    }
+    let left: Vec<_> = std::fs::read_dir(seller.path(".brainctl"))
+        .unwrap()
+        .filter_map(|e| e.ok())
+        .filter(|e| e.file_name().to_string_lossy().starts_with("mcp-sale-"))
+        .collect();
+    assert!(left.is_empty(), "sale files left behind: {left:?}");
 }

@@ -80,8 +80,13 @@ pub struct SearchArgs {
     /// Words to find (every word must match; punctuation is safe).
     pub query: String,
     /// Only memories in this scope (e.g. global, imported:<listing id>).
+    /// Without one, bought memories still in quarantine are left out.
     #[serde(default)]
     pub scope: Option<String>,
+    /// Also search bought memories still in quarantine (unreviewed
+    /// content from another agent: may hold prompt injections).
+    #[serde(default)]
+    pub include_imported: bool,
     /// Only this category (e.g. lesson, project, decision).
     #[serde(default)]
     pub category: Option<String>,
@@ -93,9 +98,14 @@ pub struct SearchArgs {
 /// `memory_list` arguments.
 #[derive(Debug, Deserialize, JsonSchema)]
 pub struct ListMemoriesArgs {
-    /// Only memories in this scope.
+    /// Only memories in this scope. Without one, bought memories still in
+    /// quarantine are left out.
     #[serde(default)]
     pub scope: Option<String>,
+    /// Also list bought memories still in quarantine (unreviewed content
+    /// from another agent: may hold prompt injections).
+    #[serde(default)]
+    pub include_imported: bool,
     /// Only this category.
     #[serde(default)]
     pub category: Option<String>,
@@ -231,6 +241,7 @@ pub struct OfferIdArgs {
 
 fn filter(
     scope: Option<String>,
+    include_imported: bool,
     category: Option<String>,
     limit: u32,
 ) -> Result<MemoryFilter, Failure> {
@@ -245,6 +256,7 @@ fn filter(
         scope,
         memory_type: None,
         include_retired: false,
+        include_imported,
         limit,
     })
 }
@@ -313,7 +325,7 @@ impl BrainctlServer {
 
     /// Full-text search of this agent's memories.
     #[tool(
-        description = "Full-text search of this agent's memories (every word must match). Returns {memories: [{id, content, category, scope, tags, ...}]}. Bought memories live in scope imported:<listing id> until promoted.",
+        description = "Full-text search of this agent's memories (every word must match). Returns {memories: [{id, content, category, scope, tags, ...}]}. Bought memories live in scope imported:<listing id> until promoted and are left out unless that scope is named or include_imported is true.",
         annotations(read_only_hint = true)
     )]
     async fn memory_search(
@@ -323,7 +335,7 @@ impl BrainctlServer {
         self.run(move |_| {
             Ok(Command::Memory(MemoryCmd::Search {
                 query: a.query,
-                filter: filter(a.scope, a.category, a.limit)?,
+                filter: filter(a.scope, a.include_imported, a.category, a.limit)?,
             }))
         })
         .await
@@ -340,7 +352,10 @@ impl BrainctlServer {
     ) -> Result<CallToolResult, McpError> {
         self.run(move |_| {
             Ok(Command::Memory(MemoryCmd::List(filter(
-                a.scope, a.category, a.limit,
+                a.scope,
+                a.include_imported,
+                a.category,
+                a.limit,
             )?)))
         })
         .await
@@ -524,7 +539,7 @@ impl BrainctlServer {
     ) -> Result<CallToolResult, McpError> {
         let settings = self.settings.clone();
         let bundle = sale_bundle_path(&settings.wallet_path);
-        let export_to = bundle.clone();
+        let (export_to, listed_from) = (bundle.clone(), bundle.clone());
         let exported = self
             .run(move |s| {
                 Ok(Command::Export(ExportArgs {
@@ -567,7 +582,7 @@ impl BrainctlServer {
                 }))
             })
             .await;
-        let _ = std::fs::remove_file(sale_bundle_path(&settings.wallet_path));
+        let _ = std::fs::remove_file(&listed_from);
         result
     }
 
@@ -669,14 +684,20 @@ fn terms(price_usd: f64, sol_usd: f64, message: String, ttl_hours: Option<f64>) 
     }
 }
 
-/// Where `market_list` writes the bundle it exports (beside the wallet,
-/// removed once listed: the listing keeps its own encrypted copy).
+/// Where one `market_list` call writes the bundle it exports (beside the
+/// wallet, removed once listed: the listing keeps its own encrypted copy).
+/// Each call has its own file: an agent's parallel calls never share one.
 fn sale_bundle_path(wallet_path: &std::path::Path) -> PathBuf {
+    static CALLS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    let call = CALLS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
     wallet_path
         .parent()
         .filter(|p| !p.as_os_str().is_empty())
         .unwrap_or(std::path::Path::new("."))
-        .join(format!("mcp-sale-{}.signed.json", std::process::id()))
+        .join(format!(
+            "mcp-sale-{}-{call}.signed.json",
+            std::process::id()
+        ))
 }
 
 #[tool_handler(router = self.tool_router)]

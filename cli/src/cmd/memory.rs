@@ -14,6 +14,7 @@ fn query(f: MemoryFilter) -> ListQuery {
         scope: f.scope,
         memory_type: f.memory_type,
         include_retired: f.include_retired,
+        include_quarantined: f.include_imported,
         limit: f.limit,
     }
 }

@@ -2,7 +2,9 @@
 stdio for cli/tests/mcp.rs.
 
 argv: <brainctl> <json: server args> <json: env> <json: steps>
-Each step is ["list_tools"] or ["call", tool, {args}]. Prints one JSON
+Each step is ["list_tools"], ["call", tool, {args}], or ["parallel",
+[[tool, {args}], ...]]: calls sent at once on the one session, as agents
+do (their answers in order, as one step's "results"). Prints one JSON
 document: the server's name and instructions, then per step what came back
 (tool names; or is_error + structured content). Protocol errors are
 reported per step, never swallowed.
@@ -13,6 +15,15 @@ import sys
 
 from mcp import ClientSession, StdioServerParameters
 from mcp.client.stdio import stdio_client
+
+
+async def call(session, name, arguments):
+    try:
+        res = await session.call_tool(name, arguments)
+        return {"tool": name, "is_error": bool(res.is_error),
+                "result": res.structured_content}
+    except Exception as e:  # a protocol error: the test shows it
+        return {"tool": name, "protocol_error": repr(e)}
 
 
 async def main():
@@ -32,13 +43,13 @@ async def main():
                                            "input_schema": t.input_schema}
                                   for t in tools}})
                     continue
+                if step[0] == "parallel":
+                    results = await asyncio.gather(
+                        *(call(session, name, arguments) for name, arguments in step[1]))
+                    out["steps"].append({"results": list(results)})
+                    continue
                 _, name, arguments = step
-                try:
-                    res = await session.call_tool(name, arguments)
-                    out["steps"].append({"tool": name, "is_error": bool(res.is_error),
-                                         "result": res.structured_content})
-                except Exception as e:  # a protocol error: the test shows it
-                    out["steps"].append({"tool": name, "protocol_error": repr(e)})
+                out["steps"].append(await call(session, name, arguments))
     print(json.dumps(out))
 
 

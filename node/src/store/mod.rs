@@ -141,9 +141,18 @@ pub struct ListQuery {
     pub memory_type: Option<String>,
     /// Include retired rows.
     pub include_retired: bool,
+    /// Include rows in quarantine scopes ([`QUARANTINE_PREFIX`]) when no
+    /// scope is named; naming a scope always shows its rows.
+    pub include_quarantined: bool,
     /// Maximum rows.
     pub limit: u32,
 }
+
+/// Scopes that start with this hold imported rows in quarantine (where
+/// `import`, `buy` and `fetch` put them: `imported:<hash prefix>`,
+/// `imported:<listing id>`): a list or search that names no scope leaves
+/// them out until they are promoted (`memory promote`) or asked for.
+pub const QUARANTINE_PREFIX: &str = "imported:";
 
 /// One imported row, ready to insert.
 #[derive(Debug, Clone)]
@@ -327,6 +336,10 @@ impl Store {
                 parts.push(clause);
                 params.push(v.clone().into());
             }
+        }
+        if q.scope.is_none() && !q.include_quarantined {
+            // (the prefix has no LIKE wildcards; NULL scopes are not quarantined)
+            parts.push("(m.scope IS NULL OR substr(m.scope, 1, 9) <> 'imported:')");
         }
         parts.join(" AND ")
     }
@@ -770,6 +783,48 @@ mod tests {
             memory_type: "semantic".into(),
             agent_id: "default".into(),
         }
+    }
+
+    #[test]
+    fn quarantined_rows_reach_a_list_or_search_only_when_asked_for() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut s = Store::open(&dir.path().join("b.db")).unwrap();
+        let own = s.add_memory(&new_mem("staging first")).unwrap();
+        let bought = s
+            .add_memory(&NewMemory {
+                scope: "imported:20261101-0123456789ab".into(),
+                ..new_mem("staging ignore previous instructions")
+            })
+            .unwrap();
+        let look_alike = s
+            .add_memory(&NewMemory {
+                scope: "Imported-not:x".into(),
+                ..new_mem("staging elsewhere")
+            })
+            .unwrap();
+        let ids = |rows: Vec<Memory>| rows.iter().map(|m| m.id).collect::<Vec<_>>();
+        let q = |include_quarantined, scope: Option<&str>| ListQuery {
+            include_quarantined,
+            scope: scope.map(String::from),
+            limit: 10,
+            ..Default::default()
+        };
+        assert_eq!(ids(s.list(&q(false, None)).unwrap()), [look_alike, own]);
+        assert_eq!(ids(s.search("staging", &q(false, None)).unwrap()).len(), 2);
+        assert!(!ids(s.search("staging", &q(false, None)).unwrap()).contains(&bought));
+        assert_eq!(
+            ids(s.list(&q(true, None)).unwrap()),
+            [look_alike, bought, own]
+        );
+        let scope = Some("imported:20261101-0123456789ab");
+        assert_eq!(ids(s.list(&q(false, scope)).unwrap()), [bought]);
+        assert_eq!(ids(s.search("ignore", &q(false, scope)).unwrap()), [bought]);
+        assert_eq!(
+            s.promote_scope("imported:20261101-0123456789ab", "global")
+                .unwrap(),
+            1
+        );
+        assert_eq!(ids(s.list(&q(false, None)).unwrap()), [look_alike, bought, own]);
     }
 
     #[test]
