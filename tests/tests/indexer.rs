@@ -41,6 +41,16 @@ struct Market {
 
 impl Market {
     async fn list(&self, seller: &Wallet, visibility: &str, bundle_hash: &str) -> Listing {
+        self.list_for(seller, visibility, bundle_hash, 24.0).await
+    }
+
+    async fn list_for(
+        &self,
+        seller: &Wallet,
+        visibility: &str,
+        bundle_hash: &str,
+        duration_hours: f64,
+    ) -> Listing {
         let id = node::market::list::new_listing_id();
         let now = time::OffsetDateTime::now_utc().unix_timestamp();
         let manifest = build_listing(
@@ -51,7 +61,7 @@ impl Market {
                 payment_address: None,
                 price_usd: 9.0,
                 price_lamports: PRICE,
-                duration_hours: 24.0,
+                duration_hours,
                 visibility,
                 encrypted_bundle_uri: "ar://blob",
                 metadata_uri: "ar://meta",
@@ -838,5 +848,37 @@ fn the_writer_service_polls_serves_and_stops_on_its_shutdown_future() {
     assert!(
         std::net::TcpStream::connect(addr).is_err(),
         "the port is closed after shutdown"
+    );
+}
+
+/// `/settle` judges expiry by the chain's clock with a margin, never by the
+/// fold's "now" (on a quiet market, the newest folded block): a listing
+/// that the clock has expired, though the last fold still shows it live,
+/// gets no buy transaction, nor does one expiring within the margin.
+#[test]
+fn settle_refuses_a_listing_expired_by_the_chains_clock_on_a_quiet_market() {
+    let world = Scenario::start();
+    let (rt, api) = (&world.rt, &world.api);
+    // 18 s: inside the 30 s margin at once, expired by the clock soon after
+    let listing = rt.block_on(world.market.list_for(&world.seller, "auction", &"ab".repeat(32), 0.005));
+    world.poll();
+    let token = rt.block_on(api.sign_in(&world.buyer));
+    let path = format!("/listings/{}/settle", listing.listing_id);
+    let body = json!({"buyer_x25519_pubkey": world.buyer.x25519_address(), "cluster": "localnet"});
+    let (code, within) = rt.block_on(api.post(&path, body.clone(), Some(&token)));
+    assert_eq!(code, 409, "{within}");
+    assert!(
+        within["detail"].as_str().unwrap().contains("expires within 30 s by the chain's clock"),
+        "{within}"
+    );
+    // past its expiry by the chain's clock; no poll since, so the fold's
+    // newest block is still the listing's own
+    let expires_at = listing.expires_at;
+    e2e::validator().wait_block_time(expires_at + 1);
+    let (code, expired) = rt.block_on(api.post(&path, body, Some(&token)));
+    assert_eq!(code, 409, "{expired}");
+    assert!(
+        expired["detail"].as_str().unwrap().contains(&format!("expires_at {expires_at}")),
+        "{expired}"
     );
 }

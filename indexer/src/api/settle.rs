@@ -38,6 +38,11 @@ pub(super) struct SettleBody {
     currency: Option<String>,
 }
 
+/// Seconds a listing (or accepted offer) must stay live past the chain's
+/// clock for `/settle` to hand out its transaction: the buy has to land
+/// and be judged by its own block time before the terms expire.
+pub const SETTLE_MARGIN_SECS: i64 = 30;
+
 pub(super) async fn settle(
     AxState(st): AxState<AppState>,
     Path(id): Path<String>,
@@ -58,13 +63,26 @@ pub(super) async fn settle(
         .source
         .as_ref()
         .ok_or_else(|| ApiError::unavailable("this indexer runs without RPC; settle is off"))?;
+    // expiry by the chain's clock, not the fold's (on a quiet market the
+    // newest folded block is old): a buy must land, and `listen` judge it
+    // by its block time, before the listing or the offer expires
+    let cluster_now = source
+        .chain()
+        .cluster_time()
+        .await
+        .map_err(|e| ApiError::unavailable(format!("RPC: {e}")))?;
     let s = st.ix.state();
+    let now = s.now.max(cluster_now).saturating_add(SETTLE_MARGIN_SECS);
     let l = super::request::known_listing(&s, &id)?;
-    if l.status(s.now) != "live" {
-        return Err(ApiError::conflict(format!(
-            "listing {id} is {}",
-            l.status(s.now)
-        )));
+    match l.status(now) {
+        "live" => {}
+        "expired" => {
+            return Err(ApiError::conflict(format!(
+                "listing {id} has expired or expires within {SETTLE_MARGIN_SECS} s by the chain's clock (expires_at {}, chain time {cluster_now})",
+                l.expires_at
+            )))
+        }
+        other => return Err(ApiError::conflict(format!("listing {id} is {other}"))),
     }
     let buyer = Pubkey::from_str(&who).map_err(|_| ApiError::bad("session pubkey"))?;
     if let Some(program) = l.manifest.get("escrow_program").and_then(Value::as_str) {
@@ -84,7 +102,7 @@ pub(super) async fn settle(
         let x25519 = node::crypto::b58_array::<32>(&b.buyer_x25519_pubkey)
             .ok_or_else(|| ApiError::bad("`buyer_x25519_pubkey` is not a base58 32-byte key"))?;
         let chain = source.chain();
-        let ixs = deposit_plan(chain, &buyer, &x25519, &listing, &st.registry, s.now)
+        let ixs = deposit_plan(chain, &buyer, &x25519, &listing, &st.registry, now)
             .await
             .map_err(|e| match e {
                 EscrowReadError::Plan(p) => ApiError::conflict(p.to_string()),
@@ -128,7 +146,7 @@ pub(super) async fn settle(
         fee: None,
     };
     // the lowest price binding this wallet now; a named offer must be one of them
-    let (price, used_offer) = node::settle::binding_price(&terms, &accepted, &who, s.now);
+    let (price, used_offer) = node::settle::binding_price(&terms, &accepted, &who, now);
     if let Some(o) = &b.offer_id {
         offer_id(o)?;
         if used_offer.as_deref() != Some(o.as_str()) {

@@ -164,6 +164,17 @@ impl Chain {
             .copied()
     }
 
+    /// The cluster's clock: the block time of its newest slot at our
+    /// commitment (what `listen` and the indexer judge expiry by), never
+    /// this machine's.
+    pub async fn cluster_time(&self) -> Result<i64, ChainError> {
+        let slot = with_retry("getSlot", || {
+            self.rpc.get_slot_with_commitment(self.commitment)
+        })
+        .await?;
+        with_retry("getBlockTime", || self.rpc.get_block_time(slot)).await
+    }
+
     /// `getHealth`.
     pub async fn health(&self) -> Result<(), ChainError> {
         with_retry("getHealth", || self.rpc.get_health()).await
