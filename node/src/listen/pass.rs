@@ -5,9 +5,11 @@
 //!    recorded `seen` (a failed one is rejected at once); the checkpoint
 //!    moves to the newest signature at a finalized slot only;
 //! 2. every due `seen` buy (this pass's and any earlier pass's or crash's)
-//!    is fetched and verified or rejected with its reason;
-//! 3. every due `verified` buy gets its envelope, every due
-//!    `envelope_uploaded` buy its release.
+//!    is fetched and verified or rejected with its reason, a chunk at a
+//!    time with several fetches in flight;
+//! 3. after each chunk, every due `verified` buy gets its envelope, every
+//!    due `envelope_uploaded` buy its release (so junk buys queued behind
+//!    an honest one never delay its release by more than a chunk).
 //!
 //! Nothing a stranger puts on chain ends a pass: a memo field or a
 //! transaction in any shape is at worst no buy or a rejected one. A
@@ -53,6 +55,12 @@ pub trait Catalog {
 
 /// Release transactions in flight at once.
 pub const RELEASE_CONCURRENCY: usize = 8;
+
+/// Buys verified (transactions fetched) at once.
+pub const VERIFY_CONCURRENCY: usize = 16;
+
+/// `seen` buys verified before the verified ones go on to their release.
+pub const VERIFY_CHUNK: usize = 64;
 
 /// Counts of one pass.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
@@ -101,10 +109,16 @@ pub async fn run_once(
             report.discovery_error = Some(e.to_string());
         }
     }
-    verify_due(chain, db, seller, catalog, &mut report).await?;
-    upload_due(db, seller, uploader, catalog, &mut report).await?;
-    release_due(chain, db, seller, catalog, &mut report).await?;
-    Ok(report)
+    // verified buys go on to their release a chunk at a time, so a flood
+    // of junk `seen` rows never holds up buys verified before it ends
+    loop {
+        let more = verify_due(chain, db, seller, catalog, &mut report).await?;
+        upload_due(db, seller, uploader, catalog, &mut report).await?;
+        release_due(chain, db, seller, catalog, &mut report).await?;
+        if !more {
+            return Ok(report);
+        }
+    }
 }
 
 /// A step's failure: the state database (fatal to the pass) or the chain
@@ -239,17 +253,27 @@ async fn discover(
     Ok(())
 }
 
-/// Verifies (or rejects) every `seen` buy that is due, oldest first. Not
-/// visible yet, or an RPC error, is a retry on that buy, never a verdict.
+/// Verifies (or rejects) up to [`VERIFY_CHUNK`] due `seen` buys, oldest
+/// first, [`VERIFY_CONCURRENCY`] fetched at once; the verdicts are
+/// recorded in order. Not visible yet, or an RPC error, is a retry on that
+/// buy, never a verdict. Returns whether more were due than one chunk.
 async fn verify_due(
     chain: &Chain,
     db: &mut ListenDb,
     seller: &Wallet,
     catalog: &dyn Catalog,
     report: &mut PassReport,
-) -> Result<(), StateError> {
-    for row in db.due(BuyState::Seen, now_ms())? {
-        match verdict_of(chain, seller, catalog, &row).await {
+) -> Result<bool, StateError> {
+    let mut due = db.due(BuyState::Seen, now_ms())?;
+    let more = due.len() > VERIFY_CHUNK;
+    due.truncate(VERIFY_CHUNK);
+    let verdicts: Vec<_> = futures_util::stream::iter(due.iter())
+        .map(|row| verdict_of(chain, seller, catalog, row))
+        .buffered(VERIFY_CONCURRENCY)
+        .collect()
+        .await;
+    for (row, verdict) in due.iter().zip(verdicts) {
+        match verdict {
             Ok(Ok(buy)) => {
                 db.mark_verified(&buy)?;
                 super::fault::maybe_abort("verified");
@@ -263,7 +287,7 @@ async fn verify_due(
             Err(e) => retry_later(db, &row.signature, &e, "buy not verified yet", report)?,
         }
     }
-    Ok(())
+    Ok(more)
 }
 
 /// The verdict on one `seen` buy, or why none can be given yet.
