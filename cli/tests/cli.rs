@@ -196,17 +196,15 @@ fn export_verify_import_round_trip() {
         .ok(&["import", file.to_str().unwrap(), "--json"])
         .json();
     assert_eq!(again["already_imported"], true);
-    let count = |args: &[&str]| {
-        buyer.ok(args).json()["memories"]
-            .as_array()
-            .unwrap()
-            .len()
-    };
+    let count = |args: &[&str]| buyer.ok(args).json()["memories"].as_array().unwrap().len();
     // quarantine: rows in the import's scope reach a plain list or search
     // only when asked for (the suspicious one included)
     assert_eq!(count(&["memory", "list", "--json"]), 0);
     assert_eq!(count(&["memory", "search", "ignore", "--json"]), 0);
-    assert_eq!(count(&["memory", "list", "--include-imported", "--json"]), 2);
+    assert_eq!(
+        count(&["memory", "list", "--include-imported", "--json"]),
+        2
+    );
     assert_eq!(
         count(&["memory", "search", "ignore", "--include-imported", "--json"]),
         1
@@ -218,7 +216,11 @@ fn export_verify_import_round_trip() {
         ])
         .json();
     assert_eq!(moved["moved"], 2);
-    assert_eq!(count(&["memory", "list", "--json"]), 2, "promoted rows are the buyer's own");
+    assert_eq!(
+        count(&["memory", "list", "--json"]),
+        2,
+        "promoted rows are the buyer's own"
+    );
 }
 
 #[test]

@@ -132,9 +132,9 @@ fn the_escrow_trade_runs_through_the_binaries_on_the_deployed_program() {
     let refused = onchain(&v, &stranger, &configure);
     assert_eq!(refused.code, 1, "{}", refused.stderr);
     assert!(
-        refused
-            .stderr
-            .contains(&format!("not the escrow program's upgrade authority ({admin_pk})")),
+        refused.stderr.contains(&format!(
+            "not the escrow program's upgrade authority ({admin_pk})"
+        )),
         "{}",
         refused.stderr
     );

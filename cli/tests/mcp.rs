@@ -275,7 +275,13 @@ fn an_agent_buys_within_its_budget_and_never_over_it() {
     // the kept store sees its own write, ranked first (the word twice)
     let added = step(&s, 8, "memory_add");
     let with_imported = step(&s, 7, "memory_search");
-    assert_eq!(with_imported["result"]["memories"].as_array().unwrap().len(), 1);
+    assert_eq!(
+        with_imported["result"]["memories"]
+            .as_array()
+            .unwrap()
+            .len(),
+        1
+    );
     // the bought memory stays in quarantine: a search or list that names no
     // scope leaves it out; naming its scope finds it
     let after_add = step(&s, 9, "memory_search");

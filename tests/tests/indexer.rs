@@ -860,7 +860,12 @@ fn settle_refuses_a_listing_expired_by_the_chains_clock_on_a_quiet_market() {
     let world = Scenario::start();
     let (rt, api) = (&world.rt, &world.api);
     // 18 s: inside the 30 s margin at once, expired by the clock soon after
-    let listing = rt.block_on(world.market.list_for(&world.seller, "auction", &"ab".repeat(32), 0.005));
+    let listing = rt.block_on(world.market.list_for(
+        &world.seller,
+        "auction",
+        &"ab".repeat(32),
+        0.005,
+    ));
     world.poll();
     let token = rt.block_on(api.sign_in(&world.buyer));
     let path = format!("/listings/{}/settle", listing.listing_id);
@@ -868,7 +873,10 @@ fn settle_refuses_a_listing_expired_by_the_chains_clock_on_a_quiet_market() {
     let (code, within) = rt.block_on(api.post(&path, body.clone(), Some(&token)));
     assert_eq!(code, 409, "{within}");
     assert!(
-        within["detail"].as_str().unwrap().contains("expires within 30 s by the chain's clock"),
+        within["detail"]
+            .as_str()
+            .unwrap()
+            .contains("expires within 30 s by the chain's clock"),
         "{within}"
     );
     // past its expiry by the chain's clock; no poll since, so the fold's
@@ -878,7 +886,10 @@ fn settle_refuses_a_listing_expired_by_the_chains_clock_on_a_quiet_market() {
     let (code, expired) = rt.block_on(api.post(&path, body, Some(&token)));
     assert_eq!(code, 409, "{expired}");
     assert!(
-        expired["detail"].as_str().unwrap().contains(&format!("expires_at {expires_at}")),
+        expired["detail"]
+            .as_str()
+            .unwrap()
+            .contains(&format!("expires_at {expires_at}")),
         "{expired}"
     );
 }

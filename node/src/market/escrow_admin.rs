@@ -75,14 +75,16 @@ pub enum Configured {
 /// Checks `c` against the program's bounds (`initialize_config` refuses
 /// the same, after the fee is paid).
 pub fn check_settings(c: &NewConfig) -> Result<(), ConfigureError> {
-    let bad = |field, value: String, why| {
-        Err(ConfigureError::Setting { field, value, why })
-    };
+    let bad = |field, value: String, why| Err(ConfigureError::Setting { field, value, why });
     if c.fee_bps > MAX_FEE_BPS {
         return bad("fee_bps", c.fee_bps.to_string(), "at most 1000 (10 %)");
     }
     if c.slash_bps > 10_000 {
-        return bad("slash_bps", c.slash_bps.to_string(), "at most 10000 (the whole stake)");
+        return bad(
+            "slash_bps",
+            c.slash_bps.to_string(),
+            "at most 10000 (the whole stake)",
+        );
     }
     if c.release_window_secs <= 0 {
         return bad(
@@ -103,29 +105,39 @@ pub fn first_difference(onchain: &ConfigAccount, c: &NewConfig) -> Option<Config
             asked,
         })
     };
-    differs("treasury", onchain.treasury.to_string(), c.treasury.to_string())
-        .or_else(|| differs("fee_bps", onchain.fee_bps.to_string(), c.fee_bps.to_string()))
-        .or_else(|| {
-            differs(
-                "slash_bps",
-                onchain.slash_bps.to_string(),
-                c.slash_bps.to_string(),
-            )
-        })
-        .or_else(|| {
-            differs(
-                "release_window_secs",
-                onchain.release_window_secs.to_string(),
-                c.release_window_secs.to_string(),
-            )
-        })
-        .or_else(|| {
-            differs(
-                "min_stake",
-                onchain.min_stake.to_string(),
-                c.min_stake.to_string(),
-            )
-        })
+    differs(
+        "treasury",
+        onchain.treasury.to_string(),
+        c.treasury.to_string(),
+    )
+    .or_else(|| {
+        differs(
+            "fee_bps",
+            onchain.fee_bps.to_string(),
+            c.fee_bps.to_string(),
+        )
+    })
+    .or_else(|| {
+        differs(
+            "slash_bps",
+            onchain.slash_bps.to_string(),
+            c.slash_bps.to_string(),
+        )
+    })
+    .or_else(|| {
+        differs(
+            "release_window_secs",
+            onchain.release_window_secs.to_string(),
+            c.release_window_secs.to_string(),
+        )
+    })
+    .or_else(|| {
+        differs(
+            "min_stake",
+            onchain.min_stake.to_string(),
+            c.min_stake.to_string(),
+        )
+    })
 }
 
 /// The upgrade authority recorded in an upgradeable loader ProgramData
@@ -164,9 +176,11 @@ pub async fn configure(
         }
         Err(e) => return Err(e.into()),
     }
-    let data = read_account(chain, &escrow::program_data_address(), |_, d| {
-        Ok(d.to_vec())
-    })
+    let data = read_account(
+        chain,
+        &escrow::program_data_address(),
+        |_, d| Ok(d.to_vec()),
+    )
     .await?
     .ok_or(ConfigureError::NotDeployed)?;
     let authority = upgrade_authority(&data).ok_or(ConfigureError::NotDeployed)?;
@@ -203,9 +217,27 @@ mod tests {
     fn settings_out_of_the_programs_bounds_name_their_field() {
         assert!(check_settings(&config()).is_ok());
         for (c, field) in [
-            (NewConfig { fee_bps: 1_001, ..config() }, "fee_bps"),
-            (NewConfig { slash_bps: 10_001, ..config() }, "slash_bps"),
-            (NewConfig { release_window_secs: 0, ..config() }, "release_window_secs"),
+            (
+                NewConfig {
+                    fee_bps: 1_001,
+                    ..config()
+                },
+                "fee_bps",
+            ),
+            (
+                NewConfig {
+                    slash_bps: 10_001,
+                    ..config()
+                },
+                "slash_bps",
+            ),
+            (
+                NewConfig {
+                    release_window_secs: 0,
+                    ..config()
+                },
+                "release_window_secs",
+            ),
         ] {
             let e = check_settings(&c).unwrap_err();
             assert!(e.to_string().starts_with(field), "{e}");

@@ -82,7 +82,8 @@ mod tests {
             for _ in 0..8 {
                 s.spawn(|| {
                     let mut conn = Connection::open(&path).unwrap();
-                    conn.busy_timeout(std::time::Duration::from_secs(10)).unwrap();
+                    conn.busy_timeout(std::time::Duration::from_secs(10))
+                        .unwrap();
                     barrier.wait();
                     apply(&mut conn, migrations, None).unwrap();
                 });
@@ -90,8 +91,10 @@ mod tests {
         });
         let conn = Connection::open(&path).unwrap();
         let (version, rows): (i64, i64) = (
-            conn.query_row("PRAGMA user_version", [], |r| r.get(0)).unwrap(),
-            conn.query_row("SELECT count(*) FROM a", [], |r| r.get(0)).unwrap(),
+            conn.query_row("PRAGMA user_version", [], |r| r.get(0))
+                .unwrap(),
+            conn.query_row("SELECT count(*) FROM a", [], |r| r.get(0))
+                .unwrap(),
         );
         assert_eq!((version, rows), (2, 1));
     }

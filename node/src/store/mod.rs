@@ -824,7 +824,10 @@ mod tests {
                 .unwrap(),
             1
         );
-        assert_eq!(ids(s.list(&q(false, None)).unwrap()), [look_alike, bought, own]);
+        assert_eq!(
+            ids(s.list(&q(false, None)).unwrap()),
+            [look_alike, bought, own]
+        );
     }
 
     #[test]
