@@ -130,13 +130,13 @@ fn the_escrow_trade_runs_through_the_binaries_on_the_deployed_program() {
     stranger.ok(&["wallet", "new"]);
     ok(&v, &stranger, &["wallet", "airdrop", "1", "--json"]);
     let refused = onchain(&v, &stranger, &configure);
-    assert_eq!(refused.code, 1, "{}", refused.stderr);
+    assert_eq!(refused.code, 1, "{}", refused.stdout);
+    let why = refused.json()["error"].as_str().unwrap().to_string();
     assert!(
-        refused.stderr.contains(&format!(
+        why.contains(&format!(
             "not the escrow program's upgrade authority ({admin_pk})"
         )),
-        "{}",
-        refused.stderr
+        "{why}"
     );
     // the authority configures it once; the same again sends nothing;
     // other settings are refused with the field that differs
@@ -147,12 +147,9 @@ fn the_escrow_trade_runs_through_the_binaries_on_the_deployed_program() {
     let mut other = configure.clone();
     other[5] = "200";
     let differs = onchain(&v, &admin, &other);
-    assert_eq!(differs.code, 2, "{}", differs.stderr);
-    assert!(
-        differs.stderr.contains("fee_bps = 100 (asked: 200)"),
-        "{}",
-        differs.stderr
-    );
+    assert_eq!(differs.code, 2, "{}", differs.stdout);
+    let why = differs.json()["error"].as_str().unwrap().to_string();
+    assert!(why.contains("fee_bps = 100 (asked: 200)"), "{why}");
     let shown = ok(&v, &admin, &["escrow", "show", "--json"]);
     assert_eq!(shown["config"]["treasury"], treasury_s.as_str());
     assert_eq!(shown["config"]["admin"], admin_pk.to_string());
