@@ -36,6 +36,23 @@ fn session(py: &Path, home: &Path, server_args: &[String], steps: Value) -> Valu
     serde_json::from_slice(&out.stdout).expect("the client prints JSON")
 }
 
+/// `brainctl mcp`'s arguments on the validator at `rpc`, items in `items`.
+fn mcp_args(rpc: &str, items: &str, extra: &[&str]) -> Vec<String> {
+    [
+        "-u",
+        rpc,
+        "--commitment",
+        "confirmed",
+        "mcp",
+        "--storage-dir",
+        items,
+    ]
+    .iter()
+    .chain(extra)
+    .map(|s| s.to_string())
+    .collect()
+}
+
 fn step<'a>(s: &'a Value, i: usize, tool: &str) -> &'a Value {
     let st = &s["steps"][i];
     assert_eq!(st["tool"], tool, "step {i}: {st}");
@@ -134,22 +151,7 @@ fn an_agent_buys_within_its_budget_and_never_over_it() {
             &buyer.path(".brainctl/wallet.json"),
         ))
         .unwrap();
-    let server_args: Vec<String> = [
-        "-u",
-        rpc,
-        "--commitment",
-        "confirmed",
-        "mcp",
-        "--storage-dir",
-        &items,
-        "--indexer",
-        &base,
-        "--buy-timeout",
-        "120",
-    ]
-    .iter()
-    .map(|s| s.to_string())
-    .collect();
+    let server_args = mcp_args(rpc, &items, &["--indexer", &base, "--buy-timeout", "120"]);
     let (a_manifest, a_id) = &manifests[0];
     let (b_manifest, _) = &manifests[1];
     let before = balance(rpc, &buyer);
@@ -378,19 +380,7 @@ fn parallel_market_list_calls_each_list_their_own_memories() {
     seller.ok_on(rpc, &["wallet", "airdrop", "2", "--json"]);
     seller.ok(&["memory", "add", "Alpha: staging first", "-c", "alpha"]);
     seller.ok(&["memory", "add", "Beta: no Friday rotations", "-c", "beta"]);
-    let server_args: Vec<String> = [
-        "-u",
-        rpc,
-        "--commitment",
-        "confirmed",
-        "mcp",
-        "--storage-dir",
-        &items,
-        "--unlimited-spending",
-    ]
-    .iter()
-    .map(|s| s.to_string())
-    .collect();
+    let server_args = mcp_args(rpc, &items, &["--unlimited-spending"]);
     let s = session(
         &py,
         seller.dir.path(),

@@ -89,18 +89,22 @@ pub fn validator() -> &'static TestValidator {
     VALIDATOR.get_or_init(|| start(&light_args()))
 }
 
+/// `$env`, else `rel` in the cache dir `localnet/install` fills (the one
+/// the validator is in).
+fn cached(env: &str, rel: &str) -> PathBuf {
+    std::env::var_os(env).map(PathBuf::from).unwrap_or_else(|| {
+        validator_bin()
+            .ancestors()
+            .nth(3)
+            .expect("cache dir")
+            .join(rel)
+    })
+}
+
 /// Where `localnet/install` puts the npm tools (`BRAINCTL_NPM_DIR`, else
-/// `<cache>/npm` beside the validator).
+/// `<cache>/npm`).
 fn npm_dir() -> PathBuf {
-    std::env::var_os("BRAINCTL_NPM_DIR")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| {
-            validator_bin()
-                .ancestors()
-                .nth(3)
-                .expect("cache dir")
-                .join("npm")
-        })
+    cached("BRAINCTL_NPM_DIR", "npm")
 }
 
 /// `--bpf-program`/`--account-dir` flags loading the Light programs and
@@ -146,15 +150,7 @@ pub fn light_args() -> Vec<String> {
 /// (`$BRAINCTL_ESCROW_SO`, else `<cache>/sbf/escrow.so`); missing fails
 /// the test and names the install step.
 pub fn escrow_so() -> PathBuf {
-    let so = std::env::var_os("BRAINCTL_ESCROW_SO")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| {
-            validator_bin()
-                .ancestors()
-                .nth(3)
-                .expect("cache dir")
-                .join("sbf/escrow.so")
-        });
+    let so = cached("BRAINCTL_ESCROW_SO", "sbf/escrow.so");
     assert!(
         so.is_file(),
         "{} missing: run ./localnet/install (its step localnet/install-sbf builds the escrow program)",

@@ -98,46 +98,41 @@ pub fn check_settings(c: &NewConfig) -> Result<(), ConfigureError> {
 
 /// The first field where the chain's config differs from `c`.
 pub fn first_difference(onchain: &ConfigAccount, c: &NewConfig) -> Option<ConfigureError> {
-    let differs = |field, onchain: String, asked: String| {
-        (onchain != asked).then_some(ConfigureError::Differs {
+    let fields: [(&'static str, String, String); 5] = [
+        (
+            "treasury",
+            onchain.treasury.to_string(),
+            c.treasury.to_string(),
+        ),
+        (
+            "fee_bps",
+            onchain.fee_bps.to_string(),
+            c.fee_bps.to_string(),
+        ),
+        (
+            "slash_bps",
+            onchain.slash_bps.to_string(),
+            c.slash_bps.to_string(),
+        ),
+        (
+            "release_window_secs",
+            onchain.release_window_secs.to_string(),
+            c.release_window_secs.to_string(),
+        ),
+        (
+            "min_stake",
+            onchain.min_stake.to_string(),
+            c.min_stake.to_string(),
+        ),
+    ];
+    fields
+        .into_iter()
+        .find(|(_, onchain, asked)| onchain != asked)
+        .map(|(field, onchain, asked)| ConfigureError::Differs {
             field,
             onchain,
             asked,
         })
-    };
-    differs(
-        "treasury",
-        onchain.treasury.to_string(),
-        c.treasury.to_string(),
-    )
-    .or_else(|| {
-        differs(
-            "fee_bps",
-            onchain.fee_bps.to_string(),
-            c.fee_bps.to_string(),
-        )
-    })
-    .or_else(|| {
-        differs(
-            "slash_bps",
-            onchain.slash_bps.to_string(),
-            c.slash_bps.to_string(),
-        )
-    })
-    .or_else(|| {
-        differs(
-            "release_window_secs",
-            onchain.release_window_secs.to_string(),
-            c.release_window_secs.to_string(),
-        )
-    })
-    .or_else(|| {
-        differs(
-            "min_stake",
-            onchain.min_stake.to_string(),
-            c.min_stake.to_string(),
-        )
-    })
 }
 
 /// The upgrade authority recorded in an upgradeable loader ProgramData
