@@ -638,6 +638,19 @@ impl ListenDb {
         Ok(())
     }
 
+    /// Records the transaction that posted our listing's `list` memo.
+    pub fn set_list_signature(
+        &mut self,
+        listing_id: &str,
+        signature: &str,
+    ) -> Result<(), StateError> {
+        self.conn.execute(
+            "UPDATE listings SET list_signature = ?2 WHERE listing_id = ?1",
+            params![listing_id, signature],
+        )?;
+        Ok(())
+    }
+
     /// Records that our listing was cancelled at `slot`.
     pub fn mark_listing_cancelled(
         &mut self,

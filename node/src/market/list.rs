@@ -195,16 +195,12 @@ pub async fn list_bundle(
         .map_err(crate::market::escrow_trade::EscrowReadError::from)?],
         _ => vec![],
     };
-    // the seller signs; a separate payment address is not referenced (as before)
-    let sent = post_memo_with(
-        chain,
-        seller,
-        &op,
-        &seller.solana_keypair().pubkey(),
-        create,
-    )
-    .await?;
-    let record = ListingRecord {
+    // In the catalog before the memo is sent: `listen` releases a buyer
+    // who pays the moment the memo is visible (before our commitment is
+    // reached), and a crash between landing and recording strands nobody.
+    // A memo that never lands leaves a listing nobody can find on chain
+    // (cancel it, or list again).
+    let mut record = ListingRecord {
         listing_id,
         manifest_id,
         bundle_hash: hash,
@@ -214,10 +210,21 @@ pub async fn list_bundle(
         price_lamports,
         expires_at: listing.expires_at,
         cancelled_at_slot: None,
-        list_signature: sent.signature.to_string(),
+        list_signature: String::new(),
         escrow: o.escrow_stake.is_some(),
     };
     db.add_listing(&record)?;
+    // the seller signs; a separate payment address is not referenced (as before)
+    let sent = post_memo_with(
+        chain,
+        seller,
+        &op,
+        &seller.solana_keypair().pubkey(),
+        create,
+    )
+    .await?;
+    record.list_signature = sent.signature.to_string();
+    db.set_list_signature(&record.listing_id, &record.list_signature)?;
     Ok(record)
 }
 
