@@ -770,6 +770,34 @@ fn negotiated_trade_at_the_counter_price() {
         &["marketplace", "accept", offer_item, "--storage-dir", dir],
     );
     assert_eq!(twice.code, 2);
+    // a counter the seller posts after the accept (as a dishonest seller's
+    // own tooling would; our CLI refuses to counter an accepted offer) is
+    // never what `buy --offer` pays: the accept answered the 12 USD counter
+    {
+        use node::arweave::{FsStore, Source, Uploader};
+        use node::market::negotiate::{fetch_offer, make_counter, OfferTerms};
+        let rt = e2e::runtime();
+        let wallet = node::wallet::Wallet::load(&seller.path(".brainctl/wallet.json")).unwrap();
+        let store = FsStore::new(dir);
+        let offer = rt
+            .block_on(fetch_offer(&Source::Fs(store.clone()), offer_item, false))
+            .unwrap();
+        let pay_to: node::chain::Pubkey = wallet.address().parse().unwrap();
+        rt.block_on(make_counter(
+            &e2e::validator().chain(),
+            &wallet,
+            &Uploader::Fs(store),
+            &offer,
+            &pay_to,
+            &OfferTerms {
+                price_usd: 14.0,
+                price_lamports: 93_333_333,
+                message: "raised after the accept",
+                ttl_hours: 2.0,
+            },
+        ))
+        .unwrap();
+    }
 
     // someone else cannot use this offer
     let mallory = Env::new();

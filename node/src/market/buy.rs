@@ -75,6 +75,14 @@ pub enum ListingRefusal {
         /// The offer.
         offer_id: String,
     },
+    /// The agreed terms ask more than the listing does.
+    #[error("the agreed terms ask {agreed} lamports, above the listed {listed}; pay the listed price (buy without --offer)")]
+    AboveListedPrice {
+        /// The offer's or counter's price.
+        agreed: u64,
+        /// The listing's.
+        listed: u64,
+    },
 }
 
 /// Buy errors.
@@ -294,6 +302,14 @@ async fn negotiated_price(
     let price = terms.price_lamports.ok_or(ListingRefusal::TermsUnpriced)?;
     if now >= terms.expires_at {
         return Err(ListingRefusal::TermsExpired.into());
+    }
+    // a negotiation never costs more than the listing itself
+    if let Some(listed) = listing.price_lamports.filter(|l| price > *l) {
+        return Err(ListingRefusal::AboveListedPrice {
+            agreed: price,
+            listed,
+        }
+        .into());
     }
     let accepted = crate::market::negotiate::find_accept(chain, listing, &offer.offer_id).await?;
     if accepted.is_none() {

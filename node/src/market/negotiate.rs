@@ -311,33 +311,44 @@ pub async fn find_accept(
     .await
 }
 
-/// Buyer: the Arweave id of the seller's newest `counter` to `offer_id`
-/// (signed by the seller), if the seller countered. With an `accept`, the
-/// counter's terms are the ones that bind, so `buy --offer` pays them
-/// without being told `--counter`.
+/// Buyer: the Arweave id of the seller's `counter` to `offer_id` that the
+/// seller's `accept` answered: the newest counter (signed by the seller)
+/// posted before that accept, if the seller countered. With an `accept`,
+/// those terms bind, so `buy --offer` pays them without being told
+/// `--counter`. A counter posted after the accept is never paid (nor is
+/// any counter without an accept): the seller cannot raise agreed terms.
 pub async fn find_counter(
     chain: &Chain,
     listing: &Listing,
     offer_id: &str,
 ) -> Result<Option<String>, NegotiateError> {
-    for (signature, op) in crate::market::status::memo_ops(chain, &pay_to(listing)?).await? {
-        let MemoOp::Counter {
-            offer_id: o,
-            counter_arweave_id,
-            counterer_pubkey,
-        } = op
-        else {
-            continue;
-        };
-        if o != offer_id || counterer_pubkey != listing.seller_pubkey {
-            continue;
-        }
+    let signed_by_seller = |signature: String| async move {
         let sig =
             crate::chain::Signature::from_str(&signature).map_err(|_| Refusal::BadSignature)?;
-        if let Some(tx) = chain.transaction(&sig).await? {
-            if tx.succeeded && tx.signed_by(&listing.seller_pubkey) {
-                return Ok(Some(counter_arweave_id));
+        Ok::<bool, NegotiateError>(
+            chain
+                .transaction(&sig)
+                .await?
+                .is_some_and(|tx| tx.succeeded && tx.signed_by(&listing.seller_pubkey)),
+        )
+    };
+    let mut accepted = false;
+    // newest first: the seller's accept, then the counter it answered
+    for (signature, op) in crate::market::status::memo_ops(chain, &pay_to(listing)?).await? {
+        match op {
+            MemoOp::Accept { offer_id: o } if !accepted && o == offer_id => {
+                accepted = signed_by_seller(signature).await?;
             }
+            MemoOp::Counter {
+                offer_id: o,
+                counter_arweave_id,
+                counterer_pubkey,
+            } if accepted && o == offer_id && counterer_pubkey == listing.seller_pubkey => {
+                if signed_by_seller(signature).await? {
+                    return Ok(Some(counter_arweave_id));
+                }
+            }
+            _ => {}
         }
     }
     Ok(None)
