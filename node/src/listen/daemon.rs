@@ -121,6 +121,26 @@ impl Drop for Wake {
     }
 }
 
+/// A commitment `listen` refuses to release at on this cluster.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("listen on mainnet-beta releases only buys that are finalized; --commitment {0} could release for a buy a fork then drops (pass --commitment finalized)")]
+pub struct UnsafeCommitment(pub String);
+
+/// Whether `commitment` is safe to release at on a cluster of `kind`:
+/// below `finalized`, a buy can vanish in a fork after its release (real
+/// money on mainnet-beta; test money elsewhere, where faster is allowed).
+pub fn check_commitment(
+    kind: crate::chain::ClusterKind,
+    commitment: solana_commitment_config::CommitmentConfig,
+) -> Result<(), UnsafeCommitment> {
+    if kind == crate::chain::ClusterKind::MainnetBeta && !commitment.is_finalized() {
+        return Err(UnsafeCommitment(
+            format!("{:?}", commitment.commitment).to_lowercase(),
+        ));
+    }
+    Ok(())
+}
+
 /// Runs the daemon until `shutdown` completes (or after one round with
 /// `once`). `on_round` sees every pass's report as it finishes.
 pub async fn run(
@@ -182,5 +202,31 @@ pub async fn run(
                 while nudges.try_recv().is_ok() {}
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod commitment_tests {
+    use super::*;
+    use crate::chain::ClusterKind;
+    use solana_commitment_config::CommitmentConfig;
+
+    #[test]
+    fn mainnet_releases_only_at_finalized() {
+        for c in [CommitmentConfig::processed(), CommitmentConfig::confirmed()] {
+            let e = check_commitment(ClusterKind::MainnetBeta, c).unwrap_err();
+            assert!(e.to_string().contains("--commitment finalized"), "{e}");
+            for other in [
+                ClusterKind::Devnet,
+                ClusterKind::Testnet,
+                ClusterKind::Local,
+            ] {
+                assert_eq!(check_commitment(other, c), Ok(()));
+            }
+        }
+        assert_eq!(
+            check_commitment(ClusterKind::MainnetBeta, CommitmentConfig::finalized()),
+            Ok(())
+        );
     }
 }

@@ -344,9 +344,10 @@ pub async fn find_counter(
                 counter_arweave_id,
                 counterer_pubkey,
             } if accepted && o == offer_id && counterer_pubkey == listing.seller_pubkey => {
-                if signed_by_seller(signature).await? {
-                    return Ok(Some(counter_arweave_id));
+                if !signed_by_seller(signature).await? {
+                    continue; // a counter memo someone else signed
                 }
+                return Ok(Some(counter_arweave_id));
             }
             _ => {}
         }

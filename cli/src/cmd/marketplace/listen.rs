@@ -28,7 +28,10 @@ pub(super) fn listen(a: ListenArgs, ctx: &Context) -> CliResult<()> {
     let mut db = ListenDb::open_daemon(&db_path)?;
     let keys = seller_keys(ctx, &seller)?;
     let up = uploader(ctx, &storage)?;
-    let policy = node::chain::FeePolicy::from_env(ctx.block_on(chain.cluster_kind())?)?;
+    let kind = ctx.block_on(chain.cluster_kind())?;
+    node::listen::daemon::check_commitment(kind, chain.commitment())
+        .map_err(crate::failure::Failure::bad_input)?;
+    let policy = node::chain::FeePolicy::from_env(kind)?;
     let config = node::listen::daemon::DaemonConfig {
         keys,
         fee: policy.enabled.then(|| {
