@@ -416,7 +416,7 @@ impl ListenDb {
     /// buyer on the same listing that was not rejected (one escrow per
     /// buyer and listing can exist), is already recorded.
     pub fn record_deposit(&mut self, b: &VerifiedBuy) -> Result<Step, StateError> {
-        let tx = self.conn.transaction()?;
+        let tx = self.conn.savepoint()?;
         let counted: bool = tx.query_row(
             "SELECT EXISTS(SELECT 1 FROM buys WHERE signature = ?1 OR (listing_id = ?2 AND buyer = ?3 AND state != 'rejected'))",
             params![b.signature, b.listing_id, b.buyer],
@@ -489,6 +489,27 @@ impl ListenDb {
         Ok(attempts)
     }
 
+    /// Runs `f` in one commit: the steps it records become durable
+    /// together (one sync instead of one per step; each step is still its
+    /// own savepoint); an error rolls them all back, as a crash would, and
+    /// every step is idempotent to redo.
+    pub fn in_one_commit<T>(
+        &mut self,
+        f: impl FnOnce(&mut ListenDb) -> Result<T, StateError>,
+    ) -> Result<T, StateError> {
+        self.conn.execute_batch("BEGIN IMMEDIATE")?;
+        match f(self) {
+            Ok(v) => {
+                self.conn.execute_batch("COMMIT")?;
+                Ok(v)
+            }
+            Err(e) => {
+                let _ = self.conn.execute_batch("ROLLBACK");
+                Err(e)
+            }
+        }
+    }
+
     /// Unfinished buys in `state` whose next attempt is due at `now_ms`.
     pub fn due(&self, state: BuyState, now_ms: i64) -> Result<Vec<BuyRow>, StateError> {
         self.buys_where("state = ?1 AND retry_at <= ?2", &[&state, &now_ms])
@@ -505,7 +526,7 @@ impl ListenDb {
         set: &str,
         args: &[&dyn rusqlite::ToSql],
     ) -> Result<Step, StateError> {
-        let tx = self.conn.transaction()?;
+        let tx = self.conn.savepoint()?;
         let state: Option<BuyState> = tx
             .query_row(
                 "SELECT state FROM buys WHERE signature = ?1",
@@ -564,7 +585,7 @@ impl ListenDb {
     /// buy that can no longer be released (its escrow was refunded).
     pub fn mark_abandoned(&mut self, signature: &str, why: &Rejection) -> Result<Step, StateError> {
         let reason = serde_json::to_string(why).expect("serializes");
-        let tx = self.conn.transaction()?;
+        let tx = self.conn.savepoint()?;
         let n = tx.execute(
             "UPDATE buys SET state = 'rejected', reason = ?3, updated_at = ?1
              WHERE signature = ?2 AND state IN ('verified', 'envelope_uploaded')",

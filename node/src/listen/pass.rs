@@ -229,27 +229,33 @@ async fn discover(
         .signatures_for(payment_address, until.as_ref())
         .await?;
     history.reverse(); // oldest first
-    let mut newest_final: Option<(String, u64)> = None;
-    for info in &history {
-        if info.slot <= finalized {
-            newest_final = Some((info.signature.clone(), info.slot));
+                       // what this page of history shows, and the checkpoint after it, in one
+                       // commit (a flood of buy memos costs one sync, not one each)
+    db.in_one_commit(|db| {
+        let mut newest_final: Option<(String, u64)> = None;
+        for info in &history {
+            if info.slot <= finalized {
+                newest_final = Some((info.signature.clone(), info.slot));
+            }
+            let Some(listing_id) = bought_listing(info.memo.as_deref(), catalog) else {
+                continue;
+            };
+            if db.record_seen(&info.signature, &listing_id, info.slot)? == super::Step::AlreadyDone
+            {
+                continue;
+            }
+            super::fault::maybe_abort("seen");
+            report.seen += 1;
+            if info.err.is_some() {
+                db.mark_rejected(&info.signature, &Rejection::TxFailed)?;
+                report.rejected += 1;
+            }
         }
-        let Some(listing_id) = bought_listing(info.memo.as_deref(), catalog) else {
-            continue;
-        };
-        if db.record_seen(&info.signature, &listing_id, info.slot)? == super::Step::AlreadyDone {
-            continue;
+        if let Some((sig, slot)) = newest_final {
+            db.set_checkpoint(&addr, &sig, slot)?;
         }
-        super::fault::maybe_abort("seen");
-        report.seen += 1;
-        if info.err.is_some() {
-            db.mark_rejected(&info.signature, &Rejection::TxFailed)?;
-            report.rejected += 1;
-        }
-    }
-    if let Some((sig, slot)) = newest_final {
-        db.set_checkpoint(&addr, &sig, slot)?;
-    }
+        Ok(())
+    })?;
     Ok(())
 }
 
@@ -272,6 +278,18 @@ async fn verify_due(
         .buffered(VERIFY_CONCURRENCY)
         .collect()
         .await;
+    // the chunk's verdicts in one commit (a crash before it re-verifies them)
+    db.in_one_commit(|db| record_verdicts(db, &due, verdicts, report))?;
+    Ok(more)
+}
+
+/// Records each buy's verdict, or its retry.
+fn record_verdicts(
+    db: &mut ListenDb,
+    due: &[BuyRow],
+    verdicts: Vec<Result<Result<VerifiedBuy, Rejection>, String>>,
+    report: &mut PassReport,
+) -> Result<(), StateError> {
     for (row, verdict) in due.iter().zip(verdicts) {
         match verdict {
             Ok(Ok(buy)) => {
@@ -287,7 +305,7 @@ async fn verify_due(
             Err(e) => retry_later(db, &row.signature, &e, "buy not verified yet", report)?,
         }
     }
-    Ok(more)
+    Ok(())
 }
 
 /// The verdict on one `seen` buy, or why none can be given yet.

@@ -8,10 +8,13 @@
 //! - the daemon's RSS (current and peak, from /proc);
 //! - with `--hostile`: all of it again while a second thread sends the
 //!   hostile generator's transactions at the same listing, to show attacks
-//!   cost honest buyers nothing measurable.
+//!   cost honest buyers nothing measurable;
+//! - with `--junk N`: N junk buys (1 lamport each, a `buy` memo of the
+//!   listing; about a cent of fees per hundred) land first, then 5 honest
+//!   buyers pay at once: the honest releases' slots after their buys.
 //!
 //! `cargo run -p e2e --bin trade-bench -- [--sequential N]
-//! [--concurrent M] [--hostile] [--brainctl PATH]` (defaults 20, 100; the
+//! [--concurrent M] [--hostile] [--junk N] [--brainctl PATH]` (defaults 20, 100; the
 //! brainctl binary next to this one unless `--brainctl`/`BRAINCTL_BIN`;
 //! `localnet/bench` builds both).
 //! Prints one JSON line per phase.
@@ -34,6 +37,7 @@ struct Args {
     sequential: usize,
     concurrent: usize,
     hostile: bool,
+    junk: usize,
     brainctl: PathBuf,
 }
 
@@ -42,6 +46,7 @@ fn args() -> Args {
         sequential: 20,
         concurrent: 100,
         hostile: false,
+        junk: 0,
         brainctl: std::env::var_os("BRAINCTL_BIN")
             .map(PathBuf::from)
             .unwrap_or_else(|| {
@@ -61,6 +66,7 @@ fn args() -> Args {
             "--sequential" => a.sequential = num("--sequential"),
             "--concurrent" => a.concurrent = num("--concurrent"),
             "--hostile" => a.hostile = true,
+            "--junk" => a.junk = num("--junk"),
             "--brainctl" => a.brainctl = it.next().expect("--brainctl takes a path").into(),
             other => panic!("unknown argument {other} (see the module doc)"),
         }
@@ -370,9 +376,79 @@ fn main() {
         }
         assert!(daemon.try_wait().expect("wait").is_none(), "listen exited");
     }
+    if a.junk > 0 {
+        junk_flood(&rt, &chain, &whale, &target, &seller, a.junk, pid);
+        assert!(daemon.try_wait().expect("wait").is_none(), "listen exited");
+    }
     let _ = Command::new("kill")
         .args(["-TERM", &pid.to_string()])
         .status();
     let status = daemon.wait().expect("daemon");
     assert!(status.success(), "listen stopped with {status:?}");
+}
+
+/// `n` junk buys (1 lamport, a `buy` memo naming the listing, each with
+/// its own made-up X25519 key) land, then 5 honest buyers pay at once:
+/// prints the honest releases' latency.
+fn junk_flood(
+    rt: &tokio::runtime::Runtime,
+    chain: &Chain,
+    whale: &Keypair,
+    target: &Target,
+    seller: &Seller,
+    n: usize,
+    pid: u32,
+) {
+    let junkers: Vec<Wallet> = (0..8).map(|_| Wallet::generate()).collect();
+    fund_all(rt, chain, whale, &junkers, 1_000_000_000);
+    // the daemon paused while the junk lands, so all of it is waiting when
+    // the honest buys come (a flood faster than one pass, as an attacker
+    // with more bandwidth than the seller's RPC would send)
+    let signal = |sig: &str| {
+        let _ = Command::new("kill").args([sig, &pid.to_string()]).status();
+    };
+    signal("-STOP");
+    let started = Instant::now();
+    for batch in (0..n).collect::<Vec<_>>().chunks(64) {
+        let sends = batch.iter().map(|i| {
+            let k = junkers[i % junkers.len()].solana_keypair();
+            let fake_x25519 = Wallet::generate().x25519_address();
+            let ixs = buy_instructions(
+                &k.pubkey(),
+                &target.pay_to,
+                1,
+                &target.listing_id,
+                &fake_x25519,
+                &target.registry,
+                None,
+            );
+            async move { chain.send(&ixs, &[&k]).await.is_ok() }
+        });
+        rt.block_on(futures_util::future::join_all(sends));
+    }
+    let landed_in = started.elapsed();
+    let buyers: Vec<Wallet> = (0..5).map(|_| Wallet::generate()).collect();
+    fund_all(rt, chain, whale, &buyers, 100_000_000);
+    signal("-CONT");
+    let sends = buyers.iter().map(|w| {
+        let k = w.solana_keypair();
+        let ixs = buy_instructions(
+            &k.pubkey(),
+            &target.pay_to,
+            target.price,
+            &target.listing_id,
+            &w.x25519_address(),
+            &target.registry,
+            None,
+        );
+        async move {
+            let sent = chain.send(&ixs, &[&k]).await.expect("buy");
+            (sent.signature.to_string(), sent.slot, Instant::now())
+        }
+    });
+    let buys: Vec<_> = rt.block_on(futures_util::future::join_all(sends));
+    let results = wait_releases(rt, chain, &seller.db(), &buys);
+    let mut line = summary(&format!("junk-{n}"), n, &results, None, pid);
+    line["junk_landed_in_s"] = json!((landed_in.as_secs_f64() * 10.0).round() / 10.0);
+    println!("{line}");
 }
