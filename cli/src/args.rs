@@ -354,6 +354,10 @@ pub struct AnswerArgs {
     /// The offer's item id.
     #[arg(allow_hyphen_values = true)]
     pub offer: String,
+    /// Accept only if the price it binds (the offer's, or your counter's)
+    /// is exactly this many lamports; otherwise nothing is posted.
+    #[arg(long, value_name = "LAMPORTS")]
+    pub expect_lamports: Option<u64>,
     #[command(flatten)]
     pub storage: StorageOpts,
     #[command(flatten)]

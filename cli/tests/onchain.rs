@@ -747,12 +747,35 @@ fn negotiated_trade_at_the_counter_price() {
         early.stderr
     );
 
+    // the seller confirms what the accept binds: another price posts nothing
+    let unconfirmed = onchain(
+        seller,
+        &[
+            "marketplace",
+            "accept",
+            offer_item,
+            "--expect-lamports",
+            "60000000",
+            "--storage-dir",
+            dir,
+        ],
+    );
+    assert_eq!(unconfirmed.code, 2, "{}", unconfirmed.stderr);
+    assert!(
+        unconfirmed
+            .stderr
+            .contains("binds 80000000 lamports, not the 60000000 confirmed"),
+        "{}",
+        unconfirmed.stderr
+    );
     let accepted = ok(
         seller,
         &[
             "marketplace",
             "accept",
             offer_item,
+            "--expect-lamports",
+            "80000000",
             "--storage-dir",
             dir,
             "--json",

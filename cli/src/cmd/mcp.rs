@@ -239,6 +239,16 @@ pub struct OfferIdArgs {
     pub offer: String,
 }
 
+/// `market_accept` arguments.
+#[derive(Debug, Deserialize, JsonSchema)]
+pub struct AcceptArgs {
+    /// The offer's item id (market_status lists them under each listing).
+    pub offer: String,
+    /// The lamports the accept binds, confirmed: the offer's price, or your
+    /// counter's (market_status shows it); any other value posts nothing.
+    pub price_lamports: u64,
+}
+
 fn filter(
     scope: Option<String>,
     include_imported: bool,
@@ -625,15 +635,16 @@ impl BrainctlServer {
 
     /// Seller: accepts an offer.
     #[tool(
-        description = "Seller: accept an offer (at its counter's price if you countered). Posts the accept on chain. Returns {offer_id, state, price_lamports}."
+        description = "Seller: accept an offer (at its counter's price if you countered), confirming the lamports it binds: price_lamports must equal the offer's (or your counter's) price_lamports as market_status shows it, else nothing is posted. Posts the accept on chain. Returns {offer_id, state, price_lamports}."
     )]
     async fn market_accept(
         &self,
-        Parameters(a): Parameters<OfferIdArgs>,
+        Parameters(a): Parameters<AcceptArgs>,
     ) -> Result<CallToolResult, McpError> {
         self.market(move |s| {
             Ok(MarketCmd::Accept(crate::args::AnswerArgs {
                 offer: a.offer,
+                expect_lamports: Some(a.price_lamports),
                 storage: s.storage.clone(),
                 seller: s.seller.clone(),
             }))
@@ -650,6 +661,7 @@ impl BrainctlServer {
         self.market(move |s| {
             Ok(MarketCmd::Reject(crate::args::AnswerArgs {
                 offer: a.offer,
+                expect_lamports: None,
                 storage: s.storage.clone(),
                 seller: s.seller.clone(),
             }))

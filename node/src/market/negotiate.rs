@@ -29,6 +29,16 @@ pub enum Refusal {
     /// `--ttl-hours` out of range.
     #[error("--ttl-hours must be in (0, {max}]", max = MAX_OFFER_TTL_HOURS)]
     TtlOutOfRange,
+    /// The accept would bind another price than the seller confirmed.
+    #[error("accepting {offer_id} binds {binds} lamports, not the {expected} confirmed; nothing posted (check the offer, then accept with --expect-lamports {binds})")]
+    NotTheConfirmedPrice {
+        /// The offer.
+        offer_id: String,
+        /// What the accept would bind.
+        binds: u64,
+        /// What the seller confirmed.
+        expected: u64,
+    },
     /// A fetched manifest is not JSON.
     #[error("manifest {id} is not JSON: {source}")]
     NotJson {
@@ -479,7 +489,10 @@ pub async fn counter_offer(
 /// `offer`: refused when already decided, when the offer carries no price
 /// and was never countered, or (accepting) when the buyer withdrew it;
 /// then the memo is posted and the decision recorded, which is what
-/// `listen` reads to hold this buyer to the price.
+/// `listen` reads to hold this buyer to the price. With `expect_lamports`,
+/// an accept that would bind any other price is refused before anything
+/// is posted (the buyer signed the offer's lamports; the seller confirms
+/// them).
 pub async fn answer_offer(
     chain: &Chain,
     seller: &Wallet,
@@ -487,6 +500,7 @@ pub async fn answer_offer(
     offer: &Offer,
     offer_item: &str,
     accept: bool,
+    expect_lamports: Option<u64>,
 ) -> Result<Answer, NegotiateError> {
     use crate::seller::OfferState;
     let listing = our_listing(db, offer)?;
@@ -506,6 +520,14 @@ pub async fn answer_offer(
             None,
         ),
     };
+    if let Some(expected) = expect_lamports.filter(|e| accept && *e != price) {
+        return Err(Refusal::NotTheConfirmedPrice {
+            offer_id: offer.offer_id.clone(),
+            binds: price,
+            expected,
+        }
+        .into());
+    }
     let pay_to = payment_address(&listing)?;
     if accept {
         if let Some(slot) = find_withdraw(chain, &pay_to, offer).await? {

@@ -113,12 +113,12 @@ pub(super) fn withdraw(a: WithdrawArgs, ctx: &Context) -> CliResult<()> {
 
 /// `marketplace accept`.
 pub(super) fn accept(a: AnswerArgs, ctx: &Context) -> CliResult<()> {
-    decide(ctx, &a.offer, &a.storage, &a.seller, true)
+    decide(ctx, &a, true)
 }
 
 /// `marketplace reject`.
 pub(super) fn reject(a: AnswerArgs, ctx: &Context) -> CliResult<()> {
-    decide(ctx, &a.offer, &a.storage, &a.seller, false)
+    decide(ctx, &a, false)
 }
 
 /// What a seller's answer to an offer needs.
@@ -156,17 +156,17 @@ fn seller_offer(
 
 /// Seller: accept (at the countered price if countered) or reject an offer
 /// (the rules are `node::market::negotiate::answer_offer`'s).
-fn decide(
-    ctx: &Context,
-    offer: &str,
-    storage: &crate::args::StorageOpts,
-    seller: &SellerState,
-    accept: bool,
-) -> CliResult<()> {
-    let mut s = seller_offer(ctx, offer, storage, seller)?;
+fn decide(ctx: &Context, args: &AnswerArgs, accept: bool) -> CliResult<()> {
+    let mut s = seller_offer(ctx, &args.offer, &args.storage, &args.seller)?;
     let a = ctx
         .block_on(node::market::negotiate::answer_offer(
-            &s.chain, &s.wallet, &mut s.db, &s.offer, offer, accept,
+            &s.chain,
+            &s.wallet,
+            &mut s.db,
+            &s.offer,
+            &args.offer,
+            accept,
+            args.expect_lamports,
         ))
         .map_err(negotiate_failure)?;
     let v = json!({"ok": true, "offer_id": a.offer_id, "state": a.state, "price_lamports": a.price_lamports, "signature": a.signature});
