@@ -6,7 +6,10 @@
 //! - [`Fault::Status`]: every request is answered with that HTTP status
 //!   (429, 500, 502, 503 …) and a JSON-RPC-looking error body;
 //! - [`Fault::Stall`]: every request waits that long before it is served;
-//! - [`Fault::None`]: requests are forwarded unchanged.
+//! - [`Fault::None`]: requests are forwarded unchanged;
+//!
+//! and, beside the fault, [`FaultProxy::substitute`]: a lying node that
+//! answers `getTransaction` of one signature with another real transaction.
 //!
 //! HTTP/1.1 with `Content-Length` bodies (what the Solana client sends),
 //! keep-alive honoured; each request is forwarded with reqwest.
@@ -37,7 +40,12 @@ pub struct FaultProxy {
     wake: tokio::sync::watch::Sender<Fault>,
     /// Requests seen, and requests answered with a fault.
     stats: Arc<Mutex<(u64, u64)>>,
+    /// `getTransaction` of the first signature is asked for the second.
+    swap: Swap,
 }
+
+/// A signature the proxy asks about instead of another.
+type Swap = Arc<Mutex<Option<(String, String)>>>;
 
 impl FaultProxy {
     /// Starts a proxy to `upstream` (an `http://host:port` URL) on a free
@@ -49,21 +57,34 @@ impl FaultProxy {
         let fault = Arc::new(Mutex::new(Fault::None));
         let stats = Arc::new(Mutex::new((0, 0)));
         let (wake, watch) = tokio::sync::watch::channel(Fault::None);
-        let (f, s, up) = (fault.clone(), stats.clone(), upstream.to_string());
+        let swap: Swap = Arc::new(Mutex::new(None));
+        let (f, s, up, sw) = (
+            fault.clone(),
+            stats.clone(),
+            upstream.to_string(),
+            swap.clone(),
+        );
         std::thread::spawn(move || {
             let rt = tokio::runtime::Builder::new_multi_thread()
                 .worker_threads(2)
                 .enable_all()
                 .build()
                 .expect("proxy runtime");
-            rt.block_on(serve(std_listener, port, up, f, s, watch));
+            rt.block_on(serve(std_listener, port, up, f, s, sw, watch));
         });
         FaultProxy {
             url: format!("http://127.0.0.1:{port}"),
             fault,
             wake,
             stats,
+            swap,
         }
+    }
+
+    /// From now on, `getTransaction(asked)` is forwarded as
+    /// `getTransaction(answered)` (`None`: honest again).
+    pub fn substitute(&self, swap: Option<(String, String)>) {
+        *self.swap.lock().expect("swap lock") = swap;
     }
 
     /// Sets the fault from now on.
@@ -84,6 +105,7 @@ async fn serve(
     upstream: String,
     fault: Arc<Mutex<Fault>>,
     stats: Arc<Mutex<(u64, u64)>>,
+    swap: Swap,
     mut watch: tokio::sync::watch::Receiver<Fault>,
 ) {
     let client = reqwest::Client::new();
@@ -114,7 +136,7 @@ async fn serve(
             accepted = l.accept() => {
                 if let Ok((stream, _)) = accepted {
                     let (c, u, f, s) = (client.clone(), upstream.clone(), fault.clone(), stats.clone());
-                    conns.spawn(connection(stream, c, u, f, s));
+                    conns.spawn(connection(stream, c, u, f, s, swap.clone()));
                 }
             }
             changed = watch.changed() => {
@@ -134,13 +156,21 @@ async fn connection(
     upstream: String,
     fault: Arc<Mutex<Fault>>,
     stats: Arc<Mutex<(u64, u64)>>,
+    swap: Swap,
 ) {
     let (read, mut write) = stream.into_split();
     let mut read = BufReader::new(read);
     loop {
-        let Some((path, body)) = read_request(&mut read).await else {
+        let Some((path, mut body)) = read_request(&mut read).await else {
             return;
         };
+        let swapping = swap.lock().expect("swap lock").clone();
+        if let Some((asked, answered)) = swapping {
+            let text = String::from_utf8_lossy(&body);
+            if text.contains("getTransaction") && text.contains(&asked) {
+                body = text.replace(&asked, &answered).into_bytes();
+            }
+        }
         let now = *fault.lock().expect("fault lock");
         let faulted = !matches!(now, Fault::None | Fault::Stall(_));
         {

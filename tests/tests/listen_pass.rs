@@ -101,3 +101,67 @@ fn one_pass_releases_each_valid_buy_once() {
         vec![("rejected".into(), 1), ("released".into(), 5)]
     );
 }
+
+/// A lying RPC node answers `getTransaction` of an honest buy with another
+/// real transaction (here a stranger's 1-lamport buy of the same listing):
+/// the pass neither exits nor judges the honest buy by it (the answer is
+/// an error, retried later); once the node answers honestly, the buy is
+/// released.
+#[test]
+fn an_rpc_answering_another_transaction_is_never_a_verdict() {
+    let v = validator();
+    let rt = runtime();
+    let proxy = e2e::proxy::FaultProxy::start(&v.rpc_url);
+    let honest_chain = v.chain();
+    let lying_chain = node::chain::Chain::new(
+        node::chain::Endpoint::parse(&proxy.url).unwrap(),
+        node::chain::parse_commitment("confirmed").unwrap(),
+        &[node::escrow::PROGRAM_ID],
+    );
+    let shop = Shop::open(v, 5);
+    let mut shop = {
+        let listing = shop.at_price(LISTING, PRICE);
+        shop.selling(vec![listing])
+    };
+    let (buyer, stranger) = (Buyer::funded(v, 1), Buyer::funded(v, 1));
+    let junk = rt
+        .block_on(honest_chain.send(&stranger.buy(&shop, LISTING, 1), &[&stranger.key]))
+        .unwrap();
+    let honest = rt
+        .block_on(honest_chain.send(&buyer.buy(&shop, LISTING, PRICE), &[&buyer.key]))
+        .unwrap();
+    proxy.substitute(Some((
+        honest.signature.to_string(),
+        junk.signature.to_string(),
+    )));
+    let lied_to = shop.pass(&rt, &lying_chain);
+    assert_eq!((lied_to.seen, lied_to.released), (2, 0), "{lied_to:?}");
+    assert_eq!(
+        lied_to.rejected, 1,
+        "only the junk buy is rejected: {lied_to:?}"
+    );
+    assert_eq!(lied_to.failed, 1, "the lie is a retry: {lied_to:?}");
+    let row = shop.db.get(&honest.signature.to_string()).unwrap();
+    assert_eq!(row.state, node::listen::BuyState::Seen);
+    assert!(
+        row.last_error
+            .as_deref()
+            .unwrap_or("")
+            .contains("answered getTransaction"),
+        "{row:?}"
+    );
+    // an honest node: released once its retry is due
+    proxy.substitute(None);
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    loop {
+        let p = shop.pass(&rt, &lying_chain);
+        if p.released == 1 {
+            break;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "never released: {p:?}"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(500));
+    }
+}

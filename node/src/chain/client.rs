@@ -383,11 +383,21 @@ impl Chain {
         Ok((!v.is_null()).then_some(v))
     }
 
-    /// A transaction, decoded ([`ParsedTx`]).
+    /// A transaction, decoded ([`ParsedTx`]); an answer about another
+    /// transaction than `sig` is an error, never a verdict on `sig`.
     pub async fn transaction(&self, sig: &Signature) -> Result<Option<ParsedTx>, ChainError> {
         match self.transaction_json(sig).await? {
             None => Ok(None),
-            Some(v) => Ok(Some(ParsedTx::from_json_watching(&v, &self.watched)?)),
+            Some(v) => {
+                let tx = ParsedTx::from_json_watching(&v, &self.watched)?;
+                if tx.signature != sig.to_string() {
+                    return Err(ChainError::WrongTransaction {
+                        asked: sig.to_string(),
+                        got: tx.signature,
+                    });
+                }
+                Ok(Some(tx))
+            }
         }
     }
 }

@@ -62,6 +62,15 @@ pub enum ChainError {
     /// A fetched transaction had an unexpected shape.
     #[error(transparent)]
     Shape(#[from] parsed_tx::TxShapeError),
+    /// The RPC node answered with another transaction than the one asked
+    /// for (a faulty or lying node): never used, retried later.
+    #[error("RPC answered getTransaction({asked}) with transaction {got}; ignored")]
+    WrongTransaction {
+        /// The signature asked for.
+        asked: String,
+        /// The one answered.
+        got: String,
+    },
 }
 
 impl ChainError {
