@@ -6,10 +6,13 @@
 //! - [`Fault::Status`]: every request is answered with that HTTP status
 //!   (429, 500, 502, 503 …) and a JSON-RPC-looking error body;
 //! - [`Fault::Stall`]: every request waits that long before it is served;
+//! - [`Fault::HideStatuses`]: `getSignatureStatuses` always says "not
+//!   found" (the rest is forwarded);
 //! - [`Fault::None`]: requests are forwarded unchanged;
 //!
 //! and, beside the fault, [`FaultProxy::substitute`]: a lying node that
-//! answers `getTransaction` of one signature with another real transaction.
+//! answers a method's question about one signature (`getTransaction`,
+//! `getSignatureStatuses`) as if asked about another.
 //!
 //! HTTP/1.1 with `Content-Length` bodies (what the Solana client sends),
 //! keep-alive honoured; each request is forwarded with reqwest.
@@ -30,6 +33,9 @@ pub enum Fault {
     Status(u16),
     /// Wait this long, then forward.
     Stall(Duration),
+    /// Answer every `getSignatureStatuses` with "not found" (a lying
+    /// node); forward the rest.
+    HideStatuses,
 }
 
 /// A running proxy (its own thread and runtime; stops with the process).
@@ -40,12 +46,12 @@ pub struct FaultProxy {
     wake: tokio::sync::watch::Sender<Fault>,
     /// Requests seen, and requests answered with a fault.
     stats: Arc<Mutex<(u64, u64)>>,
-    /// `getTransaction` of the first signature is asked for the second.
+    /// Calls of the method about the first signature ask about the second.
     swap: Swap,
 }
 
-/// A signature the proxy asks about instead of another.
-type Swap = Arc<Mutex<Option<(String, String)>>>;
+/// (method, signature asked, signature the proxy asks about instead).
+type Swap = Arc<Mutex<Option<(String, String, String)>>>;
 
 impl FaultProxy {
     /// Starts a proxy to `upstream` (an `http://host:port` URL) on a free
@@ -81,10 +87,10 @@ impl FaultProxy {
         }
     }
 
-    /// From now on, `getTransaction(asked)` is forwarded as
-    /// `getTransaction(answered)` (`None`: honest again).
-    pub fn substitute(&self, swap: Option<(String, String)>) {
-        *self.swap.lock().expect("swap lock") = swap;
+    /// From now on, `method` calls naming `asked` are forwarded naming
+    /// `answered` instead (`None`: honest again).
+    pub fn substitute(&self, swap: Option<(&str, String, String)>) {
+        *self.swap.lock().expect("swap lock") = swap.map(|(m, a, b)| (m.to_string(), a, b));
     }
 
     /// Sets the fault from now on.
@@ -165,14 +171,16 @@ async fn connection(
             return;
         };
         let swapping = swap.lock().expect("swap lock").clone();
-        if let Some((asked, answered)) = swapping {
+        if let Some((method, asked, answered)) = swapping {
             let text = String::from_utf8_lossy(&body);
-            if text.contains("getTransaction") && text.contains(&asked) {
+            if text.contains(&format!("\"{method}\"")) && text.contains(&asked) {
                 body = text.replace(&asked, &answered).into_bytes();
             }
         }
         let now = *fault.lock().expect("fault lock");
-        let faulted = !matches!(now, Fault::None | Fault::Stall(_));
+        let hidden = now == Fault::HideStatuses
+            && String::from_utf8_lossy(&body).contains("\"getSignatureStatuses\"");
+        let faulted = hidden || !matches!(now, Fault::None | Fault::Stall(_) | Fault::HideStatuses);
         {
             let mut s = stats.lock().expect("stats lock");
             s.0 += 1;
@@ -189,7 +197,16 @@ async fn connection(
                 tokio::time::sleep(d).await;
                 forward(&client, &upstream, &path, body).await
             }
-            Fault::None => forward(&client, &upstream, &path, body).await,
+            Fault::HideStatuses if hidden => {
+                let id = serde_json::from_slice::<serde_json::Value>(&body)
+                    .ok()
+                    .and_then(|v| v.get("id").cloned())
+                    .unwrap_or(serde_json::Value::Null);
+                let reply = serde_json::json!({"jsonrpc": "2.0", "id": id,
+                    "result": {"context": {"slot": 0}, "value": [null]}});
+                (200, reply.to_string().into_bytes())
+            }
+            Fault::None | Fault::HideStatuses => forward(&client, &upstream, &path, body).await,
         };
         let head = format!(
             "HTTP/1.1 {status} {}\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n",

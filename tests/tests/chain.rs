@@ -128,3 +128,42 @@ fn pin_then_find_and_hostile_pins_do_not_count() {
     assert_eq!(found.memo, pin_memo(&h5, &me));
     assert_eq!(found.cluster, "localnet");
 }
+
+/// A node whose status queries always say "not found" (a faulty or lying
+/// RPC) must not make a send pay twice: once the blockhash has expired,
+/// the ledger is asked again before anything is rebuilt, and the transfer
+/// that landed is reported once.
+#[test]
+fn a_lying_status_query_never_makes_a_send_pay_twice() {
+    let v = validator();
+    let rt = runtime();
+    let proxy = e2e::proxy::FaultProxy::start(&v.rpc_url);
+    let lying = node::chain::Chain::new(
+        node::chain::Endpoint::parse(&proxy.url).unwrap(),
+        node::chain::parse_commitment("confirmed").unwrap(),
+        &[],
+    );
+    let payer = v.funded_keypair(1);
+    let to = node::chain::Keypair::new().pubkey();
+    proxy.set(e2e::proxy::Fault::HideStatuses);
+    let before = rt.block_on(v.chain().balance(&payer.pubkey())).unwrap();
+    let sent = rt
+        .block_on(lying.send(&[transfer(&payer.pubkey(), &to, 1_000_000)], &[&payer]))
+        .expect("the transfer landed once; reported, not sent again");
+    proxy.set(e2e::proxy::Fault::None);
+    let honest = v.chain();
+    assert_eq!(
+        rt.block_on(honest.balance(&to)).unwrap(),
+        1_000_000,
+        "paid once"
+    );
+    assert_eq!(
+        rt.block_on(honest.balance(&payer.pubkey())).unwrap(),
+        before - 1_000_000 - 5_000
+    );
+    let tx = rt
+        .block_on(honest.transaction(&sent.signature))
+        .unwrap()
+        .unwrap();
+    assert_eq!(tx.slot, sent.slot);
+}

@@ -131,6 +131,7 @@ fn an_rpc_answering_another_transaction_is_never_a_verdict() {
         .block_on(honest_chain.send(&buyer.buy(&shop, LISTING, PRICE), &[&buyer.key]))
         .unwrap();
     proxy.substitute(Some((
+        "getTransaction",
         honest.signature.to_string(),
         junk.signature.to_string(),
     )));

@@ -248,10 +248,16 @@ impl Chain {
             })
             .await?;
             tracing::debug!(%sig, last_valid, "sent; awaiting our commitment");
-            match self
+            let landed = match self
                 .wait_for_landing(&sig, last_valid, skip_preflight)
                 .await?
             {
+                Some(slot) => Some(slot),
+                // a status query that wrongly said "not found" must not
+                // make us pay twice: ask the history and the ledger again
+                None => self.landed_after_all(&sig, skip_preflight).await?,
+            };
+            match landed {
                 Some(slot) => {
                     return Ok(Sent {
                         signature: sig,
@@ -262,6 +268,49 @@ impl Chain {
             }
         }
         Err(ChainError::Expired)
+    }
+
+    /// Before a send is rebuilt: whether `sig` landed after all, by a
+    /// status query over the whole history and by `getTransaction` at
+    /// `confirmed` (two more answers that must both say "never landed").
+    async fn landed_after_all(
+        &self,
+        sig: &Signature,
+        accept_failed: bool,
+    ) -> Result<Option<u64>, ChainError> {
+        let failed = |error: String| ChainError::TxFailed {
+            signature: sig.to_string(),
+            error,
+        };
+        let sigs = [*sig];
+        let st = with_retry("getSignatureStatuses", || {
+            self.rpc.get_signature_statuses_with_history(&sigs)
+        })
+        .await?;
+        if let Some(Some(status)) = st.value.first() {
+            tracing::warn!(%sig, slot = status.slot, "a send thought expired is on chain after all; not sending again");
+            return match &status.status {
+                Err(e) if !accept_failed => Err(failed(e.to_string())),
+                _ => Ok(Some(status.slot)),
+            };
+        }
+        let params = json!([sig.to_string(), {
+            "encoding": "json",
+            "commitment": "confirmed",
+            "maxSupportedTransactionVersion": 0
+        }]);
+        let v: Value = with_retry("getTransaction", || {
+            self.rpc.send(RpcRequest::GetTransaction, params.clone())
+        })
+        .await?;
+        let Some(slot) = v.get("slot").and_then(Value::as_u64) else {
+            return Ok(None);
+        };
+        tracing::warn!(%sig, slot, "a send thought expired is on chain after all; not sending again");
+        match v.pointer("/meta/err") {
+            Some(e) if !e.is_null() && !accept_failed => Err(failed(e.to_string())),
+            _ => Ok(Some(slot)),
+        }
     }
 
     /// Waits until `sig` reaches our commitment. `Ok(None)` once its
