@@ -8,6 +8,7 @@
 //! - [`Fault::Stall`]: every request waits that long before it is served;
 //! - [`Fault::HideStatuses`]: `getSignatureStatuses` always says "not
 //!   found" (the rest is forwarded);
+//! - [`Fault::NoBlockTime`]: `getTransaction` answers lack `blockTime`;
 //! - [`Fault::None`]: requests are forwarded unchanged;
 //!
 //! and, beside the fault, [`FaultProxy::substitute`]: a lying node that
@@ -36,6 +37,10 @@ pub enum Fault {
     /// Answer every `getSignatureStatuses` with "not found" (a lying
     /// node); forward the rest.
     HideStatuses,
+    /// Forward everything, but answer `getTransaction` without its block
+    /// time (`"blockTime": null`, as nodes do for blocks whose time they
+    /// have not got).
+    NoBlockTime,
 }
 
 /// A running proxy (its own thread and runtime; stops with the process).
@@ -180,7 +185,14 @@ async fn connection(
         let now = *fault.lock().expect("fault lock");
         let hidden = now == Fault::HideStatuses
             && String::from_utf8_lossy(&body).contains("\"getSignatureStatuses\"");
-        let faulted = hidden || !matches!(now, Fault::None | Fault::Stall(_) | Fault::HideStatuses);
+        let timeless = now == Fault::NoBlockTime
+            && String::from_utf8_lossy(&body).contains("\"getTransaction\"");
+        let faulted = hidden
+            || timeless
+            || !matches!(
+                now,
+                Fault::None | Fault::Stall(_) | Fault::HideStatuses | Fault::NoBlockTime
+            );
         {
             let mut s = stats.lock().expect("stats lock");
             s.0 += 1;
@@ -206,7 +218,19 @@ async fn connection(
                     "result": {"context": {"slot": 0}, "value": [null]}});
                 (200, reply.to_string().into_bytes())
             }
-            Fault::None | Fault::HideStatuses => forward(&client, &upstream, &path, body).await,
+            Fault::NoBlockTime if timeless => {
+                let (status, reply) = forward(&client, &upstream, &path, body).await;
+                match serde_json::from_slice::<serde_json::Value>(&reply) {
+                    Ok(mut v) if v["result"].is_object() => {
+                        v["result"]["blockTime"] = serde_json::Value::Null;
+                        (status, v.to_string().into_bytes())
+                    }
+                    _ => (status, reply),
+                }
+            }
+            Fault::None | Fault::HideStatuses | Fault::NoBlockTime => {
+                forward(&client, &upstream, &path, body).await
+            }
         };
         let head = format!(
             "HTTP/1.1 {status} {}\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n",

@@ -166,3 +166,57 @@ fn an_rpc_answering_another_transaction_is_never_a_verdict() {
         std::thread::sleep(std::time::Duration::from_millis(500));
     }
 }
+
+/// A node that answers `getTransaction` without the block's time: the buy
+/// is not rejected (its expiry cannot be judged yet), it is retried; with
+/// the time known again it is released.
+#[test]
+fn a_missing_block_time_is_a_retry_never_a_rejection() {
+    let v = validator();
+    let rt = runtime();
+    let proxy = e2e::proxy::FaultProxy::start(&v.rpc_url);
+    let chain = node::chain::Chain::new(
+        node::chain::Endpoint::parse(&proxy.url).unwrap(),
+        node::chain::parse_commitment("confirmed").unwrap(),
+        &[node::escrow::PROGRAM_ID],
+    );
+    let shop = Shop::open(v, 5);
+    let mut shop = {
+        let listing = shop.at_price(LISTING, PRICE);
+        shop.selling(vec![listing])
+    };
+    let buyer = Buyer::funded(v, 1);
+    let paid = rt
+        .block_on(
+            v.chain()
+                .send(&buyer.buy(&shop, LISTING, PRICE), &[&buyer.key]),
+        )
+        .unwrap();
+    proxy.set(e2e::proxy::Fault::NoBlockTime);
+    let timeless = shop.pass(&rt, &chain);
+    assert_eq!(
+        (
+            timeless.seen,
+            timeless.rejected,
+            timeless.failed,
+            timeless.released
+        ),
+        (1, 0, 1, 0),
+        "{timeless:?}"
+    );
+    let row = shop.db.get(&paid.signature.to_string()).unwrap();
+    assert_eq!(row.state, node::listen::BuyState::Seen);
+    proxy.set(e2e::proxy::Fault::None);
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    loop {
+        let p = shop.pass(&rt, &chain);
+        if p.released == 1 {
+            break;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "never released: {p:?}"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(500));
+    }
+}

@@ -246,10 +246,8 @@ async fn discover(
             }
             super::fault::maybe_abort("seen");
             report.seen += 1;
-            if info.err.is_some() {
-                db.mark_rejected(&info.signature, &Rejection::TxFailed)?;
-                report.rejected += 1;
-            }
+            // a failure the history reports is judged from the transaction
+            // itself (verified next), never from this list alone
         }
         if let Some((sig, slot)) = newest_final {
             db.set_checkpoint(&addr, &sig, slot)?;
@@ -330,6 +328,11 @@ async fn verdict_of(
         .ok_or_else(|| "transaction not visible yet at the commitment".to_string())?;
     if !tx.succeeded {
         return Ok(Err(Rejection::TxFailed));
+    }
+    // a node that has not (yet) got the block's time: ask again later, a
+    // paid buy is never rejected for what the RPC does not know
+    if tx.block_time.is_none() {
+        return Err("the buy's block time is not known to the RPC node yet".into());
     }
     if !catalog.goods(&row.listing_id).is_some_and(|g| g.escrow) {
         let offers = tx
