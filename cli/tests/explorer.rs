@@ -10,7 +10,6 @@ mod util;
 use serde_json::Value;
 use std::time::{Duration, Instant};
 use util::services::{get, services};
-use util::Env;
 
 /// The elements of `dom` carrying `attr="value"` (a plain count; the
 /// markup is ours and regular).
@@ -33,13 +32,7 @@ fn the_explorer_shows_a_negotiated_trade_in_a_browser() {
     let browser = e2e::browser::Chromium::find();
     let v = e2e::validator();
     let rpc = v.rpc_url.as_str();
-    let (seller, buyer) = (Env::new(), Env::new());
-    let work = tempfile::tempdir().unwrap();
-    let items = work.path().join("items").display().to_string();
-    for e in [&seller, &buyer] {
-        e.ok(&["wallet", "new"]);
-        e.ok_on(rpc, &["wallet", "airdrop", "2", "--json"]);
-    }
+    let (seller, buyer, work, items) = util::funded_pair(rpc);
     seller.ok(&[
         "memory",
         "add",

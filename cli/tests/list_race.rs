@@ -11,19 +11,12 @@ mod util;
 use std::process::Stdio;
 use std::time::{Duration, Instant};
 use util::services::{get, services};
-use util::Env;
 
 #[test]
 fn a_buy_paid_before_the_sellers_list_returns_is_released() {
     let v = e2e::validator();
     let rpc = v.rpc_url.as_str();
-    let (seller, buyer) = (Env::new(), Env::new());
-    let work = tempfile::tempdir().unwrap();
-    let items = work.path().join("items").display().to_string();
-    for e in [&seller, &buyer] {
-        e.ok(&["wallet", "new"]);
-        e.ok_on(rpc, &["wallet", "airdrop", "2", "--json"]);
-    }
+    let (seller, buyer, work, items) = util::funded_pair(rpc);
     seller.ok(&[
         "memory",
         "add",

@@ -71,13 +71,7 @@ fn an_agent_buys_within_its_budget_and_never_over_it() {
     let py = e2e::mcp_python();
     let v = e2e::validator();
     let rpc = v.rpc_url.as_str();
-    let (seller, buyer) = (Env::new(), Env::new());
-    let work = tempfile::tempdir().unwrap();
-    let items = work.path().join("items").display().to_string();
-    for e in [&seller, &buyer] {
-        e.ok(&["wallet", "new"]);
-        e.ok_on(rpc, &["wallet", "airdrop", "2", "--json"]);
-    }
+    let (seller, buyer, work, items) = util::funded_pair(rpc);
 
     // two listings at 0.01 SOL each
     seller.ok(&[

@@ -104,6 +104,16 @@ impl FaultProxy {
         let _ = self.wake.send(f);
     }
 
+    /// A chain handle through this proxy, as [`crate::TestValidator::chain`]
+    /// makes one (confirmed, watching the escrow program).
+    pub fn chain(&self) -> node::chain::Chain {
+        node::chain::Chain::new(
+            node::chain::Endpoint::parse(&self.url).expect("the proxy's URL"),
+            node::chain::parse_commitment("confirmed").expect("valid"),
+            &[node::escrow::PROGRAM_ID],
+        )
+    }
+
     /// (requests seen, requests faulted) so far.
     pub fn stats(&self) -> (u64, u64) {
         *self.stats.lock().expect("stats lock")

@@ -138,11 +138,7 @@ fn a_lying_status_query_never_makes_a_send_pay_twice() {
     let v = validator();
     let rt = runtime();
     let proxy = e2e::proxy::FaultProxy::start(&v.rpc_url);
-    let lying = node::chain::Chain::new(
-        node::chain::Endpoint::parse(&proxy.url).unwrap(),
-        node::chain::parse_commitment("confirmed").unwrap(),
-        &[],
-    );
+    let lying = proxy.chain();
     let payer = v.funded_keypair(1);
     let to = node::chain::Keypair::new().pubkey();
     proxy.set(e2e::proxy::Fault::HideStatuses);

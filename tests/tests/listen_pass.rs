@@ -102,6 +102,33 @@ fn one_pass_releases_each_valid_buy_once() {
     );
 }
 
+/// A shop selling [`LISTING`] at [`PRICE`], and a proxy in front of the
+/// validator that the lying-node tests make lie.
+fn shop_behind_proxy(v: &e2e::TestValidator) -> (e2e::proxy::FaultProxy, Shop) {
+    let shop = Shop::open(v, 5);
+    let listing = shop.at_price(LISTING, PRICE);
+    (
+        e2e::proxy::FaultProxy::start(&v.rpc_url),
+        shop.selling(vec![listing]),
+    )
+}
+
+/// Passes over `shop` (through `chain`) until one releases a buy.
+fn pass_until_released(shop: &mut Shop, rt: &tokio::runtime::Runtime, chain: &node::chain::Chain) {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    loop {
+        let p = shop.pass(rt, chain);
+        if p.released == 1 {
+            return;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "never released: {p:?}"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(500));
+    }
+}
+
 /// A lying RPC node answers `getTransaction` of an honest buy with another
 /// real transaction (here a stranger's 1-lamport buy of the same listing):
 /// the pass neither exits nor judges the honest buy by it (the answer is
@@ -111,18 +138,8 @@ fn one_pass_releases_each_valid_buy_once() {
 fn an_rpc_answering_another_transaction_is_never_a_verdict() {
     let v = validator();
     let rt = runtime();
-    let proxy = e2e::proxy::FaultProxy::start(&v.rpc_url);
-    let honest_chain = v.chain();
-    let lying_chain = node::chain::Chain::new(
-        node::chain::Endpoint::parse(&proxy.url).unwrap(),
-        node::chain::parse_commitment("confirmed").unwrap(),
-        &[node::escrow::PROGRAM_ID],
-    );
-    let shop = Shop::open(v, 5);
-    let mut shop = {
-        let listing = shop.at_price(LISTING, PRICE);
-        shop.selling(vec![listing])
-    };
+    let (proxy, mut shop) = shop_behind_proxy(v);
+    let (honest_chain, lying_chain) = (v.chain(), proxy.chain());
     let (buyer, stranger) = (Buyer::funded(v, 1), Buyer::funded(v, 1));
     let junk = rt
         .block_on(honest_chain.send(&stranger.buy(&shop, LISTING, 1), &[&stranger.key]))
@@ -153,18 +170,7 @@ fn an_rpc_answering_another_transaction_is_never_a_verdict() {
     );
     // an honest node: released once its retry is due
     proxy.substitute(None);
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
-    loop {
-        let p = shop.pass(&rt, &lying_chain);
-        if p.released == 1 {
-            break;
-        }
-        assert!(
-            std::time::Instant::now() < deadline,
-            "never released: {p:?}"
-        );
-        std::thread::sleep(std::time::Duration::from_millis(500));
-    }
+    pass_until_released(&mut shop, &rt, &lying_chain);
 }
 
 /// A node that answers `getTransaction` without the block's time: the buy
@@ -174,17 +180,8 @@ fn an_rpc_answering_another_transaction_is_never_a_verdict() {
 fn a_missing_block_time_is_a_retry_never_a_rejection() {
     let v = validator();
     let rt = runtime();
-    let proxy = e2e::proxy::FaultProxy::start(&v.rpc_url);
-    let chain = node::chain::Chain::new(
-        node::chain::Endpoint::parse(&proxy.url).unwrap(),
-        node::chain::parse_commitment("confirmed").unwrap(),
-        &[node::escrow::PROGRAM_ID],
-    );
-    let shop = Shop::open(v, 5);
-    let mut shop = {
-        let listing = shop.at_price(LISTING, PRICE);
-        shop.selling(vec![listing])
-    };
+    let (proxy, mut shop) = shop_behind_proxy(v);
+    let chain = proxy.chain();
     let buyer = Buyer::funded(v, 1);
     let paid = rt
         .block_on(
@@ -207,16 +204,5 @@ fn a_missing_block_time_is_a_retry_never_a_rejection() {
     let row = shop.db.get(&paid.signature.to_string()).unwrap();
     assert_eq!(row.state, node::listen::BuyState::Seen);
     proxy.set(e2e::proxy::Fault::None);
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
-    loop {
-        let p = shop.pass(&rt, &chain);
-        if p.released == 1 {
-            break;
-        }
-        assert!(
-            std::time::Instant::now() < deadline,
-            "never released: {p:?}"
-        );
-        std::thread::sleep(std::time::Duration::from_millis(500));
-    }
+    pass_until_released(&mut shop, &rt, &chain);
 }

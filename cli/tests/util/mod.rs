@@ -88,6 +88,19 @@ impl Env {
     }
 }
 
+/// A seller and a buyer, each with a new wallet funded with 2 SOL on
+/// `rpc`, and a work dir whose `items` dir is the item store they share.
+pub fn funded_pair(rpc: &str) -> (Env, Env, tempfile::TempDir, String) {
+    let (seller, buyer) = (Env::new(), Env::new());
+    let work = tempfile::tempdir().unwrap();
+    let items = work.path().join("items").display().to_string();
+    for e in [&seller, &buyer] {
+        e.ok(&["wallet", "new"]);
+        e.ok_on(rpc, &["wallet", "airdrop", "2", "--json"]);
+    }
+    (seller, buyer, work, items)
+}
+
 pub fn fixture(name: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("../tests/fixtures/interop")

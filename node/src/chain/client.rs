@@ -294,15 +294,12 @@ impl Chain {
                 _ => Ok(Some(status.slot)),
             };
         }
-        let params = json!([sig.to_string(), {
-            "encoding": "json",
-            "commitment": "confirmed",
-            "maxSupportedTransactionVersion": 0
-        }]);
-        let v: Value = with_retry("getTransaction", || {
-            self.rpc.send(RpcRequest::GetTransaction, params.clone())
-        })
-        .await?;
+        let Some(v) = self
+            .transaction_json_at(sig, CommitmentConfig::confirmed())
+            .await?
+        else {
+            return Ok(None);
+        };
         let Some(slot) = v.get("slot").and_then(Value::as_u64) else {
             return Ok(None);
         };
@@ -420,9 +417,18 @@ impl Chain {
 
     /// `getTransaction` in jsonParsed encoding; `None` if the node has none.
     pub async fn transaction_json(&self, sig: &Signature) -> Result<Option<Value>, ChainError> {
+        self.transaction_json_at(sig, self.commitment).await
+    }
+
+    /// [`Chain::transaction_json`] at `commitment`.
+    async fn transaction_json_at(
+        &self,
+        sig: &Signature,
+        commitment: CommitmentConfig,
+    ) -> Result<Option<Value>, ChainError> {
         let params = json!([sig.to_string(), {
             "encoding": "jsonParsed",
-            "commitment": self.commitment.commitment,
+            "commitment": commitment.commitment,
             "maxSupportedTransactionVersion": 0
         }]);
         let v: Value = with_retry("getTransaction", || {

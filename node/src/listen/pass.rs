@@ -2,8 +2,10 @@
 //! 1. discover: backfill `getSignaturesForAddress(payment address)` down
 //!    to the checkpoint (paged to the end, no fixed window); every
 //!    transaction whose memos carry a `buy` of one of our listings is
-//!    recorded `seen` (a failed one is rejected at once); the checkpoint
-//!    moves to the newest signature at a finalized slot only;
+//!    recorded `seen` (a failed one too: it is judged from the transaction
+//!    itself, never from the list), the page and the checkpoint in one
+//!    commit; the checkpoint moves to the newest signature at a finalized
+//!    slot only;
 //! 2. every due `seen` buy (this pass's and any earlier pass's or crash's)
 //!    is fetched and verified or rejected with its reason, a chunk at a
 //!    time with several fetches in flight;
@@ -228,9 +230,10 @@ async fn discover(
     let mut history = chain
         .signatures_for(payment_address, until.as_ref())
         .await?;
-    history.reverse(); // oldest first
-                       // what this page of history shows, and the checkpoint after it, in one
-                       // commit (a flood of buy memos costs one sync, not one each)
+    // oldest first; what this page of history shows, and the checkpoint
+    // after it, in one commit (a flood of buy memos costs one sync, not one
+    // each)
+    history.reverse();
     db.in_one_commit(|db| {
         let mut newest_final: Option<(String, u64)> = None;
         for info in &history {
@@ -253,8 +256,8 @@ async fn discover(
             db.set_checkpoint(&addr, &sig, slot)?;
         }
         Ok(())
-    })?;
-    Ok(())
+    })
+    .map_err(PassStep::State)
 }
 
 /// Verifies (or rejects) up to [`VERIFY_CHUNK`] due `seen` buys, oldest

@@ -283,6 +283,21 @@ pub async fn make_counter(
     Ok((item, sent))
 }
 
+/// The slot of transaction `signature` if it succeeded and `signer`
+/// signed it (a memo anyone could have posted counts only then).
+async fn signed_slot(
+    chain: &Chain,
+    signature: &str,
+    signer: &str,
+) -> Result<Option<u64>, NegotiateError> {
+    let sig = crate::chain::Signature::from_str(signature).map_err(|_| Refusal::BadSignature)?;
+    Ok(chain
+        .transaction(&sig)
+        .await?
+        .filter(|tx| tx.succeeded && tx.signed_by(signer))
+        .map(|tx| tx.slot))
+}
+
 /// The slot of a successful transaction in `pay_to`'s history, signed by
 /// `signer`, carrying a memo `wanted` accepts.
 pub async fn find_signed_memo(
@@ -295,12 +310,8 @@ pub async fn find_signed_memo(
         if !wanted(&op) {
             continue;
         }
-        let sig =
-            crate::chain::Signature::from_str(&signature).map_err(|_| Refusal::BadSignature)?;
-        if let Some(tx) = chain.transaction(&sig).await? {
-            if tx.succeeded && tx.signed_by(signer) {
-                return Ok(Some(tx.slot));
-            }
+        if let Some(slot) = signed_slot(chain, &signature, signer).await? {
+            return Ok(Some(slot));
         }
     }
     Ok(None)
@@ -332,32 +343,24 @@ pub async fn find_counter(
     listing: &Listing,
     offer_id: &str,
 ) -> Result<Option<String>, NegotiateError> {
-    let signed_by_seller = |signature: String| async move {
-        let sig =
-            crate::chain::Signature::from_str(&signature).map_err(|_| Refusal::BadSignature)?;
-        Ok::<bool, NegotiateError>(
-            chain
-                .transaction(&sig)
-                .await?
-                .is_some_and(|tx| tx.succeeded && tx.signed_by(&listing.seller_pubkey)),
-        )
-    };
+    let seller = listing.seller_pubkey.as_str();
     let mut accepted = false;
     // newest first: the seller's accept, then the counter it answered
     for (signature, op) in crate::market::status::memo_ops(chain, &pay_to(listing)?).await? {
         match op {
             MemoOp::Accept { offer_id: o } if !accepted && o == offer_id => {
-                accepted = signed_by_seller(signature).await?;
+                accepted = signed_slot(chain, &signature, seller).await?.is_some();
             }
             MemoOp::Counter {
                 offer_id: o,
                 counter_arweave_id,
                 counterer_pubkey,
-            } if accepted && o == offer_id && counterer_pubkey == listing.seller_pubkey => {
-                if !signed_by_seller(signature).await? {
-                    continue; // a counter memo someone else signed
+            } if accepted && o == offer_id && counterer_pubkey == seller => {
+                // (a counter memo someone else signed is passed over)
+                let by_seller = signed_slot(chain, &signature, seller).await?;
+                if by_seller.is_some() {
+                    return Ok(Some(counter_arweave_id));
                 }
-                return Ok(Some(counter_arweave_id));
             }
             _ => {}
         }

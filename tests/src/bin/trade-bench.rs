@@ -162,6 +162,33 @@ fn fund_all(
     }
 }
 
+/// Each of `buyers` pays the listed price at once; returns each buy's
+/// (signature, slot, when it was confirmed).
+fn pay_at_once(
+    rt: &tokio::runtime::Runtime,
+    chain: &Chain,
+    buyers: &[Wallet],
+    target: &Target,
+) -> Vec<(String, u64, Instant)> {
+    let sends = buyers.iter().map(|w| {
+        let k = w.solana_keypair();
+        let ixs = buy_instructions(
+            &k.pubkey(),
+            &target.pay_to,
+            target.price,
+            &target.listing_id,
+            &w.x25519_address(),
+            &target.registry,
+            None,
+        );
+        async move {
+            let sent = chain.send(&ixs, &[&k]).await.expect("buy");
+            (sent.signature.to_string(), sent.slot, Instant::now())
+        }
+    });
+    rt.block_on(futures_util::future::join_all(sends))
+}
+
 /// Waits for each buy's release in the seller's state; returns for each
 /// (ms from `confirmed` to recorded, slots from buy to release).
 fn wait_releases(
@@ -345,24 +372,7 @@ fn main() {
         let buyers: Vec<Wallet> = (0..a.concurrent).map(|_| Wallet::generate()).collect();
         fund_all(&rt, &chain, &whale, &buyers, 100_000_000);
         let start = Instant::now();
-        let sends = buyers.iter().map(|w| {
-            let k = w.solana_keypair();
-            let ixs = buy_instructions(
-                &k.pubkey(),
-                &target.pay_to,
-                target.price,
-                &target.listing_id,
-                &w.x25519_address(),
-                &target.registry,
-                None,
-            );
-            let chain = &chain;
-            async move {
-                let sent = chain.send(&ixs, &[&k]).await.expect("buy");
-                (sent.signature.to_string(), sent.slot, Instant::now())
-            }
-        });
-        let buys: Vec<_> = rt.block_on(futures_util::future::join_all(sends));
+        let buys = pay_at_once(&rt, &chain, &buyers, &target);
         let results = wait_releases(&rt, &chain, &seller.db(), &buys);
         let span = start.elapsed();
         let h = hostile_sent.load(Ordering::SeqCst);
@@ -430,23 +440,7 @@ fn junk_flood(
     let buyers: Vec<Wallet> = (0..5).map(|_| Wallet::generate()).collect();
     fund_all(rt, chain, whale, &buyers, 100_000_000);
     signal("-CONT");
-    let sends = buyers.iter().map(|w| {
-        let k = w.solana_keypair();
-        let ixs = buy_instructions(
-            &k.pubkey(),
-            &target.pay_to,
-            target.price,
-            &target.listing_id,
-            &w.x25519_address(),
-            &target.registry,
-            None,
-        );
-        async move {
-            let sent = chain.send(&ixs, &[&k]).await.expect("buy");
-            (sent.signature.to_string(), sent.slot, Instant::now())
-        }
-    });
-    let buys: Vec<_> = rt.block_on(futures_util::future::join_all(sends));
+    let buys = pay_at_once(rt, chain, &buyers, target);
     let results = wait_releases(rt, chain, &seller.db(), &buys);
     let mut line = summary(&format!("junk-{n}"), n, &results, None, pid);
     line["junk_landed_in_s"] = json!((landed_in.as_secs_f64() * 10.0).round() / 10.0);
