@@ -1263,3 +1263,187 @@ fn listen_runs_as_a_service_beside_the_sellers_commands() {
         String::from_utf8_lossy(&out.stderr)
     );
 }
+
+/// offer → seller counter → buyer counter → accept: the accept binds the
+/// buyer's counter, the newest before it, in the seller's node exactly as
+/// in the indexer's fold, so the buyer pays it, `listen` releases it and
+/// the indexer shows the sale released (before, the seller bound its own
+/// counter: the indexer's `/settle` payment was stranded).
+#[test]
+fn a_buyer_counter_last_binds_in_listen_and_the_indexer() {
+    let m = market(&["Counter-countered lesson"], "15", "150");
+    let (seller, buyer, listed) = (&m.seller, &m.buyer, &m.listed);
+    let dir = m.dir();
+    let dir = dir.as_str();
+    let manifest = listed["listing"]["manifest_id"].as_str().unwrap();
+    let listing_id = listed["listing"]["listing_id"].as_str().unwrap();
+    let offer = ok(
+        buyer,
+        &[
+            "marketplace",
+            "offer",
+            manifest,
+            "--price-usd",
+            "9",
+            "--sol-usd",
+            "150",
+            "--storage-dir",
+            dir,
+            "--json",
+        ],
+    );
+    let offer_item = offer["offer_item_id"].as_str().unwrap();
+    ok(
+        seller,
+        &[
+            "marketplace",
+            "counter",
+            offer_item,
+            "--price-usd",
+            "12",
+            "--sol-usd",
+            "150",
+            "--storage-dir",
+            dir,
+            "--json",
+        ],
+    );
+    // the buyer answers with 10.5 USD (as the reference's client can)
+    let v = e2e::validator();
+    {
+        use node::arweave::{FsStore, Source, Uploader};
+        use node::market::negotiate::{fetch_offer, make_counter, OfferTerms};
+        let rt = e2e::runtime();
+        let wallet = node::wallet::Wallet::load(&buyer.path(".brainctl/wallet.json")).unwrap();
+        let store = FsStore::new(dir);
+        let offer = rt
+            .block_on(fetch_offer(&Source::Fs(store.clone()), offer_item, false))
+            .unwrap();
+        let pay_to: node::chain::Pubkey = listed["listing"]["payment_address"]
+            .as_str()
+            .unwrap()
+            .parse()
+            .unwrap();
+        rt.block_on(make_counter(
+            &v.chain(),
+            &wallet,
+            &Uploader::Fs(store),
+            &offer,
+            &pay_to,
+            &OfferTerms {
+                price_usd: 10.5,
+                price_lamports: 70_000_000,
+                message: "meet me at ten fifty",
+                ttl_hours: 2.0,
+            },
+        ))
+        .unwrap();
+    }
+    let own_price = onchain(
+        seller,
+        &[
+            "marketplace",
+            "accept",
+            offer_item,
+            "--expect-lamports",
+            "80000000",
+            "--storage-dir",
+            dir,
+        ],
+    );
+    assert_eq!(own_price.code, 2, "{}", own_price.stderr);
+    assert!(
+        own_price
+            .stderr
+            .contains("binds 70000000 lamports, not the 80000000 confirmed"),
+        "the seller is shown the buyer's counter: {}",
+        own_price.stderr
+    );
+    let accepted = ok(
+        seller,
+        &[
+            "marketplace",
+            "accept",
+            offer_item,
+            "--expect-lamports",
+            "70000000",
+            "--storage-dir",
+            dir,
+            "--json",
+        ],
+    );
+    assert_eq!(accepted["price_lamports"], 70_000_000u64);
+
+    let work = tempfile::tempdir().unwrap();
+    let indexer = util::services::Running(
+        std::process::Command::new(util::services::indexer_bin())
+            .args([
+                "run",
+                "--rpc",
+                v.rpc_url.as_str(),
+                "--fs-store",
+                dir,
+                "--db",
+            ])
+            .arg(work.path().join("indexer.db"))
+            .args(["--listen", "127.0.0.1:0", "--interval-ms", "300"])
+            .stdout(std::process::Stdio::null())
+            .stderr(util::services::log(&work.path().join("indexer.log")))
+            .spawn()
+            .unwrap(),
+        work.path().join("indexer.log"),
+    );
+    let base = format!("http://{}", e2e::logged_listen_address(&indexer.1));
+
+    let before = ok(buyer, &["wallet", "balance", "--json"])["lamports"]
+        .as_u64()
+        .unwrap();
+    let out = buy_while_listening(
+        buyer,
+        seller,
+        dir,
+        &[
+            "marketplace",
+            "buy",
+            manifest,
+            "--offer",
+            offer_item,
+            "--storage-dir",
+            dir,
+            "--timeout",
+            "60",
+            "--json",
+        ],
+        "listen released at the buyer's counter price",
+    );
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let spent = before
+        - ok(buyer, &["wallet", "balance", "--json"])["lamports"]
+            .as_u64()
+            .unwrap();
+    assert!(
+        (70_000_000..70_100_000).contains(&spent),
+        "paid the buyer's own counter plus fees, spent {spent}"
+    );
+    let mut shown = serde_json::Value::Null;
+    for _ in 0..100 {
+        if let Some(l) = util::services::get(&format!("{base}/listings/{listing_id}")) {
+            shown = l;
+            if shown["listing"]["releases"] == 1 {
+                break;
+            }
+        }
+        std::thread::sleep(std::time::Duration::from_millis(200));
+    }
+    assert_eq!(
+        (&shown["listing"]["sales"], &shown["listing"]["releases"]),
+        (&serde_json::json!(1), &serde_json::json!(1)),
+        "the indexer binds the same counter: {shown}\n{}",
+        indexer.tail()
+    );
+    indexer.stop();
+}

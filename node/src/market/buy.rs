@@ -60,8 +60,8 @@ pub enum ListingRefusal {
     /// The offer named is another wallet's or another listing's.
     #[error("that offer is not this wallet's offer on this listing")]
     NotYourOffer,
-    /// The counter named is not the seller's answer to the offer.
-    #[error("that counter is not the seller's counter to this offer")]
+    /// The counter named is not a counter to the offer by its seller or buyer.
+    #[error("that counter is not a counter to this offer by its seller or its buyer")]
     NotTheSellersCounter,
     /// The agreed terms fix no lamport price.
     #[error("the agreed terms carry no price_lamports")]
@@ -293,7 +293,11 @@ async fn negotiated_price(
         return Err(ListingRefusal::NotYourOffer.into());
     }
     let (terms, name) = match counter {
-        Some(c) if c.offer_id != offer.offer_id || c.from_pubkey != listing.seller_pubkey => {
+        Some(c)
+            if c.offer_id != offer.offer_id
+                || (c.from_pubkey != listing.seller_pubkey
+                    && c.from_pubkey != offer.from_pubkey) =>
+        {
             return Err(ListingRefusal::NotTheSellersCounter.into())
         }
         Some(c) => (c, format!("counter:{}", c.offer_id)),

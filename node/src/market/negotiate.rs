@@ -81,6 +81,20 @@ pub enum Refusal {
     /// Accepting an offer that names no lamport price.
     #[error("the offer carries no price_lamports; counter it instead")]
     Unpriced,
+    /// The terms an accept would bind expire before it could land.
+    #[error("the terms {offer_id}'s accept would bind expire at {expires_at} (unix), within {margin} s by the chain's clock; counter with fresh terms instead", margin = ACCEPT_MARGIN_SECS)]
+    TermsExpire {
+        /// The offer.
+        offer_id: String,
+        /// When those terms expire.
+        expires_at: i64,
+    },
+    /// A counter memo names a manifest for another offer or signer.
+    #[error("counter {item} is not a counter to this offer by the party whose memo names it")]
+    CounterMismatch {
+        /// The counter's item id.
+        item: String,
+    },
     /// The buyer withdrew the offer on chain.
     #[error("the buyer withdrew {offer_id} at slot {slot}; it can't be accepted")]
     Withdrawn {
@@ -332,40 +346,92 @@ pub async fn find_accept(
     .await
 }
 
-/// Buyer: the Arweave id of the seller's `counter` to `offer_id` that the
-/// seller's `accept` answered: the newest counter (signed by the seller)
-/// posted before that accept, if the seller countered. With an `accept`,
-/// those terms bind, so `buy --offer` pays them without being told
-/// `--counter`. A counter posted after the accept is never paid (nor is
-/// any counter without an accept): the seller cannot raise agreed terms.
-pub async fn find_counter(
+/// A counter to an offer, as its memo names it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CounterRef {
+    /// The counter manifest's Arweave item id.
+    pub item: String,
+    /// Who countered (and signed the memo): the seller or the offer's buyer.
+    pub counterer: String,
+}
+
+/// What an offer's accept binds, by the protocol's one rule (the indexer's
+/// fold applies the same): the newest counter to the offer signed by its
+/// counterer, the listing's seller or the offer's buyer, posted before the
+/// seller's first accept; no counter: the offer's own terms.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Bound {
+    /// Whether the seller's accept is on chain. Without one, `counter` is
+    /// the newest counter so far: what an accept sent now would bind.
+    pub accepted: bool,
+    /// The counter whose terms bind (`None`: the offer's).
+    pub counter: Option<CounterRef>,
+}
+
+/// Reads [`Bound`] for `offer` from `pay_to`'s history (oldest first, so
+/// a counter or accept anyone posts later never changes what bound).
+pub async fn bound_counter(
     chain: &Chain,
-    listing: &Listing,
+    pay_to: &Pubkey,
     offer_id: &str,
-) -> Result<Option<String>, NegotiateError> {
-    let seller = listing.seller_pubkey.as_str();
-    let mut accepted = false;
-    // newest first: the seller's accept, then the counter it answered
-    for (signature, op) in crate::market::status::memo_ops(chain, &pay_to(listing)?).await? {
+    seller: &str,
+    buyer: &str,
+) -> Result<Bound, NegotiateError> {
+    let mut ops = crate::market::status::memo_ops(chain, pay_to).await?;
+    ops.reverse();
+    let mut newest = None;
+    for (signature, op) in ops {
         match op {
-            MemoOp::Accept { offer_id: o } if !accepted && o == offer_id => {
-                accepted = signed_slot(chain, &signature, seller).await?.is_some();
-            }
             MemoOp::Counter {
                 offer_id: o,
                 counter_arweave_id,
                 counterer_pubkey,
-            } if accepted && o == offer_id && counterer_pubkey == seller => {
+            } if o == offer_id && (counterer_pubkey == seller || counterer_pubkey == buyer) => {
                 // (a counter memo someone else signed is passed over)
-                let by_seller = signed_slot(chain, &signature, seller).await?;
-                if by_seller.is_some() {
-                    return Ok(Some(counter_arweave_id));
+                if signed_slot(chain, &signature, &counterer_pubkey)
+                    .await?
+                    .is_some()
+                {
+                    newest = Some(CounterRef {
+                        item: counter_arweave_id,
+                        counterer: counterer_pubkey,
+                    });
+                }
+            }
+            MemoOp::Accept { offer_id: o } if o == offer_id => {
+                if signed_slot(chain, &signature, seller).await?.is_some() {
+                    return Ok(Bound {
+                        accepted: true,
+                        counter: newest,
+                    });
                 }
             }
             _ => {}
         }
     }
-    Ok(None)
+    Ok(Bound {
+        accepted: false,
+        counter: newest,
+    })
+}
+
+/// Buyer: what the seller's accept of `offer` (this buyer's offer on
+/// `listing`) binds ([`bound_counter`]). A counter posted after the accept
+/// is never paid (nor is any counter without an accept): neither side can
+/// move agreed terms.
+pub async fn find_counter(
+    chain: &Chain,
+    listing: &Listing,
+    offer: &Offer,
+) -> Result<Bound, NegotiateError> {
+    bound_counter(
+        chain,
+        &pay_to(listing)?,
+        &offer.offer_id,
+        &listing.seller_pubkey,
+        &offer.from_pubkey,
+    )
+    .await
 }
 
 /// Seller: the slot of the buyer's `withdraw` of `offer`, if any.
@@ -488,16 +554,62 @@ pub async fn counter_offer(
     })
 }
 
-/// The seller accepts (at the countered price if countered) or rejects
-/// `offer`: refused when already decided, when the offer carries no price
-/// and was never countered, or (accepting) when the buyer withdrew it;
-/// then the memo is posted and the decision recorded, which is what
-/// `listen` reads to hold this buyer to the price. With `expect_lamports`,
-/// an accept that would bind any other price is refused before anything
-/// is posted (the buyer signed the offer's lamports; the seller confirms
-/// them).
+/// Terms an accept binds: (lamports, expiry, counter item).
+type BoundTerms = (u64, i64, Option<String>);
+
+/// The lamports, expiry and counter item of what `bound` names for
+/// `offer`: the seller's own recorded counter when it is the one, else the
+/// counter manifest itself (fetched and checked: signed by its counterer,
+/// for this offer), else the offer's terms.
+async fn bound_terms(
+    source: &Source,
+    offer: &Offer,
+    bound: &Bound,
+    recorded: Option<&crate::seller::OfferRecord>,
+) -> Result<BoundTerms, NegotiateError> {
+    let Some(c) = &bound.counter else {
+        return Ok((
+            offer.price_lamports.ok_or(Refusal::Unpriced)?,
+            offer.expires_at,
+            None,
+        ));
+    };
+    if let Some(r) = recorded.filter(|r| r.counter_manifest_id.as_deref() == Some(&c.item)) {
+        return Ok((r.price_lamports, r.expires_at, Some(c.item.clone())));
+    }
+    let m = fetch_offer(source, &c.item, true).await?;
+    if m.offer_id != offer.offer_id || m.from_pubkey != c.counterer {
+        return Err(Refusal::CounterMismatch {
+            item: c.item.clone(),
+        }
+        .into());
+    }
+    Ok((
+        m.price_lamports.ok_or(Refusal::Unpriced)?,
+        m.expires_at,
+        Some(c.item.clone()),
+    ))
+}
+
+/// Seconds of validity an accept's terms must have left by the chain's
+/// clock: an accept landing after they expire binds nothing.
+pub const ACCEPT_MARGIN_SECS: i64 = 30;
+
+/// The seller accepts or rejects `offer`. An accept binds what the chain
+/// says it binds ([`bound_counter`], the indexer's rule): the newest
+/// counter by either party (a buyer who countered last is held to its own
+/// counter), else the offer; refused when already decided, when those
+/// terms name no lamports or expire within [`ACCEPT_MARGIN_SECS`] by the
+/// chain's clock, or when the buyer withdrew. With `expect_lamports`, an
+/// accept that would bind any other price is refused before anything is
+/// posted. After the accept lands its binding is read again (a counter
+/// that landed first wins) and that is what is recorded for `listen`. An
+/// accept already on chain (a crash before recording) is recorded, not
+/// posted again.
+#[allow(clippy::too_many_arguments)]
 pub async fn answer_offer(
     chain: &Chain,
+    source: &Source,
     seller: &Wallet,
     db: &mut crate::seller::ListenDb,
     offer: &Offer,
@@ -515,15 +627,24 @@ pub async fn answer_offer(
         }
         .into());
     }
-    let (price, expires_at, counter) = match recorded {
-        Some(r) => (r.price_lamports, r.expires_at, r.counter_manifest_id),
-        None => (
-            offer.price_lamports.ok_or(Refusal::Unpriced)?,
-            offer.expires_at,
-            None,
-        ),
+    let pay_to = payment_address(&listing)?;
+    let seller_address = seller.address();
+    let bound = |chain| {
+        bound_counter(
+            chain,
+            &pay_to,
+            &offer.offer_id,
+            &seller_address,
+            &offer.from_pubkey,
+        )
     };
-    if let Some(expected) = expect_lamports.filter(|e| accept && *e != price) {
+    if !accept {
+        return reject_offer(chain, seller, db, offer, offer_item, &listing, recorded).await;
+    }
+    let before = bound(chain).await?;
+    let (price, expires_at, counter) =
+        bound_terms(source, offer, &before, recorded.as_ref()).await?;
+    if let Some(expected) = expect_lamports.filter(|e| *e != price) {
         return Err(Refusal::NotTheConfirmedPrice {
             offer_id: offer.offer_id.clone(),
             binds: price,
@@ -531,35 +652,77 @@ pub async fn answer_offer(
         }
         .into());
     }
-    let pay_to = payment_address(&listing)?;
-    if accept {
-        if let Some(slot) = find_withdraw(chain, &pay_to, offer).await? {
-            return Err(Refusal::Withdrawn {
+    if let Some(slot) = find_withdraw(chain, &pay_to, offer).await? {
+        return Err(Refusal::Withdrawn {
+            offer_id: offer.offer_id.clone(),
+            slot,
+        }
+        .into());
+    }
+    let signature = if before.accepted {
+        None
+    } else {
+        let now = chain.cluster_time().await?;
+        if expires_at <= now + ACCEPT_MARGIN_SECS {
+            return Err(Refusal::TermsExpire {
                 offer_id: offer.offer_id.clone(),
-                slot,
+                expires_at,
             }
             .into());
         }
-    }
-    let (op, state) = if accept {
-        (
-            MemoOp::Accept {
-                offer_id: offer.offer_id.clone(),
-            },
-            OfferState::Accepted,
-        )
-    } else {
-        (
-            MemoOp::Reject {
-                offer_id: offer.offer_id.clone(),
-            },
-            OfferState::Rejected,
-        )
+        let op = MemoOp::Accept {
+            offer_id: offer.offer_id.clone(),
+        };
+        Some(post_memo(chain, seller, &op, &pay_to).await?.signature)
     };
-    let sent = post_memo(chain, seller, &op, &pay_to).await?;
+    // what the chain bound: a counter that landed before the accept wins
+    let after = bound(chain).await?;
+    let (price, expires_at, counter) = if after.counter == before.counter {
+        (price, expires_at, counter)
+    } else {
+        bound_terms(source, offer, &after, recorded.as_ref()).await?
+    };
     db.upsert_offer(&crate::seller::OfferRecord {
         offer_id: offer.offer_id.clone(),
         listing_id: listing.listing_id,
+        buyer: offer.from_pubkey.clone(),
+        price_lamports: price,
+        expires_at,
+        state: OfferState::Accepted,
+        counter_manifest_id: counter,
+        offer_manifest_id: offer_item.into(),
+    })?;
+    Ok(Answer {
+        offer_id: offer.offer_id.clone(),
+        state: OfferState::Accepted,
+        price_lamports: price,
+        counter_item_id: None,
+        signature: signature.map(|s| s.to_string()).unwrap_or_default(),
+    })
+}
+
+/// The seller rejects `offer`: posts `reject` and records it.
+async fn reject_offer(
+    chain: &Chain,
+    seller: &Wallet,
+    db: &mut crate::seller::ListenDb,
+    offer: &Offer,
+    offer_item: &str,
+    listing: &crate::seller::ListingRecord,
+    recorded: Option<crate::seller::OfferRecord>,
+) -> Result<Answer, NegotiateError> {
+    let state = crate::seller::OfferState::Rejected;
+    let (price, expires_at, counter) = match recorded {
+        Some(r) => (r.price_lamports, r.expires_at, r.counter_manifest_id),
+        None => (offer.price_lamports.unwrap_or(0), offer.expires_at, None),
+    };
+    let op = MemoOp::Reject {
+        offer_id: offer.offer_id.clone(),
+    };
+    let sent = post_memo(chain, seller, &op, &payment_address(listing)?).await?;
+    db.upsert_offer(&crate::seller::OfferRecord {
+        offer_id: offer.offer_id.clone(),
+        listing_id: listing.listing_id.clone(),
         buyer: offer.from_pubkey.clone(),
         price_lamports: price,
         expires_at,

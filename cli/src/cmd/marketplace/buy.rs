@@ -169,13 +169,23 @@ fn plan_payment(
             let o = ctx
                 .block_on(node::market::negotiate::fetch_offer(src, offer, false))
                 .map_err(negotiate_failure)?;
-            // the buyer's client finds the seller's counter itself: with an
-            // accept, its terms are the ones that bind
+            // the buyer's client reads what the seller's accept bound
+            // itself (a counter by either party); a `--counter` naming
+            // another one is refused, never paid
+            let bound = ctx
+                .block_on(node::market::negotiate::find_counter(chain, l, &o))
+                .map_err(negotiate_failure)?;
+            let bound_item = bound.counter.map(|c| c.item);
             let counter = match counter {
+                Some(id) if bound.accepted && bound_item.as_ref() != Some(id) => {
+                    return Err(Failure::bad_input(anyhow::anyhow!(
+                        "the seller's accept of {} bound {}, not counter {id}; buy with --offer alone",
+                        o.offer_id,
+                        bound_item.as_deref().map_or("the offer's own terms".to_string(), |b| format!("counter {b}")),
+                    )))
+                }
                 Some(id) => Some(id.clone()),
-                None => ctx
-                    .block_on(node::market::negotiate::find_counter(chain, l, &o.offer_id))
-                    .map_err(negotiate_failure)?,
+                None => bound_item,
             };
             let c = match &counter {
                 Some(id) => Some(

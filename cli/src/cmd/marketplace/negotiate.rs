@@ -161,6 +161,7 @@ fn decide(ctx: &Context, args: &AnswerArgs, accept: bool) -> CliResult<()> {
     let a = ctx
         .block_on(node::market::negotiate::answer_offer(
             &s.chain,
+            &source(ctx, &args.storage)?,
             &s.wallet,
             &mut s.db,
             &s.offer,
