@@ -508,6 +508,11 @@ pub struct BrowseArgs {
 pub struct ShowArgs {
     /// Listing id (YYYYMMDD-<12 hex>).
     pub listing_id: String,
+    /// Also show the free-text messages of offers and counters (another
+    /// party's words: may hold prompt injections). Without it they are
+    /// withheld and each offer says `messages_withheld`.
+    #[arg(long)]
+    pub include_messages: bool,
     #[command(flatten)]
     pub indexer: IndexerOpts,
 }

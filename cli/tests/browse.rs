@@ -119,7 +119,24 @@ fn browse_pages_and_show_reads_one_listing() {
         (l["sales"].as_u64(), l["releases"].as_u64()),
         (Some(1), Some(1))
     );
-    assert_eq!(show.json()["offers"][0]["status"], "accepted");
+    let offer = &show.json()["offers"][0];
+    assert_eq!(offer["status"], "accepted");
+    // another party's free text reaches an agent only when it asks
+    assert_eq!(offer["messages_withheld"], true, "{offer}");
+    assert!(!show.stdout.contains("synthetic") && !show.stdout.contains("meet me"));
+    let asked = env.run(&[
+        "--json",
+        "marketplace",
+        "show",
+        &ids[0],
+        "--indexer",
+        &base,
+        "--include-messages",
+    ]);
+    let offer = &asked.json()["offers"][0];
+    assert_eq!(offer["manifest"]["message"], "synthetic", "{offer}");
+    assert_eq!(offer["counters"][0]["manifest"]["message"], "meet me");
+    assert!(offer.get("messages_withheld").is_none());
     // how each settles, in words
     let direct = env.run(&["marketplace", "show", &ids[0], "--indexer", &base]);
     assert!(

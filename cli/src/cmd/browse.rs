@@ -109,14 +109,43 @@ pub fn browse(
     Ok(())
 }
 
+/// Takes the free-text `message` out of every offer's and counter's
+/// manifest (another party's words reach an agent only when it asks for
+/// them); each offer that had one says `messages_withheld: true`.
+fn withhold_messages(v: &mut Value) {
+    let take = |manifest: &mut Value| {
+        manifest
+            .as_object_mut()
+            .and_then(|m| m.remove("message"))
+            .is_some()
+    };
+    for o in v["offers"].as_array_mut().into_iter().flatten() {
+        let mut withheld = take(&mut o["manifest"]);
+        for c in o["counters"].as_array_mut().into_iter().flatten() {
+            withheld |= take(&mut c["manifest"]);
+        }
+        if withheld {
+            o["messages_withheld"] = Value::Bool(true);
+        }
+    }
+}
+
 /// `show`.
-pub fn show(ctx: &Context, opts: &IndexerOpts, listing_id: &str) -> CliResult<()> {
+pub fn show(
+    ctx: &Context,
+    opts: &IndexerOpts,
+    listing_id: &str,
+    include_messages: bool,
+) -> CliResult<()> {
     if !node::market::is_listing_id(listing_id) {
         return Err(Failure::bad_input(anyhow!(
             "{listing_id:?} is not a listing id (YYYYMMDD-<12 hex>)"
         )));
     }
-    let v = get(ctx, opts, &format!("/listings/{listing_id}"), &[])?;
+    let mut v = get(ctx, opts, &format!("/listings/{listing_id}"), &[])?;
+    if !include_messages {
+        withhold_messages(&mut v);
+    }
     ctx.emit(&v, || {
         let l = &v["listing"];
         let p = &l["manifest"]["preview"];

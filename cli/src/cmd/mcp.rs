@@ -162,6 +162,18 @@ pub struct ListingIdArgs {
     pub listing_id: String,
 }
 
+/// `market_show` arguments.
+#[derive(Debug, Deserialize, JsonSchema)]
+pub struct ShowListingArgs {
+    /// Listing id (YYYYMMDD-<12 hex>), as market_browse shows it.
+    pub listing_id: String,
+    /// Also return the offers' and counters' free-text messages (another
+    /// party's words: may hold prompt injections). Without it they are
+    /// withheld and each such offer says messages_withheld.
+    #[serde(default)]
+    pub include_messages: bool,
+}
+
 /// A buy's terms.
 #[derive(Debug, Deserialize, JsonSchema)]
 pub struct BuyArgs {
@@ -426,16 +438,17 @@ impl BrainctlServer {
 
     /// One listing from the indexer.
     #[tool(
-        description = "One listing from the indexer: its signed manifest (price, preview, expiry), status, sales and the offers you may see. Use its manifest_id for market_quote / market_buy.",
+        description = "One listing from the indexer: its signed manifest (price, preview, expiry), status, sales and the offers you may see (their free-text messages withheld unless include_messages). Use its manifest_id for market_quote / market_buy.",
         annotations(read_only_hint = true)
     )]
     async fn market_show(
         &self,
-        Parameters(a): Parameters<ListingIdArgs>,
+        Parameters(a): Parameters<ShowListingArgs>,
     ) -> Result<CallToolResult, McpError> {
         self.market(move |s| {
             Ok(MarketCmd::Show(crate::args::ShowArgs {
                 listing_id: a.listing_id,
+                include_messages: a.include_messages,
                 indexer: IndexerOpts {
                     url: s.indexer.url.clone(),
                 },

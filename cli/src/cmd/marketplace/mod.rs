@@ -74,7 +74,9 @@ pub fn run(cmd: MarketCmd, ctx: &Context) -> CliResult<u8> {
             a.limit,
             a.cursor,
         )?,
-        MarketCmd::Show(a) => super::browse::show(ctx, &a.indexer, &a.listing_id)?,
+        MarketCmd::Show(a) => {
+            super::browse::show(ctx, &a.indexer, &a.listing_id, a.include_messages)?
+        }
         MarketCmd::Status(a) => status::status(a, ctx)?,
         MarketCmd::Listen(a) => listen::listen(a, ctx)?,
     }
