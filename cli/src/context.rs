@@ -189,6 +189,46 @@ impl Context {
         })
     }
 
+    /// Runs `send`, a marketplace action (`action` on `subject`) that costs
+    /// this wallet what one memo does plus `extra` lamports, inside the
+    /// spend policy: the cost is reserved first (over the 24 h budget:
+    /// refused, nothing sent) and marked paid once `send` succeeds. One that
+    /// fails stays counted for the window (it may have landed). Without a
+    /// policy, `send` just runs.
+    pub fn spend_on_op<T>(
+        &self,
+        chain: &node::chain::Chain,
+        (action, subject): (&str, &str),
+        extra: u64,
+        send: impl FnOnce() -> CliResult<T>,
+    ) -> CliResult<T> {
+        let Some(policy) = self.spend_policy()? else {
+            return send();
+        };
+        let lamports = self
+            .block_on(node::market::tx::op_cost(chain))?
+            .saturating_add(extra);
+        let mut ledger = self.spend_ledger()?;
+        let now = time::OffsetDateTime::now_utc().unix_timestamp();
+        let id = ledger.reserve_op(
+            &policy,
+            &node::spend::OpSpend {
+                action,
+                subject,
+                lamports,
+            },
+            now,
+        )?;
+        let out = send()?;
+        ledger.settle(
+            id,
+            &node::spend::Outcome::Paid {
+                signature: String::new(),
+            },
+        )?;
+        Ok(out)
+    }
+
     /// The wallet's spend ledger (created beside it, 0600).
     pub fn spend_ledger(&self) -> CliResult<node::spend::SpendLedger> {
         let path = node::spend::ledger_path(&self.wallet_path);

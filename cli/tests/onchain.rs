@@ -1447,3 +1447,63 @@ fn a_buyer_counter_last_binds_in_listen_and_the_indexer() {
     );
     indexer.stop();
 }
+
+/// Every action an agent can cause spends inside the policy: an offer's
+/// fee is reserved against the 24 h budget like a buy, and the action that
+/// would go over it is refused before anything is sent.
+#[test]
+fn actions_spend_inside_the_24h_budget() {
+    let m = market(&["Budgeted lesson"], "15", "150");
+    let (buyer, listed) = (&m.buyer, &m.listed);
+    let dir = m.dir();
+    let manifest = listed["listing"]["manifest_id"].as_str().unwrap();
+    node::spend::SpendPolicy {
+        max_per_buy_lamports: Some(1),
+        budget_24h_lamports: Some(9_000),
+        sellers: Some(vec![]),
+    }
+    .write(&node::spend::policy_path(
+        &buyer.path(".brainctl/wallet.json"),
+    ))
+    .unwrap();
+    let offer = |usd: &str| {
+        onchain(
+            buyer,
+            &[
+                "marketplace",
+                "offer",
+                manifest,
+                "--price-usd",
+                usd,
+                "--sol-usd",
+                "150",
+                "--storage-dir",
+                &dir,
+                "--json",
+            ],
+        )
+    };
+    let first = offer("9");
+    assert_eq!(first.code, 0, "an action is no buy: {}", first.stdout);
+    let before = ok(buyer, &["wallet", "balance", "--json"])["lamports"].clone();
+    let second = offer("10");
+    assert_eq!(second.code, 1, "{}", second.stdout);
+    assert!(
+        second.stdout.contains("24 h budget is 9000"),
+        "{}",
+        second.stdout
+    );
+    assert_eq!(
+        ok(buyer, &["wallet", "balance", "--json"])["lamports"],
+        before,
+        "nothing was sent"
+    );
+    let budget = ok(buyer, &["marketplace", "budget", "--json"]);
+    assert_eq!(budget["standing"]["spent_24h_lamports"], 5_000);
+    let spends = budget["spends"].as_array().unwrap();
+    assert_eq!(spends.len(), 1, "{budget}");
+    assert_eq!(
+        (spends[0]["kind"].as_str(), spends[0]["state"].as_str()),
+        (Some("offer"), Some("paid"))
+    );
+}

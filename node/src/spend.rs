@@ -11,6 +11,12 @@
 //! resets the budget. A reservation is given back only when its
 //! transaction provably never landed.
 //!
+//! Every other marketplace action an agent can cause (list, offer,
+//! counter, accept, reject, withdraw, cancel) reserves its cost too, as an
+//! [`OpSpend`]: its network fee, the protocol's op fee where due and an
+//! escrow listing's stake count against the same 24 h budget (the per-buy
+//! maximum and the seller allowlist are about buys and leave them alone).
+//!
 //! Never: sends anything, reads the chain, or lets a caller change the
 //! policy (it is read from the file an operator wrote, and may only be
 //! tightened by the program that runs the buy).
@@ -207,6 +213,16 @@ impl SpendPolicy {
         }
     }
 
+    /// The verdict on a marketplace action costing `lamports` when `spent`
+    /// lamports were spent or reserved in the window: the 24 h budget alone.
+    pub fn judge_op(&self, lamports: u64, spent: u64) -> Result<(), Refusal> {
+        SpendPolicy {
+            budget_24h_lamports: self.budget_24h_lamports,
+            ..SpendPolicy::default()
+        }
+        .judge("", lamports, spent)
+    }
+
     /// The verdict on a buy of `lamports` from `seller` when `spent`
     /// lamports were spent or reserved in the window.
     pub fn judge(&self, seller: &str, lamports: u64, spent: u64) -> Result<(), Refusal> {
@@ -247,6 +263,17 @@ pub struct Spend<'a> {
     pub lamports: u64,
 }
 
+/// What a marketplace action other than a buy is about to spend.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct OpSpend<'a> {
+    /// The action (`list`, `offer`, `counter`, `accept`, ...).
+    pub action: &'a str,
+    /// What it is about (a listing, offer or bundle id).
+    pub subject: &'a str,
+    /// Its cost in lamports (fees, and an escrow listing's stake).
+    pub lamports: u64,
+}
+
 /// How a reserved buy ended.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Outcome {
@@ -274,11 +301,13 @@ pub enum Outcome {
 pub struct SpendRow {
     /// Row id (the reservation).
     pub id: i64,
+    /// `buy`, or the marketplace action (`list`, `offer`, ...).
+    pub kind: String,
     /// Unix seconds it was reserved.
     pub at: i64,
-    /// Listing.
+    /// Listing (an action's subject: listing, offer or bundle id).
     pub listing_id: String,
-    /// Seller.
+    /// Seller (empty for an action).
     pub seller: String,
     /// Lamports counted against the budget.
     pub lamports: u64,
@@ -316,6 +345,9 @@ CREATE TABLE IF NOT EXISTS spends (
 CREATE INDEX IF NOT EXISTS spends_at ON spends(at);
 ";
 
+/// Ledgers written before actions were counted have no `kind` column.
+const ADD_KIND: &str = "ALTER TABLE spends ADD COLUMN kind TEXT NOT NULL DEFAULT 'buy'";
+
 impl SpendLedger {
     /// Opens (creating, 0600) the ledger at `path`.
     pub fn open(path: &Path) -> Result<SpendLedger, SpendError> {
@@ -335,7 +367,27 @@ impl SpendLedger {
         conn.busy_timeout(Duration::from_secs(10))?;
         conn.pragma_update(None, "journal_mode", "WAL")?;
         conn.execute_batch(SCHEMA)?;
-        Ok(SpendLedger { conn })
+        let mut ledger = SpendLedger { conn };
+        ledger.add_kind()?;
+        Ok(ledger)
+    }
+
+    /// Adds the `kind` column to an older ledger (under the write lock, so
+    /// two processes opening it at once add it once).
+    fn add_kind(&mut self) -> Result<(), SpendError> {
+        let tx = self
+            .conn
+            .transaction_with_behavior(TransactionBehavior::Immediate)?;
+        let has: bool = tx.query_row(
+            "SELECT COUNT(*) > 0 FROM pragma_table_info('spends') WHERE name = 'kind'",
+            [],
+            |r| r.get(0),
+        )?;
+        if !has {
+            tx.execute_batch(ADD_KIND)?;
+        }
+        tx.commit()?;
+        Ok(())
     }
 
     fn spent_since(conn: &Connection, since: i64) -> Result<u64, SpendError> {
@@ -377,15 +429,42 @@ impl SpendLedger {
         spend: &Spend<'_>,
         now: i64,
     ) -> Result<i64, SpendError> {
+        self.reserve_row(
+            ("buy", spend.listing_id, spend.seller, spend.lamports),
+            now,
+            |spent| policy.judge(spend.seller, spend.lamports, spent),
+        )
+    }
+
+    /// Reserves a marketplace action's cost if the 24 h budget allows it
+    /// at `now` (as [`SpendLedger::reserve`]). Returns the reservation id.
+    pub fn reserve_op(
+        &mut self,
+        policy: &SpendPolicy,
+        op: &OpSpend<'_>,
+        now: i64,
+    ) -> Result<i64, SpendError> {
+        self.reserve_row((op.action, op.subject, "", op.lamports), now, |spent| {
+            policy.judge_op(op.lamports, spent)
+        })
+    }
+
+    /// Inserts a reserved row (kind, subject, seller, lamports) if `judge`
+    /// allows it given what the window spent, in one IMMEDIATE transaction.
+    fn reserve_row(
+        &mut self,
+        (kind, subject, seller, lamports): (&str, &str, &str, u64),
+        now: i64,
+        judge: impl FnOnce(u64) -> Result<(), Refusal>,
+    ) -> Result<i64, SpendError> {
         let tx = self
             .conn
             .transaction_with_behavior(TransactionBehavior::Immediate)?;
-        let spent = Self::spent_since(&tx, now - WINDOW_SECS)?;
-        policy.judge(spend.seller, spend.lamports, spent)?;
+        judge(Self::spent_since(&tx, now - WINDOW_SECS)?)?;
         tx.execute(
-            "INSERT INTO spends (at, listing_id, seller, lamports, state)
-             VALUES (?1, ?2, ?3, ?4, 'reserved')",
-            params![now, spend.listing_id, spend.seller, spend.lamports as i64],
+            "INSERT INTO spends (at, kind, listing_id, seller, lamports, state)
+             VALUES (?1, ?2, ?3, ?4, ?5, 'reserved')",
+            params![now, kind, subject, seller, lamports as i64],
         )?;
         let id = tx.last_insert_rowid();
         tx.commit()?;
@@ -396,7 +475,12 @@ impl SpendLedger {
     pub fn settle(&mut self, id: i64, outcome: &Outcome) -> Result<(), SpendError> {
         let (state, lamports, signature, note): (&str, Option<u64>, Option<&str>, Option<&str>) =
             match outcome {
-                Outcome::Paid { signature } => ("paid", None, Some(signature), None),
+                Outcome::Paid { signature } => (
+                    "paid",
+                    None,
+                    Some(signature.as_str()).filter(|s| !s.is_empty()),
+                    None,
+                ),
                 Outcome::Failed {
                     signature,
                     fee_lamports,
@@ -418,7 +502,7 @@ impl SpendLedger {
     /// The newest `limit` rows, newest first.
     pub fn recent(&self, limit: usize) -> Result<Vec<SpendRow>, SpendError> {
         let mut st = self.conn.prepare(
-            "SELECT id, at, listing_id, seller, lamports, state, signature
+            "SELECT id, at, kind, listing_id, seller, lamports, state, signature
              FROM spends ORDER BY id DESC LIMIT ?1",
         )?;
         let rows = st
@@ -426,11 +510,12 @@ impl SpendLedger {
                 Ok(SpendRow {
                     id: r.get(0)?,
                     at: r.get(1)?,
-                    listing_id: r.get(2)?,
-                    seller: r.get(3)?,
-                    lamports: r.get::<_, i64>(4)?.max(0) as u64,
-                    state: r.get(5)?,
-                    signature: r.get(6)?,
+                    kind: r.get(2)?,
+                    listing_id: r.get(3)?,
+                    seller: r.get(4)?,
+                    lamports: r.get::<_, i64>(5)?.max(0) as u64,
+                    state: r.get(6)?,
+                    signature: r.get(7)?,
                 })
             })?
             .collect::<Result<Vec<_>, _>>()?;
@@ -600,5 +685,96 @@ mod tests {
         std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o600)).unwrap();
         let e = SpendPolicy::load(&path).unwrap_err().to_string();
         assert!(e.contains("unknown field `max_per_buy`"), "{e}");
+    }
+
+    #[test]
+    fn actions_count_against_the_budget_but_not_the_per_buy_maximum() {
+        let (_d, mut l) = ledger();
+        let p = SpendPolicy {
+            max_per_buy_lamports: Some(10),
+            budget_24h_lamports: Some(1_000),
+            sellers: Some(vec!["Other".into()]),
+        };
+        let op = |lamports| OpSpend {
+            action: "offer",
+            subject: "20261124-aaaaaaaaaaaa",
+            lamports,
+        };
+        let a = l.reserve_op(&p, &op(600), NOW).unwrap();
+        l.settle(
+            a,
+            &Outcome::Paid {
+                signature: String::new(),
+            },
+        )
+        .unwrap();
+        let err = l.reserve_op(&p, &op(600), NOW).unwrap_err();
+        assert!(
+            matches!(
+                err,
+                SpendError::Refused(Refusal::OverBudget {
+                    spent: 600,
+                    remaining: 400,
+                    ..
+                })
+            ),
+            "{err}"
+        );
+        // what actions spent leaves less for buys
+        let buys = SpendPolicy {
+            sellers: None,
+            ..p.clone()
+        };
+        l.reserve(&buys, &spend(10), NOW).unwrap();
+        assert!(matches!(
+            l.reserve(&buys, &spend(10), NOW + 1).map(|_| ()),
+            Ok(())
+        ));
+        let err = l
+            .reserve(
+                &SpendPolicy {
+                    max_per_buy_lamports: None,
+                    ..buys
+                },
+                &spend(400),
+                NOW,
+            )
+            .unwrap_err();
+        assert!(
+            matches!(
+                err,
+                SpendError::Refused(Refusal::OverBudget { spent: 620, .. })
+            ),
+            "{err}"
+        );
+        let rows = l.recent(5).unwrap();
+        assert_eq!(
+            rows.iter().map(|r| r.kind.as_str()).collect::<Vec<_>>(),
+            ["buy", "buy", "offer"]
+        );
+        assert_eq!(
+            (rows[2].state.as_str(), rows[2].signature.as_deref()),
+            ("paid", None)
+        );
+    }
+
+    #[test]
+    fn a_ledger_written_before_actions_counted_gains_the_kind_column() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join(LEDGER_FILE);
+        {
+            let c = Connection::open(&path).unwrap();
+            c.execute_batch(SCHEMA).unwrap();
+            c.execute(
+                "INSERT INTO spends (at, listing_id, seller, lamports, state) VALUES (?1, 'l', 's', 7, 'paid')",
+                [NOW],
+            )
+            .unwrap();
+        }
+        let l = SpendLedger::open(&path).unwrap();
+        let rows = l.recent(1).unwrap();
+        assert_eq!((rows[0].kind.as_str(), rows[0].lamports), ("buy", 7));
+        drop(l);
+        SpendLedger::open(&path).unwrap();
     }
 }

@@ -293,15 +293,19 @@ fn tool_result(outcome: CliResult<u8>, captured: Option<Value>) -> CallToolResul
             captured.unwrap_or_else(|| json!({"ok": false, "exit_code": code})),
         ),
         Err(f) => {
-            let refusal = f
+            // a buy's refusal, or an action's (its cost reserved by the CLI)
+            let spend = f
                 .error
                 .downcast_ref::<node::market::buy::BuyError>()
                 .and_then(|e| match e {
-                    node::market::buy::BuyError::Spend(node::spend::SpendError::Refused(r)) => {
-                        serde_json::to_value(r).ok()
-                    }
+                    node::market::buy::BuyError::Spend(s) => Some(s),
                     _ => None,
-                });
+                })
+                .or_else(|| f.error.downcast_ref::<node::spend::SpendError>());
+            let refusal = match spend {
+                Some(node::spend::SpendError::Refused(r)) => serde_json::to_value(r).ok(),
+                _ => None,
+            };
             CallToolResult::structured_error(json!({
                 "ok": false,
                 "error": f.to_string(),

@@ -7,6 +7,14 @@ use crate::chain::{Chain, ChainError, FeeOp, FeePolicy, Pubkey, Sent, Signer};
 use crate::market::MemoOp;
 use crate::wallet::Wallet;
 
+/// What one [`post_memo`] costs its signer: the network fee and the op
+/// fee where due (the spend policy reserves it before the action is sent).
+pub async fn op_cost(chain: &Chain) -> Result<u64, ChainError> {
+    let fees = FeePolicy::from_env(chain.cluster_kind().await?)?;
+    let op_fee = if fees.enabled { fees.op_fee } else { 0 };
+    Ok(crate::market::buy::LAMPORTS_PER_SIGNATURE.saturating_add(op_fee))
+}
+
 /// Posts a marketplace memo signed by `signer`: the discovery reference
 /// (with `pay_to` appended read-only when it is not the signer, so that
 /// address's history shows the action), the op fee where due, the memo.

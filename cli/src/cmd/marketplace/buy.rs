@@ -312,8 +312,9 @@ fn show_budget(ctx: &Context, limit: usize) -> CliResult<()> {
         for r in &rows {
             out.push_str(&format!(
                 "
-  #{} {} {} lamports {} {}",
+  #{} {} {} {} lamports {} {}",
                 r.id,
+                r.kind,
                 r.listing_id,
                 r.lamports,
                 r.state,

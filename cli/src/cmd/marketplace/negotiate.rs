@@ -31,15 +31,13 @@ pub(super) fn offer(a: OfferArgs, ctx: &Context) -> CliResult<()> {
     let (wallet, chain, l) = buyer_and_listing(ctx, &storage, &listing)?;
     let terms = offer_terms(&terms)?;
     let lamports = terms.price_lamports;
-    let (item, offer_id, sent) = ctx
-        .block_on(node::market::negotiate::make_offer(
-            &chain,
-            &wallet,
-            &uploader(ctx, &storage)?,
-            &l,
-            &terms,
+    let up = uploader(ctx, &storage)?;
+    let (item, offer_id, sent) = ctx.spend_on_op(&chain, ("offer", &l.listing_id), 0, || {
+        ctx.block_on(node::market::negotiate::make_offer(
+            &chain, &wallet, &up, &l, &terms,
         ))
-        .map_err(negotiate_failure)?;
+        .map_err(negotiate_failure)
+    })?;
     let v = json!({"ok": true, "offer_item_id": item, "offer_id": offer_id, "price_lamports": lamports, "signature": sent.signature.to_string()});
     ctx.emit(&v, || {
         format!(
@@ -63,17 +61,13 @@ pub(super) fn counter(a: CounterArgs, ctx: &Context) -> CliResult<()> {
     let terms = offer_terms(&terms)?;
     let lamports = terms.price_lamports;
     let mut s = seller_offer(ctx, &offer, &storage, &seller)?;
-    let answer = ctx
-        .block_on(node::market::negotiate::counter_offer(
-            &s.chain,
-            &s.wallet,
-            &uploader(ctx, &storage)?,
-            &mut s.db,
-            &s.offer,
-            &offer,
-            &terms,
+    let up = uploader(ctx, &storage)?;
+    let answer = ctx.spend_on_op(&s.chain, ("counter", &s.offer.offer_id), 0, || {
+        ctx.block_on(node::market::negotiate::counter_offer(
+            &s.chain, &s.wallet, &up, &mut s.db, &s.offer, &offer, &terms,
         ))
-        .map_err(negotiate_failure)?;
+        .map_err(negotiate_failure)
+    })?;
     let item = answer.counter_item_id.clone().unwrap_or_default();
     let v = json!({"ok": true, "counter_item_id": item, "offer_id": answer.offer_id, "price_lamports": lamports, "signature": answer.signature});
     ctx.emit(&v, || {
@@ -101,9 +95,10 @@ pub(super) fn withdraw(a: WithdrawArgs, ctx: &Context) -> CliResult<()> {
     let o = ctx
         .block_on(node::market::negotiate::fetch_offer(&src, &offer, false))
         .map_err(negotiate_failure)?;
-    let sent = ctx
-        .block_on(node::market::negotiate::withdraw(&chain, &wallet, &l, &o))
-        .map_err(negotiate_failure)?;
+    let sent = ctx.spend_on_op(&chain, ("withdraw", &o.offer_id), 0, || {
+        ctx.block_on(node::market::negotiate::withdraw(&chain, &wallet, &l, &o))
+            .map_err(negotiate_failure)
+    })?;
     let v = json!({"ok": true, "offer_id": o.offer_id, "signature": sent.signature.to_string()});
     ctx.emit(&v, || {
         format!("withdrew {} ({})", o.offer_id, sent.signature)
@@ -158,10 +153,12 @@ fn seller_offer(
 /// (the rules are `node::market::negotiate::answer_offer`'s).
 fn decide(ctx: &Context, args: &AnswerArgs, accept: bool) -> CliResult<()> {
     let mut s = seller_offer(ctx, &args.offer, &args.storage, &args.seller)?;
-    let a = ctx
-        .block_on(node::market::negotiate::answer_offer(
+    let src = source(ctx, &args.storage)?;
+    let action = if accept { "accept" } else { "reject" };
+    let a = ctx.spend_on_op(&s.chain, (action, &s.offer.offer_id), 0, || {
+        ctx.block_on(node::market::negotiate::answer_offer(
             &s.chain,
-            &source(ctx, &args.storage)?,
+            &src,
             &s.wallet,
             &mut s.db,
             &s.offer,
@@ -169,7 +166,8 @@ fn decide(ctx: &Context, args: &AnswerArgs, accept: bool) -> CliResult<()> {
             accept,
             args.expect_lamports,
         ))
-        .map_err(negotiate_failure)?;
+        .map_err(negotiate_failure)
+    })?;
     let v = json!({"ok": true, "offer_id": a.offer_id, "state": a.state, "price_lamports": a.price_lamports, "signature": a.signature});
     ctx.emit(&v, || {
         format!(

@@ -9,6 +9,18 @@ use crate::args::{CancelArgs, ListArgs};
 use node::market::list::{list_bundle, ListOptions};
 use serde_json::json;
 
+/// A listing error as an exit code: bad input (2) or a failure (1).
+fn list_failure(e: node::market::list::ListError) -> Failure {
+    match e {
+        node::market::list::ListError::Input(_)
+        | node::market::list::ListError::Bundle(_)
+        | node::market::list::ListError::Escrow(
+            node::market::escrow_trade::EscrowReadError::Plan(_),
+        ) => Failure::bad_input(e),
+        other => other.into(),
+    }
+}
+
 /// `marketplace list`: list a signed bundle at a fixed price.
 pub(super) fn list(a: ListArgs, ctx: &Context) -> CliResult<()> {
     let ListArgs {
@@ -38,18 +50,19 @@ pub(super) fn list(a: ListArgs, ctx: &Context) -> CliResult<()> {
         description,
         escrow_stake: escrow.then_some(stake_lamports),
     };
-    let rec = ctx
-        .block_on(list_bundle(
-            &chain, &wallet, &up, &keys, &mut db, &text, &opts,
-        ))
-        .map_err(|e| match e {
-            node::market::list::ListError::Input(_)
-            | node::market::list::ListError::Bundle(_)
-            | node::market::list::ListError::Escrow(
-                node::market::escrow_trade::EscrowReadError::Plan(_),
-            ) => Failure::bad_input(e),
-            other => other.into(),
-        })?;
+    // an escrow listing's stake leaves the wallet with its memo
+    let stake = opts.escrow_stake.unwrap_or(0);
+    let rec = ctx.spend_on_op(
+        &chain,
+        ("list", &bundle.display().to_string()),
+        stake,
+        || {
+            ctx.block_on(list_bundle(
+                &chain, &wallet, &up, &keys, &mut db, &text, &opts,
+            ))
+            .map_err(list_failure)
+        },
+    )?;
     let v = json!({"ok": true, "listing": rec});
     ctx.emit(&v, || {
         format!(
@@ -66,20 +79,15 @@ pub(super) fn cancel(a: CancelArgs, ctx: &Context) -> CliResult<()> {
     let wallet = ctx.wallet()?;
     let chain = ctx.chain()?;
     let (mut db, _) = seller_state(ctx, &seller)?;
-    let sent = ctx
-        .block_on(node::market::list::cancel_listing(
+    let sent = ctx.spend_on_op(&chain, ("cancel", &listing_id), 0, || {
+        ctx.block_on(node::market::list::cancel_listing(
             &chain,
             &wallet,
             &mut db,
             &listing_id,
         ))
-        .map_err(|e| match e {
-            node::market::list::ListError::Input(_)
-            | node::market::list::ListError::Escrow(
-                node::market::escrow_trade::EscrowReadError::Plan(_),
-            ) => Failure::bad_input(e),
-            other => other.into(),
-        })?;
+        .map_err(list_failure)
+    })?;
     let v = json!({"ok": true, "listing_id": listing_id, "signature": sent.signature.to_string(), "slot": sent.slot});
     ctx.emit(&v, || {
         format!(
