@@ -316,6 +316,12 @@ pub struct ListArgs {
     /// Stake (lamports) put up with an escrow listing, returned on cancel.
     #[arg(long, requires = "escrow", default_value_t = 0)]
     pub stake_lamports: u64,
+    /// List even at a price under what each release costs you (mint rent
+    /// and fees; refused otherwise): every buy, junk ones included, then
+    /// costs you more than it pays, so `listen` releases at most
+    /// --below-cost-per-hour of them an hour.
+    #[arg(long)]
+    pub below_cost: bool,
     #[command(flatten)]
     pub storage: StorageOpts,
     #[command(flatten)]
@@ -538,6 +544,11 @@ pub struct ListenArgs {
     /// The buyer's token: `light` (compressed, default) or `token2022` (NFT).
     #[arg(long, value_enum, default_value_t = TokenFlag::Light)]
     pub token_standard: TokenFlag,
+    /// Most buys paying less than a release costs you (a free or
+    /// below-cost listing: junk buys cost you a mint each) sent on to their
+    /// release in any hour; the rest wait, oldest first.
+    #[arg(long, default_value_t = 10)]
+    pub below_cost_per_hour: u64,
     #[command(flatten)]
     pub storage: StorageOpts,
     #[command(flatten)]

@@ -1507,3 +1507,44 @@ fn actions_spend_inside_the_24h_budget() {
         (Some("offer"), Some("paid"))
     );
 }
+
+/// A listing priced under what one release costs the seller (mint rent and
+/// fees) is refused unless the seller says --below-cost: every junk `buy`
+/// would cost the seller more than it pays.
+#[test]
+fn a_below_cost_listing_needs_to_be_asked_for() {
+    let seller = funded_with_memory("Cheap lesson", "lesson");
+    seller.ok(&["export", "--sign", "-o", "b.signed.json"]);
+    let items = tempfile::tempdir().unwrap();
+    let dir = items.path().display().to_string();
+    let list = |extra: &[&str]| {
+        let mut args = vec![
+            "marketplace",
+            "list",
+            "b.signed.json",
+            "--price-usd",
+            "0.5",
+            "--sol-usd",
+            "150",
+            "--storage-dir",
+            &dir,
+        ];
+        args.extend_from_slice(extra);
+        onchain(&seller, &args)
+    };
+    let refused = list(&[]);
+    assert_eq!(refused.code, 2, "{}", refused.stderr);
+    assert!(
+        refused
+            .stderr
+            .contains("a listing at 3333334 lamports earns less than the")
+            && refused.stderr.contains("--below-cost"),
+        "{}",
+        refused.stderr
+    );
+    let status = ok(&seller, &["marketplace", "status", "--json"]);
+    assert_eq!(status["listings"].as_array().map(Vec::len), Some(0));
+    let listed = list(&["--below-cost", "--json"]);
+    assert_eq!(listed.code, 0, "{}", listed.stderr);
+    assert_eq!(listed.json()["listing"]["price_lamports"], 3_333_334);
+}

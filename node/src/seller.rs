@@ -515,6 +515,31 @@ impl ListenDb {
         self.buys_where("state = ?1 AND retry_at <= ?2", &[&state, &now_ms])
     }
 
+    /// How many buys paying under `floor` lamports went on towards their
+    /// release (`envelope_uploaded` or `released`) at or after `since` (a
+    /// row timestamp).
+    pub fn below_cost_released_since(&self, floor: u64, since: &str) -> Result<u64, StateError> {
+        let n: i64 = self.conn.query_row(
+            "SELECT COUNT(*) FROM buys WHERE paid_lamports < ?1
+               AND state IN ('envelope_uploaded', 'released') AND updated_at >= ?2",
+            params![floor as i64, since],
+            |r| r.get(0),
+        )?;
+        Ok(n.max(0) as u64)
+    }
+
+    /// The `verified` buys paying under `floor` lamports.
+    pub fn below_cost_verified(
+        &self,
+        floor: u64,
+    ) -> Result<std::collections::HashSet<String>, StateError> {
+        let mut st = self.conn.prepare(
+            "SELECT signature FROM buys WHERE state = 'verified' AND paid_lamports < ?1",
+        )?;
+        let rows = st.query_map([floor as i64], |r| r.get(0))?;
+        Ok(rows.collect::<rusqlite::Result<_>>()?)
+    }
+
     /// Moves `signature` from `from` to `to` with `set` columns, in one
     /// transaction. Already at or past `to` on the same path: AlreadyDone.
     fn advance(

@@ -114,6 +114,8 @@ pub struct TestCatalog {
     listings: Vec<node::listen::ListingTerms>,
     hash: String,
     key: [u8; 32],
+    /// The hourly budget of below-cost buys (`None`: unlimited).
+    pub below_cost: Option<node::listen::pass::BelowCost>,
 }
 
 impl TestCatalog {
@@ -123,6 +125,7 @@ impl TestCatalog {
             listings,
             hash: "ab".repeat(32),
             key: [5u8; 32],
+            below_cost: None,
         }
     }
 }
@@ -162,5 +165,8 @@ impl node::listen::pass::Catalog for TestCatalog {
     }
     fn negotiated(&self, _: &str, _: &str) -> Vec<node::listen::NegotiatedTerms> {
         vec![] // no offer was ever accepted
+    }
+    fn below_cost(&self) -> Option<node::listen::pass::BelowCost> {
+        self.below_cost
     }
 }

@@ -38,6 +38,7 @@ fn one_pass_releases_each_valid_buy_once() {
             verified: 5,
             rejected: 1,
             released: 5,
+            deferred: 0,
             failed: 0,
             discovery_error: None,
         }
@@ -205,4 +206,68 @@ fn a_missing_block_time_is_a_retry_never_a_rejection() {
     assert_eq!(row.state, node::listen::BuyState::Seen);
     proxy.set(e2e::proxy::Fault::None);
     pass_until_released(&mut shop, &rt, &chain);
+}
+
+/// A free listing makes every `buy` memo a release the seller pays for:
+/// such buys (paying under a release's cost) share an hourly budget,
+/// oldest first, the rest wait verified; a paying buy behind them is
+/// released in the same pass.
+#[test]
+fn buys_under_a_releases_cost_share_an_hourly_budget() {
+    const FREE: &str = "20261123-fffffffffff0";
+    let v = validator();
+    let rt = runtime();
+    let chain = v.chain();
+    let shop = Shop::open(v, 5);
+    let mut shop = {
+        let listings = vec![shop.at_price(FREE, 0), shop.at_price(LISTING, PRICE)];
+        shop.selling(listings)
+    };
+    let cost = rt
+        .block_on(node::mint::release_cost(
+            &chain,
+            node::mint::bundle_mint::TokenStandard::LightCompressed,
+        ))
+        .unwrap();
+    assert!(
+        (1_000_000..10_000_000).contains(&cost),
+        "a release costs rent for a mint with metadata and fees: {cost}"
+    );
+    shop.catalog.below_cost = Some(node::listen::pass::BelowCost {
+        floor_lamports: cost,
+        per_hour: 2,
+    });
+    let junk: Vec<Buyer> = (0..4).map(|_| Buyer::funded(v, 1)).collect();
+    for b in &junk {
+        rt.block_on(chain.send(&b.buy(&shop, FREE, 0), &[&b.key]))
+            .unwrap();
+    }
+    let honest = Buyer::funded(v, 1);
+    rt.block_on(chain.send(&honest.buy(&shop, LISTING, PRICE), &[&honest.key]))
+        .unwrap();
+    let first = shop.pass(&rt, &chain);
+    assert_eq!(
+        (
+            first.verified,
+            first.released,
+            first.deferred,
+            first.rejected
+        ),
+        (5, 3, 2, 0),
+        "{first:?}"
+    );
+    let paid = shop
+        .db
+        .unfinished()
+        .unwrap()
+        .into_iter()
+        .filter(|r| r.listing_id == LISTING)
+        .count();
+    assert_eq!(paid, 0, "the paying buy was released");
+    let again = shop.pass(&rt, &chain);
+    assert_eq!(
+        (again.released, again.deferred),
+        (0, 2),
+        "the hour's budget is spent: {again:?}"
+    );
 }

@@ -604,6 +604,7 @@ impl BrainctlServer {
                     description: a.description.unwrap_or_default(),
                     escrow: false,
                     stake_lamports: 0,
+                    below_cost: false,
                     storage: s.storage.clone(),
                     seller: s.seller.clone(),
                 }))

@@ -2,7 +2,7 @@
 //! seller's state, with their keys from the keys dir (implements
 //! [`super::pass::Catalog`]).
 
-use super::pass::Catalog;
+use super::pass::{BelowCost, Catalog};
 use super::release::Goods;
 use crate::keys::KeyDir;
 use crate::mint::bundle_mint::TokenStandard;
@@ -17,6 +17,7 @@ pub struct DbCatalog {
     accepted: Vec<NegotiatedTerms>,
     accepted_listing: Vec<String>,
     standard: TokenStandard,
+    below_cost: Option<BelowCost>,
 }
 
 impl DbCatalog {
@@ -54,12 +55,19 @@ impl DbCatalog {
             accepted,
             accepted_listing,
             standard: TokenStandard::LightCompressed,
+            below_cost: None,
         })
     }
 
     /// Releases mint tokens of `standard` (default: Light compressed).
     pub fn with_standard(mut self, standard: TokenStandard) -> DbCatalog {
         self.standard = standard;
+        self
+    }
+
+    /// Releases buys paying under a release's cost within `budget`.
+    pub fn with_below_cost(mut self, budget: Option<BelowCost>) -> DbCatalog {
+        self.below_cost = budget;
         self
     }
 
@@ -111,6 +119,10 @@ impl Catalog for DbCatalog {
             .filter(|(o, l)| *l == listing_id && o.buyer == buyer)
             .map(|(o, _)| o.clone())
             .collect()
+    }
+
+    fn below_cost(&self) -> Option<BelowCost> {
+        self.below_cost
     }
 
     fn escrow_listings(&self, payment_address: &str) -> Vec<String> {

@@ -38,6 +38,8 @@ pub struct DaemonConfig {
     pub fee: Option<(String, u64)>,
     /// The token standard of new releases.
     pub standard: TokenStandard,
+    /// The hourly budget of buys paying under a release's cost.
+    pub below_cost: Option<super::pass::BelowCost>,
     /// Time between rounds when nothing wakes it.
     pub interval: Duration,
     /// One round, then return.
@@ -174,7 +176,8 @@ pub async fn run(
         }
         let round = async {
             let catalog = DbCatalog::load(db, &config.keys, config.fee.clone())?
-                .with_standard(config.standard);
+                .with_standard(config.standard)
+                .with_below_cost(config.below_cost);
             for address in &addresses {
                 let pass = run_once(chain, db, seller, uploader, &catalog, address).await?;
                 tracing::debug!(%address, ?pass, "pass done");

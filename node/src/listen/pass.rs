@@ -48,11 +48,28 @@ pub trait Catalog {
     /// The offers (or counters) the seller accepted for this buyer on this
     /// listing, expired ones included: [`verify_buy`] decides which bind.
     fn negotiated(&self, listing_id: &str, buyer: &str) -> Vec<NegotiatedTerms>;
+    /// The release budget for buys that pay less than a release costs
+    /// (`None`: none; every verified buy is released).
+    fn below_cost(&self) -> Option<BelowCost> {
+        None
+    }
     /// Our escrow listings paid at `payment_address` (cancelled and
     /// expired ones included: a deposit the program took is released).
     fn escrow_listings(&self, _payment_address: &str) -> Vec<String> {
         Vec::new()
     }
+}
+
+/// Buys paying under `floor_lamports` (a release's cost: a free or
+/// below-cost listing, where every junk `buy` would cost the seller a
+/// mint) are released at most `per_hour` an hour, oldest first; the rest
+/// wait verified, never rejected.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct BelowCost {
+    /// One release's cost ([`crate::mint::release_cost`]).
+    pub floor_lamports: u64,
+    /// Most such buys sent on towards their release in any hour.
+    pub per_hour: u64,
 }
 
 /// Release transactions in flight at once.
@@ -75,6 +92,9 @@ pub struct PassReport {
     pub rejected: usize,
     /// Released this pass.
     pub released: usize,
+    /// Below-cost buys left verified this pass: the hour's budget for
+    /// them was spent ([`BelowCost`]).
+    pub deferred: usize,
     /// Steps that failed this pass (each recorded on its buy, retried
     /// after its backoff).
     pub failed: usize,
@@ -370,7 +390,30 @@ async fn upload_due(
     catalog: &dyn Catalog,
     report: &mut PassReport,
 ) -> Result<(), StateError> {
+    // below-cost buys share an hourly budget; the others never wait on it
+    let mut below = match catalog.below_cost() {
+        Some(b) => {
+            let hour_ago = crate::clock::python_isoformat(
+                time::OffsetDateTime::now_utc() - time::Duration::hours(1),
+            );
+            let used = db.below_cost_released_since(b.floor_lamports, &hour_ago)?;
+            Some((
+                db.below_cost_verified(b.floor_lamports)?,
+                b.per_hour.saturating_sub(used),
+            ))
+        }
+        None => None,
+    };
     for row in db.due(BuyState::Verified, now_ms())? {
+        if let Some((cheap, left)) = below.as_mut() {
+            if cheap.contains(&row.signature) {
+                if *left == 0 {
+                    report.deferred += 1;
+                    continue;
+                }
+                *left -= 1;
+            }
+        }
         match upload_for(db, seller, uploader, catalog, &row).await {
             Ok(()) => {}
             Err(ReleaseError::State(e @ StateError::Sql(_))) => return Err(e),

@@ -34,6 +34,14 @@ pub enum InputError {
     /// The recorded payment address is not a public key.
     #[error("bad payment address on record")]
     BadPaymentAddress,
+    /// The price is under what each release costs the seller.
+    #[error("a listing at {price} lamports earns less than the {cost} lamports each release costs you (mint rent and fees): every buy, junk buys anyone sends for a 5,000-lamport fee included, would cost you more than it pays; raise --price-usd, or pass --below-cost to list it anyway (`listen` then releases at most --below-cost-per-hour such buys an hour)")]
+    BelowCost {
+        /// The listing's price.
+        price: u64,
+        /// One release's cost.
+        cost: u64,
+    },
 }
 
 /// Listing errors.
@@ -86,6 +94,8 @@ pub struct ListOptions {
     /// Settle through the escrow program with this stake (lamports);
     /// `None`: direct payment.
     pub escrow_stake: Option<u64>,
+    /// List even when the price is under one release's cost.
+    pub below_cost: bool,
 }
 
 /// `price_usd / sol_usd` SOL in lamports, rounded up.
@@ -129,6 +139,19 @@ pub async fn list_bundle(
         )));
     }
     let price_lamports = usd_to_lamports(o.price_usd, o.sol_usd)?;
+    if !o.below_cost {
+        // the dearer receipt: `listen` may be run with either standard
+        let cost =
+            crate::mint::release_cost(chain, crate::mint::bundle_mint::TokenStandard::Token2022)
+                .await?;
+        if price_lamports < cost {
+            return Err(InputError::BelowCost {
+                price: price_lamports,
+                cost,
+            }
+            .into());
+        }
+    }
     // an escrow listing needs the program and its config: checked before anything is uploaded
     let escrow_config = match o.escrow_stake {
         Some(_) => Some(crate::market::escrow_trade::read_config(chain).await?),

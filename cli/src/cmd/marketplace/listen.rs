@@ -15,6 +15,7 @@ pub(super) fn listen(a: ListenArgs, ctx: &Context) -> CliResult<()> {
         once,
         interval,
         token_standard,
+        below_cost_per_hour,
         storage,
         seller,
     } = a;
@@ -41,6 +42,11 @@ pub(super) fn listen(a: ListenArgs, ctx: &Context) -> CliResult<()> {
             )
         }),
         standard: token_standard.into(),
+        below_cost: Some(node::listen::pass::BelowCost {
+            floor_lamports: ctx
+                .block_on(node::mint::release_cost(&chain, token_standard.into()))?,
+            per_hour: below_cost_per_hour,
+        }),
         interval: Duration::from_secs(interval.max(1)),
         once,
         wake_ups: true,
@@ -58,8 +64,8 @@ pub(super) fn listen(a: ListenArgs, ctx: &Context) -> CliResult<()> {
             );
         } else if p.seen + p.released + p.failed > 0 || once {
             println!(
-                "listen: {} new buys, {} verified, {} rejected, {} released, {} retrying; totals {:?}; rss {} MiB",
-                p.seen, p.verified, p.rejected, p.released, p.failed, counts,
+                "listen: {} new buys, {} verified, {} rejected, {} released, {} retrying, {} below cost waiting; totals {:?}; rss {} MiB",
+                p.seen, p.verified, p.rejected, p.released, p.failed, p.deferred, counts,
                 rss.map_or("?".into(), |m| format!("{m:.1}"))
             );
         }

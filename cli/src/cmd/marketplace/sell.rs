@@ -33,6 +33,7 @@ pub(super) fn list(a: ListArgs, ctx: &Context) -> CliResult<()> {
         description,
         escrow,
         stake_lamports,
+        below_cost,
         storage,
         seller,
     } = a;
@@ -49,6 +50,7 @@ pub(super) fn list(a: ListArgs, ctx: &Context) -> CliResult<()> {
         payment_address,
         description,
         escrow_stake: escrow.then_some(stake_lamports),
+        below_cost,
     };
     // an escrow listing's stake leaves the wallet with its memo
     let stake = opts.escrow_stake.unwrap_or(0);
