@@ -388,18 +388,18 @@ pub async fn bound_counter(
                 counterer_pubkey,
             } if o == offer_id && (counterer_pubkey == seller || counterer_pubkey == buyer) => {
                 // (a counter memo someone else signed is passed over)
-                if signed_slot(chain, &signature, &counterer_pubkey)
-                    .await?
-                    .is_some()
-                {
-                    newest = Some(CounterRef {
+                let signed = signed_slot(chain, &signature, &counterer_pubkey).await?;
+                newest = match signed {
+                    Some(_) => Some(CounterRef {
                         item: counter_arweave_id,
                         counterer: counterer_pubkey,
-                    });
-                }
+                    }),
+                    None => newest,
+                };
             }
             MemoOp::Accept { offer_id: o } if o == offer_id => {
-                if signed_slot(chain, &signature, seller).await?.is_some() {
+                let signed = signed_slot(chain, &signature, seller).await?;
+                if signed.is_some() {
                     return Ok(Bound {
                         accepted: true,
                         counter: newest,
