@@ -142,6 +142,8 @@ struct Listings {
     live: Value,
     cancelled: String,
     expired: String,
+    /// Expires while the buys arrive: (listing id, expires_at).
+    expiring: (String, i64),
 }
 
 fn target_of(v: &TestValidator, seller: &Env, l: &Listings) -> Target {
@@ -162,6 +164,7 @@ fn target_of(v: &TestValidator, seller: &Env, l: &Listings) -> Target {
         registry: node::chain::instructions::default_registry(),
         cancelled_listing: Some(l.cancelled.clone()),
         expired_listing: Some(l.expired.clone()),
+        expiring_listing: Some(l.expiring.0.clone()),
     }
 }
 
@@ -171,19 +174,11 @@ fn seller_with_listings(v: &TestValidator, dir: &str) -> (Env, Listings) {
     let seller = Env::new();
     seller.ok(&["wallet", "new"]);
     onchain(v, &seller, &["wallet", "airdrop", "5", "--json"]);
-    let mut listed = Vec::new();
-    for (i, (text, hours)) in [
-        ("Live lesson", "72"),
-        ("Cancelled lesson", "72"),
-        ("Expiring lesson", "0.001"),
-    ]
-    .iter()
-    .enumerate()
-    {
+    let list = |i: usize, text: &str, hours: &str| {
         seller.ok(&["memory", "add", text, "-c", "lesson"]);
         let out = format!("b{i}.signed.json");
         seller.ok(&["export", "--sign", "-o", &out]);
-        listed.push(onchain(
+        onchain(
             v,
             &seller,
             &[
@@ -200,15 +195,28 @@ fn seller_with_listings(v: &TestValidator, dir: &str) -> (Env, Listings) {
                 dir,
                 "--json",
             ],
-        ));
-    }
+        )
+    };
+    let mut listed: Vec<Value> = [
+        ("Live lesson", "72"),
+        ("Cancelled lesson", "72"),
+        ("Expiring lesson", "0.001"),
+    ]
+    .iter()
+    .enumerate()
+    .map(|(i, (text, hours))| list(i, text, hours))
+    .collect();
     let id = |l: &Value| l["listing"]["listing_id"].as_str().unwrap().to_string();
+    let expires_at = |l: &Value| {
+        l["listing"]["expires_at"]
+            .as_i64()
+            .expect("list --json gives expires_at")
+    };
     let (cancelled, expired) = (id(&listed[1]), id(&listed[2]));
     onchain(v, &seller, &["marketplace", "cancel", &cancelled, "--json"]);
-    let expires_at = listed[2]["listing"]["expires_at"]
-        .as_i64()
-        .expect("list --json gives expires_at");
-    v.wait_block_time(expires_at + 1);
+    v.wait_block_time(expires_at(&listed[2]) + 1);
+    // 18 s: it expires while the buys of the run arrive
+    let boundary = list(3, "Boundary lesson", "0.005");
     let live = listed.swap_remove(0);
     (
         seller,
@@ -216,6 +224,7 @@ fn seller_with_listings(v: &TestValidator, dir: &str) -> (Env, Listings) {
             live,
             cancelled,
             expired,
+            expiring: (id(&boundary), expires_at(&boundary)),
         },
     )
 }
@@ -246,6 +255,7 @@ fn honest_buys_are_released_exactly_once_among_hostile_ones() {
     let mut shapes: Vec<Shape> = Shape::HONEST
         .iter()
         .chain(&Shape::HOSTILE)
+        .chain(&Shape::TIMED)
         .copied()
         .collect();
     for i in (1..shapes.len()).rev() {
@@ -254,12 +264,18 @@ fn honest_buys_are_released_exactly_once_among_hostile_ones() {
     while shapes.len() < SENDS {
         shapes.push(if rng.below(3) == 0 {
             Shape::HONEST[rng.below(Shape::HONEST.len() as u64) as usize]
+        } else if rng.below(4) == 0 {
+            Shape::NearExpiry
         } else {
             Shape::HOSTILE[rng.below(Shape::HOSTILE.len() as u64) as usize]
         });
     }
     for shape in shapes {
-        let pool = if shape.honest() { &buyers } else { &strangers };
+        let pool = if shape.honest() || shape == Shape::NearExpiry {
+            &buyers
+        } else {
+            &strangers
+        };
         let actor = &pool[rng.below(pool.len() as u64) as usize];
         let other = &buyers[rng.below(buyers.len() as u64) as usize];
         let s = rt
@@ -267,10 +283,31 @@ fn honest_buys_are_released_exactly_once_among_hostile_ones() {
             .unwrap_or_else(|e| panic!("seed {seed}: sending {shape:?}: {e}"));
         sent.push(s);
     }
+    // a buy of the expiring listing is owed a release iff it landed
+    // before the expiry by the chain's clock (its block time)
+    let (expiring_id, expiry) = &listings.expiring;
+    let mut in_time: BTreeSet<&str> = BTreeSet::new();
+    let mut too_late: BTreeSet<&str> = BTreeSet::new();
+    for s in sent.iter().filter(|s| s.shape == Shape::NearExpiry) {
+        let sig = s.signature.parse().unwrap();
+        let tx = rt.block_on(chain.transaction(&sig)).unwrap().unwrap();
+        let block_time = tx.block_time.expect("a confirmed block has a time");
+        if block_time < *expiry {
+            in_time.insert(&s.signature);
+        } else {
+            too_late.insert(&s.signature);
+        }
+    }
+    eprintln!(
+        "seed {seed}: {} buys of {expiring_id} before its expiry, {} after",
+        in_time.len(),
+        too_late.len()
+    );
     let honest: BTreeSet<&str> = sent
         .iter()
         .filter(|s| s.shape.honest())
         .map(|s| s.signature.as_str())
+        .chain(in_time.iter().copied())
         .collect();
 
     // every honest buy released; no hostile one
@@ -281,6 +318,7 @@ fn honest_buys_are_released_exactly_once_among_hostile_ones() {
         .iter()
         .filter(|s| matches!(s.shape, Shape::CancelledListing | Shape::ExpiredListing))
         .map(|s| s.signature.as_str())
+        .chain(too_late.iter().copied())
         .collect();
     wait_state(&seller, &closed, "rejected", &mut daemon, &why);
     assert!(
@@ -298,13 +336,14 @@ fn honest_buys_are_released_exactly_once_among_hostile_ones() {
             .entry(format!("{:?}", s.shape))
             .or_default()
             .push(st.clone());
-        if !s.shape.honest() {
+        if !honest.contains(s.signature.as_str()) {
             assert_ne!(st, "released", "seed {seed}: {:?} was released", s.shape);
         }
         // a closed listing is refused for being closed, with that reason
         let expected = match s.shape {
             Shape::CancelledListing => Some("listing_cancelled"),
             Shape::ExpiredListing => Some("listing_expired"),
+            Shape::NearExpiry if too_late.contains(s.signature.as_str()) => Some("listing_expired"),
             _ => None,
         };
         if let Some(expected) = expected {

@@ -70,6 +70,8 @@ pub struct Target {
     pub cancelled_listing: Option<String>,
     /// A listing of this seller that expired before any buy.
     pub expired_listing: Option<String>,
+    /// A listing of this seller that expires while the buys arrive.
+    pub expiring_listing: Option<String>,
 }
 
 /// One kind of transaction the generator sends.
@@ -113,7 +115,17 @@ pub enum Shape {
     /// so it has inner instructions (an inner System transfer from the
     /// buyer among them): released, counting only the top-level payment.
     HonestWithInner,
+    /// A burst of [`FLOOD_BURST`] junk buys (a lamport or a few each) sent
+    /// at once by one stranger, landing around the honest buys.
+    Flood,
+    /// A full payment for the listing that expires while the buys arrive:
+    /// released exactly once if its block time is before the expiry,
+    /// refused as expired otherwise (judged by the chain's clock).
+    NearExpiry,
 }
+
+/// Junk buys in one [`Shape::Flood`].
+pub const FLOOD_BURST: u64 = 20;
 
 impl Shape {
     /// The shapes an honest buyer sends: each must be released exactly once.
@@ -125,8 +137,11 @@ impl Shape {
         Shape::HonestWithInner,
     ];
 
+    /// The shapes whose verdict depends on when they land.
+    pub const TIMED: [Shape; 1] = [Shape::NearExpiry];
+
     /// The shapes no release may follow.
-    pub const HOSTILE: [Shape; 12] = [
+    pub const HOSTILE: [Shape; 13] = [
         Shape::Underpaid,
         Shape::NoPayment,
         Shape::PaysElsewhere,
@@ -139,6 +154,7 @@ impl Shape {
         Shape::ForgedRelease,
         Shape::ForgedCancel,
         Shape::TwoBuyMemos,
+        Shape::Flood,
     ];
 
     /// Whether the daemon must release it (exactly once).
@@ -194,7 +210,21 @@ pub fn build(shape: Shape, t: &Target, actor: &Wallet, other: &Wallet) -> (Vec<I
         }
         Shape::HonestMemoV1 => (vec![reg, pay(t.price), memo_v1(&mine)], false),
         Shape::Underpaid => (vec![reg, pay(t.price - 1), memo(&mine, &me)], false),
-        Shape::NoPayment => (vec![reg, pay(1), memo(&mine, &me)], false),
+        Shape::NoPayment | Shape::Flood => (vec![reg, pay(1), memo(&mine, &me)], false),
+        Shape::NearExpiry => {
+            let id = t
+                .expiring_listing
+                .as_deref()
+                .unwrap_or("20261123-eeeeeeeeeeee");
+            (
+                vec![
+                    reg,
+                    pay(t.price),
+                    memo(&buy_memo(id, &actor.x25519_address()), &me),
+                ],
+                false,
+            )
+        }
         Shape::PaysElsewhere => (
             vec![reg, pay(1), transfer(&me, &them, t.price), memo(&mine, &me)],
             false,
@@ -294,6 +324,23 @@ pub async fn send(
         return Ok(SentTx {
             shape,
             signature: sent.signature.to_string(),
+        });
+    }
+    if shape == Shape::Flood {
+        // one burst, each its own transaction (its own amount), all in flight at once
+        let sends = (0..FLOOD_BURST).map(|i| {
+            let mut ixs = ixs.clone();
+            ixs[1] = transfer(&a.pubkey(), &t.pay_to, 1 + i);
+            let a = &a;
+            async move { chain.send(&ixs, &[a]).await }
+        });
+        let mut first = None;
+        for sent in futures_util::future::join_all(sends).await {
+            first = first.or(Some(sent?.signature.to_string()));
+        }
+        return Ok(SentTx {
+            shape,
+            signature: first.expect("a burst sends"),
         });
     }
     if shape == Shape::HonestV0 {

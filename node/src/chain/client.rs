@@ -122,6 +122,19 @@ impl Chain {
         self
     }
 
+    /// A handle on the same node and programs reading at `commitment`
+    /// (e.g. a seller's `cancel` looked up at `confirmed` by a buyer whose
+    /// handle waits for `finalized`).
+    pub fn at_commitment(&self, commitment: CommitmentConfig) -> Chain {
+        let mut other = Chain::new(self.endpoint.clone(), commitment, &[]);
+        other.watched = self.watched.clone();
+        other.landing_budget = self.landing_budget;
+        if let Some(kind) = self.kind.get() {
+            let _ = other.kind.set(*kind);
+        }
+        other
+    }
+
     /// This handle, waiting at most `budget` for each sent transaction to
     /// land before returning [`ChainError::NotLandedYet`]. Only for callers
     /// whose sends are idempotent on retry (the listen daemon's releases:

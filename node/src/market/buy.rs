@@ -37,8 +37,8 @@ pub enum ListingRefusal {
         "the listing has no price_lamports (made by an old client?); ask the seller to relist"
     )]
     Unpriced,
-    /// The listing has expired.
-    #[error("listing {listing_id} has expired")]
+    /// The listing has expired, or will before a buy could land.
+    #[error("listing {listing_id} has expired or expires within {BUY_MARGIN_SECS} s by the chain's clock")]
     Expired {
         /// The listing.
         listing_id: String,
@@ -66,8 +66,10 @@ pub enum ListingRefusal {
     /// The agreed terms fix no lamport price.
     #[error("the agreed terms carry no price_lamports")]
     TermsUnpriced,
-    /// The agreed terms have expired.
-    #[error("the agreed terms have expired")]
+    /// The agreed terms have expired, or will before a buy could land.
+    #[error(
+        "the agreed terms have expired or expire within {BUY_MARGIN_SECS} s by the chain's clock"
+    )]
     TermsExpired,
     /// No accept of the offer by the seller on chain.
     #[error("the seller has not accepted {offer_id} on chain")]
@@ -193,8 +195,15 @@ pub struct SpendGuard<'a> {
 /// Lamports per transaction signature (no priority fee is set).
 pub const LAMPORTS_PER_SIGNATURE: u64 = 5_000;
 
+/// Seconds a listing or agreed terms must still have by the chain's clock
+/// for a buy: `listen` judges expiry by the buy's block time, so a buy
+/// sent in the last seconds could land late and be refused, its money gone.
+pub const BUY_MARGIN_SECS: i64 = 30;
+
 /// Checks a buy of `listing` on `terms` and prices it, sending nothing:
-/// the listing must be live (not expired, not cancelled), an escrow
+/// the listing must be live by the chain's clock with [`BUY_MARGIN_SECS`]
+/// to spare, and not cancelled (looked up at `confirmed`, whatever the
+/// handle's commitment: a cancel the seller sent is seen at once), an escrow
 /// listing's on-chain account must match its manifest, negotiated terms
 /// must be this buyer's and accepted on chain.
 pub async fn plan_buy(
@@ -203,7 +212,8 @@ pub async fn plan_buy(
     listing: &Listing,
     terms: Terms<'_>,
 ) -> Result<BuyPlan, BuyError> {
-    let now = time::OffsetDateTime::now_utc().unix_timestamp();
+    // the latest the buy could land, by the chain's clock
+    let now = chain.cluster_time().await? + BUY_MARGIN_SECS;
     if listing.escrow_program.is_some() {
         if let Terms::Negotiated { .. } = terms {
             return Err(ListingRefusal::EscrowAtListedPriceOnly.into());
@@ -227,7 +237,8 @@ pub async fn plan_buy(
     }
     let pay_to = Pubkey::from_str(&listing.payment_address)
         .map_err(|_| ListingRefusal::BadPaymentAddress)?;
-    if let Some(slot) = find_cancel(chain, &pay_to, listing).await? {
+    let confirmed = chain.at_commitment(solana_commitment_config::CommitmentConfig::confirmed());
+    if let Some(slot) = find_cancel(&confirmed, &pay_to, listing).await? {
         return Err(ListingRefusal::Cancelled {
             listing_id: listing.listing_id.clone(),
             slot,
@@ -490,6 +501,9 @@ pub enum Imported {
     BrainctlDb(crate::brainctl_db::BrainDbReport),
 }
 
+/// Longest pause before an envelope the gateway failed to serve is asked for again.
+const MAX_ENVELOPE_PAUSE: Duration = Duration::from_secs(30);
+
 /// Waits for the release of `buy_signature`, then decrypts and imports.
 #[allow(clippy::too_many_arguments)]
 pub async fn fetch_and_import(
@@ -526,31 +540,58 @@ pub async fn fetch_and_import(
         buy_signature: r,
         ..want.clone()
     });
+    // each round reads only the history since the last; each envelope id
+    // is fetched until it opens or proves to be another's, one that fails
+    // again after a growing pause: junk `release` memos cost one fetch
+    // each, never one per round
+    let mut newest = None;
+    let mut known = std::collections::HashSet::new();
+    let mut waiting: Vec<(String, Instant, Duration)> = Vec::new();
     let start = Instant::now();
     loop {
-        for (_, op) in crate::market::status::memo_ops(chain, &pay_to).await? {
-            let MemoOp::Release {
+        let (ops, top) =
+            crate::market::status::memo_ops_since(chain, &pay_to, newest.as_ref()).await?;
+        newest = top.or(newest);
+        for (_, op) in ops {
+            if let MemoOp::Release {
                 listing_id,
-                envelope_arweave_id,
+                envelope_arweave_id: id,
                 ..
             } = op
-            else {
-                continue;
-            };
-            if listing_id != listing.listing_id {
+            {
+                if listing_id == listing.listing_id && known.insert(id.clone()) {
+                    waiting.push((id, Instant::now(), Duration::from_secs(1)));
+                }
+            }
+        }
+        let mut opened = None;
+        let now = Instant::now();
+        let mut i = 0;
+        while i < waiting.len() && opened.is_none() {
+            let (id, due, pause) = &mut waiting[i];
+            if *due > now {
+                i += 1;
                 continue;
             }
-            let Ok(body) = source.fetch(&envelope_arweave_id, MAX_JSON_BYTES).await else {
-                continue;
-            };
-            // envelopes of other buyers' buys fail the bindings: skip them
-            let opened = open_envelope(&body, buyer, &want).or_else(|e| match &escrow_want {
-                Some(w) => open_envelope(&body, buyer, w),
-                None => Err(e),
-            });
-            let Ok((key, _)) = opened else {
-                continue;
-            };
+            match source.fetch(id, MAX_JSON_BYTES).await {
+                Err(_) => {
+                    *pause = (*pause * 2).min(MAX_ENVELOPE_PAUSE);
+                    *due = now + *pause;
+                    i += 1;
+                }
+                Ok(body) => {
+                    waiting.swap_remove(i);
+                    // envelopes of other buyers' buys fail the bindings
+                    opened = open_envelope(&body, buyer, &want)
+                        .or_else(|e| match &escrow_want {
+                            Some(w) => open_envelope(&body, buyer, w),
+                            None => Err(e),
+                        })
+                        .ok();
+                }
+            }
+        }
+        if let Some((key, _)) = opened {
             let blob_id = listing.encrypted_bundle_uri.trim_start_matches("ar://");
             let blob = source.fetch(blob_id, crate::seal::MAX_BLOB_BYTES).await?;
             let inner = crate::seal::decrypt_blob(&key, &blob)?;

@@ -6,9 +6,10 @@
 //! never a settlement decision.
 
 use crate::chain::memo_field::parse_memo_field;
-use crate::chain::{Chain, ChainError, Pubkey};
+use crate::chain::{Chain, ChainError, Pubkey, Signature};
 use crate::market::MemoOp;
 use std::collections::BTreeMap;
+use std::str::FromStr;
 
 /// The marketplace memos in `address`'s history (successful transactions
 /// only), newest first, with their transaction signatures. Read from the
@@ -17,13 +18,23 @@ pub async fn memo_ops(
     chain: &Chain,
     address: &Pubkey,
 ) -> Result<Vec<(String, MemoOp)>, ChainError> {
+    Ok(memo_ops_since(chain, address, None).await?.0)
+}
+
+/// [`memo_ops`] over the history newer than `until` only, with the newest
+/// signature listed (failed or memo-less transactions included: where the
+/// next call starts from).
+pub async fn memo_ops_since(
+    chain: &Chain,
+    address: &Pubkey,
+    until: Option<&Signature>,
+) -> Result<(Vec<(String, MemoOp)>, Option<Signature>), ChainError> {
+    let history = chain.signatures_for(address, until).await?;
+    let newest = history
+        .first()
+        .and_then(|i| Signature::from_str(&i.signature).ok());
     let mut out = Vec::new();
-    for info in chain
-        .signatures_for(address, None)
-        .await?
-        .into_iter()
-        .filter(|i| i.err.is_none())
-    {
+    for info in history.into_iter().filter(|i| i.err.is_none()) {
         let memos = info
             .memo
             .as_deref()
@@ -37,7 +48,7 @@ pub async fn memo_ops(
                 .map(|op| (info.signature.clone(), op)),
         );
     }
-    Ok(out)
+    Ok((out, newest))
 }
 
 /// Counts per action of the memos naming `listing_id` in `pay_to`'s history.

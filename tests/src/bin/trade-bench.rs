@@ -304,6 +304,7 @@ fn main() {
         registry: default_registry(),
         cancelled_listing: None,
         expired_listing: None,
+        expiring_listing: None,
     };
     let mut daemon = seller.listen();
     let pid = daemon.id();
