@@ -1548,3 +1548,81 @@ fn a_below_cost_listing_needs_to_be_asked_for() {
     assert_eq!(listed.code, 0, "{}", listed.stderr);
     assert_eq!(listed.json()["listing"]["price_lamports"], 3_333_334);
 }
+
+/// The buyer judges time by the chain's clock with a margin, and sees the
+/// seller's cancel at `confirmed` even when it reads at `finalized`: a buy
+/// that `listen` would refuse (money gone) is never sent.
+#[test]
+fn a_buyer_never_pays_for_a_listing_about_to_expire_or_just_cancelled() {
+    let (seller, buyer) = (
+        funded_with_memory("Short-lived lesson", "lesson"),
+        Env::new(),
+    );
+    buyer.ok(&["wallet", "new"]);
+    ok(&buyer, &["wallet", "airdrop", "1", "--json"]);
+    seller.ok(&["export", "--sign", "-o", "b.signed.json"]);
+    let items = tempfile::tempdir().unwrap();
+    let dir = items.path().display().to_string();
+    let list = |hours: &str| {
+        ok(
+            &seller,
+            &[
+                "marketplace",
+                "list",
+                "b.signed.json",
+                "--price-usd",
+                "1",
+                "--sol-usd",
+                "100",
+                "--duration-hours",
+                hours,
+                "--storage-dir",
+                &dir,
+                "--json",
+            ],
+        )
+    };
+    let buy = |listing: &serde_json::Value, commitment: &str| {
+        let v = e2e::validator();
+        buyer.run(&[
+            "-u",
+            v.rpc_url.as_str(),
+            "--commitment",
+            commitment,
+            "marketplace",
+            "buy",
+            listing["listing"]["manifest_id"].as_str().unwrap(),
+            "--storage-dir",
+            &dir,
+            "--timeout",
+            "1",
+        ])
+    };
+    let before = ok(&buyer, &["wallet", "balance", "--json"])["lamports"].clone();
+    // 18 s left: under the 30 s a buy must have to spare
+    let short = list("0.005");
+    let late = buy(&short, "confirmed");
+    assert_eq!(late.code, 1, "{}", late.stderr);
+    assert!(
+        late.stderr
+            .contains("expires within 30 s by the chain's clock"),
+        "{}",
+        late.stderr
+    );
+    // cancelled a moment ago: not yet final, seen all the same
+    let gone = list("24");
+    let id = gone["listing"]["listing_id"].as_str().unwrap();
+    ok(&seller, &["marketplace", "cancel", id, "--json"]);
+    let cancelled = buy(&gone, "finalized");
+    assert_eq!(cancelled.code, 1, "{}", cancelled.stderr);
+    assert!(
+        cancelled.stderr.contains("was cancelled by the seller"),
+        "{}",
+        cancelled.stderr
+    );
+    assert_eq!(
+        ok(&buyer, &["wallet", "balance", "--json"])["lamports"],
+        before,
+        "nothing was paid"
+    );
+}
