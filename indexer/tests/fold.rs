@@ -593,7 +593,7 @@ fn refunds_and_slashes_fold_into_the_settlement_and_the_sellers_record() {
     assert_eq!(s.settlements[&kept].status, SettlementStatus::Paid);
     assert_eq!(s.escrows[&escrow.to_string()].slashed, Some(50_000));
     let cfg = FoldConfig::default();
-    let r = indexer::views::reputation(&s, &seller.address(), &cfg);
+    let r = indexer::views::reputation(&s, &seller.address(), &cfg, None);
     assert_eq!(
         (
             r.sales,
@@ -626,7 +626,7 @@ fn self_trades_count_in_no_figure() {
         SettlementStatus::Rejected { .. }
     ));
     let cfg = FoldConfig::default();
-    let r = indexer::views::reputation(&s, &seller.address(), &cfg);
+    let r = indexer::views::reputation(&s, &seller.address(), &cfg, None);
     assert_eq!(
         (r.sales, r.releases, r.self_trades, r.volume_lamports),
         (1, 0, 1, LIST_PRICE_LAMPORTS),
@@ -634,8 +634,12 @@ fn self_trades_count_in_no_figure() {
     );
     assert_eq!(r.median_release_latency_secs, None);
     assert!(s.settlements.contains_key(&real));
-    let view =
-        serde_json::to_value(indexer::views::listing(&s, &s.listings[&l.listing_id])).unwrap();
+    let view = serde_json::to_value(indexer::views::listing(
+        &s,
+        &s.listings[&l.listing_id],
+        None,
+    ))
+    .unwrap();
     assert_eq!(
         (view["sales"].clone(), view["releases"].clone()),
         (serde_json::json!(1), serde_json::json!(0))
