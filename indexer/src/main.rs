@@ -425,8 +425,10 @@ async fn run(a: RunArgs) -> Result<()> {
     let listener = tokio::net::TcpListener::bind(&a.listen)
         .await
         .with_context(|| format!("listen on {}", a.listen))?;
+    // its own statement: the store's lock ends before AppState::new takes it
+    let domain = indexer::auth::deployment_domain(&mut **ix.store(), a.domain.as_deref())?;
     let state = AppState {
-        domain: indexer::auth::deployment_domain(&mut **ix.store(), a.domain.as_deref())?,
+        domain,
         registry,
         limiter: a.limits.limiter()?,
         ..AppState::new(ix.clone(), &cluster).with_chain(source.clone())
@@ -450,8 +452,9 @@ async fn serve(a: ServeArgs) -> Result<()> {
     let listener = tokio::net::TcpListener::bind(&a.listen)
         .await
         .with_context(|| format!("listen on {}", a.listen))?;
+    let domain = indexer::auth::deployment_domain(&mut **ix.store(), a.domain.as_deref())?;
     let state = AppState {
-        domain: indexer::auth::deployment_domain(&mut **ix.store(), a.domain.as_deref())?,
+        domain,
         limiter: a.limits.limiter()?,
         ..AppState::new(ix.clone(), &cluster)
     };
