@@ -1,12 +1,22 @@
 //! Wallet sign-in (PROTOCOL.md §9): challenge → Ed25519 signature over the
 //! exact message → session. Nonces live 5 minutes and are taken out of the
 //! store on first use, whatever the outcome, so none can be replayed or
-//! brute-forced. Sessions last 24 hours and are stored (hashed) in the
-//! database: they survive a restart of the indexer.
+//! brute-forced. A pubkey may hold several pending nonces (up to
+//! `store::MAX_NONCES_PER_KEY`); over that a new challenge is refused,
+//! never an older one dropped, so asking for challenges in someone's name
+//! cannot cancel their sign-in. Sessions last 24 hours and are stored
+//! (hashed) in the database: they survive a restart of the indexer.
+//!
+//! The message names the deployment ([`deployment_domain`]): the
+//! operator's `--domain`, or a name generated once per database, so a
+//! message one indexer issued never reads like another's (a malicious
+//! indexer cannot pass a second indexer's challenge off as its own).
 //!
 //! Owns the auth rules; the HTTP layer only maps them to status codes.
 
-use crate::store::{LogStore, Nonce, Session, StoreError};
+use crate::store::{
+    LogStore, Nonce, NoncePut, Session, StoreError, MAX_NONCES, MAX_NONCES_PER_KEY,
+};
 use ed25519_dalek::{Signature, Verifier, VerifyingKey};
 use sha2::{Digest, Sha256};
 
@@ -33,6 +43,25 @@ pub enum AuthError {
     /// The signature does not verify.
     #[error("signature does not verify for this pubkey and challenge")]
     BadSignature,
+    /// The pubkey has as many pending challenges as it may hold.
+    #[error(
+        "{pubkey} already has {max} pending sign-in challenges; sign one of them \
+         (POST /auth/verify) or retry in {retry_secs} s, when the oldest expires"
+    )]
+    TooManyChallenges {
+        /// Whose.
+        pubkey: String,
+        /// The bound.
+        max: usize,
+        /// Seconds until the oldest pending one expires.
+        retry_secs: i64,
+    },
+    /// The indexer holds as many pending challenges as it may.
+    #[error("the indexer holds {max} pending sign-in challenges; retry in a minute")]
+    ChallengesFull {
+        /// The bound.
+        max: usize,
+    },
     /// No, unknown or expired session.
     #[error("missing, unknown or expired session; sign in again")]
     NoSession,
@@ -90,6 +119,56 @@ pub fn rfc3339(t: i64) -> String {
         .unwrap_or_default()
 }
 
+/// Meta key of the sign-in domain generated for a database.
+const DOMAIN_META: &str = "sign_in_domain";
+/// Longest `--domain`.
+const MAX_DOMAIN_BYTES: usize = 253;
+
+/// The name this deployment's sign-in messages give themselves:
+/// `configured` (the operator's `--domain`, e.g. the public host name
+/// clients reach it at) when given; else `brainctl-indexer-<16 hex>`,
+/// generated once and kept in the store's meta, so restarts and replicas
+/// of one store say the same and no two deployments do.
+pub fn deployment_domain(
+    store: &mut dyn LogStore,
+    configured: Option<&str>,
+) -> Result<String, AuthError> {
+    if let Some(d) = configured {
+        if d.is_empty()
+            || d.len() > MAX_DOMAIN_BYTES
+            || d.chars().any(|c| c.is_whitespace() || c.is_control())
+        {
+            return Err(AuthError::BadRequest(format!(
+                "--domain {d:?} must be 1..={MAX_DOMAIN_BYTES} bytes without spaces or \
+                 control characters (the host name clients reach this indexer at)"
+            )));
+        }
+        return Ok(d.to_string());
+    }
+    if let Some(d) = store.meta(DOMAIN_META)? {
+        return Ok(d);
+    }
+    store.set_meta(DOMAIN_META, &generated_domain())?;
+    // read back: of two processes opening one new store, the last write
+    // wins for both from here on
+    Ok(store.meta(DOMAIN_META)?.unwrap_or_default())
+}
+
+/// A fresh `brainctl-indexer-<16 hex>`.
+pub(crate) fn generated_domain() -> String {
+    format!("brainctl-indexer-{}", random_hex(8))
+}
+
+/// The domain a sign-in message names (its first line's first word), for
+/// a client checking it signs in where it meant to.
+pub fn message_domain(message: &str) -> Option<&str> {
+    message
+        .lines()
+        .next()?
+        .split_once(" wants you to sign in")
+        .map(|(d, _)| d)
+}
+
 /// Issues a challenge for `pubkey` at `now`.
 pub fn challenge(
     store: &mut dyn LogStore,
@@ -105,7 +184,7 @@ pub fn challenge(
         "{domain} wants you to sign in with your Solana account:\n{pubkey}\n\nNonce: {nonce}\nExpires At: {}",
         rfc3339(expires_at)
     );
-    store.put_nonce(
+    let put = store.put_nonce(
         &nonce,
         &Nonce {
             pubkey: pubkey.into(),
@@ -113,6 +192,17 @@ pub fn challenge(
             expires_at,
         },
     )?;
+    match put {
+        NoncePut::Stored => {}
+        NoncePut::KeyFull { oldest_expires_at } => {
+            return Err(AuthError::TooManyChallenges {
+                pubkey: pubkey.into(),
+                max: MAX_NONCES_PER_KEY,
+                retry_secs: (oldest_expires_at - now).max(1),
+            })
+        }
+        NoncePut::StoreFull => return Err(AuthError::ChallengesFull { max: MAX_NONCES }),
+    }
     Ok(Challenge {
         nonce,
         message_to_sign: message,
@@ -196,41 +286,32 @@ mod tests {
     }
 
     #[test]
-    fn a_challenge_flood_keeps_nonce_storage_bounded() {
-        use crate::store::MAX_NONCES_PER_KEY;
+    fn a_challenge_flood_in_a_victims_name_never_evicts_the_victims_nonce() {
         let mut db = SqliteStore::in_memory().unwrap();
         let (k, pk) = wallet(2);
-        let issued: Vec<Challenge> = (0..MAX_NONCES_PER_KEY + 5)
-            .map(|_| challenge(&mut db, &pk, "localhost", 1_000).unwrap())
+        // the victim asks first; then someone floods challenges in their name
+        let victim = challenge(&mut db, &pk, "localhost", 1_000).unwrap();
+        let flood: Vec<_> = (0..MAX_NONCES_PER_KEY + 5)
+            .map(|_| challenge(&mut db, &pk, "localhost", 1_010))
             .collect();
-        // the oldest are dropped: only the newest MAX_NONCES_PER_KEY answer
-        let first = &issued[0];
-        assert!(matches!(
-            verify(
-                &mut db,
-                &pk,
-                &first.nonce,
-                &sign(&k, &first.message_to_sign),
-                1_001
-            ),
-            Err(AuthError::UnknownNonce)
-        ));
-        let last = issued.last().unwrap();
-        assert!(verify(
-            &mut db,
-            &pk,
-            &last.nonce,
-            &sign(&k, &last.message_to_sign),
-            1_001
-        )
-        .is_ok());
-        let kept = issued[5..]
-            .iter()
-            .filter(|c| {
-                verify(&mut db, &pk, &c.nonce, &sign(&k, &c.message_to_sign), 1_001).is_ok()
-            })
-            .count();
-        assert_eq!(kept, MAX_NONCES_PER_KEY - 1, "the last was used above");
+        let issued = flood.iter().filter(|c| c.is_ok()).count();
+        assert_eq!(issued, MAX_NONCES_PER_KEY - 1, "several pending, bounded");
+        match flood.last().unwrap() {
+            Err(e @ AuthError::TooManyChallenges { retry_secs, .. }) => {
+                // the oldest pending (the victim's) expires 290 s later
+                assert_eq!(*retry_secs, NONCE_TTL_SECS - 10);
+                assert!(e.to_string().contains("pending sign-in challenges"), "{e}");
+            }
+            other => panic!("the new request must be refused: {other:?}"),
+        }
+        // the victim's nonce still signs in, and so does a flood one
+        let sig = sign(&k, &victim.message_to_sign);
+        assert!(verify(&mut db, &pk, &victim.nonce, &sig, 1_020).is_ok());
+        let c = flood[0].as_ref().unwrap();
+        assert!(verify(&mut db, &pk, &c.nonce, &sign(&k, &c.message_to_sign), 1_020).is_ok());
+        // a used nonce frees its slot; expired ones free theirs
+        assert!(challenge(&mut db, &pk, "localhost", 1_030).is_ok());
+        assert!(challenge(&mut db, &pk, "localhost", 1_010 + NONCE_TTL_SECS).is_ok());
         // another key's nonces are its own
         let (k2, pk2) = wallet(3);
         let c = challenge(&mut db, &pk2, "localhost", 1_000).unwrap();

@@ -1,7 +1,8 @@
 //! Ingest from RPC: the history of each watched address
 //! (`getSignaturesForAddress`, paged to the checkpoint), each transaction
 //! (`getTransaction` jsonParsed), its index in the block (`getBlock`,
-//! signatures only) and the manifests its memos name (gateway, cached),
+//! signatures only) and the manifests its memos name (from the gateway,
+//! each proven to be its ANS-104 item before it is cached),
 //! batched and concurrent under a request-rate limit; the node's client
 //! retries transport errors with backoff.
 //!
@@ -230,29 +231,40 @@ impl RpcSource {
             .unwrap_or_default())
     }
 
-    /// A manifest body: the store's cache, else the gateway. `None` when
-    /// the gateway has no such item or it is not JSON.
+    /// A manifest body: the store's cache, else the gateway's answer
+    /// proven to be that ANS-104 item (`Source::fetch_item`: its id is
+    /// the hash of its signature, which covers the data). Only a proven
+    /// body is cached; `None` (asked again on a later poll, like one the
+    /// gateway does not serve yet) when there is no such item, it is not
+    /// JSON, or the gateway's answer is not that item (logged as a
+    /// gateway fault: a lying or glitching gateway never binds a body to
+    /// an id).
     async fn manifest(&self, ix: &Arc<Indexer>, id: &str) -> Result<Option<Value>, IngestError> {
         let key = id.to_string();
         if let Some(v) = blocking(ix, move |ix| Ok(ix.store().manifest(&key)?)).await? {
             return Ok(Some(v));
         }
-        match self.gateway.fetch(id, MAX_MANIFEST_BYTES).await {
-            Ok(bytes) => {
-                let Ok(v) = serde_json::from_slice::<Value>(&bytes) else {
+        match self.gateway.fetch_item(id, MAX_MANIFEST_BYTES).await {
+            Ok(item) => {
+                let Ok(v) = serde_json::from_slice::<Value>(&item.data) else {
                     return Ok(None);
                 };
                 let (key, body) = (id.to_string(), v.clone());
                 blocking(ix, move |ix| Ok(ix.store().put_manifest(&key, &body)?)).await?;
                 Ok(Some(v))
             }
+            Err(StorageError::NotFound(_) | StorageError::BadId(_) | StorageError::TooLarge(_)) => {
+                Ok(None)
+            }
             Err(
-                StorageError::NotFound(_)
-                | StorageError::BadId(_)
-                | StorageError::TooLarge(_)
-                | StorageError::Item(_)
-                | StorageError::IdMismatch { .. },
-            ) => Ok(None),
+                e @ (StorageError::Item(_)
+                | StorageError::IdMismatch { .. }
+                | StorageError::NotTheItem { .. }
+                | StorageError::HashMismatch { .. }),
+            ) => {
+                tracing::warn!(manifest = %id, error = %e, "gateway fault: its answer is not the item; not cached, asked again next poll");
+                Ok(None)
+            }
             Err(source) => Err(IngestError::Gateway {
                 id: id.into(),
                 source,

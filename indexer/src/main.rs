@@ -151,9 +151,11 @@ struct RunArgs {
     /// Milliseconds between polls.
     #[arg(long, default_value_t = 1_000)]
     interval_ms: u64,
-    /// Name shown in sign-in messages.
-    #[arg(long, default_value = "brainctl-indexer")]
-    domain: String,
+    /// Name shown in sign-in messages: the host name clients reach this
+    /// indexer at (default: `brainctl-indexer-<id>`, generated once per
+    /// database, so no two deployments' messages read alike).
+    #[arg(long)]
+    domain: Option<String>,
     #[command(flatten)]
     limits: LimitArgs,
 }
@@ -171,15 +173,36 @@ struct LimitArgs {
     /// Writes per signed-in session per minute.
     #[arg(long, default_value_t = 120)]
     writes_per_session_per_min: u32,
+    /// Behind reverse proxies: the header they write the client's address
+    /// into (e.g. X-Forwarded-For), so per-IP limits count each client,
+    /// not the proxy. Off by default: the socket's peer is the client.
+    /// Only set it when every request passes through your proxies.
+    #[arg(long, value_name = "HEADER")]
+    client_ip_header: Option<String>,
+    /// With --client-ip-header: how many proxies you run in front of the
+    /// indexer (each appends to the header); the client is that many
+    /// entries from the right, anything left of it is never trusted.
+    #[arg(
+        long,
+        default_value_t = 1,
+        value_name = "N",
+        requires = "client_ip_header"
+    )]
+    trusted_proxy_hops: usize,
 }
 
 impl LimitArgs {
-    fn rate_limits(&self) -> api::RateLimits {
-        api::RateLimits::per_minute(
+    fn limiter(&self) -> Result<Arc<api::Limiter>> {
+        let limits = api::RateLimits::per_minute(
             self.sign_in_per_min,
             self.writes_per_ip_per_min,
             self.writes_per_session_per_min,
-        )
+        );
+        let client_ip = match &self.client_ip_header {
+            Some(h) => api::ClientIp::header(h, self.trusted_proxy_hops)?,
+            None => api::ClientIp::socket(),
+        };
+        Ok(api::Limiter::with_client_ip(limits, client_ip))
     }
 }
 
@@ -190,9 +213,10 @@ struct ServeArgs {
     /// Address the HTTP API listens on.
     #[arg(long, default_value = "127.0.0.1:8081")]
     listen: String,
-    /// Name shown in sign-in messages (the same on every replica).
-    #[arg(long, default_value = "brainctl-indexer")]
-    domain: String,
+    /// Name shown in sign-in messages (default: the one the writer's
+    /// database holds, the same on every replica of it).
+    #[arg(long)]
+    domain: Option<String>,
     /// With SQLite (no notifications): milliseconds between refolds.
     #[arg(long, default_value_t = 2_000)]
     refold_ms: u64,
@@ -401,10 +425,12 @@ async fn run(a: RunArgs) -> Result<()> {
     let listener = tokio::net::TcpListener::bind(&a.listen)
         .await
         .with_context(|| format!("listen on {}", a.listen))?;
+    // its own statement: the store's lock ends before AppState::new takes it
+    let domain = indexer::auth::deployment_domain(&mut **ix.store(), a.domain.as_deref())?;
     let state = AppState {
-        domain: a.domain,
+        domain,
         registry,
-        limiter: api::Limiter::new(a.limits.rate_limits()),
+        limiter: a.limits.limiter()?,
         ..AppState::new(ix.clone(), &cluster).with_chain(source.clone())
     };
     tracing::info!(
@@ -426,9 +452,10 @@ async fn serve(a: ServeArgs) -> Result<()> {
     let listener = tokio::net::TcpListener::bind(&a.listen)
         .await
         .with_context(|| format!("listen on {}", a.listen))?;
+    let domain = indexer::auth::deployment_domain(&mut **ix.store(), a.domain.as_deref())?;
     let state = AppState {
-        domain: a.domain,
-        limiter: api::Limiter::new(a.limits.rate_limits()),
+        domain,
+        limiter: a.limits.limiter()?,
         ..AppState::new(ix.clone(), &cluster)
     };
     tracing::info!(listen = %listener.local_addr()?, %cluster, db = %a.db.describe(), "brainctl-indexer replica serving");

@@ -138,7 +138,9 @@ impl LogBuilder {
         r.tx.signature.clone()
     }
 
-    fn list_settled(
+    /// A listing of `visibility` that settles through `escrow_program`
+    /// when one is named, by direct payment otherwise.
+    pub fn list_settled(
         &mut self,
         seller: &Wallet,
         n: u64,

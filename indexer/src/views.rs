@@ -5,7 +5,9 @@
 //!
 //! Owns "who may see what, in which shape"; never mutates state.
 
-use crate::fold::{FoldConfig, ListingState, OfferState, Settlement, SettlementStatus, State};
+use crate::fold::{
+    EscrowState, FoldConfig, ListingState, OfferState, Settlement, SettlementStatus, State,
+};
 use serde::Serialize;
 use serde_json::{json, Value};
 
@@ -55,15 +57,74 @@ impl ListingFilter {
     }
 }
 
-/// Whether `viewer` may see `offer` (private listings: only its seller and
-/// the offer's buyer).
-pub fn may_see_offer(state: &State, offer: &OfferState, viewer: Option<&str>) -> bool {
-    match state.listings.get(&offer.listing_id) {
-        Some(l) if l.visibility == "private" => {
-            viewer.is_some_and(|v| v == l.seller || v == offer.buyer)
-        }
-        _ => true,
-    }
+/// Who reads: the signed-in wallet (base58), or `None` for an anonymous
+/// reader (the explorer, a request without a session).
+pub type Viewer<'a> = Option<&'a str>;
+
+/// The one visibility rule, used by every view (API, explorer, figures):
+/// may `viewer` see a trade of `buyer` on `l` (an offer, a buy, its
+/// release or refund, an escrow deposit, or any figure counting them)?
+/// On a public listing everyone may; on a private one only its seller and
+/// that buyer, signed in. The listing itself (its manifest) is public
+/// either way: `GET /listings` shows it.
+pub fn may_see_trade(l: &ListingState, buyer: &str, viewer: Viewer<'_>) -> bool {
+    l.visibility != "private" || viewer.is_some_and(|v| v == l.seller || v == buyer)
+}
+
+/// Whether `viewer` may see `offer` ([`may_see_trade`] on its listing).
+pub fn may_see_offer(state: &State, offer: &OfferState, viewer: Viewer<'_>) -> bool {
+    state
+        .listings
+        .get(&offer.listing_id)
+        .is_none_or(|l| may_see_trade(l, &offer.buyer, viewer))
+}
+
+/// The settlements of `l` that `viewer` may see ([`may_see_trade`]), keyed
+/// by buy signature.
+pub fn visible_settlements<'a>(
+    state: &'a State,
+    l: &'a ListingState,
+    viewer: Viewer<'a>,
+) -> impl Iterator<Item = (&'a String, &'a Settlement)> + 'a {
+    state
+        .settlements_of(&l.listing_id)
+        .filter(move |(_, s)| may_see_trade(l, &s.buyer, viewer))
+}
+
+/// The listing whose escrow-program account holds `e`, if folded (only
+/// listings that settle through the program are derived).
+pub fn escrow_listing<'a>(state: &'a State, e: &EscrowState) -> Option<&'a ListingState> {
+    state.listings.values().find(|l| {
+        l.manifest.get("escrow_program").is_some()
+            && crate::fold::escrow_listing_account(&l.seller, &l.listing_id)
+                .ok()
+                .as_deref()
+                == Some(e.listing.as_str())
+    })
+}
+
+/// The escrow deposits into `l`'s program account that `viewer` may see
+/// ([`may_see_trade`] with the depositor as the buyer), keyed by escrow
+/// account.
+pub fn visible_escrows<'a>(
+    state: &'a State,
+    l: &'a ListingState,
+    viewer: Viewer<'a>,
+) -> Vec<(&'a String, &'a EscrowState)> {
+    let Ok(account) = crate::fold::escrow_listing_account(&l.seller, &l.listing_id) else {
+        return Vec::new();
+    };
+    state
+        .escrows
+        .iter()
+        .filter(|(_, e)| e.listing == account && may_see_trade(l, &e.buyer, viewer))
+        .collect()
+}
+
+/// Whether `viewer` may see the deposit `e` ([`may_see_trade`] on the
+/// listing it was made into; a deposit into no folded listing is public).
+pub fn may_see_escrow(state: &State, e: &EscrowState, viewer: Viewer<'_>) -> bool {
+    escrow_listing(state, e).is_none_or(|l| may_see_trade(l, &e.buyer, viewer))
 }
 
 /// One listing as served: borrowed from the state, serialized straight
@@ -108,10 +169,11 @@ pub fn is_self_trade(l: &ListingState, s: &Settlement) -> bool {
     s.buyer == l.seller || s.buyer == l.payment_address
 }
 
-/// One listing.
-pub fn listing<'a>(state: &'a State, l: &'a ListingState) -> ListingView<'a> {
+/// One listing as `viewer` sees it (its sales count only the buys they
+/// may see).
+pub fn listing<'a>(state: &'a State, l: &'a ListingState, viewer: Viewer<'_>) -> ListingView<'a> {
     let (mut sales, mut releases) = (0u64, 0u64);
-    for (_, s) in state.settlements_of(&l.listing_id) {
+    for (_, s) in visible_settlements(state, l, viewer) {
         if is_self_trade(l, s) {
             continue;
         }
@@ -182,10 +244,14 @@ pub fn listing_page<'a>(
     (page, next_cursor)
 }
 
-/// Listings matching `f`, in id order, one page, and the cursor of the next.
-pub fn listings<'a>(state: &'a State, f: &ListingFilter) -> ListingPage<'a> {
+/// Listings matching `f`, in id order, one page, and the cursor of the
+/// next, as `viewer` sees them.
+pub fn listings<'a>(state: &'a State, f: &ListingFilter, viewer: Viewer<'_>) -> ListingPage<'a> {
     let (rows, next_cursor) = listing_page(state, f);
-    let page: Vec<_> = rows.into_iter().map(|l| listing(state, l)).collect();
+    let page: Vec<_> = rows
+        .into_iter()
+        .map(|l| listing(state, l, viewer))
+        .collect();
     ListingPage {
         count: page.len(),
         listings: page,
@@ -309,15 +375,20 @@ pub struct Reputation {
     pub volume_lamports: u64,
 }
 
-/// `seller`'s released buys with both block times, in buy order: seconds
-/// from the buy to its release (self-trades excluded, as in every figure).
-pub fn release_latencies(state: &State, seller: &str) -> Vec<crate::explorer::chart::Latency> {
+/// `seller`'s released buys with both block times that `viewer` may see,
+/// in buy order: seconds from the buy to its release (self-trades
+/// excluded, as in every figure).
+pub fn release_latencies(
+    state: &State,
+    seller: &str,
+    viewer: Viewer<'_>,
+) -> Vec<crate::explorer::chart::Latency> {
     let mut out: Vec<(u64, crate::explorer::chart::Latency)> = state
         .settlements
         .iter()
         .filter_map(|(sig, s)| {
             let l = state.listings.get(&s.listing_id)?;
-            if l.seller != seller || is_self_trade(l, s) {
+            if l.seller != seller || is_self_trade(l, s) || !may_see_trade(l, &s.buyer, viewer) {
                 return None;
             }
             let SettlementStatus::Released { at, .. } = &s.status else {
@@ -337,17 +408,27 @@ pub fn release_latencies(state: &State, seller: &str) -> Vec<crate::explorer::ch
     out.into_iter().map(|(_, l)| l).collect()
 }
 
-/// Reputation of `seller`.
-pub fn reputation(state: &State, seller: &str, cfg: &FoldConfig) -> Reputation {
-    reputation_with(state, seller, cfg, &release_latencies(state, seller))
+/// Reputation of `seller` as `viewer` may see it: every figure counts
+/// only the trades [`may_see_trade`] lets them see (an anonymous reader:
+/// none on private listings).
+pub fn reputation(state: &State, seller: &str, cfg: &FoldConfig, viewer: Viewer<'_>) -> Reputation {
+    reputation_with(
+        state,
+        seller,
+        cfg,
+        viewer,
+        &release_latencies(state, seller, viewer),
+    )
 }
 
-/// Reputation of `seller` whose [`release_latencies`] the caller already
-/// has (the explorer's seller page draws them too).
+/// Reputation of `seller` whose [`release_latencies`] (for the same
+/// `viewer`) the caller already has (the explorer's seller page draws
+/// them too).
 pub fn reputation_with(
     state: &State,
     seller: &str,
     cfg: &FoldConfig,
+    viewer: Viewer<'_>,
     latencies: &[crate::explorer::chart::Latency],
 ) -> Reputation {
     let mine: std::collections::BTreeMap<&str, &ListingState> = state
@@ -372,6 +453,9 @@ pub fn reputation_with(
         let Some(l) = mine.get(s.listing_id.as_str()) else {
             continue;
         };
+        if !may_see_trade(l, &s.buyer, viewer) {
+            continue;
+        }
         if is_self_trade(l, s) {
             if !matches!(s.status, SettlementStatus::Rejected { .. }) {
                 r.self_trades += 1;

@@ -150,3 +150,126 @@ fn pages_filters_privacy_and_escrow() {
         assert!(!body.contains("<img src=x"), "{path}: unescaped");
     }
 }
+
+/// A deposit event of `buyer` into `listing`'s escrow-program account,
+/// held in escrow account `escrow`; returns the deposit's signature.
+fn deposit(
+    b: &mut LogBuilder,
+    listing: &node::market::manifest::Listing,
+    buyer: &node::wallet::Wallet,
+    escrow: [u8; 32],
+    lamports: u64,
+) -> String {
+    let seller = listing.seller_pubkey.parse().unwrap();
+    let account = node::escrow::listing_address(&seller, &listing.listing_id);
+    let who = buyer.solana_keypair().pubkey();
+    let line = event_line(
+        "Deposited",
+        &[
+            &account.to_bytes()[..],
+            &escrow[..],
+            &who.to_bytes()[..],
+            &lamports.to_le_bytes(),
+        ]
+        .concat(),
+    );
+    let program = node::escrow::PROGRAM_ID;
+    let r = b.push(&[buyer], String::new(), vec![], vec![]);
+    r.tx.logs = vec![
+        format!("Program {program} invoke [1]"),
+        line,
+        format!("Program {program} success"),
+    ];
+    r.tx.signature.clone()
+}
+
+/// The review's finding: a private listing's trades leaked through the
+/// seller page (chart bars name buy signatures), the `/sellers` figures
+/// (counts and volume) and the escrow section / `/escrows`. Every view
+/// now asks `views::may_see_trade`: the public listing's trades show, the
+/// private listing's show nowhere to an anonymous reader.
+#[test]
+fn a_private_listings_trades_show_in_no_figure_chart_or_escrow() {
+    let mut b = LogBuilder::new();
+    let (seller, pub_buyer, priv_buyer) = (wallet(1, 3), wallet(2, 3), wallet(2, 4));
+    let public = b.list(&seller, 200, "auction");
+    let pub_buy = b.buy(&pub_buyer, &public, public.price_lamports.unwrap());
+    b.release(&seller, &public, &pub_buyer, &pub_buy);
+    // the private listing: two buys, one released
+    let private = b.list(&seller, 201, "private");
+    let priv_paid = private.price_lamports.unwrap();
+    let priv_buy = b.buy(&priv_buyer, &private, priv_paid);
+    b.release(&seller, &private, &priv_buyer, &priv_buy);
+    let priv_buy2 = b.buy(&priv_buyer, &private, priv_paid);
+    // escrow listings: a public and a private one, a deposit into each
+    let pub_escrow = b.list_settled(&seller, 202, "auction", Some(node::escrow::PROGRAM_ID));
+    let priv_escrow = b.list_settled(&seller, 203, "private", Some(node::escrow::PROGRAM_ID));
+    let (pub_acct, priv_acct) = ([5u8; 32], [6u8; 32]);
+    let pub_dep = deposit(&mut b, &pub_escrow, &pub_buyer, pub_acct, 7_000_000);
+    let priv_dep = deposit(&mut b, &priv_escrow, &priv_buyer, priv_acct, 987_654_321);
+    let s = serve(b);
+    let b58 = |k: [u8; 32]| bs58::encode(k).into_string();
+
+    let secrets = [
+        priv_buy.clone(),
+        priv_buy2.clone(),
+        priv_dep.clone(),
+        b58(priv_acct),
+        priv_buyer.address(),
+    ];
+    let leaks = |what: &str, body: &str| {
+        for x in &secrets {
+            assert!(!body.contains(x.as_str()), "{what} shows {x}: {body}");
+        }
+        assert!(!body.contains("0.9877 SOL"), "{what}: the deposit: {body}");
+        assert!(!body.contains("987654321"), "{what}: the deposit: {body}");
+    };
+
+    // the seller page: the public buy's bar, nothing of the private ones
+    let (code, page) = s.get(&format!("/s/{}", seller.address()));
+    assert_eq!(code, 200);
+    assert!(
+        page.contains(&pub_buy),
+        "the public buy's chart bar: {page}"
+    );
+    assert_eq!(page.matches("<rect").count(), 1, "{page}");
+    assert!(page.contains(r#"<dd id="rep-sales">1</dd>"#), "{page}");
+    leaks("the seller page", &page);
+
+    // /sellers: one sale, the public one's volume
+    let (code, rep) = s.get(&format!("/sellers/{}", seller.address()));
+    assert_eq!(code, 200);
+    let rep: serde_json::Value = serde_json::from_str(&rep).unwrap();
+    assert_eq!(rep["sales"], 1, "{rep}");
+    assert_eq!(rep["releases"], 1, "{rep}");
+    assert_eq!(rep["unreleased_paid_buys"], 0, "{rep}");
+    assert_eq!(
+        rep["volume_lamports"],
+        public.price_lamports.unwrap(),
+        "{rep}"
+    );
+    leaks("/sellers", &rep.to_string());
+
+    // the listings: the private listing is public, its sales are not
+    let (_, api) = s.get(&format!("/listings/{}", private.listing_id));
+    let api: serde_json::Value = serde_json::from_str(&api).unwrap();
+    assert_eq!(api["listing"]["sales"], 0, "{api}");
+    let (_, api) = s.get(&format!("/listings/{}", public.listing_id));
+    assert_eq!(
+        serde_json::from_str::<serde_json::Value>(&api).unwrap()["listing"]["sales"],
+        1
+    );
+
+    // the escrow sections: the public deposit, not the private one
+    let (_, e) = s.get(&format!("/l/{}", pub_escrow.listing_id));
+    assert!(e.contains(&pub_dep[..8]) && e.contains("0.0070 SOL"), "{e}");
+    let (code, e) = s.get(&format!("/l/{}", priv_escrow.listing_id));
+    assert_eq!(code, 200);
+    assert!(!e.contains("<tr class=\"escrow\""), "{e}");
+    leaks("the private escrow listing's page", &e);
+    let (code, _) = s.get(&format!("/escrows/{}", b58(pub_acct)));
+    assert_eq!(code, 200);
+    let (code, e) = s.get(&format!("/escrows/{}", b58(priv_acct)));
+    assert_eq!(code, 404, "{e}");
+    leaks("/escrows", &e.replace(&b58(priv_acct), ""));
+}

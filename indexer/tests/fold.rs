@@ -593,7 +593,7 @@ fn refunds_and_slashes_fold_into_the_settlement_and_the_sellers_record() {
     assert_eq!(s.settlements[&kept].status, SettlementStatus::Paid);
     assert_eq!(s.escrows[&escrow.to_string()].slashed, Some(50_000));
     let cfg = FoldConfig::default();
-    let r = indexer::views::reputation(&s, &seller.address(), &cfg);
+    let r = indexer::views::reputation(&s, &seller.address(), &cfg, None);
     assert_eq!(
         (
             r.sales,
@@ -626,7 +626,7 @@ fn self_trades_count_in_no_figure() {
         SettlementStatus::Rejected { .. }
     ));
     let cfg = FoldConfig::default();
-    let r = indexer::views::reputation(&s, &seller.address(), &cfg);
+    let r = indexer::views::reputation(&s, &seller.address(), &cfg, None);
     assert_eq!(
         (r.sales, r.releases, r.self_trades, r.volume_lamports),
         (1, 0, 1, LIST_PRICE_LAMPORTS),
@@ -634,8 +634,12 @@ fn self_trades_count_in_no_figure() {
     );
     assert_eq!(r.median_release_latency_secs, None);
     assert!(s.settlements.contains_key(&real));
-    let view =
-        serde_json::to_value(indexer::views::listing(&s, &s.listings[&l.listing_id])).unwrap();
+    let view = serde_json::to_value(indexer::views::listing(
+        &s,
+        &s.listings[&l.listing_id],
+        None,
+    ))
+    .unwrap();
     assert_eq!(
         (view["sales"].clone(), view["releases"].clone()),
         (serde_json::json!(1), serde_json::json!(0))
@@ -780,4 +784,44 @@ fn the_pinned_log_covers_the_refusals() {
         s.settlements[&legacy[0].tx.signature].status,
         SettlementStatus::Paid
     );
+}
+
+/// The one visibility rule (`views::may_see_trade`) on a private
+/// listing's figures: its seller sees every trade, a buyer their own, an
+/// anonymous reader or a stranger none; a public listing's show to all.
+#[test]
+fn a_private_listings_figures_follow_who_reads_them() {
+    use indexer::views::{self, may_see_trade};
+    let (seller, alice, bob, stranger) = (wallet(1, 9), wallet(2, 9), wallet(2, 10), wallet(3, 9));
+    let mut b = LogBuilder::new();
+    let private = b.list(&seller, 90, "private");
+    let public = b.list(&seller, 91, "auction");
+    let by_alice = b.buy(&alice, &private, LIST_PRICE_LAMPORTS);
+    b.release(&seller, &private, &alice, &by_alice);
+    b.buy(&bob, &private, LIST_PRICE_LAMPORTS);
+    b.buy(&bob, &public, LIST_PRICE_LAMPORTS);
+    let s = fold(b.records());
+    let cfg = FoldConfig::default();
+    let sales = |viewer: Option<&str>| {
+        let r = views::reputation(&s, &seller.address(), &cfg, viewer);
+        (r.sales, r.releases, r.volume_lamports / LIST_PRICE_LAMPORTS)
+    };
+    let (pk_seller, pk_alice, pk_stranger) =
+        (seller.address(), alice.address(), stranger.address());
+    assert_eq!(sales(None), (1, 0, 1), "anonymous: the public sale only");
+    assert_eq!(sales(Some(&pk_stranger)), (1, 0, 1));
+    assert_eq!(sales(Some(&pk_alice)), (2, 1, 2), "alice: hers too");
+    assert_eq!(sales(Some(&pk_seller)), (3, 1, 3), "the seller: all");
+    let latencies = |viewer| views::release_latencies(&s, &seller.address(), viewer).len();
+    assert_eq!((latencies(None), latencies(Some(&pk_alice))), (0, 1));
+    let l = &s.listings[&private.listing_id];
+    assert!(may_see_trade(l, &pk_alice, Some(&pk_alice)));
+    assert!(may_see_trade(l, &pk_alice, Some(&pk_seller)));
+    assert!(!may_see_trade(l, &pk_alice, Some(&bob.address())));
+    assert!(!may_see_trade(l, &pk_alice, None));
+    assert!(may_see_trade(
+        &s.listings[&public.listing_id],
+        &pk_alice,
+        None
+    ));
 }

@@ -254,9 +254,10 @@ async fn connection(
     }
 }
 
-fn reason(status: u16) -> &'static str {
+pub(crate) fn reason(status: u16) -> &'static str {
     match status {
         200 => "OK",
+        404 => "Not Found",
         429 => "Too Many Requests",
         500 => "Internal Server Error",
         502 => "Bad Gateway",
@@ -292,7 +293,9 @@ async fn forward(
 
 /// One request: its path and body (`Content-Length` framing). `None` at
 /// the end of the connection or on anything else.
-async fn read_request<R: tokio::io::AsyncBufRead + Unpin>(r: &mut R) -> Option<(String, Vec<u8>)> {
+pub(crate) async fn read_request<R: tokio::io::AsyncBufRead + Unpin>(
+    r: &mut R,
+) -> Option<(String, Vec<u8>)> {
     let mut line = String::new();
     if r.read_line(&mut line).await.ok()? == 0 {
         return None;

@@ -2,7 +2,8 @@
 //! a free port): items posted in an ANS-104 bundle inside a signed
 //! Arweave transaction are served by their own id, byte for byte; a
 //! multi-chunk bundle proves the data root; a tampered answer is refused
-//! by the caller's hash check.
+//! by the caller's hash check; arlocal's GraphQL header of each item
+//! proves its data (`Source::fetch_item`).
 
 use e2e::{gateway, runtime};
 use node::arweave::gateway::Gateway;
@@ -56,4 +57,18 @@ fn items_round_trip_through_arlocal() {
     ));
     // an id nobody stored
     assert!(rt.block_on(source.fetch(&"A".repeat(43), 1024)).is_err());
+
+    // arlocal's GraphQL serves each item's signed header: what it answers
+    // proves both items (id = hash of the signature, which covers the data)
+    assert_eq!(
+        rt.block_on(source.fetch_item(&big_id, 1 << 20)).unwrap(),
+        item
+    );
+    let small_item = rt.block_on(source.fetch_item(&id, 1 << 20)).unwrap();
+    assert_eq!(small_item.tag("App-Name"), Some("brainctl"));
+    assert_eq!((small_item.id(), small_item.data), (id.clone(), small));
+    assert!(matches!(
+        rt.block_on(source.fetch_item(&"A".repeat(43), 1024)),
+        Err(StorageError::NotFound(_))
+    ));
 }

@@ -893,3 +893,108 @@ fn settle_refuses_a_listing_expired_by_the_chains_clock_on_a_quiet_market() {
         "{expired}"
     );
 }
+
+/// The review's finding: the indexer cached the first body a gateway
+/// answered for an id, so a lying (or glitching) gateway bound another
+/// body to a listing for ever. A scripted gateway answers the listing's
+/// item id with the seller's other signed manifest (same listing id and
+/// bundle hash, price 1 lamport): first under the item's own header, then
+/// under the other item's header. Neither body is folded or cached (the
+/// transaction is held back as if not served yet); once the gateway
+/// answers honestly the next poll folds the listing at its real price.
+#[test]
+fn a_lying_gateway_cannot_bind_another_body_to_a_listings_item() {
+    use e2e::fake_gateway::FakeGateway;
+    use node::arweave::{DataItem, Tag};
+    let v = validator();
+    let rt = e2e::multi_thread_runtime();
+    let dir = tempfile::tempdir().unwrap();
+    let seller = Wallet::generate();
+    v.fund(&seller.solana_keypair().pubkey(), 1);
+    let (id, bundle_hash) = (node::market::list::new_listing_id(), "ab".repeat(32));
+    let manifest = |price_lamports: u64| {
+        let m = build_listing(
+            &seller,
+            &NewListing {
+                listing_id: &id,
+                bundle_hash: &bundle_hash,
+                payment_address: None,
+                price_usd: 9.0,
+                price_lamports,
+                duration_hours: 24.0,
+                visibility: "auction",
+                encrypted_bundle_uri: "ar://blob",
+                metadata_uri: "ar://meta",
+                preview: json!({"memories_count": 2}),
+                now: time::OffsetDateTime::now_utc().unix_timestamp(),
+                escrow_program: None,
+            },
+        )
+        .unwrap();
+        let tags = vec![
+            Tag::new("Content-Type", "application/json"),
+            Tag::new("App-Name", "brainctl"),
+            Tag::new("Schema", LISTING_SCHEMA),
+        ];
+        DataItem::sign(&seller, serde_json::to_vec(&m).unwrap(), tags, None, None).unwrap()
+    };
+    let (honest, other) = (manifest(PRICE), manifest(1));
+    let item = honest.id();
+    // referenced from an address of its own, not the shared registry: the
+    // other tests' indexers on this validator never see this listing
+    let watched = Wallet::generate().solana_keypair().pubkey();
+    let op = MemoOp::List {
+        listing_arweave_id: item.clone(),
+        bundle_hash: bundle_hash.clone(),
+    };
+    let kp = seller.solana_keypair();
+    let ixs = [
+        node::chain::instructions::discovery(&watched, 200_000),
+        node::chain::instructions::memo(&op.to_string(), &kp.pubkey()),
+    ];
+    rt.block_on(v.chain().send(&ixs, &[&kp])).unwrap();
+
+    let gw = FakeGateway::start();
+    let source = Arc::new(RpcSource::new(
+        v.chain(),
+        Source::Gateway(gw.url.clone()),
+        vec![watched],
+        4,
+        0,
+    ));
+    let ix = Arc::new(indexer_at(&dir.path().join("ix.db")));
+    let unbound = |what: &str| {
+        let s = ix.state();
+        assert!(
+            !s.listings.contains_key(&id),
+            "{what}: folded {:?}",
+            s.listings.get(&id).map(|l| l.price_lamports)
+        );
+        assert!(
+            s.rejected.is_empty(),
+            "{what}: refused for good: {:?}",
+            s.rejected
+        );
+        assert_eq!(ix.store().manifest(&item).unwrap(), None, "{what}: cached");
+    };
+    // the other body under the item's own header
+    gw.answer(&item, &honest, &other.data);
+    rt.block_on(source.poll(&ix)).unwrap();
+    unbound("another body");
+    // the other item whole (its header and body) under this id
+    gw.answer(&item, &other, &other.data);
+    rt.block_on(source.poll(&ix)).unwrap();
+    unbound("another item");
+    assert!(gw.served() >= 3, "the gateway was asked");
+
+    // honest at last: folded at the real price, and cached
+    gw.answer(&item, &honest, &honest.data);
+    rt.block_on(source.poll(&ix)).unwrap();
+    let s = ix.state();
+    let l = s.listings.get(&id).expect("folded once proven");
+    assert_eq!(l.price_lamports, Some(PRICE));
+    assert_eq!(
+        ix.store().manifest(&item).unwrap(),
+        Some(serde_json::from_slice::<Value>(&honest.data).unwrap())
+    );
+}

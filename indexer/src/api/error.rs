@@ -1,4 +1,4 @@
-//! API errors: `{"error", "detail"}` with 400/401/403/404/409/503
+//! API errors: `{"error", "detail"}` with 400/401/403/404/409/429/503
 //! (PROTOCOL.md §9), never a key or a stack trace.
 
 use axum::http::StatusCode;
@@ -77,6 +77,11 @@ impl From<crate::auth::AuthError> for ApiError {
             WrongPubkey => auth_err("wrong_pubkey", e),
             BadSignature => auth_err("bad_signature", e),
             NoSession => auth_err("no_session", e),
+            TooManyChallenges { .. } | ChallengesFull { .. } => ApiError::new(
+                StatusCode::TOO_MANY_REQUESTS,
+                "too_many_challenges",
+                e.to_string(),
+            ),
         }
     }
 }

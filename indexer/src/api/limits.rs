@@ -9,11 +9,13 @@
 //! Reads are never limited here (they are served from the folded state
 //! and cost microseconds). Over a limit: `429 rate_limited` with
 //! `Retry-After`. Keys are kept in bounded memory (idle ones are dropped
-//! once many are held). Behind a reverse proxy every client has the
-//! proxy's IP: give the proxy the per-IP limits and keep the sessions'.
+//! once many are held). The client's IP is the socket's peer, or behind
+//! reverse proxies the one the operator's trusted header names
+//! ([`super::client_ip`]).
 //!
 //! Owns admission only; it never reads the state or the store.
 
+use super::client_ip::ClientIp;
 use super::ApiError;
 use axum::extract::{ConnectInfo, Request, State};
 use axum::http::{header, HeaderValue, Method, StatusCode};
@@ -119,6 +121,7 @@ impl<K: Hash + Eq + Clone> Limit<K> {
 
 /// The limiters (shared by every connection).
 pub struct Limiter {
+    client_ip: ClientIp,
     sign_in_per_ip: Limit<IpAddr>,
     writes_per_ip: Limit<IpAddr>,
     writes_per_session: Limit<String>,
@@ -127,9 +130,15 @@ pub struct Limiter {
 }
 
 impl Limiter {
-    /// Limiters for `limits`.
+    /// Limiters for `limits`, keyed by the socket's peer IP.
     pub fn new(limits: RateLimits) -> Arc<Limiter> {
+        Limiter::with_client_ip(limits, ClientIp::socket())
+    }
+
+    /// Limiters for `limits`, keyed by the IP `client_ip` finds.
+    pub fn with_client_ip(limits: RateLimits, client_ip: ClientIp) -> Arc<Limiter> {
         Arc::new(Limiter {
+            client_ip,
             sign_in_per_ip: Limit::new(limits.sign_in_per_ip),
             writes_per_ip: Limit::new(limits.writes_per_ip),
             writes_per_session: Limit::new(limits.writes_per_session),
@@ -171,10 +180,11 @@ pub async fn limit(State(limiter): State<Arc<Limiter>>, req: Request, next: Next
         return next.run(req).await;
     }
     // without connection info (a router driven in-process) all share one key
-    let ip = req
+    let socket = req
         .extensions()
         .get::<ConnectInfo<SocketAddr>>()
         .map_or(IpAddr::from([0, 0, 0, 0]), |c| c.0.ip());
+    let ip = limiter.client_ip.of(req.headers(), socket);
     let session = super::request::bearer(req.headers());
     match limiter.admit(ip, req.uri().path(), session) {
         Ok(()) => next.run(req).await,

@@ -70,11 +70,13 @@ pub(crate) fn parse_filter(q: &HashMap<String, String>) -> Res<ListingFilter> {
 pub(super) async fn browse(
     AxState(st): AxState<AppState>,
     Query(q): Query<HashMap<String, String>>,
+    headers: HeaderMap,
 ) -> Res<Response> {
     check_cluster(&st, &q)?;
     let f = parse_filter(&q)?;
+    let who = viewer(&st, &headers).await?;
     let s = st.ix.state();
-    Ok(Json(views::listings(&s, &f)).into_response())
+    Ok(Json(views::listings(&s, &f, who.as_deref())).into_response())
 }
 
 pub(super) async fn show_listing(
@@ -89,7 +91,7 @@ pub(super) async fn show_listing(
     let s = st.ix.state();
     let l = known_listing(&s, &id)?;
     Ok(Json(json!({
-        "listing": views::listing(&s, l),
+        "listing": views::listing(&s, l, who.as_deref()),
         "offers": views::offers_of(&s, &id, who.as_deref()),
     })))
 }
@@ -146,7 +148,9 @@ pub(super) async fn post_listing(
         .listings
         .get(&id)
         .ok_or_else(|| ApiError::conflict("the list memo did not create this listing"))?;
-    Ok(Json(json!({"ok": true, "listing": views::listing(&s, l)})))
+    Ok(Json(
+        json!({"ok": true, "listing": views::listing(&s, l, Some(&who))}),
+    ))
 }
 
 #[derive(Deserialize)]
@@ -174,5 +178,7 @@ pub(super) async fn post_cancel(
     .await?;
     let s = st.ix.state();
     let l = known_listing(&s, &id)?;
-    Ok(Json(json!({"ok": true, "listing": views::listing(&s, l)})))
+    Ok(Json(
+        json!({"ok": true, "listing": views::listing(&s, l, Some(&who))}),
+    ))
 }

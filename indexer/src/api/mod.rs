@@ -14,8 +14,10 @@
 //!   (the unsigned buy transaction), `session` (sign-in), `status`
 //!   (health, state hash, metrics)
 //! - `request`: what every handler checks (cluster, ids, session, hints)
-//! - `error`, `limits` (rate limits), `metrics` (counters)
+//! - `error`, `limits` (rate limits), `client_ip` (whose limit a request
+//!   counts against), `metrics` (counters)
 
+pub mod client_ip;
 pub mod error;
 pub mod limits;
 mod listings;
@@ -34,6 +36,7 @@ use axum::middleware::{self, Next};
 use axum::response::Response;
 use axum::routing::{get, post};
 use axum::Router;
+pub use client_ip::ClientIp;
 pub use error::ApiError;
 pub use limits::{Limiter, Rate, RateLimits};
 pub(crate) use listings::parse_filter;
@@ -67,7 +70,8 @@ pub struct AppState {
     pub hints: Option<Arc<dyn HintSource>>,
     /// The cluster served (`localnet`, `devnet`, `mainnet-beta`).
     pub cluster: String,
-    /// Name shown in sign-in messages.
+    /// Name shown in sign-in messages (unique per deployment:
+    /// [`crate::auth::deployment_domain`]).
     pub domain: String,
     /// Wall clock for auth expiry.
     pub clock: Clock,
@@ -81,15 +85,21 @@ pub struct AppState {
 
 impl AppState {
     /// A read-only replica of `ix` serving `cluster`, with the system
-    /// clock, fresh metrics, the default registry and default limits;
-    /// set the public fields for more, or [`AppState::with_chain`].
+    /// clock, fresh metrics, the default registry, default limits and the
+    /// store's own sign-in domain; set the public fields for more, or
+    /// [`AppState::with_chain`].
     pub fn new(ix: Arc<Indexer>, cluster: &str) -> AppState {
+        let domain = crate::auth::deployment_domain(&mut **ix.store(), None).unwrap_or_else(|e| {
+            // still unique to this process; sessions do not depend on it
+            tracing::warn!(error = %e, "sign-in domain not stored; using a per-process one");
+            crate::auth::generated_domain()
+        });
         AppState {
             ix,
             source: None,
             hints: None,
             cluster: cluster.to_string(),
-            domain: "brainctl-indexer".into(),
+            domain,
             clock: system_clock(),
             metrics: Arc::new(Metrics::default()),
             registry: node::chain::instructions::default_registry(),

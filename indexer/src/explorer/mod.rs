@@ -1,8 +1,10 @@
 //! The web explorer: server-rendered HTML at `/` for people (listings with
 //! filters and paging, a listing's preview, price history and timeline,
 //! a seller's record with a latency chart, escrow state). Reads the same
-//! folded state and applies the same visibility rules as the JSON API; no
-//! sign-in, so a private listing's offers and buys are never shown.
+//! folded state and applies the same visibility rule as the JSON API
+//! (`views::may_see_trade`); no sign-in, so a private listing's offers,
+//! buys, escrow deposits and every figure or chart bar counting them are
+//! never shown.
 //!
 //! Owns the routes and page assembly; the markup is in [`pages`], the
 //! timeline in [`timeline`], the chart in [`chart`]. Never writes.
@@ -70,16 +72,7 @@ async fn listing(AxState(st): AxState<AppState>, Path(id): Path<String>) -> Resp
         return not_found(&s, &format!("No listing {id} on chain."));
     };
     let rows = timeline::of(&s, l);
-    let escrows = match l.seller.parse::<node::chain::Pubkey>() {
-        Ok(seller) => {
-            let account = node::escrow::listing_address(&seller, &l.listing_id).to_string();
-            s.escrows
-                .iter()
-                .filter(|(_, e)| e.listing == account)
-                .collect()
-        }
-        Err(_) => Vec::new(),
-    };
+    let escrows = crate::views::visible_escrows(&s, l, None);
     let links = pages::Links {
         cluster: &st.cluster,
     };
@@ -97,8 +90,8 @@ async fn seller(AxState(st): AxState<AppState>, Path(pk): Path<String>) -> Respo
             pages::error(&s, "Bad seller", "A seller is a base58 32-byte key."),
         );
     }
-    let latencies = crate::views::release_latencies(&s, &pk);
-    let rep = crate::views::reputation_with(&s, &pk, st.ix.config(), &latencies);
+    let latencies = crate::views::release_latencies(&s, &pk, None);
+    let rep = crate::views::reputation_with(&s, &pk, st.ix.config(), None, &latencies);
     let listings: Vec<_> = s.listings.values().filter(|l| l.seller == pk).collect();
     if listings.is_empty() {
         return not_found(&s, &format!("No listings by {pk} on chain."));

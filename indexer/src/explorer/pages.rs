@@ -1,7 +1,7 @@
 //! The explorer's HTML: a layout, the listings page, a listing's page and
 //! a seller's page (maud templates, compiled into the binary; every value
 //! is escaped by construction). Renders what it is given; decides nothing
-//! about visibility (that is [`super::timeline`]'s and the API's).
+//! about visibility (that is `views::may_see_trade`, applied by the caller).
 
 use super::chart::{latency_chart, Latency};
 use super::timeline::{self, Row};
@@ -160,7 +160,7 @@ pub fn listings(
                 thead { tr { th { "listing" } th { "status" } th { "price" } th { "memories" } th { "categories" } th { "seller" } th { "sales" } th { "expires" } } }
                 tbody {
                     @for l in page {
-                        @let v = crate::views::listing(state, l);
+                        @let v = crate::views::listing(state, l, None);
                         tr.listing data-listing=(l.listing_id) {
                             td { a.mono href=(format!("/l/{}", l.listing_id)) { (l.listing_id) } }
                             td { span.status.(l.status(state.now)) { (l.status(state.now)) } }
@@ -204,7 +204,7 @@ pub fn listing(
 ) -> Markup {
     let preview = l.manifest.get("preview").unwrap_or(&Value::Null);
     let escrow_program = l.manifest.get("escrow_program").and_then(Value::as_str);
-    let v = crate::views::listing(state, l);
+    let v = crate::views::listing(state, l, None);
     let body = html! {
         h1.mono { (l.listing_id) " " span.status.(l.status(state.now)) { (l.status(state.now)) } }
         dl.facts {
@@ -245,7 +245,7 @@ pub fn listing(
         }
         section #timeline {
             h2 { "Timeline" }
-            @if !timeline::settlements_visible(l) {
+            @if l.visibility == "private" {
                 p.note { "A private listing: its offers and buys are shown only to its seller and that buyer, signed in, through the API." }
             }
             table {

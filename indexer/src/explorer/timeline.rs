@@ -1,8 +1,8 @@
 //! A listing's story as rows: listed, offers and counters, accepts and
 //! rejects, buys, releases, refunds, cancel — in chain order, with the
-//! transaction of each. Pure; the visibility rules are the API's (offers
-//! through [`views::may_see_offer`], a private listing's settlements never
-//! to an anonymous reader).
+//! transaction of each. Pure; the visibility rule is the API's
+//! ([`views::may_see_trade`] for an anonymous reader: a private listing's
+//! offers and buys never show).
 
 use crate::fold::{At, ListingState, OfferStatus, SettlementStatus, State};
 use crate::views;
@@ -68,12 +68,6 @@ pub struct Row<'a> {
     pub detail: Option<String>,
 }
 
-/// Whether the anonymous reader sees this listing's settlements (the API
-/// shows a private listing's only to its seller and that buyer).
-pub fn settlements_visible(l: &ListingState) -> bool {
-    l.visibility != "private"
-}
-
 /// The timeline of `l` as an anonymous reader may see it, oldest first.
 pub fn of<'a>(state: &'a State, l: &'a ListingState) -> Vec<Row<'a>> {
     let mut rows = vec![Row {
@@ -113,43 +107,41 @@ pub fn of<'a>(state: &'a State, l: &'a ListingState) -> Vec<Row<'a>> {
             });
         }
     }
-    if settlements_visible(l) {
-        for (_, s) in state.settlements_of(&l.listing_id) {
-            let refused = matches!(s.status, SettlementStatus::Rejected { .. });
-            rows.push(Row {
-                event: if refused {
-                    Event::RefusedBuy
-                } else {
-                    Event::Buy
-                },
-                at: &s.at,
+    for (_, s) in views::visible_settlements(state, l, None) {
+        let refused = matches!(s.status, SettlementStatus::Rejected { .. });
+        rows.push(Row {
+            event: if refused {
+                Event::RefusedBuy
+            } else {
+                Event::Buy
+            },
+            at: &s.at,
+            who: &s.buyer,
+            lamports: Some(s.paid_lamports),
+            detail: match &s.status {
+                SettlementStatus::Rejected { reason } => Some(reason.to_string()),
+                _ => s.offer_id.as_ref().map(|o| format!("at the terms of {o}")),
+            },
+        });
+        match &s.status {
+            SettlementStatus::Released { at, .. } => rows.push(Row {
+                event: Event::Release,
+                at,
+                who: &l.seller,
+                lamports: None,
+                detail: Some(format!("for buy {}", short(&s.at.signature))),
+            }),
+            SettlementStatus::Refunded {
+                at,
+                slashed_lamports,
+            } => rows.push(Row {
+                event: Event::Refund,
+                at,
                 who: &s.buyer,
                 lamports: Some(s.paid_lamports),
-                detail: match &s.status {
-                    SettlementStatus::Rejected { reason } => Some(reason.to_string()),
-                    _ => s.offer_id.as_ref().map(|o| format!("at the terms of {o}")),
-                },
-            });
-            match &s.status {
-                SettlementStatus::Released { at, .. } => rows.push(Row {
-                    event: Event::Release,
-                    at,
-                    who: &l.seller,
-                    lamports: None,
-                    detail: Some(format!("for buy {}", short(&s.at.signature))),
-                }),
-                SettlementStatus::Refunded {
-                    at,
-                    slashed_lamports,
-                } => rows.push(Row {
-                    event: Event::Refund,
-                    at,
-                    who: &s.buyer,
-                    lamports: Some(s.paid_lamports),
-                    detail: Some(format!("{slashed_lamports} lamports of stake slashed")),
-                }),
-                _ => {}
-            }
+                detail: Some(format!("{slashed_lamports} lamports of stake slashed")),
+            }),
+            _ => {}
         }
     }
     if let Some(c) = &l.cancelled {

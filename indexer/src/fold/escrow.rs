@@ -129,7 +129,7 @@ impl State {
 }
 
 /// The escrow program's listing account of (seller, listing id).
-pub(super) fn escrow_listing_account(seller: &str, listing_id: &str) -> Result<String, Refusal> {
+pub fn escrow_listing_account(seller: &str, listing_id: &str) -> Result<String, Refusal> {
     let seller_key: node::chain::Pubkey = seller.parse().map_err(|_| Refusal::SellerNotPubkey {
         seller: seller.into(),
     })?;

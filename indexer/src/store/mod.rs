@@ -67,6 +67,22 @@ pub struct Nonce {
     pub expires_at: i64,
 }
 
+/// What [`LogStore::put_nonce`] did. A full store refuses the new nonce;
+/// it never evicts a pending one (that would let anyone who asks for
+/// challenges in a victim's name cancel the victim's sign-in).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum NoncePut {
+    /// Stored.
+    Stored,
+    /// The pubkey already has [`MAX_NONCES_PER_KEY`] pending: nothing stored.
+    KeyFull {
+        /// When the oldest of them expires (unix seconds).
+        oldest_expires_at: i64,
+    },
+    /// [`MAX_NONCES`] are pending in all: nothing stored.
+    StoreFull,
+}
+
 /// What the indexer persists.
 pub trait LogStore: Send {
     /// Inserts or updates records; those at or below `final_slot` are
@@ -106,10 +122,11 @@ pub trait LogStore: Send {
     /// Sets a metadata value.
     fn set_meta(&mut self, key: &str, value: &str) -> Result<(), StoreError>;
     /// Stores a challenge nonce, keeping storage bounded: at most
-    /// [`MAX_NONCES_PER_KEY`] outstanding per pubkey and [`MAX_NONCES`] in
-    /// all, the oldest dropped first (a flood of challenges costs its
-    /// sender their own older nonces, never unbounded rows).
-    fn put_nonce(&mut self, nonce: &str, n: &Nonce) -> Result<(), StoreError>;
+    /// [`MAX_NONCES_PER_KEY`] pending per pubkey and [`MAX_NONCES`] in
+    /// all. Over a bound the new nonce is refused ([`NoncePut`]); a
+    /// pending one is never dropped. Counts what is stored: purge expired
+    /// nonces first ([`LogStore::purge_auth`]).
+    fn put_nonce(&mut self, nonce: &str, n: &Nonce) -> Result<NoncePut, StoreError>;
     /// Takes a nonce out (single use: a second take finds nothing).
     fn take_nonce(&mut self, nonce: &str) -> Result<Option<Nonce>, StoreError>;
     /// Stores a session under the SHA-256 of its token.
@@ -124,6 +141,20 @@ pub trait LogStore: Send {
 pub const MAX_NONCES_PER_KEY: usize = 8;
 /// Outstanding challenge nonces kept in all.
 pub const MAX_NONCES: usize = 100_000;
+
+/// The verdict on one more nonce for a key holding `mine` pending (the
+/// oldest expiring at `oldest`), with `all` pending in the store.
+fn nonce_bounds(mine: i64, oldest: Option<i64>, all: i64) -> NoncePut {
+    if mine >= MAX_NONCES_PER_KEY as i64 {
+        NoncePut::KeyFull {
+            oldest_expires_at: oldest.unwrap_or_default(),
+        }
+    } else if all >= MAX_NONCES as i64 {
+        NoncePut::StoreFull
+    } else {
+        NoncePut::Stored
+    }
+}
 
 /// The SQLite store.
 pub struct SqliteStore {
@@ -329,24 +360,26 @@ impl LogStore for SqliteStore {
         Ok(())
     }
 
-    fn put_nonce(&mut self, nonce: &str, n: &Nonce) -> Result<(), StoreError> {
-        let tx = self.conn.transaction()?;
-        tx.execute(
-            "INSERT INTO nonces (nonce, pubkey, message, expires_at) VALUES (?1, ?2, ?3, ?4)",
-            params![nonce, n.pubkey, n.message, n.expires_at],
+    fn put_nonce(&mut self, nonce: &str, n: &Nonce) -> Result<NoncePut, StoreError> {
+        // IMMEDIATE: the count and the insert see no other writer between them
+        let tx = self
+            .conn
+            .transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
+        let (mine, oldest): (i64, Option<i64>) = tx.query_row(
+            "SELECT count(*), min(expires_at) FROM nonces WHERE pubkey = ?1",
+            [&n.pubkey],
+            |r| Ok((r.get(0)?, r.get(1)?)),
         )?;
-        tx.execute(
-            "DELETE FROM nonces WHERE pubkey = ?1 AND rowid NOT IN
-               (SELECT rowid FROM nonces WHERE pubkey = ?1 ORDER BY rowid DESC LIMIT ?2)",
-            params![n.pubkey, MAX_NONCES_PER_KEY as i64],
-        )?;
-        tx.execute(
-            "DELETE FROM nonces WHERE rowid IN
-               (SELECT rowid FROM nonces ORDER BY rowid DESC LIMIT -1 OFFSET ?1)",
-            params![MAX_NONCES as i64],
-        )?;
+        let all: i64 = tx.query_row("SELECT count(*) FROM nonces", [], |r| r.get(0))?;
+        let put = nonce_bounds(mine, oldest, all);
+        if put == NoncePut::Stored {
+            tx.execute(
+                "INSERT INTO nonces (nonce, pubkey, message, expires_at) VALUES (?1, ?2, ?3, ?4)",
+                params![nonce, n.pubkey, n.message, n.expires_at],
+            )?;
+        }
         tx.commit()?;
-        Ok(())
+        Ok(put)
     }
 
     fn take_nonce(&mut self, nonce: &str) -> Result<Option<Nonce>, StoreError> {

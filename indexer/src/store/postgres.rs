@@ -13,7 +13,7 @@
 //!
 //! Owns persistence only, exactly as the SQLite store does.
 
-use super::{LogStore, Nonce, Session, StoreError, MAX_NONCES, MAX_NONCES_PER_KEY};
+use super::{nonce_bounds, LogStore, Nonce, NoncePut, Session, StoreError};
 use crate::record::TxRecord;
 use serde_json::Value;
 use std::future::Future;
@@ -375,27 +375,35 @@ impl LogStore for PgStore {
         })
     }
 
-    fn put_nonce(&mut self, nonce: &str, n: &Nonce) -> Result<(), StoreError> {
+    fn put_nonce(&mut self, nonce: &str, n: &Nonce) -> Result<NoncePut, StoreError> {
         let (nonce, n) = (nonce.to_string(), n.clone());
         self.transaction(|c| async move {
+            // replicas share the table: one challenge per key at a time
+            // counts and inserts (the lock ends with the transaction)
             c.execute(
-                "INSERT INTO nonces (nonce, pubkey, message, expires_at) VALUES ($1, $2, $3, $4)",
-                &[&nonce, &n.pubkey, &n.message, &n.expires_at],
+                "SELECT pg_advisory_xact_lock(hashtext($1))",
+                &[&n.pubkey],
             )
             .await?;
-            c.execute(
-                "DELETE FROM nonces WHERE pubkey = $1 AND seq NOT IN
-                   (SELECT seq FROM nonces WHERE pubkey = $1 ORDER BY seq DESC LIMIT $2)",
-                &[&n.pubkey, &(MAX_NONCES_PER_KEY as i64)],
-            )
-            .await?;
-            c.execute(
-                "DELETE FROM nonces WHERE seq IN
-                   (SELECT seq FROM nonces ORDER BY seq DESC OFFSET $1)",
-                &[&(MAX_NONCES as i64)],
-            )
-            .await?;
-            Ok(())
+            let row = c
+                .query_one(
+                    "SELECT count(*), min(expires_at) FROM nonces WHERE pubkey = $1",
+                    &[&n.pubkey],
+                )
+                .await?;
+            let all: i64 = c
+                .query_one("SELECT count(*) FROM nonces", &[])
+                .await?
+                .get(0);
+            let put = nonce_bounds(row.get(0), row.get(1), all);
+            if put == NoncePut::Stored {
+                c.execute(
+                    "INSERT INTO nonces (nonce, pubkey, message, expires_at) VALUES ($1, $2, $3, $4)",
+                    &[&nonce, &n.pubkey, &n.message, &n.expires_at],
+                )
+                .await?;
+            }
+            Ok(put)
         })
     }
 

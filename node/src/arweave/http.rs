@@ -11,7 +11,8 @@ use std::time::Duration;
 /// Default request timeout.
 pub const TIMEOUT: Duration = Duration::from_secs(60);
 
-fn client() -> Result<reqwest::Client, StorageError> {
+/// An HTTP client with the default timeout.
+pub(super) fn client() -> Result<reqwest::Client, StorageError> {
     reqwest::Client::builder()
         .timeout(TIMEOUT)
         .build()
@@ -95,14 +96,23 @@ impl Bundler {
 /// Downloads `{gateway}/{id}`, refusing bodies over `max_bytes`.
 pub async fn download(gateway: &str, id: &str, max_bytes: usize) -> Result<Vec<u8>, StorageError> {
     let url = format!("{}/{id}", gateway.trim_end_matches('/'));
-    let resp = client()?
-        .get(&url)
+    let req = client()?.get(&url);
+    body_capped(&url, req, max_bytes).await
+}
+
+/// Sends `req` to `url` and reads a 2xx body of at most `max_bytes`.
+pub(super) async fn body_capped(
+    url: &str,
+    req: reqwest::RequestBuilder,
+    max_bytes: usize,
+) -> Result<Vec<u8>, StorageError> {
+    let resp = req
         .send()
         .await
         .map_err(|e| StorageError::Http(format!("{url}: {e}")))?;
     let status = resp.status();
     if !status.is_success() {
-        return Err(status_error(&url, status, ""));
+        return Err(status_error(url, status, ""));
     }
     if resp
         .content_length()

@@ -164,6 +164,24 @@ impl DataItem {
         out
     }
 
+    /// Checks the signature over this item's fields (tags Avro-encoded as
+    /// [`encode_tags`] does, the encoding every uploader uses): for an
+    /// item assembled from a gateway's header and data. Never panics.
+    pub fn verify(&self) -> Result<(), ItemError> {
+        if self.size() > MAX_ITEM_BYTES {
+            return Err(ItemError::TooLarge(self.size()));
+        }
+        let tag_bytes = encode_tags(&self.tags)?;
+        let msg = signing_message(
+            &self.owner,
+            self.target.as_ref(),
+            self.anchor.as_ref(),
+            &tag_bytes,
+            &self.data,
+        );
+        check_signature(&self.owner, &self.signature, &msg)
+    }
+
     /// Parses and verifies a binary item. Never panics.
     pub fn from_bytes(b: &[u8]) -> Result<DataItem, ItemError> {
         if b.len() > MAX_ITEM_BYTES {
@@ -188,9 +206,7 @@ impl DataItem {
         }
         let data = b[r.pos..].to_vec();
         let msg = signing_message(&owner, target.as_ref(), anchor.as_ref(), tag_bytes, &data);
-        let key = VerifyingKey::from_bytes(&owner).map_err(|_| ItemError::BadSignature)?;
-        key.verify_strict(&msg, &Signature::from_bytes(&signature))
-            .map_err(|_| ItemError::BadSignature)?;
+        check_signature(&owner, &signature, &msg)?;
         Ok(DataItem {
             signature,
             owner,
@@ -200,6 +216,18 @@ impl DataItem {
             data,
         })
     }
+}
+
+/// Strict Ed25519 verification (no small-order key or `R`, canonical
+/// `S`): a signature then binds one key and one message.
+fn check_signature(
+    owner: &[u8; 32],
+    signature: &[u8; 64],
+    msg: &[u8; 48],
+) -> Result<(), ItemError> {
+    let key = VerifyingKey::from_bytes(owner).map_err(|_| ItemError::BadSignature)?;
+    key.verify_strict(msg, &Signature::from_bytes(signature))
+        .map_err(|_| ItemError::BadSignature)
 }
 
 struct Reader<'a> {
@@ -248,7 +276,11 @@ mod tests {
             let w = Wallet::from_seed(&[4u8; 32]);
             let tags = (0..n).map(|i| Tag::new(format!("k{i}"), "v")).collect();
             let item = DataItem::sign(&w, data, tags, None, Some([9u8; 32])).unwrap();
-            prop_assert_eq!(DataItem::from_bytes(&item.to_bytes()).unwrap(), item);
+            prop_assert_eq!(DataItem::from_bytes(&item.to_bytes()).unwrap(), item.clone());
+            prop_assert!(item.verify().is_ok());
+            let mut other = item;
+            other.data.push(0);
+            prop_assert_eq!(other.verify(), Err(ItemError::BadSignature));
         }
     }
 }

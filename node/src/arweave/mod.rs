@@ -13,6 +13,8 @@ pub mod gateway;
 pub mod http;
 pub mod item;
 pub mod merkle;
+#[cfg(feature = "net")]
+pub mod proven;
 pub mod tags;
 pub mod uploader;
 
@@ -79,4 +81,13 @@ pub enum StorageError {
     /// The bytes are not a valid signed item.
     #[error(transparent)]
     Item(#[from] ItemError),
+    /// A gateway's answer for an id is not that item: its signed header
+    /// does not hash to the id, or the signature does not cover the data.
+    #[error("the gateway's answer for {id} is not that data item: {why}")]
+    NotTheItem {
+        /// The id asked for.
+        id: String,
+        /// What disagrees.
+        why: String,
+    },
 }

@@ -69,8 +69,22 @@ pub enum Source {
 }
 
 impl Source {
-    /// The data of item `id`, at most `max_bytes`.
+    /// The data of item `id`, at most `max_bytes`. From a gateway this is
+    /// whatever it answers: check it against what you expect (a hash, a
+    /// manifest signature), or ask for [`Source::fetch_item`].
     pub async fn fetch(&self, id: &str, max_bytes: usize) -> Result<Vec<u8>, StorageError> {
+        match self {
+            Source::Fs(_) => Ok(self.fetch_item(id, max_bytes).await?.data),
+            #[cfg(feature = "net")]
+            Source::Gateway(url) => super::http::download(url, id, max_bytes).await,
+        }
+    }
+
+    /// Item `id` (data at most `max_bytes`), proven to be that item: its
+    /// id is the hash of its signature and the signature covers its data
+    /// (the fs store reads whole items; a gateway's answer is checked
+    /// against its signed header, [`super::proven`]).
+    pub async fn fetch_item(&self, id: &str, max_bytes: usize) -> Result<DataItem, StorageError> {
         match self {
             Source::Fs(s) => {
                 let item = s.get(id)?;
@@ -79,10 +93,10 @@ impl Source {
                         "{id}: over {max_bytes} bytes"
                     )));
                 }
-                Ok(item.data)
+                Ok(item)
             }
             #[cfg(feature = "net")]
-            Source::Gateway(url) => super::http::download(url, id, max_bytes).await,
+            Source::Gateway(url) => super::proven::download_item(url, id, max_bytes).await,
         }
     }
 }
