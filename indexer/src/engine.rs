@@ -52,6 +52,8 @@ pub struct Indexer {
     late: Mutex<Vec<TxRecord>>,
     late_turn: Mutex<()>,
     refolds: AtomicU64,
+    /// The chain's clock, shared by every state installed.
+    clock: Arc<crate::clock::ChainClock>,
 }
 
 impl Indexer {
@@ -68,6 +70,7 @@ impl Indexer {
             late: Mutex::new(Vec::new()),
             late_turn: Mutex::new(()),
             refolds: AtomicU64::new(0),
+            clock: Arc::new(crate::clock::ChainClock::default()),
         };
         ix.refold()?;
         Ok(ix)
@@ -99,6 +102,12 @@ impl Indexer {
         self.refolds.load(Ordering::Relaxed)
     }
 
+    /// Records the chain's time (the block time of its newest slot, read
+    /// now): views judge expiry by it ([`State::view_now`]).
+    pub fn observe_chain_time(&self, block_time: i64) {
+        self.clock.observe(block_time);
+    }
+
     /// The store, for checkpoints, manifests and auth.
     pub fn store(&self) -> MutexGuard<'_, Box<dyn LogStore>> {
         self.store.lock().unwrap_or_else(|p| p.into_inner())
@@ -112,7 +121,8 @@ impl Indexer {
         let records = self.store().records()?;
         let mut book = self.folded.read().expect("state lock").book.clone();
         book.add_records(&records);
-        let state = State::fold(&records, &book, &self.cfg);
+        let mut state = State::fold(&records, &book, &self.cfg);
+        state.clock = self.clock.clone();
         *self.folded.write().expect("state lock") = Folded {
             state: Arc::new(state),
             book,

@@ -54,6 +54,10 @@ pub enum IngestError {
     /// A blocking store task panicked or was cancelled.
     #[error("indexer store task: {0}")]
     Task(String),
+    /// A hinted transaction references no watched address: polling never
+    /// lists it, so folding it would make the state differ from a rebuild.
+    #[error("transaction {0} references none of the addresses this indexer watches (the registry, the escrow program); send marketplace actions with the registry reference, as brainctl does")]
+    Unwatched(String),
 }
 
 /// Spaces requests to at most `per_second`.
@@ -304,6 +308,41 @@ impl RpcSource {
                 Err(e) => return Err(e.into()),
             }
         }
+        self.assemble(ix, txs).await
+    }
+
+    /// The record of a hinted `signature`, only if it references an
+    /// address this source watches (what polling lists): a hint can never
+    /// fold what a rebuild from the chain would not.
+    pub async fn hinted_record(
+        &self,
+        ix: &Arc<Indexer>,
+        signature: Signature,
+    ) -> Result<Option<TxRecord>, IngestError> {
+        self.limit.wait().await;
+        let Some((tx, accounts)) = self.chain.transaction_with_accounts(&signature).await? else {
+            return Ok(None);
+        };
+        let watched = self
+            .addresses
+            .iter()
+            .any(|a| accounts.iter().any(|k| *k == a.to_string()));
+        if !watched {
+            return Err(IngestError::Unwatched(signature.to_string()));
+        }
+        if !is_marketplace(&tx) {
+            return Ok(None);
+        }
+        Ok(self.assemble(ix, vec![tx]).await?.pop())
+    }
+
+    /// Records of `txs`: their positions in their blocks and the
+    /// manifests their memos name.
+    async fn assemble(
+        &self,
+        ix: &Arc<Indexer>,
+        txs: Vec<ParsedTx>,
+    ) -> Result<Vec<TxRecord>, IngestError> {
         let slots: BTreeSet<u64> = txs.iter().map(|t| t.slot).collect();
         let positions: HashMap<u64, HashMap<String, u32>> =
             stream::iter(slots)
@@ -391,6 +430,13 @@ impl RpcSource {
     /// workers that serve requests.
     pub async fn poll(&self, ix: &Arc<Indexer>) -> Result<PollReport, IngestError> {
         let final_slot = self.finalized_slot().await?;
+        // the chain's clock, for views on a quiet market (a node without
+        // a block time for its newest slot is no reason to stop polling)
+        self.limit.wait().await;
+        match self.chain.cluster_time().await {
+            Ok(t) => ix.observe_chain_time(t),
+            Err(e) => tracing::debug!(error = %e, "no cluster time this poll"),
+        }
         let mut listed: BTreeMap<String, u64> = BTreeMap::new();
         let mut new_checkpoints = Vec::new();
         for address in &self.addresses {
@@ -482,7 +528,7 @@ impl HintSource for RpcSource {
         ix: &'a Arc<Indexer>,
         signature: Signature,
     ) -> BoxFuture<'a, Result<Option<TxRecord>, IngestError>> {
-        Box::pin(async move { Ok(self.records(ix, &[signature]).await?.pop()) })
+        Box::pin(self.hinted_record(ix, signature))
     }
 
     fn final_slot(&self) -> BoxFuture<'_, Result<u64, IngestError>> {

@@ -11,6 +11,7 @@
 //! - [`loadtest`]: the benchmarks (run by the dev binary `brainctl-indexer-bench`)
 //! - [`synth`]: synthetic logs for tests and benchmarks (deterministic but
 //!   for the releases' sealed envelopes)
+//! - [`clock`]: the chain's clock as last read (views judge expiry by it)
 //! - [`auth`], [`views`], [`api`]: the HTTP surface
 //! - [`explorer`]: the web explorer (HTML for people) at `/`
 //! - [`service`]: the writer and replica loops with their shutdown futures
@@ -21,6 +22,7 @@
 pub mod api;
 pub mod auth;
 pub mod book;
+pub mod clock;
 pub mod engine;
 pub mod explorer;
 pub mod fold;

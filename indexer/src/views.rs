@@ -189,7 +189,7 @@ pub fn listing<'a>(state: &'a State, l: &'a ListingState, viewer: Viewer<'_>) ->
     }
     ListingView {
         listing_id: &l.listing_id,
-        status: l.status(state.now),
+        status: l.status(state.view_now()),
         seller_pubkey: &l.seller,
         payment_address: &l.payment_address,
         price_usd: l.price_usd,
@@ -233,7 +233,7 @@ pub fn listing_page<'a>(
         .listings
         .range::<String, _>(from)
         .map(|(_, l)| l)
-        .filter(|l| f.matches(l, state.now))
+        .filter(|l| f.matches(l, state.view_now()))
     {
         if page.len() == f.limit {
             next_cursor = page.last().map(|l| l.listing_id.as_str());
@@ -293,7 +293,7 @@ pub fn offers_of(state: &State, listing_id: &str, viewer: Option<&str>) -> Vec<V
         .offers
         .values()
         .filter(|o| o.listing_id == listing_id && may_see_offer(state, o, viewer))
-        .map(|o| offer(o, state.now))
+        .map(|o| offer(o, state.view_now()))
         .collect()
 }
 

@@ -618,6 +618,68 @@ impl Scenario {
         self.poll(); // the ingest folds it as the chain has it: refused, no manifest
         assert!(!self.ix.state().listings.contains_key(&ghost_id));
 
+        // a listing whose memo references no watched address (no registry
+        // reference): polling never lists it, so neither may a hint fold it
+        // (a rebuild would lose it), though its manifest is served
+        let stray_id = node::market::list::new_listing_id();
+        let stray = build_listing(
+            &self.mallory,
+            &NewListing {
+                listing_id: &stray_id,
+                bundle_hash: &"ab".repeat(32),
+                payment_address: None,
+                price_usd: 1.0,
+                price_lamports: PRICE,
+                duration_hours: 24.0,
+                visibility: "auction",
+                encrypted_bundle_uri: "ar://blob",
+                metadata_uri: "ar://meta",
+                preview: json!({}),
+                now: time::OffsetDateTime::now_utc().unix_timestamp(),
+                escrow_program: None,
+            },
+        )
+        .unwrap();
+        let item = rt
+            .block_on(self.market.uploader.put_signed(
+                &self.mallory,
+                serde_json::to_vec(&stray).unwrap(),
+                "application/json",
+                LISTING_SCHEMA,
+            ))
+            .unwrap();
+        let op = MemoOp::List {
+            listing_arweave_id: item.clone(),
+            bundle_hash: "ab".repeat(32),
+        };
+        let mallory_pk = self.mallory.solana_keypair().pubkey();
+        let bare = rt
+            .block_on(self.chain.send(
+                &[node::chain::instructions::memo(
+                    &op.to_string(),
+                    &mallory_pk,
+                )],
+                &[&self.mallory.solana_keypair()],
+            ))
+            .unwrap();
+        let (code, body) = rt.block_on(api.post(
+            "/listings",
+            json!({
+                "manifest": stray,
+                "listing_arweave_id": item,
+                "list_tx_signature": bare.signature.to_string(),
+                "cluster": "localnet",
+            }),
+            Some(mallory_token),
+        ));
+        assert_eq!(code, 400, "{body}");
+        assert!(
+            body.to_string()
+                .contains("references none of the addresses"),
+            "{body}"
+        );
+        assert!(!self.ix.state().listings.contains_key(&stray_id));
+
         let (code, body) = rt.block_on(api.post(
             &format!("/listings/{}/cancel", n.listing.listing_id),
             json!({"cancel_tx_signature": n.forged.to_string()}),
@@ -891,6 +953,16 @@ fn settle_refuses_a_listing_expired_by_the_chains_clock_on_a_quiet_market() {
             .unwrap()
             .contains(&format!("expires_at {expires_at}")),
         "{expired}"
+    );
+    // the views judge by the chain's clock (read at the last poll, advanced
+    // since) too: the listing is expired there, not live
+    let (code, shown) = rt.block_on(api.get(&format!("/listings/{}", listing.listing_id), None));
+    assert_eq!(code, 200, "{shown}");
+    assert_eq!(shown["listing"]["status"], "expired", "{shown}");
+    let (_, live) = rt.block_on(api.get("/listings", None));
+    assert!(
+        !live.to_string().contains(&listing.listing_id),
+        "not among the live listings: {live}"
     );
 }
 

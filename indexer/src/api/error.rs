@@ -94,6 +94,9 @@ impl From<crate::store::StoreError> for ApiError {
 
 impl From<crate::ingest::IngestError> for ApiError {
     fn from(e: crate::ingest::IngestError) -> ApiError {
-        ApiError::unavailable(format!("chain or gateway unavailable: {e}"))
+        match e {
+            crate::ingest::IngestError::Unwatched(_) => ApiError::bad(e.to_string()),
+            e => ApiError::unavailable(format!("chain or gateway unavailable: {e}")),
+        }
     }
 }

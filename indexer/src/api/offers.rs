@@ -27,7 +27,7 @@ pub(super) async fn show_offer(
     // a hidden offer is indistinguishable from a missing one
     match s.offers.get(&id) {
         Some(o) if views::may_see_offer(&s, o, who.as_deref()) => {
-            Ok(Json(json!({"offer": views::offer(o, s.now)})))
+            Ok(Json(json!({"offer": views::offer(o, s.view_now())})))
         }
         _ => Err(ApiError::not_found(format!("no offer {id} visible to you"))),
     }
@@ -76,7 +76,9 @@ fn offer_reply(st: &AppState, id: &str, who: &str) -> Res<Json<Value>> {
         .get(id)
         .filter(|o| views::may_see_offer(&s, o, Some(who)))
         .ok_or_else(|| ApiError::conflict(format!("offer {id} is not on chain")))?;
-    Ok(Json(json!({"ok": true, "offer": views::offer(o, s.now)})))
+    Ok(Json(
+        json!({"ok": true, "offer": views::offer(o, s.view_now())}),
+    ))
 }
 
 #[derive(Deserialize)]

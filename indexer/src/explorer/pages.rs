@@ -163,7 +163,7 @@ pub fn listings(
                         @let v = crate::views::listing(state, l, None);
                         tr.listing data-listing=(l.listing_id) {
                             td { a.mono href=(format!("/l/{}", l.listing_id)) { (l.listing_id) } }
-                            td { span.status.(l.status(state.now)) { (l.status(state.now)) } }
+                            td { span.status.(l.status(state.view_now())) { (l.status(state.view_now())) } }
                             td { (sol(l.price_lamports)) br; span.note { "$" (l.price_usd) } }
                             td { (l.manifest.pointer("/preview/memories_count").and_then(Value::as_u64).unwrap_or(0)) }
                             td { (categories(&l.manifest)) }
@@ -206,7 +206,7 @@ pub fn listing(
     let escrow_program = l.manifest.get("escrow_program").and_then(Value::as_str);
     let v = crate::views::listing(state, l, None);
     let body = html! {
-        h1.mono { (l.listing_id) " " span.status.(l.status(state.now)) { (l.status(state.now)) } }
+        h1.mono { (l.listing_id) " " span.status.(l.status(state.view_now())) { (l.status(state.view_now())) } }
         dl.facts {
             dt { "price" } dd #price { (sol(l.price_lamports)) " ($" (l.price_usd) ")" }
             dt { "seller" } dd { (seller_link(&l.seller)) }
@@ -321,7 +321,7 @@ pub fn seller(
             h2 { "Listings" }
             ul {
                 @for l in listings {
-                    li { a.mono href=(format!("/l/{}", l.listing_id)) { (l.listing_id) } " " span.status.(l.status(state.now)) { (l.status(state.now)) } " " (sol(l.price_lamports)) }
+                    li { a.mono href=(format!("/l/{}", l.listing_id)) { (l.listing_id) } " " span.status.(l.status(state.view_now())) { (l.status(state.view_now())) } " " (sol(l.price_lamports)) }
                 }
             }
         }

@@ -121,6 +121,17 @@ pub struct State {
     /// listing's accepted offers without scanning every offer).
     #[serde(skip)]
     offers_by_listing: BTreeMap<String, BTreeSet<String>>,
+    /// The chain's clock, as the indexer serving this state last read it.
+    #[serde(skip)]
+    pub clock: std::sync::Arc<crate::clock::ChainClock>,
+}
+
+impl State {
+    /// "Now" for views: the chain's clock where the indexer reads one,
+    /// never before the newest block folded.
+    pub fn view_now(&self) -> i64 {
+        self.clock.now().map_or(self.now, |t| t.max(self.now))
+    }
 }
 
 /// Feeds serde_json's output straight into the hasher (no buffer).

@@ -454,18 +454,39 @@ impl Chain {
     /// A transaction, decoded ([`ParsedTx`]); an answer about another
     /// transaction than `sig` is an error, never a verdict on `sig`.
     pub async fn transaction(&self, sig: &Signature) -> Result<Option<ParsedTx>, ChainError> {
-        match self.transaction_json(sig).await? {
-            None => Ok(None),
-            Some(v) => {
-                let tx = ParsedTx::from_json_watching(&v, &self.watched)?;
-                if tx.signature != sig.to_string() {
-                    return Err(ChainError::WrongTransaction {
-                        asked: sig.to_string(),
-                        got: tx.signature,
-                    });
-                }
-                Ok(Some(tx))
-            }
+        Ok(self.transaction_with_accounts(sig).await?.map(|(tx, _)| tx))
+    }
+
+    /// [`Chain::transaction`] with every account the transaction
+    /// references (its message's keys and those loaded from lookup
+    /// tables): what `getSignaturesForAddress` lists it under.
+    pub async fn transaction_with_accounts(
+        &self,
+        sig: &Signature,
+    ) -> Result<Option<(ParsedTx, Vec<String>)>, ChainError> {
+        let Some(v) = self.transaction_json(sig).await? else {
+            return Ok(None);
+        };
+        let tx = ParsedTx::from_json_watching(&v, &self.watched)?;
+        if tx.signature != sig.to_string() {
+            return Err(ChainError::WrongTransaction {
+                asked: sig.to_string(),
+                got: tx.signature,
+            });
         }
+        let keys = v.pointer("/transaction/message/accountKeys");
+        let loaded =
+            ["writable", "readonly"].map(|k| v.pointer(&format!("/meta/loadedAddresses/{k}")));
+        let mut accounts: Vec<String> = keys
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+            .filter_map(|k| k.get("pubkey").and_then(Value::as_str))
+            .map(String::from)
+            .collect();
+        for list in loaded.into_iter().flatten().filter_map(Value::as_array) {
+            accounts.extend(list.iter().filter_map(Value::as_str).map(String::from));
+        }
+        Ok(Some((tx, accounts)))
     }
 }

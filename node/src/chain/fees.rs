@@ -10,6 +10,9 @@ use solana_sdk::instruction::Instruction;
 use solana_sdk::pubkey::Pubkey;
 use std::str::FromStr;
 
+/// Lamports per transaction signature (no priority fee is set).
+pub const LAMPORTS_PER_SIGNATURE: u64 = 5_000;
+
 /// Default treasury.
 pub const DEFAULT_TREASURY: &str = "AYyx94RdL4LpBozqZahQ37Q3ziKEoiGZnypp8h9WwW4D";
 /// Default op fee (pin and every negotiation memo).

@@ -192,8 +192,7 @@ pub struct SpendGuard<'a> {
     pub ledger: &'a mut crate::spend::SpendLedger,
 }
 
-/// Lamports per transaction signature (no priority fee is set).
-pub const LAMPORTS_PER_SIGNATURE: u64 = 5_000;
+pub use crate::chain::fees::LAMPORTS_PER_SIGNATURE;
 
 /// Seconds a listing or agreed terms must still have by the chain's clock
 /// for a buy: `listen` judges expiry by the buy's block time, so a buy

@@ -12,7 +12,7 @@ use crate::wallet::Wallet;
 pub async fn op_cost(chain: &Chain) -> Result<u64, ChainError> {
     let fees = FeePolicy::from_env(chain.cluster_kind().await?)?;
     let op_fee = if fees.enabled { fees.op_fee } else { 0 };
-    Ok(crate::market::buy::LAMPORTS_PER_SIGNATURE.saturating_add(op_fee))
+    Ok(crate::chain::fees::LAMPORTS_PER_SIGNATURE.saturating_add(op_fee))
 }
 
 /// Posts a marketplace memo signed by `signer`: the discovery reference

@@ -35,5 +35,5 @@ pub async fn release_cost(
     if fees.enabled {
         cost += fees.mint_fee;
     }
-    Ok(cost + 2 * crate::market::buy::LAMPORTS_PER_SIGNATURE)
+    Ok(cost + 2 * crate::chain::fees::LAMPORTS_PER_SIGNATURE)
 }
