@@ -1626,3 +1626,163 @@ fn a_buyer_never_pays_for_a_listing_about_to_expire_or_just_cancelled() {
         "nothing was paid"
     );
 }
+
+/// With fees switched on (`BRAINCTL_PROTOCOL_FEE_FORCE=1`, as on
+/// mainnet-beta), the price is what the buyer pays in all and the
+/// reference's `split_with_fee` divides it: 2.5 % to the treasury, the rest
+/// to the seller, for a direct and a negotiated buy; the quote says so,
+/// `listen` releases both.
+#[test]
+fn forced_fees_split_the_price_as_the_reference_does() {
+    let v = e2e::validator();
+    let treasury = node::wallet::Wallet::generate().address();
+    // the treasury must exist (rent) before op fees of 500,000 reach it
+    v.fund(&treasury.parse().unwrap(), 1);
+    let fees = [
+        ("BRAINCTL_PROTOCOL_FEE_FORCE", "1"),
+        ("BRAINCTL_TREASURY_PUBKEY", treasury.as_str()),
+    ];
+    let (seller, buyer) = (Env::new().with_vars(&fees), Env::new().with_vars(&fees));
+    for e in [&seller, &buyer] {
+        e.ok(&["wallet", "new"]);
+        ok(e, &["wallet", "airdrop", "2", "--json"]);
+    }
+    seller.ok(&["memory", "add", "Fee-split lesson", "-c", "lesson"]);
+    seller.ok(&["export", "--sign", "-o", "b.signed.json"]);
+    let items = tempfile::tempdir().unwrap();
+    let dir = items.path().display().to_string();
+    let listed = ok(
+        &seller,
+        &[
+            "marketplace",
+            "list",
+            "b.signed.json",
+            "--price-usd",
+            "15",
+            "--sol-usd",
+            "150",
+            "--storage-dir",
+            &dir,
+            "--json",
+        ],
+    );
+    let manifest = listed["listing"]["manifest_id"].as_str().unwrap();
+    let seller_pk = listed["listing"]["payment_address"].as_str().unwrap();
+    let quote = ok(
+        &buyer,
+        &[
+            "marketplace",
+            "quote",
+            manifest,
+            "--storage-dir",
+            &dir,
+            "--json",
+        ],
+    );
+    let q = &quote["quote"];
+    assert_eq!(
+        (
+            &q["price_lamports"],
+            &q["protocol_fee_lamports"],
+            &q["total_lamports"]
+        ),
+        (
+            &serde_json::json!(100_000_000u64),
+            &serde_json::json!(2_500_000u64),
+            &serde_json::json!(100_005_000u64)
+        ),
+        "the fee is the treasury's share of the price: {quote}"
+    );
+    // the buy's own transfers: the seller's share and the treasury's
+    let split_of = |out: &std::process::Output| {
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let r: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        let sig = r["buy_signature"].as_str().unwrap().parse().unwrap();
+        let tx = e2e::runtime()
+            .block_on(v.chain().transaction(&sig))
+            .unwrap()
+            .unwrap();
+        (
+            tx.paid(&tx.signers[0], seller_pk),
+            tx.paid(&tx.signers[0], &treasury),
+        )
+    };
+    let balance = || {
+        ok(&buyer, &["wallet", "balance", "--json"])["lamports"]
+            .as_u64()
+            .unwrap()
+    };
+    let before = balance();
+    let direct = buy_while_listening(
+        &buyer,
+        &seller,
+        &dir,
+        &[
+            "marketplace",
+            "buy",
+            manifest,
+            "--storage-dir",
+            &dir,
+            "--timeout",
+            "60",
+            "--json",
+        ],
+        "listen releases a buy that pays the split",
+    );
+    assert_eq!(split_of(&direct), (97_500_000, 2_500_000));
+    assert_eq!(before - balance(), 100_005_000, "the quote is what it cost");
+
+    // negotiated: the agreed price is split the same way
+    let offer = ok(
+        &buyer,
+        &[
+            "marketplace",
+            "offer",
+            manifest,
+            "--price-usd",
+            "9",
+            "--sol-usd",
+            "150",
+            "--storage-dir",
+            &dir,
+            "--json",
+        ],
+    );
+    let offer_item = offer["offer_item_id"].as_str().unwrap();
+    ok(
+        &seller,
+        &[
+            "marketplace",
+            "accept",
+            offer_item,
+            "--expect-lamports",
+            "60000000",
+            "--storage-dir",
+            &dir,
+            "--json",
+        ],
+    );
+    let negotiated = buy_while_listening(
+        &buyer,
+        &seller,
+        &dir,
+        &[
+            "marketplace",
+            "buy",
+            manifest,
+            "--offer",
+            offer_item,
+            "--storage-dir",
+            &dir,
+            "--timeout",
+            "60",
+            "--json",
+        ],
+        "listen releases the negotiated split",
+    );
+    assert_eq!(split_of(&negotiated), (58_500_000, 1_500_000));
+}

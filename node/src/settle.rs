@@ -8,7 +8,7 @@
 //! binds a buyer). Commitment is the caller's job (`listen` only feeds
 //! transactions read at the required commitment).
 
-use crate::chain::fees::settle_fee;
+use crate::chain::fees::split_with_fee;
 use crate::chain::ParsedTx;
 use crate::memo::MemoOp;
 use serde::Serialize;
@@ -301,17 +301,26 @@ pub fn verify_buy(
     } = claim(tx, listing)?;
     let buyer = &buyer;
     let (price, offer_id) = binding_price(listing, accepted, buyer, block_time);
+    // the price is what the buyer pays in all: where a fee is due, the
+    // seller's share and the treasury's (the reference's split); a buy
+    // that paid the fee on top pays the seller more, and counts too
+    let (seller_due, fee_due) = match &listing.fee {
+        Some((_, bps)) => split_with_fee(price, *bps),
+        None => (price, 0),
+    };
     let paid = tx.paid(buyer, &listing.payment_address);
-    if paid < price {
-        return Err(Rejection::Underpaid { paid, price });
+    if paid < seller_due {
+        return Err(Rejection::Underpaid {
+            paid,
+            price: seller_due,
+        });
     }
-    if let Some((treasury, bps)) = &listing.fee {
-        let due = settle_fee(price, *bps);
+    if let Some((treasury, _)) = listing.fee.as_ref().filter(|_| fee_due > 0) {
         let fee_paid = tx.paid(buyer, treasury);
-        if fee_paid < due {
+        if fee_paid < fee_due {
             return Err(Rejection::FeeUnpaid {
                 paid: fee_paid,
-                due,
+                due: fee_due,
             });
         }
     }
@@ -575,31 +584,53 @@ mod tests {
     }
 
     #[test]
-    fn fee_must_be_paid_where_due() {
+    fn the_fee_is_split_out_of_the_price_as_the_reference_does() {
         let mut l = listing();
-        l.fee = Some(("Treasury".into(), 250)); // 2.5 %
-        assert_eq!(
-            verify_buy(&tx(1_000), &l, &[]),
-            Err(Rejection::FeeUnpaid { paid: 0, due: 25 })
-        );
+        l.fee = Some(("Treasury".into(), 250)); // 2.5 % of 1,000
         let fee = |n: u64| Transfer {
             from: "Buyer".into(),
             to: "Treasury".into(),
             lamports: n,
         };
-        let mut t = tx(1_000);
+        // the reference's settlement: 975 to the seller, 25 to the treasury
+        assert_eq!(
+            verify_buy(&tx(975), &l, &[]),
+            Err(Rejection::FeeUnpaid { paid: 0, due: 25 })
+        );
+        let mut t = tx(975);
         t.transfers.push(fee(24));
         assert_eq!(
             verify_buy(&t, &l, &[]),
             Err(Rejection::FeeUnpaid { paid: 24, due: 25 })
         );
         t.transfers.push(fee(1));
-        assert!(verify_buy(&t, &l, &[]).is_ok());
-        // negotiated: the fee is on the agreed price (800 -> 20)
-        let mut n = tx(800);
+        assert_eq!(verify_buy(&t, &l, &[]).map(|v| v.paid_lamports), Ok(975));
+        // the seller underpaid by one
+        let mut short = tx(974);
+        short.transfers.push(fee(25));
+        assert_eq!(
+            verify_buy(&short, &l, &[]),
+            Err(Rejection::Underpaid {
+                paid: 974,
+                price: 975
+            })
+        );
+        // the fee on top (an older client) pays the seller more: counts
+        let mut on_top = tx(1_000);
+        on_top.transfers.push(fee(25));
+        assert!(verify_buy(&on_top, &l, &[]).is_ok());
+        // negotiated: the split of the agreed price (800 -> 780 + 20)
+        let mut n = tx(780);
         n.transfers.push(fee(20));
         assert!(verify_buy(&n, &l, &[offer("Buyer")]).is_ok());
-        assert_eq!(settle_fee(1_000_001, 250), 25_001, "rounds up");
+        assert_eq!(split_with_fee(1_000_000, 250), (975_000, 25_000));
+        assert_eq!(split_with_fee(1, 250), (0, 1), "too small to split");
+        assert_eq!(
+            split_with_fee(1_000_001, 250),
+            (975_000, 25_001),
+            "rounds up"
+        );
+        assert_eq!(split_with_fee(0, 250), (0, 0));
     }
 
     #[test]

@@ -9,6 +9,8 @@ use std::process::{Command, Output};
 #[derive(Default)]
 pub struct Env {
     pub dir: TempHome,
+    /// Environment variables every command of this home gets.
+    pub vars: Vec<(String, String)>,
 }
 
 /// A temp dir that is the test's $HOME.
@@ -44,6 +46,13 @@ impl Env {
         Env::default()
     }
 
+    /// This home, its commands run with `vars` set.
+    pub fn with_vars(mut self, vars: &[(&str, &str)]) -> Env {
+        self.vars
+            .extend(vars.iter().map(|(k, v)| (k.to_string(), v.to_string())));
+        self
+    }
+
     pub fn path(&self, rel: &str) -> PathBuf {
         self.dir.path().join(rel)
     }
@@ -55,7 +64,8 @@ impl Env {
             .env_remove("BRAINCTL_DB")
             .env_remove("BRAIN_DB")
             .env_remove("BRAINCTL_WALLET_PATH")
-            .env_remove("RUST_LOG");
+            .env_remove("RUST_LOG")
+            .envs(self.vars.iter().map(|(k, v)| (k, v)));
         c
     }
 

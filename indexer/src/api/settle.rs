@@ -164,9 +164,7 @@ pub(super) async fn settle(
             .map_err(crate::ingest::IngestError::from)?,
     )
     .map_err(|e| ApiError::unavailable(e.to_string()))?;
-    let fee = policy
-        .settle_fee(price, l.fee_bps)
-        .map_err(|e| ApiError::unavailable(e.to_string()))?;
+    let (_, fee) = policy.split(price);
     let pay_to = Pubkey::from_str(&l.payment_address)
         .map_err(|_| ApiError::conflict("the listing's payment address is malformed"))?;
     let ixs = buy_instructions(

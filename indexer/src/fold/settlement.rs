@@ -126,7 +126,10 @@ impl State {
                     price_lamports,
                     expires_at: listing.expires_at,
                     cancelled_at_slot: listing.cancelled.as_ref().map(|c| c.slot),
-                    fee: cfg.fee_treasury.clone().map(|t| (t, listing.fee_bps)),
+                    fee: cfg
+                        .fee_treasury
+                        .clone()
+                        .map(|t| (t, node::chain::fees::SETTLE_FEE_BPS)),
                 };
                 match listing
                     .manifest

@@ -150,9 +150,11 @@ pub struct Quote {
     pub settles: &'static str,
     /// `listed`, or the accepted offer / counter id whose price binds.
     pub terms: String,
-    /// Paid to the seller (or held by the escrow program).
+    /// The price the buyer pays in all: to the seller (less the protocol
+    /// fee where due), or held by the escrow program.
     pub price_lamports: u64,
-    /// Protocol fee to the treasury (mainnet-beta only).
+    /// Of the price, the protocol fee's share paid to the treasury (where
+    /// fees apply; the seller gets the rest: the reference's split).
     pub protocol_fee_lamports: u64,
     /// Rent of the escrow account the deposit creates (kept by the program
     /// as the buy's receipt).
@@ -246,7 +248,7 @@ pub async fn plan_buy(
     }
     let kp = buyer.solana_keypair();
     let policy = crate::chain::FeePolicy::from_env(chain.cluster_kind().await?)?;
-    let fee = policy.settle_fee(price, listing.fee_bps)?;
+    let (_, fee) = policy.split(price);
     let instructions = buy_instructions(
         &kp.pubkey(),
         &pay_to,
@@ -279,8 +281,8 @@ fn quote(
         protocol_fee_lamports: fee,
         escrow_rent_lamports: rent,
         network_fee_lamports: LAMPORTS_PER_SIGNATURE,
+        // the fee is the treasury's share of the price, not on top of it
         total_lamports: price
-            .saturating_add(fee)
             .saturating_add(rent)
             .saturating_add(LAMPORTS_PER_SIGNATURE),
     }

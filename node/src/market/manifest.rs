@@ -29,7 +29,7 @@ pub const MAX_OFFER_TTL_HOURS: f64 = 24.0;
 /// Longest message, characters.
 pub const MAX_MESSAGE_CHARS: usize = 280;
 /// Default protocol fee.
-pub const DEFAULT_FEE_BPS: u64 = 250;
+pub const DEFAULT_FEE_BPS: u64 = crate::chain::fees::SETTLE_FEE_BPS;
 /// Fee cap.
 pub const MAX_FEE_BPS: u64 = 1_000;
 

@@ -54,8 +54,9 @@ pub async fn post_memo_with(
     chain.send(&ixs, &[&kp]).await
 }
 
-/// The instructions of a buy, signed by the buyer alone: pay the price to
-/// the payment address (and the fee to the treasury where due), post
+/// The instructions of a buy, signed by the buyer alone: pay the price
+/// (what the buyer pays in all) to the payment address, less the fee paid
+/// to the treasury where one is due (the reference's split), post
 /// `buy:<listing>:<buyer x25519>`, reference the registry.
 pub fn buy_instructions(
     buyer: &Pubkey,
@@ -72,7 +73,11 @@ pub fn buy_instructions(
     };
     let mut ixs = vec![
         discovery(registry, DEFAULT_CU_LIMIT),
-        transfer(buyer, payment_address, price_lamports),
+        transfer(
+            buyer,
+            payment_address,
+            price_lamports.saturating_sub(fee.map_or(0, |(_, l)| l)),
+        ),
     ];
     if let Some((treasury, lamports)) = fee.filter(|(_, l)| *l > 0) {
         ixs.push(transfer(buyer, treasury, lamports));
@@ -105,7 +110,8 @@ mod tests {
         );
         assert_eq!(with_fee.len(), 4);
         assert_eq!(with_fee[1].accounts[1].pubkey, seller);
-        assert_eq!(&with_fee[1].data[4..12], &1_000u64.to_le_bytes());
+        // the fee is the treasury's share of the price: the seller gets the rest
+        assert_eq!(&with_fee[1].data[4..12], &975u64.to_le_bytes());
         assert_eq!(with_fee[2].accounts[1].pubkey, treasury);
         assert_eq!(&with_fee[2].data[4..12], &25u64.to_le_bytes());
         assert_eq!(

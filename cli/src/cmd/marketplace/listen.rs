@@ -35,12 +35,7 @@ pub(super) fn listen(a: ListenArgs, ctx: &Context) -> CliResult<()> {
     let policy = node::chain::FeePolicy::from_env(kind)?;
     let config = node::listen::daemon::DaemonConfig {
         keys,
-        fee: policy.enabled.then(|| {
-            (
-                policy.treasury.to_string(),
-                node::market::manifest::DEFAULT_FEE_BPS,
-            )
-        }),
+        fee: policy.settle_terms(),
         standard: token_standard.into(),
         below_cost: Some(node::listen::pass::BelowCost {
             floor_lamports: ctx
