@@ -633,12 +633,28 @@ pub enum WalletCmd {
         #[arg(default_value_t = 1.0)]
         sol: f64,
     },
-    /// Copy an existing Solana CLI keystore into the wallet path.
+    /// Bring a key in: a Solana CLI keystore (JSON array of 64 integers) or
+    /// the base58 secret Phantom, Backpack, Solflare and Glow export, from
+    /// a file, or `-` for standard input (never an argument: it would land
+    /// in your shell history). E.g. `brainctl wallet import - < key.txt`.
     Import {
-        /// The keystore to import.
+        /// The file holding the key, or `-` to read it from standard input.
         file: PathBuf,
         /// Replace an existing wallet (the old file is kept as a backup).
         #[arg(long)]
+        force: bool,
+    },
+    /// Show the wallet's secret as the base58 string Phantom, Backpack,
+    /// Solflare and Glow import under "import private key". It IS the whole
+    /// key (there is no recovery phrase): anyone holding it controls the
+    /// wallet. Printed to stdout after a warning on stderr; with `-o` it is
+    /// written to a 0600 file instead and left out of the output.
+    ExportKey {
+        /// Write the secret to this file (mode 0600) instead of printing it.
+        #[arg(short = 'o', long)]
+        output: Option<PathBuf>,
+        /// Overwrite the `-o` file if it exists.
+        #[arg(long, requires = "output")]
         force: bool,
     },
 }

@@ -520,3 +520,112 @@ fn the_operator_sets_the_spend_policy() {
     assert_eq!(bad.code, 2, "{}", bad.stderr);
     assert!(bad.stderr.contains("--set-seller"), "{}", bad.stderr);
 }
+
+/// `wallet export-key` renders the secret as the base58 string wallet
+/// apps import, and an independent Solana library (the reference's
+/// `solders`) reads it as the same keypair; a key made there comes back in
+/// through `wallet import -` (stdin, never an argument). `-o` writes it
+/// 0600 and leaves it out of the output; errors never echo a secret.
+#[test]
+fn wallet_keys_move_to_and_from_wallet_apps() {
+    use std::io::Write;
+    let py = e2e::ref_python();
+    let e = Env::new();
+    e.ok(&["wallet", "new"]);
+    let address = e.ok(&["--json", "wallet", "address"]).json()["address"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let shown = e.ok(&["wallet", "export-key"]);
+    let secret = shown.stdout.trim().to_string();
+    assert!(
+        shown.stderr.contains("FULL Solana private key"),
+        "warned: {}",
+        shown.stderr
+    );
+    let solders = |code: &str, arg: &str| {
+        let out = std::process::Command::new(&py)
+            .args(["-c", code, arg])
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8(out.stdout).unwrap().trim().to_string()
+    };
+    assert_eq!(
+        solders(
+            "import sys; from solders.keypair import Keypair; print(Keypair.from_base58_string(sys.argv[1]).pubkey())",
+            &secret
+        ),
+        address
+    );
+    let json = e.ok(&["--json", "wallet", "export-key"]).json();
+    assert_eq!(json["private_key_b58"], secret.as_str());
+
+    // -o: a 0600 file, the secret out of the output, never overwritten
+    let to = e.path("key.txt");
+    let to_s = to.display().to_string();
+    let wrote = e.ok(&["--json", "wallet", "export-key", "-o", &to_s]);
+    assert!(!wrote.stdout.contains(&secret));
+    assert_eq!(wrote.json()["private_key_b58"], serde_json::Value::Null);
+    assert_eq!(std::fs::read_to_string(&to).unwrap(), secret);
+    assert_eq!(
+        std::fs::metadata(&to).unwrap().permissions().mode() & 0o777,
+        0o600
+    );
+    let again = e.run(&["wallet", "export-key", "-o", &to_s]);
+    assert_eq!(again.code, 2, "{}", again.stderr);
+    assert!(again.stderr.contains("--force"));
+
+    // a key a wallet app made comes in on stdin
+    let (made, made_address) = {
+        let both = solders(
+            "from solders.keypair import Keypair; k = Keypair(); print(str(k), k.pubkey())",
+            "",
+        );
+        let (s, a) = both.split_once(' ').unwrap();
+        (s.to_string(), a.to_string())
+    };
+    let other = Env::new();
+    let import = |input: &str| {
+        let mut child = other
+            .cmd()
+            .args(["--json", "wallet", "import", "-"])
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        child
+            .stdin
+            .take()
+            .unwrap()
+            .write_all(input.as_bytes())
+            .unwrap();
+        child.wait_with_output().unwrap()
+    };
+    let bad = import(&made[..40]);
+    assert_eq!(bad.status.code(), Some(2));
+    let err =
+        String::from_utf8_lossy(&bad.stdout).to_string() + &String::from_utf8_lossy(&bad.stderr);
+    assert!(err.contains("want the 64-byte keypair"), "{err}");
+    assert!(
+        !err.contains(&made[..40]),
+        "the secret is never echoed: {err}"
+    );
+    let good = import(&format!("{made}\n"));
+    assert!(
+        good.status.success(),
+        "{}",
+        String::from_utf8_lossy(&good.stderr)
+    );
+    let v: serde_json::Value = serde_json::from_slice(&good.stdout).unwrap();
+    assert_eq!(v["address"], made_address.as_str());
+    assert_eq!(
+        other.ok(&["--json", "wallet", "address"]).json()["address"],
+        made_address.as_str()
+    );
+}

@@ -33,8 +33,8 @@ pub enum WalletError {
         /// Its permission bits.
         mode: u32,
     },
-    /// Not a JSON array of 64 integers 0..=255.
-    #[error("{path} is not a Solana keystore (expected a JSON array of 64 integers 0-255): {why}")]
+    /// Neither a JSON array of 64 integers 0..=255 nor a base58 64-byte secret.
+    #[error("{path} is not a Solana keystore (expected a JSON array of 64 integers 0-255, or the base58 64-byte secret Phantom, Backpack, Solflare and Glow export): {why}")]
     BadFormat {
         /// The file.
         path: PathBuf,
@@ -131,11 +131,26 @@ impl Wallet {
     /// of a file the user points at; the copy we write is 0600).
     pub fn load_unchecked_perms(path: &Path) -> Result<Wallet, WalletError> {
         let text = Zeroizing::new(fs::read(path).map_err(io_err(path))?);
-        let bytes = parse_keystore(&text).map_err(|why| WalletError::BadFormat {
-            path: path.into(),
+        Wallet::from_secret_text(&text, path)
+    }
+
+    /// A wallet from a secret as text (`origin` names where it came from in
+    /// errors, never the text): a Solana CLI keystore array or the base58
+    /// 64-byte secret wallet apps export.
+    pub fn from_secret_text(text: &[u8], origin: &Path) -> Result<Wallet, WalletError> {
+        let bytes = parse_secret(text).map_err(|why| WalletError::BadFormat {
+            path: origin.into(),
             why,
         })?;
-        Wallet::from_keypair_bytes(&bytes).ok_or_else(|| WalletError::KeypairMismatch(path.into()))
+        Wallet::from_keypair_bytes(&bytes)
+            .ok_or_else(|| WalletError::KeypairMismatch(origin.into()))
+    }
+
+    /// The secret as the base58 64-byte string Phantom, Backpack, Solflare
+    /// and Glow import (the reference's `wallet export-key`). It is the
+    /// whole key: never log it.
+    pub fn secret_base58(&self) -> Zeroizing<String> {
+        Zeroizing::new(bs58::encode(&*self.keypair_bytes()).into_string())
     }
 
     /// Writes this wallet to `path` (0600 file, 0700 parent created if
@@ -240,6 +255,28 @@ pub fn ed25519_pub_to_x25519(pk: &[u8; 32]) -> Option<[u8; 32]> {
     Some(point.to_montgomery().to_bytes())
 }
 
+/// Parses a secret: a Solana CLI keystore array (starts with `[`) or a
+/// base58 string of the 64 keypair bytes; surrounding whitespace ignored.
+/// Errors describe the shape, never the content.
+pub fn parse_secret(text: &[u8]) -> Result<Zeroizing<[u8; 64]>, String> {
+    let trimmed = text.trim_ascii();
+    if trimmed.starts_with(b"[") {
+        return parse_keystore(trimmed).map(Zeroizing::new);
+    }
+    let decoded = Zeroizing::new(
+        bs58::decode(trimmed)
+            .into_vec()
+            .map_err(|_| "neither a JSON array nor base58 text".to_string())?,
+    );
+    let bytes: [u8; 64] = decoded.as_slice().try_into().map_err(|_| {
+        format!(
+            "base58 text of {} bytes, want the 64-byte keypair (seed and public key)",
+            decoded.len()
+        )
+    })?;
+    Ok(Zeroizing::new(bytes))
+}
+
 /// Parses a Solana CLI keystore: a JSON array of exactly 64 integers 0..=255.
 pub fn parse_keystore(text: &[u8]) -> Result<[u8; 64], String> {
     let v: serde_json::Value = serde_json::from_slice(text)
@@ -280,6 +317,32 @@ mod tests {
         assert!(!err.contains("256"));
         assert!(parse_keystore(b"{}").is_err());
         assert!(parse_keystore(b"not json").is_err());
+    }
+
+    #[test]
+    fn base58_secrets_round_trip_and_bad_ones_are_described_not_echoed() {
+        let w = Wallet::from_seed(&[7u8; 32]);
+        let b58 = w.secret_base58();
+        let back =
+            Wallet::from_secret_text(format!(" {}\n", &*b58).as_bytes(), Path::new("-")).unwrap();
+        assert_eq!(back.address(), w.address());
+        let array = keystore_json(&w.keypair_bytes());
+        let same = Wallet::from_secret_text(array.as_bytes(), Path::new("k.json")).unwrap();
+        assert_eq!(same.address(), w.address());
+        let short = bs58::encode([1u8; 32]).into_string();
+        let e = Wallet::from_secret_text(short.as_bytes(), Path::new("-"))
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("32 bytes") && !e.contains(&short), "{e}");
+        let e = Wallet::from_secret_text(b"0OIl not base58", Path::new("-"))
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("neither a JSON array nor base58"), "{e}");
+        let mut bytes = *w.keypair_bytes();
+        bytes[40] ^= 1;
+        let e =
+            Wallet::from_secret_text(bs58::encode(bytes).into_string().as_bytes(), Path::new("-"));
+        assert!(matches!(e, Err(WalletError::KeypairMismatch(_))));
     }
 
     #[test]
