@@ -24,7 +24,7 @@ pub fn run(cmd: WalletCmd, ctx: &Context) -> CliResult<u8> {
                 let mut text = zeroize::Zeroizing::new(Vec::new());
                 std::io::Read::read_to_end(
                     &mut std::io::stdin().take(MAX_SECRET_BYTES),
-                    &mut *text,
+                    &mut text,
                 )
                 .map_err(|e| anyhow!("reading the key from standard input: {e}"))?;
                 Wallet::from_secret_text(&text, std::path::Path::new("standard input"))
