@@ -168,6 +168,13 @@ pub struct McpArgs {
     /// (the payment stands; `market_fetch` finishes it).
     #[arg(long, default_value_t = 120)]
     pub buy_timeout: u64,
+    /// Serve over streamable HTTP at `/mcp` (and an open `GET /health`)
+    /// instead of stdio, on ADDR (host:port) or BRAINCTL_HTTP_HOST /
+    /// BRAINCTL_HTTP_PORT (0.0.0.0:8080). Needs BRAINCTL_HTTP_TOKEN (32+
+    /// characters; clients send `Authorization: Bearer <token>`) and an
+    /// allowlist (BRAINCTL_HTTP_ALLOWED_TOOLS and/or BRAINCTL_TOOL_GROUPS).
+    #[arg(long, value_name = "ADDR", num_args = 0..=1, default_missing_value = "")]
+    pub http: Option<String>,
 }
 
 impl McpArgs {

@@ -1,4 +1,5 @@
-//! `brainctl mcp`: this node as Model Context Protocol tools over stdio.
+//! `brainctl mcp`: this node as Model Context Protocol tools over stdio,
+//! or over streamable HTTP with `--http` (served by [`super::mcp_http`]).
 //!
 //! Owns the tool catalogue (names, argument schemas, descriptions that
 //! teach an agent the workflow) and the mapping of each tool call onto the
@@ -342,11 +343,30 @@ impl BrainctlServer {
 
 #[tool_router(router = tool_router)]
 impl BrainctlServer {
-    fn new(settings: Settings) -> Self {
-        Self {
-            settings: Arc::new(settings),
-            tool_router: Self::tool_router(),
+    /// A server over `settings` exposing the tools in `allowed` (all when
+    /// `None`): the others are neither listed nor callable.
+    fn new(settings: Arc<Settings>, allowed: Option<&std::collections::BTreeSet<String>>) -> Self {
+        let mut tool_router = Self::tool_router();
+        if let Some(allowed) = allowed {
+            for tool in tool_router.list_all() {
+                if !allowed.contains(tool.name.as_ref()) {
+                    tool_router.remove_route(&tool.name);
+                }
+            }
         }
+        Self {
+            settings,
+            tool_router,
+        }
+    }
+
+    /// Every tool name this server has.
+    fn tool_names() -> std::collections::BTreeSet<String> {
+        Self::tool_router()
+            .list_all()
+            .into_iter()
+            .map(|t| t.name.to_string())
+            .collect()
     }
 
     /// Full-text search of this agent's memories.
@@ -732,6 +752,24 @@ fn sale_bundle_path(wallet_path: &std::path::Path) -> PathBuf {
 
 #[tool_handler(router = self.tool_router)]
 impl ServerHandler for BrainctlServer {
+    /// A tool this server does not expose is no method here (JSON-RPC
+    /// -32601, as the reference answers), not a bad argument.
+    async fn call_tool(
+        &self,
+        request: rmcp::model::CallToolRequestParams,
+        context: rmcp::service::RequestContext<rmcp::RoleServer>,
+    ) -> Result<rmcp::model::CallToolResponse, McpError> {
+        if !self.tool_router.has_route(&request.name) {
+            return Err(McpError::new(
+                rmcp::model::ErrorCode::METHOD_NOT_FOUND,
+                format!("tool {} is not exposed by this server", request.name),
+                None,
+            ));
+        }
+        let call = rmcp::handler::server::tool::ToolCallContext::new(self, request, context);
+        self.tool_router.call(call).await
+    }
+
     fn get_info(&self) -> ServerConfig {
         ServerConfig::new(ServerCapabilities::builder().enable_tools().build())
             .with_server_info(Implementation::new("brainctl", env!("CARGO_PKG_VERSION")))
@@ -786,13 +824,46 @@ pub fn run(args: McpArgs, ctx: &Context) -> CliResult<u8> {
         args,
         store: Default::default(),
     };
-    tracing::info!(policy = ?policy, "brainctl mcp serving on stdio");
+    let env = |k: &str| std::env::var(k).ok();
+    let groups = env("BRAINCTL_TOOL_GROUPS");
+    let names = BrainctlServer::tool_names();
+    let http = settings.args.http.clone();
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
         .build()?;
+    let settings = Arc::new(settings);
+    if let Some(addr) = http {
+        let tools_var = "BRAINCTL_HTTP_ALLOWED_TOOLS";
+        let allowed = super::mcp_allow::allowed(tools_var, env(tools_var).as_deref(), groups.as_deref(), &names)
+            .map_err(Failure::bad_input)?
+            .ok_or_else(|| {
+                Failure::bad_input(anyhow!(
+                    "over HTTP an allowlist is required: set BRAINCTL_HTTP_ALLOWED_TOOLS (comma-separated tool names) or BRAINCTL_TOOL_GROUPS (memory, market_read, market_trade)"
+                ))
+            })?;
+        let config =
+            super::mcp_http::HttpConfig::from_env(&addr, env).map_err(Failure::bad_input)?;
+        tracing::info!(policy = ?policy, tools = allowed.len(), "brainctl mcp serving over HTTP");
+        let make = move || BrainctlServer::new(settings.clone(), Some(&allowed));
+        rt.block_on(super::mcp_http::serve(
+            make,
+            config,
+            super::marketplace::shutdown_signal(),
+        ))?;
+        return Ok(0);
+    }
+    let tools_var = "BRAINCTL_ALLOWED_TOOLS";
+    let allowed = super::mcp_allow::allowed(
+        tools_var,
+        env(tools_var).as_deref(),
+        groups.as_deref(),
+        &names,
+    )
+    .map_err(Failure::bad_input)?;
+    tracing::info!(policy = ?policy, "brainctl mcp serving on stdio");
     rt.block_on(async move {
-        let service = BrainctlServer::new(settings)
+        let service = BrainctlServer::new(settings, allowed.as_ref())
             .serve(rmcp::transport::stdio())
             .await
             .map_err(|e| anyhow!("MCP handshake: {e}"))?;

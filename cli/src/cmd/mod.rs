@@ -7,6 +7,8 @@ mod files;
 mod import;
 mod marketplace;
 mod mcp;
+mod mcp_allow;
+mod mcp_http;
 mod memory;
 mod storage;
 mod verify;

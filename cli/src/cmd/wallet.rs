@@ -22,11 +22,8 @@ pub fn run(cmd: WalletCmd, ctx: &Context) -> CliResult<u8> {
         WalletCmd::Import { file, force } => {
             let w = if file.as_os_str() == "-" {
                 let mut text = zeroize::Zeroizing::new(Vec::new());
-                std::io::Read::read_to_end(
-                    &mut std::io::stdin().take(MAX_SECRET_BYTES),
-                    &mut text,
-                )
-                .map_err(|e| anyhow!("reading the key from standard input: {e}"))?;
+                std::io::Read::read_to_end(&mut std::io::stdin().take(MAX_SECRET_BYTES), &mut text)
+                    .map_err(|e| anyhow!("reading the key from standard input: {e}"))?;
                 Wallet::from_secret_text(&text, std::path::Path::new("standard input"))
                     .map_err(Failure::bad_input)?
             } else {
