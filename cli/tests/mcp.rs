@@ -413,3 +413,277 @@ fn parallel_market_list_calls_each_list_their_own_memories() {
         .collect();
     assert!(left.is_empty(), "sale files left behind: {left:?}");
 }
+
+/// Raw HTTP checks of a `brainctl mcp --http` server (the MCP venv's
+/// `httpx2`): the open health check, 401 without or with a wrong token,
+/// 413 for a body over 1 MiB, a foreign Origin refused, then a burst over
+/// the per-IP rate limit answered 429.
+const RAW_HTTP: &str = r#"
+import json, sys, httpx2
+base, token = sys.argv[1], sys.argv[2]
+init = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+    "protocolVersion": "2025-06-18", "capabilities": {},
+    "clientInfo": {"name": "raw", "version": "0"}}}
+hdr = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json"}
+auth = dict(hdr, Authorization="Bearer " + token)
+out = {}
+with httpx2.Client(timeout=20) as c:
+    out["health"] = c.get(base + "/health").status_code
+    out["no_token"] = c.post(base + "/mcp", json=init, headers=hdr).status_code
+    out["wrong_token"] = c.post(base + "/mcp", json=init,
+        headers=dict(hdr, Authorization="Bearer " + "x" * 40)).status_code
+    out["too_large"] = c.post(base + "/mcp", content=b"{" + b" " * (2 << 20) + b"}",
+        headers=auth).status_code
+    out["foreign_origin"] = c.post(base + "/mcp", json=init,
+        headers=dict(auth, Origin="http://evil.example")).status_code
+    out["burst"] = [c.post(base + "/mcp", json=init, headers=hdr).status_code for _ in range(60)]
+print(json.dumps(out))
+"#;
+
+/// The address a `brainctl mcp --http` server logged (`listening on
+/// http://ADDR/mcp`), waiting up to 30 s.
+fn mcp_http_base(log: &Path) -> String {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let text = std::fs::read_to_string(log).unwrap_or_default();
+        if let Some(rest) = text.split("listening on ").nth(1) {
+            return rest.split("/mcp").next().unwrap().to_string();
+        }
+        assert!(Instant::now() < deadline, "server never listened: {text}");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+/// Over streamable HTTP (the official SDK's client), with a token and an
+/// allowlist (a group and a tool): only those tools are listed, another is
+/// no method (-32601); two sessions buying at once on one budget that has
+/// room for one buy: exactly one pays, the other is refused, and the ledger
+/// and the balance say one; the raw HTTP contract holds; SIGTERM stops the
+/// server cleanly.
+#[test]
+fn over_http_two_sessions_share_one_budget_and_see_only_allowed_tools() {
+    let py = e2e::mcp_python();
+    let v = e2e::validator();
+    let rpc = v.rpc_url.as_str();
+    let (seller, buyer, work, items) = util::funded_pair(rpc);
+    let mut manifests = Vec::new();
+    for cat in ["alpha", "beta"] {
+        seller.ok(&["memory", "add", &format!("{cat}: a lesson"), "-c", cat]);
+        let file = format!("{cat}.signed.json");
+        seller.ok(&["export", "--sign", "--category", cat, "-o", &file]);
+        let listed = seller.ok_on(
+            rpc,
+            &[
+                "marketplace",
+                "list",
+                &file,
+                "--price-usd",
+                "1",
+                "--sol-usd",
+                "100",
+                "--storage-dir",
+                &items,
+                "--json",
+            ],
+        );
+        manifests.push(
+            listed["listing"]["manifest_id"]
+                .as_str()
+                .unwrap()
+                .to_string(),
+        );
+    }
+    node::spend::SpendPolicy {
+        max_per_buy_lamports: None,
+        budget_24h_lamports: Some(15_000_000),
+        sellers: None,
+    }
+    .write(&node::spend::policy_path(
+        &buyer.path(".brainctl/wallet.json"),
+    ))
+    .unwrap();
+    let before = balance(rpc, &buyer);
+    let token = "a-test-token-of-forty-characters-0123456";
+    let log = work.path().join("mcp-http.log");
+    let mut server = buyer
+        .cmd()
+        .args(mcp_args(
+            rpc,
+            &items,
+            &["--http", "127.0.0.1:0", "--buy-timeout", "3"],
+        ))
+        .env("BRAINCTL_HTTP_TOKEN", token)
+        .env("BRAINCTL_TOOL_GROUPS", "market_read")
+        .env("BRAINCTL_HTTP_ALLOWED_TOOLS", "market_buy")
+        .env("BRAINCTL_HTTP_RATE_PER_MIN", "40")
+        .stdout(std::process::Stdio::null())
+        .stderr(util::services::log(&log))
+        .spawn()
+        .unwrap();
+    let base = mcp_http_base(&log);
+    let url = format!("{base}/mcp");
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/support/mcp_client.py");
+    let clients: Vec<_> = manifests
+        .iter()
+        .map(|m| {
+            std::process::Command::new(&py)
+                .arg(&script)
+                .arg(&url)
+                .arg("[]")
+                .arg(json!({"token": token}).to_string())
+                .arg(
+                    json!([
+                        ["list_tools"],
+                        ["call", "market_buy", {"manifest_id": m}],
+                        ["call", "memory_add", {"content": "not exposed"}],
+                    ])
+                    .to_string(),
+                )
+                .stdout(std::process::Stdio::piped())
+                .stderr(std::process::Stdio::piped())
+                .spawn()
+                .unwrap()
+        })
+        .collect();
+    let sessions: Vec<Value> = clients
+        .into_iter()
+        .map(|c| {
+            let out = c.wait_with_output().unwrap();
+            assert!(
+                out.status.success(),
+                "{}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+            serde_json::from_slice(&out.stdout).unwrap()
+        })
+        .collect();
+    let mut refused = 0;
+    for s in &sessions {
+        let tools: Vec<&str> = s["steps"][0]["tools"]
+            .as_object()
+            .unwrap()
+            .keys()
+            .map(String::as_str)
+            .collect();
+        assert_eq!(
+            tools,
+            [
+                "market_browse",
+                "market_budget",
+                "market_buy",
+                "market_quote",
+                "market_show",
+                "market_status"
+            ],
+            "{s}"
+        );
+        let buy = step(s, 1, "market_buy");
+        match buy["result"]["spend_refusal"]["refusal"].as_str() {
+            Some("over_budget") => refused += 1,
+            other => assert_eq!(other, None, "{buy}"),
+        }
+        let hidden = &s["steps"][2];
+        assert_eq!(
+            hidden["code"], -32601,
+            "a hidden tool is no method: {hidden}"
+        );
+    }
+    assert_eq!(
+        refused, 1,
+        "exactly one of the two buys fits the budget: {sessions:?}"
+    );
+    let budget = buyer.ok(&["--json", "marketplace", "budget"]).json();
+    let spends = budget["spends"].as_array().unwrap();
+    assert_eq!(spends.len(), 1, "{budget}");
+    assert_eq!(before - balance(rpc, &buyer), 10_005_000, "one buy paid");
+
+    let raw = std::process::Command::new(&py)
+        .args(["-c", RAW_HTTP, &base, token])
+        .output()
+        .unwrap();
+    assert!(
+        raw.status.success(),
+        "{}",
+        String::from_utf8_lossy(&raw.stderr)
+    );
+    let r: Value = serde_json::from_slice(&raw.stdout).unwrap();
+    assert_eq!(
+        (
+            &r["health"],
+            &r["no_token"],
+            &r["wrong_token"],
+            &r["too_large"]
+        ),
+        (&json!(200), &json!(401), &json!(401), &json!(413)),
+        "{r}"
+    );
+    assert_eq!(r["foreign_origin"], 403, "{r}");
+    let burst: Vec<u64> = r["burst"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c.as_u64().unwrap())
+        .collect();
+    assert!(
+        burst.contains(&429),
+        "the rate limit answers 429: {burst:?}"
+    );
+    assert!(burst.iter().all(|c| *c == 401 || *c == 429), "{burst:?}");
+    let logged = std::fs::read_to_string(&log).unwrap();
+    assert!(!logged.contains(token), "the token is never logged");
+
+    let term = std::process::Command::new("kill")
+        .args(["-TERM", &server.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(term.success());
+    let deadline = Instant::now() + Duration::from_secs(20);
+    let status = loop {
+        if let Some(st) = server.try_wait().unwrap() {
+            break st;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the server did not stop on SIGTERM"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    assert!(status.success(), "graceful stop: {status:?}\n{logged}");
+}
+
+/// Over HTTP the server needs a token of 32+ characters and an allowlist;
+/// on stdio a mistyped allowlist entry is a start-up error naming the
+/// closest tool.
+#[test]
+fn the_http_server_refuses_to_start_without_a_token_or_an_allowlist() {
+    let e = Env::new();
+    e.ok(&["wallet", "new"]);
+    let run = |vars: &[(&str, &str)], args: &[&str]| {
+        let out = e
+            .cmd()
+            .args(["mcp", "--unlimited-spending"])
+            .args(args)
+            .envs(vars.iter().copied())
+            .output()
+            .unwrap();
+        (
+            out.status.code(),
+            String::from_utf8_lossy(&out.stderr).to_string(),
+        )
+    };
+    let (code, err) = run(
+        &[("BRAINCTL_HTTP_ALLOWED_TOOLS", "memory_search")],
+        &["--http", "127.0.0.1:0"],
+    );
+    assert_eq!(code, Some(2), "{err}");
+    assert!(err.contains("BRAINCTL_HTTP_TOKEN"), "{err}");
+    let (code, err) = run(
+        &[("BRAINCTL_HTTP_TOKEN", &"t".repeat(40))],
+        &["--http", "127.0.0.1:0"],
+    );
+    assert_eq!(code, Some(2), "{err}");
+    assert!(err.contains("an allowlist is required"), "{err}");
+    let (code, err) = run(&[("BRAINCTL_ALLOWED_TOOLS", "memory-search")], &[]);
+    assert_eq!(code, Some(2), "{err}");
+    assert!(err.contains("did you mean \"memory_search\""), "{err}");
+}
