@@ -687,3 +687,83 @@ fn the_http_server_refuses_to_start_without_a_token_or_an_allowlist() {
     assert_eq!(code, Some(2), "{err}");
     assert!(err.contains("did you mean \"memory_search\""), "{err}");
 }
+
+/// The market actions beyond buying, as tools: a seller lists privately
+/// through `market_list`, a buyer's offer on it is taken back through
+/// `market_withdraw`, and the seller can no longer accept it.
+#[test]
+fn a_private_listing_and_a_withdrawn_offer_through_the_tools() {
+    let py = e2e::mcp_python();
+    let v = e2e::validator();
+    let rpc = v.rpc_url.as_str();
+    let (seller, buyer, _work, items) = util::funded_pair(rpc);
+    seller.ok(&["memory", "add", "Gamma: a private lesson", "-c", "gamma"]);
+    let s = session(
+        &py,
+        seller.dir.path(),
+        &mcp_args(rpc, &items, &["--unlimited-spending"]),
+        json!([["call", "market_list", {
+            "category": "gamma", "price_usd": 1.0, "sol_usd": 100.0, "visibility": "private"
+        }]]),
+    );
+    let listed = step(&s, 0, "market_list");
+    assert_eq!(listed["is_error"], false, "{listed}");
+    let manifest_id = listed["result"]["listing"]["manifest_id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let fetched = seller.path("gamma.manifest.json");
+    seller.ok(&[
+        "storage",
+        "get",
+        &manifest_id,
+        "--storage-dir",
+        &items,
+        "-o",
+        fetched.to_str().unwrap(),
+    ]);
+    let manifest: Value = serde_json::from_slice(&std::fs::read(&fetched).unwrap()).unwrap();
+    assert_eq!(manifest["visibility"], "private", "{manifest}");
+
+    let offer = buyer.ok_on(
+        rpc,
+        &[
+            "marketplace",
+            "offer",
+            &manifest_id,
+            "--price-usd",
+            "0.8",
+            "--sol-usd",
+            "100",
+            "--storage-dir",
+            &items,
+            "--json",
+        ],
+    );
+    let offer_item = offer["offer_item_id"].as_str().unwrap();
+    let s = session(
+        &py,
+        buyer.dir.path(),
+        &mcp_args(rpc, &items, &["--unlimited-spending"]),
+        json!([["call", "market_withdraw", {"offer": offer_item, "manifest_id": manifest_id}]]),
+    );
+    let withdrawn = step(&s, 0, "market_withdraw");
+    assert_eq!(withdrawn["is_error"], false, "{withdrawn}");
+    assert!(
+        withdrawn["result"]["signature"].as_str().is_some(),
+        "{withdrawn}"
+    );
+    let accept = seller.run(&[
+        "-u",
+        rpc,
+        "--commitment",
+        "confirmed",
+        "marketplace",
+        "accept",
+        offer_item,
+        "--storage-dir",
+        &items,
+    ]);
+    assert_eq!(accept.code, 2, "{}", accept.stderr);
+    assert!(accept.stderr.contains("withdrew"), "{}", accept.stderr);
+}

@@ -225,6 +225,26 @@ pub struct SellArgs {
     /// Shown in the preview.
     #[serde(default)]
     pub description: Option<String>,
+    /// `auction` (default: anyone may offer and see offers) or `private`
+    /// (offers and buys shown only to you and that buyer).
+    #[serde(default)]
+    pub visibility: Option<String>,
+    /// Settle through the escrow program: buyers deposit there and you are
+    /// paid when your listen service releases (needs a stake).
+    #[serde(default)]
+    pub escrow: bool,
+    /// The stake (lamports) put up with an escrow listing, returned on cancel.
+    #[serde(default)]
+    pub stake_lamports: Option<u64>,
+}
+
+/// `market_withdraw` arguments.
+#[derive(Debug, Deserialize, JsonSchema)]
+pub struct WithdrawToolArgs {
+    /// Your offer's item id (from market_offer: offer_item_id).
+    pub offer: String,
+    /// The listing's manifest item id.
+    pub manifest_id: String,
 }
 
 /// Price terms of an offer or counter.
@@ -619,11 +639,19 @@ impl BrainctlServer {
                     price_usd,
                     sol_usd,
                     duration_hours: a.duration_hours.unwrap_or(72.0),
-                    visibility: crate::args::Visibility::Auction,
+                    visibility: match a.visibility.as_deref() {
+                        None | Some("auction") => crate::args::Visibility::Auction,
+                        Some("private") => crate::args::Visibility::Private,
+                        Some(v) => {
+                            return Err(Failure::bad_input(anyhow!(
+                                "visibility must be auction or private, not {v:?}"
+                            )))
+                        }
+                    },
                     payment_address: None,
                     description: a.description.unwrap_or_default(),
-                    escrow: false,
-                    stake_lamports: 0,
+                    escrow: a.escrow,
+                    stake_lamports: a.stake_lamports.unwrap_or(0),
                     below_cost: false,
                     storage: s.storage.clone(),
                     seller: s.seller.clone(),
@@ -702,6 +730,41 @@ impl BrainctlServer {
                 expect_lamports: None,
                 storage: s.storage.clone(),
                 seller: s.seller.clone(),
+            }))
+        })
+        .await
+    }
+
+    /// Buyer: withdraws an offer.
+    #[tool(
+        description = "Buyer: withdraw your offer on a listing (offer = its item id, manifest_id = the listing's); posts the withdraw on chain, after which the seller cannot accept it. Costs a network fee inside your spend policy."
+    )]
+    async fn market_withdraw(
+        &self,
+        Parameters(a): Parameters<WithdrawToolArgs>,
+    ) -> Result<CallToolResult, McpError> {
+        self.market(move |s| {
+            Ok(MarketCmd::Withdraw(crate::args::WithdrawArgs {
+                offer: a.offer,
+                listing: a.manifest_id,
+                storage: s.storage.clone(),
+            }))
+        })
+        .await
+    }
+
+    /// Buyer: takes an unreleased escrow deposit back.
+    #[tool(
+        description = "Buyer: refund your escrow deposit on a listing the seller never released (manifest_id = the listing's), once the program's release window has passed; the seller's stake is slashed. Returns the refund transaction."
+    )]
+    async fn market_refund(
+        &self,
+        Parameters(a): Parameters<BuyArgs>,
+    ) -> Result<CallToolResult, McpError> {
+        self.market(move |s| {
+            Ok(MarketCmd::Refund(crate::args::RefundArgs {
+                listing: a.manifest_id,
+                storage: s.storage.clone(),
             }))
         })
         .await
@@ -875,4 +938,18 @@ pub fn run(args: McpArgs, ctx: &Context) -> CliResult<u8> {
         Ok::<_, Failure>(())
     })?;
     Ok(0)
+}
+
+#[cfg(test)]
+mod tests {
+    /// Every tool sits in exactly one capability group, so a group-based
+    /// allowlist can expose any tool and no tool is reachable by accident.
+    #[test]
+    fn the_groups_cover_every_tool() {
+        let grouped: std::collections::BTreeSet<String> = super::super::mcp_allow::GROUPS
+            .iter()
+            .flat_map(|(_, tools)| tools.iter().map(|t| t.to_string()))
+            .collect();
+        assert_eq!(grouped, super::BrainctlServer::tool_names());
+    }
 }

@@ -35,6 +35,8 @@ pub const GROUPS: &[(&str, &[&str])] = &[
             "market_accept",
             "market_reject",
             "market_cancel",
+            "market_withdraw",
+            "market_refund",
         ],
     ),
 ];
@@ -146,6 +148,6 @@ mod tests {
                 assert!(seen.insert(*t), "{t} in two groups");
             }
         }
-        assert_eq!(seen.len(), 16);
+        assert_eq!(seen.len(), 18);
     }
 }
