@@ -93,6 +93,19 @@ pub enum Command {
 Rows that look like prompt injection are marked `suspicious`; review them, then
   brainctl memory promote --scope imported:<prefix> --to global")]
     Import(ImportArgs),
+    /// Review memories from other agents (bought or imported): list the
+    /// quarantine scopes, promote a scope into your own memory (flagged rows
+    /// only when named one by one), or purge it.
+    #[command(
+        subcommand,
+        after_help = "Examples:
+  brainctl quarantine list                            # scopes, rows, rows flagged suspicious
+  brainctl quarantine show imported:<id>              # its rows, flags included
+  brainctl quarantine promote imported:<id> --to global          # unflagged rows
+  brainctl quarantine promote imported:<id> --to global --id 42  # a flagged row, by name
+  brainctl quarantine purge imported:<id> --yes       # rows, search entries, import record"
+    )]
+    Quarantine(QuarantineCmd),
     /// Sell and buy bundles: list, buy, and the seller's `listen` daemon.
     #[command(
         subcommand,
@@ -663,6 +676,38 @@ pub enum WalletCmd {
         /// Overwrite the `-o` file if it exists.
         #[arg(long, requires = "output")]
         force: bool,
+    },
+}
+
+/// `brainctl quarantine`.
+#[derive(Debug, Subcommand)]
+pub enum QuarantineCmd {
+    /// The quarantine scopes: rows, rows flagged suspicious, where they came from.
+    List,
+    /// One quarantine scope's rows (flags and provenance included).
+    Show {
+        /// The scope (imported:...).
+        scope: String,
+    },
+    /// Move a scope's rows into your own memory. Rows the import scan
+    /// flagged (e.g. prompt injection) stay unless named with --id.
+    Promote {
+        /// The scope (imported:...).
+        scope: String,
+        /// Where they go.
+        #[arg(long, default_value = "global")]
+        to: String,
+        /// Promote exactly these rows (repeatable; flagged ones included).
+        #[arg(long = "id")]
+        ids: Vec<i64>,
+    },
+    /// Delete a scope: its rows, their search entries and its import record.
+    Purge {
+        /// The scope (imported:...).
+        scope: String,
+        /// Confirm the deletion (required).
+        #[arg(long)]
+        yes: bool,
     },
 }
 

@@ -199,13 +199,23 @@ fn import_rows(
         })
         .collect();
     let outcome = store.import_rows(&hash_hex, &signer, &scope, source, &rows)?;
+    // the new ids follow the rows inserted, in order (held ones skipped)
+    let mut new_ids = outcome.ids.iter().copied();
+    let row_ids: Vec<Option<i64>> = rows
+        .iter()
+        .map(|r| match r.row.id() {
+            Some(o) if outcome.already_held.contains(&o) => None,
+            _ if outcome.inserted => new_ids.next(),
+            _ => None,
+        })
+        .collect();
     let suspicious = rows
         .iter()
-        .enumerate()
-        .filter(|(_, r)| r.suspicious.is_some())
-        .map(|(i, r)| SuspiciousRow {
+        .zip(row_ids)
+        .filter(|(r, _)| r.suspicious.is_some())
+        .map(|(r, id)| SuspiciousRow {
             origin_id: r.row.id(),
-            id: outcome.ids.get(i).copied(),
+            id,
             patterns: scan(&r.row),
         })
         .collect();

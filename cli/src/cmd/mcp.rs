@@ -238,6 +238,29 @@ pub struct SellArgs {
     pub stake_lamports: Option<u64>,
 }
 
+/// `quarantine_promote` arguments.
+#[derive(Debug, Deserialize, JsonSchema)]
+pub struct PromoteArgs {
+    /// The quarantine scope (imported:..., from quarantine_list).
+    pub scope: String,
+    /// Where the rows go (default global).
+    #[serde(default)]
+    pub to: Option<String>,
+    /// Exactly these memory ids (flagged ones included, after you read
+    /// them); without, every unflagged row moves and flagged ones stay.
+    #[serde(default)]
+    pub ids: Vec<i64>,
+}
+
+/// `quarantine_purge` arguments.
+#[derive(Debug, Deserialize, JsonSchema)]
+pub struct PurgeArgs {
+    /// The quarantine scope (imported:...).
+    pub scope: String,
+    /// Must be true: the scope's memories are deleted for good.
+    pub confirm: bool,
+}
+
 /// `market_withdraw` arguments.
 #[derive(Debug, Deserialize, JsonSchema)]
 pub struct WithdrawToolArgs {
@@ -402,6 +425,52 @@ impl BrainctlServer {
             Ok(Command::Memory(MemoryCmd::Search {
                 query: a.query,
                 filter: filter(a.scope, a.include_imported, a.category, a.limit)?,
+            }))
+        })
+        .await
+    }
+
+    /// The quarantine scopes.
+    #[tool(
+        description = "Memories from other agents (bought or imported) wait in quarantine scopes imported:<...>, out of memory_search and memory_list. Returns {scopes: [{scope, memories, suspicious, signer, source, imported_at}]}; read a scope with memory_list {scope} before promoting it.",
+        annotations(read_only_hint = true)
+    )]
+    async fn quarantine_list(&self) -> Result<CallToolResult, McpError> {
+        self.run(|_| Ok(Command::Quarantine(crate::args::QuarantineCmd::List)))
+            .await
+    }
+
+    /// Promotes a quarantine scope's rows.
+    #[tool(
+        description = "Move a quarantine scope's memories into your own memory (to, default global). Rows the import scan flagged (e.g. prompt injection) stay unless named in ids one by one. Returns {moved, held_suspicious}."
+    )]
+    async fn quarantine_promote(
+        &self,
+        Parameters(a): Parameters<PromoteArgs>,
+    ) -> Result<CallToolResult, McpError> {
+        self.run(move |_| {
+            Ok(Command::Quarantine(crate::args::QuarantineCmd::Promote {
+                scope: a.scope,
+                to: a.to.unwrap_or_else(|| "global".into()),
+                ids: a.ids,
+            }))
+        })
+        .await
+    }
+
+    /// Purges a quarantine scope.
+    #[tool(
+        description = "Delete a quarantine scope: its memories, their search entries and its import record (confirm must be true). Returns {purged: {memories, search_entries, imports}}.",
+        annotations(destructive_hint = true)
+    )]
+    async fn quarantine_purge(
+        &self,
+        Parameters(a): Parameters<PurgeArgs>,
+    ) -> Result<CallToolResult, McpError> {
+        self.run(move |_| {
+            Ok(Command::Quarantine(crate::args::QuarantineCmd::Purge {
+                scope: a.scope,
+                yes: a.confirm,
             }))
         })
         .await

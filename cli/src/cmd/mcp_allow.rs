@@ -1,7 +1,8 @@
 //! Which tools a `brainctl mcp` server exposes: the reference's allowlists
 //! (`BRAINCTL_ALLOWED_TOOLS` on stdio, optional; `BRAINCTL_HTTP_ALLOWED_TOOLS`
 //! over HTTP, required) and, beyond the reference, capability groups
-//! (`BRAINCTL_TOOL_GROUPS`, e.g. `memory,market_read`) that expand to tool
+//! (`BRAINCTL_TOOL_GROUPS`, e.g. `memory,market_read`; also `quarantine`
+//! and `market_trade`) that expand to tool
 //! names, so an operator can expose reading without spending. A name that
 //! is no tool (or no group) is a start-up error with the closest match, so
 //! a typo never shrinks the surface silently.
@@ -14,6 +15,10 @@ use std::collections::BTreeSet;
 /// The capability groups and their tools.
 pub const GROUPS: &[(&str, &[&str])] = &[
     ("memory", &["memory_search", "memory_list", "memory_add"]),
+    (
+        "quarantine",
+        &["quarantine_list", "quarantine_promote", "quarantine_purge"],
+    ),
     (
         "market_read",
         &[
@@ -87,7 +92,7 @@ pub fn allowed(
                 match closest(name, GROUPS.iter().map(|(g, _)| *g)) {
                     Some(g) => format!("BRAINCTL_TOOL_GROUPS: {name:?} is no group; did you mean {g:?}?"),
                     None => format!(
-                        "BRAINCTL_TOOL_GROUPS: {name:?} is no group (groups: memory, market_read, market_trade)"
+                        "BRAINCTL_TOOL_GROUPS: {name:?} is no group (groups: memory, quarantine, market_read, market_trade)"
                     ),
                 },
             ),
@@ -148,6 +153,6 @@ mod tests {
                 assert!(seen.insert(*t), "{t} in two groups");
             }
         }
-        assert_eq!(seen.len(), 18);
+        assert_eq!(seen.len(), 21);
     }
 }

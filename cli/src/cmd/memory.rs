@@ -19,7 +19,7 @@ fn query(f: MemoryFilter) -> ListQuery {
     }
 }
 
-fn table(rows: &[Memory]) -> String {
+pub(super) fn table(rows: &[Memory]) -> String {
     if rows.is_empty() {
         return "no memories".into();
     }

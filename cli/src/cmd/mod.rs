@@ -10,6 +10,7 @@ mod mcp;
 mod mcp_allow;
 mod mcp_http;
 mod memory;
+mod quarantine;
 mod storage;
 mod verify;
 mod wallet;
@@ -26,6 +27,7 @@ pub fn run(command: Command, ctx: &Context) -> CliResult<u8> {
         Command::Export(a) => export::run(a, ctx),
         Command::Verify(a) => verify::run(&a, ctx),
         Command::Import(a) => import::run(&a, ctx),
+        Command::Quarantine(c) => quarantine::run(c, ctx),
         Command::Storage(c) => storage::run(c, ctx),
         Command::Marketplace(c) => marketplace::run(c, ctx),
         Command::Escrow(c) => escrow::run(c, ctx),

@@ -24,10 +24,9 @@ pub fn run(cmd: WalletCmd, ctx: &Context) -> CliResult<u8> {
                 let mut text = zeroize::Zeroizing::new(Vec::new());
                 std::io::Read::read_to_end(&mut std::io::stdin().take(MAX_SECRET_BYTES), &mut text)
                     .map_err(|e| anyhow!("reading the key from standard input: {e}"))?;
-                Wallet::from_secret_text(&text, std::path::Path::new("standard input"))
-                    .map_err(Failure::bad_input)?
+                Wallet::from_secret_text(&text, std::path::Path::new("standard input"))?
             } else {
-                Wallet::load_unchecked_perms(&file).map_err(Failure::bad_input)?
+                Wallet::load_unchecked_perms(&file)?
             };
             let backup = w.save(path, force)?;
             report_saved(ctx, &w, backup, "imported")

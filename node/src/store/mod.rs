@@ -7,6 +7,7 @@
 
 mod fts;
 pub mod migrate;
+pub mod quarantine;
 mod rank;
 
 pub use fts::match_expression;
@@ -68,6 +69,19 @@ pub enum StoreError {
     /// No such memory.
     #[error("no memory with id {0}")]
     NoSuchMemory(i64),
+    /// A quarantine command named a scope outside the quarantine.
+    #[error(
+        "{0:?} is no quarantine scope (those start with imported:; see `brainctl quarantine list`)"
+    )]
+    NotQuarantine(String),
+    /// A promotion named a memory outside the scope it promotes.
+    #[error("memory {id} is not a live memory of {scope}")]
+    NotInScope {
+        /// The memory.
+        id: i64,
+        /// The scope.
+        scope: String,
+    },
     /// The memory is already retired.
     #[error("memory {0} is already retired")]
     AlreadyRetired(i64),
@@ -189,6 +203,11 @@ pub struct ImportOutcome {
     pub scope: String,
     /// New row ids (empty when already imported).
     pub ids: Vec<i64>,
+    /// Origin ids of rows skipped because this store already holds them
+    /// (the same bundle's row, e.g. promoted out of a purged quarantine):
+    /// reported, never duplicated.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub already_held: Vec<i64>,
 }
 
 const MEMORY_COLS: &str = "id, agent_id, category, scope, content, confidence, tags, created_at, memory_type, retired_at, origin_signer, origin_bundle_hash, origin_id, suspicious";
@@ -512,11 +531,14 @@ impl Store {
         Ok(now)
     }
 
-    /// Moves every live memory of scope `from` into scope `to`; returns how many.
+    /// Moves every live memory of scope `from` into scope `to`; returns
+    /// how many. Out of a quarantine scope, rows flagged suspicious stay
+    /// (promote them one by one: [`Store::promote_quarantined`]).
     pub fn promote_scope(&mut self, from: &str, to: &str) -> Result<usize> {
         let now = crate::clock::now_row();
         Ok(self.conn.execute(
-            "UPDATE memories SET scope = ?2, updated_at = ?3 WHERE scope = ?1 AND retired_at IS NULL",
+            "UPDATE memories SET scope = ?2, updated_at = ?3 WHERE scope = ?1 AND retired_at IS NULL
+               AND (suspicious IS NULL OR ?1 NOT LIKE 'imported:%')",
             params![from, to, now],
         )?)
     }
@@ -653,11 +675,16 @@ impl Store {
                 inserted: false,
                 scope,
                 ids: Vec::new(),
+                already_held: Vec::new(),
             });
         }
         let now = crate::clock::now_row();
         let mut ids = Vec::with_capacity(rows.len());
+        let mut already_held = Vec::new();
         {
+            let mut held = tx.prepare_cached(
+                "SELECT 1 FROM memories WHERE origin_bundle_hash = ?1 AND origin_id = ?2",
+            )?;
             let mut agent =
                 tx.prepare_cached("INSERT OR IGNORE INTO agents(id, created_at) VALUES (?1, ?2)")?;
             let mut ins = tx.prepare_cached(
@@ -667,6 +694,12 @@ impl Store {
             )?;
             for ir in rows {
                 let r = &ir.row;
+                if let Some(origin) = r.id() {
+                    if held.exists(params![bundle_hash_hex, origin])? {
+                        already_held.push(origin);
+                        continue;
+                    }
+                }
                 let text = |c: &str| r.get(c).as_text().map(str::to_string);
                 if let Some(a) = text("agent_id") {
                     agent.execute(params![a, now])?;
@@ -699,6 +732,7 @@ impl Store {
             inserted: true,
             scope: scope.into(),
             ids,
+            already_held,
         })
     }
 
