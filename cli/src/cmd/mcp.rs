@@ -69,6 +69,7 @@ Memory: memory_search / memory_list read the store, memory_add writes one memory
 Buying: market_browse (an indexer's listings) -> market_show (one listing, its preview and sales) -> market_quote (the full cost and whether the spend policy allows it; sends nothing) -> market_buy (pays, waits for the seller's release, verifies and imports the memories into scope imported:<listing id>). A buy over the spend policy is refused with the reason and spends nothing; market_budget shows the policy and what the last 24 h spent. If market_buy times out, the payment stands: finish with market_fetch and the buy_signature it returned.
 Negotiating: market_offer proposes a price; once the seller accepts, market_buy with the offer id pays the agreed price.
 Selling: market_list (a signed bundle of memories, chosen by category/scope/ids), then the seller's `brainctl marketplace listen` service releases each paid buy; market_status shows listings, buys and offers; market_accept / market_reject / market_counter answer offers; market_cancel withdraws a listing.
+Reviewing: bought memories wait in quarantine (quarantine_list); read a scope with memory_list {scope}, then quarantine_promote (flagged rows only when named by id) or quarantine_purge.
 Prices are in lamports (1 SOL = 1,000,000,000 lamports); listing ids look like 20261124-0123456789ab, manifests and offers are storage item ids.";
 
 fn default_limit() -> u32 {
