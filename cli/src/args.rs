@@ -366,6 +366,10 @@ pub struct CounterArgs {
     /// The offer's item id.
     #[arg(allow_hyphen_values = true)]
     pub offer: String,
+    /// The buyer counters its own offer: the listing manifest's item id
+    /// (the seller counters without it).
+    #[arg(long, allow_hyphen_values = true)]
+    pub listing: Option<String>,
     #[command(flatten)]
     pub terms: Terms,
     #[command(flatten)]

@@ -1308,37 +1308,52 @@ fn a_buyer_counter_last_binds_in_listen_and_the_indexer() {
             "--json",
         ],
     );
-    // the buyer answers with 10.5 USD (as the reference's client can)
+    // the buyer answers with 10.5 USD on its own offer
     let v = e2e::validator();
-    {
-        use node::arweave::{FsStore, Source, Uploader};
-        use node::market::negotiate::{fetch_offer, make_counter, OfferTerms};
-        let rt = e2e::runtime();
-        let wallet = node::wallet::Wallet::load(&buyer.path(".brainctl/wallet.json")).unwrap();
-        let store = FsStore::new(dir);
-        let offer = rt
-            .block_on(fetch_offer(&Source::Fs(store.clone()), offer_item, false))
-            .unwrap();
-        let pay_to: node::chain::Pubkey = listed["listing"]["payment_address"]
-            .as_str()
-            .unwrap()
-            .parse()
-            .unwrap();
-        rt.block_on(make_counter(
-            &v.chain(),
-            &wallet,
-            &Uploader::Fs(store),
-            &offer,
-            &pay_to,
-            &OfferTerms {
-                price_usd: 10.5,
-                price_lamports: 70_000_000,
-                message: "meet me at ten fifty",
-                ttl_hours: 2.0,
-            },
-        ))
-        .unwrap();
-    }
+    let countered = ok(
+        buyer,
+        &[
+            "marketplace",
+            "counter",
+            offer_item,
+            "--listing",
+            manifest,
+            "--price-usd",
+            "10.5",
+            "--sol-usd",
+            "150",
+            "--storage-dir",
+            dir,
+            "--json",
+        ],
+    );
+    assert_eq!(countered["price_lamports"], 70_000_000u64);
+    // a stranger cannot counter on the buyer's offer
+    let mallory = Env::new();
+    mallory.ok(&["wallet", "new"]);
+    ok(&mallory, &["wallet", "airdrop", "1", "--json"]);
+    let stray = onchain(
+        &mallory,
+        &[
+            "marketplace",
+            "counter",
+            offer_item,
+            "--listing",
+            manifest,
+            "--price-usd",
+            "1",
+            "--sol-usd",
+            "150",
+            "--storage-dir",
+            dir,
+        ],
+    );
+    assert_eq!(stray.code, 2, "{}", stray.stderr);
+    assert!(
+        stray.stderr.contains("not this wallet's offer"),
+        "{}",
+        stray.stderr
+    );
     let own_price = onchain(
         seller,
         &[

@@ -287,6 +287,10 @@ pub struct OfferArgs {
     /// Lifetime in hours (default 24, max 24).
     #[serde(default)]
     pub ttl_hours: Option<f64>,
+    /// market_counter by the buyer: the listing's manifest item id (you
+    /// counter the seller's terms on your own offer); sellers leave it out.
+    #[serde(default)]
+    pub listing: Option<String>,
 }
 
 /// An offer, by its item id.
@@ -752,7 +756,7 @@ impl BrainctlServer {
 
     /// Seller: counters an offer.
     #[tool(
-        description = "Seller: counter an offer (target = the offer's item id) with another price. Returns {counter_item_id}."
+        description = "Counter an offer (target = the offer's item id) with another price: the seller on an offer to its listing, or the buyer on its own offer (then listing = the listing's manifest item id). If the seller accepts, the newest counter binds. Returns {counter_item_id}."
     )]
     async fn market_counter(
         &self,
@@ -761,6 +765,7 @@ impl BrainctlServer {
         self.market(move |s| {
             Ok(MarketCmd::Counter(crate::args::CounterArgs {
                 offer: a.target,
+                listing: a.listing,
                 terms: terms(a.price_usd, a.sol_usd, a.message, a.ttl_hours),
                 storage: s.storage.clone(),
                 seller: s.seller.clone(),

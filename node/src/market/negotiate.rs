@@ -434,6 +434,26 @@ pub async fn find_counter(
     .await
 }
 
+/// Buyer: counters the seller's terms on this buyer's own `offer` on
+/// `listing` (the protocol lets either party counter): the counter is
+/// signed, stored and posted to the listing's payment address. Should the
+/// seller accept it, these are the terms that bind ([`bound_counter`]).
+pub async fn counter_as_buyer(
+    chain: &Chain,
+    buyer: &Wallet,
+    uploader: &Uploader,
+    listing: &Listing,
+    offer: &Offer,
+    terms: &OfferTerms<'_>,
+) -> Result<(String, Sent), NegotiateError> {
+    if offer.from_pubkey != buyer.address()
+        || offer.listing_id.as_deref() != Some(listing.listing_id.as_str())
+    {
+        return Err(Refusal::NotYourOffer.into());
+    }
+    make_counter(chain, buyer, uploader, offer, &pay_to(listing)?, terms).await
+}
+
 /// Seller: the slot of the buyer's `withdraw` of `offer`, if any.
 pub async fn find_withdraw(
     chain: &Chain,

@@ -54,12 +54,16 @@ pub(super) fn offer(a: OfferArgs, ctx: &Context) -> CliResult<()> {
 pub(super) fn counter(a: CounterArgs, ctx: &Context) -> CliResult<()> {
     let CounterArgs {
         offer,
+        listing,
         terms,
         storage,
         seller,
     } = a;
     let terms = offer_terms(&terms)?;
     let lamports = terms.price_lamports;
+    if let Some(listing) = listing {
+        return buyer_counter(ctx, &offer, &listing, &terms, &storage);
+    }
     let mut s = seller_offer(ctx, &offer, &storage, &seller)?;
     let up = uploader(ctx, &storage)?;
     let answer = ctx.spend_on_op(&s.chain, ("counter", &s.offer.offer_id), 0, || {
@@ -74,6 +78,41 @@ pub(super) fn counter(a: CounterArgs, ctx: &Context) -> CliResult<()> {
         format!(
             "countered {} at {lamports} lamports\n  counter item {item}\n  tx           {}",
             answer.offer_id, answer.signature
+        )
+    });
+    Ok(())
+}
+
+/// `marketplace counter --listing`: the buyer counters the seller's terms
+/// on its own offer.
+fn buyer_counter(
+    ctx: &Context,
+    offer: &str,
+    listing: &str,
+    terms: &node::market::negotiate::OfferTerms<'_>,
+    storage: &crate::args::StorageOpts,
+) -> CliResult<()> {
+    let (wallet, chain, l) = buyer_and_listing(ctx, storage, listing)?;
+    let o = ctx
+        .block_on(node::market::negotiate::fetch_offer(
+            &source(ctx, storage)?,
+            offer,
+            false,
+        ))
+        .map_err(negotiate_failure)?;
+    let up = uploader(ctx, storage)?;
+    let (item, sent) = ctx.spend_on_op(&chain, ("counter", &o.offer_id), 0, || {
+        ctx.block_on(node::market::negotiate::counter_as_buyer(
+            &chain, &wallet, &up, &l, &o, terms,
+        ))
+        .map_err(negotiate_failure)
+    })?;
+    let lamports = terms.price_lamports;
+    let v = json!({"ok": true, "counter_item_id": item, "offer_id": o.offer_id, "price_lamports": lamports, "signature": sent.signature.to_string()});
+    ctx.emit(&v, || {
+        format!(
+            "countered the seller on {} at {lamports} lamports\n  counter item {item}\n  tx           {}",
+            o.offer_id, sent.signature
         )
     });
     Ok(())
