@@ -832,3 +832,56 @@ fn an_agent_reviews_its_quarantine_through_the_tools() {
     let gone = step(&s, 4, "memory_search");
     assert_eq!(gone["result"]["memories"], json!([]), "{gone}");
 }
+
+/// Export and verify as tools: a signed bundle written beside the wallet
+/// (never where a name could steer it), verified, and a tampered copy
+/// refused.
+#[test]
+fn an_agent_exports_and_verifies_a_signed_bundle_through_the_tools() {
+    let py = e2e::mcp_python();
+    let agent = Env::new();
+    agent.ok(&["wallet", "new"]);
+    agent.ok(&[
+        "memory",
+        "add",
+        "Retry with jittered backoff",
+        "-c",
+        "lesson",
+    ]);
+    agent.ok(&["memory", "add", "Not this one", "-c", "note"]);
+    let args = ["mcp".to_string(), "--unlimited-spending".to_string()];
+    let s = session(
+        &py,
+        agent.dir.path(),
+        &args,
+        json!([
+            ["call", "bundle_export", {"name": "lessons", "category": "lesson"}],
+            ["call", "bundle_export", {"name": "../escape", "category": "lesson"}],
+        ]),
+    );
+    let exported = step(&s, 0, "bundle_export");
+    assert_eq!(exported["is_error"], false, "{exported}");
+    assert_eq!(exported["result"]["memories_count"], 1, "{exported}");
+    let path = agent.path(".brainctl/exports/lessons.signed.json");
+    assert!(path.exists(), "{exported}");
+    assert_eq!(step(&s, 1, "bundle_export")["is_error"], true);
+    let tampered = agent.path("tampered.signed.json");
+    let text = std::fs::read_to_string(&path).unwrap();
+    std::fs::write(&tampered, text.replace("jittered", "jittery")).unwrap();
+    let s = session(
+        &py,
+        agent.dir.path(),
+        &args,
+        json!([
+            ["call", "bundle_verify", {"path": path}],
+            ["call", "bundle_verify", {"path": tampered}],
+        ]),
+    );
+    let ok = step(&s, 0, "bundle_verify");
+    assert_eq!(ok["is_error"], false, "{ok}");
+    assert_eq!(
+        ok["result"]["bundle_hash"],
+        exported["result"]["bundle_hash"]
+    );
+    assert_eq!(step(&s, 1, "bundle_verify")["is_error"], true);
+}

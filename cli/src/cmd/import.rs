@@ -60,7 +60,10 @@ fn refused(v: &VerifyReport, ctx: &Context) -> u8 {
         v.error.as_deref().unwrap_or("invalid")
     );
     if ctx.json {
-        println!("{}", json!({"ok": false, "error": msg, "verify": v}));
+        ctx.emit(
+            &json!({"ok": false, "error": msg, "verify": v}),
+            String::new,
+        );
     } else {
         eprintln!("error: {msg}");
     }

@@ -239,6 +239,30 @@ pub struct SellArgs {
     pub stake_lamports: Option<u64>,
 }
 
+/// `bundle_export` arguments.
+#[derive(Debug, Deserialize, JsonSchema)]
+pub struct BundleExportArgs {
+    /// The file's name (letters, digits, - and _): it is written to
+    /// exports/<name>.signed.json beside the wallet.
+    pub name: String,
+    /// Export the memories of this category...
+    #[serde(default)]
+    pub category: Option<String>,
+    /// ...and/or this scope...
+    #[serde(default)]
+    pub scope: Option<String>,
+    /// ...or exactly these memory ids (other filters ignored).
+    #[serde(default)]
+    pub ids: Option<Vec<i64>>,
+}
+
+/// `bundle_verify` arguments.
+#[derive(Debug, Deserialize, JsonSchema)]
+pub struct BundleVerifyArgs {
+    /// The signed bundle file (e.g. the path bundle_export returned).
+    pub path: PathBuf,
+}
+
 /// `quarantine_promote` arguments.
 #[derive(Debug, Deserialize, JsonSchema)]
 pub struct PromoteArgs {
@@ -430,6 +454,48 @@ impl BrainctlServer {
             Ok(Command::Memory(MemoryCmd::Search {
                 query: a.query,
                 filter: filter(a.scope, a.include_imported, a.category, a.limit)?,
+            }))
+        })
+        .await
+    }
+
+    /// Exports a signed bundle.
+    #[tool(
+        description = "Export memories (by category, scope or ids) as an Ed25519-signed bundle, byte-compatible with the Python brainctl, to exports/<name>.signed.json beside the wallet; secrets and personal data are refused. Returns {output, bundle_hash, memories_count, signer_pubkey}."
+    )]
+    async fn bundle_export(
+        &self,
+        Parameters(a): Parameters<BundleExportArgs>,
+    ) -> Result<CallToolResult, McpError> {
+        let wallet_path = self.settings.wallet_path.clone();
+        self.run(move |s| {
+            let out = export_path(&wallet_path, &a.name)?;
+            if let Some(dir) = out.parent() {
+                std::fs::create_dir_all(dir)
+                    .map_err(|e| anyhow!("cannot create {}: {e}", dir.display()))?;
+            }
+            Ok(Command::Export(signed_export(
+                s,
+                (a.category, a.scope, a.ids),
+                out,
+            )))
+        })
+        .await
+    }
+
+    /// Verifies a signed bundle.
+    #[tool(
+        description = "Verify a signed bundle file: its Ed25519 signature over the canonical bytes, its hash and its rows. Returns {ok, bundle_hash, signer_pubkey, memories_count, ...}; a tampered or malformed file is an error with the reason.",
+        annotations(read_only_hint = true)
+    )]
+    async fn bundle_verify(
+        &self,
+        Parameters(a): Parameters<BundleVerifyArgs>,
+    ) -> Result<CallToolResult, McpError> {
+        self.run(move |_| {
+            Ok(Command::Verify(crate::args::VerifyArgs {
+                file: a.path,
+                check_onchain: false,
             }))
         })
         .await
@@ -683,23 +749,11 @@ impl BrainctlServer {
         let (export_to, listed_from) = (bundle.clone(), bundle.clone());
         let exported = self
             .run(move |s| {
-                Ok(Command::Export(ExportArgs {
-                    sign: true,
-                    filter_agent: None,
-                    category: a.category,
-                    scope: a.scope,
-                    created_after: None,
-                    created_before: None,
-                    ids: a.ids,
-                    output: Some(export_to),
-                    allow_sensitive: false,
-                    pin_onchain: false,
-                    mint: false,
-                    recipient: None,
-                    token_standard: crate::args::TokenFlag::Light,
-                    keys_dir: s.seller.keys_dir.clone(),
-                    storage: s.storage.clone(),
-                }))
+                Ok(Command::Export(signed_export(
+                    s,
+                    (a.category, a.scope, a.ids),
+                    export_to,
+                )))
             })
             .await?;
         if exported.is_error == Some(true) {
@@ -861,6 +915,52 @@ impl BrainctlServer {
         })
         .await
     }
+}
+
+/// A signed export of the memories `(category, scope, ids)` select to
+/// `output` (secrets refused, nothing pinned or minted).
+fn signed_export(
+    s: &McpArgs,
+    (category, scope, ids): (Option<String>, Option<String>, Option<Vec<i64>>),
+    output: PathBuf,
+) -> ExportArgs {
+    ExportArgs {
+        sign: true,
+        filter_agent: None,
+        category,
+        scope,
+        created_after: None,
+        created_before: None,
+        ids,
+        output: Some(output),
+        allow_sensitive: false,
+        pin_onchain: false,
+        mint: false,
+        recipient: None,
+        token_standard: crate::args::TokenFlag::Light,
+        keys_dir: s.seller.keys_dir.clone(),
+        storage: s.storage.clone(),
+    }
+}
+
+/// Where `bundle_export` writes `name`: the wallet's directory's
+/// `exports/`, a plain file name only (no path an agent could steer).
+fn export_path(wallet_path: &std::path::Path, name: &str) -> Result<PathBuf, Failure> {
+    let ok = (1..=64).contains(&name.len())
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_');
+    if !ok {
+        return Err(Failure::bad_input(anyhow!(
+            "name must be 1-64 letters, digits, - or _ (the file is exports/<name>.signed.json beside the wallet)"
+        )));
+    }
+    Ok(wallet_path
+        .parent()
+        .filter(|p| !p.as_os_str().is_empty())
+        .unwrap_or(std::path::Path::new("."))
+        .join("exports")
+        .join(format!("{name}.signed.json")))
 }
 
 fn terms(price_usd: f64, sol_usd: f64, message: String, ttl_hours: Option<f64>) -> Terms {

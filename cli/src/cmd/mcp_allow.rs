@@ -15,6 +15,7 @@ use std::collections::BTreeSet;
 /// The capability groups and their tools.
 pub const GROUPS: &[(&str, &[&str])] = &[
     ("memory", &["memory_search", "memory_list", "memory_add"]),
+    ("bundle", &["bundle_export", "bundle_verify"]),
     (
         "quarantine",
         &["quarantine_list", "quarantine_promote", "quarantine_purge"],
@@ -92,7 +93,7 @@ pub fn allowed(
                 match closest(name, GROUPS.iter().map(|(g, _)| *g)) {
                     Some(g) => format!("BRAINCTL_TOOL_GROUPS: {name:?} is no group; did you mean {g:?}?"),
                     None => format!(
-                        "BRAINCTL_TOOL_GROUPS: {name:?} is no group (groups: memory, quarantine, market_read, market_trade)"
+                        "BRAINCTL_TOOL_GROUPS: {name:?} is no group (groups: memory, bundle, quarantine, market_read, market_trade)"
                     ),
                 },
             ),
@@ -153,6 +154,6 @@ mod tests {
                 assert!(seen.insert(*t), "{t} in two groups");
             }
         }
-        assert_eq!(seen.len(), 21);
+        assert_eq!(seen.len(), 23);
     }
 }

@@ -28,32 +28,41 @@ pub fn run(a: &VerifyArgs, ctx: &Context) -> CliResult<u8> {
             json!({"pinned": found.is_some(), "pin": found, "rpc_url": chain.endpoint().rpc_url}),
         );
     }
-    if ctx.json {
-        let mut v = serde_json::to_value(&report).expect("serializes");
-        if let Some(o) = &onchain {
-            v["onchain"] = o.clone();
-            v["ok"] = json!(code == 0);
-        }
-        println!("{}", serde_json::to_string_pretty(&v).expect("serializes"));
-    } else if report.ok {
-        println!(
+    let mut v = serde_json::to_value(&report).expect("serializes");
+    if let Some(o) = &onchain {
+        v["onchain"] = o.clone();
+        v["ok"] = json!(code == 0);
+    }
+    if !report.ok && !ctx.json {
+        eprintln!(
+            "invalid: {}",
+            report.error.as_deref().unwrap_or("unknown error")
+        );
+        return Ok(code);
+    }
+    if onchain.as_ref().is_some_and(|o| o["pin"].is_null()) && !ctx.json {
+        eprintln!(
+            "not pinned: no successful transaction signed by the signer carries the exact pin memo"
+        );
+    }
+    // through emit: printed, or captured when an MCP tool runs it (stdout
+    // is the protocol's there)
+    ctx.emit(&v, || {
+        let mut out = format!(
             "valid: {} memories signed by {} at {}\n  bundle hash {}",
             report.memories_count,
             report.signer_pubkey.as_deref().unwrap_or("?"),
             report.signed_at.as_deref().unwrap_or("?"),
             report.bundle_hash.as_deref().unwrap_or("?")
         );
-        if let Some(o) = &onchain {
-            match o["pin"].as_object() {
-                Some(p) => println!("  pinned on chain: {} (slot {})", p["signature"].as_str().unwrap_or("?"), p["slot"]),
-                None => eprintln!("not pinned: no successful transaction signed by the signer carries the exact pin memo"),
-            }
+        if let Some(p) = onchain.as_ref().and_then(|o| o["pin"].as_object()) {
+            out.push_str(&format!(
+                "\n  pinned on chain: {} (slot {})",
+                p["signature"].as_str().unwrap_or("?"),
+                p["slot"]
+            ));
         }
-    } else {
-        eprintln!(
-            "invalid: {}",
-            report.error.as_deref().unwrap_or("unknown error")
-        );
-    }
+        out
+    });
     Ok(code)
 }
