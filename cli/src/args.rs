@@ -86,12 +86,15 @@ pub enum Command {
   brainctl verify --json lessons.signed.json | jq .bundle_hash
   brainctl verify --check-onchain -u devnet pinned.signed.json")]
     Verify(VerifyArgs),
-    /// Import a signed bundle into a quarantine scope (verified first).
+    /// Import a signed bundle (verified first), or another memory system's
+    /// export (mem0, json), into a quarantine scope.
     #[command(after_help = "Examples:
   brainctl import lessons.signed.json                 # into scope imported:<hash prefix>
   brainctl import lessons.signed.json --scope team
+  brainctl import mem0 mem0-export.json --dry-run     # another memory system's export
+  brainctl import json memories.jsonl                 # into scope imported:json
 Rows that look like prompt injection are marked `suspicious`; review them, then
-  brainctl memory promote --scope imported:<prefix> --to global")]
+  brainctl quarantine promote imported:<prefix> --to global")]
     Import(ImportArgs),
     /// Review memories from other agents (bought or imported): list the
     /// quarantine scopes, promote a scope into your own memory (flagged rows
@@ -864,11 +867,26 @@ pub struct VerifyArgs {
 /// `brainctl import`
 #[derive(Debug, Args)]
 pub struct ImportArgs {
-    /// The signed bundle file.
+    /// The signed bundle file, or the provider (`mem0`, `json`) of the
+    /// export file that follows.
     pub file: PathBuf,
-    /// Scope for the rows (default imported:<bundle hash prefix>).
+    /// With a provider: its export file (`.jsonl` for one record a line).
+    pub source: Option<PathBuf>,
+    /// Scope for the rows (default imported:<bundle hash prefix>, or
+    /// imported:<provider>).
     #[arg(long)]
     pub scope: Option<String>,
+    /// Provider imports: this category for every row (default: mem0 `user`,
+    /// json the record's own).
+    #[arg(long, requires = "source")]
+    pub category: Option<String>,
+    /// Provider imports: read, scan and report, write nothing.
+    #[arg(long, requires = "source")]
+    pub dry_run: bool,
+    /// Provider imports: straight into `global` instead of quarantine (you
+    /// trust the file: it skips the review).
+    #[arg(long, requires = "source", conflicts_with = "scope")]
+    pub no_quarantine: bool,
     /// Write into this Python brainctl 2.8 brain.db instead of our store
     /// (the agent's own: its BRAINCTL_DB). Verified first, one
     /// transaction, as the `marketplace-buyer` agent, idempotent; other

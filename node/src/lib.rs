@@ -9,6 +9,7 @@
 //!    - [`bundle`]: canonical JSON, signed bundles and manifests
 //!    - [`store`]: the memory store (SQLite, FTS5, migrations)
 //!    - [`export`] / [`import`]: the signed export and quarantined import flows
+//!    - [`provider_import`]: memories from mem0 or a JSON export, into quarantine
 //!    - [`brainctl_db`]: verified memories written into a Python brainctl `brain.db`
 //!    - [`seal`], [`keys`]: AES-256-GCM blobs, sealed-box key envelopes, 0600 key files
 //!    - `publish`: encrypt → upload → keep the key (shared by `export --mint` and `list`)
@@ -47,6 +48,7 @@ pub mod market;
 pub mod memo;
 #[cfg(feature = "chain")]
 pub mod mint;
+pub mod provider_import;
 #[cfg(feature = "chain")]
 pub mod publish;
 pub mod scan;

@@ -21,6 +21,7 @@ const LAYERS: &[&[&str]] = &[
         "arweave",
         "memo",
         "import",
+        "provider_import",
         "export",
         "publish",
     ],

@@ -12,7 +12,10 @@ use rusqlite::Connection;
 pub const APPLICATION_ID: i64 = 0x4252_4e43;
 
 /// Migrations in order; index + 1 is the schema version they produce.
-pub const MIGRATIONS: &[&str] = &[include_str!("../../../migrations/node/0001_init.sql")];
+pub const MIGRATIONS: &[&str] = &[
+    include_str!("../../../migrations/node/0001_init.sql"),
+    include_str!("../../../migrations/node/0002_provider_imports.sql"),
+];
 
 /// The schema version this build writes.
 pub const LATEST: i64 = MIGRATIONS.len() as i64;

@@ -7,6 +7,7 @@
 
 mod fts;
 pub mod migrate;
+pub mod provider;
 pub mod quarantine;
 mod rank;
 
@@ -140,6 +141,12 @@ pub struct Memory {
     pub origin_id: Option<i64>,
     /// Prompt-injection findings (JSON array), if any.
     pub suspicious: Option<String>,
+    /// The memory system it was imported from (`mem0`, `json`), if any.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub origin_provider: Option<String>,
+    /// Its id in that system.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub origin_source_id: Option<String>,
 }
 
 /// Filters for `memory list` / `memory search`.
@@ -210,7 +217,7 @@ pub struct ImportOutcome {
     pub already_held: Vec<i64>,
 }
 
-const MEMORY_COLS: &str = "id, agent_id, category, scope, content, confidence, tags, created_at, memory_type, retired_at, origin_signer, origin_bundle_hash, origin_id, suspicious";
+const MEMORY_COLS: &str = "id, agent_id, category, scope, content, confidence, tags, created_at, memory_type, retired_at, origin_signer, origin_bundle_hash, origin_id, suspicious, origin_provider, origin_source_id";
 
 fn memory_from_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<Memory> {
     Ok(Memory {
@@ -228,6 +235,8 @@ fn memory_from_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<Memory> {
         origin_bundle_hash: r.get(11)?,
         origin_id: r.get(12)?,
         suspicious: r.get(13)?,
+        origin_provider: r.get(14)?,
+        origin_source_id: r.get(15)?,
     })
 }
 
