@@ -96,6 +96,14 @@ pub enum Command {
 Rows that look like prompt injection are marked `suspicious`; review them, then
   brainctl quarantine promote imported:<prefix> --to global")]
     Import(ImportArgs),
+    /// Signed bundles you hold: decrypt one you minted, pin one on chain.
+    #[command(
+        subcommand,
+        after_help = "Examples:
+  brainctl bundle decrypt <MINT> --ciphertext-uri ar://<id> -o bundle.json   # a bundle you minted, offline key
+  brainctl -u devnet bundle pin lessons.signed.json                         # pin an existing signed bundle"
+    )]
+    Bundle(BundleCmd),
     /// Review memories from other agents (bought or imported): list the
     /// quarantine scopes, promote a scope into your own memory (flagged rows
     /// only when named one by one), or purge it.
@@ -683,6 +691,36 @@ pub enum WalletCmd {
         /// Overwrite the `-o` file if it exists.
         #[arg(long, requires = "output")]
         force: bool,
+    },
+}
+
+/// `brainctl bundle`.
+#[derive(Debug, Subcommand)]
+pub enum BundleCmd {
+    /// Decrypt a bundle you minted (as the reference): fetch its ciphertext,
+    /// read its AES key from the keys dir (by the ciphertext's id, or by
+    /// the mint as the reference names key files), decrypt.
+    Decrypt {
+        /// The mint address from `export --mint` (or the ciphertext's id).
+        mint: String,
+        /// The encrypted bundle's `ar://<id>` (the mint's metadata names it).
+        #[arg(long)]
+        ciphertext_uri: String,
+        /// Write the decrypted bundle JSON here (0600) instead of stdout.
+        #[arg(short = 'o', long)]
+        output: Option<PathBuf>,
+        /// Where the keys are (default ~/.brainctl/keys).
+        #[arg(long)]
+        keys_dir: Option<PathBuf>,
+        #[command(flatten)]
+        storage: StorageOpts,
+    },
+    /// Pin an existing signed bundle on chain (the memo `export
+    /// --pin-onchain` posts), signed by this wallet, which must be the
+    /// bundle's signer; an existing pin is reported, not posted again.
+    Pin {
+        /// The signed bundle file.
+        file: PathBuf,
     },
 }
 

@@ -1801,3 +1801,79 @@ fn forced_fees_split_the_price_as_the_reference_does() {
     );
     assert_eq!(split_of(&negotiated), (58_500_000, 1_500_000));
 }
+
+/// `bundle decrypt`: a bundle the wallet minted comes back from its
+/// ciphertext and key file, the same bytes that were signed; `bundle pin`
+/// pins an existing signed bundle once (again: reported, not re-posted),
+/// only by its signer, and `verify --check-onchain` finds it.
+#[test]
+fn bundle_decrypt_and_pin_an_existing_bundle() {
+    let e = funded_with_memory("Pin the toolchain", "lesson");
+    let ex = ok(
+        &e,
+        &[
+            "export",
+            "--sign",
+            "--mint",
+            "--token-standard",
+            "token2022",
+            "-o",
+            "m.signed.json",
+            "--json",
+        ],
+    );
+    let m = &ex["mint"];
+    let uri = format!("ar://{}", m["blob_id"].as_str().unwrap());
+    let dec = ok(
+        &e,
+        &[
+            "bundle",
+            "decrypt",
+            m["mint"].as_str().unwrap(),
+            "--ciphertext-uri",
+            &uri,
+            "-o",
+            "plain.json",
+            "--json",
+        ],
+    );
+    assert_eq!(dec["memories_count"], 1, "{dec}");
+    let plain = std::fs::read(e.path("plain.json")).unwrap();
+    assert_eq!(
+        hex::encode(node::crypto::sha256(&plain)),
+        ex["bundle_hash"].as_str().unwrap()
+    );
+    let stranger = Env::new();
+    stranger.ok(&["wallet", "new"]);
+    let nokey = onchain(
+        &stranger,
+        &[
+            "bundle",
+            "decrypt",
+            m["mint"].as_str().unwrap(),
+            "--ciphertext-uri",
+            &uri,
+            "--storage-dir",
+            e.path(".brainctl/items").to_str().unwrap(),
+        ],
+    );
+    assert_eq!(nokey.code, 2, "{}", nokey.stderr);
+    assert!(nokey.stderr.contains("holds its key"), "{}", nokey.stderr);
+
+    e.ok(&["export", "--sign", "-o", "p.signed.json"]);
+    let pinned = ok(&e, &["bundle", "pin", "p.signed.json", "--json"]);
+    assert_eq!(pinned["pinned_now"], true, "{pinned}");
+    let again = ok(&e, &["bundle", "pin", "p.signed.json", "--json"]);
+    assert_eq!(again["pinned_now"], false);
+    assert_eq!(again["pin"]["signature"], pinned["pin"]["signature"]);
+    let check = onchain(&e, &["verify", "--check-onchain", "p.signed.json"]);
+    assert_eq!(check.code, 0, "{}", check.stderr);
+    std::fs::copy(e.path("p.signed.json"), stranger.path("p.signed.json")).unwrap();
+    let foreign = onchain(&stranger, &["bundle", "pin", "p.signed.json"]);
+    assert_eq!(foreign.code, 2, "{}", foreign.stderr);
+    assert!(
+        foreign.stderr.contains("only its signer's pin counts"),
+        "{}",
+        foreign.stderr
+    );
+}

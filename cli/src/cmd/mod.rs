@@ -1,6 +1,7 @@
 //! One module per command group; [`run`] dispatches.
 
 mod browse;
+mod bundle;
 mod escrow;
 mod export;
 mod files;
@@ -28,6 +29,7 @@ pub fn run(command: Command, ctx: &Context) -> CliResult<u8> {
         Command::Verify(a) => verify::run(&a, ctx),
         Command::Import(a) => import::run(&a, ctx),
         Command::Quarantine(c) => quarantine::run(c, ctx),
+        Command::Bundle(c) => bundle::run(c, ctx),
         Command::Storage(c) => storage::run(c, ctx),
         Command::Marketplace(c) => marketplace::run(c, ctx),
         Command::Escrow(c) => escrow::run(c, ctx),
