@@ -304,23 +304,39 @@ fn the_escrow_trade_runs_through_the_binaries_on_the_deployed_program() {
     assert_ne!(early.code, 0, "refused inside the window: {}", early.stderr);
     std::thread::sleep(Duration::from_secs(WINDOW as u64 + 2));
     let before = balance(&late_pk);
-    let mut refunded = onchain(
-        &v,
-        &late,
-        &["marketplace", "refund", &manifest, "--storage-dir", &dir],
-    );
+    // the agent's way: the MCP tool market_refund, through the official SDK
+    let py = e2e::mcp_python();
+    let server: Vec<String> = [
+        "-u",
+        v.rpc_url.as_str(),
+        "--commitment",
+        "confirmed",
+        "mcp",
+        "--storage-dir",
+        &dir,
+        "--unlimited-spending",
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .collect();
+    let refund = || {
+        let s = util::mcp::session(
+            &py,
+            late.dir.path(),
+            &server,
+            serde_json::json!([["call", "market_refund", {"manifest_id": manifest}]]),
+        );
+        s["steps"][0].clone()
+    };
+    let mut refunded = refund();
     for _ in 0..10 {
-        if refunded.code == 0 {
+        if refunded["is_error"] == false {
             break;
         }
         std::thread::sleep(Duration::from_secs(2)); // the chain's clock lags
-        refunded = onchain(
-            &v,
-            &late,
-            &["marketplace", "refund", &manifest, "--storage-dir", &dir],
-        );
+        refunded = refund();
     }
-    assert_eq!(refunded.code, 0, "{}\n{}", refunded.stdout, refunded.stderr);
+    assert_eq!(refunded["is_error"], false, "{refunded}");
     let slash = STAKE / 2;
     assert!(
         balance(&late_pk) + 10_000 >= before + price + slash,
