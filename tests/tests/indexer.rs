@@ -568,25 +568,30 @@ impl Scenario {
     /// the fold's reason.
     fn hostile_hints(&self, n: &Negotiated, mallory_token: &str) {
         let (rt, api) = (&self.rt, &self.api);
-        let ghost_id = node::market::list::new_listing_id();
-        let ghost = build_listing(
-            &self.mallory,
-            &NewListing {
-                listing_id: &ghost_id,
-                bundle_hash: &"ab".repeat(32),
-                payment_address: None,
-                price_usd: 1.0,
-                price_lamports: PRICE,
-                duration_hours: 24.0,
-                visibility: "auction",
-                encrypted_bundle_uri: "ar://blob",
-                metadata_uri: "ar://meta",
-                preview: json!({}),
-                now: time::OffsetDateTime::now_utc().unix_timestamp(),
-                escrow_program: None,
-            },
-        )
-        .unwrap();
+        // a listing of mallory's, signed but never served by the gateway
+        let mallorys = || {
+            let id = node::market::list::new_listing_id();
+            let m = build_listing(
+                &self.mallory,
+                &NewListing {
+                    listing_id: &id,
+                    bundle_hash: &"ab".repeat(32),
+                    payment_address: None,
+                    price_usd: 1.0,
+                    price_lamports: PRICE,
+                    duration_hours: 24.0,
+                    visibility: "auction",
+                    encrypted_bundle_uri: "ar://blob",
+                    metadata_uri: "ar://meta",
+                    preview: json!({}),
+                    now: time::OffsetDateTime::now_utc().unix_timestamp(),
+                    escrow_program: None,
+                },
+            )
+            .unwrap();
+            (id, m)
+        };
+        let (ghost_id, ghost) = mallorys();
         let unserved = "G".repeat(43); // an item id the gateway does not have
         let sent = rt
             .block_on(post_memo(
@@ -621,25 +626,7 @@ impl Scenario {
         // a listing whose memo references no watched address (no registry
         // reference): polling never lists it, so neither may a hint fold it
         // (a rebuild would lose it), though its manifest is served
-        let stray_id = node::market::list::new_listing_id();
-        let stray = build_listing(
-            &self.mallory,
-            &NewListing {
-                listing_id: &stray_id,
-                bundle_hash: &"ab".repeat(32),
-                payment_address: None,
-                price_usd: 1.0,
-                price_lamports: PRICE,
-                duration_hours: 24.0,
-                visibility: "auction",
-                encrypted_bundle_uri: "ar://blob",
-                metadata_uri: "ar://meta",
-                preview: json!({}),
-                now: time::OffsetDateTime::now_utc().unix_timestamp(),
-                escrow_program: None,
-            },
-        )
-        .unwrap();
+        let (stray_id, stray) = mallorys();
         let item = rt
             .block_on(self.market.uploader.put_signed(
                 &self.mallory,

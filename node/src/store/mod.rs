@@ -240,6 +240,32 @@ fn memory_from_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<Memory> {
     })
 }
 
+/// The scope an import with this hash went to, if it happened (in `tx`).
+fn imported_scope(tx: &rusqlite::Transaction<'_>, hash: &str) -> Result<Option<String>> {
+    Ok(tx
+        .query_row(
+            "SELECT scope FROM imports WHERE bundle_hash = ?1",
+            [hash],
+            |r| r.get(0),
+        )
+        .optional()?)
+}
+
+/// Records an import of `count` rows of (hash, signer or provider, scope) (in `tx`).
+fn record_import(
+    tx: &rusqlite::Transaction<'_>,
+    (hash, signer, scope): (&str, &str, &str),
+    count: usize,
+    now: &str,
+    source: Option<&str>,
+) -> Result<()> {
+    tx.execute(
+        "INSERT INTO imports(bundle_hash, signer, scope, memories_count, imported_at, source) VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+        params![hash, signer, scope, count as i64, now, source],
+    )?;
+    Ok(())
+}
+
 /// A handle on one store.
 pub struct Store {
     conn: Connection,
@@ -672,14 +698,7 @@ impl Store {
         rows: &[ImportRow],
     ) -> Result<ImportOutcome> {
         let tx = self.conn.transaction()?;
-        let seen: Option<String> = tx
-            .query_row(
-                "SELECT scope FROM imports WHERE bundle_hash = ?1",
-                [bundle_hash_hex],
-                |r| r.get(0),
-            )
-            .optional()?;
-        if let Some(scope) = seen {
+        if let Some(scope) = imported_scope(&tx, bundle_hash_hex)? {
             return Ok(ImportOutcome {
                 inserted: false,
                 scope,
@@ -732,9 +751,12 @@ impl Store {
                 ids.push(tx.last_insert_rowid());
             }
         }
-        tx.execute(
-            "INSERT INTO imports(bundle_hash, signer, scope, memories_count, imported_at, source) VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
-            params![bundle_hash_hex, signer, scope, rows.len() as i64, now, source],
+        record_import(
+            &tx,
+            (bundle_hash_hex, signer, scope),
+            rows.len(),
+            &now,
+            source,
         )?;
         tx.commit()?;
         Ok(ImportOutcome {

@@ -7,7 +7,7 @@
 //! Owns the insert only; parsing and scanning are `crate::provider_import`'s.
 
 use super::{Result, Store};
-use rusqlite::{params, OptionalExtension};
+use rusqlite::params;
 use serde::Serialize;
 use std::collections::HashSet;
 
@@ -78,14 +78,7 @@ impl Store {
     ) -> Result<ProviderOutcome> {
         let already_held = self.held_contents(rows)?;
         let tx = self.conn.transaction()?;
-        let seen: Option<String> = tx
-            .query_row(
-                "SELECT scope FROM imports WHERE bundle_hash = ?1",
-                [file_hash],
-                |r| r.get(0),
-            )
-            .optional()?;
-        if let Some(scope) = seen {
+        if let Some(scope) = super::imported_scope(&tx, file_hash)? {
             return Ok(ProviderOutcome {
                 inserted: false,
                 scope,
@@ -130,9 +123,12 @@ impl Store {
                 ids.push(tx.last_insert_rowid());
             }
         }
-        tx.execute(
-            "INSERT INTO imports(bundle_hash, signer, scope, memories_count, imported_at, source) VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
-            params![file_hash, provider, scope, ids.len() as i64, now, source],
+        super::record_import(
+            &tx,
+            (file_hash, provider, scope),
+            ids.len(),
+            &now,
+            Some(source),
         )?;
         tx.commit()?;
         Ok(ProviderOutcome {
