@@ -86,6 +86,53 @@ fn buy_while_listening(
     buy.wait_with_output().unwrap()
 }
 
+/// `brainctl-indexer run` on the shared validator, manifests from `dir`,
+/// with `vars` in its environment; its base URL and work dir.
+fn indexer_on(
+    dir: &str,
+    vars: &[(&str, &str)],
+) -> (util::services::Running, String, tempfile::TempDir) {
+    let v = e2e::validator();
+    let work = tempfile::tempdir().unwrap();
+    let log = work.path().join("indexer.log");
+    let indexer = util::services::Running(
+        std::process::Command::new(util::services::indexer_bin())
+            .args([
+                "run",
+                "--rpc",
+                v.rpc_url.as_str(),
+                "--fs-store",
+                dir,
+                "--db",
+            ])
+            .arg(work.path().join("indexer.db"))
+            .args(["--listen", "127.0.0.1:0", "--interval-ms", "300"])
+            .envs(vars.iter().copied())
+            .stdout(std::process::Stdio::null())
+            .stderr(util::services::log(&log))
+            .spawn()
+            .unwrap(),
+        log,
+    );
+    let base = format!("http://{}", e2e::logged_listen_address(&indexer.1));
+    (indexer, base, work)
+}
+
+/// `GET /listings/{id}` once it shows `releases` releases (or after 20 s).
+fn wait_released(base: &str, listing_id: &str, releases: u64) -> serde_json::Value {
+    let mut shown = serde_json::Value::Null;
+    for _ in 0..100 {
+        if let Some(l) = util::services::get(&format!("{base}/listings/{listing_id}")) {
+            shown = l;
+            if shown["listing"]["releases"] == releases {
+                break;
+            }
+        }
+        std::thread::sleep(std::time::Duration::from_millis(200));
+    }
+    shown
+}
+
 fn market(memories: &[&str], price_usd: &str, sol_usd: &str) -> Market {
     let (seller, buyer) = (Env::new(), Env::new());
     let shared = tempfile::tempdir().unwrap();
@@ -1309,7 +1356,6 @@ fn a_buyer_counter_last_binds_in_listen_and_the_indexer() {
         ],
     );
     // the buyer answers with 10.5 USD on its own offer
-    let v = e2e::validator();
     let countered = ok(
         buyer,
         &[
@@ -1389,26 +1435,7 @@ fn a_buyer_counter_last_binds_in_listen_and_the_indexer() {
     );
     assert_eq!(accepted["price_lamports"], 70_000_000u64);
 
-    let work = tempfile::tempdir().unwrap();
-    let indexer = util::services::Running(
-        std::process::Command::new(util::services::indexer_bin())
-            .args([
-                "run",
-                "--rpc",
-                v.rpc_url.as_str(),
-                "--fs-store",
-                dir,
-                "--db",
-            ])
-            .arg(work.path().join("indexer.db"))
-            .args(["--listen", "127.0.0.1:0", "--interval-ms", "300"])
-            .stdout(std::process::Stdio::null())
-            .stderr(util::services::log(&work.path().join("indexer.log")))
-            .spawn()
-            .unwrap(),
-        work.path().join("indexer.log"),
-    );
-    let base = format!("http://{}", e2e::logged_listen_address(&indexer.1));
+    let (indexer, base, _work) = indexer_on(dir, &[]);
 
     let before = ok(buyer, &["wallet", "balance", "--json"])["lamports"]
         .as_u64()
@@ -1444,16 +1471,7 @@ fn a_buyer_counter_last_binds_in_listen_and_the_indexer() {
         (70_000_000..70_100_000).contains(&spent),
         "paid the buyer's own counter plus fees, spent {spent}"
     );
-    let mut shown = serde_json::Value::Null;
-    for _ in 0..100 {
-        if let Some(l) = util::services::get(&format!("{base}/listings/{listing_id}")) {
-            shown = l;
-            if shown["listing"]["releases"] == 1 {
-                break;
-            }
-        }
-        std::thread::sleep(std::time::Duration::from_millis(200));
-    }
+    let shown = wait_released(&base, listing_id, 1);
     assert_eq!(
         (&shown["listing"]["sales"], &shown["listing"]["releases"]),
         (&serde_json::json!(1), &serde_json::json!(1)),
@@ -1683,6 +1701,7 @@ fn forced_fees_split_the_price_as_the_reference_does() {
     );
     let manifest = listed["listing"]["manifest_id"].as_str().unwrap();
     let seller_pk = listed["listing"]["payment_address"].as_str().unwrap();
+    let (indexer, base, _work) = indexer_on(&dir, &fees);
     let quote = ok(
         &buyer,
         &[
@@ -1800,6 +1819,16 @@ fn forced_fees_split_the_price_as_the_reference_does() {
         "listen releases the negotiated split",
     );
     assert_eq!(split_of(&negotiated), (58_500_000, 1_500_000));
+    // the indexer, with the same fee setting, settles both as released
+    let listing_id = listed["listing"]["listing_id"].as_str().unwrap();
+    let shown = wait_released(&base, listing_id, 2);
+    assert_eq!(
+        (&shown["listing"]["sales"], &shown["listing"]["releases"]),
+        (&serde_json::json!(2), &serde_json::json!(2)),
+        "{shown}\n{}",
+        indexer.tail()
+    );
+    indexer.stop();
 }
 
 /// `bundle decrypt`: a bundle the wallet minted comes back from its
