@@ -486,21 +486,25 @@ fn over_http_two_sessions_share_one_budget_and_see_only_allowed_tools() {
     let before = balance(rpc, &buyer);
     let token = "a-test-token-of-forty-characters-0123456";
     let log = work.path().join("mcp-http.log");
-    let mut server = buyer
-        .cmd()
-        .args(mcp_args(
-            rpc,
-            &items,
-            &["--http", "127.0.0.1:0", "--buy-timeout", "3"],
-        ))
-        .env("BRAINCTL_HTTP_TOKEN", token)
-        .env("BRAINCTL_TOOL_GROUPS", "market_read")
-        .env("BRAINCTL_HTTP_ALLOWED_TOOLS", "market_buy")
-        .env("BRAINCTL_HTTP_RATE_PER_MIN", "40")
-        .stdout(std::process::Stdio::null())
-        .stderr(util::services::log(&log))
-        .spawn()
-        .unwrap();
+    // killed on drop: a failed assertion leaves no server behind
+    let server = util::services::Running(
+        buyer
+            .cmd()
+            .args(mcp_args(
+                rpc,
+                &items,
+                &["--http", "127.0.0.1:0", "--buy-timeout", "3"],
+            ))
+            .env("BRAINCTL_HTTP_TOKEN", token)
+            .env("BRAINCTL_TOOL_GROUPS", "market_read")
+            .env("BRAINCTL_HTTP_ALLOWED_TOOLS", "market_buy")
+            .env("BRAINCTL_HTTP_RATE_PER_MIN", "40")
+            .stdout(std::process::Stdio::null())
+            .stderr(util::services::log(&log))
+            .spawn()
+            .unwrap(),
+        log.clone(),
+    );
     let base = mcp_http_base(&log);
     let url = format!("{base}/mcp");
     let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/support/mcp_client.py");
@@ -613,22 +617,7 @@ fn over_http_two_sessions_share_one_budget_and_see_only_allowed_tools() {
     let logged = std::fs::read_to_string(&log).unwrap();
     assert!(!logged.contains(token), "the token is never logged");
 
-    let term = std::process::Command::new("kill")
-        .args(["-TERM", &server.id().to_string()])
-        .status()
-        .unwrap();
-    assert!(term.success());
-    let deadline = Instant::now() + Duration::from_secs(20);
-    let status = loop {
-        if let Some(st) = server.try_wait().unwrap() {
-            break st;
-        }
-        assert!(
-            Instant::now() < deadline,
-            "the server did not stop on SIGTERM"
-        );
-        std::thread::sleep(Duration::from_millis(100));
-    };
+    let status = server.stop();
     assert!(status.success(), "graceful stop: {status:?}\n{logged}");
 }
 
