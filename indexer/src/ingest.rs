@@ -198,6 +198,11 @@ impl RpcSource {
         &self.chain
     }
 
+    /// The addresses whose history is polled.
+    pub fn addresses(&self) -> &[Pubkey] {
+        &self.addresses
+    }
+
     /// The finalized slot.
     pub async fn finalized_slot(&self) -> Result<u64, IngestError> {
         self.limit.wait().await;

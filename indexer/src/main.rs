@@ -148,9 +148,14 @@ struct RunArgs {
         default_value = "127.0.0.1:8080"
     )]
     listen: String,
-    /// Milliseconds between polls.
+    /// Milliseconds between polls (the safety net: the chain's push
+    /// notifications wake a poll at once).
     #[arg(long, default_value_t = 1_000)]
     interval_ms: u64,
+    /// Poll on the interval only, without the chain's push notifications
+    /// (`logsSubscribe` on the RPC's websocket).
+    #[arg(long)]
+    no_wake_ups: bool,
     /// Name shown in sign-in messages: the host name clients reach this
     /// indexer at (default: `brainctl-indexer-<id>`, generated once per
     /// database, so no two deployments' messages read alike).
@@ -440,7 +445,14 @@ async fn run(a: RunArgs) -> Result<()> {
         "brainctl-indexer serving"
     );
     let interval = Duration::from_millis(a.interval_ms);
-    indexer::service::run(listener, state, source, interval, shutdown_signal()).await?;
+    indexer::service::run(
+        listener,
+        state,
+        source,
+        (interval, !a.no_wake_ups),
+        shutdown_signal(),
+    )
+    .await?;
     Ok(())
 }
 

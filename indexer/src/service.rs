@@ -1,6 +1,7 @@
 //! The indexer as a long-lived service, in the library (as mini-redis
-//! keeps its server loop): the writer ([`run`]: poll the chain every
-//! interval and serve the API) and the read replica ([`run_replica`]:
+//! keeps its server loop): the writer ([`run`]: poll the chain when its
+//! push notifications say something happened, and every interval as the
+//! safety net, and serve the API) and the read replica ([`run_replica`]:
 //! refold when the shared log changes and serve), each until its shutdown
 //! future completes. The binary only parses flags, binds and wires the
 //! signals; tests run these very loops in-process on 127.0.0.1:0.
@@ -16,15 +17,16 @@ use tokio::net::TcpListener;
 /// Shortest poll interval.
 pub const MIN_INTERVAL: Duration = Duration::from_millis(50);
 
-/// Polls `source` into `state.ix` every `interval` (a failed poll is
-/// counted and retried next interval, never fatal) and serves the API on
+/// Polls `source` into `state.ix` every `interval` and, with `wake_ups`,
+/// whenever the chain notifies a transaction mentioning a watched address
+/// (a failed poll is counted and retried, never fatal) and serves the API on
 /// `listener`, until `shutdown` completes; then stops polling, lets the
 /// server finish its requests, and returns.
 pub async fn run(
     listener: TcpListener,
     state: AppState,
     source: Arc<RpcSource>,
-    interval: Duration,
+    (interval, wake_ups): (Duration, bool),
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> std::io::Result<()> {
     let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
@@ -35,6 +37,16 @@ pub async fn run(
             let _ = rx.changed().await;
         }))
     };
+    // the chain's push notifications wake the poller at once; polling
+    // every interval stays the safety net (a notification dropped, or the
+    // subscription lost, costs at most one interval: each poll reads every
+    // watched address's whole history since its checkpoint)
+    let (nudge_tx, mut nudges) = tokio::sync::mpsc::channel::<()>(1);
+    let waker = tokio::spawn(wake_on_chain(
+        source.chain().endpoint().ws_url.clone(),
+        wake_ups.then(|| source.addresses().to_vec()),
+        nudge_tx,
+    ));
     let poller = {
         let mut rx = stop_rx;
         let interval = interval.max(MIN_INTERVAL);
@@ -43,6 +55,7 @@ pub async fn run(
                 poll_once(&source, &ix, &metrics).await;
                 tokio::select! {
                     _ = tokio::time::sleep(interval) => {}
+                    Some(()) = nudges.recv() => {}
                     _ = rx.changed() => break,
                 }
             }
@@ -51,10 +64,56 @@ pub async fn run(
     shutdown.await;
     tracing::info!("shutting down");
     let _ = stop_tx.send(true);
+    waker.abort();
     let _ = poller.await;
     server
         .await
         .map_err(|e| std::io::Error::other(format!("server task: {e}")))?
+}
+
+/// Longest pause before a lost subscription is made again.
+const MAX_RESUBSCRIBE_PAUSE: Duration = Duration::from_secs(30);
+
+/// Keeps a `logsSubscribe` on the watched addresses (confirmed), nudging
+/// the poller on each notification, and subscribes again (pausing 1 s
+/// doubling to 30 s) whenever the websocket ends or fails.
+async fn wake_on_chain(
+    ws_url: String,
+    addresses: Option<Vec<node::chain::Pubkey>>,
+    nudge: tokio::sync::mpsc::Sender<()>,
+) {
+    // off: hold the sender (the poller's select stays armed) and wait
+    let Some(addresses) = addresses else {
+        return std::future::pending().await;
+    };
+    let mut pause = Duration::from_secs(1);
+    loop {
+        let since = Instant::now();
+        let ended = node::listen::wake::wake_on_logs(
+            &ws_url,
+            &addresses,
+            solana_commitment_config::CommitmentConfig::confirmed(),
+            nudge.clone(),
+        )
+        .await;
+        if nudge.is_closed() {
+            return;
+        }
+        match ended {
+            Ok(()) => {
+                tracing::warn!("chain notifications ended; subscribing again (polling meanwhile)")
+            }
+            Err(e) => {
+                tracing::warn!(error = %e, "no chain notifications; polling only until they come back")
+            }
+        }
+        // a subscription that lived a while starts the pause over
+        if since.elapsed() > MAX_RESUBSCRIBE_PAUSE {
+            pause = Duration::from_secs(1);
+        }
+        tokio::time::sleep(pause).await;
+        pause = (pause * 2).min(MAX_RESUBSCRIBE_PAUSE);
+    }
 }
 
 async fn poll_once(source: &RpcSource, ix: &Arc<Indexer>, metrics: &api::Metrics) {

@@ -830,11 +830,12 @@ fn a_listing_whose_manifest_is_served_late_is_held_then_folded() {
 }
 
 /// The writer service as the binary runs it (`indexer::service::run`),
-/// in-process on 127.0.0.1:0: it polls on its own (no manual `poll`),
-/// serves what it folded, and returns cleanly when its shutdown future
-/// completes, after which the port is closed.
-#[test]
-fn the_writer_service_polls_serves_and_stops_on_its_shutdown_future() {
+/// in-process on 127.0.0.1:0, polling every `interval` (and woken by the
+/// chain's notifications, read from `ws_url` when given, else the
+/// validator's): lists one listing, returns how long after its list
+/// transaction was confirmed the API served it; then stops the service
+/// and checks it returned cleanly and closed its port.
+fn writer_service(interval: std::time::Duration, ws_url: Option<&str>) -> std::time::Duration {
     let v = validator();
     let rt = e2e::multi_thread_runtime();
     let dir = tempfile::tempdir().unwrap();
@@ -847,8 +848,19 @@ fn the_writer_service_polls_serves_and_stops_on_its_shutdown_future() {
     let seller = Wallet::generate();
     v.fund(&seller.solana_keypair().pubkey(), 2);
     let ix = Arc::new(indexer_at(&dir.path().join("indexer.db")));
+    let chain = match ws_url {
+        None => v.chain(),
+        Some(ws) => node::chain::Chain::new(
+            node::chain::Endpoint {
+                rpc_url: v.rpc_url.clone(),
+                ws_url: ws.to_string(),
+            },
+            solana_commitment_config::CommitmentConfig::confirmed(),
+            &[node::escrow::PROGRAM_ID],
+        ),
+    };
     let source = Arc::new(RpcSource::new(
-        v.chain(),
+        chain,
         Source::Fs(store.clone()),
         vec![default_registry()],
         4,
@@ -865,30 +877,35 @@ fn the_writer_service_polls_serves_and_stops_on_its_shutdown_future() {
         listener,
         state,
         source,
-        std::time::Duration::from_millis(100),
+        (interval, true),
         async move {
             let _ = stopped.await;
         },
     ));
+    // the first poll and the subscription are up before the listing
+    while metrics.polls.load(Ordering::SeqCst) == 0 {
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    std::thread::sleep(std::time::Duration::from_millis(500));
     let listing = rt.block_on(market.list(&seller, "auction", &"ab".repeat(32)));
+    let confirmed = std::time::Instant::now();
     let api = Api {
         base: format!("http://{addr}"),
         http: reqwest::Client::new(),
     };
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
-    loop {
+    let deadline = confirmed + std::time::Duration::from_secs(30);
+    let served = loop {
         let (code, body) = rt.block_on(api.get(&format!("/listings/{}", listing.listing_id), None));
         if code == 200 {
             assert_eq!(body["listing"]["seller_pubkey"], seller.address());
-            break;
+            break confirmed.elapsed();
         }
         assert!(
             std::time::Instant::now() < deadline,
             "never folded: {code} {body}"
         );
-        std::thread::sleep(std::time::Duration::from_millis(100));
-    }
-    assert!(metrics.polls.load(Ordering::SeqCst) >= 1);
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    };
     stop.send(()).unwrap();
     let done = rt.block_on(async {
         tokio::time::timeout(std::time::Duration::from_secs(10), service).await
@@ -898,6 +915,32 @@ fn the_writer_service_polls_serves_and_stops_on_its_shutdown_future() {
         std::net::TcpStream::connect(addr).is_err(),
         "the port is closed after shutdown"
     );
+    served
+}
+
+/// It polls on its own (no manual `poll`), serves what it folded, and
+/// returns cleanly when its shutdown future completes.
+#[test]
+fn the_writer_service_polls_serves_and_stops_on_its_shutdown_future() {
+    writer_service(std::time::Duration::from_millis(100), None);
+}
+
+/// The chain's push notifications wake the writer: with a poll only every
+/// minute, a new listing is served within seconds of its confirmation;
+/// with the subscription lost (a websocket that is not there), polling
+/// still serves it, so a dropped subscription never loses a transaction.
+#[test]
+fn the_writer_wakes_on_chain_notifications_and_polling_covers_a_lost_subscription() {
+    let woken = writer_service(std::time::Duration::from_secs(60), None);
+    assert!(
+        woken < std::time::Duration::from_secs(10),
+        "woken by the notification, not the 60 s poll: {woken:?}"
+    );
+    let polled = writer_service(
+        std::time::Duration::from_millis(500),
+        Some("ws://127.0.0.1:9"),
+    );
+    assert!(polled < std::time::Duration::from_secs(30), "{polled:?}");
 }
 
 /// `/settle` judges expiry by the chain's clock with a margin, never by the

@@ -1,5 +1,5 @@
-//! Wake-ups for the listen daemon: `logsSubscribe` (mentions of the
-//! payment addresses) over the cluster's websocket. Each notification
+//! Wake-ups for the listen daemon (and the indexer's writer): `logsSubscribe`
+//! (mentions of the watched addresses) over the cluster's websocket. Each notification
 //! nudges the daemon to run a pass now instead of at its next polling tick;
 //! the pass itself still reads everything from RPC, so a missed or spurious
 //! notification never changes what is released. If the websocket fails,
