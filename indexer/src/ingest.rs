@@ -109,7 +109,12 @@ pub struct RpcSource {
     concurrency: usize,
     limit: RateLimit,
     manifest_grace: Duration,
+    /// When the chain's clock was last read (unix ms).
+    clock_read_ms: std::sync::atomic::AtomicI64,
 }
+
+/// How often a poll reads the chain's clock.
+pub const CLOCK_EVERY: Duration = Duration::from_secs(5);
 
 /// What one poll did.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -182,6 +187,7 @@ impl RpcSource {
             concurrency: concurrency.max(1),
             limit: RateLimit::new(requests_per_second),
             manifest_grace: DEFAULT_MANIFEST_GRACE,
+            clock_read_ms: std::sync::atomic::AtomicI64::new(0),
         }
     }
 
@@ -435,12 +441,28 @@ impl RpcSource {
     /// workers that serve requests.
     pub async fn poll(&self, ix: &Arc<Indexer>) -> Result<PollReport, IngestError> {
         let final_slot = self.finalized_slot().await?;
-        // the chain's clock, for views on a quiet market (a node without
-        // a block time for its newest slot is no reason to stop polling)
-        self.limit.wait().await;
-        match self.chain.cluster_time().await {
-            Ok(t) => ix.observe_chain_time(t),
-            Err(e) => tracing::debug!(error = %e, "no cluster time this poll"),
+        // the chain's clock, for views on a quiet market, read at most
+        // every CLOCK_EVERY (views advance it by the wall clock between);
+        // a node without a block time for its newest slot is no reason to
+        // stop polling
+        let now_ms = i64::try_from(
+            std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .unwrap_or_default()
+                .as_millis(),
+        )
+        .unwrap_or(i64::MAX);
+        let last = self
+            .clock_read_ms
+            .load(std::sync::atomic::Ordering::Relaxed);
+        if now_ms - last >= CLOCK_EVERY.as_millis() as i64 {
+            self.clock_read_ms
+                .store(now_ms, std::sync::atomic::Ordering::Relaxed);
+            self.limit.wait().await;
+            match self.chain.cluster_time().await {
+                Ok(t) => ix.observe_chain_time(t),
+                Err(e) => tracing::debug!(error = %e, "no cluster time this poll"),
+            }
         }
         let mut listed: BTreeMap<String, u64> = BTreeMap::new();
         let mut new_checkpoints = Vec::new();

@@ -148,14 +148,16 @@ struct RunArgs {
         default_value = "127.0.0.1:8080"
     )]
     listen: String,
-    /// Milliseconds between polls (the safety net: the chain's push
-    /// notifications wake a poll at once).
+    /// Milliseconds between polls.
     #[arg(long, default_value_t = 1_000)]
     interval_ms: u64,
-    /// Poll on the interval only, without the chain's push notifications
-    /// (`logsSubscribe` on the RPC's websocket).
+    /// Also poll whenever the chain notifies a transaction mentioning a
+    /// watched address (`logsSubscribe` on the RPC's websocket), so a long
+    /// --interval-ms (fewer RPC requests) still serves new transactions in
+    /// about a second; the interval stays the safety net. Measured slower
+    /// than the default 1 s polling on a local validator (see README).
     #[arg(long)]
-    no_wake_ups: bool,
+    wake_ups: bool,
     /// Name shown in sign-in messages: the host name clients reach this
     /// indexer at (default: `brainctl-indexer-<id>`, generated once per
     /// database, so no two deployments' messages read alike).
@@ -449,7 +451,7 @@ async fn run(a: RunArgs) -> Result<()> {
         listener,
         state,
         source,
-        (interval, !a.no_wake_ups),
+        (interval, a.wake_ups),
         shutdown_signal(),
     )
     .await?;

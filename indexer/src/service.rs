@@ -51,11 +51,26 @@ pub async fn run(
         let mut rx = stop_rx;
         let interval = interval.max(MIN_INTERVAL);
         tokio::spawn(async move {
+            // the safety net ticks at its own pace, whatever wakes between
+            let mut ticks = tokio::time::interval(interval);
+            ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
             loop {
-                poll_once(&source, &ix, &metrics).await;
                 tokio::select! {
-                    _ = tokio::time::sleep(interval) => {}
-                    Some(()) = nudges.recv() => {}
+                    _ = ticks.tick() => {
+                        poll_once(&source, &ix, &metrics).await;
+                    }
+                    Some(()) = nudges.recv() => {
+                        // a notification can come before the history lists
+                        // its transaction: chase it briefly
+                        for chase in 0..CHASE_POLLS {
+                            let fetched = poll_once(&source, &ix, &metrics).await;
+                            tracing::debug!(chase, fetched, "woken by the chain");
+                            if fetched > 0 {
+                                break;
+                            }
+                            tokio::time::sleep(CHASE_PAUSE).await;
+                        }
+                    }
                     _ = rx.changed() => break,
                 }
             }
@@ -70,6 +85,12 @@ pub async fn run(
         .await
         .map_err(|e| std::io::Error::other(format!("server task: {e}")))?
 }
+
+/// Polls after a notification until one fetches something (the history
+/// can lag the notification by a moment).
+const CHASE_POLLS: usize = 5;
+/// The pause between those polls.
+const CHASE_PAUSE: Duration = Duration::from_millis(50);
 
 /// Longest pause before a lost subscription is made again.
 const MAX_RESUBSCRIBE_PAUSE: Duration = Duration::from_secs(30);
@@ -92,7 +113,8 @@ async fn wake_on_chain(
         let ended = node::listen::wake::wake_on_logs(
             &ws_url,
             &addresses,
-            solana_commitment_config::CommitmentConfig::confirmed(),
+            // the earliest word; the polls it wakes read at `confirmed`
+            solana_commitment_config::CommitmentConfig::processed(),
             nudge.clone(),
         )
         .await;
@@ -116,7 +138,8 @@ async fn wake_on_chain(
     }
 }
 
-async fn poll_once(source: &RpcSource, ix: &Arc<Indexer>, metrics: &api::Metrics) {
+/// One poll; how many transactions it fetched (0 on a failure).
+async fn poll_once(source: &RpcSource, ix: &Arc<Indexer>, metrics: &api::Metrics) -> usize {
     let started = Instant::now();
     match source.poll(ix).await {
         Ok(r) => {
@@ -134,10 +157,12 @@ async fn poll_once(source: &RpcSource, ix: &Arc<Indexer>, metrics: &api::Metrics
                     "ingested"
                 );
             }
+            r.fetched
         }
         Err(e) => {
             metrics.record_poll_error();
             tracing::warn!(error = %e, "poll failed; retrying next interval");
+            0
         }
     }
 }

@@ -594,3 +594,12 @@ pub fn multi_thread_runtime() -> tokio::runtime::Runtime {
         .build()
         .expect("tokio runtime")
 }
+
+/// The `p` quantile (0..=1, nearest rank) of `sorted`; NaN when empty.
+pub fn percentile(sorted: &[f64], p: f64) -> f64 {
+    if sorted.is_empty() {
+        return f64::NAN;
+    }
+    let i = ((sorted.len() as f64 * p).ceil() as usize).clamp(1, sorted.len()) - 1;
+    sorted[i]
+}
