@@ -21,6 +21,26 @@ use std::path::PathBuf;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
+/// The indexer process, killed on drop (a panic leaves nothing running).
+struct Service(std::process::Child);
+
+impl Drop for Service {
+    fn drop(&mut self) {
+        let _ = Command::new("kill")
+            .args(["-TERM", &self.0.id().to_string()])
+            .status();
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while Instant::now() < deadline {
+            if let Ok(Some(_)) = self.0.try_wait() {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
 struct Args {
     listings: usize,
     indexer: PathBuf,
@@ -59,21 +79,23 @@ fn phase(a: &Args, name: &str, extra: &[&str]) -> serde_json::Value {
     let log = std::env::var_os("INDEXER_LATENCY_LOG")
         .map(PathBuf::from)
         .unwrap_or_else(|| dir.path().join("indexer.log"));
-    let mut child = Command::new(&a.indexer)
-        .args(["run", "--rpc", v.rpc_url.as_str(), "--fs-store"])
-        .arg(&items)
-        .arg("--db")
-        .arg(dir.path().join("indexer.db"))
-        .args(["--listen", "127.0.0.1:0"])
-        .args(extra)
-        .env(
-            "RUST_LOG",
-            std::env::var("RUST_LOG").unwrap_or_else(|_| "warn,brainctl_indexer=info".into()),
-        )
-        .stdout(Stdio::null())
-        .stderr(std::fs::File::create(&log).expect("log"))
-        .spawn()
-        .expect("brainctl-indexer runs");
+    let service = Service(
+        Command::new(&a.indexer)
+            .args(["run", "--rpc", v.rpc_url.as_str(), "--fs-store"])
+            .arg(&items)
+            .arg("--db")
+            .arg(dir.path().join("indexer.db"))
+            .args(["--listen", "127.0.0.1:0"])
+            .args(extra)
+            .env(
+                "RUST_LOG",
+                std::env::var("RUST_LOG").unwrap_or_else(|_| "warn,brainctl_indexer=info".into()),
+            )
+            .stdout(Stdio::null())
+            .stderr(std::fs::File::create(&log).expect("log"))
+            .spawn()
+            .expect("brainctl-indexer runs"),
+    );
     let base = format!("http://{}", e2e::logged_listen_address(&log));
     let seller = Wallet::generate();
     v.fund(&node::chain::Signer::pubkey(&seller.solana_keypair()), 5);
@@ -136,10 +158,7 @@ fn phase(a: &Args, name: &str, extra: &[&str]) -> serde_json::Value {
         }
         ms.push(confirmed.elapsed().as_secs_f64() * 1000.0);
     }
-    let _ = Command::new("kill")
-        .args(["-TERM", &child.id().to_string()])
-        .status();
-    let _ = child.wait();
+    drop(service);
     ms.sort_by(f64::total_cmp);
     json!({
         "phase": name,
