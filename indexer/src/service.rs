@@ -41,7 +41,7 @@ pub async fn run(
     // every interval stays the safety net (a notification dropped, or the
     // subscription lost, costs at most one interval: each poll reads every
     // watched address's whole history since its checkpoint)
-    let (nudge_tx, mut nudges) = tokio::sync::mpsc::channel::<()>(1);
+    let (nudge_tx, mut nudges) = tokio::sync::mpsc::channel::<String>(256);
     let waker = tokio::spawn(wake_on_chain(
         source.chain().endpoint().ws_url.clone(),
         wake_ups.then(|| source.addresses().to_vec()),
@@ -59,16 +59,26 @@ pub async fn run(
                     _ = ticks.tick() => {
                         poll_once(&source, &ix, &metrics).await;
                     }
-                    Some(()) = nudges.recv() => {
-                        // a notification can come before the history lists
-                        // its transaction: chase it briefly
+                    Some(first) = nudges.recv() => {
+                        // every transaction notified meanwhile, then polls
+                        // until they are folded (a notification can come
+                        // before the history lists its transaction), a
+                        // few at most: the tick is the safety net
+                        let mut waiting = vec![first];
+                        while let Ok(more) = nudges.try_recv() {
+                            waiting.push(more);
+                        }
                         for chase in 0..CHASE_POLLS {
-                            let fetched = poll_once(&source, &ix, &metrics).await;
-                            tracing::debug!(chase, fetched, "woken by the chain");
-                            if fetched > 0 {
+                            let s = ix.state();
+                            waiting.retain(|sig| !s.has_folded(sig));
+                            if waiting.is_empty() {
                                 break;
                             }
-                            tokio::time::sleep(CHASE_PAUSE).await;
+                            if chase > 0 {
+                                tokio::time::sleep(CHASE_PAUSE).await;
+                            }
+                            let fetched = poll_once(&source, &ix, &metrics).await;
+                            tracing::debug!(chase, fetched, waiting = waiting.len(), "woken by the chain");
                         }
                     }
                     _ = rx.changed() => break,
@@ -101,7 +111,7 @@ const MAX_RESUBSCRIBE_PAUSE: Duration = Duration::from_secs(30);
 async fn wake_on_chain(
     ws_url: String,
     addresses: Option<Vec<node::chain::Pubkey>>,
-    nudge: tokio::sync::mpsc::Sender<()>,
+    nudge: tokio::sync::mpsc::Sender<String>,
 ) {
     // off: hold the sender (the poller's select stays armed) and wait
     let Some(addresses) = addresses else {
@@ -110,12 +120,12 @@ async fn wake_on_chain(
     let mut pause = Duration::from_secs(1);
     loop {
         let since = Instant::now();
-        let ended = node::listen::wake::wake_on_logs(
+        // confirmed: the polls it wakes read the history at `confirmed`
+        let ended = node::listen::wake::notify_on_logs(
             &ws_url,
             &addresses,
-            // the earliest word; the polls it wakes read at `confirmed`
-            solana_commitment_config::CommitmentConfig::processed(),
-            nudge.clone(),
+            solana_commitment_config::CommitmentConfig::confirmed(),
+            |sig| !(nudge.try_send(sig).is_err() && nudge.is_closed()),
         )
         .await;
         if nudge.is_closed() {

@@ -20,6 +20,21 @@ pub async fn wake_on_logs(
     commitment: CommitmentConfig,
     nudge: Sender<()>,
 ) -> Result<(), String> {
+    notify_on_logs(ws_url, addresses, commitment, |_| {
+        !(nudge.try_send(()).is_err() && nudge.is_closed())
+    })
+    .await
+}
+
+/// Subscribes to logs mentioning each address and calls `on` with each
+/// notified transaction's signature until it returns false. Returns when
+/// the connection ends or fails.
+pub async fn notify_on_logs(
+    ws_url: &str,
+    addresses: &[Pubkey],
+    commitment: CommitmentConfig,
+    mut on: impl FnMut(String) -> bool,
+) -> Result<(), String> {
     let client = PubsubClient::new(ws_url)
         .await
         .map_err(|e| format!("websocket {ws_url}: {e}"))?;
@@ -37,8 +52,8 @@ pub async fn wake_on_logs(
         streams.push(stream);
     }
     let mut all = futures_util::stream::select_all(streams);
-    while all.next().await.is_some() {
-        if nudge.try_send(()).is_err() && nudge.is_closed() {
+    while let Some(n) = all.next().await {
+        if !on(n.value.signature) {
             break;
         }
     }
