@@ -188,7 +188,7 @@ pub fn parse(provider: &str, text: &str, jsonl: bool) -> Result<Parsed, Provider
                     "user".to_string(),
                     tags,
                     1.0,
-                    ["agent_id", "user_id"],
+                    &["agent_id", "user_id"][..],
                 )
             }),
             _ => text_of(r, &["content"]).map(|content| {
@@ -204,7 +204,7 @@ pub fn parse(provider: &str, text: &str, jsonl: bool) -> Result<Parsed, Provider
                     category,
                     tags_of(r.get("tags")),
                     confidence,
-                    ["agent_id", "agent_id"],
+                    &["agent_id"][..],
                 )
             }),
         };
@@ -230,7 +230,7 @@ pub fn parse(provider: &str, text: &str, jsonl: bool) -> Result<Parsed, Provider
                 other => other.to_string(),
             }),
             created_at: text_of(r, &["created_at", "updated_at"]).map(String::from),
-            agent_id: text_of(r, &agent_keys).map(String::from),
+            agent_id: text_of(r, agent_keys).map(String::from),
             suspicious: (!hits.is_empty())
                 .then(|| serde_json::to_string(&hits).expect("strings serialize")),
         });

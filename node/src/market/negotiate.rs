@@ -554,23 +554,43 @@ pub async fn counter_offer(
     .await?;
     let expires_at =
         time::OffsetDateTime::now_utc().unix_timestamp() + (terms.ttl_hours * 3600.0) as i64;
-    let state = crate::seller::OfferState::Countered;
+    let mut answer = record_answer(
+        db,
+        (offer, offer_item, listing.listing_id),
+        (terms.price_lamports, expires_at, Some(item.clone())),
+        crate::seller::OfferState::Countered,
+        sent.signature.to_string(),
+    )?;
+    answer.counter_item_id = Some(item);
+    Ok(answer)
+}
+
+/// Records the seller's stand on `offer` (its item `offer_item`, of
+/// listing `listing_id`) at `terms`, for `listen`; returns the answer
+/// the memo `signature` posted.
+fn record_answer(
+    db: &mut crate::seller::ListenDb,
+    (offer, offer_item, listing_id): (&Offer, &str, String),
+    (price, expires_at, counter): BoundTerms,
+    state: crate::seller::OfferState,
+    signature: String,
+) -> Result<Answer, NegotiateError> {
     db.upsert_offer(&crate::seller::OfferRecord {
         offer_id: offer.offer_id.clone(),
-        listing_id: listing.listing_id,
+        listing_id,
         buyer: offer.from_pubkey.clone(),
-        price_lamports: terms.price_lamports,
+        price_lamports: price,
         expires_at,
         state,
-        counter_manifest_id: Some(item.clone()),
+        counter_manifest_id: counter,
         offer_manifest_id: offer_item.into(),
     })?;
     Ok(Answer {
         offer_id: offer.offer_id.clone(),
         state,
-        price_lamports: terms.price_lamports,
-        counter_item_id: Some(item),
-        signature: sent.signature.to_string(),
+        price_lamports: price,
+        counter_item_id: None,
+        signature,
     })
 }
 
@@ -697,28 +717,18 @@ pub async fn answer_offer(
     };
     // what the chain bound: a counter that landed before the accept wins
     let after = bound(chain).await?;
-    let (price, expires_at, counter) = if after.counter == before.counter {
+    let bound = if after.counter == before.counter {
         (price, expires_at, counter)
     } else {
         bound_terms(source, offer, &after, recorded.as_ref()).await?
     };
-    db.upsert_offer(&crate::seller::OfferRecord {
-        offer_id: offer.offer_id.clone(),
-        listing_id: listing.listing_id,
-        buyer: offer.from_pubkey.clone(),
-        price_lamports: price,
-        expires_at,
-        state: OfferState::Accepted,
-        counter_manifest_id: counter,
-        offer_manifest_id: offer_item.into(),
-    })?;
-    Ok(Answer {
-        offer_id: offer.offer_id.clone(),
-        state: OfferState::Accepted,
-        price_lamports: price,
-        counter_item_id: None,
-        signature: signature.map(|s| s.to_string()).unwrap_or_default(),
-    })
+    record_answer(
+        db,
+        (offer, offer_item, listing.listing_id),
+        bound,
+        OfferState::Accepted,
+        signature.map(|s| s.to_string()).unwrap_or_default(),
+    )
 }
 
 /// The seller rejects `offer`: posts `reject` and records it.
@@ -731,8 +741,7 @@ async fn reject_offer(
     listing: &crate::seller::ListingRecord,
     recorded: Option<crate::seller::OfferRecord>,
 ) -> Result<Answer, NegotiateError> {
-    let state = crate::seller::OfferState::Rejected;
-    let (price, expires_at, counter) = match recorded {
+    let terms = match recorded {
         Some(r) => (r.price_lamports, r.expires_at, r.counter_manifest_id),
         None => (offer.price_lamports.unwrap_or(0), offer.expires_at, None),
     };
@@ -740,21 +749,11 @@ async fn reject_offer(
         offer_id: offer.offer_id.clone(),
     };
     let sent = post_memo(chain, seller, &op, &payment_address(listing)?).await?;
-    db.upsert_offer(&crate::seller::OfferRecord {
-        offer_id: offer.offer_id.clone(),
-        listing_id: listing.listing_id.clone(),
-        buyer: offer.from_pubkey.clone(),
-        price_lamports: price,
-        expires_at,
-        state,
-        counter_manifest_id: counter,
-        offer_manifest_id: offer_item.into(),
-    })?;
-    Ok(Answer {
-        offer_id: offer.offer_id.clone(),
-        state,
-        price_lamports: price,
-        counter_item_id: None,
-        signature: sent.signature.to_string(),
-    })
+    record_answer(
+        db,
+        (offer, offer_item, listing.listing_id.clone()),
+        terms,
+        crate::seller::OfferState::Rejected,
+        sent.signature.to_string(),
+    )
 }
