@@ -1,0 +1,60 @@
+//! The trustless escrow's math, in one place: the program
+//! (`programs/escrow`) checks with it, the node builds and opens trades with
+//! it, the indexer reads with it. `docs/escrow-protocol.md` is the written
+//! protocol and its security argument; this crate is its executable form.
+//!
+//! - [`point`]: Edwards25519 points and scalars as 32-byte values, the
+//!   base-point multiplication and point addition the reveal equation
+//!   `s·G = K + B` needs (the curve25519 syscalls on SBF, curve25519-dalek
+//!   on the host), and the refusal of small-order points.
+//! - [`stream`]: the SHA-256 keystream that seals an escrow blob's chunks
+//!   under the listing's scalar `k`.
+//! - [`merkle`]: the commitment to a blob: one leaf per chunk binding its
+//!   ciphertext and plaintext hashes, a padded binary tree, paths.
+//! - [`fraud`]: the fraud-proof check the program runs alone.
+//! - [`x25519`]: low-order X25519 keys, refused.
+//! - `client` (feature): scalar derivation from wallet secrets, scalar
+//!   arithmetic, whole-blob sealing and opening.
+//!
+//! It never touches accounts, the network or the clock.
+
+pub mod fraud;
+pub mod merkle;
+pub mod point;
+pub mod stream;
+pub mod x25519;
+
+#[cfg(feature = "client")]
+pub mod blob;
+#[cfg(feature = "client")]
+pub mod client;
+
+/// Bytes of plaintext (and ciphertext) per chunk: the unit a fraud proof
+/// carries in one transaction.
+pub const CHUNK_LEN: usize = 256;
+
+/// Deepest Merkle path a fraud proof may carry (2^18 chunks of 256 bytes:
+/// 64 MiB bundles), so that a proof fits one transaction.
+pub const MAX_DEPTH: u32 = 18;
+
+/// Most chunks a committed blob may have.
+pub const MAX_CHUNKS: u64 = 1 << MAX_DEPTH;
+
+/// SHA-256 of the concatenation of `parts` (the `sol_sha256` syscall on SBF).
+pub fn sha256(parts: &[&[u8]]) -> [u8; 32] {
+    solana_sha256_hasher::hashv(parts).to_bytes()
+}
+
+/// How many chunks a plaintext of `plain_len` bytes has, or `None` for an
+/// empty or too large one.
+pub fn chunk_count(plain_len: u64) -> Option<u32> {
+    let n = plain_len.div_ceil(CHUNK_LEN as u64);
+    (n > 0 && n <= MAX_CHUNKS).then_some(n as u32)
+}
+
+/// Length of chunk `index` of a plaintext of `plain_len` bytes (the last
+/// one may be short), or `None` past the end.
+pub fn chunk_len(plain_len: u64, index: u32) -> Option<usize> {
+    let start = index as u64 * CHUNK_LEN as u64;
+    (start < plain_len).then(|| (plain_len - start).min(CHUNK_LEN as u64) as usize)
+}
