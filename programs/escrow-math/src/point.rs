@@ -73,7 +73,7 @@ mod tests {
     use proptest::prelude::*;
 
     fn scalar() -> impl Strategy<Value = D> {
-        any::<[u8; 32]>().prop_map(|b| D::from_bytes_mod_order(b))
+        any::<[u8; 32]>().prop_map(D::from_bytes_mod_order)
     }
 
     proptest! {

@@ -14,3 +14,13 @@ pub const BPS: u64 = 10_000;
 pub const LISTING_ID_LEN: usize = 21;
 /// Longest Arweave item id recorded on release.
 pub const MAX_ENVELOPE_ID_LEN: usize = 64;
+/// Seed of the single [`crate::sealed::state::Settings`].
+pub const SETTINGS_SEED: &[u8] = b"settings";
+/// Seed prefix of a [`crate::sealed::state::SealedListing`] (with seller and listing id).
+pub const SEALED_LISTING_SEED: &[u8] = b"sealed-listing";
+/// Seed prefix of a [`crate::sealed::state::SealedEscrow`] (with listing and buyer).
+pub const SEALED_ESCROW_SEED: &[u8] = b"sealed-escrow";
+/// Shortest release or dispute window, in seconds.
+pub const MIN_WINDOW_SECS: i64 = 10;
+/// Longest release or dispute window, in seconds (30 days).
+pub const MAX_WINDOW_SECS: i64 = 30 * 86_400;

@@ -71,4 +71,58 @@ pub enum EscrowError {
     /// `initialize_config` signed by someone other than the upgrade authority.
     #[msg("only the program's upgrade authority may initialize the config")]
     NotUpgradeAuthority,
+    /// A window outside [`crate::constants::MIN_WINDOW_SECS`, `crate::constants::MAX_WINDOW_SECS`].
+    #[msg("release and dispute windows must be 10 s to 30 days")]
+    WindowOutOfRange,
+    /// A minimum stake of zero.
+    #[msg("min_stake must be positive")]
+    ZeroMinStake,
+    /// A slash share of zero.
+    #[msg("slash_bps must be 1 to 10000")]
+    ZeroSlash,
+    /// A committed point that is not a usable curve point.
+    #[msg("a committed point is not a prime-order Edwards25519 point")]
+    BadPoint,
+    /// A low-order X25519 key.
+    #[msg("an X25519 key is of low order")]
+    LowOrderKey,
+    /// A plaintext length of zero or over 64 MiB.
+    #[msg("plain_len must be 1 byte to 64 MiB")]
+    BadPlainLen,
+    /// The deposit's terms differ from the listing's.
+    #[msg("the listing's terms differ from those the buyer checked")]
+    TermsMismatch,
+    /// The listing's stake fell under the configured floor.
+    #[msg("the listing's stake is below the floor: no deposits")]
+    StakeBelowFloor,
+    /// A reveal after the release window.
+    #[msg("the release window has closed")]
+    ReleaseWindowClosed,
+    /// A reveal that does not satisfy s·G = K + B.
+    #[msg("the revealed scalar does not satisfy s·G = K + B")]
+    WrongReveal,
+    /// The escrow is not in the state this instruction needs.
+    #[msg("the escrow is not in a state that allows this")]
+    WrongEscrowState,
+    /// A claim inside the dispute window.
+    #[msg("the dispute window is still open")]
+    DisputeWindowOpen,
+    /// A dispute after the dispute window.
+    #[msg("the dispute window has closed")]
+    DisputeWindowClosed,
+    /// The fraud proof's scalar does not open K.
+    #[msg("the fraud proof's scalar does not open the key commitment")]
+    ProofWrongKey,
+    /// The fraud proof names no chunk of the committed length.
+    #[msg("the fraud proof's chunk is out of range or of the wrong length")]
+    ProofBadChunk,
+    /// The fraud proof's path does not reach the committed root.
+    #[msg("the fraud proof's Merkle path does not reach the committed root")]
+    ProofBadPath,
+    /// The chunk decrypts to its commitment: the seller was honest.
+    #[msg("the chunk decrypts to its committed plaintext: no fraud")]
+    NoFraud,
+    /// The treasury is not a system account.
+    #[msg("the treasury must be a system-owned account")]
+    BadTreasury,
 }

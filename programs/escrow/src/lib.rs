@@ -21,9 +21,11 @@ pub mod constants;
 pub mod error;
 pub mod events;
 pub mod instructions;
+pub mod sealed;
 pub mod state;
 
 pub use instructions::*;
+pub use sealed::*;
 
 declare_id!("GupF9eVkWTDfA9Y6o3AwS1FniLXRAsyo1ucCFTwjrFmq");
 
@@ -97,5 +99,60 @@ pub mod escrow {
     /// Anyone: slash the stake for a refunded escrow.
     pub fn slash(ctx: Context<Slash>) -> Result<()> {
         Slash::handler(ctx)
+    }
+
+    /// Creates the sealed escrow's Settings (upgrade authority, once).
+    pub fn init_settings(ctx: Context<InitSettings>, args: SettingsArgs) -> Result<()> {
+        InitSettings::handler(ctx, args)
+    }
+
+    /// Seller: a sealed listing, its commitments and its stake.
+    pub fn list_sealed(
+        ctx: Context<ListSealed>,
+        listing_id: String,
+        terms: SealedTerms,
+        stake: u64,
+    ) -> Result<()> {
+        ListSealed::handler(ctx, listing_id, terms, stake)
+    }
+
+    /// Buyer: deposit under the terms checked, binding B.
+    pub fn deposit_sealed(
+        ctx: Context<DepositSealed>,
+        terms: SealedTerms,
+        blind_point: [u8; 32],
+        buyer_x25519: [u8; 32],
+    ) -> Result<()> {
+        DepositSealed::handler(ctx, terms, blind_point, buyer_x25519)
+    }
+
+    /// Seller: reveal s with s·G = K + B.
+    pub fn reveal(ctx: Context<Reveal>, revealed: [u8; 32]) -> Result<()> {
+        Reveal::handler(ctx, revealed)
+    }
+
+    /// Seller: decline a deposit (returned in full by `refund_sealed`).
+    pub fn decline(ctx: Context<Decline>) -> Result<()> {
+        Decline::handler(ctx)
+    }
+
+    /// Anyone: pay the seller after the dispute window.
+    pub fn claim(ctx: Context<Claim>) -> Result<()> {
+        Claim::handler(ctx)
+    }
+
+    /// Buyer: close the escrow and take what it holds.
+    pub fn refund_sealed(ctx: Context<RefundSealed>) -> Result<()> {
+        RefundSealed::handler(ctx)
+    }
+
+    /// Buyer: prove a misdelivery.
+    pub fn dispute(ctx: Context<Dispute>, proof: FraudProof) -> Result<()> {
+        Dispute::handler(ctx, proof)
+    }
+
+    /// Seller: retire a listing with nothing open; stake returned.
+    pub fn retire_sealed(ctx: Context<RetireSealed>) -> Result<()> {
+        RetireSealed::handler(ctx)
     }
 }

@@ -21,17 +21,17 @@ use crate::error::EscrowError;
 use anchor_lang::prelude::*;
 
 /// Now, from the Clock sysvar.
-pub(crate) fn now() -> Result<i64> {
+pub fn now() -> Result<i64> {
     Ok(Clock::get()?.unix_timestamp)
 }
 
 /// `a + b`, or [`EscrowError::Overflow`].
-pub(crate) fn add<T: num::CheckedOps>(a: T, b: T) -> Result<T> {
+pub fn add<T: num::CheckedOps>(a: T, b: T) -> Result<T> {
     a.add(b).ok_or_else(|| error!(EscrowError::Overflow))
 }
 
 /// `a - b`, or [`EscrowError::Overflow`].
-pub(crate) fn sub<T: num::CheckedOps>(a: T, b: T) -> Result<T> {
+pub fn sub<T: num::CheckedOps>(a: T, b: T) -> Result<T> {
     a.sub(b).ok_or_else(|| error!(EscrowError::Overflow))
 }
 

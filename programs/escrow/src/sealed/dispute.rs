@@ -1,0 +1,103 @@
+//! `dispute`: inside the dispute window, the buyer proves that the
+//! revealed key does not open the committed ciphertext to the committed
+//! plaintext (`escrow_math::fraud`). A proof that holds closes the escrow
+//! to the buyer (the whole deposit) and pays it the stake share; one that
+//! does not fails, costing the disputer its transaction fee and nothing
+//! else (the seller's claim only waits for the window).
+
+use crate::constants::{SEALED_ESCROW_SEED, SEALED_LISTING_SEED, SETTINGS_SEED};
+use crate::error::EscrowError;
+use crate::instructions::{add, now, sub};
+use crate::sealed::events::FraudProven;
+use crate::sealed::sealed_refund::slash_to;
+use crate::sealed::state::{SealedEscrow, SealedEscrowStatus, SealedListing, Settings};
+use anchor_lang::prelude::*;
+use escrow_math::fraud::{check, Commitments, Proof, ProofError};
+
+/// Accounts of `dispute`.
+#[derive(Accounts)]
+pub struct Dispute<'info> {
+    /// Settings (dispute window, slash share).
+    #[account(seeds = [SETTINGS_SEED], bump = settings.bump)]
+    pub settings: Account<'info, Settings>,
+    /// The listing (its commitments judge; its stake pays).
+    #[account(
+        mut,
+        seeds = [SEALED_LISTING_SEED, listing.seller.as_ref(), listing.listing_id.as_bytes()],
+        bump = listing.bump
+    )]
+    pub listing: Account<'info, SealedListing>,
+    /// The buyer's escrow, closed to the buyer when the proof holds.
+    #[account(
+        mut,
+        seeds = [SEALED_ESCROW_SEED, listing.key().as_ref(), buyer.key().as_ref()],
+        bump = escrow.bump,
+        has_one = listing @ EscrowError::WrongListing,
+        has_one = buyer @ EscrowError::NotBuyer,
+        close = buyer
+    )]
+    pub escrow: Account<'info, SealedEscrow>,
+    /// The buyer.
+    #[account(mut)]
+    pub buyer: Signer<'info>,
+}
+
+/// A fraud proof's arguments.
+#[derive(AnchorSerialize, AnchorDeserialize, Clone, PartialEq, Eq, Debug)]
+pub struct FraudProof {
+    /// The listing's scalar k (the buyer computed it as s − b).
+    pub k: [u8; 32],
+    /// The chunk.
+    pub index: u32,
+    /// Its committed ciphertext.
+    pub cipher: Vec<u8>,
+    /// Its committed plaintext hash.
+    pub plain_hash: [u8; 32],
+    /// Its Merkle path.
+    pub path: Vec<[u8; 32]>,
+}
+
+impl Dispute<'_> {
+    /// Decides the proof; on fraud, refunds and slashes.
+    pub fn handler(ctx: Context<Dispute>, proof: FraudProof) -> Result<()> {
+        let a = ctx.accounts;
+        require!(
+            a.escrow.status == SealedEscrowStatus::Revealed,
+            EscrowError::WrongEscrowState
+        );
+        let closes = add(a.escrow.revealed_at, a.settings.dispute_window_secs)?;
+        require!(now()? < closes, EscrowError::DisputeWindowClosed);
+        let terms = &a.listing.terms;
+        let verdict = check(
+            &Commitments {
+                key_point: terms.key_point,
+                blob_root: terms.blob_root,
+                plain_len: terms.plain_len,
+            },
+            &Proof {
+                k: proof.k,
+                index: proof.index,
+                cipher: &proof.cipher,
+                plain_hash: proof.plain_hash,
+                path: &proof.path,
+            },
+        );
+        match verdict {
+            Ok(()) => {}
+            Err(ProofError::WrongKey) => return err!(EscrowError::ProofWrongKey),
+            Err(ProofError::BadChunk) => return err!(EscrowError::ProofBadChunk),
+            Err(ProofError::BadPath) => return err!(EscrowError::ProofBadPath),
+            Err(ProofError::Honest) => return err!(EscrowError::NoFraud),
+        }
+        a.listing.open_escrows = sub(a.listing.open_escrows, 1)?;
+        let buyer = a.buyer.to_account_info();
+        let slashed = slash_to(&a.settings, &mut a.listing, &buyer)?;
+        emit!(FraudProven {
+            escrow: a.escrow.key(),
+            index: proof.index,
+            amount: a.escrow.amount,
+            slashed,
+        });
+        Ok(())
+    }
+}

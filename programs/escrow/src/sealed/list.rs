@@ -1,0 +1,98 @@
+//! `list_sealed`: the seller opens a sealed listing, commits to its terms
+//! and stakes at least the floor. The account outlives the listing
+//! (`retire_sealed` keeps it), so an id never comes back with other terms.
+
+use crate::constants::{SEALED_LISTING_SEED, SETTINGS_SEED};
+use crate::error::EscrowError;
+use crate::instructions::{is_listing_id, now};
+use crate::sealed::events::SealedListed;
+use crate::sealed::state::{SealedListing, SealedListingStatus, SealedTerms, Settings};
+use anchor_lang::prelude::*;
+use anchor_lang::system_program::{transfer, Transfer};
+
+/// Accounts of `list_sealed`.
+#[derive(Accounts)]
+#[instruction(listing_id: String)]
+pub struct ListSealed<'info> {
+    /// Settings (stake floor).
+    #[account(seeds = [SETTINGS_SEED], bump = settings.bump)]
+    pub settings: Account<'info, Settings>,
+    /// The listing PDA of (seller, listing id), created here.
+    #[account(
+        init,
+        payer = seller,
+        space = 8 + SealedListing::INIT_SPACE,
+        seeds = [SEALED_LISTING_SEED, seller.key().as_ref(), listing_id.as_bytes()],
+        bump
+    )]
+    pub listing: Account<'info, SealedListing>,
+    /// The seller: pays rent and the stake.
+    #[account(mut)]
+    pub seller: Signer<'info>,
+    /// System program.
+    pub system_program: Program<'info, System>,
+}
+
+/// Checks what the program can check of a listing's terms.
+pub fn check_terms(t: &SealedTerms, at: i64) -> Result<()> {
+    require!(t.price_lamports > 0, EscrowError::ZeroPrice);
+    require!(t.expires_at > at, EscrowError::ExpiryInPast);
+    require!(
+        escrow_math::chunk_count(t.plain_len).is_some(),
+        EscrowError::BadPlainLen
+    );
+    require!(
+        escrow_math::point::is_usable(&t.key_point),
+        EscrowError::BadPoint
+    );
+    require!(
+        !escrow_math::x25519::is_low_order(&t.seller_x25519),
+        EscrowError::LowOrderKey
+    );
+    Ok(())
+}
+
+impl ListSealed<'_> {
+    /// Checks the terms, records them and moves the stake.
+    pub fn handler(
+        ctx: Context<ListSealed>,
+        listing_id: String,
+        terms: SealedTerms,
+        stake: u64,
+    ) -> Result<()> {
+        require!(is_listing_id(&listing_id), EscrowError::BadListingId);
+        check_terms(&terms, now()?)?;
+        require!(
+            stake >= ctx.accounts.settings.min_stake,
+            EscrowError::StakeTooLow
+        );
+        let a = ctx.accounts;
+        transfer(
+            CpiContext::new(
+                a.system_program.key(),
+                Transfer {
+                    from: a.seller.to_account_info(),
+                    to: a.listing.to_account_info(),
+                },
+            ),
+            stake,
+        )?;
+        let seller = a.seller.key();
+        a.listing.set_inner(SealedListing {
+            seller,
+            listing_id,
+            terms,
+            stake,
+            status: SealedListingStatus::Live,
+            open_escrows: 0,
+            bump: ctx.bumps.listing,
+        });
+        emit!(SealedListed {
+            listing: a.listing.key(),
+            seller,
+            price_lamports: terms.price_lamports,
+            stake,
+        });
+        Ok(())
+    }
+}

@@ -1,0 +1,123 @@
+//! The sealed escrow's accounts. Sizes come from `InitSpace`; every PDA
+//! stores its bump.
+
+use crate::constants::LISTING_ID_LEN;
+use anchor_lang::prelude::*;
+
+/// Program-wide settings of the sealed escrow, set once by the upgrade
+/// authority, every value bounded.
+#[account]
+#[derive(InitSpace)]
+pub struct Settings {
+    /// Who initialized it.
+    pub admin: Pubkey,
+    /// Where fees go (a system account).
+    pub treasury: Pubkey,
+    /// Fee on each claim, in basis points (≤ 1000).
+    pub fee_bps: u16,
+    /// Share of the listing's stake paid to a buyer refunded for a missed
+    /// reveal or a proven fraud (1 to 10,000 bps).
+    pub slash_bps: u16,
+    /// Seconds after a deposit in which the seller may reveal; the buyer's
+    /// refund opens when it closes.
+    pub release_window_secs: i64,
+    /// Seconds after a reveal in which the buyer may prove fraud; the
+    /// seller's claim opens when it closes.
+    pub dispute_window_secs: i64,
+    /// Stake a listing must hold at every deposit.
+    pub min_stake: u64,
+    /// PDA bump.
+    pub bump: u8,
+}
+
+/// What a sealed listing commits to: the buyer's deposit repeats it and the
+/// program refuses any difference.
+#[derive(AnchorSerialize, AnchorDeserialize, Clone, Copy, PartialEq, Eq, InitSpace, Debug)]
+pub struct SealedTerms {
+    /// Price each buyer deposits.
+    pub price_lamports: u64,
+    /// K = k·G, the key commitment (compressed Edwards25519).
+    pub key_point: [u8; 32],
+    /// Merkle root over the escrow blob's chunk leaves.
+    pub blob_root: [u8; 32],
+    /// Plaintext length in bytes.
+    pub plain_len: u64,
+    /// SHA-256 of the plaintext bundle (the manifest's `bundle_hash`).
+    pub bundle_hash: [u8; 32],
+    /// The seller's X25519 key, for the blinding Diffie-Hellman.
+    pub seller_x25519: [u8; 32],
+    /// Unix seconds after which no deposit is taken.
+    pub expires_at: i64,
+}
+
+/// Where a sealed listing is in its life.
+#[derive(AnchorSerialize, AnchorDeserialize, Clone, Copy, PartialEq, Eq, InitSpace, Debug)]
+pub enum SealedListingStatus {
+    /// Open for deposits.
+    Live,
+    /// Retired by the seller: stake returned, the account kept so the id
+    /// can never come back with other terms.
+    Retired,
+}
+
+/// A seller's sealed listing and its stake.
+#[account]
+#[derive(InitSpace)]
+pub struct SealedListing {
+    /// Seller (paid on claim).
+    pub seller: Pubkey,
+    /// `YYYYMMDD-<12 hex>`.
+    #[max_len(LISTING_ID_LEN)]
+    pub listing_id: String,
+    /// The committed terms.
+    pub terms: SealedTerms,
+    /// Stake still held (lamports above rent).
+    pub stake: u64,
+    /// Lifecycle.
+    pub status: SealedListingStatus,
+    /// Escrows deposited or revealed and not yet claimed, refunded,
+    /// declined or disputed.
+    pub open_escrows: u32,
+    /// PDA bump.
+    pub bump: u8,
+}
+
+/// Where a sealed escrow is in its life.
+#[derive(AnchorSerialize, AnchorDeserialize, Clone, Copy, PartialEq, Eq, InitSpace, Debug)]
+pub enum SealedEscrowStatus {
+    /// The price is held; the seller may reveal inside the window.
+    Deposited,
+    /// The seller revealed s; the price waits out the dispute window.
+    Revealed,
+    /// The seller declined it (a wrong B, or no sale): the buyer takes it
+    /// all back, no slash.
+    Declined,
+    /// The seller was paid; the buyer may close it for the rent.
+    Claimed,
+}
+
+/// One buyer's deposit on one sealed listing.
+#[account]
+#[derive(InitSpace)]
+pub struct SealedEscrow {
+    /// The listing account.
+    pub listing: Pubkey,
+    /// Buyer (refunded, slashed to, rent returned to).
+    pub buyer: Pubkey,
+    /// The buyer's X25519 key.
+    pub buyer_x25519: [u8; 32],
+    /// B = b·G, the blinding commitment.
+    pub blind_point: [u8; 32],
+    /// Lamports held.
+    pub amount: u64,
+    /// Unix seconds of the deposit.
+    pub deposited_at: i64,
+    /// Lifecycle.
+    pub status: SealedEscrowStatus,
+    /// s, once revealed (zero before).
+    pub revealed: [u8; 32],
+    /// Unix seconds of the reveal (zero before).
+    pub revealed_at: i64,
+    /// PDA bump.
+    pub bump: u8,
+}

@@ -1,0 +1,938 @@
+//! The sealed escrow (`escrow::sealed`) in `solana-program-test`, natively
+//! or as its SBF build (`BRAINCTL_ESCROW_SO`): a whole trade to the
+//! lamport with the buyer opening the blob from the revealed scalar, and
+//! every attack of the outside review that the first-generation
+//! instructions let through, each refused here. Compute units per
+//! instruction are printed (`--nocapture`) and bounded.
+
+use anchor_lang::{AccountDeserialize, InstructionData, ToAccountMetas};
+use escrow::error::EscrowError;
+use escrow::sealed::state::{SealedEscrow, SealedEscrowStatus, SealedListing, SealedTerms};
+use escrow::sealed::{FraudProof, SettingsArgs};
+use escrow_math::blob::{seal, Blob, Sealed};
+use escrow_math::client::{blind_scalar, listing_scalar, open, point_of, reveal, x25519_shared};
+mod common;
+
+use solana_program_test::{BanksClientError, ProgramTest, ProgramTestContext};
+use solana_sdk::account::Account;
+use solana_sdk::clock::Clock;
+use solana_sdk::instruction::{Instruction, InstructionError};
+use solana_sdk::pubkey::Pubkey;
+use solana_sdk::rent::Rent;
+use solana_sdk::signature::{Keypair, Signer};
+use solana_sdk::transaction::{Transaction, TransactionError};
+use std::collections::BTreeMap;
+
+const SYSTEM: Pubkey = solana_sdk::pubkey!("11111111111111111111111111111111");
+const SOL: u64 = 1_000_000_000;
+const ID: &str = "20261125-0123456789ab";
+const PRICE: u64 = 2 * SOL;
+const STAKE: u64 = SOL;
+const FEE_BPS: u16 = 250;
+const SLASH_BPS: u16 = 5_000;
+const RELEASE: i64 = 600;
+const DISPUTE: i64 = 300;
+const SELLER_SEED: [u8; 32] = [11; 32];
+
+fn settings_pda() -> Pubkey {
+    Pubkey::find_program_address(&[b"settings"], &escrow::ID).0
+}
+fn listing_pda(seller: &Pubkey, id: &str) -> Pubkey {
+    Pubkey::find_program_address(
+        &[b"sealed-listing", seller.as_ref(), id.as_bytes()],
+        &escrow::ID,
+    )
+    .0
+}
+fn escrow_pda(listing: &Pubkey, buyer: &Pubkey) -> Pubkey {
+    Pubkey::find_program_address(
+        &[b"sealed-escrow", listing.as_ref(), buyer.as_ref()],
+        &escrow::ID,
+    )
+    .0
+}
+fn code(e: EscrowError) -> u32 {
+    anchor_lang::error::ERROR_CODE_OFFSET + e as u32
+}
+fn custom<T: std::fmt::Debug>(res: Result<T, BanksClientError>) -> u32 {
+    match res {
+        Err(BanksClientError::TransactionError(TransactionError::InstructionError(
+            _,
+            InstructionError::Custom(c),
+        ))) => c,
+        other => panic!("expected a custom program error, got {other:?}"),
+    }
+}
+fn x25519_of(secret: &[u8; 32]) -> [u8; 32] {
+    curve25519_dalek::MontgomeryPoint::mul_base_clamped(*secret).to_bytes()
+}
+
+/// A party: its wallet and X25519 secret.
+struct Party {
+    key: Keypair,
+    x_secret: [u8; 32],
+}
+impl Party {
+    fn new(x: u8) -> Party {
+        Party {
+            key: Keypair::new(),
+            x_secret: [x; 32],
+        }
+    }
+    fn x_public(&self) -> [u8; 32] {
+        x25519_of(&self.x_secret)
+    }
+}
+
+struct T {
+    ctx: ProgramTestContext,
+    admin: Keypair,
+    treasury: Keypair,
+    seller: Party,
+    nonce: u32,
+    cu: BTreeMap<&'static str, u64>,
+    plain: Vec<u8>,
+    blob: Sealed,
+}
+
+impl T {
+    async fn new(extra: &[&Keypair]) -> T {
+        let mut pt = ProgramTest::default();
+        let (admin, treasury, seller) = (Keypair::new(), Keypair::new(), Party::new(21));
+        for k in [&admin, &treasury, &seller.key]
+            .into_iter()
+            .chain(extra.iter().copied())
+        {
+            pt.add_account(k.pubkey(), Account::new(20 * SOL, 0, &SYSTEM));
+        }
+        common::add_program_data(&mut pt, Some(&admin.pubkey()));
+        let ctx = common::start(pt).await;
+        let plain: Vec<u8> = (0..1000u32).map(|i| (i * 7 % 251) as u8).collect();
+        let k = listing_scalar(&SELLER_SEED, ID);
+        let blob = seal(&k, &plain).unwrap();
+        T {
+            ctx,
+            admin,
+            treasury,
+            seller,
+            nonce: 0,
+            cu: BTreeMap::new(),
+            plain,
+            blob,
+        }
+    }
+
+    async fn send(
+        &mut self,
+        name: &'static str,
+        ix: Instruction,
+        signers: &[&Keypair],
+    ) -> Result<(), BanksClientError> {
+        self.nonce += 1;
+        let mut limit = vec![2u8];
+        limit.extend_from_slice(&(1_400_000 - self.nonce).to_le_bytes());
+        let unique = Instruction {
+            program_id: solana_sdk::pubkey!("ComputeBudget111111111111111111111111111111"),
+            accounts: vec![],
+            data: limit,
+        };
+        let mut all: Vec<&Keypair> = vec![&self.ctx.payer];
+        all.extend_from_slice(signers);
+        let tx = Transaction::new_signed_with_payer(
+            &[unique, ix],
+            Some(&self.ctx.payer.pubkey()),
+            &all,
+            self.ctx.last_blockhash,
+        );
+        let size = bincode_len(&tx);
+        assert!(
+            size <= 1232,
+            "{name}: {size} bytes do not fit a transaction"
+        );
+        let r = self
+            .ctx
+            .banks_client
+            .process_transaction_with_metadata(tx)
+            .await?;
+        // failed calls count too: a refused proof runs the whole check
+        let used = r.metadata.map_or(0, |m| m.compute_units_consumed);
+        let slot = self.cu.entry(name).or_default();
+        *slot = (*slot).max(used);
+        r.result.map_err(BanksClientError::TransactionError)
+    }
+
+    async fn lamports(&mut self, k: &Pubkey) -> u64 {
+        self.ctx
+            .banks_client
+            .get_account(*k)
+            .await
+            .unwrap()
+            .map_or(0, |a| a.lamports)
+    }
+    async fn rent(&mut self, space: usize) -> u64 {
+        let rent: Rent = self.ctx.banks_client.get_sysvar().await.unwrap();
+        rent.minimum_balance(space)
+    }
+    async fn read<A: AccountDeserialize>(&mut self, k: &Pubkey) -> A {
+        let acc = self
+            .ctx
+            .banks_client
+            .get_account(*k)
+            .await
+            .unwrap()
+            .unwrap();
+        A::try_deserialize(&mut acc.data.as_slice()).unwrap()
+    }
+    async fn advance(&mut self, secs: i64) {
+        let mut clock: Clock = self.ctx.banks_client.get_sysvar().await.unwrap();
+        clock.unix_timestamp += secs;
+        self.ctx.set_sysvar(&clock);
+    }
+    async fn now(&mut self) -> i64 {
+        let clock: Clock = self.ctx.banks_client.get_sysvar().await.unwrap();
+        clock.unix_timestamp
+    }
+    fn ix(accounts: impl ToAccountMetas, data: impl InstructionData) -> Instruction {
+        Instruction {
+            program_id: escrow::ID,
+            accounts: accounts.to_account_metas(None),
+            data: data.data(),
+        }
+    }
+
+    fn args() -> SettingsArgs {
+        SettingsArgs {
+            fee_bps: FEE_BPS,
+            slash_bps: SLASH_BPS,
+            release_window_secs: RELEASE,
+            dispute_window_secs: DISPUTE,
+            min_stake: STAKE,
+        }
+    }
+    async fn init_settings(
+        &mut self,
+        args: SettingsArgs,
+        treasury: Pubkey,
+    ) -> Result<(), BanksClientError> {
+        let admin = self.admin.insecure_clone();
+        let ix = Self::ix(
+            escrow::accounts::InitSettings {
+                settings: settings_pda(),
+                treasury,
+                admin: admin.pubkey(),
+                program_data: common::program_data_address(),
+                system_program: SYSTEM,
+            },
+            escrow::instruction::InitSettings { args },
+        );
+        self.send("init_settings", ix, &[&admin]).await
+    }
+    async fn ready_with(extra: &[&Keypair]) -> T {
+        let mut t = T::new(extra).await;
+        let treasury = t.treasury.pubkey();
+        t.init_settings(T::args(), treasury).await.unwrap();
+        t
+    }
+
+    async fn terms(&mut self) -> SealedTerms {
+        SealedTerms {
+            price_lamports: PRICE,
+            key_point: point_of(&listing_scalar(&SELLER_SEED, ID)),
+            blob_root: self.blob.root,
+            plain_len: self.blob.plain_len,
+            bundle_hash: escrow_math::sha256(&[&self.plain]),
+            seller_x25519: self.seller.x_public(),
+            expires_at: self.now().await + 86_400,
+        }
+    }
+    async fn list(
+        &mut self,
+        id: &str,
+        terms: SealedTerms,
+        stake: u64,
+    ) -> Result<Pubkey, BanksClientError> {
+        let seller = self.seller.key.insecure_clone();
+        let listing = listing_pda(&seller.pubkey(), id);
+        let ix = Self::ix(
+            escrow::accounts::ListSealed {
+                settings: settings_pda(),
+                listing,
+                seller: seller.pubkey(),
+                system_program: SYSTEM,
+            },
+            escrow::instruction::ListSealed {
+                listing_id: id.into(),
+                terms,
+                stake,
+            },
+        );
+        self.send("list_sealed", ix, &[&seller])
+            .await
+            .map(|_| listing)
+    }
+    /// The blinding b of `buyer`'s escrow on `listing`, as the buyer derives it.
+    fn blinding(&self, listing: &Pubkey, buyer: &Party) -> [u8; 32] {
+        let shared = x25519_shared(&buyer.x_secret, &self.seller.x_public()).unwrap();
+        *blind_scalar(
+            &shared,
+            &escrow_pda(listing, &buyer.key.pubkey()).to_bytes(),
+        )
+    }
+    /// The same b, as the seller derives it from the escrow's X25519 key.
+    fn seller_blinding(&self, listing: &Pubkey, buyer: &Pubkey, buyer_x: &[u8; 32]) -> [u8; 32] {
+        let shared = x25519_shared(&self.seller.x_secret, buyer_x).unwrap();
+        *blind_scalar(&shared, &escrow_pda(listing, buyer).to_bytes())
+    }
+    async fn deposit_with(
+        &mut self,
+        listing: Pubkey,
+        buyer: &Party,
+        terms: SealedTerms,
+        blind_point: [u8; 32],
+        buyer_x: [u8; 32],
+    ) -> Result<Pubkey, BanksClientError> {
+        let escrow = escrow_pda(&listing, &buyer.key.pubkey());
+        let ix = Self::ix(
+            escrow::accounts::DepositSealed {
+                settings: settings_pda(),
+                listing,
+                escrow,
+                buyer: buyer.key.pubkey(),
+                system_program: SYSTEM,
+            },
+            escrow::instruction::DepositSealed {
+                terms,
+                blind_point,
+                buyer_x25519: buyer_x,
+            },
+        );
+        self.send("deposit_sealed", ix, &[&buyer.key])
+            .await
+            .map(|_| escrow)
+    }
+    async fn deposit(
+        &mut self,
+        listing: Pubkey,
+        buyer: &Party,
+    ) -> Result<Pubkey, BanksClientError> {
+        let terms = self.read::<SealedListing>(&listing).await.terms;
+        let b = self.blinding(&listing, buyer);
+        self.deposit_with(listing, buyer, terms, point_of(&b), buyer.x_public())
+            .await
+    }
+    async fn reveal_as(
+        &mut self,
+        signer: &Keypair,
+        listing: Pubkey,
+        escrow: Pubkey,
+        s: [u8; 32],
+    ) -> Result<(), BanksClientError> {
+        let ix = Self::ix(
+            escrow::accounts::Reveal {
+                settings: settings_pda(),
+                listing,
+                escrow,
+                seller: signer.pubkey(),
+            },
+            escrow::instruction::Reveal { revealed: s },
+        );
+        self.send("reveal", ix, &[signer]).await
+    }
+    /// What the seller's daemon reveals for `escrow`: k + b, b from the escrow's keys.
+    async fn honest_s(&mut self, listing: Pubkey, escrow: Pubkey) -> [u8; 32] {
+        let e: SealedEscrow = self.read(&escrow).await;
+        let b = self.seller_blinding(&listing, &e.buyer, &e.buyer_x25519);
+        reveal(&listing_scalar(&SELLER_SEED, ID), &b)
+    }
+    async fn reveal(&mut self, listing: Pubkey, escrow: Pubkey) -> Result<(), BanksClientError> {
+        let s = self.honest_s(listing, escrow).await;
+        let seller = self.seller.key.insecure_clone();
+        self.reveal_as(&seller, listing, escrow, s).await
+    }
+    async fn decline(&mut self, listing: Pubkey, escrow: Pubkey) -> Result<(), BanksClientError> {
+        let seller = self.seller.key.insecure_clone();
+        let ix = Self::ix(
+            escrow::accounts::Decline {
+                settings: settings_pda(),
+                listing,
+                escrow,
+                seller: seller.pubkey(),
+            },
+            escrow::instruction::Decline {},
+        );
+        self.send("decline", ix, &[&seller]).await
+    }
+    async fn claim(
+        &mut self,
+        listing: Pubkey,
+        escrow: Pubkey,
+        treasury: Pubkey,
+    ) -> Result<(), BanksClientError> {
+        let ix = Self::ix(
+            escrow::accounts::Claim {
+                settings: settings_pda(),
+                listing,
+                escrow,
+                seller: self.seller.key.pubkey(),
+                treasury,
+            },
+            escrow::instruction::Claim {},
+        );
+        self.send("claim", ix, &[]).await
+    }
+    async fn refund(&mut self, listing: Pubkey, buyer: &Keypair) -> Result<(), BanksClientError> {
+        let ix = Self::ix(
+            escrow::accounts::RefundSealed {
+                settings: settings_pda(),
+                listing,
+                escrow: escrow_pda(&listing, &buyer.pubkey()),
+                buyer: buyer.pubkey(),
+            },
+            escrow::instruction::RefundSealed {},
+        );
+        self.send("refund_sealed", ix, &[buyer]).await
+    }
+    async fn dispute(
+        &mut self,
+        listing: Pubkey,
+        buyer: &Keypair,
+        proof: FraudProof,
+    ) -> Result<(), BanksClientError> {
+        let ix = Self::ix(
+            escrow::accounts::Dispute {
+                settings: settings_pda(),
+                listing,
+                escrow: escrow_pda(&listing, &buyer.pubkey()),
+                buyer: buyer.pubkey(),
+            },
+            escrow::instruction::Dispute { proof },
+        );
+        self.send("dispute", ix, &[buyer]).await
+    }
+    async fn retire(&mut self, listing: Pubkey) -> Result<(), BanksClientError> {
+        let seller = self.seller.key.insecure_clone();
+        let ix = Self::ix(
+            escrow::accounts::RetireSealed {
+                listing,
+                seller: seller.pubkey(),
+            },
+            escrow::instruction::RetireSealed {},
+        );
+        self.send("retire_sealed", ix, &[&seller]).await
+    }
+    /// The buyer's k from the revealed s (checked against K).
+    async fn opened_k(&mut self, listing: Pubkey, buyer: &Party) -> [u8; 32] {
+        let e: SealedEscrow = self.read(&escrow_pda(&listing, &buyer.key.pubkey())).await;
+        assert_eq!(e.status, SealedEscrowStatus::Revealed);
+        let l: SealedListing = self.read(&listing).await;
+        *open(
+            &e.revealed,
+            &self.blinding(&listing, buyer),
+            &l.terms.key_point,
+        )
+        .unwrap()
+    }
+    fn proof(blob: &[u8], k: [u8; 32], index: u32) -> FraudProof {
+        let blob = Blob::parse(blob).unwrap();
+        let (cipher, plain_hash, path) = blob.proof_parts(index);
+        FraudProof {
+            k,
+            index,
+            cipher: cipher.to_vec(),
+            plain_hash,
+            path,
+        }
+    }
+}
+
+fn bincode_len(tx: &Transaction) -> usize {
+    let sigs = tx.signatures.len();
+    1 + sigs * 64 + tx.message_data().len()
+}
+
+const LISTING_SPACE: usize = 8 + <SealedListing as anchor_lang::Space>::INIT_SPACE;
+const ESCROW_SPACE: usize = 8 + <SealedEscrow as anchor_lang::Space>::INIT_SPACE;
+
+#[tokio::test]
+async fn a_sealed_trade_pays_only_through_the_reveal_and_the_buyer_opens_the_blob() {
+    let buyer = Party::new(31);
+    let mut t = T::ready_with(&[&buyer.key]).await;
+    let (seller, treasury, b) = (
+        t.seller.key.pubkey(),
+        t.treasury.pubkey(),
+        buyer.key.pubkey(),
+    );
+    let (listing_rent, escrow_rent) = (t.rent(LISTING_SPACE).await, t.rent(ESCROW_SPACE).await);
+
+    let s0 = t.lamports(&seller).await;
+    let terms = t.terms().await;
+    let listing = t.list(ID, terms, STAKE).await.unwrap();
+    assert_eq!(t.lamports(&seller).await, s0 - STAKE - listing_rent);
+
+    let b0 = t.lamports(&b).await;
+    let escrow = t.deposit(listing, &buyer).await.unwrap();
+    assert_eq!(t.lamports(&b).await, b0 - PRICE - escrow_rent);
+    assert_eq!(t.read::<SealedListing>(&listing).await.open_escrows, 1);
+
+    // the reveal pays nobody yet; the buyer opens k and the blob
+    let s1 = t.lamports(&seller).await;
+    t.reveal(listing, escrow).await.unwrap();
+    assert_eq!(t.lamports(&seller).await, s1);
+    let k = t.opened_k(listing, &buyer).await;
+    let blob = t.blob.bytes.clone();
+    assert_eq!(Blob::parse(&blob).unwrap().open(&k).unwrap(), t.plain);
+    assert_eq!(
+        custom(t.reveal(listing, escrow).await),
+        code(EscrowError::WrongEscrowState),
+        "one reveal"
+    );
+
+    // an honest seller: every chunk's proof is refused
+    for i in 0..Blob::parse(&blob).unwrap().count() {
+        let kp = buyer.key.insecure_clone();
+        assert_eq!(
+            custom(t.dispute(listing, &kp, T::proof(&blob, k, i)).await),
+            code(EscrowError::NoFraud),
+            "chunk {i}"
+        );
+    }
+    assert_eq!(
+        custom(t.claim(listing, escrow, treasury).await),
+        code(EscrowError::DisputeWindowOpen)
+    );
+    let kp = buyer.key.insecure_clone();
+    assert_eq!(
+        custom(t.refund(listing, &kp).await),
+        code(EscrowError::WrongEscrowState),
+        "no refund of a revealed escrow"
+    );
+    t.advance(DISPUTE).await;
+    let kp = buyer.key.insecure_clone();
+    assert_eq!(
+        custom(t.dispute(listing, &kp, T::proof(&blob, k, 0)).await),
+        code(EscrowError::DisputeWindowClosed)
+    );
+
+    // anyone cranks the claim; the fee to the treasury
+    let (tr0, s2) = (t.lamports(&treasury).await, t.lamports(&seller).await);
+    t.claim(listing, escrow, treasury).await.unwrap();
+    let fee = (PRICE * FEE_BPS as u64).div_ceil(10_000);
+    assert_eq!(t.lamports(&seller).await, s2 + PRICE - fee);
+    assert_eq!(t.lamports(&treasury).await, tr0 + fee);
+    assert_eq!(t.lamports(&escrow).await, escrow_rent);
+    assert_eq!(
+        custom(t.claim(listing, escrow, treasury).await),
+        code(EscrowError::WrongEscrowState),
+        "one claim"
+    );
+
+    // the buyer closes the receipt for its rent
+    let b1 = t.lamports(&b).await;
+    t.refund(listing, &kp).await.unwrap();
+    assert_eq!(t.lamports(&b).await, b1 + escrow_rent);
+    assert_eq!(t.lamports(&escrow).await, 0);
+
+    // retired: stake back, the id never returns with other terms
+    let s3 = t.lamports(&seller).await;
+    t.retire(listing).await.unwrap();
+    assert_eq!(t.lamports(&seller).await, s3 + STAKE);
+    assert_eq!(
+        t.lamports(&listing).await,
+        listing_rent,
+        "the tombstone keeps its rent"
+    );
+    let flipped = SealedTerms {
+        price_lamports: 4 * PRICE,
+        ..terms
+    };
+    assert!(
+        t.list(ID, flipped, STAKE).await.is_err(),
+        "a listing id is used once"
+    );
+    assert_eq!(
+        custom(t.deposit(listing, &buyer).await),
+        code(EscrowError::ListingCancelled)
+    );
+
+    eprintln!("compute units per instruction (max seen):");
+    for (name, cu) in &t.cu {
+        eprintln!("  {name:<16} {cu:>7}");
+    }
+    for (name, bound) in [
+        ("deposit_sealed", 60_000),
+        ("reveal", 60_000),
+        ("dispute", 200_000),
+        ("claim", 30_000),
+    ] {
+        let used = t.cu.get(name).copied().unwrap_or(0);
+        assert!(used > 0 && used < bound, "{name}: {used} CU");
+    }
+}
+
+#[tokio::test]
+async fn a_deposit_binds_the_terms_the_buyer_checked() {
+    let buyer = Party::new(32);
+    let mut t = T::ready_with(&[&buyer.key]).await;
+    let terms = t.terms().await;
+    let listing = t.list(ID, terms, STAKE).await.unwrap();
+    let b = point_of(&t.blinding(&listing, &buyer));
+    // every field the buyer checked is compared: price (the relist flip), key, root, length, hash, seller key, expiry
+    let variants = [
+        SealedTerms {
+            price_lamports: PRICE / 4,
+            ..terms
+        },
+        SealedTerms {
+            key_point: point_of(&[3; 32]),
+            ..terms
+        },
+        SealedTerms {
+            blob_root: [1; 32],
+            ..terms
+        },
+        SealedTerms {
+            plain_len: terms.plain_len + 1,
+            ..terms
+        },
+        SealedTerms {
+            bundle_hash: [2; 32],
+            ..terms
+        },
+        SealedTerms {
+            seller_x25519: x25519_of(&[9; 32]),
+            ..terms
+        },
+        SealedTerms {
+            expires_at: terms.expires_at + 1,
+            ..terms
+        },
+    ];
+    for (i, v) in variants.into_iter().enumerate() {
+        assert_eq!(
+            custom(
+                t.deposit_with(listing, &buyer, v, b, buyer.x_public())
+                    .await
+            ),
+            code(EscrowError::TermsMismatch),
+            "variant {i}"
+        );
+    }
+    // small-order B, low-order X25519
+    let torsion = curve25519_dalek::constants::EIGHT_TORSION[3]
+        .compress()
+        .to_bytes();
+    assert_eq!(
+        custom(
+            t.deposit_with(listing, &buyer, terms, torsion, buyer.x_public())
+                .await
+        ),
+        code(EscrowError::BadPoint)
+    );
+    assert_eq!(
+        custom(
+            t.deposit_with(
+                listing,
+                &buyer,
+                terms,
+                escrow_math::point::IDENTITY,
+                buyer.x_public()
+            )
+            .await
+        ),
+        code(EscrowError::BadPoint)
+    );
+    assert_eq!(
+        custom(t.deposit_with(listing, &buyer, terms, b, [0; 32]).await),
+        code(EscrowError::LowOrderKey)
+    );
+    // expired
+    t.advance(86_400).await;
+    assert_eq!(
+        custom(
+            t.deposit_with(listing, &buyer, terms, b, buyer.x_public())
+                .await
+        ),
+        code(EscrowError::ListingExpired)
+    );
+}
+
+#[tokio::test]
+async fn listings_and_settings_refuse_unusable_values() {
+    let mut t = T::new(&[]).await;
+    let treasury = t.treasury.pubkey();
+    for (bad, want) in [
+        (
+            SettingsArgs {
+                release_window_secs: 0,
+                ..T::args()
+            },
+            EscrowError::WindowOutOfRange,
+        ),
+        (
+            SettingsArgs {
+                dispute_window_secs: 31 * 86_400,
+                ..T::args()
+            },
+            EscrowError::WindowOutOfRange,
+        ),
+        (
+            SettingsArgs {
+                min_stake: 0,
+                ..T::args()
+            },
+            EscrowError::ZeroMinStake,
+        ),
+        (
+            SettingsArgs {
+                slash_bps: 0,
+                ..T::args()
+            },
+            EscrowError::ZeroSlash,
+        ),
+        (
+            SettingsArgs {
+                fee_bps: 1_001,
+                ..T::args()
+            },
+            EscrowError::FeeTooHigh,
+        ),
+    ] {
+        assert_eq!(
+            custom(t.init_settings(bad, treasury).await),
+            code(want),
+            "{bad:?}"
+        );
+    }
+    // a treasury that is not a system account
+    let r = t
+        .init_settings(T::args(), common::program_data_address())
+        .await;
+    assert_eq!(
+        custom(r),
+        anchor_lang::error::ErrorCode::AccountNotSystemOwned as u32
+    );
+    t.init_settings(T::args(), treasury).await.unwrap();
+
+    let terms = t.terms().await;
+    for (bad, want) in [
+        (
+            SealedTerms {
+                key_point: escrow_math::point::IDENTITY,
+                ..terms
+            },
+            EscrowError::BadPoint,
+        ),
+        (
+            SealedTerms {
+                key_point: curve25519_dalek::constants::EIGHT_TORSION[1]
+                    .compress()
+                    .to_bytes(),
+                ..terms
+            },
+            EscrowError::BadPoint,
+        ),
+        (
+            SealedTerms {
+                seller_x25519: [0; 32],
+                ..terms
+            },
+            EscrowError::LowOrderKey,
+        ),
+        (
+            SealedTerms {
+                plain_len: 0,
+                ..terms
+            },
+            EscrowError::BadPlainLen,
+        ),
+        (
+            SealedTerms {
+                plain_len: 64 * 1024 * 1024 + 1,
+                ..terms
+            },
+            EscrowError::BadPlainLen,
+        ),
+        (
+            SealedTerms {
+                price_lamports: 0,
+                ..terms
+            },
+            EscrowError::ZeroPrice,
+        ),
+    ] {
+        assert_eq!(custom(t.list(ID, bad, STAKE).await), code(want), "{bad:?}");
+    }
+    assert_eq!(
+        custom(t.list(ID, terms, STAKE - 1).await),
+        code(EscrowError::StakeTooLow)
+    );
+}
+
+#[tokio::test]
+async fn a_missed_reveal_refunds_and_slashes_in_one_signed_call_and_the_windows_are_disjoint() {
+    let buyer = Party::new(33);
+    let mut t = T::ready_with(&[&buyer.key]).await;
+    let terms = t.terms().await;
+    let listing = t.list(ID, terms, STAKE).await.unwrap();
+    let escrow = t.deposit(listing, &buyer).await.unwrap();
+    let kp = buyer.key.insecure_clone();
+    t.advance(RELEASE - 5).await;
+    assert_eq!(
+        custom(t.refund(listing, &kp).await),
+        code(EscrowError::ReleaseWindowOpen)
+    );
+    t.advance(5).await;
+    // the window closed: no reveal, no decline (the key can never come after the refund opens)
+    assert_eq!(
+        custom(t.reveal(listing, escrow).await),
+        code(EscrowError::ReleaseWindowClosed)
+    );
+    assert_eq!(
+        custom(t.decline(listing, escrow).await),
+        code(EscrowError::ReleaseWindowClosed)
+    );
+    let b0 = t.lamports(&kp.pubkey()).await;
+    let escrow_rent = t.rent(ESCROW_SPACE).await;
+    t.refund(listing, &kp).await.unwrap();
+    let slash = STAKE * SLASH_BPS as u64 / 10_000;
+    assert_eq!(
+        t.lamports(&kp.pubkey()).await,
+        b0 + PRICE + escrow_rent + slash
+    );
+    let l: SealedListing = t.read(&listing).await;
+    assert_eq!((l.stake, l.open_escrows), (STAKE - slash, 0));
+    // the stake fell under the floor: no more deposits (a drained listing stops selling)
+    let again = Party::new(34);
+    let key = again.key.insecure_clone();
+    t.ctx
+        .set_account(&key.pubkey(), &Account::new(20 * SOL, 0, &SYSTEM).into());
+    assert_eq!(
+        custom(t.deposit(listing, &again).await),
+        code(EscrowError::StakeBelowFloor)
+    );
+    // nothing open: the seller retires with what is left
+    t.retire(listing).await.unwrap();
+}
+
+#[tokio::test]
+async fn a_wrong_blinding_is_declined_in_full_and_a_reveal_never_replays() {
+    let (honest, griefer) = (Party::new(35), Party::new(36));
+    let mut t = T::ready_with(&[&honest.key, &griefer.key]).await;
+    let terms = t.terms().await;
+    let listing = t.list(ID, terms, STAKE).await.unwrap();
+    let e1 = t.deposit(listing, &honest).await.unwrap();
+    // the griefer binds a B that is not its blinding
+    let wrong = point_of(&[77; 32]);
+    let e2 = t
+        .deposit_with(listing, &griefer, terms, wrong, griefer.x_public())
+        .await
+        .unwrap();
+    let s2 = t.honest_s(listing, e2).await;
+    let seller = t.seller.key.insecure_clone();
+    assert_eq!(
+        custom(t.reveal_as(&seller, listing, e2, s2).await),
+        code(EscrowError::WrongReveal)
+    );
+    // the honest reveal for e1 opens nothing on e2, and nobody but the seller reveals
+    t.reveal(listing, e1).await.unwrap();
+    let s1 = t.read::<SealedEscrow>(&e1).await.revealed;
+    assert_eq!(
+        custom(t.reveal_as(&seller, listing, e2, s1).await),
+        code(EscrowError::WrongReveal)
+    );
+    let outsider = honest.key.insecure_clone();
+    assert_eq!(
+        custom(t.reveal_as(&outsider, listing, e2, s1).await),
+        code(EscrowError::NotSeller)
+    );
+    // declined: returned in full, no stake moves
+    t.decline(listing, e2).await.unwrap();
+    let g = griefer.key.insecure_clone();
+    let (g0, rent) = (t.lamports(&g.pubkey()).await, t.rent(ESCROW_SPACE).await);
+    t.refund(listing, &g).await.unwrap();
+    assert_eq!(t.lamports(&g.pubkey()).await, g0 + PRICE + rent);
+    let l: SealedListing = t.read(&listing).await;
+    assert_eq!((l.stake, l.open_escrows), (STAKE, 1));
+}
+
+#[tokio::test]
+async fn a_fraud_proof_refunds_and_slashes_a_cheating_seller() {
+    let buyer = Party::new(37);
+    let mut t = T::ready_with(&[&buyer.key]).await;
+    // the seller commits to a blob whose chunk 2 does not decrypt to its committed hash
+    let k = listing_scalar(&SELLER_SEED, ID);
+    let mut lying = t.blob.bytes.clone();
+    let count = Blob::parse(&lying).unwrap().count() as usize;
+    lying[escrow_math::blob::HEADER_LEN + count * 32 + 2 * 256 + 9] ^= 0x40;
+    let root = Blob::parse(&lying).unwrap().root();
+    let terms = SealedTerms {
+        blob_root: root,
+        ..t.terms().await
+    };
+    let listing = t.list(ID, terms, STAKE).await.unwrap();
+    let escrow = t.deposit(listing, &buyer).await.unwrap();
+    t.reveal(listing, escrow).await.unwrap();
+    let opened = t.opened_k(listing, &buyer).await;
+    assert_eq!(opened, *k);
+    assert_eq!(
+        Blob::parse(&lying).unwrap().open(&opened),
+        Err(escrow_math::blob::BlobError::Misdelivery { index: 2 })
+    );
+    let kp = buyer.key.insecure_clone();
+    // proofs that prove nothing: an honest chunk, a wrong key, a wrong path
+    assert_eq!(
+        custom(t.dispute(listing, &kp, T::proof(&lying, opened, 1)).await),
+        code(EscrowError::NoFraud)
+    );
+    assert_eq!(
+        custom(t.dispute(listing, &kp, T::proof(&lying, [5; 32], 2)).await),
+        code(EscrowError::ProofWrongKey)
+    );
+    let mut bad_path = T::proof(&lying, opened, 2);
+    bad_path.path[0][0] ^= 1;
+    assert_eq!(
+        custom(t.dispute(listing, &kp, bad_path).await),
+        code(EscrowError::ProofBadPath)
+    );
+    let b0 = t.lamports(&kp.pubkey()).await;
+    let rent = t.rent(ESCROW_SPACE).await;
+    t.dispute(listing, &kp, T::proof(&lying, opened, 2))
+        .await
+        .unwrap();
+    let slash = STAKE * SLASH_BPS as u64 / 10_000;
+    assert_eq!(t.lamports(&kp.pubkey()).await, b0 + PRICE + rent + slash);
+    assert_eq!(t.lamports(&escrow).await, 0);
+    let l: SealedListing = t.read(&listing).await;
+    assert_eq!((l.stake, l.open_escrows), (STAKE - slash, 0));
+    let treasury = t.treasury.pubkey();
+    assert!(
+        t.claim(listing, escrow, treasury).await.is_err(),
+        "nothing left to claim"
+    );
+    eprintln!("dispute: {} CU", t.cu["dispute"]);
+}
+
+#[tokio::test]
+async fn nothing_the_buyer_does_to_its_wallet_blocks_the_seller() {
+    let buyer = Party::new(38);
+    let mut t = T::ready_with(&[&buyer.key]).await;
+    let terms = t.terms().await;
+    let listing = t.list(ID, terms, STAKE).await.unwrap();
+    let escrow = t.deposit(listing, &buyer).await.unwrap();
+    // the buyer hands its wallet to another program (a plain System Assign), and makes it executable
+    let mut acc: Account = t
+        .ctx
+        .banks_client
+        .get_account(buyer.key.pubkey())
+        .await
+        .unwrap()
+        .unwrap();
+    acc.owner = solana_sdk::pubkey!("MemoSq4gqABAXKb96qnH8TysNcWxMyWCqXgDLGmfcHr");
+    acc.executable = true;
+    t.ctx.set_account(&buyer.key.pubkey(), &acc.into());
+    t.reveal(listing, escrow).await.unwrap();
+    t.advance(DISPUTE).await;
+    let treasury = t.treasury.pubkey();
+    t.claim(listing, escrow, treasury).await.unwrap();
+    t.retire(listing).await.unwrap();
+}
