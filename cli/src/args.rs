@@ -141,7 +141,8 @@ Rows that look like prompt injection are marked `suspicious`; review them, then
         after_help = "Examples:
   brainctl -u localhost escrow show
   brainctl -u localhost escrow configure --treasury <PUBKEY> --fee-bps 100 \\
-      --slash-bps 5000 --release-window-secs 120 --min-stake-lamports 10000000
+      --slash-bps 5000 --release-window-secs 120 --dispute-window-secs 60 \\
+      --min-stake-lamports 10000000
 `configure` runs once per cluster, with the wallet that deployed the program
 (its upgrade authority); repeating it with the same settings changes nothing.
 localnet/up does it for the local validator."
@@ -284,9 +285,16 @@ pub enum MarketCmd {
     Budget(BudgetArgs),
     /// Finish an interrupted buy: wait for its release, decrypt, import.
     Fetch(FetchArgs),
-    /// Buyer: take back an escrow deposit the seller never released (after
-    /// the program's release window), with a share of the seller's stake.
+    /// Buyer: take back an escrow deposit the seller never revealed the key
+    /// for (after the program's release window, with a share of the
+    /// seller's stake), one the seller declined (in full), or a settled
+    /// escrow's rent.
     Refund(RefundArgs),
+    /// Buyer: prove, inside the dispute window, that the key the seller
+    /// revealed does not open the committed blob to the committed bundle;
+    /// the program alone decides, refunds the deposit and pays a share of
+    /// the seller's stake. `buy` names the lying chunk when it finds one.
+    Dispute(RefundArgs),
     /// Cancel one of your listings (buys after the cancel are rejected, never
     /// released). An escrow listing is closed in the program in the same
     /// transaction (stake and rent back); refused while it holds deposits.
@@ -1063,19 +1071,25 @@ pub enum EscrowCmd {
 /// `brainctl escrow configure`
 #[derive(Debug, clap::Args)]
 pub struct EscrowConfigArgs {
-    /// Where release fees go.
+    /// Where claim fees go (a system account).
     #[arg(long, value_name = "PUBKEY")]
     pub treasury: String,
-    /// Release fee in basis points (at most 1000).
+    /// Claim fee in basis points (at most 1000).
     #[arg(long, default_value_t = 100)]
     pub fee_bps: u16,
-    /// Share of a listing's stake each unreleased, refunded buyer takes, in basis points.
+    /// Share of a listing's stake a buyer takes when the key never came or
+    /// a fraud proof held, in basis points (1 to 10000).
     #[arg(long, default_value_t = 5_000)]
     pub slash_bps: u16,
-    /// Seconds a seller has to release after a deposit before the buyer may refund.
+    /// Seconds a seller has to reveal the key after a deposit before the
+    /// buyer may refund (120 s to 30 days).
     #[arg(long, default_value_t = 600)]
     pub release_window_secs: i64,
-    /// Smallest stake a listing must put up, in lamports.
-    #[arg(long = "min-stake-lamports", default_value_t = 0)]
+    /// Seconds a buyer has after the reveal to prove a misdelivery before
+    /// the seller may claim the payment (10 s to 30 days).
+    #[arg(long, default_value_t = 3_600)]
+    pub dispute_window_secs: i64,
+    /// Stake a listing must hold at every deposit, in lamports (above 0).
+    #[arg(long = "min-stake-lamports", default_value_t = 10_000_000)]
     pub min_stake: u64,
 }

@@ -1,13 +1,16 @@
-//! The escrow trade through the binaries on a real validator with the SBF
-//! build of `programs/escrow` deployed (issue 15; built by
+//! The sealed-escrow trade through the binaries on a real validator with
+//! the SBF build of `programs/escrow` deployed (built by
 //! `localnet/install-sbf`, loaded at genesis as an upgradeable program):
-//! `list --escrow` → `buy` deposits → the `listen` service releases (the
-//! seller is paid through the program, the buyer imports); a stranger's
-//! bare `deposit` (no memo, no payment address) is found in the program's
-//! state and released too; a deposit never released is refunded + slashed
-//! after the window (`marketplace refund`); `cancel` closes the listing in
-//! the program and a deposit after it fails. Balances to the lamport where
-//! the program moves them.
+//! `list --escrow` commits K, the blob root and the seller's X25519 key →
+//! `buy` checks the blob and deposits binding B → the `listen` service
+//! reveals s (the buyer opens k = s − b and imports) and claims the payment
+//! after the dispute window; a stranger's bare deposit (no memo, no payment
+//! address) is found in the program's state and revealed too; a deposit
+//! binding a wrong B is declined and refunded in full, no slash; a deposit
+//! never revealed is refunded with the slash after the window (the MCP
+//! tool `market_refund`); `cancel` retires the listing in the program and
+//! a deposit after it fails. Balances to the lamport where the program
+//! moves them.
 //!
 //! It runs on the localnet's one validator (agave 4.2.2, which loads the
 //! escrow program's SBPF v3 build beside the Light programs' v0 builds),
@@ -24,7 +27,9 @@ use std::process::{Child, Stdio};
 use std::time::{Duration, Instant};
 use util::Env;
 
-const WINDOW: i64 = 20;
+/// The program's shortest release window.
+const WINDOW: i64 = 120;
+const DISPUTE: i64 = 10;
 const STAKE: u64 = 10_000_000;
 
 fn onchain(v: &e2e::TestValidator, e: &Env, args: &[&str]) -> util::Run {
@@ -110,7 +115,8 @@ fn the_escrow_trade_runs_through_the_binaries_on_the_deployed_program() {
         (&Value::Bool(true), &Value::Null)
     );
     let treasury_s = treasury.pubkey().to_string();
-    let (window_s, stake_s) = (WINDOW.to_string(), STAKE.to_string());
+    let (window_s, dispute_s, stake_s) =
+        (WINDOW.to_string(), DISPUTE.to_string(), STAKE.to_string());
     let configure: Vec<&str> = vec![
         "escrow",
         "configure",
@@ -122,6 +128,8 @@ fn the_escrow_trade_runs_through_the_binaries_on_the_deployed_program() {
         "5000",
         "--release-window-secs",
         &window_s,
+        "--dispute-window-secs",
+        &dispute_s,
         "--min-stake-lamports",
         &stake_s,
         "--json",
@@ -154,6 +162,7 @@ fn the_escrow_trade_runs_through_the_binaries_on_the_deployed_program() {
     assert_eq!(shown["config"]["treasury"], treasury_s.as_str());
     assert_eq!(shown["config"]["admin"], admin_pk.to_string());
     assert_eq!(shown["config"]["release_window_secs"], WINDOW);
+    assert_eq!(shown["config"]["dispute_window_secs"], DISPUTE);
     assert_eq!(shown["config"]["min_stake_lamports"], STAKE);
 
     // the seller lists through the program
@@ -192,7 +201,17 @@ fn the_escrow_trade_runs_through_the_binaries_on_the_deployed_program() {
     let seller_pk = pubkey_of(&v, &seller);
     let account = escrow::listing_address(&seller_pk, &id);
     let held = read(&v, &account, ListingAccount::decode).expect("listing account");
-    assert_eq!((held.price_lamports, held.stake), (price, STAKE));
+    let src = node::arweave::Source::Fs(node::arweave::FsStore::new(&dir));
+    let signed = rt
+        .block_on(node::market::buy::fetch_listing(&src, &manifest))
+        .unwrap();
+    let terms = node::market::escrow_trade::manifest_terms(&signed).unwrap();
+    assert_eq!(
+        (held.terms, held.stake),
+        (terms, STAKE),
+        "the program holds what the manifest signs"
+    );
+    assert_eq!(terms.price_lamports, price);
 
     // the daemon, as sellers run it
     let daemon = Daemon(
@@ -251,7 +270,10 @@ fn the_escrow_trade_runs_through_the_binaries_on_the_deployed_program() {
         EscrowAccount::decode,
     )
     .unwrap();
-    assert_eq!(e.status, EscrowStatus::Released);
+    assert!(
+        matches!(e.status, EscrowStatus::Revealed | EscrowStatus::Claimed),
+        "{e:?}"
+    );
     let found = buyer
         .ok(&["memory", "search", "Escrow", "--include-imported", "--json"])
         .json();
@@ -260,23 +282,106 @@ fn the_escrow_trade_runs_through_the_binaries_on_the_deployed_program() {
         "imported: {found}"
     );
 
-    // a stranger's bare deposit: no memo, no payment address; released all the same
-    let stranger = v.funded_keypair(1);
-    let bare = escrow::deposit(&account, &stranger.pubkey(), &[9; 32]);
-    rt.block_on(chain.send(&[bare], &[&stranger])).unwrap();
-    let at = escrow::escrow_address(&account, &stranger.pubkey());
-    wait_for("the bare deposit's release", 90, || {
-        read(&v, &at, EscrowAccount::decode).is_some_and(|e| e.status == EscrowStatus::Released)
+    // a stranger's bare deposit: no memo, no payment address; revealed all the same
+    let stranger = node::wallet::Wallet::generate();
+    let stranger_pk: Pubkey = stranger.address().parse().unwrap();
+    v.fund(&stranger_pk, 1);
+    let blind = node::market::escrow_trade::blind_point_for(
+        &stranger.x25519_secret(),
+        &held,
+        &account,
+        &stranger_pk,
+    )
+    .unwrap();
+    let bare = escrow::deposit(
+        &account,
+        &stranger_pk,
+        &terms,
+        &blind,
+        &stranger.x25519_public(),
+    );
+    rt.block_on(chain.send(&[bare], &[&stranger.solana_keypair()]))
+        .unwrap();
+    let at = escrow::escrow_address(&account, &stranger_pk);
+    wait_for("the bare deposit's reveal", 90, || {
+        read(&v, &at, EscrowAccount::decode).is_some_and(|e| e.status != EscrowStatus::Deposited)
     });
-    let fee = price / 100;
-    // the program paid out both: the treasury holds exactly two fees (the
-    // seller's own balance also pays mint rent and transaction fees)
+    let k = node::market::escrow_trade::buyer_blinding(
+        &stranger.x25519_secret(),
+        &terms.seller_x25519,
+        &account,
+        &stranger_pk,
+    )
+    .unwrap();
+    let revealed = read(&v, &at, EscrowAccount::decode).unwrap().revealed;
+    escrow::math::client::open(&revealed, &k, &terms.key_point)
+        .expect("the reveal opens k for this buyer");
+
+    // a deposit binding a B that is not its blinding: declined, returned in full
+    let griefer = v.funded_keypair(1);
+    let wrong = escrow::math::client::point_of(&[7; 32]);
+    let grief = escrow::deposit(&account, &griefer.pubkey(), &terms, &wrong, &[9; 32]);
+    rt.block_on(chain.send(&[grief], &[&griefer])).unwrap();
+    let grief_at = escrow::escrow_address(&account, &griefer.pubkey());
+    wait_for("the wrong blinding declined", 90, || {
+        read(&v, &grief_at, EscrowAccount::decode)
+            .is_some_and(|e| e.status == EscrowStatus::Declined)
+    });
+    let g0 = balance(&griefer.pubkey());
+    let escrow_rent = rt
+        .block_on(chain.rent_exemption(node::escrow::ESCROW_ACCOUNT_SPACE))
+        .unwrap();
+    rt.block_on(chain.send(&[escrow::refund(&account, &griefer.pubkey())], &[&griefer]))
+        .unwrap();
+    assert_eq!(
+        balance(&griefer.pubkey()),
+        g0 + price + escrow_rent - 5_000,
+        "the whole deposit and the rent back, less the network fee"
+    );
+    assert_eq!(
+        read(&v, &account, ListingAccount::decode).unwrap().stake,
+        STAKE,
+        "no slash"
+    );
+
+    // after the dispute window the daemon claims both: the treasury holds
+    // exactly two fees (the seller's own balance also pays mint rent and
+    // transaction fees)
+    let fee = price.div_ceil(100);
     let treasury_funded = 1_000_000_000;
-    wait_for("the program paying out both deposits", 30, || {
+    wait_for("the daemon claiming both payments", 60, || {
         balance(&treasury.pubkey()) == treasury_funded + 2 * fee
     });
+    wait_for("both escrows claimed", 30, || {
+        [escrow::escrow_address(&account, &buyer_pk), at]
+            .iter()
+            .all(|a| {
+                read(&v, a, EscrowAccount::decode)
+                    .is_some_and(|e| e.status == EscrowStatus::Claimed)
+            })
+    });
+    // the buyer closes its claimed escrow for the rent
+    let closed = ok(
+        &v,
+        &buyer,
+        &[
+            "marketplace",
+            "refund",
+            &manifest,
+            "--storage-dir",
+            &dir,
+            "--json",
+        ],
+    );
+    assert_eq!(closed["listing_id"], id.as_str());
+    assert!(read(
+        &v,
+        &escrow::escrow_address(&account, &buyer_pk),
+        EscrowAccount::decode
+    )
+    .is_none());
 
-    // the daemon stops; a buyer never released takes a refund + the slash
+    // the daemon stops; a buyer never revealed to takes a refund + the slash
     drop(daemon);
     let late = Env::new();
     late.ok(&["wallet", "new"]);
@@ -294,7 +399,7 @@ fn the_escrow_trade_runs_through_the_binaries_on_the_deployed_program() {
             "3",
         ],
     );
-    assert_ne!(unreleased.code, 0, "no release without the daemon");
+    assert_ne!(unreleased.code, 0, "no reveal without the daemon");
     let late_pk = pubkey_of(&v, &late);
     let early = onchain(
         &v,
@@ -343,23 +448,18 @@ fn the_escrow_trade_runs_through_the_binaries_on_the_deployed_program() {
         "price back plus half the stake"
     );
     let onchain = read(&v, &account, ListingAccount::decode).unwrap();
-    assert_eq!(
-        (
-            onchain.stake,
-            onchain.open_escrows,
-            onchain.unslashed_refunds
-        ),
-        (STAKE - slash, 0, 0)
-    );
+    assert_eq!((onchain.stake, onchain.open_escrows), (STAKE - slash, 0));
 
-    // cancel closes the listing in the program; a deposit after it fails
+    // cancel retires the listing in the program (stake back, the id kept
+    // for good); a deposit after it fails
     let cancelled = ok(&v, &seller, &["marketplace", "cancel", &id, "--json"]);
     assert_eq!(cancelled["listing_id"], id.as_str());
-    assert!(
-        read(&v, &account, ListingAccount::decode).is_none(),
-        "closed"
+    let retired = read(&v, &account, ListingAccount::decode).expect("kept as a tombstone");
+    assert_eq!(
+        (retired.status, retired.stake),
+        (node::escrow::ListingStatus::Retired, 0)
     );
     let after = v.funded_keypair(1);
-    let deposit = escrow::deposit(&account, &after.pubkey(), &[8; 32]);
+    let deposit = escrow::deposit(&account, &after.pubkey(), &terms, &blind, &[8; 32]);
     assert!(rt.block_on(chain.send(&[deposit], &[&after])).is_err());
 }

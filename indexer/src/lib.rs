@@ -36,4 +36,4 @@ pub mod synth;
 pub mod views;
 
 /// Version of the indexer's state encoding (part of the state hash).
-pub const STATE_VERSION: u32 = 1;
+pub const STATE_VERSION: u32 = 2;

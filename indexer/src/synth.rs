@@ -132,7 +132,17 @@ impl LogBuilder {
         let seller = listing.seller_pubkey.parse().expect("seller pubkey");
         let account = node::escrow::listing_address(&seller, &listing.listing_id);
         let buyer_key = buyer.address().parse().expect("buyer pubkey");
-        let deposit = node::escrow::deposit(&account, &buyer_key, &buyer.x25519_public());
+        let terms = node::market::escrow_trade::manifest_terms(listing).expect("escrow terms");
+        let b = node::market::escrow_trade::buyer_blinding(
+            &buyer.x25519_secret(),
+            &terms.seller_x25519,
+            &account,
+            &buyer_key,
+        )
+        .expect("a real key");
+        let blind = node::escrow::math::client::point_of(&b);
+        let deposit =
+            node::escrow::deposit(&account, &buyer_key, &terms, &blind, &buyer.x25519_public());
         let r = self.push(&[buyer], memo.to_string(), vec![], vec![]);
         r.tx.calls = vec![node::chain::ProgramCall::of(&deposit)];
         r.tx.signature.clone()
@@ -153,6 +163,17 @@ impl LogBuilder {
             &hash_hex(&[&n.to_le_bytes(), b"listing"])[..12]
         );
         let bundle_hash = hash_hex(&[listing_id.as_bytes()]);
+        // an escrow listing commits to a (small, real) sealed blob
+        let escrow_terms = escrow_program.map(|_| {
+            let k = seller.escrow_listing_scalar(&listing_id);
+            let sealed = node::escrow::math::blob::seal(&k, bundle_hash.as_bytes()).expect("seals");
+            node::market::manifest::EscrowCommitments {
+                key_point: node::escrow::math::client::point_of(&k),
+                blob_root: sealed.root,
+                plain_len: sealed.plain_len,
+                seller_x25519: seller.x25519_public(),
+            }
+        });
         let manifest = build_listing(
             seller,
             &NewListing {
@@ -168,6 +189,7 @@ impl LogBuilder {
                 preview: json!({"memories_count": 3, "categories_summary": {"lesson": 3}}),
                 now,
                 escrow_program,
+                escrow_terms,
             },
         )
         .expect("synthetic listing is valid");

@@ -79,7 +79,7 @@ fn pages_filters_privacy_and_escrow() {
         node::escrow::listing_address(&seller.solana_keypair().pubkey(), &escrowed.listing_id);
     let (escrow, who) = ([9u8; 32], buyer.solana_keypair().pubkey());
     let deposited = event_line(
-        "Deposited",
+        "SealedDeposited",
         &[
             &account.to_bytes()[..],
             &escrow[..],
@@ -164,7 +164,7 @@ fn deposit(
     let account = node::escrow::listing_address(&seller, &listing.listing_id);
     let who = buyer.solana_keypair().pubkey();
     let line = event_line(
-        "Deposited",
+        "SealedDeposited",
         &[
             &account.to_bytes()[..],
             &escrow[..],

@@ -4,7 +4,9 @@
 //! replica disagree with a new one, and needs a STATE_VERSION bump).
 //! The log is recorded in `tests/fixtures/every-refusal.jsonl`; the pinned
 //! value is what the fold as it was at a05d4c7 (refusals as strings) made
-//! of that file.
+//! of that file, re-recorded and re-pinned with STATE_VERSION 2 when the
+//! escrow program became the sealed escrow (its PDAs, calls and events
+//! changed).
 
 use indexer::book::ManifestBook;
 use indexer::fold::{FoldConfig, State};
@@ -13,7 +15,7 @@ use indexer::synth::{wallet, LogBuilder, COUNTER_PRICE_LAMPORTS, LIST_PRICE_LAMP
 use node::chain::parsed_tx::Transfer;
 use node::market::MemoOp;
 
-const PINNED_STATE_HASH: &str = "7bada4365c713736994ade50bb495337acd04467bd34885ea73e68fb1046dc01";
+const PINNED_STATE_HASH: &str = "dca430765a055328bd325bddcf9a0ffe08298b06b22194de56daec70cfbd5a10";
 const PINNED_REFUSALS: usize = 25;
 
 /// Trades, then one transaction of each refused shape.

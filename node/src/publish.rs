@@ -33,6 +33,9 @@ pub enum PublishError {
     /// Key file.
     #[error(transparent)]
     Key(#[from] crate::keys::KeyError),
+    /// A bundle the sealed-escrow blob cannot hold (empty or over 64 MiB).
+    #[error("escrow blob: {0}")]
+    EscrowBlob(#[from] escrow_math::blob::BlobError),
 }
 
 /// The token metadata JSON (PROTOCOL.md §4).
@@ -74,10 +77,59 @@ pub async fn store_encrypted(
 ) -> Result<StoredBundle, PublishError> {
     let key = crate::seal::new_blob_key();
     let blob = crate::seal::encrypt_blob(&key, plaintext)?;
+    let sealed = Sealed {
+        bytes: blob,
+        key: &key,
+        schema: BLOB_SCHEMA,
+    };
+    store_blob(wallet, uploader, keys, sealed, bundle_hash_hex, memories).await
+}
+
+/// Seals `plaintext` as a sealed-escrow blob under the listing's scalar
+/// `k` (`escrow_math::blob`), uploads it, saves `k` as the blob's key,
+/// then uploads the metadata. Returns what the listing commits to.
+pub async fn store_escrow_sealed(
+    wallet: &Wallet,
+    uploader: &Uploader,
+    keys: &KeyDir,
+    plaintext: &[u8],
+    k: &[u8; 32],
+    bundle_hash_hex: &str,
+    memories: usize,
+) -> Result<(StoredBundle, escrow_math::merkle::Hash, u64), PublishError> {
+    let blob = escrow_math::blob::seal(k, plaintext)?;
+    let (root, plain_len) = (blob.root, blob.plain_len);
+    let sealed = Sealed {
+        bytes: blob.bytes,
+        key: k,
+        schema: ESCROW_BLOB_SCHEMA,
+    };
+    let stored = store_blob(wallet, uploader, keys, sealed, bundle_hash_hex, memories).await?;
+    Ok((stored, root, plain_len))
+}
+
+/// Schema tag of sealed-escrow blobs (ours alone).
+pub const ESCROW_BLOB_SCHEMA: &str = "brainctl/escrow-blob/v1";
+
+/// A blob ready to upload and the key that opens it.
+struct Sealed<'a> {
+    bytes: Vec<u8>,
+    key: &'a [u8; 32],
+    schema: &'static str,
+}
+
+async fn store_blob(
+    wallet: &Wallet,
+    uploader: &Uploader,
+    keys: &KeyDir,
+    sealed: Sealed<'_>,
+    bundle_hash_hex: &str,
+    memories: usize,
+) -> Result<StoredBundle, PublishError> {
     let blob_id = uploader
-        .put_signed(wallet, blob, BLOB_CONTENT_TYPE, BLOB_SCHEMA)
+        .put_signed(wallet, sealed.bytes, BLOB_CONTENT_TYPE, sealed.schema)
         .await?;
-    let key_path = keys.save(&blob_id, &key)?;
+    let key_path = keys.save(&blob_id, sealed.key)?;
     let metadata = metadata_json(bundle_hash_hex, &blob_id, memories);
     let metadata_id = uploader
         .put_signed(

@@ -141,6 +141,18 @@ pub enum Rejection {
     /// The escrow seals to another X25519 key than the memo names.
     #[error("the escrow records another X25519 key than the buy memo")]
     EscrowKeyMismatch,
+    /// The deposit binds a blinding point that is not the one both parties
+    /// derive (no reveal could satisfy it): declined, returned in full.
+    #[error("the deposit binds a blinding point no reveal can satisfy; declined (the buyer takes it all back with `marketplace refund`)")]
+    BlindingDeclined,
+    /// Too little of the release window was left to reveal safely (a
+    /// reveal landing after the window fails yet publishes the key):
+    /// declined, returned in full.
+    #[error("too little of the release window was left to reveal safely (it ends at unix time {deadline}); declined, returned in full")]
+    RevealTooLate {
+        /// End of the release window.
+        deadline: i64,
+    },
 }
 
 /// What every buy must show before its payment is looked at: success, one
@@ -235,8 +247,8 @@ pub fn verify_escrow_deposit(
 /// Checks an escrow buy before a release: [`verify_escrow_deposit`], then
 /// the escrow account as the chain holds it now (`escrow`, read at the
 /// required commitment): this buyer's, on this listing, still deposited,
-/// holding at least the price, sealed to the memo's X25519 key. The fee is
-/// the program's, taken on release.
+/// holding at least the price, bound to the memo's X25519 key. The fee is
+/// the program's, taken on claim.
 pub fn verify_escrow_buy(
     tx: &ParsedTx,
     listing: &ListingTerms,
@@ -670,9 +682,20 @@ mod tests {
             let mut t = tx(0);
             t.transfers.clear();
             t.signers = vec![w.buyer.to_string()];
+            let terms = crate::escrow::Terms {
+                price_lamports: 1_000,
+                key_point: [1; 32],
+                blob_root: [2; 32],
+                plain_len: 3,
+                bundle_hash: [4; 32],
+                seller_x25519: [5; 32],
+                expires_at: 6,
+            };
             t.calls = vec![crate::chain::ProgramCall::of(&crate::escrow::deposit(
                 &w.listing_account,
                 &w.buyer,
+                &terms,
+                &[6; 32],
                 &w.x25519,
             ))];
             t
@@ -686,8 +709,9 @@ mod tests {
                 amount: 1_000,
                 deposited_at: 1_500,
                 status: EscrowStatus::Deposited,
-                envelope_id: String::new(),
-                slashed: false,
+                blind_point: [6; 32],
+                revealed: [0; 32],
+                revealed_at: 0,
             }
         }
 
@@ -722,11 +746,11 @@ mod tests {
             assert_eq!(check(&w, &replay, Some(&e)), Err(no_deposit.clone()));
             // a deposit into another listing's account
             let mut other = t.clone();
-            other.calls[0].accounts[0] = Pubkey::new_unique().to_string();
+            other.calls[0].accounts[1] = Pubkey::new_unique().to_string();
             assert_eq!(check(&w, &other, Some(&e)), Err(no_deposit.clone()));
             // a deposit by someone else than the signer
             let mut someone = t.clone();
-            someone.calls[0].accounts[2] = Pubkey::new_unique().to_string();
+            someone.calls[0].accounts[3] = Pubkey::new_unique().to_string();
             assert_eq!(check(&w, &someone, Some(&e)), Err(no_deposit.clone()));
             // two deposits in one transaction
             let mut two = t.clone();
@@ -737,8 +761,12 @@ mod tests {
             let mut theirs = e.clone();
             theirs.buyer = Pubkey::new_unique();
             assert_eq!(check(&w, &t, Some(&theirs)), Err(Rejection::EscrowMissing));
-            // released already, or refunded
-            for status in [EscrowStatus::Released, EscrowStatus::Refunded] {
+            // revealed already, declined, or claimed
+            for status in [
+                EscrowStatus::Revealed,
+                EscrowStatus::Declined,
+                EscrowStatus::Claimed,
+            ] {
                 let mut done = e.clone();
                 done.status = status;
                 assert_eq!(

@@ -223,6 +223,16 @@ impl Wallet {
         self.signing.sign(message).to_bytes()
     }
 
+    /// The sealed-escrow scalar k of one of our listings: a function of this
+    /// wallet's seed and the listing id alone, so `listen` derives it again
+    /// after any crash (never a second secret to lose).
+    #[cfg(feature = "chain")]
+    pub fn escrow_listing_scalar(&self, listing_id: &str) -> Zeroizing<[u8; 32]> {
+        let me = solana_sdk::pubkey::Pubkey::from(self.pubkey());
+        let account = crate::escrow::listing_address(&me, listing_id);
+        escrow_math::client::listing_scalar(&self.signing.to_bytes(), &account.to_bytes())
+    }
+
     /// libsodium `crypto_sign_ed25519_sk_to_curve25519`: clamp(SHA-512(seed)[..32]).
     pub fn x25519_secret(&self) -> Zeroizing<[u8; 32]> {
         let h = Sha512::digest(self.signing.to_bytes());

@@ -1,35 +1,32 @@
-//! `listen` finds escrow deposits in the program's state, not in memos
-//! (issue 15): on a real validator holding escrow-program accounts (loaded
-//! at genesis: the program itself is not deployable on this validator),
-//! `held_deposits` returns exactly the listing's `Deposited` escrows
-//! through the node's own `getProgramAccounts` filters; and the indexer's
-//! `/settle` of an escrow listing returns the program's `deposit` (never a
-//! direct payment), 409 with the reason where no deposit can be made.
+//! `listen` finds escrow deposits in the program's state, not in memos:
+//! on a real validator holding escrow-program accounts (loaded at
+//! genesis), `held_deposits` returns exactly the listing's escrows in the
+//! asked status through the node's own `getProgramAccounts` filters; and
+//! the indexer's `/settle` of a sealed-escrow listing returns the
+//! program's `deposit_sealed` binding the buyer's B (never a direct
+//! payment), 400 without B, 409 with the reason where no deposit can be
+//! made.
 
 use base64::Engine;
 use e2e::runtime;
 use node::chain::Pubkey;
-use node::escrow::{discriminator, escrow_address, listing_address, program_id};
+use node::escrow::{discriminator, escrow_address, listing_address, program_id, EscrowStatus};
 use node::listen::deposits::held_deposits;
 
-/// An `Escrow` account's bytes as the program writes them (191 bytes).
+/// A `SealedEscrow` account's bytes as the program writes them.
 fn escrow_bytes(listing: &Pubkey, buyer: &Pubkey, x25519: [u8; 32], status: u8) -> Vec<u8> {
-    let mut d = discriminator("account", "Escrow").to_vec();
+    let mut d = discriminator("account", "SealedEscrow").to_vec();
     d.extend_from_slice(listing.as_ref());
     d.extend_from_slice(buyer.as_ref());
     d.extend_from_slice(&x25519);
+    d.extend_from_slice(&[8; 32]); // B
     d.extend_from_slice(&250_000_000u64.to_le_bytes());
     d.extend_from_slice(&1_700_000_000i64.to_le_bytes());
     d.push(status);
-    let envelope = if status == 1 {
-        "e".repeat(43)
-    } else {
-        String::new()
-    };
-    d.extend_from_slice(&(envelope.len() as u32).to_le_bytes());
-    d.extend_from_slice(envelope.as_bytes());
-    d.resize(8 + 32 * 3 + 8 * 2 + 1 + 4 + 64 + 1, 0);
+    d.extend_from_slice(&[u8::from(status == 1); 32]); // s
+    d.extend_from_slice(&0i64.to_le_bytes());
     d.push(254); // bump
+    assert_eq!(d.len(), node::escrow::ESCROW_ACCOUNT_SPACE);
     d
 }
 
@@ -106,7 +103,7 @@ fn held_deposits_are_read_from_the_programs_state_on_a_validator() {
         dir.path().to_string_lossy().into_owned(),
     ]);
     let held = runtime()
-        .block_on(held_deposits(&v.chain(), &listing))
+        .block_on(held_deposits(&v.chain(), &listing, EscrowStatus::Deposited))
         .unwrap();
     let got: Vec<(Pubkey, Pubkey, [u8; 32])> = held
         .iter()
@@ -120,27 +117,49 @@ fn held_deposits_are_read_from_the_programs_state_on_a_validator() {
     let mut got_sorted = got.clone();
     got_sorted.sort_by_key(|g| g.0);
     assert_eq!(got_sorted, want);
+    let revealed = runtime()
+        .block_on(held_deposits(&v.chain(), &listing, EscrowStatus::Revealed))
+        .unwrap();
+    assert_eq!(
+        revealed.iter().map(|h| h.account.buyer).collect::<Vec<_>>(),
+        vec![buyers[2]]
+    );
     let none = runtime()
-        .block_on(held_deposits(&v.chain(), &Pubkey::new_unique()))
+        .block_on(held_deposits(
+            &v.chain(),
+            &Pubkey::new_unique(),
+            EscrowStatus::Deposited,
+        ))
         .unwrap();
     assert!(none.is_empty());
 }
 
-/// A `Listing` account's bytes as the program writes them (131 bytes).
+/// A `SealedListing` account's bytes as the program writes them.
 fn listing_bytes(seller: &Pubkey, l: &node::market::manifest::Listing, stake: u64) -> Vec<u8> {
-    let mut d = discriminator("account", "Listing").to_vec();
+    let terms = node::market::escrow_trade::manifest_terms(l).unwrap();
+    let mut d = discriminator("account", "SealedListing").to_vec();
     d.extend_from_slice(seller.as_ref());
     d.extend_from_slice(&(l.listing_id.len() as u32).to_le_bytes());
     d.extend_from_slice(l.listing_id.as_bytes());
-    d.extend_from_slice(&hex::decode(&l.bundle_hash).unwrap());
-    d.extend_from_slice(&l.price_lamports.unwrap().to_le_bytes());
+    d.extend_from_slice(&terms.encode());
     d.extend_from_slice(&stake.to_le_bytes());
-    d.extend_from_slice(&l.expires_at.to_le_bytes());
     d.push(0); // Live
     d.extend_from_slice(&1u32.to_le_bytes()); // one open escrow
-    d.extend_from_slice(&0u32.to_le_bytes());
     d.push(253); // bump
-    assert_eq!(d.len(), 131);
+    d
+}
+
+/// The `Settings` account `escrow configure` writes.
+fn settings_bytes(min_stake: u64) -> Vec<u8> {
+    let mut d = discriminator("account", "Settings").to_vec();
+    d.extend_from_slice(Pubkey::new_unique().as_ref()); // admin
+    d.extend_from_slice(Pubkey::new_unique().as_ref()); // treasury
+    d.extend_from_slice(&100u16.to_le_bytes());
+    d.extend_from_slice(&5_000u16.to_le_bytes());
+    d.extend_from_slice(&600i64.to_le_bytes());
+    d.extend_from_slice(&60i64.to_le_bytes());
+    d.extend_from_slice(&min_stake.to_le_bytes());
+    d.push(252);
     d
 }
 
@@ -163,6 +182,8 @@ fn the_indexer_settles_an_escrow_listing_with_the_programs_deposit() {
     let seller_pk = seller.solana_keypair().pubkey();
     let id = "20261123-e5c0000000e6";
     let now = time::OffsetDateTime::now_utc().unix_timestamp();
+    let k = seller.escrow_listing_scalar(id);
+    let sealed = node::escrow::math::blob::seal(&k, b"{}").unwrap();
     let manifest = build_listing(
         &seller,
         &NewListing {
@@ -178,6 +199,12 @@ fn the_indexer_settles_an_escrow_listing_with_the_programs_deposit() {
             preview: json!({"memories_count": 1}),
             now,
             escrow_program: Some(node::escrow::PROGRAM_ID),
+            escrow_terms: Some(node::market::manifest::EscrowCommitments {
+                key_point: node::escrow::math::client::point_of(&k),
+                blob_root: sealed.root,
+                plain_len: sealed.plain_len,
+                seller_x25519: seller.x25519_public(),
+            }),
         },
     )
     .unwrap();
@@ -194,14 +221,26 @@ fn the_indexer_settles_an_escrow_listing_with_the_programs_deposit() {
     );
     account_file(
         dir.path(),
+        &node::escrow::settings_address(),
+        &program_id(),
+        &settings_bytes(1),
+    );
+    account_file(
+        dir.path(),
         &escrow_address(&account, &earlier_pk),
         &program_id(),
         &escrow_bytes(&account, &earlier_pk, [6; 32], 0),
     );
-    let v = e2e::start(&[
-        "--account-dir".into(),
-        dir.path().to_string_lossy().into_owned(),
-    ]);
+    // the program deployed as the localnet deploys it
+    let args = [
+        vec![
+            "--account-dir".into(),
+            dir.path().to_string_lossy().into_owned(),
+        ],
+        e2e::escrow_args(&Pubkey::new_unique()),
+    ]
+    .concat();
+    let v = e2e::start(&args);
     for w in [&seller, &buyer, &earlier] {
         v.fund(&w.solana_keypair().pubkey(), 1);
     }
@@ -265,10 +304,22 @@ fn the_indexer_settles_an_escrow_listing_with_the_programs_deposit() {
         rt.block_on(api.post(&path, body, Some(&token)))
     };
 
-    // the deposit, as `buy` sends it: into the program, never to the seller
+    // without B: the buyer must derive it (the indexer cannot)
     let (code, body) = settle(&buyer, json!({}));
-    assert_eq!(code, 200, "{body}");
+    assert_eq!(code, 400, "{body}");
+    assert!(body.to_string().contains("blind_point"), "{body}");
+    // the deposit, as `buy` sends it: into the program, never to the seller
     let buyer_pk = buyer.solana_keypair().pubkey();
+    let b = node::market::escrow_trade::buyer_blinding(
+        &buyer.x25519_secret(),
+        &seller.x25519_public(),
+        &account,
+        &buyer_pk,
+    )
+    .unwrap();
+    let blind = hex::encode(node::escrow::math::client::point_of(&b));
+    let (code, body) = settle(&buyer, json!({"blind_point": blind}));
+    assert_eq!(code, 200, "{body}");
     assert_eq!(
         (
             &body["price_lamports"],
@@ -307,10 +358,13 @@ fn the_indexer_settles_an_escrow_listing_with_the_programs_deposit() {
     );
 
     // refused with the reason: offers do not apply; one deposit per buyer
-    let (code, body) = settle(&buyer, json!({"offer_id": "0".repeat(43)}));
+    let (code, body) = settle(
+        &buyer,
+        json!({"offer_id": "0".repeat(43), "blind_point": blind}),
+    );
     assert_eq!(code, 409, "{body}");
     assert!(body.to_string().contains("offers do not apply"), "{body}");
-    let (code, body) = settle(&earlier, json!({}));
+    let (code, body) = settle(&earlier, json!({"blind_point": blind}));
     assert_eq!(code, 409, "{body}");
     assert!(body.to_string().contains("already deposited"), "{body}");
 }

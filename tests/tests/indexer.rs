@@ -68,6 +68,7 @@ impl Market {
                 preview: json!({"memories_count": 2}),
                 now,
                 escrow_program: None,
+                escrow_terms: None,
             },
         )
         .unwrap();
@@ -586,6 +587,7 @@ impl Scenario {
                     preview: json!({}),
                     now: time::OffsetDateTime::now_utc().unix_timestamp(),
                     escrow_program: None,
+                    escrow_terms: None,
                 },
             )
             .unwrap();
@@ -1030,6 +1032,7 @@ fn a_lying_gateway_cannot_bind_another_body_to_a_listings_item() {
                 preview: json!({"memories_count": 2}),
                 now: time::OffsetDateTime::now_utc().unix_timestamp(),
                 escrow_program: None,
+                escrow_terms: None,
             },
         )
         .unwrap();

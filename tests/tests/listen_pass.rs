@@ -38,6 +38,7 @@ fn one_pass_releases_each_valid_buy_once() {
             verified: 5,
             rejected: 1,
             released: 5,
+            claimed: 0,
             deferred: 0,
             failed: 0,
             discovery_error: None,

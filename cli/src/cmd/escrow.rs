@@ -1,13 +1,13 @@
 //! `brainctl escrow show|configure`: the escrow program's operator view
-//! and its one-time `initialize_config` (the work is
+//! and its one-time `init_settings` (the work is
 //! `node::market::escrow_admin`'s; this maps flags and errors).
 
 use crate::args::{EscrowCmd, EscrowConfigArgs};
 use crate::context::Context;
 use crate::failure::{CliResult, Failure};
-use node::escrow::{self, NewConfig};
+use node::escrow::{self, NewSettings};
 use node::market::escrow_admin::{configure, ConfigureError, Configured};
-use node::market::escrow_trade::{read_config, EscrowPlanError, EscrowReadError};
+use node::market::escrow_trade::{read_settings, EscrowPlanError, EscrowReadError};
 use serde_json::json;
 
 pub fn run(cmd: EscrowCmd, ctx: &Context) -> CliResult<u8> {
@@ -20,10 +20,10 @@ pub fn run(cmd: EscrowCmd, ctx: &Context) -> CliResult<u8> {
 fn show(ctx: &Context) -> CliResult<u8> {
     let chain = ctx.chain()?;
     let program = escrow::PROGRAM_ID;
-    let (deployed, config) = match ctx.block_on(read_config(&chain)) {
+    let (deployed, config) = match ctx.block_on(read_settings(&chain)) {
         Ok(c) => (true, Some(c)),
         Err(EscrowReadError::Plan(EscrowPlanError::NotDeployed)) => (false, None),
-        Err(EscrowReadError::Plan(EscrowPlanError::NoConfig)) => (true, None),
+        Err(EscrowReadError::Plan(EscrowPlanError::NoSettings)) => (true, None),
         Err(e) => return Err(e.into()),
     };
     let cfg = config.as_ref().map(|c| {
@@ -33,6 +33,7 @@ fn show(ctx: &Context) -> CliResult<u8> {
             "fee_bps": c.fee_bps,
             "slash_bps": c.slash_bps,
             "release_window_secs": c.release_window_secs,
+            "dispute_window_secs": c.dispute_window_secs,
             "min_stake_lamports": c.min_stake,
         })
     });
@@ -43,8 +44,8 @@ fn show(ctx: &Context) -> CliResult<u8> {
             "escrow program {program}: deployed, not configured (its upgrade authority runs `brainctl escrow configure`)"
         ),
         (Some(c), true) => format!(
-            "escrow program {program}: deployed and configured\n  admin                {}\n  treasury             {}\n  fee                  {} bps\n  slash                {} bps of the stake per refunded buyer\n  release window       {} s\n  minimum stake        {} lamports",
-            c.admin, c.treasury, c.fee_bps, c.slash_bps, c.release_window_secs, c.min_stake
+            "escrow program {program}: deployed and configured (sealed escrow)\n  admin                {}\n  treasury             {}\n  fee                  {} bps, on each claim\n  slash                {} bps of the stake per missed reveal or proven fraud\n  release window       {} s (the seller reveals the key)\n  dispute window       {} s (the buyer may prove a misdelivery)\n  minimum stake        {} lamports, at every deposit",
+            c.admin, c.treasury, c.fee_bps, c.slash_bps, c.release_window_secs, c.dispute_window_secs, c.min_stake
         ),
     });
     Ok(0)
@@ -57,11 +58,12 @@ fn configure_cmd(a: EscrowConfigArgs, ctx: &Context) -> CliResult<u8> {
             a.treasury
         ))
     })?;
-    let config = NewConfig {
+    let config = NewSettings {
         treasury,
         fee_bps: a.fee_bps,
         slash_bps: a.slash_bps,
         release_window_secs: a.release_window_secs,
+        dispute_window_secs: a.dispute_window_secs,
         min_stake: a.min_stake,
     };
     let wallet = ctx.wallet()?;

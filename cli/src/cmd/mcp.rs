@@ -882,9 +882,9 @@ impl BrainctlServer {
         .await
     }
 
-    /// Buyer: takes an unreleased escrow deposit back.
+    /// Buyer: closes its escrow and takes back what it holds.
     #[tool(
-        description = "Buyer: refund your escrow deposit on a listing the seller never released (manifest_id = the listing's), once the program's release window has passed; the seller's stake is slashed. Returns the refund transaction."
+        description = "Buyer: close your escrow on a listing (manifest_id = the listing's) and take back what it holds: the deposit and a share of the seller's stake when the seller never revealed the key inside the release window, the whole deposit when the seller declined it, the rent once the seller was paid. Returns the refund transaction."
     )]
     async fn market_refund(
         &self,
@@ -892,6 +892,23 @@ impl BrainctlServer {
     ) -> Result<CallToolResult, McpError> {
         self.market(move |s| {
             Ok(MarketCmd::Refund(crate::args::RefundArgs {
+                listing: a.manifest_id,
+                storage: s.storage.clone(),
+            }))
+        })
+        .await
+    }
+
+    /// Buyer: proves a misdelivery.
+    #[tool(
+        description = "Buyer: prove that the key the seller revealed does not open the committed blob to the committed bundle (manifest_id = the listing's), inside the dispute window. The escrow program decides alone: the deposit comes back with a share of the seller's stake. market_buy names the lying chunk when it finds one."
+    )]
+    async fn market_dispute(
+        &self,
+        Parameters(a): Parameters<BuyArgs>,
+    ) -> Result<CallToolResult, McpError> {
+        self.market(move |s| {
+            Ok(MarketCmd::Dispute(crate::args::RefundArgs {
                 listing: a.manifest_id,
                 storage: s.storage.clone(),
             }))

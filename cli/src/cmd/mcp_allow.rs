@@ -43,6 +43,7 @@ pub const GROUPS: &[(&str, &[&str])] = &[
             "market_cancel",
             "market_withdraw",
             "market_refund",
+            "market_dispute",
         ],
     ),
 ];

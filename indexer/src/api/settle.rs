@@ -32,6 +32,10 @@ pub(super) struct SettleBody {
     buyer_x25519_pubkey: String,
     #[serde(default)]
     offer_id: Option<String>,
+    /// An escrow listing's deposit binds the buyer's blinding point
+    /// B = b·G (64 hex), which only the buyer can derive.
+    #[serde(default)]
+    blind_point: Option<String>,
     #[serde(default)]
     cluster: Option<String>,
     #[serde(default)]
@@ -101,8 +105,14 @@ pub(super) async fn settle(
             .map_err(|e| ApiError::conflict(format!("the listing's manifest: {e}")))?;
         let x25519 = node::crypto::b58_array::<32>(&b.buyer_x25519_pubkey)
             .ok_or_else(|| ApiError::bad("`buyer_x25519_pubkey` is not a base58 32-byte key"))?;
+        let blind: [u8; 32] = b
+            .blind_point
+            .as_deref()
+            .and_then(|h| hex::decode(h).ok())
+            .and_then(|v| v.try_into().ok())
+            .ok_or_else(|| ApiError::bad("an escrow listing's deposit binds your blinding point B = b·G: send `blind_point` (64 hex; docs/escrow-protocol.md says how to derive it, or buy with `brainctl marketplace buy`)"))?;
         let chain = source.chain();
-        let ixs = deposit_plan(chain, &buyer, &x25519, &listing, &st.registry, now)
+        let ixs = deposit_plan(chain, &buyer, &x25519, &blind, &listing, &st.registry, now)
             .await
             .map_err(|e| match e {
                 EscrowReadError::Plan(p) => ApiError::conflict(p.to_string()),

@@ -1,7 +1,7 @@
-//! The escrow family: the escrow program's events (deposit, release,
-//! refund, slash) as they appear in a successful transaction's logs, the
-//! deposits they describe, and the buy a refund or slash settles. Never
-//! reads memos.
+//! The escrow family: the sealed escrow's events (deposit, reveal,
+//! decline, claim, refund, proven fraud) as the program emitted them in a
+//! successful transaction's logs, the deposits they describe, and the buy
+//! a refund or a fraud proof settles. Never reads memos.
 
 use super::settlement::{Settlement, SettlementStatus};
 use super::{At, State};
@@ -19,17 +19,21 @@ pub struct EscrowState {
     pub buyer: String,
     /// Lamports deposited.
     pub amount: u64,
-    /// deposited | released | refunded.
+    /// deposited | revealed | declined | claimed | refunded | disputed.
     pub status: &'static str,
-    /// Envelope named on release.
-    pub envelope_id: Option<String>,
-    /// Paid to the seller and to the treasury on release.
+    /// Paid to the seller and to the treasury on claim.
     pub paid: Option<(u64, u64)>,
     /// Deposit transaction.
     pub deposited: At,
-    /// Release or refund transaction.
+    /// Reveal transaction (the key reached the buyer).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub revealed: Option<At>,
+    /// Claim, refund or dispute transaction.
     pub settled: Option<At>,
-    /// Stake paid to the refunded buyer, once slashed.
+    /// The chunk a proven fraud named.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub fraud_chunk: Option<u32>,
+    /// Stake paid to the buyer (missed reveal or proven fraud).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub slashed: Option<u64>,
 }
@@ -50,53 +54,77 @@ impl State {
                         buyer: buyer.to_string(),
                         amount,
                         status: "deposited",
-                        envelope_id: None,
                         paid: None,
                         deposited: At::of(r),
+                        revealed: None,
                         settled: None,
+                        fraud_chunk: None,
                         slashed: None,
                     },
                 );
             }
-            EscrowEvent::Released {
+            EscrowEvent::Revealed { escrow } => {
+                if let Some(e) = self.escrows.get_mut(&escrow.to_string()) {
+                    e.status = "revealed";
+                    e.revealed = Some(At::of(r));
+                }
+            }
+            EscrowEvent::Declined { escrow } => {
+                if let Some(e) = self.escrows.get_mut(&escrow.to_string()) {
+                    e.status = "declined";
+                }
+            }
+            EscrowEvent::Claimed {
                 escrow,
-                envelope_id,
                 to_seller,
                 fee,
             } => {
                 if let Some(e) = self.escrows.get_mut(&escrow.to_string()) {
-                    e.status = "released";
-                    e.envelope_id = Some(envelope_id);
+                    e.status = "claimed";
                     e.paid = Some((to_seller, fee));
                     e.settled = Some(At::of(r));
                 }
             }
-            EscrowEvent::Refunded { escrow, .. } => {
-                if let Some(e) = self.escrows.get_mut(&escrow.to_string()) {
-                    e.status = "refunded";
-                    e.settled = Some(At::of(r));
-                }
-                if let Some(s) = self.escrow_settlement(&escrow.to_string()) {
-                    s.status = SettlementStatus::Refunded {
-                        at: At::of(r),
-                        slashed_lamports: 0,
-                    };
+            EscrowEvent::Refunded {
+                escrow,
+                amount,
+                slashed,
+            } => {
+                // closing a claimed escrow returns its rent only
+                if amount > 0 {
+                    self.escrow_refunded(&escrow.to_string(), r, slashed, "refunded", None);
                 }
             }
-            EscrowEvent::Slashed { escrow, amount } => {
-                if let Some(e) = self.escrows.get_mut(&escrow.to_string()) {
-                    e.slashed = Some(amount);
-                }
-                if let Some(s) = self.escrow_settlement(&escrow.to_string()) {
-                    if let SettlementStatus::Refunded {
-                        slashed_lamports, ..
-                    } = &mut s.status
-                    {
-                        *slashed_lamports = amount;
-                    }
-                }
-            }
+            EscrowEvent::FraudProven {
+                escrow,
+                index,
+                slashed,
+                ..
+            } => self.escrow_refunded(&escrow.to_string(), r, slashed, "disputed", Some(index)),
             EscrowEvent::Other(_) => {}
+        }
+    }
+
+    /// A deposit returned to its buyer (with `slashed` of the stake).
+    fn escrow_refunded(
+        &mut self,
+        escrow: &str,
+        r: &TxRecord,
+        slashed: u64,
+        status: &'static str,
+        fraud_chunk: Option<u32>,
+    ) {
+        if let Some(e) = self.escrows.get_mut(escrow) {
+            e.status = status;
+            e.settled = Some(At::of(r));
+            e.slashed = (slashed > 0).then_some(slashed);
+            e.fraud_chunk = fraud_chunk;
+        }
+        if let Some(s) = self.escrow_settlement(escrow) {
+            s.status = SettlementStatus::Refunded {
+                at: At::of(r),
+                slashed_lamports: slashed,
+            };
         }
     }
 

@@ -1,7 +1,8 @@
 //! The escrow program's accounts, decoded strictly (owner, Anchor account
-//! discriminator, Borsh layout of `programs/escrow/src/state.rs`): what the
-//! buyer checks before depositing and the seller before releasing. Hostile
-//! or truncated data is an [`AccountError`], never a panic.
+//! discriminator, Borsh layout of `programs/escrow/src/sealed/state.rs`):
+//! what the buyer checks before depositing and the seller before
+//! revealing. Hostile or truncated data is an [`AccountError`], never a
+//! panic.
 
 use super::{discriminator, program_id};
 use crate::chain::anchor::{ReadError, Reader};
@@ -29,21 +30,70 @@ pub enum AccountError {
     BadStatus(&'static str),
 }
 
-/// `Config`: fee, treasury, window, minimum stake.
+/// `Settings`: fee, treasury, windows, stake floor.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ConfigAccount {
+pub struct SettingsAccount {
     /// Who initialized it.
     pub admin: Pubkey,
-    /// Where release fees go.
+    /// Where claim fees go.
     pub treasury: Pubkey,
-    /// Release fee, basis points.
+    /// Claim fee, basis points.
     pub fee_bps: u16,
-    /// Share of the stake a slash pays.
+    /// Share of the stake a missed reveal or a proven fraud pays.
     pub slash_bps: u16,
-    /// Seconds after a deposit before a refund.
+    /// Seconds after a deposit in which the seller may reveal.
     pub release_window_secs: i64,
-    /// Smallest stake.
+    /// Seconds after a reveal in which the buyer may prove fraud.
+    pub dispute_window_secs: i64,
+    /// Stake floor at every deposit.
     pub min_stake: u64,
+}
+
+/// What a sealed listing commits to (the program's `SealedTerms`); a
+/// deposit repeats it exactly.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Terms {
+    /// Price each buyer deposits.
+    pub price_lamports: u64,
+    /// K = k·G.
+    pub key_point: [u8; 32],
+    /// Root over the escrow blob's chunk leaves.
+    pub blob_root: [u8; 32],
+    /// Plaintext length.
+    pub plain_len: u64,
+    /// SHA-256 of the plaintext bundle.
+    pub bundle_hash: [u8; 32],
+    /// The seller's X25519 key.
+    pub seller_x25519: [u8; 32],
+    /// Unix seconds after which no deposit is taken.
+    pub expires_at: i64,
+}
+
+impl Terms {
+    /// Borsh bytes, as the program reads them.
+    pub fn encode(&self) -> Vec<u8> {
+        let mut out = Vec::with_capacity(8 * 3 + 32 * 4);
+        out.extend_from_slice(&self.price_lamports.to_le_bytes());
+        out.extend_from_slice(&self.key_point);
+        out.extend_from_slice(&self.blob_root);
+        out.extend_from_slice(&self.plain_len.to_le_bytes());
+        out.extend_from_slice(&self.bundle_hash);
+        out.extend_from_slice(&self.seller_x25519);
+        out.extend_from_slice(&self.expires_at.to_le_bytes());
+        out
+    }
+
+    fn read(r: &mut Reader<'_>) -> Result<Terms, ReadError> {
+        Ok(Terms {
+            price_lamports: r.u64()?,
+            key_point: array32(r)?,
+            blob_root: array32(r)?,
+            plain_len: r.u64()?,
+            bundle_hash: array32(r)?,
+            seller_x25519: array32(r)?,
+            expires_at: i64_of(r)?,
+        })
+    }
 }
 
 /// A listing's lifecycle on chain.
@@ -51,67 +101,66 @@ pub struct ConfigAccount {
 pub enum ListingStatus {
     /// Taking deposits.
     Live,
-    /// Cancelled by the seller.
-    Cancelled,
+    /// Retired by the seller (stake returned; the id is used for good).
+    Retired,
+    /// A fraud proof held against it: no more deposits.
+    Convicted,
 }
 
-/// `Listing`: the seller's terms and stake.
+/// `SealedListing`: the seller's committed terms and stake.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ListingAccount {
-    /// Seller, paid on release.
+    /// Seller.
     pub seller: Pubkey,
     /// Listing id.
     pub listing_id: String,
-    /// Committed bundle hash.
-    pub bundle_hash: [u8; 32],
-    /// Price each buyer deposits.
-    pub price_lamports: u64,
+    /// The committed terms.
+    pub terms: Terms,
     /// Stake held.
     pub stake: u64,
-    /// No deposits from this unix second on.
-    pub expires_at: i64,
     /// Lifecycle.
     pub status: ListingStatus,
-    /// Deposits neither released nor refunded.
+    /// Escrows deposited or revealed, not yet settled.
     pub open_escrows: u32,
-    /// Refunds not yet slashed.
-    pub unslashed_refunds: u32,
 }
 
 /// An escrow's lifecycle on chain.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum EscrowStatus {
-    /// The price is held.
+    /// The price is held; the seller may reveal inside the window.
     Deposited,
-    /// Paid to the seller.
-    Released,
-    /// Returned to the buyer.
-    Refunded,
+    /// The seller revealed; the price waits out the dispute window.
+    Revealed,
+    /// Declined by the seller: the buyer takes it all back.
+    Declined,
+    /// The seller was paid; the buyer may close it for the rent.
+    Claimed,
 }
 
-/// `Escrow`: one buyer's deposit on one listing.
+/// `SealedEscrow`: one buyer's deposit.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct EscrowAccount {
     /// Listing account.
     pub listing: Pubkey,
     /// Buyer.
     pub buyer: Pubkey,
-    /// Buyer's X25519 key (the envelope is sealed to it).
+    /// Buyer's X25519 key.
     pub buyer_x25519: [u8; 32],
+    /// B = b·G.
+    pub blind_point: [u8; 32],
     /// Lamports held.
     pub amount: u64,
     /// Unix seconds of the deposit.
     pub deposited_at: i64,
     /// Lifecycle.
     pub status: EscrowStatus,
-    /// Envelope id named on release.
-    pub envelope_id: String,
-    /// Whether a slash was paid for this refund.
-    pub slashed: bool,
+    /// s, once revealed.
+    pub revealed: [u8; 32],
+    /// Unix seconds of the reveal.
+    pub revealed_at: i64,
 }
 
-/// Checks owner and discriminator; returns a reader over the body.
 fn body<'a>(
     kind: &'static str,
     owner: &Pubkey,
@@ -142,18 +191,19 @@ fn array32(r: &mut Reader<'_>) -> Result<[u8; 32], ReadError> {
     Ok(r.take(32)?.try_into().expect("32"))
 }
 
-impl ConfigAccount {
-    /// Decodes a `Config` account owned by `owner`.
-    pub fn decode(owner: &Pubkey, data: &[u8]) -> Result<ConfigAccount, AccountError> {
-        const KIND: &str = "Config";
+impl SettingsAccount {
+    /// Decodes a `Settings` account owned by `owner`.
+    pub fn decode(owner: &Pubkey, data: &[u8]) -> Result<SettingsAccount, AccountError> {
+        const KIND: &str = "Settings";
         let mut r = body(KIND, owner, data)?;
-        let read = |r: &mut Reader<'_>| -> Result<ConfigAccount, ReadError> {
-            Ok(ConfigAccount {
+        let read = |r: &mut Reader<'_>| -> Result<SettingsAccount, ReadError> {
+            Ok(SettingsAccount {
                 admin: r.key()?,
                 treasury: r.key()?,
                 fee_bps: u16_of(r)?,
                 slash_bps: u16_of(r)?,
                 release_window_secs: i64_of(r)?,
+                dispute_window_secs: i64_of(r)?,
                 min_stake: r.u64()?,
             })
         };
@@ -162,31 +212,32 @@ impl ConfigAccount {
 }
 
 impl ListingAccount {
-    /// Decodes a `Listing` account owned by `owner`.
+    /// Decodes a `SealedListing` account owned by `owner`.
     pub fn decode(owner: &Pubkey, data: &[u8]) -> Result<ListingAccount, AccountError> {
-        const KIND: &str = "Listing";
+        const KIND: &str = "SealedListing";
         let mut r = body(KIND, owner, data)?;
         let read = |r: &mut Reader<'_>| -> Result<(ListingAccount, u8), ReadError> {
-            let mut l = ListingAccount {
-                seller: r.key()?,
-                listing_id: r.string(21)?,
-                bundle_hash: array32(r)?,
-                price_lamports: r.u64()?,
-                stake: r.u64()?,
-                expires_at: i64_of(r)?,
-                status: ListingStatus::Live,
-                open_escrows: 0,
-                unslashed_refunds: 0,
-            };
+            let seller = r.key()?;
+            let listing_id = r.string(21)?;
+            let terms = Terms::read(r)?;
+            let stake = r.u64()?;
             let tag = r.u8()?;
-            l.open_escrows = r.u32()?;
-            l.unslashed_refunds = r.u32()?;
+            let open_escrows = r.u32()?;
+            let l = ListingAccount {
+                seller,
+                listing_id,
+                terms,
+                stake,
+                status: ListingStatus::Live,
+                open_escrows,
+            };
             Ok((l, tag))
         };
         let (mut l, tag) = read(&mut r).map_err(layout(KIND))?;
         l.status = match tag {
             0 => ListingStatus::Live,
-            1 => ListingStatus::Cancelled,
+            1 => ListingStatus::Retired,
+            2 => ListingStatus::Convicted,
             _ => return Err(AccountError::BadStatus(KIND)),
         };
         Ok(l)
@@ -194,88 +245,57 @@ impl ListingAccount {
 }
 
 impl EscrowAccount {
-    /// Decodes an `Escrow` account owned by `owner`.
+    /// Decodes a `SealedEscrow` account owned by `owner`.
     pub fn decode(owner: &Pubkey, data: &[u8]) -> Result<EscrowAccount, AccountError> {
-        const KIND: &str = "Escrow";
+        const KIND: &str = "SealedEscrow";
         let mut r = body(KIND, owner, data)?;
-        let read = |r: &mut Reader<'_>| -> Result<(EscrowAccount, u8, u8), ReadError> {
-            let mut e = EscrowAccount {
-                listing: r.key()?,
-                buyer: r.key()?,
-                buyer_x25519: array32(r)?,
-                amount: r.u64()?,
-                deposited_at: i64_of(r)?,
-                status: EscrowStatus::Deposited,
-                envelope_id: String::new(),
-                slashed: false,
-            };
+        let read = |r: &mut Reader<'_>| -> Result<(EscrowAccount, u8), ReadError> {
+            let listing = r.key()?;
+            let buyer = r.key()?;
+            let buyer_x25519 = array32(r)?;
+            let blind_point = array32(r)?;
+            let amount = r.u64()?;
+            let deposited_at = i64_of(r)?;
             let tag = r.u8()?;
-            e.envelope_id = r.string(64)?;
-            let slashed = r.u8()?;
-            Ok((e, tag, slashed))
+            let revealed = array32(r)?;
+            let revealed_at = i64_of(r)?;
+            let e = EscrowAccount {
+                listing,
+                buyer,
+                buyer_x25519,
+                blind_point,
+                amount,
+                deposited_at,
+                status: EscrowStatus::Deposited,
+                revealed,
+                revealed_at,
+            };
+            Ok((e, tag))
         };
-        let (mut e, tag, slashed) = read(&mut r).map_err(layout(KIND))?;
+        let (mut e, tag) = read(&mut r).map_err(layout(KIND))?;
         e.status = match tag {
             0 => EscrowStatus::Deposited,
-            1 => EscrowStatus::Released,
-            2 => EscrowStatus::Refunded,
-            _ => return Err(AccountError::BadStatus(KIND)),
-        };
-        e.slashed = match slashed {
-            0 => false,
-            1 => true,
+            1 => EscrowStatus::Revealed,
+            2 => EscrowStatus::Declined,
+            3 => EscrowStatus::Claimed,
             _ => return Err(AccountError::BadStatus(KIND)),
         };
         Ok(e)
     }
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
+/// Byte offset of `SealedEscrow.listing` (after the discriminator).
+pub const ESCROW_LISTING_OFFSET: usize = 8;
+/// Byte offset of `SealedEscrow.status`: listing, buyer, X25519 key, B (32
+/// each), amount, deposited_at (8 each).
+pub const ESCROW_STATUS_OFFSET: usize = 8 + 32 * 4 + 8 * 2;
 
-    fn escrow_bytes(tag: u8) -> Vec<u8> {
-        let mut b = discriminator("account", "Escrow").to_vec();
-        b.extend_from_slice(&[1; 32]);
-        b.extend_from_slice(&[2; 32]);
-        b.extend_from_slice(&[3; 32]);
-        b.extend_from_slice(&7u64.to_le_bytes());
-        b.extend_from_slice(&9i64.to_le_bytes());
-        b.push(tag);
-        b.extend_from_slice(&3u32.to_le_bytes());
-        b.extend_from_slice(b"env");
-        b.push(0);
-        b.push(254); // bump
-        b
-    }
-
-    #[test]
-    fn escrow_account_reads_and_hostile_bytes_are_typed_errors() {
-        let e = EscrowAccount::decode(&program_id(), &escrow_bytes(1)).unwrap();
-        assert_eq!(
-            (e.amount, e.deposited_at, e.status, e.envelope_id.as_str()),
-            (7, 9, EscrowStatus::Released, "env")
-        );
-        let other = Pubkey::new_unique();
-        assert_eq!(
-            EscrowAccount::decode(&other, &escrow_bytes(1)),
-            Err(AccountError::WrongOwner(other))
-        );
-        assert_eq!(
-            EscrowAccount::decode(&program_id(), &escrow_bytes(3)),
-            Err(AccountError::BadStatus("Escrow"))
-        );
-        assert_eq!(
-            ListingAccount::decode(&program_id(), &escrow_bytes(0)),
-            Err(AccountError::WrongType("Listing")),
-            "an escrow is not a listing"
-        );
-        let bytes = escrow_bytes(0);
-        for cut in 0..bytes.len() - 1 {
-            assert!(
-                EscrowAccount::decode(&program_id(), &bytes[..cut]).is_err(),
-                "truncated at {cut}"
-            );
-        }
+/// The Borsh tag of `status`.
+pub fn status_tag(s: EscrowStatus) -> u8 {
+    match s {
+        EscrowStatus::Deposited => 0,
+        EscrowStatus::Revealed => 1,
+        EscrowStatus::Declined => 2,
+        EscrowStatus::Claimed => 3,
     }
 }

@@ -1,24 +1,30 @@
 //! Instruction builders of the escrow program: Anchor discriminator +
-//! Borsh arguments, account metas in the IDL's order.
+//! Borsh arguments, account metas in the order of each `Accounts` struct
+//! of `programs/escrow/src/sealed/`.
 
 use super::{
-    config_address, discriminator, escrow_address, listing_address, program_data_address,
-    program_id, SYSTEM,
+    escrow_address, listing_address, program_data_address, program_id, settings_address, Terms,
+    SYSTEM,
 };
 use solana_sdk::instruction::{AccountMeta, Instruction};
 use solana_sdk::pubkey::Pubkey;
 
 /// Borsh encoding of the argument types the program uses.
-#[derive(Default)]
 struct Args(Vec<u8>);
 
 impl Args {
     fn new(ix: &str) -> Args {
-        Args(discriminator("global", ix).to_vec())
+        Args(super::discriminator("global", ix).to_vec())
     }
     fn bytes(mut self, b: &[u8]) -> Args {
         self.0.extend_from_slice(b);
         self
+    }
+    fn u16(self, v: u16) -> Args {
+        self.bytes(&v.to_le_bytes())
+    }
+    fn u32(self, v: u32) -> Args {
+        self.bytes(&v.to_le_bytes())
     }
     fn u64(self, v: u64) -> Args {
         self.bytes(&v.to_le_bytes())
@@ -28,9 +34,6 @@ impl Args {
     }
     fn string(self, s: &str) -> Args {
         self.u32(s.len() as u32).bytes(s.as_bytes())
-    }
-    fn u32(self, v: u32) -> Args {
-        self.bytes(&v.to_le_bytes())
     }
 }
 
@@ -44,30 +47,33 @@ fn ix(data: Args, accounts: Vec<AccountMeta>) -> Instruction {
 
 /// The program's settings, chosen once by its upgrade authority.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct NewConfig {
-    /// Where release fees go.
+pub struct NewSettings {
+    /// Where claim fees go (a system account).
     pub treasury: Pubkey,
-    /// Release fee, basis points (≤ 1000).
+    /// Claim fee, basis points (≤ 1000).
     pub fee_bps: u16,
-    /// Share of the stake a slash pays, basis points.
+    /// Share of the stake a missed reveal or proven fraud pays (1..10,000).
     pub slash_bps: u16,
-    /// Seconds after a deposit before the buyer may take a refund.
+    /// Seconds after a deposit in which the seller may reveal (120 s..30 days).
     pub release_window_secs: i64,
-    /// Smallest stake a listing needs.
+    /// Seconds after a reveal in which the buyer may prove fraud (10 s..30 days).
+    pub dispute_window_secs: i64,
+    /// Stake floor at every deposit (> 0).
     pub min_stake: u64,
 }
 
-/// `initialize_config` by `admin`, who must be the upgrade authority.
-pub fn initialize_config(admin: &Pubkey, c: &NewConfig) -> Instruction {
+/// `init_settings` by `admin`, who must be the upgrade authority.
+pub fn init_settings(admin: &Pubkey, c: &NewSettings) -> Instruction {
     ix(
-        Args::new("initialize_config")
-            .bytes(c.treasury.as_ref())
-            .bytes(&c.fee_bps.to_le_bytes())
-            .bytes(&c.slash_bps.to_le_bytes())
+        Args::new("init_settings")
+            .u16(c.fee_bps)
+            .u16(c.slash_bps)
             .i64(c.release_window_secs)
+            .i64(c.dispute_window_secs)
             .u64(c.min_stake),
         vec![
-            AccountMeta::new(config_address(), false),
+            AccountMeta::new(settings_address(), false),
+            AccountMeta::new_readonly(c.treasury, false),
             AccountMeta::new(*admin, true),
             AccountMeta::new_readonly(program_data_address(), false),
             AccountMeta::new_readonly(SYSTEM, false),
@@ -75,44 +81,38 @@ pub fn initialize_config(admin: &Pubkey, c: &NewConfig) -> Instruction {
     )
 }
 
-/// What a seller lists.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct EscrowListing<'a> {
-    /// `YYYYMMDD-<12 hex>`.
-    pub listing_id: &'a str,
-    /// SHA-256 of the canonical bundle.
-    pub bundle_hash: [u8; 32],
-    /// Price each buyer deposits.
-    pub price_lamports: u64,
-    /// Stake the seller puts up.
-    pub stake: u64,
-    /// Unix seconds after which no deposit is taken.
-    pub expires_at: i64,
-}
-
-/// `create_listing` by `seller`.
-pub fn create_listing(seller: &Pubkey, l: &EscrowListing<'_>) -> Instruction {
+/// `list_sealed` by `seller`.
+pub fn list_sealed(seller: &Pubkey, listing_id: &str, terms: &Terms, stake: u64) -> Instruction {
     ix(
-        Args::new("create_listing")
-            .string(l.listing_id)
-            .bytes(&l.bundle_hash)
-            .u64(l.price_lamports)
-            .u64(l.stake)
-            .i64(l.expires_at),
+        Args::new("list_sealed")
+            .string(listing_id)
+            .bytes(&terms.encode())
+            .u64(stake),
         vec![
-            AccountMeta::new_readonly(config_address(), false),
-            AccountMeta::new(listing_address(seller, l.listing_id), false),
+            AccountMeta::new_readonly(settings_address(), false),
+            AccountMeta::new(listing_address(seller, listing_id), false),
             AccountMeta::new(*seller, true),
             AccountMeta::new_readonly(SYSTEM, false),
         ],
     )
 }
 
-/// `deposit` by `buyer` into `listing` (the listing account), sealing to `buyer_x25519`.
-pub fn deposit(listing: &Pubkey, buyer: &Pubkey, buyer_x25519: &[u8; 32]) -> Instruction {
+/// `deposit_sealed` by `buyer` into `listing` (the listing account),
+/// repeating `terms` and binding `blind_point`.
+pub fn deposit(
+    listing: &Pubkey,
+    buyer: &Pubkey,
+    terms: &Terms,
+    blind_point: &[u8; 32],
+    buyer_x25519: &[u8; 32],
+) -> Instruction {
     ix(
-        Args::new("deposit").bytes(buyer_x25519),
+        Args::new("deposit_sealed")
+            .bytes(&terms.encode())
+            .bytes(blind_point)
+            .bytes(buyer_x25519),
         vec![
+            AccountMeta::new_readonly(settings_address(), false),
             AccountMeta::new(*listing, false),
             AccountMeta::new(escrow_address(listing, buyer), false),
             AccountMeta::new(*buyer, true),
@@ -121,34 +121,52 @@ pub fn deposit(listing: &Pubkey, buyer: &Pubkey, buyer_x25519: &[u8; 32]) -> Ins
     )
 }
 
-/// `release` by `seller` of `buyer`'s escrow on `listing`, naming the
-/// envelope and committing to `bundle_hash`; the fee goes to `treasury`.
-pub fn release(
-    listing: &Pubkey,
-    buyer: &Pubkey,
-    seller: &Pubkey,
-    treasury: &Pubkey,
-    envelope_id: &str,
-    bundle_hash: &[u8; 32],
-) -> Instruction {
+/// `reveal` of `s` by `seller` on `buyer`'s escrow.
+pub fn reveal(listing: &Pubkey, buyer: &Pubkey, seller: &Pubkey, s: &[u8; 32]) -> Instruction {
     ix(
-        Args::new("release").string(envelope_id).bytes(bundle_hash),
+        Args::new("reveal").bytes(s),
         vec![
-            AccountMeta::new_readonly(config_address(), false),
+            AccountMeta::new_readonly(settings_address(), false),
+            AccountMeta::new_readonly(*listing, false),
+            AccountMeta::new(escrow_address(listing, buyer), false),
+            AccountMeta::new_readonly(*seller, true),
+        ],
+    )
+}
+
+/// `decline` by `seller` of `buyer`'s deposit.
+pub fn decline(listing: &Pubkey, buyer: &Pubkey, seller: &Pubkey) -> Instruction {
+    ix(
+        Args::new("decline"),
+        vec![
+            AccountMeta::new_readonly(settings_address(), false),
             AccountMeta::new(*listing, false),
             AccountMeta::new(escrow_address(listing, buyer), false),
-            AccountMeta::new(*seller, true),
+            AccountMeta::new_readonly(*seller, true),
+        ],
+    )
+}
+
+/// `claim` of `buyer`'s revealed escrow (anyone may send it).
+pub fn claim(listing: &Pubkey, buyer: &Pubkey, seller: &Pubkey, treasury: &Pubkey) -> Instruction {
+    ix(
+        Args::new("claim"),
+        vec![
+            AccountMeta::new_readonly(settings_address(), false),
+            AccountMeta::new(*listing, false),
+            AccountMeta::new(escrow_address(listing, buyer), false),
+            AccountMeta::new(*seller, false),
             AccountMeta::new(*treasury, false),
         ],
     )
 }
 
-/// `refund` by `buyer` after the release window.
+/// `refund_sealed` by `buyer`: closes its escrow and takes what it holds.
 pub fn refund(listing: &Pubkey, buyer: &Pubkey) -> Instruction {
     ix(
-        Args::new("refund"),
+        Args::new("refund_sealed"),
         vec![
-            AccountMeta::new_readonly(config_address(), false),
+            AccountMeta::new_readonly(settings_address(), false),
             AccountMeta::new(*listing, false),
             AccountMeta::new(escrow_address(listing, buyer), false),
             AccountMeta::new(*buyer, true),
@@ -156,110 +174,51 @@ pub fn refund(listing: &Pubkey, buyer: &Pubkey) -> Instruction {
     )
 }
 
-/// `slash` by anyone (`caller` signs) of `buyer`'s refunded escrow on
-/// `listing`: the configured share of the remaining stake to the buyer.
-pub fn slash(listing: &Pubkey, buyer: &Pubkey, caller: &Pubkey) -> Instruction {
+/// A fraud proof's arguments (the program's `FraudProof`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FraudProof {
+    /// The listing's scalar k.
+    pub k: [u8; 32],
+    /// The lying chunk.
+    pub index: u32,
+    /// Its committed ciphertext.
+    pub cipher: Vec<u8>,
+    /// Its committed plaintext hash.
+    pub plain_hash: [u8; 32],
+    /// Its Merkle path.
+    pub path: Vec<[u8; 32]>,
+}
+
+/// `dispute` by `buyer` with `proof`.
+pub fn dispute(listing: &Pubkey, buyer: &Pubkey, proof: &FraudProof) -> Instruction {
+    let mut args = Args::new("dispute")
+        .bytes(&proof.k)
+        .u32(proof.index)
+        .u32(proof.cipher.len() as u32)
+        .bytes(&proof.cipher)
+        .bytes(&proof.plain_hash)
+        .u32(proof.path.len() as u32);
+    for node in &proof.path {
+        args = args.bytes(node);
+    }
     ix(
-        Args::new("slash"),
+        args,
         vec![
-            AccountMeta::new_readonly(config_address(), false),
+            AccountMeta::new_readonly(settings_address(), false),
             AccountMeta::new(*listing, false),
             AccountMeta::new(escrow_address(listing, buyer), false),
-            AccountMeta::new(*buyer, false),
-            AccountMeta::new_readonly(*caller, true),
+            AccountMeta::new(*buyer, true),
         ],
     )
 }
 
-/// `cancel_listing` by `seller` (no open escrows, no unslashed refunds):
-/// the listing account closes to the seller with its stake.
-pub fn cancel_listing(seller: &Pubkey, listing_id: &str) -> Instruction {
+/// `retire_sealed` by `seller`.
+pub fn retire(seller: &Pubkey, listing_id: &str) -> Instruction {
     ix(
-        Args::new("cancel_listing"),
+        Args::new("retire_sealed"),
         vec![
             AccountMeta::new(listing_address(seller, listing_id), false),
             AccountMeta::new(*seller, true),
         ],
     )
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::escrow::PROGRAM_ID;
-    use serde_json::Value;
-
-    fn idl() -> Value {
-        let p = concat!(
-            env!("CARGO_MANIFEST_DIR"),
-            "/../programs/escrow/idl/escrow.json"
-        );
-        serde_json::from_slice(&std::fs::read(p).unwrap()).unwrap()
-    }
-
-    #[test]
-    fn builders_follow_the_idl() {
-        let idl = idl();
-        assert_eq!(idl["address"], PROGRAM_ID);
-        let (s, b, l) = (
-            Pubkey::new_unique(),
-            Pubkey::new_unique(),
-            Pubkey::new_unique(),
-        );
-        let el = EscrowListing {
-            listing_id: "20261123-0123456789ab",
-            bundle_hash: [1; 32],
-            price_lamports: 5,
-            stake: 6,
-            expires_at: 7,
-        };
-        let config = NewConfig {
-            treasury: s,
-            fee_bps: 1,
-            slash_bps: 2,
-            release_window_secs: 3,
-            min_stake: 4,
-        };
-        for (name, ix) in [
-            ("initialize_config", initialize_config(&s, &config)),
-            ("create_listing", create_listing(&s, &el)),
-            ("deposit", deposit(&l, &b, &[2; 32])),
-            ("release", release(&l, &b, &s, &s, "e", &[1; 32])),
-            ("refund", refund(&l, &b)),
-            ("slash", slash(&l, &b, &s)),
-            (
-                "cancel_listing",
-                cancel_listing(&s, "20261123-0123456789ab"),
-            ),
-        ] {
-            let want = idl["instructions"]
-                .as_array()
-                .unwrap()
-                .iter()
-                .find(|i| i["name"] == name)
-                .unwrap();
-            let d: Vec<u8> = want["discriminator"]
-                .as_array()
-                .unwrap()
-                .iter()
-                .map(|v| v.as_u64().unwrap() as u8)
-                .collect();
-            assert_eq!(ix.data[..8], d[..], "{name}");
-            let flags: Vec<(bool, bool)> = want["accounts"]
-                .as_array()
-                .unwrap()
-                .iter()
-                .map(|a| (a["writable"] == true, a["signer"] == true))
-                .collect();
-            let ours: Vec<(bool, bool)> = ix
-                .accounts
-                .iter()
-                .map(|m| (m.is_writable, m.is_signer))
-                .collect();
-            assert_eq!(ours, flags, "{name}");
-        }
-        // create_listing args: string, [u8;32], u64, u64, i64
-        let data = create_listing(&s, &el).data;
-        assert_eq!(data.len(), 8 + 4 + 21 + 32 + 8 + 8 + 8);
-    }
 }

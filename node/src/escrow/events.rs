@@ -1,4 +1,5 @@
-//! The escrow program's events, decoded from `Program data:` log lines.
+//! The escrow program's events, decoded from `Program data:` log lines
+//! emitted while the program itself runs.
 
 use super::{discriminator, PROGRAM_ID};
 use crate::chain::anchor::Reader;
@@ -19,32 +20,46 @@ pub enum EscrowEvent {
         /// Lamports.
         amount: u64,
     },
-    /// The seller released.
-    Released {
+    /// The seller revealed s.
+    Revealed {
         /// Escrow account.
         escrow: Pubkey,
-        /// Envelope item id.
-        envelope_id: String,
+    },
+    /// The seller declined the deposit.
+    Declined {
+        /// Escrow account.
+        escrow: Pubkey,
+    },
+    /// The seller was paid.
+    Claimed {
+        /// Escrow account.
+        escrow: Pubkey,
         /// Paid to the seller.
         to_seller: u64,
         /// Paid to the treasury.
         fee: u64,
     },
-    /// The buyer was refunded.
+    /// The buyer closed its escrow (deposit and slash, when owed).
     Refunded {
         /// Escrow account.
         escrow: Pubkey,
-        /// Lamports.
+        /// Deposit returned.
         amount: u64,
+        /// Stake paid.
+        slashed: u64,
     },
-    /// A refunded buyer was paid a share of the listing's stake.
-    Slashed {
+    /// A fraud proof held.
+    FraudProven {
         /// Escrow account.
         escrow: Pubkey,
-        /// Lamports paid to the buyer.
+        /// The lying chunk.
+        index: u32,
+        /// Deposit returned.
         amount: u64,
+        /// Stake paid.
+        slashed: u64,
     },
-    /// Another event of the program (listing created/cancelled).
+    /// Another event of the program (listing created or retired).
     Other(&'static str),
 }
 
@@ -58,32 +73,42 @@ pub fn decode_event(log_line: &str) -> Option<EscrowEvent> {
     let (disc, body) = bytes.split_at_checked(8)?;
     let mut r = Reader(body);
     let is = |name: &str| disc == discriminator("event", name);
-    if is("Deposited") {
+    if is("SealedDeposited") {
         Some(EscrowEvent::Deposited {
             listing: r.key().ok()?,
             escrow: r.key().ok()?,
             buyer: r.key().ok()?,
             amount: r.u64().ok()?,
         })
-    } else if is("Released") {
-        Some(EscrowEvent::Released {
+    } else if is("KeyRevealed") {
+        Some(EscrowEvent::Revealed {
             escrow: r.key().ok()?,
-            envelope_id: r.string(64).ok()?,
+        })
+    } else if is("DepositDeclined") {
+        Some(EscrowEvent::Declined {
+            escrow: r.key().ok()?,
+        })
+    } else if is("PaymentClaimed") {
+        Some(EscrowEvent::Claimed {
+            escrow: r.key().ok()?,
             to_seller: r.u64().ok()?,
             fee: r.u64().ok()?,
         })
-    } else if is("Refunded") {
+    } else if is("SealedRefunded") {
         Some(EscrowEvent::Refunded {
             escrow: r.key().ok()?,
             amount: r.u64().ok()?,
+            slashed: r.u64().ok()?,
         })
-    } else if is("Slashed") {
-        Some(EscrowEvent::Slashed {
+    } else if is("FraudProven") {
+        Some(EscrowEvent::FraudProven {
             escrow: r.key().ok()?,
+            index: r.u32().ok()?,
             amount: r.u64().ok()?,
+            slashed: r.u64().ok()?,
         })
     } else {
-        ["ListingCreated", "ListingCancelled"]
+        ["SealedListed", "SealedRetired"]
             .into_iter()
             .find(|n| is(n))
             .map(EscrowEvent::Other)
@@ -140,7 +165,8 @@ mod tests {
         let escrow = Pubkey::new_unique();
         let mut body = escrow.to_bytes().to_vec();
         body.extend_from_slice(&9u64.to_le_bytes());
-        let refunded = data_line("Refunded", &body);
+        body.extend_from_slice(&4u64.to_le_bytes());
+        let refunded = data_line("SealedRefunded", &body);
         let other = "Evi1111111111111111111111111111111111111111";
         let logs: Vec<String> = [
             format!("Program {other} invoke [1]"),
@@ -157,7 +183,11 @@ mod tests {
         .into();
         assert_eq!(
             events_in_logs(&logs),
-            vec![EscrowEvent::Refunded { escrow, amount: 9 }],
+            vec![EscrowEvent::Refunded {
+                escrow,
+                amount: 9,
+                slashed: 4
+            }],
             "forged by another program, inside a CPI, or after return: ignored"
         );
     }
@@ -166,13 +196,13 @@ mod tests {
     fn hostile_event_data_decodes_to_none() {
         assert_eq!(decode_event("Program log: hi"), None);
         assert_eq!(decode_event("Program data: !!!"), None);
-        let mut short = discriminator("event", "Released").to_vec();
+        let mut short = discriminator("event", "PaymentClaimed").to_vec();
         short.extend_from_slice(&[0; 32]);
-        short.extend_from_slice(&u32::MAX.to_le_bytes());
+        short.extend_from_slice(&[1; 7]);
         let line = format!(
             "Program data: {}",
             base64::engine::general_purpose::STANDARD.encode(&short)
         );
-        assert_eq!(decode_event(&line), None, "huge string length refused");
+        assert_eq!(decode_event(&line), None, "truncated amounts refused");
     }
 }

@@ -1,10 +1,12 @@
-//! Client side of the escrow program (`programs/escrow`, IDL in
-//! `programs/escrow/idl/escrow.json`): PDAs, instruction builders (Anchor
-//! discriminators + Borsh arguments + account metas in the IDL's order,
-//! as anchor-client would build them), decoders of its accounts (Config,
-//! Listing, Escrow: what `buy --escrow` and `listen` check before money
-//! moves), of its `deposit` calls in a transaction ([`deposits_in`]) and
-//! of its events in transaction logs, for the indexer.
+//! Client side of the escrow program's sealed escrow
+//! (`programs/escrow/src/sealed`, protocol in `docs/escrow-protocol.md`):
+//! PDAs, instruction builders (Anchor discriminators + Borsh arguments +
+//! account metas in each `Accounts` struct's order, as anchor-client would
+//! build them), decoders of its accounts (Settings, SealedListing,
+//! SealedEscrow: what `buy --escrow` and `listen` check before money
+//! moves), of its `deposit_sealed` calls in a transaction ([`deposits_in`])
+//! and of its events in transaction logs, for the indexer. The protocol's
+//! math is `escrow_math`'s.
 //!
 //! Owns the wire shape only; it never sends anything. The builders are
 //! tested against the program in `solana-program-test`, and end to end on
@@ -16,15 +18,18 @@ mod events;
 
 pub use crate::chain::anchor::discriminator;
 pub use accounts::{
-    AccountError, ConfigAccount, EscrowAccount, EscrowStatus, ListingAccount, ListingStatus,
+    status_tag, AccountError, EscrowAccount, EscrowStatus, ListingAccount, ListingStatus,
+    SettingsAccount, Terms, ESCROW_LISTING_OFFSET, ESCROW_STATUS_OFFSET,
 };
 pub use builders::{
-    cancel_listing, create_listing, deposit, initialize_config, refund, release, slash,
-    EscrowListing, NewConfig,
+    claim, decline, deposit, dispute, init_settings, list_sealed, refund, retire, reveal,
+    FraudProof, NewSettings,
 };
+/// The protocol's math (`programs/escrow-math`), for callers of this module.
+pub use escrow_math as math;
 pub use events::{decode_event, events_in_logs, EscrowEvent};
 
-/// A `deposit` instruction seen in a transaction.
+/// A `deposit_sealed` instruction seen in a transaction.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct Deposit {
     /// The listing account deposited into (base58).
@@ -49,15 +54,19 @@ pub fn deposits_in(tx: &crate::chain::ParsedTx) -> Vec<Deposit> {
     called.chain(recorded).collect()
 }
 
-/// The deposit an escrow-program instruction makes, if it is a `deposit`
-/// (discriminator, 32-byte key argument, the IDL's four accounts).
+/// Bytes of `deposit_sealed`'s arguments: the terms (3 × 8 + 4 × 32), B
+/// and the buyer's X25519 key.
+const DEPOSIT_ARGS_LEN: usize = 3 * 8 + 4 * 32 + 32 + 32;
+
+/// The deposit an escrow-program instruction makes, if it is a
+/// `deposit_sealed` (discriminator, its argument bytes, its five accounts).
 pub fn deposit_of(accounts: &[Pubkey], data: &[u8]) -> Option<Deposit> {
     let (disc, args) = data.split_at_checked(8)?;
-    if disc != discriminator("global", "deposit") || args.len() != 32 {
+    if disc != discriminator("global", "deposit_sealed") || args.len() != DEPOSIT_ARGS_LEN {
         return None;
     }
     match accounts {
-        [listing, _escrow, buyer, _system] => Some(Deposit {
+        [_settings, listing, _escrow, buyer, _system] => Some(Deposit {
             listing: listing.to_string(),
             buyer: buyer.to_string(),
         }),
@@ -67,10 +76,10 @@ pub fn deposit_of(accounts: &[Pubkey], data: &[u8]) -> Option<Deposit> {
 use solana_sdk::pubkey::Pubkey;
 use std::str::FromStr;
 
-/// Bytes of the program's `Escrow` account (discriminator + `INIT_SPACE`:
-/// listing, buyer, X25519 key, amount, deposited_at, status, envelope id
-/// (4 + 64), slashed, bump); checked against the program in its tests.
-pub const ESCROW_ACCOUNT_SPACE: usize = 8 + 32 + 32 + 32 + 8 + 8 + 1 + (4 + 64) + 1 + 1;
+/// Bytes of the program's `SealedEscrow` account (discriminator +
+/// `INIT_SPACE`: listing, buyer, X25519 key, B, amount, deposited_at,
+/// status, s, revealed_at, bump); checked against the program in its tests.
+pub const ESCROW_ACCOUNT_SPACE: usize = 8 + 32 * 4 + 8 + 8 + 1 + 32 + 8 + 1;
 
 /// The program id (`declare_id!` of `programs/escrow`).
 pub const PROGRAM_ID: &str = "GupF9eVkWTDfA9Y6o3AwS1FniLXRAsyo1ucCFTwjrFmq";
@@ -81,9 +90,9 @@ pub fn program_id() -> Pubkey {
     Pubkey::from_str(PROGRAM_ID).expect("valid program id")
 }
 
-/// The Config PDA.
-pub fn config_address() -> Pubkey {
-    Pubkey::find_program_address(&[b"config"], &program_id()).0
+/// The Settings PDA.
+pub fn settings_address() -> Pubkey {
+    Pubkey::find_program_address(&[b"settings"], &program_id()).0
 }
 
 /// The upgradeable loader, which holds the program's ProgramData.
@@ -91,24 +100,24 @@ pub const UPGRADEABLE_LOADER: Pubkey =
     solana_sdk::pubkey!("BPFLoaderUpgradeab1e11111111111111111111111");
 
 /// The program's ProgramData account: its upgrade authority is the only
-/// one who may initialize the config.
+/// one who may initialize the settings.
 pub fn program_data_address() -> Pubkey {
     Pubkey::find_program_address(&[program_id().as_ref()], &UPGRADEABLE_LOADER).0
 }
 
-/// The Listing PDA of (seller, listing id).
+/// The SealedListing PDA of (seller, listing id).
 pub fn listing_address(seller: &Pubkey, listing_id: &str) -> Pubkey {
     Pubkey::find_program_address(
-        &[b"listing", seller.as_ref(), listing_id.as_bytes()],
+        &[b"sealed-listing", seller.as_ref(), listing_id.as_bytes()],
         &program_id(),
     )
     .0
 }
 
-/// The Escrow PDA of (listing account, buyer).
+/// The SealedEscrow PDA of (listing account, buyer).
 pub fn escrow_address(listing: &Pubkey, buyer: &Pubkey) -> Pubkey {
     Pubkey::find_program_address(
-        &[b"escrow", listing.as_ref(), buyer.as_ref()],
+        &[b"sealed-escrow", listing.as_ref(), buyer.as_ref()],
         &program_id(),
     )
     .0
@@ -139,7 +148,16 @@ mod tests {
     #[test]
     fn deposits_are_decoded_and_hostile_ones_refused() {
         let (listing, buyer) = (Pubkey::new_unique(), Pubkey::new_unique());
-        let ix = deposit(&listing, &buyer, &[7; 32]);
+        let terms = Terms {
+            price_lamports: 5,
+            key_point: [1; 32],
+            blob_root: [2; 32],
+            plain_len: 3,
+            bundle_hash: [4; 32],
+            seller_x25519: [5; 32],
+            expires_at: 6,
+        };
+        let ix = deposit(&listing, &buyer, &terms, &[8; 32], &[7; 32]);
         let keys: Vec<String> = ix.accounts.iter().map(|m| m.pubkey.to_string()).collect();
         let want = vec![Deposit {
             listing: listing.to_string(),
@@ -149,8 +167,8 @@ mod tests {
         // not watched: no call, no deposit
         let unwatched = ParsedTx::from_json(&tx_with(keys.clone(), &ix.data)).unwrap();
         assert!(deposits_in(&unwatched).is_empty());
-        // another instruction of the program (release) is no deposit
-        let release = release(&listing, &buyer, &buyer, &buyer, "e", &[0; 32]);
+        // another instruction of the program (reveal) is no deposit
+        let release = reveal(&listing, &buyer, &buyer, &[0; 32]);
         let release_keys = release
             .accounts
             .iter()
@@ -159,7 +177,7 @@ mod tests {
         assert!(deposits_in(&read(&tx_with(release_keys, &release.data))).is_empty());
         // a deposit with a short argument, or missing accounts, is no deposit
         assert!(deposits_in(&read(&tx_with(keys.clone(), &ix.data[..20]))).is_empty());
-        assert!(deposits_in(&read(&tx_with(keys[..3].to_vec(), &ix.data))).is_empty());
+        assert!(deposits_in(&read(&tx_with(keys[..4].to_vec(), &ix.data))).is_empty());
         // what an older build recorded still counts
         let mut old = read(&tx_with(vec![], &[]));
         old.legacy_deposits = vec![crate::chain::parsed_tx::LegacyDeposit {

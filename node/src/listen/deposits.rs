@@ -1,28 +1,24 @@
-//! The deposits the escrow program holds for one of our listings, read
-//! from the program's own state: `getProgramAccounts` over the program's
-//! `Escrow` accounts filtered by the listing account and the `Deposited`
-//! status. Not from memos: a deposit sent without a `buy` memo (or with
+//! The escrows the program holds for one of our listings, read from the
+//! program's own state: `getProgramAccounts` over the program's
+//! `SealedEscrow` accounts filtered by the listing account and a status
+//! (`Deposited`: to reveal or decline; `Revealed`: to claim once the
+//! dispute window has passed). Not from memos: a deposit sent without a `buy` memo (or with
 //! another X25519 key in one, an extra signer or account, without the
 //! payment address) is the buyer's money held all the same, and its
-//! escrow account says whom to seal the key to. Left unreleased it would
-//! be refunded after the window and the seller's stake slashed.
+//! escrow account says whom to reveal the key to. Left unrevealed it
+//! would be refunded after the window and the seller's stake slashed.
 //!
 //! It only reads; [`super::pass`] records what it finds and releases it.
 
 use crate::chain::{Chain, ChainError, Pubkey};
-use crate::escrow::{discriminator, escrow_address, program_id, EscrowAccount, EscrowStatus};
+use crate::escrow::{
+    discriminator, escrow_address, program_id, status_tag, EscrowAccount, EscrowStatus,
+    ESCROW_LISTING_OFFSET as LISTING_OFFSET, ESCROW_STATUS_OFFSET as STATUS_OFFSET,
+};
 use solana_rpc_client_api::config::{
     RpcAccountInfoConfig, RpcProgramAccountsConfig, UiAccountEncoding,
 };
 use solana_rpc_client_api::filter::{Memcmp, RpcFilterType};
-
-/// Byte offset of `Escrow.listing` (after the 8-byte discriminator).
-const LISTING_OFFSET: usize = 8;
-/// Byte offset of `Escrow.status`: listing, buyer, X25519 key (32 each),
-/// amount, deposited_at (8 each).
-const STATUS_OFFSET: usize = 8 + 32 * 3 + 8 * 2;
-/// `EscrowStatus::Deposited`'s Borsh tag.
-const DEPOSITED: u8 = 0;
 
 /// One deposit held for a listing.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -33,26 +29,30 @@ pub struct HeldDeposit {
     pub account: EscrowAccount,
 }
 
-/// The filters selecting `listing_account`'s held escrows.
-fn filters(listing_account: &Pubkey) -> Vec<RpcFilterType> {
+/// The filters selecting `listing_account`'s escrows in `status`.
+fn filters(listing_account: &Pubkey, status: EscrowStatus) -> Vec<RpcFilterType> {
     vec![
         RpcFilterType::Memcmp(Memcmp::new_raw_bytes(
             0,
-            discriminator("account", "Escrow").to_vec(),
+            discriminator("account", "SealedEscrow").to_vec(),
         )),
         RpcFilterType::Memcmp(Memcmp::new_raw_bytes(
             LISTING_OFFSET,
             listing_account.to_bytes().to_vec(),
         )),
-        RpcFilterType::Memcmp(Memcmp::new_raw_bytes(STATUS_OFFSET, vec![DEPOSITED])),
+        RpcFilterType::Memcmp(Memcmp::new_raw_bytes(
+            STATUS_OFFSET,
+            vec![status_tag(status)],
+        )),
     ]
 }
 
-/// Keeps the accounts that decode as a `Deposited` escrow of
-/// `listing_account` at the address the program derives for its buyer
-/// (anything else the node returns is skipped with a warning).
+/// Keeps the accounts that decode as an escrow of `listing_account` in
+/// `status` at the address the program derives for its buyer (anything
+/// else the node returns is skipped with a warning).
 pub fn held_of(
     listing_account: &Pubkey,
+    status: EscrowStatus,
     accounts: impl IntoIterator<Item = (Pubkey, Pubkey, Vec<u8>)>,
 ) -> Vec<HeldDeposit> {
     let mut held = Vec::new();
@@ -60,7 +60,7 @@ pub fn held_of(
         match EscrowAccount::decode(&owner, &data) {
             Ok(e)
                 if e.listing == *listing_account
-                    && e.status == EscrowStatus::Deposited
+                    && e.status == status
                     && escrow_address(listing_account, &e.buyer) == address =>
             {
                 held.push(HeldDeposit {
@@ -76,14 +76,16 @@ pub fn held_of(
     held
 }
 
-/// Every deposit the program holds for `listing_account`, oldest first.
+/// Every escrow the program holds for `listing_account` in `status`,
+/// oldest first.
 pub async fn held_deposits(
     chain: &Chain,
     listing_account: &Pubkey,
+    status: EscrowStatus,
 ) -> Result<Vec<HeldDeposit>, ChainError> {
     let program = program_id();
     let config = RpcProgramAccountsConfig {
-        filters: Some(filters(listing_account)),
+        filters: Some(filters(listing_account, status)),
         account_config: RpcAccountInfoConfig {
             encoding: Some(UiAccountEncoding::Base64),
             commitment: Some(chain.commitment()),
@@ -100,6 +102,7 @@ pub async fn held_deposits(
     .await?;
     Ok(held_of(
         listing_account,
+        status,
         accounts.into_iter().filter_map(|(address, a)| {
             let owner = a.owner.parse().ok()?;
             Some((address, owner, a.data.decode()?))
@@ -111,18 +114,23 @@ pub async fn held_deposits(
 mod tests {
     use super::*;
 
-    /// An `Escrow` account's bytes as the program writes them.
+    const DEPOSITED: u8 = 0;
+
+    /// A `SealedEscrow` account's bytes as the program writes them.
     fn escrow_bytes(listing: &Pubkey, buyer: &Pubkey, status: u8) -> Vec<u8> {
-        let mut d = discriminator("account", "Escrow").to_vec();
+        let mut d = discriminator("account", "SealedEscrow").to_vec();
         d.extend_from_slice(listing.as_ref());
         d.extend_from_slice(buyer.as_ref());
         d.extend_from_slice(&[7; 32]);
+        d.extend_from_slice(&[8; 32]);
         d.extend_from_slice(&250u64.to_le_bytes());
         d.extend_from_slice(&1_700_000_000i64.to_le_bytes());
         assert_eq!(d.len(), STATUS_OFFSET, "the filter's status offset");
         d.push(status);
-        d.extend_from_slice(&0u32.to_le_bytes());
-        d.extend_from_slice(&[0, 254]);
+        d.extend_from_slice(&[0; 32]);
+        d.extend_from_slice(&0i64.to_le_bytes());
+        d.push(254);
+        assert_eq!(d.len(), crate::escrow::ESCROW_ACCOUNT_SPACE);
         d
     }
 
@@ -134,6 +142,7 @@ mod tests {
         let at = |l: &Pubkey, buyer: &Pubkey| escrow_address(l, buyer);
         let held = held_of(
             &listing,
+            EscrowStatus::Deposited,
             [
                 (at(&listing, &a), p, escrow_bytes(&listing, &a, DEPOSITED)),
                 // released, another listing's, at the wrong address, wrong
@@ -158,7 +167,7 @@ mod tests {
         assert_eq!(held[0].account.buyer, a);
         assert_eq!(held[0].account.buyer_x25519, [7; 32]);
         // the filters select exactly those bytes
-        let f = filters(&listing);
+        let f = filters(&listing, EscrowStatus::Deposited);
         assert_eq!(f.len(), 3);
     }
 }

@@ -92,6 +92,10 @@ pub struct PassReport {
     pub rejected: usize,
     /// Released this pass.
     pub released: usize,
+    /// Sealed escrows claimed this pass (paid once their dispute window
+    /// passed).
+    #[serde(default)]
+    pub claimed: usize,
     /// Below-cost buys left verified this pass: the hour's budget for
     /// them was spent ([`BelowCost`]).
     pub deferred: usize,
@@ -138,9 +142,70 @@ pub async fn run_once(
         upload_due(db, seller, uploader, catalog, &mut report).await?;
         release_due(chain, db, seller, catalog, &mut report).await?;
         if !more {
-            return Ok(report);
+            break;
         }
     }
+    if let Err(e) = claim_due(chain, seller, catalog, payment_address, &mut report).await {
+        tracing::warn!(address = %payment_address, error = %e, "claiming revealed escrows failed; will retry");
+    }
+    Ok(report)
+}
+
+/// Claims every revealed escrow of our escrow listings paid at
+/// `payment_address` whose dispute window has passed (by the chain's
+/// clock). The program state is the record: a claim that landed before a
+/// crash is simply no longer `Revealed`, and a second one is refused.
+async fn claim_due(
+    chain: &Chain,
+    seller: &Wallet,
+    catalog: &dyn Catalog,
+    payment_address: &Pubkey,
+    report: &mut PassReport,
+) -> Result<(), ReleaseError> {
+    let listings = catalog.escrow_listings(&payment_address.to_string());
+    if listings.is_empty() {
+        return Ok(());
+    }
+    let payer = seller.solana_keypair();
+    let me = payer.pubkey();
+    let mut settings = None;
+    for listing_id in listings {
+        let account = crate::escrow::listing_address(&me, &listing_id);
+        let revealed =
+            super::deposits::held_deposits(chain, &account, crate::escrow::EscrowStatus::Revealed)
+                .await?;
+        if revealed.is_empty() {
+            continue;
+        }
+        let s = match &settings {
+            Some(s) => s,
+            None => settings.insert((
+                crate::market::escrow_trade::read_settings(chain).await?,
+                chain.cluster_time().await?,
+            )),
+        };
+        let (settings, now) = (&s.0, s.1);
+        for h in revealed {
+            if now
+                < h.account
+                    .revealed_at
+                    .saturating_add(settings.dispute_window_secs)
+            {
+                continue;
+            }
+            let ix = crate::escrow::claim(&account, &h.account.buyer, &me, &settings.treasury);
+            match chain.send(&[ix], &[&payer]).await {
+                Ok(sent) => {
+                    tracing::info!(escrow = %h.escrow, signature = %sent.signature, "claimed after the dispute window");
+                    report.claimed += 1;
+                }
+                Err(e) => {
+                    tracing::warn!(escrow = %h.escrow, error = %e, "claim failed; will retry")
+                }
+            }
+        }
+    }
+    Ok(())
 }
 
 /// A step's failure: the state database (fatal to the pass) or the chain
@@ -198,7 +263,9 @@ async fn discover_deposits(
             continue;
         };
         let account = crate::escrow::listing_address(&me, &listing_id);
-        let held = super::deposits::held_deposits(chain, &account).await?;
+        let held =
+            super::deposits::held_deposits(chain, &account, crate::escrow::EscrowStatus::Deposited)
+                .await?;
         let slot = match held.is_empty() {
             true => 0,
             false => crate::chain::client::with_retry("getSlot", || chain.rpc().get_slot()).await?,
@@ -458,9 +525,9 @@ async fn release_due(
                 db.mark_released(&signature, &release_sig)?;
                 report.released += 1;
             }
-            Err(e) if e.is_refunded() => {
-                tracing::info!(%signature, "the buyer took the escrow back; nothing to release");
-                db.mark_abandoned(&signature, &Rejection::RefundedBeforeRelease)?;
+            Err(ReleaseError::Abandoned(why)) => {
+                tracing::info!(%signature, reason = %why, "nothing to release");
+                db.mark_abandoned(&signature, &why)?;
                 report.rejected += 1;
             }
             Err(e) => retry_later(db, &signature, &e.to_string(), "release failed", report)?,

@@ -50,6 +50,10 @@ pub enum ReleaseError {
     /// The escrow program refused or could not be read.
     #[error("escrow release: {0}")]
     Escrow(#[from] crate::market::escrow_trade::EscrowReadError),
+    /// Nothing is left to release: the buyer closed its escrow, or we
+    /// declined it.
+    #[error("nothing to release: {0}")]
+    Abandoned(crate::settle::Rejection),
     /// The mint recorded for the buy is none this seller derives for it.
     #[error("buy {signature}: recorded mint {mint} is not derived from this wallet for this buy")]
     ForeignMint {
@@ -63,19 +67,6 @@ pub enum ReleaseError {
 impl From<crate::market::escrow_trade::EscrowPlanError> for ReleaseError {
     fn from(e: crate::market::escrow_trade::EscrowPlanError) -> Self {
         ReleaseError::Escrow(e.into())
-    }
-}
-
-impl ReleaseError {
-    /// Whether the buy's escrow was refunded, so it can never be released.
-    pub fn is_refunded(&self) -> bool {
-        use crate::market::escrow_trade::{EscrowPlanError, EscrowReadError};
-        matches!(
-            self,
-            ReleaseError::Escrow(EscrowReadError::Plan(EscrowPlanError::Settled(
-                crate::escrow::EscrowStatus::Refunded
-            )))
-        )
     }
 }
 
@@ -120,15 +111,22 @@ struct Pending {
     extra: Vec<solana_sdk::instruction::Instruction>,
 }
 
-/// An escrow listing's release, as two transactions because the token,
-/// the memo and the program's `release` together exceed a packet
-/// (1,461 of 1,232 bytes with a Light mint):
-/// 1. the `release` memo + the escrow program's `release` (the seller is
-///    paid, the envelope recorded); the program refuses a second release,
+/// Seconds of the release window a reveal must have left when sent: more
+/// than a blockhash lives (~60-90 s), so a reveal can never land after the
+/// window, where it would fail yet publish s to a buyer then owed a refund.
+pub const REVEAL_MARGIN_SECS: i64 = 75;
+
+/// A sealed-escrow listing's release, as two transactions because the
+/// token, the memo and the program's `reveal` together exceed a packet:
+/// 1. the `release` memo + the program's `reveal` of s = k + b (k derived
+///    again from our wallet and the listing id, b from our X25519 secret
+///    and the escrow's; a deposit whose B is not b·G is declined instead,
+///    returned to the buyer in full); the program refuses a second reveal,
 ///    and after a crash the landed one is found in the escrow's history;
 /// 2. the buyer's token, unless its derived mint exists.
 ///
-/// Returns the signature of (1), which carries the memo.
+/// The seller is paid later, by `claim` once the dispute window passed
+/// ([`super::pass`]). Returns the signature of (1), which carries the memo.
 async fn land_escrow_release(
     chain: &Chain,
     seller: &Wallet,
@@ -137,9 +135,8 @@ async fn land_escrow_release(
     p: Pending,
 ) -> Result<String, ReleaseError> {
     use crate::escrow::{escrow_address, listing_address, EscrowAccount, EscrowStatus};
-    use crate::market::escrow_trade::{
-        read_account, read_config, release_instruction, EscrowPlanError,
-    };
+    use crate::market::escrow_trade::{read_account, seller_blinding};
+    use crate::settle::Rejection;
     let Pending {
         buyer,
         mint,
@@ -151,37 +148,53 @@ async fn land_escrow_release(
     let buyer = &buyer;
     let payer = seller.solana_keypair();
     let me = payer.pubkey();
-    let at = escrow_address(&listing_address(&me, &row.listing_id), buyer);
-    let status = || async {
-        read_account(chain, &at, EscrowAccount::decode)
-            .await
-            .map(|e| e.map(|e| e.status))
-    };
-    let sig = match status().await? {
-        None => return Err(EscrowPlanError::NoEscrow(row.listing_id.clone()).into()),
-        Some(EscrowStatus::Refunded) => {
-            return Err(EscrowPlanError::Settled(EscrowStatus::Refunded).into())
+    let listing = listing_address(&me, &row.listing_id);
+    let at = escrow_address(&listing, buyer);
+    let state = || async { read_account(chain, &at, EscrowAccount::decode).await };
+    let sig = match state().await? {
+        // closed: the buyer took it back (after the window, or declined)
+        None => return Err(ReleaseError::Abandoned(Rejection::RefundedBeforeRelease)),
+        Some(e) if e.status == EscrowStatus::Declined => {
+            return Err(ReleaseError::Abandoned(Rejection::BlindingDeclined))
         }
-        Some(EscrowStatus::Released) => released_by(chain, &at, &memo_text, &me).await?,
-        Some(EscrowStatus::Deposited) => {
-            let treasury = read_config(chain).await?.treasury;
-            let envelope = row.envelope_id.as_deref().unwrap_or_default();
-            release.push(release_instruction(
-                &me,
-                &row.listing_id,
-                buyer,
-                &treasury,
-                envelope,
-                goods.bundle_hash,
-            )?);
+        Some(e) if e.status != EscrowStatus::Deposited => {
+            released_by(chain, &at, &memo_text, &me).await?
+        }
+        Some(e) => {
+            let b = seller_blinding(&seller.x25519_secret(), &at, &e.buyer_x25519)?;
+            let settings = crate::market::escrow_trade::read_settings(chain).await?;
+            let deadline = e.deposited_at.saturating_add(settings.release_window_secs);
+            let late = chain.cluster_time().await? + REVEAL_MARGIN_SECS >= deadline;
+            let why = match (escrow_math::client::point_of(&b) != e.blind_point, late) {
+                (true, _) => Some(Rejection::BlindingDeclined),
+                (false, true) => Some(Rejection::RevealTooLate { deadline }),
+                (false, false) => None,
+            };
+            if let Some(why) = why {
+                // a decline publishes nothing and returns the deposit in
+                // full; one that lands late fails harmlessly
+                tracing::warn!(escrow = %at, reason = %why, "declining the deposit");
+                let decline = crate::escrow::decline(&listing, buyer, &me);
+                if let Err(err) = chain.send(&[decline], &[&payer]).await {
+                    tracing::warn!(escrow = %at, error = %err, "decline failed");
+                }
+                return Err(ReleaseError::Abandoned(why));
+            }
+            let k = seller.escrow_listing_scalar(&row.listing_id);
+            let s = escrow_math::client::reveal(&k, &b);
+            release.push(crate::escrow::reveal(&listing, buyer, &me, &s));
             match chain.send(&release, &[&payer]).await {
                 Ok(sent) => sent.signature.to_string(),
-                // released concurrently or before a crash: the program refused a second one
-                Err(e) if status().await? == Some(EscrowStatus::Released) => {
-                    tracing::info!(error = %e, escrow = %at, "escrow already released; recording it");
+                // revealed concurrently or before a crash: the program refused a second one
+                Err(err)
+                    if state()
+                        .await?
+                        .is_some_and(|e| e.status != EscrowStatus::Deposited) =>
+                {
+                    tracing::info!(error = %err, escrow = %at, "escrow already revealed; recording it");
                     released_by(chain, &at, &memo_text, &me).await?
                 }
-                Err(e) => return Err(e.into()),
+                Err(err) => return Err(err.into()),
             }
         }
     };
@@ -381,6 +394,23 @@ pub async fn upload_envelope(
     let x25519 = crate::crypto::b58_array::<32>(buyer_x25519)
         .ok_or_else(|| ReleaseError::BadBuyerKey(signature.into()))?;
     let (mint, _, standard) = mint_for_row(seller, &row, goods.standard)?;
+    // a sealed-escrow buy has no envelope: the key reaches the buyer only
+    // through the program's reveal, which pays; its release memo names the
+    // escrow account
+    if goods.escrow {
+        let listing =
+            crate::escrow::listing_address(&seller.solana_keypair().pubkey(), &row.listing_id);
+        let buyer: Pubkey = buyer
+            .parse()
+            .map_err(|_| ChainError::Config(format!("buyer {buyer} is not a pubkey")))?;
+        let at = crate::escrow::escrow_address(&listing, &buyer);
+        return Ok(db.mark_envelope_uploaded(
+            signature,
+            &at.to_string(),
+            &mint.to_string(),
+            standard.as_str(),
+        )?);
+    }
     let env = seal_envelope(
         seller,
         &row.listing_id,
@@ -527,17 +557,12 @@ mod tests {
             &crate::chain::instructions::default_registry(),
             DEFAULT_CU_LIMIT,
         ));
-        ixs.push(
-            crate::market::escrow_trade::release_instruction(
-                &seller,
-                listing_id,
-                &buyer,
-                &Pubkey::new_unique(),
-                &item,
-                &"ab".repeat(32),
-            )
-            .unwrap(),
-        );
+        ixs.push(crate::escrow::reveal(
+            &crate::escrow::listing_address(&seller, listing_id),
+            &buyer,
+            &seller,
+            &[7; 32],
+        ));
         let size = |ixs: &[solana_sdk::instruction::Instruction]| {
             let m = Message::new(ixs, Some(&seller));
             1 + 64 * m.header.num_required_signatures as usize + m.serialize().len()
@@ -655,17 +680,6 @@ mod tests {
         ];
         assert_eq!(release_candidates(&history, text), vec!["landed"]);
         assert!(release_candidates(&history[..3], text).is_empty());
-    }
-
-    #[test]
-    fn only_a_refunded_escrow_abandons_a_release() {
-        use crate::escrow::EscrowStatus;
-        use crate::market::escrow_trade::EscrowPlanError;
-        let settled = |s| ReleaseError::from(EscrowPlanError::Settled(s));
-        assert!(settled(EscrowStatus::Refunded).is_refunded());
-        assert!(!settled(EscrowStatus::Released).is_refunded());
-        assert!(!ReleaseError::from(EscrowPlanError::NotDeployed).is_refunded());
-        assert!(!ReleaseError::BadBuyerKey("s".into()).is_refunded());
     }
 
     #[test]

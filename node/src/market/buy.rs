@@ -209,6 +209,7 @@ pub const BUY_MARGIN_SECS: i64 = 30;
 /// must be this buyer's and accepted on chain.
 pub async fn plan_buy(
     chain: &Chain,
+    source: &Source,
     buyer: &Wallet,
     listing: &Listing,
     terms: Terms<'_>,
@@ -219,7 +220,7 @@ pub async fn plan_buy(
         if let Terms::Negotiated { .. } = terms {
             return Err(ListingRefusal::EscrowAtListedPriceOnly.into());
         }
-        return plan_escrow(chain, buyer, listing, now).await;
+        return plan_escrow(chain, source, buyer, listing, now).await;
     }
     let (price, terms_name) = match terms {
         Terms::Listed => (
@@ -337,23 +338,33 @@ async fn negotiated_price(
     Ok((price, name))
 }
 
-/// A deposit of the listed price into the escrow program: the listing
-/// account on chain must match the signed manifest (seller, bundle hash,
-/// price, expiry) and take deposits; the seller is paid only when it
-/// releases.
+/// A deposit of the listed price into the sealed escrow: the listing
+/// account on chain must match the signed manifest (every committed
+/// field) and take deposits, and the blob on Arweave must be the committed
+/// ciphertext; the deposit binds those terms and this buyer's blinding
+/// point B. The seller is paid only by revealing the key to this buyer.
 async fn plan_escrow(
     chain: &Chain,
+    source: &Source,
     buyer: &Wallet,
     listing: &Listing,
     now: i64,
 ) -> Result<BuyPlan, BuyError> {
+    use crate::market::escrow_trade::{blind_point_for, check_blob, checked_listing};
     let kp = buyer.solana_keypair();
-    let x25519 =
-        crate::crypto::b58_array::<32>(&buyer.x25519_address()).ok_or(BuyError::BadWalletKey)?;
+    let (account, onchain, _) = checked_listing(chain, listing, now).await?;
+    let blob = source
+        .fetch(blob_item(listing), crate::seal::MAX_BLOB_BYTES)
+        .await?;
+    check_blob(&onchain.terms, &blob)
+        .map_err(crate::market::escrow_trade::EscrowReadError::from)?;
+    let blind = blind_point_for(&buyer.x25519_secret(), &onchain, &account, &kp.pubkey())
+        .map_err(crate::market::escrow_trade::EscrowReadError::from)?;
     let instructions = crate::market::escrow_trade::deposit_plan(
         chain,
         &kp.pubkey(),
-        &x25519,
+        &buyer.x25519_public(),
+        &blind,
         listing,
         &registry_from_env()?,
         now,
@@ -367,6 +378,11 @@ async fn plan_escrow(
         quote: quote(listing, "escrow", "listed".into(), price, 0, rent),
         instructions,
     })
+}
+
+/// The Arweave item of a listing's blob.
+fn blob_item(listing: &Listing) -> &str {
+    listing.encrypted_bundle_uri.trim_start_matches("ar://")
 }
 
 /// Sends a planned buy; returns its signature. Under a [`SpendGuard`] the
@@ -443,29 +459,146 @@ fn escrow_listing_account(listing: &Listing) -> Result<Pubkey, BuyError> {
     Ok(crate::escrow::listing_address(&seller, &listing.listing_id))
 }
 
-/// The buyer's refund of an escrow buy the seller never released (after
-/// the program's release window), with the slash of the seller's stake.
+/// The buyer's `refund_sealed`: a declined deposit in full, one never
+/// revealed inside the window in full with the stake share, or a claimed
+/// escrow's rent.
 pub async fn refund_escrow(
     chain: &Chain,
     buyer: &Wallet,
     listing: &Listing,
 ) -> Result<String, BuyError> {
-    use crate::market::escrow_trade::{read_account, read_config, refund_instructions};
+    use crate::market::escrow_trade::{read_account, read_settings, refund_instructions};
     let account = escrow_listing_account(listing)?;
     let kp = buyer.solana_keypair();
-    let config = read_config(chain).await?;
+    let settings = read_settings(chain).await?;
     let at = crate::escrow::escrow_address(&account, &kp.pubkey());
     let state = read_account(chain, &at, crate::escrow::EscrowAccount::decode).await?;
-    let now = time::OffsetDateTime::now_utc().unix_timestamp();
+    let now = chain.cluster_time().await?;
     let ixs = refund_instructions(
         &kp.pubkey(),
         &account,
         &listing.listing_id,
         state.as_ref(),
-        &config,
+        &settings,
         now,
     )?;
     Ok(chain.send(&ixs, &[&kp]).await?.signature.to_string())
+}
+
+/// The listing's scalar k, opened from the seller's reveal on this buyer's
+/// escrow (`None` while nothing is revealed).
+async fn revealed_key(
+    chain: &Chain,
+    buyer: &Wallet,
+    listing: &Listing,
+) -> Result<Option<zeroize::Zeroizing<[u8; 32]>>, BuyError> {
+    use crate::market::escrow_trade::{buyer_blinding, read_account, EscrowReadError};
+    let account = escrow_listing_account(listing)?;
+    let me = buyer_pubkey(buyer);
+    let at = crate::escrow::escrow_address(&account, &me);
+    let Some(e) = read_account(chain, &at, crate::escrow::EscrowAccount::decode).await? else {
+        return Ok(None);
+    };
+    if !matches!(
+        e.status,
+        crate::escrow::EscrowStatus::Revealed | crate::escrow::EscrowStatus::Claimed
+    ) {
+        return Ok(None);
+    }
+    let terms =
+        crate::market::escrow_trade::manifest_terms(listing).map_err(EscrowReadError::from)?;
+    let b = buyer_blinding(&buyer.x25519_secret(), &terms.seller_x25519, &account, &me)
+        .map_err(EscrowReadError::from)?;
+    let k = escrow_math::client::open(&e.revealed, &b, &terms.key_point).map_err(|e| {
+        EscrowReadError::from(crate::market::escrow_trade::EscrowPlanError::from(e))
+    })?;
+    Ok(Some(k))
+}
+
+/// `marketplace dispute`: proves, inside the dispute window, that the key
+/// the seller revealed does not open the committed blob to the committed
+/// bundle; the program refunds the deposit and pays the stake share.
+pub async fn dispute_escrow(
+    chain: &Chain,
+    source: &Source,
+    buyer: &Wallet,
+    listing: &Listing,
+) -> Result<String, BuyError> {
+    use crate::market::escrow_trade::{fraud_proof, EscrowPlanError, EscrowReadError};
+    let k = revealed_key(chain, buyer, listing).await?.ok_or_else(|| {
+        EscrowReadError::from(EscrowPlanError::NoEscrow(listing.listing_id.clone()))
+    })?;
+    let blob = source
+        .fetch(blob_item(listing), crate::seal::MAX_BLOB_BYTES)
+        .await?;
+    let proof = fraud_proof(&blob, &k).map_err(EscrowReadError::from)?;
+    let account = escrow_listing_account(listing)?;
+    let kp = buyer.solana_keypair();
+    let ix = crate::escrow::dispute(&account, &kp.pubkey(), &proof);
+    Ok(chain.send(&[ix], &[&kp]).await?.signature.to_string())
+}
+
+/// Waits for the seller's reveal on this buyer's sealed escrow, opens the
+/// blob chunk by chunk checked and imports it. A blob that lies is
+/// refused with the chunk named (then `marketplace dispute`).
+#[allow(clippy::too_many_arguments)]
+async fn fetch_and_import_sealed(
+    chain: &Chain,
+    buyer: &Wallet,
+    source: &Source,
+    listing: &Listing,
+    buy_signature: &str,
+    target: ImportTarget<'_>,
+    timeout: Duration,
+    mut on_wait: impl FnMut(Duration),
+) -> Result<Imported, BuyError> {
+    let start = Instant::now();
+    let k = loop {
+        if let Some(k) = revealed_key(chain, buyer, listing).await? {
+            break k;
+        }
+        if start.elapsed() >= timeout {
+            return Err(BuyError::Timeout(buy_signature.into()));
+        }
+        on_wait(start.elapsed());
+        tokio::time::sleep(Duration::from_millis(500)).await;
+    };
+    let blob = source
+        .fetch(blob_item(listing), crate::seal::MAX_BLOB_BYTES)
+        .await?;
+    let parsed = escrow_math::blob::Blob::parse(&blob).map_err(|e| {
+        crate::market::escrow_trade::EscrowReadError::from(
+            crate::market::escrow_trade::EscrowPlanError::from(e),
+        )
+    })?;
+    let inner = zeroize::Zeroizing::new(parsed.open(&k).map_err(|e| {
+        crate::market::escrow_trade::EscrowReadError::from(
+            crate::market::escrow_trade::EscrowPlanError::from(e),
+        )
+    })?);
+    import_opened(&inner, listing, target)
+}
+
+fn import_opened(
+    inner: &[u8],
+    listing: &Listing,
+    target: ImportTarget<'_>,
+) -> Result<Imported, BuyError> {
+    let scope = format!("imported:{}", listing.listing_id);
+    Ok(match target {
+        ImportTarget::Store(store) => Imported::Store(import_inner(
+            store,
+            inner,
+            &listing.bundle_hash,
+            &listing.seller_pubkey,
+            Some(&scope),
+            Some(&listing.listing_id),
+        )?),
+        ImportTarget::BrainctlDb(path) => Imported::BrainctlDb(
+            import_inner_into_brain_db(path, inner, &listing.bundle_hash, &scope)
+                .map_err(|e| BuyError::BrainDb(Box::new(e)))?,
+        ),
+    })
 }
 
 /// The slot of a successful `cancel` of `listing` signed by its seller.
@@ -517,6 +650,19 @@ pub async fn fetch_and_import(
     timeout: Duration,
     mut on_wait: impl FnMut(Duration),
 ) -> Result<Imported, BuyError> {
+    if listing.escrow_program.is_some() {
+        return fetch_and_import_sealed(
+            chain,
+            buyer,
+            source,
+            listing,
+            buy_signature,
+            target,
+            timeout,
+            on_wait,
+        )
+        .await;
+    }
     let pay_to = Pubkey::from_str(&listing.payment_address)
         .map_err(|_| ListingRefusal::BadPaymentAddress)?;
     let (seller, me) = (listing.seller_pubkey.clone(), buyer.address());
@@ -527,20 +673,6 @@ pub async fn fetch_and_import(
         buy_signature,
         bundle_hash: &listing.bundle_hash,
     };
-    // an escrow buy is released under its escrow account (the program's
-    // record of the deposit, which `listen` finds and keys it by); one
-    // recorded from its memo by an older `listen`, under the deposit's signature
-    let escrow_ref = match listing.escrow_program {
-        Some(_) => Some(
-            crate::escrow::escrow_address(&escrow_listing_account(listing)?, &buyer_pubkey(buyer))
-                .to_string(),
-        ),
-        None => None,
-    };
-    let escrow_want = escrow_ref.as_deref().map(|r| Expected {
-        buy_signature: r,
-        ..want.clone()
-    });
     // each round reads only the history since the last; each envelope id
     // is fetched until it opens or proves to be another's, one that fails
     // again after a growing pause: junk `release` memos cost one fetch
@@ -583,34 +715,16 @@ pub async fn fetch_and_import(
                 Ok(body) => {
                     waiting.swap_remove(i);
                     // envelopes of other buyers' buys fail the bindings
-                    opened = open_envelope(&body, buyer, &want)
-                        .or_else(|e| match &escrow_want {
-                            Some(w) => open_envelope(&body, buyer, w),
-                            None => Err(e),
-                        })
-                        .ok();
+                    opened = open_envelope(&body, buyer, &want).ok();
                 }
             }
         }
         if let Some((key, _)) = opened {
-            let blob_id = listing.encrypted_bundle_uri.trim_start_matches("ar://");
-            let blob = source.fetch(blob_id, crate::seal::MAX_BLOB_BYTES).await?;
+            let blob = source
+                .fetch(blob_item(listing), crate::seal::MAX_BLOB_BYTES)
+                .await?;
             let inner = crate::seal::decrypt_blob(&key, &blob)?;
-            let scope = format!("imported:{}", listing.listing_id);
-            return Ok(match target {
-                ImportTarget::Store(store) => Imported::Store(import_inner(
-                    store,
-                    &inner,
-                    &listing.bundle_hash,
-                    &seller,
-                    Some(&scope),
-                    Some(&listing.listing_id),
-                )?),
-                ImportTarget::BrainctlDb(path) => Imported::BrainctlDb(
-                    import_inner_into_brain_db(path, &inner, &listing.bundle_hash, &scope)
-                        .map_err(|e| BuyError::BrainDb(Box::new(e)))?,
-                ),
-            });
+            return import_opened(&inner, listing, target);
         }
         if start.elapsed() >= timeout {
             return Err(BuyError::Timeout(buy_signature.into()));

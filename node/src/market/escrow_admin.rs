@@ -1,4 +1,4 @@
-//! The escrow program's one operator action: `initialize_config`, sent by
+//! The escrow program's one operator action: `init_settings`, sent by
 //! the program's upgrade authority (the program refuses anyone else), and
 //! made safe to repeat: a cluster already configured with the same
 //! settings is left alone, one configured otherwise is refused with the
@@ -9,11 +9,17 @@
 //! in the program's bounds. Never touches listings or escrows.
 
 use crate::chain::{Chain, ChainError, Keypair, Pubkey, Signer};
-use crate::escrow::{self, ConfigAccount, NewConfig};
+use crate::escrow::{self, NewSettings as NewConfig, SettingsAccount as ConfigAccount};
 use crate::market::escrow_trade::{read_account, EscrowPlanError, EscrowReadError};
 
-/// The program's largest release fee (`MAX_FEE_BPS` of `programs/escrow`).
+/// The program's largest claim fee (`MAX_FEE_BPS` of `programs/escrow`).
 pub const MAX_FEE_BPS: u16 = 1_000;
+/// The program's shortest release window (`MIN_RELEASE_WINDOW_SECS`).
+pub const MIN_RELEASE_WINDOW_SECS: i64 = 120;
+/// The program's shortest dispute window (`MIN_WINDOW_SECS`).
+pub const MIN_WINDOW_SECS: i64 = 10;
+/// The program's longest window (`MAX_WINDOW_SECS`, 30 days).
+pub const MAX_WINDOW_SECS: i64 = 30 * 86_400;
 
 /// Why the config was not written.
 #[derive(Debug, thiserror::Error)]
@@ -79,18 +85,27 @@ pub fn check_settings(c: &NewConfig) -> Result<(), ConfigureError> {
     if c.fee_bps > MAX_FEE_BPS {
         return bad("fee_bps", c.fee_bps.to_string(), "at most 1000 (10 %)");
     }
-    if c.slash_bps > 10_000 {
+    if c.slash_bps == 0 || c.slash_bps > 10_000 {
         return bad(
             "slash_bps",
             c.slash_bps.to_string(),
-            "at most 10000 (the whole stake)",
+            "1 to 10000 (the whole stake)",
         );
     }
-    if c.release_window_secs <= 0 {
+    let windows = [
+        ("release_window_secs", c.release_window_secs, MIN_RELEASE_WINDOW_SECS, "120 s to 30 days (2592000): longer than a transaction lives, so a reveal never lands late"),
+        ("dispute_window_secs", c.dispute_window_secs, MIN_WINDOW_SECS, "10 s to 30 days (2592000)"),
+    ];
+    for (field, w, min, why) in windows {
+        if !(min..=MAX_WINDOW_SECS).contains(&w) {
+            return bad(field, w.to_string(), why);
+        }
+    }
+    if c.min_stake == 0 {
         return bad(
-            "release_window_secs",
-            c.release_window_secs.to_string(),
-            "must be above 0",
+            "min_stake",
+            "0".into(),
+            "must be above 0: the stake is the bond",
         );
     }
     Ok(())
@@ -98,7 +113,7 @@ pub fn check_settings(c: &NewConfig) -> Result<(), ConfigureError> {
 
 /// The first field where the chain's config differs from `c`.
 pub fn first_difference(onchain: &ConfigAccount, c: &NewConfig) -> Option<ConfigureError> {
-    let fields: [(&'static str, String, String); 5] = [
+    let fields: [(&'static str, String, String); 6] = [
         (
             "treasury",
             onchain.treasury.to_string(),
@@ -118,6 +133,11 @@ pub fn first_difference(onchain: &ConfigAccount, c: &NewConfig) -> Option<Config
             "release_window_secs",
             onchain.release_window_secs.to_string(),
             c.release_window_secs.to_string(),
+        ),
+        (
+            "dispute_window_secs",
+            onchain.dispute_window_secs.to_string(),
+            c.dispute_window_secs.to_string(),
         ),
         (
             "min_stake",
@@ -158,14 +178,14 @@ pub async fn configure(
     c: &NewConfig,
 ) -> Result<Configured, ConfigureError> {
     check_settings(c)?;
-    match crate::market::escrow_trade::read_config(chain).await {
+    match crate::market::escrow_trade::read_settings(chain).await {
         Ok(onchain) => {
             return match first_difference(&onchain, c) {
                 Some(e) => Err(e),
                 None => Ok(Configured::AlreadyConfigured),
             }
         }
-        Err(EscrowReadError::Plan(EscrowPlanError::NoConfig)) => {}
+        Err(EscrowReadError::Plan(EscrowPlanError::NoSettings)) => {}
         Err(EscrowReadError::Plan(EscrowPlanError::NotDeployed)) => {
             return Err(ConfigureError::NotDeployed)
         }
@@ -186,7 +206,7 @@ pub async fn configure(
         });
     }
     let sent = chain
-        .send(&[escrow::initialize_config(&admin.pubkey(), c)], &[admin])
+        .send(&[escrow::init_settings(&admin.pubkey(), c)], &[admin])
         .await?;
     Ok(Configured::Initialized {
         signature: sent.signature.to_string(),
@@ -204,6 +224,7 @@ mod tests {
             fee_bps: 100,
             slash_bps: 5_000,
             release_window_secs: 120,
+            dispute_window_secs: 60,
             min_stake: 1_000,
         }
     }
@@ -228,10 +249,24 @@ mod tests {
             ),
             (
                 NewConfig {
-                    release_window_secs: 0,
+                    release_window_secs: 119,
                     ..config()
                 },
                 "release_window_secs",
+            ),
+            (
+                NewConfig {
+                    dispute_window_secs: 31 * 86_400,
+                    ..config()
+                },
+                "dispute_window_secs",
+            ),
+            (
+                NewConfig {
+                    min_stake: 0,
+                    ..config()
+                },
+                "min_stake",
             ),
         ] {
             let e = check_settings(&c).unwrap_err();
@@ -248,6 +283,7 @@ mod tests {
             fee_bps: c.fee_bps,
             slash_bps: c.slash_bps,
             release_window_secs: c.release_window_secs,
+            dispute_window_secs: c.dispute_window_secs,
             min_stake: c.min_stake,
         };
         assert!(first_difference(&onchain, &c).is_none());

@@ -1,23 +1,29 @@
-//! Escrow settlement, the trade side: the transactions `marketplace list
-//! --escrow`, `buy` of an escrow listing and `refund` send, each built only
-//! after the program's accounts (as the chain holds them) agree with the
-//! signed manifest. The plans are pure, so the same functions run against
-//! the program in `solana-program-test`; the async wrappers read the
-//! accounts over RPC and send.
+//! Sealed-escrow settlement, the trade side: the transactions `marketplace
+//! list --escrow`, `buy` of an escrow listing, `refund`, `dispute` and
+//! `cancel` send, and the seller's `reveal`/`decline`/`claim`, each built
+//! only after the program's accounts (as the chain holds them) agree with
+//! the signed manifest and, for a buy, with the blob on Arweave. The plans
+//! are pure, so the same functions run against the program in
+//! `solana-program-test`; the async wrappers read the accounts over RPC.
 //!
 //! Never moves money on a mismatch: a listing whose on-chain terms differ
-//! from its signed manifest (seller, bundle hash, price, expiry) or that
-//! names another program is refused with the field that differs.
+//! from its signed manifest (seller, bundle hash, price, expiry, key
+//! commitment, blob root, length, seller key), whose blob does not hash to
+//! its root, or whose key commitment is not a prime-order point is
+//! refused with the field that differs.
 
 use crate::chain::instructions::{discovery, memo, DEFAULT_CU_LIMIT};
 use crate::chain::{Chain, ChainError, Pubkey};
 use crate::escrow::{
-    self, AccountError, ConfigAccount, EscrowAccount, EscrowListing, EscrowStatus, ListingAccount,
-    ListingStatus,
+    self, AccountError, EscrowAccount, EscrowStatus, ListingAccount, ListingStatus,
+    SettingsAccount, Terms,
 };
-use crate::market::manifest::Listing;
+use crate::market::manifest::{EscrowCommitments, Listing};
 use crate::market::MemoOp;
+use escrow_math::blob::{Blob, BlobError};
+use escrow_math::client::{blind_scalar, is_prime_order, point_of, x25519_shared, ClientError};
 use solana_sdk::instruction::{AccountMeta, Instruction};
+use zeroize::Zeroizing;
 
 /// Why an escrow action is refused before anything is sent.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -29,13 +35,11 @@ pub enum EscrowPlanError {
     #[error("listing {0} settles by direct payment, not escrow; buy it without --escrow")]
     NotEscrow(String),
     /// The program is not deployed on this cluster.
-    #[error("escrow program {prog} is not deployed on this cluster (needs an SBF build and `anchor deploy`); list or buy without --escrow", prog = escrow::PROGRAM_ID)]
+    #[error("escrow program {prog} is not deployed on this cluster (the localnet deploys it: ./localnet/up); list or buy without --escrow", prog = escrow::PROGRAM_ID)]
     NotDeployed,
-    /// The program's config was never initialized.
-    #[error(
-        "escrow program has no config on this cluster (its admin must run initialize_config first)"
-    )]
-    NoConfig,
+    /// The program's settings were never initialized.
+    #[error("escrow program has no settings on this cluster (its upgrade authority runs `brainctl escrow configure` first)")]
+    NoSettings,
     /// An account did not decode.
     #[error(transparent)]
     Account(#[from] AccountError),
@@ -52,10 +56,10 @@ pub enum EscrowPlanError {
         /// In the manifest.
         manifest: String,
     },
-    /// Cancelled or expired.
+    /// Retired or expired.
     #[error("escrow listing {0} takes no deposits: {1}")]
     Closed(String, &'static str),
-    /// A stake under the program's minimum.
+    /// A stake under the program's floor.
     #[error("--stake-lamports {stake} is under the program's minimum stake of {min}")]
     StakeTooLow {
         /// Asked.
@@ -63,14 +67,27 @@ pub enum EscrowPlanError {
         /// Minimum.
         min: u64,
     },
+    /// The listing's stake fell under the floor (slashed): no deposits.
+    #[error("escrow listing {listing_id} holds a stake of {stake}, under the program's floor of {min}: it takes no deposits")]
+    StakeBelowFloor {
+        /// Listing id.
+        listing_id: String,
+        /// Held.
+        stake: u64,
+        /// Floor.
+        min: u64,
+    },
     /// Nothing to refund.
     #[error("no escrow of this wallet on listing {0}")]
     NoEscrow(String),
-    /// Already settled.
-    #[error("the escrow is already {0:?}; nothing to refund")]
-    Settled(EscrowStatus),
+    /// Revealed: the buyer has the key; nothing to refund (dispute if it lies).
+    #[error("the seller revealed the key for this escrow; open it with `brainctl marketplace buy` again, or prove a misdelivery with `brainctl marketplace dispute` before unix time {closes_at}")]
+    Revealed {
+        /// End of the dispute window.
+        closes_at: i64,
+    },
     /// Refund asked before the release window ends.
-    #[error("the seller may still release until unix time {opens_at}; refund after that")]
+    #[error("the seller may still reveal until unix time {opens_at}; refund after that")]
     WindowOpen {
         /// First second a refund is allowed.
         opens_at: i64,
@@ -78,9 +95,8 @@ pub enum EscrowPlanError {
     /// Bad manifest values.
     #[error("manifest: {0}")]
     Manifest(String),
-    /// The buyer already has an escrow on this listing (one per buyer and
-    /// listing, ever: the program would refuse a second deposit).
-    #[error("this wallet already deposited into listing {listing_id} (escrow {escrow}, {status:?}); one deposit per buyer and listing")]
+    /// The buyer already has an escrow on this listing.
+    #[error("this wallet already deposited into listing {listing_id} (escrow {escrow}, {status:?}); one deposit per buyer and listing at a time")]
     AlreadyDeposited {
         /// Listing id.
         listing_id: String,
@@ -89,16 +105,34 @@ pub enum EscrowPlanError {
         /// Its status.
         status: EscrowStatus,
     },
-    /// Cancel of an escrow listing that still holds deposits or owes slashes.
-    #[error("escrow listing {listing_id} still holds {open_escrows} deposit(s) and owes {unslashed_refunds} slash(es) on chain; keep `brainctl marketplace listen` running so every deposit is released (refunded buyers slash with `brainctl marketplace refund`), then cancel again")]
+    /// Retire of a listing that still holds deposits.
+    #[error("escrow listing {listing_id} still holds {open_escrows} deposit(s) on chain; keep `brainctl marketplace listen` running until each is revealed and claimed, declined or refunded, then cancel again")]
     StillHeld {
         /// Listing id.
         listing_id: String,
-        /// Deposits neither released nor refunded.
+        /// Deposits not yet settled.
         open_escrows: u32,
-        /// Refunds not yet slashed.
-        unslashed_refunds: u32,
     },
+    /// The blob on Arweave is not an escrow blob or not the committed one.
+    #[error("the listing's blob: {0}")]
+    Blob(#[from] BlobError),
+    /// The blob hashes to another root than the listing commits to.
+    #[error("the blob on Arweave hashes to root {blob}, the listing commits to {chain}: not the committed ciphertext; refusing to pay")]
+    BlobRoot {
+        /// Committed.
+        chain: String,
+        /// Recomputed.
+        blob: String,
+    },
+    /// The key commitment is not a prime-order point.
+    #[error("the listing's key commitment is not a prime-order point: no reveal could ever open it; refusing to pay")]
+    BadKeyPoint,
+    /// A key the client cannot use.
+    #[error(transparent)]
+    Key(#[from] ClientError),
+    /// No misdelivery to prove.
+    #[error("every chunk of the blob opens to its commitment under the revealed key: there is no misdelivery to prove")]
+    NothingToDispute,
 }
 
 fn hash_bytes(hex_hash: &str) -> Result<[u8; 32], EscrowPlanError> {
@@ -108,31 +142,46 @@ fn hash_bytes(hex_hash: &str) -> Result<[u8; 32], EscrowPlanError> {
         .ok_or_else(|| EscrowPlanError::Manifest("bundle_hash is not 32 bytes of hex".into()))
 }
 
-/// The `create_listing` a seller sends with the `list` memo.
+/// The terms a manifest signs for its escrow listing.
+pub fn manifest_terms(listing: &Listing) -> Result<Terms, EscrowPlanError> {
+    let c: EscrowCommitments = listing.escrow_terms.ok_or_else(|| {
+        EscrowPlanError::Manifest(
+            "an escrow listing without `escrow_terms` (listed by an older brainctl, for a program that is gone)".into(),
+        )
+    })?;
+    let price_lamports = listing.price_lamports.filter(|p| *p > 0).ok_or_else(|| {
+        EscrowPlanError::Manifest("an escrow listing needs a price above 0 lamports".into())
+    })?;
+    Ok(Terms {
+        price_lamports,
+        key_point: c.key_point,
+        blob_root: c.blob_root,
+        plain_len: c.plain_len,
+        bundle_hash: hash_bytes(&listing.bundle_hash)?,
+        seller_x25519: c.seller_x25519,
+        expires_at: listing.expires_at,
+    })
+}
+
+/// The `list_sealed` a seller sends with the `list` memo.
 pub fn list_instruction(
     seller: &Pubkey,
     listing: &Listing,
     stake: u64,
-    config: &ConfigAccount,
+    settings: &SettingsAccount,
 ) -> Result<Instruction, EscrowPlanError> {
-    if stake < config.min_stake {
+    if stake < settings.min_stake {
         return Err(EscrowPlanError::StakeTooLow {
             stake,
-            min: config.min_stake,
+            min: settings.min_stake,
         });
     }
-    let price_lamports = listing.price_lamports.filter(|p| *p > 0).ok_or_else(|| {
-        EscrowPlanError::Manifest("an escrow listing needs a price above 0 lamports".into())
-    })?;
-    Ok(escrow::create_listing(
+    let terms = manifest_terms(listing)?;
+    Ok(escrow::list_sealed(
         seller,
-        &EscrowListing {
-            listing_id: &listing.listing_id,
-            bundle_hash: hash_bytes(&listing.bundle_hash)?,
-            price_lamports,
-            stake,
-            expires_at: listing.expires_at,
-        },
+        &listing.listing_id,
+        &terms,
+        stake,
     ))
 }
 
@@ -144,10 +193,12 @@ fn mismatch(field: &'static str, chain: impl ToString, manifest: impl ToString) 
     }
 }
 
-/// Checks the on-chain listing account against the signed manifest.
+/// Checks the on-chain listing account against the signed manifest: every
+/// committed field, the status, expiry and the stake floor.
 pub fn check_listing(
     listing: &Listing,
     onchain: &ListingAccount,
+    settings: &SettingsAccount,
     now: i64,
 ) -> Result<(), EscrowPlanError> {
     match listing.escrow_program.as_deref() {
@@ -157,9 +208,7 @@ pub fn check_listing(
         }
         Some(_) => {}
     }
-    let price = listing
-        .price_lamports
-        .ok_or_else(|| EscrowPlanError::Manifest("no price_lamports".into()))?;
+    let want = manifest_terms(listing)?;
     if onchain.seller.to_string() != listing.seller_pubkey {
         return Err(mismatch("seller", onchain.seller, &listing.seller_pubkey));
     }
@@ -170,51 +219,126 @@ pub fn check_listing(
             &listing.listing_id,
         ));
     }
-    if hex::encode(onchain.bundle_hash) != listing.bundle_hash {
-        return Err(mismatch(
+    let (got, hex32) = (&onchain.terms, hex::encode::<&[u8; 32]>);
+    let fields: [(&'static str, String, String); 7] = [
+        (
+            "price_lamports",
+            got.price_lamports.to_string(),
+            want.price_lamports.to_string(),
+        ),
+        (
             "bundle_hash",
-            hex::encode(onchain.bundle_hash),
-            &listing.bundle_hash,
-        ));
-    }
-    if onchain.price_lamports != price {
-        return Err(mismatch("price_lamports", onchain.price_lamports, price));
-    }
-    if onchain.expires_at != listing.expires_at {
-        return Err(mismatch(
+            hex32(&got.bundle_hash),
+            hex32(&want.bundle_hash),
+        ),
+        (
             "expires_at",
-            onchain.expires_at,
-            listing.expires_at,
-        ));
+            got.expires_at.to_string(),
+            want.expires_at.to_string(),
+        ),
+        ("key_point", hex32(&got.key_point), hex32(&want.key_point)),
+        ("blob_root", hex32(&got.blob_root), hex32(&want.blob_root)),
+        (
+            "plain_len",
+            got.plain_len.to_string(),
+            want.plain_len.to_string(),
+        ),
+        (
+            "seller_x25519",
+            hex32(&got.seller_x25519),
+            hex32(&want.seller_x25519),
+        ),
+    ];
+    if let Some((field, chain, manifest)) = fields.into_iter().find(|(_, c, m)| c != m) {
+        return Err(mismatch(field, chain, manifest));
     }
-    if onchain.status == ListingStatus::Cancelled {
-        return Err(EscrowPlanError::Closed(
-            listing.listing_id.clone(),
-            "cancelled",
-        ));
+    match onchain.status {
+        ListingStatus::Live => {}
+        ListingStatus::Retired => {
+            return Err(EscrowPlanError::Closed(
+                listing.listing_id.clone(),
+                "retired",
+            ))
+        }
+        ListingStatus::Convicted => {
+            return Err(EscrowPlanError::Closed(
+                listing.listing_id.clone(),
+                "convicted of fraud by a buyer's proof",
+            ))
+        }
     }
-    if now >= onchain.expires_at {
+    if now >= got.expires_at {
         return Err(EscrowPlanError::Closed(
             listing.listing_id.clone(),
             "expired",
         ));
     }
+    if onchain.stake < settings.min_stake {
+        return Err(EscrowPlanError::StakeBelowFloor {
+            listing_id: listing.listing_id.clone(),
+            stake: onchain.stake,
+            min: settings.min_stake,
+        });
+    }
+    if !is_prime_order(&got.key_point) {
+        return Err(EscrowPlanError::BadKeyPoint);
+    }
     Ok(())
+}
+
+/// Checks the blob on Arweave is the committed ciphertext: an escrow blob
+/// of the committed length hashing to the committed root.
+pub fn check_blob(terms: &Terms, blob: &[u8]) -> Result<(), EscrowPlanError> {
+    let parsed = Blob::parse(blob)?;
+    if parsed.plain_len != terms.plain_len {
+        return Err(mismatch("plain_len", terms.plain_len, parsed.plain_len));
+    }
+    let root = parsed.root();
+    if root != terms.blob_root {
+        return Err(EscrowPlanError::BlobRoot {
+            chain: hex::encode(terms.blob_root),
+            blob: hex::encode(root),
+        });
+    }
+    Ok(())
+}
+
+/// The blinding scalar b of `buyer`'s escrow on `listing_account`, from
+/// the buyer's X25519 secret and the seller's committed X25519 key.
+pub fn buyer_blinding(
+    buyer_x25519_secret: &[u8; 32],
+    seller_x25519: &[u8; 32],
+    listing_account: &Pubkey,
+    buyer: &Pubkey,
+) -> Result<Zeroizing<[u8; 32]>, EscrowPlanError> {
+    let shared = x25519_shared(buyer_x25519_secret, seller_x25519)?;
+    let at = escrow::escrow_address(listing_account, buyer);
+    Ok(blind_scalar(&shared, &at.to_bytes()))
+}
+
+/// The same b as the seller derives it, from its X25519 secret and the
+/// escrow's recorded buyer key.
+pub fn seller_blinding(
+    seller_x25519_secret: &[u8; 32],
+    escrow_account: &Pubkey,
+    buyer_x25519: &[u8; 32],
+) -> Result<Zeroizing<[u8; 32]>, EscrowPlanError> {
+    let shared = x25519_shared(seller_x25519_secret, buyer_x25519)?;
+    Ok(blind_scalar(&shared, &escrow_account.to_bytes()))
 }
 
 /// An escrow buy, signed by the buyer alone: the discovery reference (with
 /// the payment address read-only, so the seller's `listen` sees the buy in
-/// that address's history), the `deposit` of the listed price, and
-/// `buy:<listing>:<buyer x25519>`.
+/// that address's history), the `deposit_sealed` of the committed terms
+/// binding `blind_point`, and `buy:<listing>:<buyer x25519>`.
 pub fn buy_instructions(
     buyer: &Pubkey,
     buyer_x25519: &[u8; 32],
+    blind_point: &[u8; 32],
     listing: &Listing,
     onchain: &ListingAccount,
     registry: &Pubkey,
-    now: i64,
 ) -> Result<Vec<Instruction>, EscrowPlanError> {
-    check_listing(listing, onchain, now)?;
     let pay_to: Pubkey = listing
         .payment_address
         .parse()
@@ -230,31 +354,46 @@ pub fn buy_instructions(
     };
     Ok(vec![
         reference,
-        escrow::deposit(&account, buyer, buyer_x25519),
+        escrow::deposit(&account, buyer, &onchain.terms, blind_point, buyer_x25519),
         memo(&op.to_string(), buyer),
     ])
 }
 
-/// The deposit `buyer` would send for `listing` now, from the accounts as
-/// the chain holds them: the listing account must match the signed
-/// manifest and take deposits, and the buyer must not hold an escrow on it
-/// yet. What `marketplace buy` sends and the indexer's `/settle` returns.
-pub async fn deposit_plan(
+/// The program's listing account of `listing` and its decoded state,
+/// checked against the manifest, with the settings.
+pub async fn checked_listing(
     chain: &Chain,
-    buyer: &Pubkey,
-    buyer_x25519: &[u8; 32],
     listing: &Listing,
-    registry: &Pubkey,
     now: i64,
-) -> Result<Vec<Instruction>, EscrowReadError> {
+) -> Result<(Pubkey, ListingAccount, SettingsAccount), EscrowReadError> {
     let seller: Pubkey = listing
         .seller_pubkey
         .parse()
         .map_err(|_| EscrowPlanError::Manifest("bad seller_pubkey".into()))?;
+    let settings = read_settings(chain).await?;
     let account = escrow::listing_address(&seller, &listing.listing_id);
     let onchain = read_account(chain, &account, ListingAccount::decode)
         .await?
         .ok_or_else(|| EscrowPlanError::NoListingAccount(listing.listing_id.clone()))?;
+    check_listing(listing, &onchain, &settings, now)?;
+    Ok((account, onchain, settings))
+}
+
+/// The deposit `buyer` would send for `listing` now, from the accounts as
+/// the chain holds them: the listing account must match the signed
+/// manifest and take deposits, and the buyer must not hold an escrow on it.
+/// The caller derived `blind_point` (B = b·G) and checked the blob. What
+/// `marketplace buy` sends and the indexer's `/settle` returns.
+pub async fn deposit_plan(
+    chain: &Chain,
+    buyer: &Pubkey,
+    buyer_x25519: &[u8; 32],
+    blind_point: &[u8; 32],
+    listing: &Listing,
+    registry: &Pubkey,
+    now: i64,
+) -> Result<Vec<Instruction>, EscrowReadError> {
+    let (account, onchain, _) = checked_listing(chain, listing, now).await?;
     let at = escrow::escrow_address(&account, buyer);
     if let Some(e) = read_account(chain, &at, EscrowAccount::decode).await? {
         return Err(EscrowPlanError::AlreadyDeposited {
@@ -267,83 +406,101 @@ pub async fn deposit_plan(
     Ok(buy_instructions(
         buyer,
         buyer_x25519,
+        blind_point,
         listing,
         &onchain,
         registry,
-        now,
     )?)
 }
 
-/// The buyer's way out when no release came: `refund` after the window,
-/// then `slash` (the buyer asks) for the configured share of the stake.
+/// The point B a buyer binds, from its X25519 secret.
+pub fn blind_point_for(
+    buyer_x25519_secret: &[u8; 32],
+    onchain: &ListingAccount,
+    listing_account: &Pubkey,
+    buyer: &Pubkey,
+) -> Result<[u8; 32], EscrowPlanError> {
+    let b = buyer_blinding(
+        buyer_x25519_secret,
+        &onchain.terms.seller_x25519,
+        listing_account,
+        buyer,
+    )?;
+    Ok(point_of(&b))
+}
+
+/// The buyer's `refund_sealed`: a declined deposit (all of it), one never
+/// revealed inside the window (all of it and the stake share), or a
+/// claimed escrow's rent.
 pub fn refund_instructions(
     buyer: &Pubkey,
     listing_account: &Pubkey,
     listing_id: &str,
     escrow_state: Option<&EscrowAccount>,
-    config: &ConfigAccount,
+    settings: &SettingsAccount,
     now: i64,
 ) -> Result<Vec<Instruction>, EscrowPlanError> {
     let e = escrow_state
         .filter(|e| e.buyer == *buyer && e.listing == *listing_account)
         .ok_or_else(|| EscrowPlanError::NoEscrow(listing_id.into()))?;
-    if e.status != EscrowStatus::Deposited {
-        return Err(EscrowPlanError::Settled(e.status));
+    match e.status {
+        EscrowStatus::Declined | EscrowStatus::Claimed => {}
+        EscrowStatus::Revealed => {
+            return Err(EscrowPlanError::Revealed {
+                closes_at: e.revealed_at.saturating_add(settings.dispute_window_secs),
+            })
+        }
+        EscrowStatus::Deposited => {
+            let opens_at = e.deposited_at.saturating_add(settings.release_window_secs);
+            if now < opens_at {
+                return Err(EscrowPlanError::WindowOpen { opens_at });
+            }
+        }
     }
-    let opens_at = e.deposited_at.saturating_add(config.release_window_secs);
-    if now < opens_at {
-        return Err(EscrowPlanError::WindowOpen { opens_at });
-    }
-    Ok(vec![
-        escrow::refund(listing_account, buyer),
-        escrow::slash(listing_account, buyer, buyer),
-    ])
+    Ok(vec![escrow::refund(listing_account, buyer)])
 }
 
-/// What cancelling an escrow listing sends beside the `cancel` memo:
-/// the program's `cancel_listing` (stake and rent back to the seller)
-/// while its account is open; nothing once it is closed (or was never
-/// created). Refused while the program holds deposits or owes slashes:
-/// the program would refuse it too, and those buyers must be served first.
+/// What cancelling an escrow listing sends beside the `cancel` memo: the
+/// program's `retire_sealed` (what stake is left back to the seller) while
+/// it is live or convicted; nothing once retired (or never created). Refused while the program
+/// holds deposits: the program would refuse it too.
 pub fn cancel_instructions(
     seller: &Pubkey,
     listing_id: &str,
     onchain: Option<&ListingAccount>,
 ) -> Result<Vec<Instruction>, EscrowPlanError> {
-    let Some(l) = onchain else {
+    let Some(l) = onchain.filter(|l| l.status != ListingStatus::Retired) else {
         return Ok(vec![]);
     };
     if l.seller != *seller {
         return Err(mismatch("seller", l.seller, seller));
     }
-    if l.open_escrows > 0 || l.unslashed_refunds > 0 {
+    if l.open_escrows > 0 {
         return Err(EscrowPlanError::StillHeld {
             listing_id: listing_id.into(),
             open_escrows: l.open_escrows,
-            unslashed_refunds: l.unslashed_refunds,
         });
     }
-    Ok(vec![escrow::cancel_listing(seller, listing_id)])
+    Ok(vec![escrow::retire(seller, listing_id)])
 }
 
-/// The seller's `release` of `buyer`'s escrow, appended to the release
-/// transaction (same transaction as the token and the `release` memo).
-pub fn release_instruction(
-    seller: &Pubkey,
-    listing_id: &str,
-    buyer: &Pubkey,
-    treasury: &Pubkey,
-    envelope_id: &str,
-    bundle_hash_hex: &str,
-) -> Result<Instruction, EscrowPlanError> {
-    Ok(escrow::release(
-        &escrow::listing_address(seller, listing_id),
-        buyer,
-        seller,
-        treasury,
-        envelope_id,
-        &hash_bytes(bundle_hash_hex)?,
-    ))
+/// The fraud proof for the first chunk of `blob` that `k` does not open
+/// to its commitment.
+pub fn fraud_proof(blob: &[u8], k: &[u8; 32]) -> Result<escrow::FraudProof, EscrowPlanError> {
+    let parsed = Blob::parse(blob)?;
+    let index = match parsed.open(k) {
+        Ok(_) => return Err(EscrowPlanError::NothingToDispute),
+        Err(BlobError::Misdelivery { index }) => index,
+        Err(e) => return Err(e.into()),
+    };
+    let (cipher, plain_hash, path) = parsed.proof_parts(index);
+    Ok(escrow::FraudProof {
+        k: *k,
+        index,
+        cipher: cipher.to_vec(),
+        plain_hash,
+        path,
+    })
 }
 
 /// Reads and decodes one of the program's accounts (`None`: no account).
@@ -364,8 +521,8 @@ pub async fn read_account<T>(
     }
 }
 
-/// The config, after checking the program is deployed.
-pub async fn read_config(chain: &Chain) -> Result<ConfigAccount, EscrowReadError> {
+/// The settings, after checking the program is deployed.
+pub async fn read_settings(chain: &Chain) -> Result<SettingsAccount, EscrowReadError> {
     let id = escrow::program_id();
     let program = crate::chain::client::with_retry("getAccountInfo", || {
         chain
@@ -376,9 +533,9 @@ pub async fn read_config(chain: &Chain) -> Result<ConfigAccount, EscrowReadError
     if !program.value.is_some_and(|a| a.executable) {
         return Err(EscrowPlanError::NotDeployed.into());
     }
-    read_account(chain, &escrow::config_address(), ConfigAccount::decode)
+    read_account(chain, &escrow::settings_address(), SettingsAccount::decode)
         .await?
-        .ok_or(EscrowPlanError::NoConfig.into())
+        .ok_or(EscrowPlanError::NoSettings.into())
 }
 
 /// Reading escrow accounts.
@@ -404,15 +561,29 @@ mod tests {
     use crate::market::manifest::{build_listing, NewListing};
     use crate::wallet::Wallet;
 
-    const HASH: &str = "8e1f1b2b4a3c5d6e7f8091a2b3c4d5e6f708192a3b4c5d6e7f8091a2b3c4d5e6";
     const NOW: i64 = 1_795_000_000;
 
-    fn manifest(seller: &Wallet, price: u64) -> Listing {
+    fn settings() -> SettingsAccount {
+        SettingsAccount {
+            admin: Pubkey::new_unique(),
+            treasury: Pubkey::new_unique(),
+            fee_bps: 0,
+            slash_bps: 1,
+            release_window_secs: 60,
+            dispute_window_secs: 60,
+            min_stake: 10,
+        }
+    }
+
+    fn manifest(seller: &Wallet, price: u64) -> (Listing, Vec<u8>) {
+        let plain = b"{\"memories\":[]}".to_vec();
+        let k = escrow_math::client::listing_scalar(&[1; 32], &[2; 32]);
+        let sealed = escrow_math::blob::seal(&k, &plain).unwrap();
         let v = build_listing(
             seller,
             &NewListing {
                 listing_id: "20261123-0123456789ab",
-                bundle_hash: HASH,
+                bundle_hash: &hex::encode(escrow_math::sha256(&[&plain])),
                 payment_address: None,
                 price_usd: 1.0,
                 price_lamports: price,
@@ -423,75 +594,124 @@ mod tests {
                 preview: serde_json::json!({}),
                 now: NOW,
                 escrow_program: Some(escrow::PROGRAM_ID),
+                escrow_terms: Some(EscrowCommitments {
+                    key_point: point_of(&k),
+                    blob_root: sealed.root,
+                    plain_len: sealed.plain_len,
+                    seller_x25519: seller.x25519_public(),
+                }),
             },
         )
         .unwrap();
-        Listing::from_value(v).unwrap()
+        (Listing::from_value(v).unwrap(), sealed.bytes)
     }
 
     fn onchain(seller: &Wallet, l: &Listing) -> ListingAccount {
         ListingAccount {
             seller: seller.address().parse().unwrap(),
             listing_id: l.listing_id.clone(),
-            bundle_hash: hash_bytes(HASH).unwrap(),
-            price_lamports: l.price_lamports.unwrap(),
-            stake: 0,
-            expires_at: l.expires_at,
+            terms: manifest_terms(l).unwrap(),
+            stake: 10,
             status: ListingStatus::Live,
             open_escrows: 0,
-            unslashed_refunds: 0,
         }
     }
 
     #[test]
     fn every_on_chain_field_that_differs_from_the_manifest_is_named() {
         let seller = Wallet::generate();
-        let l = manifest(&seller, 5_000);
+        let (l, _) = manifest(&seller, 5_000);
         let good = onchain(&seller, &l);
-        assert_eq!(check_listing(&l, &good, NOW), Ok(()));
+        let s = settings();
+        assert_eq!(check_listing(&l, &good, &s, NOW), Ok(()));
         let field = |e: Result<(), EscrowPlanError>| match e {
             Err(EscrowPlanError::Mismatch { field, .. }) => field,
             other => panic!("{other:?}"),
         };
+        let edits: [(&str, fn(&mut ListingAccount)); 9] = [
+            ("seller", |a| a.seller = Pubkey::new_unique()),
+            ("listing_id", |a| {
+                a.listing_id = "20261123-ffffffffffff".into()
+            }),
+            ("price_lamports", |a| a.terms.price_lamports *= 4),
+            ("bundle_hash", |a| a.terms.bundle_hash[0] ^= 1),
+            ("expires_at", |a| a.terms.expires_at += 1),
+            ("key_point", |a| a.terms.key_point = point_of(&[3; 32])),
+            ("blob_root", |a| a.terms.blob_root[0] ^= 1),
+            ("plain_len", |a| a.terms.plain_len += 1),
+            ("seller_x25519", |a| a.terms.seller_x25519[0] ^= 1),
+        ];
+        for (name, edit) in edits {
+            let mut a = good.clone();
+            edit(&mut a);
+            assert_eq!(field(check_listing(&l, &a, &s, NOW)), name);
+        }
         let mut a = good.clone();
-        a.seller = Wallet::generate().address().parse().unwrap();
-        assert_eq!(field(check_listing(&l, &a, NOW)), "seller");
-        let mut a = good.clone();
-        a.bundle_hash[0] ^= 1;
-        assert_eq!(field(check_listing(&l, &a, NOW)), "bundle_hash");
-        let mut a = good.clone();
-        a.price_lamports += 1;
-        assert_eq!(field(check_listing(&l, &a, NOW)), "price_lamports");
-        let mut a = good.clone();
-        a.expires_at += 1;
-        assert_eq!(field(check_listing(&l, &a, NOW)), "expires_at");
-        let mut a = good.clone();
-        a.listing_id = "20261123-ffffffffffff".into();
-        assert_eq!(field(check_listing(&l, &a, NOW)), "listing_id");
-        let mut a = good.clone();
-        a.status = ListingStatus::Cancelled;
+        a.status = ListingStatus::Retired;
         assert_eq!(
-            check_listing(&l, &a, NOW),
-            Err(EscrowPlanError::Closed(l.listing_id.clone(), "cancelled"))
+            check_listing(&l, &a, &s, NOW),
+            Err(EscrowPlanError::Closed(l.listing_id.clone(), "retired"))
+        );
+        let mut a = good.clone();
+        a.stake = 9;
+        assert!(matches!(
+            check_listing(&l, &a, &s, NOW),
+            Err(EscrowPlanError::StakeBelowFloor { .. })
+        ));
+    }
+
+    #[test]
+    fn the_blob_must_be_the_committed_ciphertext() {
+        let seller = Wallet::generate();
+        let (l, blob) = manifest(&seller, 5_000);
+        let terms = manifest_terms(&l).unwrap();
+        assert_eq!(check_blob(&terms, &blob), Ok(()));
+        let mut other = blob.clone();
+        let last = other.len() - 1;
+        other[last] ^= 1;
+        assert!(matches!(
+            check_blob(&terms, &other),
+            Err(EscrowPlanError::BlobRoot { .. })
+        ));
+        assert!(matches!(
+            check_blob(&terms, b"not a blob"),
+            Err(EscrowPlanError::Blob(_))
+        ));
+    }
+
+    #[test]
+    fn both_sides_derive_one_blinding() {
+        let (seller, buyer) = (Wallet::generate(), Wallet::generate());
+        let listing = Pubkey::new_unique();
+        let me: Pubkey = buyer.address().parse().unwrap();
+        let b = buyer_blinding(
+            &buyer.x25519_secret(),
+            &seller.x25519_public(),
+            &listing,
+            &me,
+        )
+        .unwrap();
+        let at = escrow::escrow_address(&listing, &me);
+        let s = seller_blinding(&seller.x25519_secret(), &at, &buyer.x25519_public()).unwrap();
+        assert_eq!(*b, *s);
+        assert_eq!(
+            buyer_blinding(&buyer.x25519_secret(), &[0; 32], &listing, &me).unwrap_err(),
+            EscrowPlanError::Key(ClientError::LowOrderKey)
         );
     }
 
     #[test]
     fn a_free_escrow_listing_is_refused_before_anything_is_sent() {
         let seller = Wallet::generate();
-        let config = ConfigAccount {
-            admin: Pubkey::new_unique(),
-            treasury: Pubkey::new_unique(),
-            fee_bps: 0,
-            slash_bps: 0,
-            release_window_secs: 1,
-            min_stake: 0,
-        };
         let me: Pubkey = seller.address().parse().unwrap();
         assert!(matches!(
-            list_instruction(&me, &manifest(&seller, 0), 0, &config),
+            list_instruction(&me, &manifest(&seller, 0).0, 10, &settings()),
             Err(EscrowPlanError::Manifest(_))
         ));
-        assert!(list_instruction(&me, &manifest(&seller, 1), 0, &config).is_ok());
+        assert!(matches!(
+            list_instruction(&me, &manifest(&seller, 1).0, 9, &settings()),
+            Err(EscrowPlanError::StakeTooLow { .. })
+        ));
+        assert!(list_instruction(&me, &manifest(&seller, 1).0, 10, &settings()).is_ok());
     }
 }

@@ -152,24 +152,56 @@ pub async fn list_bundle(
             .into());
         }
     }
-    // an escrow listing needs the program and its config: checked before anything is uploaded
-    let escrow_config = match o.escrow_stake {
-        Some(_) => Some(crate::market::escrow_trade::read_config(chain).await?),
+    // an escrow listing needs the program and its settings: checked before anything is uploaded
+    let escrow_settings = match o.escrow_stake {
+        Some(stake) => {
+            let settings = crate::market::escrow_trade::read_settings(chain).await?;
+            if stake < settings.min_stake {
+                return Err(crate::market::escrow_trade::EscrowReadError::from(
+                    crate::market::escrow_trade::EscrowPlanError::StakeTooLow {
+                        stake,
+                        min: settings.min_stake,
+                    },
+                )
+                .into());
+            }
+            Some(settings)
+        }
         None => None,
     };
     let memories = v.memories().map_err(ListError::Bundle)?;
     let hash = hex::encode(v.bundle_hash);
-    let stored = store_encrypted(
-        seller,
-        uploader,
-        keys,
-        &canonical(&v.inner),
-        &hash,
-        memories.len(),
-    )
-    .await?;
-    let (blob_id, meta_id) = (stored.blob_id, stored.metadata_id);
     let listing_id = new_listing_id();
+    let plaintext = canonical(&v.inner);
+    // a sealed-escrow listing: its own blob under k (derived from the
+    // wallet and the listing id), and the commitments the program will hold
+    let (stored, escrow_terms) = match o.escrow_stake {
+        None => (
+            store_encrypted(seller, uploader, keys, &plaintext, &hash, memories.len()).await?,
+            None,
+        ),
+        Some(_) => {
+            let k = seller.escrow_listing_scalar(&listing_id);
+            let (stored, blob_root, plain_len) = crate::publish::store_escrow_sealed(
+                seller,
+                uploader,
+                keys,
+                &plaintext,
+                &k,
+                &hash,
+                memories.len(),
+            )
+            .await?;
+            let terms = crate::market::manifest::EscrowCommitments {
+                key_point: escrow_math::client::point_of(&k),
+                blob_root,
+                plain_len,
+                seller_x25519: seller.x25519_public(),
+            };
+            (stored, Some(terms))
+        }
+    };
+    let (blob_id, meta_id) = (stored.blob_id, stored.metadata_id);
     keys.link_listing(&listing_id, &blob_id)?;
     let typed = Bundle {
         version: 1,
@@ -193,6 +225,7 @@ pub async fn list_bundle(
             preview: preview(&typed, &o.description),
             now,
             escrow_program: o.escrow_stake.map(|_| crate::escrow::PROGRAM_ID),
+            escrow_terms,
         },
     )?;
     let listing = crate::market::manifest::Listing::from_value(manifest.clone())?;
@@ -208,12 +241,12 @@ pub async fn list_bundle(
         listing_arweave_id: manifest_id.clone(),
         bundle_hash: hash.clone(),
     };
-    let create = match (o.escrow_stake, &escrow_config) {
-        (Some(stake), Some(config)) => vec![crate::market::escrow_trade::list_instruction(
+    let create = match (o.escrow_stake, &escrow_settings) {
+        (Some(stake), Some(settings)) => vec![crate::market::escrow_trade::list_instruction(
             &seller.solana_keypair().pubkey(),
             &listing,
             stake,
-            config,
+            settings,
         )
         .map_err(crate::market::escrow_trade::EscrowReadError::from)?],
         _ => vec![],

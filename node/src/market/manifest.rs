@@ -168,6 +168,9 @@ pub struct Listing {
     /// Extension: the escrow program this listing settles through (its
     /// buyers deposit there; absent: direct payment to `payment_address`).
     pub escrow_program: Option<String>,
+    /// Extension: what a sealed escrow listing commits to beside the price
+    /// (`escrow_terms`), repeated by its program account.
+    pub escrow_terms: Option<EscrowCommitments>,
     /// The signed JSON (shared: a state may hold it many times).
     pub raw: std::sync::Arc<Value>,
 }
@@ -220,6 +223,10 @@ impl Listing {
             escrow_program: match v.get("escrow_program") {
                 None | Some(Value::Null) => None,
                 Some(_) => Some(pubkey_field(v, "escrow_program")?),
+            },
+            escrow_terms: match v.get("escrow_terms") {
+                None | Some(Value::Null) => None,
+                Some(t) => Some(EscrowCommitments::from_json(t)?),
             },
             raw,
         })
@@ -367,6 +374,55 @@ pub struct NewListing<'a> {
     pub now: i64,
     /// Settles through this escrow program (extension field `escrow_program`).
     pub escrow_program: Option<&'a str>,
+    /// The sealed escrow's commitments (extension field `escrow_terms`).
+    pub escrow_terms: Option<EscrowCommitments>,
+}
+
+/// What a sealed escrow listing commits to beside price, bundle hash and
+/// expiry (`docs/escrow-protocol.md`): signed in the manifest, repeated in
+/// the program's listing account, checked by the buyer against both.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct EscrowCommitments {
+    /// K = k·G (hex in JSON).
+    pub key_point: [u8; 32],
+    /// Root over the escrow blob's chunk leaves (hex).
+    pub blob_root: [u8; 32],
+    /// Plaintext length in bytes.
+    pub plain_len: u64,
+    /// The seller's X25519 key (hex).
+    pub seller_x25519: [u8; 32],
+}
+
+impl EscrowCommitments {
+    fn to_json(self) -> Value {
+        json!({
+            "key_point": hex::encode(self.key_point),
+            "blob_root": hex::encode(self.blob_root),
+            "plain_len": self.plain_len,
+            "seller_x25519": hex::encode(self.seller_x25519),
+        })
+    }
+
+    fn from_json(v: &Value) -> Result<EscrowCommitments, ManifestRuleError> {
+        let hex32 = |name: &'static str| -> Result<[u8; 32], ManifestRuleError> {
+            v.get(name)
+                .and_then(Value::as_str)
+                .and_then(|h| hex::decode(h).ok())
+                .and_then(|b| b.try_into().ok())
+                .ok_or_else(|| {
+                    field_err("escrow_terms", format!("`{name}` is not 32 bytes of hex"))
+                })
+        };
+        Ok(EscrowCommitments {
+            key_point: hex32("key_point")?,
+            blob_root: hex32("blob_root")?,
+            plain_len: v
+                .get("plain_len")
+                .and_then(Value::as_u64)
+                .ok_or_else(|| field_err("escrow_terms", "`plain_len` is not an integer"))?,
+            seller_x25519: hex32("seller_x25519")?,
+        })
+    }
 }
 
 /// Builds and signs a listing, enforcing the creation limits.
@@ -408,6 +464,9 @@ pub fn build_listing(seller: &Wallet, n: &NewListing<'_>) -> Result<Value, Manif
     });
     if let Some(program) = n.escrow_program {
         v["escrow_program"] = json!(program);
+    }
+    if let Some(terms) = n.escrow_terms {
+        v["escrow_terms"] = terms.to_json();
     }
     sign_manifest(&mut v, seller)?;
     Listing::from_value(v.clone())?;
@@ -517,6 +576,7 @@ mod tests {
             preview: p,
             now: 1_795_000_000,
             escrow_program: None,
+            escrow_terms: None,
         };
         let listing = Listing::from_value(build_listing(&seller, &n).unwrap()).unwrap();
         assert_eq!(listing.price_lamports, Some(62_500_000));
@@ -527,6 +587,7 @@ mod tests {
             &seller,
             &NewListing {
                 escrow_program: Some(program),
+                escrow_terms: None,
                 ..n.clone()
             },
         )

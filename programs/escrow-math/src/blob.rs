@@ -3,7 +3,7 @@
 //! the escrow, public before any payment.
 //!
 //! ```text
-//! "BCESCRW1" ‖ le32(CHUNK_LEN) ‖ le64(plain_len) ‖ SHA-256(plain_i) for each chunk ‖ ciphertext
+//! "BCESCRW1" ‖ le32(CHUNK_LEN) ‖ le64(plain_len) ‖ plain_hash(k, i, plain_i) for each chunk ‖ ciphertext
 //! ```
 //!
 //! The ciphertext is the plaintext with [`crate::stream`]'s keystream under
@@ -12,7 +12,7 @@
 //! checked, and holds a fraud proof for the first chunk that lies.
 
 use crate::merkle::{self, Hash};
-use crate::{chunk_count, sha256, stream, CHUNK_LEN};
+use crate::{chunk_count, plain_hash, sha256, stream, CHUNK_LEN};
 
 /// First bytes of every escrow blob.
 pub const MAGIC: &[u8; 8] = b"BCESCRW1";
@@ -49,14 +49,14 @@ pub struct Sealed {
 
 /// Seals `plain` under `k`.
 pub fn seal(k: &[u8; 32], plain: &[u8]) -> Result<Sealed, BlobError> {
-    chunk_count(plain.len() as u64).ok_or(BlobError::BadLength("empty or over 64 MiB"))?;
+    chunk_count(plain.len() as u64).ok_or(BlobError::BadLength("empty or over 32 MiB"))?;
     let mut bytes =
         Vec::with_capacity(HEADER_LEN + plain.len() / CHUNK_LEN * 32 + 32 + plain.len());
     bytes.extend_from_slice(MAGIC);
     bytes.extend_from_slice(&(CHUNK_LEN as u32).to_le_bytes());
     bytes.extend_from_slice(&(plain.len() as u64).to_le_bytes());
-    for chunk in plain.chunks(CHUNK_LEN) {
-        bytes.extend_from_slice(&sha256(&[chunk]));
+    for (i, chunk) in plain.chunks(CHUNK_LEN).enumerate() {
+        bytes.extend_from_slice(&plain_hash(k, i as u32, chunk));
     }
     let start = bytes.len();
     bytes.extend_from_slice(plain);
@@ -88,7 +88,7 @@ impl<'a> Blob<'a> {
             return Err(BlobError::NotEscrowBlob);
         }
         let plain_len = u64::from_le_bytes(header[12..20].try_into().expect("8 bytes"));
-        let count = chunk_count(plain_len).ok_or(BlobError::BadLength("empty or over 64 MiB"))?;
+        let count = chunk_count(plain_len).ok_or(BlobError::BadLength("empty or over 32 MiB"))?;
         let hashes_end = HEADER_LEN + count as usize * 32;
         if bytes.len() as u64 != hashes_end as u64 + plain_len {
             return Err(BlobError::BadLength(
@@ -142,7 +142,7 @@ impl<'a> Blob<'a> {
         let mut out = self.cipher.to_vec();
         for (i, chunk) in out.chunks_mut(CHUNK_LEN).enumerate() {
             stream::apply(k, i as u32, chunk);
-            if sha256(&[chunk]) != self.plain_hash(i as u32) {
+            if plain_hash(k, i as u32, chunk) != self.plain_hash(i as u32) {
                 return Err(BlobError::Misdelivery { index: i as u32 });
             }
         }
@@ -179,7 +179,7 @@ mod tests {
         #![proptest_config(ProptestConfig::with_cases(48))]
         #[test]
         fn honest_blobs_open_and_refuse_every_proof(plain in proptest::collection::vec(any::<u8>(), 1..2000), pick in any::<u32>()) {
-            let k = listing_scalar(&[4; 32], "20261125-00000000abcd");
+            let k = listing_scalar(&[4; 32], &[6; 32]);
             let sealed = seal(&k, &plain).unwrap();
             let blob = Blob::parse(&sealed.bytes).unwrap();
             prop_assert_eq!(blob.root(), sealed.root);
@@ -189,13 +189,13 @@ mod tests {
             let proof = Proof { k: *k, index: i, cipher, plain_hash, path: &path };
             prop_assert_eq!(check(&commitments(&k, &sealed), &proof), Err(ProofError::Honest));
             // a wrong key is no proof
-            let other = listing_scalar(&[5; 32], "20261125-00000000abcd");
+            let other = listing_scalar(&[5; 32], &[6; 32]);
             prop_assert_eq!(check(&commitments(&k, &sealed), &Proof { k: *other, ..proof.clone() }), Err(ProofError::WrongKey));
         }
 
         #[test]
         fn a_lying_chunk_is_found_and_proven(plain in proptest::collection::vec(any::<u8>(), 1..2000), pick in any::<u32>(), bit in 0u8..8) {
-            let k = listing_scalar(&[4; 32], "20261125-00000000abcd");
+            let k = listing_scalar(&[4; 32], &[6; 32]);
             // the seller commits to `plain` but ships a ciphertext with one bit flipped, the root recomputed over it
             let honest = seal(&k, &plain).unwrap();
             let mut bytes = honest.bytes.clone();

@@ -39,10 +39,11 @@ fn wide(domain: &[u8], parts: &[&[u8]]) -> D {
     D::from_bytes_mod_order_wide(&h.finalize().into())
 }
 
-/// The listing's scalar `k`: a function of the seller's wallet seed and the
-/// listing id alone.
-pub fn listing_scalar(seller_seed: &[u8; 32], listing_id: &str) -> Zeroizing<Scalar> {
-    Zeroizing::new(wide(KEY_DOMAIN, &[seller_seed, listing_id.as_bytes()]).to_bytes())
+/// The listing's scalar `k`: a function of the seller's wallet seed and
+/// the listing's program account (a PDA of the program, the seller and the
+/// listing id: the same id on another deployment gets another `k`).
+pub fn listing_scalar(seller_seed: &[u8; 32], listing_account: &[u8; 32]) -> Zeroizing<Scalar> {
+    Zeroizing::new(wide(KEY_DOMAIN, &[seller_seed, listing_account]).to_bytes())
 }
 
 /// X25519(secret, public), refusing low-order keys and a zero result.
@@ -112,7 +113,7 @@ mod tests {
             let b_seller = blind_scalar(&x25519_shared(&seller, &bx).unwrap(), &escrow);
             let b_buyer = blind_scalar(&x25519_shared(&buyer, &sx).unwrap(), &escrow);
             prop_assert_eq!(&*b_seller, &*b_buyer);
-            let k = listing_scalar(&seller, "20261125-0123456789ab");
+            let k = listing_scalar(&seller, &[9; 32]);
             let (kp, bp) = (point_of(&k), point_of(&b_buyer));
             let s = reveal(&k, &b_seller);
             prop_assert!(crate::point::reveals(&s, &kp, &bp));

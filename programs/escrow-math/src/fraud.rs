@@ -7,7 +7,7 @@
 //! seller was honest, the proof is refused) or to something else (fraud).
 
 use crate::merkle::{self, Hash};
-use crate::{chunk_count, chunk_len, point, sha256, stream, CHUNK_LEN};
+use crate::{chunk_count, chunk_len, plain_hash, point, sha256, stream, CHUNK_LEN};
 
 /// What a listing committed to, as the program holds it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -70,7 +70,7 @@ pub fn check(c: &Commitments, p: &Proof<'_>) -> Result<(), ProofError> {
     let plain = &mut plain[..p.cipher.len()];
     plain.copy_from_slice(p.cipher);
     stream::apply(&p.k, p.index, plain);
-    if sha256(&[plain]) == p.plain_hash {
+    if plain_hash(&p.k, p.index, plain) == p.plain_hash {
         return Err(ProofError::Honest);
     }
     Ok(())

@@ -33,9 +33,10 @@ pub mod client;
 /// carries in one transaction.
 pub const CHUNK_LEN: usize = 256;
 
-/// Deepest Merkle path a fraud proof may carry (2^18 chunks of 256 bytes:
-/// 64 MiB bundles), so that a proof fits one transaction.
-pub const MAX_DEPTH: u32 = 18;
+/// Deepest Merkle path a fraud proof may carry (2^17 chunks of 256 bytes:
+/// 32 MiB bundles), so that a proof, signed by the buyer alone with a
+/// compute-unit limit and price, fits one 1,232-byte transaction.
+pub const MAX_DEPTH: u32 = 17;
 
 /// Most chunks a committed blob may have.
 pub const MAX_CHUNKS: u64 = 1 << MAX_DEPTH;
@@ -43,6 +44,16 @@ pub const MAX_CHUNKS: u64 = 1 << MAX_DEPTH;
 /// SHA-256 of the concatenation of `parts` (the `sol_sha256` syscall on SBF).
 pub fn sha256(parts: &[&[u8]]) -> [u8; 32] {
     solana_sha256_hasher::hashv(parts).to_bytes()
+}
+
+/// Domain of a committed plaintext chunk hash.
+pub const PLAIN_DOMAIN: &[u8] = b"brainctl-escrow-plain-v1";
+
+/// The committed hash of plaintext chunk `index`, keyed by the listing's
+/// scalar `k`: public in the blob before any payment, it confirms no guess
+/// of a chunk to anyone without `k`; a fraud proof carries `k` anyway.
+pub fn plain_hash(k: &[u8; 32], index: u32, plain: &[u8]) -> [u8; 32] {
+    sha256(&[PLAIN_DOMAIN, k, &index.to_le_bytes(), plain])
 }
 
 /// How many chunks a plaintext of `plain_len` bytes has, or `None` for an

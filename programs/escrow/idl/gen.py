@@ -1,10 +1,14 @@
 #!/usr/bin/env python3
-"""Writes idl/escrow.json (Anchor IDL spec 0.1.0) for the escrow program.
+"""Writes idl/escrow.json (Anchor IDL spec 0.1.0) for the escrow program:
+the sealed escrow of `src/sealed/` (instructions in `src/lib.rs`, errors in
+`src/error.rs`).
 
 The SBF toolchain (and so `anchor build`) is unavailable here, so the IDL is
-generated from this table; `tests/idl.rs` checks every discriminator, error
-code and message, account field and instruction argument against the
-compiled program, so the file cannot drift from the code unnoticed.
+generated from this table; `tests/idl.rs` checks it against the compiled
+program: every discriminator, each instruction's accounts (order, writable,
+signer) and PDA seeds, the Borsh layout of every instruction's arguments,
+account and event (field names, order and types), and every error code and
+message, so the file cannot drift from the code unnoticed.
 Run: python3 programs/escrow/idl/gen.py > programs/escrow/idl/escrow.json
 """
 import hashlib, json
@@ -26,54 +30,116 @@ def disc(prefix, name):
 def const(s):
     return {"kind": "const", "value": list(s.encode())}
 
-def acc(path):
-    return {"kind": "account", "path": path}
+def acc(path, account=None):
+    """An account seed; `account` names the type of a field path (as Anchor does)."""
+    seed = {"kind": "account", "path": path}
+    if account:
+        seed["account"] = account
+    return seed
 
-CONFIG = {"name": "config", "pda": {"seeds": [const("config")]}}
-LISTING_PDA = {"seeds": [const("listing"), acc("listing.seller"), acc("listing.listing_id")]}
+def arg(path):
+    return {"kind": "arg", "path": path}
 
-def listing(writable=True):
-    return {"name": "listing", "writable": writable, "pda": LISTING_PDA}
+def account(name, writable=False, signer=False, pda=None, address=None, relations=None):
+    """One instruction account; false flags are left out, as Anchor does."""
+    a = {"name": name}
+    if writable:
+        a["writable"] = True
+    if signer:
+        a["signer"] = True
+    if address:
+        a["address"] = address
+    if pda:
+        a["pda"] = pda
+    if relations:
+        a["relations"] = relations
+    return a
 
-def escrow(buyer_path):
-    return {"name": "escrow", "writable": True,
-            "pda": {"seeds": [const("escrow"), acc("listing"), acc(buyer_path)]}}
+# seeds = [SETTINGS_SEED]
+SETTINGS_PDA = {"seeds": [const("settings")]}
+# seeds = [SEALED_LISTING_SEED, listing.seller.as_ref(), listing.listing_id.as_bytes()]
+LISTING_PDA = {"seeds": [const("sealed-listing"), acc("listing.seller", "SealedListing"),
+                         acc("listing.listing_id", "SealedListing")]}
 
-SYS = {"name": "system_program", "address": SYSTEM}
+def settings():
+    return account("settings", pda=SETTINGS_PDA)
+
+def listing(writable, relations=None):
+    return account("listing", writable=writable, pda=LISTING_PDA, relations=relations)
+
+def escrow(buyer_seed):
+    """seeds = [SEALED_ESCROW_SEED, listing.key().as_ref(), <buyer>.as_ref()]"""
+    return account("escrow", writable=True,
+                   pda={"seeds": [const("sealed-escrow"), acc("listing"), buyer_seed]})
+
+SYS = account("system_program", address=SYSTEM)
+
+def t_array(n):
+    return {"array": ["u8", n]}
+
+def t_defined(name):
+    return {"defined": {"name": name}}
+
+B32 = t_array(32)
 
 INSTRUCTIONS = [
-    ("initialize_config",
-     [{**CONFIG, "writable": True}, {"name": "admin", "writable": True, "signer": True},
-      {"name": "program_data",
-       "pda": {"seeds": [{"kind": "const", "value": b58decode(ADDRESS)}],
-               "program": {"kind": "const", "value": b58decode(UPGRADEABLE_LOADER)}}},
+    # InitSettings: settings (init), treasury, admin (mut signer), program_data, system_program
+    ("init_settings",
+     [account("settings", writable=True, pda=SETTINGS_PDA),
+      account("treasury"),
+      account("admin", writable=True, signer=True),
+      account("program_data",
+              pda={"seeds": [{"kind": "const", "value": b58decode(ADDRESS)}],
+                   "program": {"kind": "const", "value": b58decode(UPGRADEABLE_LOADER)}}),
       SYS],
-     [("treasury", "pubkey"), ("fee_bps", "u16"), ("slash_bps", "u16"),
-      ("release_window_secs", "i64"), ("min_stake", "u64")]),
-    ("create_listing",
-     [CONFIG,
-      {"name": "listing", "writable": True,
-       "pda": {"seeds": [const("listing"), acc("seller"), {"kind": "arg", "path": "listing_id"}]}},
-      {"name": "seller", "writable": True, "signer": True}, SYS],
-     [("listing_id", "string"), ("bundle_hash", {"array": ["u8", 32]}),
-      ("price_lamports", "u64"), ("stake", "u64"), ("expires_at", "i64")]),
-    ("deposit",
-     [listing(), escrow("buyer"), {"name": "buyer", "writable": True, "signer": True}, SYS],
-     [("buyer_x25519", {"array": ["u8", 32]})]),
-    ("release",
-     [CONFIG, listing(), escrow("escrow.buyer"),
-      {"name": "seller", "writable": True, "signer": True},
-      {"name": "treasury", "writable": True}],
-     [("envelope_id", "string"), ("bundle_hash", {"array": ["u8", 32]})]),
-    ("refund",
-     [CONFIG, listing(), escrow("buyer"), {"name": "buyer", "writable": True, "signer": True}],
+     [("args", t_defined("SettingsArgs"))]),
+    # ListSealed: settings, listing (init, seeds of the seller and the listing_id arg),
+    # seller (mut signer), system_program
+    ("list_sealed",
+     [settings(),
+      account("listing", writable=True,
+              pda={"seeds": [const("sealed-listing"), acc("seller"), arg("listing_id")]}),
+      account("seller", writable=True, signer=True),
+      SYS],
+     [("listing_id", "string"), ("terms", t_defined("SealedTerms")), ("stake", "u64")]),
+    # DepositSealed: settings, listing (mut), escrow (init, seeds of buyer), buyer (mut signer),
+    # system_program
+    ("deposit_sealed",
+     [settings(), listing(True), escrow(acc("buyer")),
+      account("buyer", writable=True, signer=True),
+      SYS],
+     [("terms", t_defined("SealedTerms")), ("blind_point", B32), ("buyer_x25519", B32)]),
+    # Reveal: settings, listing (has_one seller), escrow (mut, has_one listing), seller (signer)
+    ("reveal",
+     [settings(), listing(False, ["escrow"]), escrow(acc("escrow.buyer", "SealedEscrow")),
+      account("seller", signer=True, relations=["listing"])],
+     [("revealed", B32)]),
+    # Decline: settings, listing (mut, has_one seller), escrow (mut, has_one listing), seller (signer)
+    ("decline",
+     [settings(), listing(True, ["escrow"]), escrow(acc("escrow.buyer", "SealedEscrow")),
+      account("seller", signer=True, relations=["listing"])],
      []),
-    ("cancel_listing",
-     [listing(), {"name": "seller", "writable": True, "signer": True}],
+    # Claim: settings, listing (mut, has_one seller), escrow (mut, has_one listing),
+    # seller (mut, unchecked), treasury (mut, address = settings.treasury)
+    ("claim",
+     [settings(), listing(True, ["escrow"]), escrow(acc("escrow.buyer", "SealedEscrow")),
+      account("seller", writable=True, relations=["listing"]),
+      account("treasury", writable=True)],
      []),
-    ("slash",
-     [CONFIG, listing(), escrow("buyer"), {"name": "buyer", "writable": True},
-      {"name": "caller", "signer": True}],
+    # RefundSealed: settings, listing (mut), escrow (mut, has_one listing, buyer; close = buyer),
+    # buyer (mut signer)
+    ("refund_sealed",
+     [settings(), listing(True, ["escrow"]), escrow(acc("buyer")),
+      account("buyer", writable=True, signer=True, relations=["escrow"])],
+     []),
+    # Dispute: as RefundSealed
+    ("dispute",
+     [settings(), listing(True, ["escrow"]), escrow(acc("buyer")),
+      account("buyer", writable=True, signer=True, relations=["escrow"])],
+     [("proof", t_defined("FraudProof"))]),
+    # RetireSealed: listing (mut, has_one seller), seller (mut signer)
+    ("retire_sealed",
+     [listing(True), account("seller", writable=True, signer=True, relations=["listing"])],
      []),
 ]
 
@@ -83,50 +149,83 @@ def struct(fields):
 def enum(variants):
     return {"kind": "enum", "variants": [{"name": v} for v in variants]}
 
+# src/sealed/state.rs (#[account])
 ACCOUNTS = {
-    "Config": [("admin", "pubkey"), ("treasury", "pubkey"), ("fee_bps", "u16"), ("slash_bps", "u16"),
-               ("release_window_secs", "i64"), ("min_stake", "u64"), ("bump", "u8")],
-    "Escrow": [("listing", "pubkey"), ("buyer", "pubkey"), ("buyer_x25519", {"array": ["u8", 32]}),
-               ("amount", "u64"), ("deposited_at", "i64"), ("status", {"defined": {"name": "EscrowStatus"}}),
-               ("envelope_id", "string"), ("slashed", "bool"), ("bump", "u8")],
-    "Listing": [("seller", "pubkey"), ("listing_id", "string"), ("bundle_hash", {"array": ["u8", 32]}),
-                ("price_lamports", "u64"), ("stake", "u64"), ("expires_at", "i64"),
-                ("status", {"defined": {"name": "ListingStatus"}}), ("open_escrows", "u32"),
-                ("unslashed_refunds", "u32"), ("bump", "u8")],
+    "Settings": [("admin", "pubkey"), ("treasury", "pubkey"), ("fee_bps", "u16"),
+                 ("slash_bps", "u16"), ("release_window_secs", "i64"),
+                 ("dispute_window_secs", "i64"), ("min_stake", "u64"), ("bump", "u8")],
+    "SealedListing": [("seller", "pubkey"), ("listing_id", "string"),
+                      ("terms", t_defined("SealedTerms")), ("stake", "u64"),
+                      ("status", t_defined("SealedListingStatus")), ("open_escrows", "u32"),
+                      ("bump", "u8")],
+    "SealedEscrow": [("listing", "pubkey"), ("buyer", "pubkey"), ("buyer_x25519", B32),
+                     ("blind_point", B32), ("amount", "u64"), ("deposited_at", "i64"),
+                     ("status", t_defined("SealedEscrowStatus")), ("revealed", B32),
+                     ("revealed_at", "i64"), ("bump", "u8")],
 }
+# src/sealed/events.rs (#[event])
 EVENTS = {
-    "Deposited": [("listing", "pubkey"), ("escrow", "pubkey"), ("buyer", "pubkey"), ("amount", "u64")],
-    "ListingCancelled": [("listing", "pubkey"), ("stake_returned", "u64")],
-    "ListingCreated": [("listing", "pubkey"), ("seller", "pubkey"), ("listing_id", "string"),
-                       ("price_lamports", "u64"), ("stake", "u64")],
-    "Refunded": [("escrow", "pubkey"), ("amount", "u64")],
-    "Released": [("escrow", "pubkey"), ("envelope_id", "string"), ("to_seller", "u64"), ("fee", "u64")],
-    "Slashed": [("escrow", "pubkey"), ("amount", "u64")],
+    "SealedListed": [("listing", "pubkey"), ("seller", "pubkey"), ("price_lamports", "u64"),
+                     ("stake", "u64")],
+    "SealedDeposited": [("listing", "pubkey"), ("escrow", "pubkey"), ("buyer", "pubkey"),
+                        ("amount", "u64")],
+    "KeyRevealed": [("escrow", "pubkey"), ("revealed", B32)],
+    "DepositDeclined": [("escrow", "pubkey")],
+    "PaymentClaimed": [("escrow", "pubkey"), ("to_seller", "u64"), ("fee", "u64")],
+    "SealedRefunded": [("escrow", "pubkey"), ("amount", "u64"), ("slashed", "u64")],
+    "FraudProven": [("escrow", "pubkey"), ("index", "u32"), ("amount", "u64"), ("slashed", "u64")],
+    "SealedRetired": [("listing", "pubkey"), ("stake_returned", "u64")],
 }
-ENUMS = {"EscrowStatus": ["Deposited", "Released", "Refunded"], "ListingStatus": ["Live", "Cancelled"]}
+# argument types: SettingsArgs (settings.rs), SealedTerms (state.rs), FraudProof (dispute.rs)
+STRUCTS = {
+    "SettingsArgs": [("fee_bps", "u16"), ("slash_bps", "u16"), ("release_window_secs", "i64"),
+                     ("dispute_window_secs", "i64"), ("min_stake", "u64")],
+    "SealedTerms": [("price_lamports", "u64"), ("key_point", B32), ("blob_root", B32),
+                    ("plain_len", "u64"), ("bundle_hash", B32), ("seller_x25519", B32),
+                    ("expires_at", "i64")],
+    "FraudProof": [("k", B32), ("index", "u32"), ("cipher", "bytes"), ("plain_hash", B32),
+                   ("path", {"vec": B32})],
+}
+ENUMS = {
+    "SealedListingStatus": ["Live", "Retired", "Convicted"],
+    "SealedEscrowStatus": ["Deposited", "Revealed", "Declined", "Claimed"],
+}
+# src/error.rs, in order (codes 6000 + index)
 ERRORS = [
     ("FeeTooHigh", "fee_bps is above the 1000 bps cap"),
     ("SlashTooHigh", "slash_bps is above 10000"),
-    ("ZeroWindow", "the release window must be positive"),
     ("BadListingId", "listing id must be YYYYMMDD-<12 hex>"),
     ("ZeroPrice", "price_lamports must be positive"),
     ("StakeTooLow", "stake is below the configured minimum"),
     ("ExpiryInPast", "expires_at must be in the future"),
-    ("ListingCancelled", "the listing is cancelled"),
+    ("ListingClosed", "the listing takes no deposits: retired, or convicted of fraud"),
     ("ListingExpired", "the listing has expired"),
     ("NotSeller", "only the listing's seller may do this"),
     ("NotBuyer", "only the escrow's buyer may do this"),
-    ("AlreadySettled", "the escrow is already settled"),
-    ("BundleHashMismatch", "bundle hash differs from the listing's"),
-    ("BadEnvelopeId", "envelope id must be 1 to 64 characters"),
     ("ReleaseWindowOpen", "the release window is still open"),
-    ("OpenEscrows", "the listing has open escrows or unslashed refunds"),
-    ("NoCause", "nothing to slash: the escrow was not refunded"),
-    ("AlreadySlashed", "the escrow was already slashed"),
+    ("OpenEscrows", "the listing has open escrows"),
     ("Overflow", "arithmetic overflow"),
-    ("WrongTreasury", "treasury account differs from the config's"),
+    ("WrongTreasury", "treasury account differs from the settings'"),
     ("WrongListing", "escrow belongs to another listing"),
-    ("NotUpgradeAuthority", "only the program's upgrade authority may initialize the config"),
+    ("NotUpgradeAuthority", "only the program's upgrade authority may initialize the settings"),
+    ("WindowOutOfRange",
+     "the release window must be 120 s to 30 days, the dispute window 10 s to 30 days"),
+    ("ZeroMinStake", "min_stake must be positive"),
+    ("ZeroSlash", "slash_bps must be 1 to 10000"),
+    ("BadPoint", "a committed point does not decode or is of small order"),
+    ("LowOrderKey", "an X25519 key is of low order"),
+    ("BadPlainLen", "plain_len must be 1 byte to 64 MiB"),
+    ("TermsMismatch", "the listing's terms differ from those the buyer checked"),
+    ("StakeBelowFloor", "the listing's stake is below the floor: no deposits"),
+    ("ReleaseWindowClosed", "the release window has closed"),
+    ("WrongReveal", "the revealed scalar does not satisfy s·G = K + B"),
+    ("WrongEscrowState", "the escrow is not in a state that allows this"),
+    ("DisputeWindowOpen", "the dispute window is still open"),
+    ("DisputeWindowClosed", "the dispute window has closed"),
+    ("ProofWrongKey", "the fraud proof's scalar does not open the key commitment"),
+    ("ProofBadChunk", "the fraud proof's chunk is out of range or of the wrong length"),
+    ("ProofBadPath", "the fraud proof's Merkle path does not reach the committed root"),
+    ("NoFraud", "the chunk decrypts to its committed plaintext: no fraud"),
 ]
 
 idl = {
@@ -142,7 +241,7 @@ idl = {
     "events": [{"name": n, "discriminator": disc("event", n)} for n in sorted(EVENTS)],
     "errors": [{"code": 6000 + i, "name": n, "msg": m} for i, (n, m) in enumerate(ERRORS)],
     "types": sorted(
-        [{"name": n, "type": struct(f)} for n, f in {**ACCOUNTS, **EVENTS}.items()]
+        [{"name": n, "type": struct(f)} for n, f in {**ACCOUNTS, **EVENTS, **STRUCTS}.items()]
         + [{"name": n, "type": enum(v)} for n, v in ENUMS.items()],
         key=lambda t: t["name"]),
 }

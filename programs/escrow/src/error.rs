@@ -2,7 +2,7 @@
 
 use anchor_lang::prelude::*;
 
-/// Escrow program errors.
+/// Escrow program errors (codes follow this order from 6000).
 #[error_code]
 pub enum EscrowError {
     /// `fee_bps` over [`crate::constants::MAX_FEE_BPS`].
@@ -11,9 +11,6 @@ pub enum EscrowError {
     /// `slash_bps` over 10,000.
     #[msg("slash_bps is above 10000")]
     SlashTooHigh,
-    /// Zero release window.
-    #[msg("the release window must be positive")]
-    ZeroWindow,
     /// A listing id not of the `YYYYMMDD-<12 hex>` shape.
     #[msg("listing id must be YYYYMMDD-<12 hex>")]
     BadListingId,
@@ -26,9 +23,9 @@ pub enum EscrowError {
     /// Expiry not in the future.
     #[msg("expires_at must be in the future")]
     ExpiryInPast,
-    /// The listing was cancelled.
-    #[msg("the listing is cancelled")]
-    ListingCancelled,
+    /// The listing was retired, or convicted of fraud.
+    #[msg("the listing takes no deposits: retired, or convicted of fraud")]
+    ListingClosed,
     /// The listing expired.
     #[msg("the listing has expired")]
     ListingExpired,
@@ -38,41 +35,27 @@ pub enum EscrowError {
     /// The signer is not the escrow's buyer.
     #[msg("only the escrow's buyer may do this")]
     NotBuyer,
-    /// Released or refunded already.
-    #[msg("the escrow is already settled")]
-    AlreadySettled,
-    /// The committed bundle hash differs from the listing's.
-    #[msg("bundle hash differs from the listing's")]
-    BundleHashMismatch,
-    /// Envelope id empty or too long.
-    #[msg("envelope id must be 1 to 64 characters")]
-    BadEnvelopeId,
     /// Refund asked before the release window closed.
     #[msg("the release window is still open")]
     ReleaseWindowOpen,
-    /// Cancel with deposits still held, or refunds not yet slashed.
-    #[msg("the listing has open escrows or unslashed refunds")]
+    /// Retire with deposits still open.
+    #[msg("the listing has open escrows")]
     OpenEscrows,
-    /// Slash of an escrow that was not refunded after the window.
-    #[msg("nothing to slash: the escrow was not refunded")]
-    NoCause,
-    /// Slashed already.
-    #[msg("the escrow was already slashed")]
-    AlreadySlashed,
     /// Arithmetic overflow or underflow.
     #[msg("arithmetic overflow")]
     Overflow,
-    /// The treasury account differs from the config's.
-    #[msg("treasury account differs from the config's")]
+    /// The treasury account differs from the settings'.
+    #[msg("treasury account differs from the settings'")]
     WrongTreasury,
     /// The escrow belongs to another listing.
     #[msg("escrow belongs to another listing")]
     WrongListing,
-    /// `initialize_config` signed by someone other than the upgrade authority.
-    #[msg("only the program's upgrade authority may initialize the config")]
+    /// `init_settings` signed by someone other than the upgrade authority.
+    #[msg("only the program's upgrade authority may initialize the settings")]
     NotUpgradeAuthority,
-    /// A window outside [`crate::constants::MIN_WINDOW_SECS`, `crate::constants::MAX_WINDOW_SECS`].
-    #[msg("release and dispute windows must be 10 s to 30 days")]
+    /// A window outside its bounds (release: 120 s to 30 days; dispute:
+    /// 10 s to 30 days).
+    #[msg("the release window must be 120 s to 30 days, the dispute window 10 s to 30 days")]
     WindowOutOfRange,
     /// A minimum stake of zero.
     #[msg("min_stake must be positive")]
@@ -81,7 +64,7 @@ pub enum EscrowError {
     #[msg("slash_bps must be 1 to 10000")]
     ZeroSlash,
     /// A committed point that is not a usable curve point.
-    #[msg("a committed point is not a prime-order Edwards25519 point")]
+    #[msg("a committed point does not decode or is of small order")]
     BadPoint,
     /// A low-order X25519 key.
     #[msg("an X25519 key is of low order")]
@@ -122,7 +105,4 @@ pub enum EscrowError {
     /// The chunk decrypts to its commitment: the seller was honest.
     #[msg("the chunk decrypts to its committed plaintext: no fraud")]
     NoFraud,
-    /// The treasury is not a system account.
-    #[msg("the treasury must be a system-owned account")]
-    BadTreasury,
 }

@@ -1,13 +1,16 @@
-//! Escrow program prototype (Anchor) for brainctl settlements, so a buyer
-//! need not trust the seller to release after paying:
+//! The sealed escrow (Anchor) for brainctl settlements: a buyer need not
+//! trust the seller (protocol and security argument in
+//! `docs/escrow-protocol.md`, math in `programs/escrow-math`):
 //!
-//! - a seller stakes to list (`create_listing`, a PDA per seller + listing id);
-//! - a buyer deposits the price into an escrow PDA (`deposit`);
-//! - the seller `release`s, naming the envelope and committing to the bundle
-//!   hash: paid, minus the fee to the treasury;
-//! - without a release inside the window the buyer takes a `refund`, and
-//!   anyone may `slash` the listing's stake for it, once;
-//! - `cancel_listing` returns stake and rent when nothing is held or owed.
+//! - a seller lists with commitments to its key, ciphertext and plaintext,
+//!   and a stake (`list_sealed`);
+//! - a buyer deposits under the terms it checked, binding a blinding point
+//!   (`deposit_sealed`);
+//! - the seller is paid only through `reveal`, whose scalar gives that
+//!   buyer the key, then `claim` after the dispute window; or it declines;
+//! - a buyer refunds (with a stake share when the reveal never came) or
+//!   proves a misdelivery (`dispute`);
+//! - `retire_sealed` returns the stake when nothing is open.
 //!
 //! This file only dispatches; checks live in each instruction's accounts.
 #![allow(unexpected_cfgs)]
@@ -24,7 +27,6 @@ pub mod instructions;
 pub mod sealed;
 pub mod state;
 
-pub use instructions::*;
 pub use sealed::*;
 
 declare_id!("GupF9eVkWTDfA9Y6o3AwS1FniLXRAsyo1ucCFTwjrFmq");
@@ -33,73 +35,6 @@ declare_id!("GupF9eVkWTDfA9Y6o3AwS1FniLXRAsyo1ucCFTwjrFmq");
 #[program]
 pub mod escrow {
     use super::*;
-
-    /// Creates the Config (admin, once).
-    pub fn initialize_config(
-        ctx: Context<InitializeConfig>,
-        treasury: Pubkey,
-        fee_bps: u16,
-        slash_bps: u16,
-        release_window_secs: i64,
-        min_stake: u64,
-    ) -> Result<()> {
-        InitializeConfig::handler(
-            ctx,
-            treasury,
-            fee_bps,
-            slash_bps,
-            release_window_secs,
-            min_stake,
-        )
-    }
-
-    /// Seller: list and stake.
-    pub fn create_listing(
-        ctx: Context<CreateListing>,
-        listing_id: String,
-        bundle_hash: [u8; 32],
-        price_lamports: u64,
-        stake: u64,
-        expires_at: i64,
-    ) -> Result<()> {
-        CreateListing::handler(
-            ctx,
-            listing_id,
-            bundle_hash,
-            price_lamports,
-            stake,
-            expires_at,
-        )
-    }
-
-    /// Buyer: deposit the price.
-    pub fn deposit(ctx: Context<Deposit>, buyer_x25519: [u8; 32]) -> Result<()> {
-        Deposit::handler(ctx, buyer_x25519)
-    }
-
-    /// Seller: release (envelope id + bundle hash commitment).
-    pub fn release(
-        ctx: Context<Release>,
-        envelope_id: String,
-        bundle_hash: [u8; 32],
-    ) -> Result<()> {
-        Release::handler(ctx, envelope_id, bundle_hash)
-    }
-
-    /// Buyer: refund after the window.
-    pub fn refund(ctx: Context<Refund>) -> Result<()> {
-        Refund::handler(ctx)
-    }
-
-    /// Seller: cancel with nothing held or owed.
-    pub fn cancel_listing(ctx: Context<CancelListing>) -> Result<()> {
-        CancelListing::handler(ctx)
-    }
-
-    /// Anyone: slash the stake for a refunded escrow.
-    pub fn slash(ctx: Context<Slash>) -> Result<()> {
-        Slash::handler(ctx)
-    }
 
     /// Creates the sealed escrow's Settings (upgrade authority, once).
     pub fn init_settings(ctx: Context<InitSettings>, args: SettingsArgs) -> Result<()> {

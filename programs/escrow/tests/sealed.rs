@@ -108,7 +108,10 @@ impl T {
         common::add_program_data(&mut pt, Some(&admin.pubkey()));
         let ctx = common::start(pt).await;
         let plain: Vec<u8> = (0..1000u32).map(|i| (i * 7 % 251) as u8).collect();
-        let k = listing_scalar(&SELLER_SEED, ID);
+        let k = listing_scalar(
+            &SELLER_SEED,
+            &listing_pda(&seller.key.pubkey(), ID).to_bytes(),
+        );
         let blob = seal(&k, &plain).unwrap();
         T {
             ctx,
@@ -200,6 +203,14 @@ impl T {
         }
     }
 
+    /// The listing's scalar, as the seller derives it.
+    fn k(&self) -> [u8; 32] {
+        *listing_scalar(
+            &SELLER_SEED,
+            &listing_pda(&self.seller.key.pubkey(), ID).to_bytes(),
+        )
+    }
+
     fn args() -> SettingsArgs {
         SettingsArgs {
             fee_bps: FEE_BPS,
@@ -237,7 +248,7 @@ impl T {
     async fn terms(&mut self) -> SealedTerms {
         SealedTerms {
             price_lamports: PRICE,
-            key_point: point_of(&listing_scalar(&SELLER_SEED, ID)),
+            key_point: point_of(&self.k()),
             blob_root: self.blob.root,
             plain_len: self.blob.plain_len,
             bundle_hash: escrow_math::sha256(&[&self.plain]),
@@ -342,7 +353,7 @@ impl T {
     async fn honest_s(&mut self, listing: Pubkey, escrow: Pubkey) -> [u8; 32] {
         let e: SealedEscrow = self.read(&escrow).await;
         let b = self.seller_blinding(&listing, &e.buyer, &e.buyer_x25519);
-        reveal(&listing_scalar(&SELLER_SEED, ID), &b)
+        reveal(&self.k(), &b)
     }
     async fn reveal(&mut self, listing: Pubkey, escrow: Pubkey) -> Result<(), BanksClientError> {
         let s = self.honest_s(listing, escrow).await;
@@ -551,7 +562,7 @@ async fn a_sealed_trade_pays_only_through_the_reveal_and_the_buyer_opens_the_blo
     );
     assert_eq!(
         custom(t.deposit(listing, &buyer).await),
-        code(EscrowError::ListingCancelled)
+        code(EscrowError::ListingClosed)
     );
 
     eprintln!("compute units per instruction (max seen):");
@@ -860,7 +871,7 @@ async fn a_fraud_proof_refunds_and_slashes_a_cheating_seller() {
     let buyer = Party::new(37);
     let mut t = T::ready_with(&[&buyer.key]).await;
     // the seller commits to a blob whose chunk 2 does not decrypt to its committed hash
-    let k = listing_scalar(&SELLER_SEED, ID);
+    let k = t.k();
     let mut lying = t.blob.bytes.clone();
     let count = Blob::parse(&lying).unwrap().count() as usize;
     lying[escrow_math::blob::HEADER_LEN + count * 32 + 2 * 256 + 9] ^= 0x40;
@@ -873,7 +884,7 @@ async fn a_fraud_proof_refunds_and_slashes_a_cheating_seller() {
     let escrow = t.deposit(listing, &buyer).await.unwrap();
     t.reveal(listing, escrow).await.unwrap();
     let opened = t.opened_k(listing, &buyer).await;
-    assert_eq!(opened, *k);
+    assert_eq!(opened, k);
     assert_eq!(
         Blob::parse(&lying).unwrap().open(&opened),
         Err(escrow_math::blob::BlobError::Misdelivery { index: 2 })

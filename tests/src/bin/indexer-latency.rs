@@ -126,6 +126,7 @@ fn phase(a: &Args, name: &str, extra: &[&str]) -> serde_json::Value {
                     .expect("after 1970")
                     .as_secs() as i64,
                 escrow_program: None,
+                escrow_terms: None,
             },
         )
         .expect("manifest");

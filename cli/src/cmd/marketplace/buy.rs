@@ -51,7 +51,7 @@ pub(super) fn quote(a: QuoteArgs, ctx: &Context) -> CliResult<()> {
     Ok(())
 }
 
-/// `marketplace refund`: take back an escrow deposit never released.
+/// `marketplace refund`: close this wallet's escrow and take what it holds.
 pub(super) fn refund(a: RefundArgs, ctx: &Context) -> CliResult<()> {
     let RefundArgs { listing, storage } = a;
     let (wallet, chain, l) = buyer_and_listing(ctx, &storage, &listing)?;
@@ -61,7 +61,25 @@ pub(super) fn refund(a: RefundArgs, ctx: &Context) -> CliResult<()> {
     let v = json!({"ok": true, "listing_id": l.listing_id, "signature": sig});
     ctx.emit(&v, || {
         format!(
-            "refunded your escrow deposit on {} and slashed the seller's stake\n  tx           {sig}",
+            "closed your escrow on {} and took back what it held (with a share of the seller's stake when the key never came)\n  tx           {sig}",
+            l.listing_id
+        )
+    });
+    Ok(())
+}
+
+/// `marketplace dispute`: send the fraud proof of a misdelivery.
+pub(super) fn dispute(a: RefundArgs, ctx: &Context) -> CliResult<()> {
+    let RefundArgs { listing, storage } = a;
+    let (wallet, chain, l) = buyer_and_listing(ctx, &storage, &listing)?;
+    let src = source(ctx, &storage)?;
+    let sig = ctx
+        .block_on(node::market::buy::dispute_escrow(&chain, &src, &wallet, &l))
+        .map_err(buy_failure)?;
+    let v = json!({"ok": true, "listing_id": l.listing_id, "signature": sig});
+    ctx.emit(&v, || {
+        format!(
+            "fraud proven on {}: your deposit is back with a share of the seller's stake\n  tx           {sig}",
             l.listing_id
         )
     });
@@ -163,7 +181,7 @@ fn plan_payment(
             node::market::escrow_trade::EscrowPlanError::NotEscrow(l.listing_id.clone()),
         )),
         Payment::Escrow | Payment::Listed => ctx
-            .block_on(plan_buy(chain, wallet, l, Terms::Listed))
+            .block_on(plan_buy(chain, src, wallet, l, Terms::Listed))
             .map_err(refused),
         Payment::Negotiated { offer, counter } => {
             let o = ctx
@@ -196,6 +214,7 @@ fn plan_payment(
             };
             ctx.block_on(plan_buy(
                 chain,
+                src,
                 wallet,
                 l,
                 Terms::Negotiated {

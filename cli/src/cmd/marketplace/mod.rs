@@ -64,6 +64,7 @@ pub fn run(cmd: MarketCmd, ctx: &Context) -> CliResult<u8> {
         MarketCmd::Quote(a) => buy::quote(a, ctx)?,
         MarketCmd::Budget(a) => buy::budget(a, ctx)?,
         MarketCmd::Refund(a) => buy::refund(a, ctx)?,
+        MarketCmd::Dispute(a) => buy::dispute(a, ctx)?,
         MarketCmd::Browse(a) => super::browse::browse(
             ctx,
             &a.indexer,

@@ -1,22 +1,7 @@
-//! One module per instruction: its accounts (every check in attributes)
-//! and its handler, an associated function of the accounts struct.
+//! What every instruction uses: the clock, checked arithmetic, fee and
+//! share math, the listing id's shape.
 
-pub mod cancel_listing;
-pub mod create_listing;
-pub mod deposit;
-pub mod initialize_config;
-pub mod refund;
-pub mod release;
-pub mod slash;
-
-pub use cancel_listing::*;
-pub use create_listing::*;
-pub use deposit::*;
-pub use initialize_config::*;
-pub use refund::*;
-pub use release::*;
-pub use slash::*;
-
+use crate::constants::LISTING_ID_LEN;
 use crate::error::EscrowError;
 use anchor_lang::prelude::*;
 
@@ -63,4 +48,15 @@ pub fn fee_of(amount: u64, bps: u16) -> u64 {
 /// floor(amount × bps / 10,000), without overflow.
 pub fn share_of(amount: u64, bps: u16) -> u64 {
     ((amount as u128 * bps as u128) / crate::constants::BPS as u128) as u64
+}
+
+/// Whether `id` is `YYYYMMDD-<12 lowercase hex>`.
+pub fn is_listing_id(id: &str) -> bool {
+    let b = id.as_bytes();
+    b.len() == LISTING_ID_LEN
+        && b[8] == b'-'
+        && b[..8].iter().all(u8::is_ascii_digit)
+        && b[9..]
+            .iter()
+            .all(|c| c.is_ascii_digit() || (b'a'..=b'f').contains(c))
 }

@@ -10,7 +10,9 @@ use crate::error::EscrowError;
 use crate::instructions::{add, now, sub};
 use crate::sealed::events::FraudProven;
 use crate::sealed::sealed_refund::slash_to;
-use crate::sealed::state::{SealedEscrow, SealedEscrowStatus, SealedListing, Settings};
+use crate::sealed::state::{
+    SealedEscrow, SealedEscrowStatus, SealedListing, SealedListingStatus, Settings,
+};
 use anchor_lang::prelude::*;
 use escrow_math::fraud::{check, Commitments, Proof, ProofError};
 
@@ -90,6 +92,10 @@ impl Dispute<'_> {
             Err(ProofError::Honest) => return err!(EscrowError::NoFraud),
         }
         a.listing.open_escrows = sub(a.listing.open_escrows, 1)?;
+        // convicted: it takes no more deposits (k is public now)
+        if a.listing.status == SealedListingStatus::Live {
+            a.listing.status = SealedListingStatus::Convicted;
+        }
         let buyer = a.buyer.to_account_info();
         let slashed = slash_to(&a.settings, &mut a.listing, &buyer)?;
         emit!(FraudProven {

@@ -13,8 +13,9 @@
 //! account the buyer controls.
 //!
 //! The math is `escrow_math`'s, the same the node and indexer run. The
-//! first-generation instructions (`crate::instructions`) stay until the
-//! node moves over.
+//! first-generation instructions (deposit and release of an envelope,
+//! with a separate slash) are gone: the outside review's findings against
+//! them are why this exists.
 
 pub mod claim;
 pub mod decline;

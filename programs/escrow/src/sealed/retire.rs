@@ -1,5 +1,5 @@
-//! `retire_sealed`: the seller ends a listing with nothing open and takes
-//! the stake back. The account stays (rent-exempt, `Retired`): a listing id
+//! `retire_sealed`: the seller ends a listing (live, or convicted of fraud)
+//! with nothing open and takes what stake is left. The account stays (rent-exempt, `Retired`): a listing id
 //! is used once.
 
 use crate::constants::SEALED_LISTING_SEED;
@@ -18,7 +18,7 @@ pub struct RetireSealed<'info> {
         bump = listing.bump,
         has_one = seller @ EscrowError::NotSeller,
         constraint = listing.open_escrows == 0 @ EscrowError::OpenEscrows,
-        constraint = listing.status == SealedListingStatus::Live @ EscrowError::ListingCancelled
+        constraint = listing.status != SealedListingStatus::Retired @ EscrowError::ListingClosed
     )]
     pub listing: Account<'info, SealedListing>,
     /// The seller, paid the stake.

@@ -24,7 +24,7 @@ pub struct DepositSealed<'info> {
         mut,
         seeds = [SEALED_LISTING_SEED, listing.seller.as_ref(), listing.listing_id.as_bytes()],
         bump = listing.bump,
-        constraint = listing.status == SealedListingStatus::Live @ EscrowError::ListingCancelled
+        constraint = listing.status == SealedListingStatus::Live @ EscrowError::ListingClosed
     )]
     pub listing: Account<'info, SealedListing>,
     /// The escrow PDA, created here.

@@ -1,9 +1,12 @@
 //! `init_settings`: the sealed escrow's one Settings account, set by the
 //! program's upgrade authority only, every value bounded: a fee of at most
-//! 1000 bps, a slash share of 1 to 10,000 bps, windows of 10 s to 30 days,
+//! 1000 bps, a slash share of 1 to 10,000 bps, a release window of 120 s
+//! to 30 days and a dispute window of 10 s to 30 days,
 //! a positive stake floor and a treasury that is a system account.
 
-use crate::constants::{BPS, MAX_FEE_BPS, MAX_WINDOW_SECS, MIN_WINDOW_SECS, SETTINGS_SEED};
+use crate::constants::{
+    BPS, MAX_FEE_BPS, MAX_WINDOW_SECS, MIN_RELEASE_WINDOW_SECS, MIN_WINDOW_SECS, SETTINGS_SEED,
+};
 use crate::error::EscrowError;
 use crate::sealed::state::Settings;
 use anchor_lang::prelude::*;
@@ -52,9 +55,12 @@ pub fn check_settings(a: &SettingsArgs) -> Result<()> {
     require!(a.fee_bps <= MAX_FEE_BPS, EscrowError::FeeTooHigh);
     require!(a.slash_bps > 0, EscrowError::ZeroSlash);
     require!(a.slash_bps as u64 <= BPS, EscrowError::SlashTooHigh);
-    for w in [a.release_window_secs, a.dispute_window_secs] {
+    for (w, min) in [
+        (a.release_window_secs, MIN_RELEASE_WINDOW_SECS),
+        (a.dispute_window_secs, MIN_WINDOW_SECS),
+    ] {
         require!(
-            (MIN_WINDOW_SECS..=MAX_WINDOW_SECS).contains(&w),
+            (min..=MAX_WINDOW_SECS).contains(&w),
             EscrowError::WindowOutOfRange
         );
     }
@@ -66,7 +72,6 @@ impl InitSettings<'_> {
     /// Checks the bounds and writes the settings.
     pub fn handler(ctx: Context<InitSettings>, args: SettingsArgs) -> Result<()> {
         check_settings(&args)?;
-        require!(!ctx.accounts.treasury.executable, EscrowError::BadTreasury);
         ctx.accounts.settings.set_inner(Settings {
             admin: ctx.accounts.admin.key(),
             treasury: ctx.accounts.treasury.key(),

@@ -58,6 +58,9 @@ pub enum SealedListingStatus {
     /// Retired by the seller: stake returned, the account kept so the id
     /// can never come back with other terms.
     Retired,
+    /// A fraud proof held against it: no more deposits; the seller may
+    /// retire it (for what stake is left) once nothing is open.
+    Convicted,
 }
 
 /// A seller's sealed listing and its stake.
