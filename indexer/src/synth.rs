@@ -143,8 +143,38 @@ impl LogBuilder {
         let blind = node::escrow::math::client::point_of(&b);
         let deposit =
             node::escrow::deposit(&account, &buyer_key, &terms, &blind, &buyer.x25519_public());
+        let escrow = node::escrow::escrow_address(&account, &buyer_key);
+        let event = [
+            account.as_ref(),
+            escrow.as_ref(),
+            buyer_key.as_ref(),
+            &terms.price_lamports.to_le_bytes()[..],
+        ]
+        .concat();
         let r = self.push(&[buyer], memo.to_string(), vec![], vec![]);
         r.tx.calls = vec![node::chain::ProgramCall::of(&deposit)];
+        r.tx.logs = program_logs("SealedDeposited", &event);
+        r.tx.signature.clone()
+    }
+
+    /// The seller's reveal on `buyer`'s escrow of `listing`: the program's
+    /// `KeyRevealed` event and the `release` memo naming the escrow
+    /// account, as `listen` sends them; returns the signature.
+    pub fn escrow_reveal(&mut self, seller: &Wallet, listing: &Listing, buyer: &Wallet) -> String {
+        let account = node::escrow::listing_address(
+            &seller.address().parse().expect("seller pubkey"),
+            &listing.listing_id,
+        );
+        let escrow =
+            node::escrow::escrow_address(&account, &buyer.address().parse().expect("buyer pubkey"));
+        let memo = MemoOp::Release {
+            listing_id: listing.listing_id.clone(),
+            envelope_arweave_id: escrow.to_string(),
+            minted_token_address: seller.address(),
+        };
+        let event = [escrow.as_ref(), &[5u8; 32][..]].concat();
+        let r = self.push(&[seller], memo.to_string(), vec![], vec![]);
+        r.tx.logs = program_logs("KeyRevealed", &event);
         r.tx.signature.clone()
     }
 
@@ -319,4 +349,21 @@ pub fn trades(trades: u64, sellers: u64) -> Vec<TxRecord> {
         b.trade(n, sellers);
     }
     b.finish()
+}
+
+/// The log lines of one top-level call of the escrow program emitting
+/// event `name` with `body` (Anchor's encoding).
+fn program_logs(name: &str, body: &[u8]) -> Vec<String> {
+    use base64::Engine;
+    let program = node::escrow::PROGRAM_ID;
+    let mut data = node::escrow::discriminator("event", name).to_vec();
+    data.extend_from_slice(body);
+    vec![
+        format!("Program {program} invoke [1]"),
+        format!(
+            "Program data: {}",
+            base64::engine::general_purpose::STANDARD.encode(data)
+        ),
+        format!("Program {program} success"),
+    ]
 }

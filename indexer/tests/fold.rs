@@ -267,7 +267,16 @@ fn escrow_buys_settle_by_their_deposit_alone() {
     let direct = b.buy(&other, &l, LIST_PRICE_LAMPORTS);
     // a deposit into another listing's account
     let elsewhere = b.escrow_buy(&other, &l);
-    b.release(&seller, &l, &buyer, &good);
+    // a release memo alone releases nothing on an escrow listing
+    let memo_only = b.memo(
+        &seller,
+        MemoOp::Release {
+            listing_id: l.listing_id.clone(),
+            envelope_arweave_id: "x".repeat(43),
+            minted_token_address: seller.address(),
+        },
+    );
+    b.escrow_reveal(&seller, &l, &buyer);
     let evil = b.list_escrow(&seller, 1, "Evi1111111111111111111111111111111111111111");
     let into_evil = b.escrow_buy(&buyer, &evil);
     let mut records = b.finish();
@@ -284,6 +293,10 @@ fn escrow_buys_settle_by_their_deposit_alone() {
         matches!(status(&good), SettlementStatus::Released { .. }),
         "{:?}",
         status(&good)
+    );
+    assert_eq!(
+        reasons(&s, &memo_only),
+        vec![Refusal::EscrowReleasedInProgram]
     );
     assert_eq!(
         (

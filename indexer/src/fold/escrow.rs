@@ -64,9 +64,21 @@ impl State {
                 );
             }
             EscrowEvent::Revealed { escrow } => {
-                if let Some(e) = self.escrows.get_mut(&escrow.to_string()) {
+                let escrow = escrow.to_string();
+                if let Some(e) = self.escrows.get_mut(&escrow) {
                     e.status = "revealed";
                     e.revealed = Some(At::of(r));
+                }
+                // the program's reveal releases the buy (the key reached
+                // its buyer); the receipt token, minted apart, is not named
+                if let Some(s) = self.escrow_settlement(&escrow) {
+                    if s.status == SettlementStatus::Paid {
+                        s.status = SettlementStatus::Released {
+                            at: At::of(r),
+                            envelope_id: escrow,
+                            minted_token: String::new(),
+                        };
+                    }
                 }
             }
             EscrowEvent::Declined { escrow } => {
@@ -148,7 +160,9 @@ impl State {
                 s.buyer == buyer
                     && matches!(
                         s.status,
-                        SettlementStatus::Paid | SettlementStatus::Refunded { .. }
+                        SettlementStatus::Paid
+                            | SettlementStatus::Released { .. }
+                            | SettlementStatus::Refunded { .. }
                     )
             })
             .map(|(k, _)| k.clone())?;

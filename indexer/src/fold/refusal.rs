@@ -226,6 +226,11 @@ pub enum Refusal {
     /// A bare release with no paid buy to settle.
     #[error("no paid buy of this listing awaits release")]
     NoPaidBuy,
+    /// A `release` memo on an escrow listing without the program's reveal
+    /// in the same transaction: escrow buys are released by the program
+    /// alone, never by a memo.
+    #[error("an escrow listing's buys are released by the program's reveal, not by a memo")]
+    EscrowReleasedInProgram,
     /// A `cancel` memo not signed by the listing's seller.
     #[error("cancel not signed by the listing's seller")]
     CancelNotSignedBySeller,

@@ -180,6 +180,22 @@ impl State {
         if !r.tx.signed_by(&seller) {
             return Err(Refusal::ReleaseNotSignedBySeller);
         }
+        // an escrow listing's buy is released by the program's reveal (its
+        // event, folded before this transaction's memos); the memo beside
+        // it is the seller's note, and a memo alone releases nothing
+        if listing
+            .manifest
+            .get("escrow_program")
+            .is_some_and(|p| !p.is_null())
+        {
+            let revealed_here = self.settlements_of(listing_id).any(|(_, s)| {
+                matches!(&s.status, SettlementStatus::Released { at, .. } if at.signature == r.tx.signature)
+            });
+            return match revealed_here {
+                true => Ok(()),
+                false => Err(Refusal::EscrowReleasedInProgram),
+            };
+        }
         // The signed envelope names its buy; the reference's bare
         // envelope does not, so its release settles the oldest paid buy.
         let named = match book.get(envelope_id) {

@@ -378,7 +378,8 @@ fn buy_or_fetch(
                     q.terms,
                     q.price_lamports,
                     if q.settles == "escrow" {
-                        "held by the escrow program until the seller releases".to_string()
+                        "held by the escrow program: the seller is paid only by revealing your key"
+                            .to_string()
                     } else {
                         format!("to {}", l.payment_address)
                     },
