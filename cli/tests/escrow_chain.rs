@@ -92,11 +92,7 @@ fn the_escrow_trade_runs_through_the_binaries_on_the_deployed_program() {
     // the program's upgrade authority: a brainctl wallet, as localnet/up has it
     let admin = Env::new();
     admin.ok(&["wallet", "new"]);
-    let admin_pk: Pubkey = admin.ok(&["wallet", "address", "--json"]).json()["address"]
-        .as_str()
-        .unwrap()
-        .parse()
-        .unwrap();
+    let admin_pk = pubkey_of_offline(&admin);
     // the localnet's programs, the escrow program's upgrade authority being
     // `admin`; releases mint Token-2022 NFTs here (the demo mints Light
     // compressed tokens on the same validator)
@@ -281,6 +277,25 @@ fn the_escrow_trade_runs_through_the_binaries_on_the_deployed_program() {
         found.to_string().contains("Escrow lesson"),
         "imported: {found}"
     );
+    // an honest seller: there is nothing to dispute
+    let nothing = onchain(
+        &v,
+        &buyer,
+        &[
+            "marketplace",
+            "dispute",
+            &manifest,
+            "--storage-dir",
+            &dir,
+            "--json",
+        ],
+    );
+    assert_ne!(nothing.code, 0, "{}", nothing.stdout);
+    assert!(
+        nothing.stdout.contains("no misdelivery to prove"),
+        "{}",
+        nothing.stdout
+    );
 
     // a stranger's bare deposit: no memo, no payment address; revealed all the same
     let stranger = node::wallet::Wallet::generate();
@@ -462,4 +477,222 @@ fn the_escrow_trade_runs_through_the_binaries_on_the_deployed_program() {
     let after = v.funded_keypair(1);
     let deposit = escrow::deposit(&account, &after.pubkey(), &terms, &blind, &[8; 32]);
     assert!(rt.block_on(chain.send(&[deposit], &[&after])).is_err());
+}
+
+/// A cheating seller (its own tooling, through the node's library: our CLI
+/// lists honestly) commits to a blob whose first chunk does not decrypt to
+/// its committed plaintext, and reveals a correct key. The buyer's `buy`
+/// refuses the bundle naming the chunk; `marketplace dispute` proves it:
+/// the program alone returns the deposit and a share of the stake,
+/// convicts the listing, and the seller can never claim.
+#[test]
+fn a_cheating_sellers_blob_is_proven_wrong_by_marketplace_dispute() {
+    use node::arweave::{FsStore, Uploader};
+    use node::escrow::math::blob::{seal, Blob, HEADER_LEN};
+    use node::market::manifest::{build_listing, EscrowCommitments, Listing, NewListing};
+    const PRICE: u64 = 50_000_000;
+    let admin = Env::new();
+    admin.ok(&["wallet", "new"]);
+    let admin_pk = pubkey_of_offline(&admin);
+    let v = e2e::start(&e2e::escrow_args(&admin_pk));
+    let (rt, chain) = (e2e::runtime(), v.chain());
+    let treasury = Keypair::new();
+    v.fund(&admin_pk, 2);
+    v.fund(&treasury.pubkey(), 1);
+    let treasury_s = treasury.pubkey().to_string();
+    let stake_s = STAKE.to_string();
+    ok(
+        &v,
+        &admin,
+        &[
+            "escrow",
+            "configure",
+            "--treasury",
+            &treasury_s,
+            "--fee-bps",
+            "100",
+            "--slash-bps",
+            "5000",
+            "--release-window-secs",
+            "120",
+            "--dispute-window-secs",
+            "300",
+            "--min-stake-lamports",
+            &stake_s,
+            "--json",
+        ],
+    );
+
+    // the cheating seller's listing: the blob's chunk 0 altered, the root
+    // recomputed over it (so the buyer's check before paying passes)
+    let seller = node::wallet::Wallet::generate();
+    let seller_pk: Pubkey = seller.address().parse().unwrap();
+    v.fund(&seller_pk, 5);
+    let work = tempfile::tempdir().unwrap();
+    let dir = work.path().join("items").display().to_string();
+    let uploader = Uploader::Fs(FsStore::new(&dir));
+    let id = node::market::list::new_listing_id();
+    let plain: Vec<u8> = (0..2_000u32).map(|i| (i % 251) as u8).collect();
+    let bundle_hash = hex::encode(escrow::math::sha256(&[&plain]));
+    let k = seller.escrow_listing_scalar(&id);
+    let sealed = seal(&k, &plain).unwrap();
+    let mut bytes = sealed.bytes;
+    let count = Blob::parse(&bytes).unwrap().count() as usize;
+    bytes[HEADER_LEN + count * 32 + 3] ^= 0x20;
+    let lying_root = Blob::parse(&bytes).unwrap().root();
+    let blob_id = rt
+        .block_on(uploader.put_signed(
+            &seller,
+            bytes,
+            node::publish::BLOB_CONTENT_TYPE,
+            node::publish::ESCROW_BLOB_SCHEMA,
+        ))
+        .unwrap();
+    let now = time::OffsetDateTime::now_utc().unix_timestamp();
+    let manifest_json = build_listing(
+        &seller,
+        &NewListing {
+            listing_id: &id,
+            bundle_hash: &bundle_hash,
+            payment_address: None,
+            price_usd: 5.0,
+            price_lamports: PRICE,
+            duration_hours: 1.0,
+            visibility: "auction",
+            encrypted_bundle_uri: &format!("ar://{blob_id}"),
+            metadata_uri: "ar://metadata",
+            preview: serde_json::json!({"memories_count": 1}),
+            now,
+            escrow_program: Some(escrow::PROGRAM_ID),
+            escrow_terms: Some(EscrowCommitments {
+                key_point: escrow::math::client::point_of(&k),
+                blob_root: lying_root,
+                plain_len: sealed.plain_len,
+                seller_x25519: seller.x25519_public(),
+            }),
+        },
+    )
+    .unwrap();
+    let manifest = rt
+        .block_on(uploader.put_signed(
+            &seller,
+            serde_json::to_vec(&manifest_json).unwrap(),
+            "application/json",
+            node::market::manifest::LISTING_SCHEMA,
+        ))
+        .unwrap();
+    let listing = Listing::from_value(manifest_json).unwrap();
+    let settings = rt
+        .block_on(node::market::escrow_trade::read_settings(&chain))
+        .unwrap();
+    let list_ix =
+        node::market::escrow_trade::list_instruction(&seller_pk, &listing, STAKE, &settings)
+            .unwrap();
+    let op = node::market::MemoOp::List {
+        listing_arweave_id: manifest.clone(),
+        bundle_hash,
+    };
+    rt.block_on(node::market::tx::post_memo_with(
+        &chain,
+        &seller,
+        &op,
+        &seller_pk,
+        vec![list_ix],
+    ))
+    .unwrap();
+    let account = escrow::listing_address(&seller_pk, &id);
+
+    // the buyer buys through the CLI; the seller reveals the right key
+    let buyer = Env::new();
+    buyer.ok(&["wallet", "new"]);
+    ok(&v, &buyer, &["wallet", "airdrop", "2", "--json"]);
+    let buyer_pk = pubkey_of(&v, &buyer);
+    let buying = buyer
+        .cmd()
+        .args(["-u", &v.rpc_url, "--commitment", "confirmed"])
+        .args([
+            "marketplace",
+            "buy",
+            &manifest,
+            "--storage-dir",
+            &dir,
+            "--timeout",
+            "90",
+            "--json",
+        ])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let at = escrow::escrow_address(&account, &buyer_pk);
+    wait_for("the buyer's deposit", 60, || {
+        read(&v, &at, EscrowAccount::decode).is_some()
+    });
+    let e = read(&v, &at, EscrowAccount::decode).unwrap();
+    let b =
+        node::market::escrow_trade::seller_blinding(&seller.x25519_secret(), &at, &e.buyer_x25519)
+            .unwrap();
+    let s = escrow::math::client::reveal(&k, &b);
+    rt.block_on(chain.send(
+        &[escrow::reveal(&account, &buyer_pk, &seller_pk, &s)],
+        &[&seller.solana_keypair()],
+    ))
+    .unwrap();
+    let out = buying.wait_with_output().unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_ne!(out.status.code(), Some(0), "{stdout}");
+    assert!(
+        stdout.contains("chunk 0 of the blob does not open")
+            && stdout.contains("marketplace dispute"),
+        "{stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+
+    // the fraud proof, through the CLI: deposit, rent and half the stake back
+    let balance = |k: &Pubkey| rt.block_on(chain.balance(k)).unwrap();
+    let rent = rt
+        .block_on(chain.rent_exemption(escrow::ESCROW_ACCOUNT_SPACE))
+        .unwrap();
+    let before = balance(&buyer_pk);
+    let disputed = ok(
+        &v,
+        &buyer,
+        &[
+            "marketplace",
+            "dispute",
+            &manifest,
+            "--storage-dir",
+            &dir,
+            "--json",
+        ],
+    );
+    assert_eq!(disputed["listing_id"], id.as_str());
+    let network_fee = before + PRICE + rent + STAKE / 2 - balance(&buyer_pk);
+    assert!(
+        network_fee <= 10_000,
+        "deposit, rent and the stake share back, less the fee: {network_fee}"
+    );
+    assert!(
+        read(&v, &at, EscrowAccount::decode).is_none(),
+        "the escrow closed to the buyer"
+    );
+    let convicted = read(&v, &account, ListingAccount::decode).unwrap();
+    assert_eq!(
+        (convicted.status, convicted.stake, convicted.open_escrows),
+        (node::escrow::ListingStatus::Convicted, STAKE / 2, 0)
+    );
+    // nothing is left for the seller to claim
+    let claim = escrow::claim(&account, &buyer_pk, &seller_pk, &treasury.pubkey());
+    assert!(rt
+        .block_on(chain.send(&[claim], &[&seller.solana_keypair()]))
+        .is_err());
+}
+
+/// The address of `e`'s wallet, read without a validator.
+fn pubkey_of_offline(e: &Env) -> Pubkey {
+    e.ok(&["wallet", "address", "--json"]).json()["address"]
+        .as_str()
+        .unwrap()
+        .parse()
+        .unwrap()
 }

@@ -572,9 +572,13 @@ async fn fetch_and_import_sealed(
         )
     })?;
     let inner = zeroize::Zeroizing::new(parsed.open(&k).map_err(|e| {
-        crate::market::escrow_trade::EscrowReadError::from(
-            crate::market::escrow_trade::EscrowPlanError::from(e),
-        )
+        use crate::market::escrow_trade::{EscrowPlanError, EscrowReadError};
+        EscrowReadError::from(match e {
+            escrow_math::blob::BlobError::Misdelivery { index } => {
+                EscrowPlanError::Misdelivery { index }
+            }
+            other => EscrowPlanError::from(other),
+        })
     })?);
     import_opened(&inner, listing, target)
 }

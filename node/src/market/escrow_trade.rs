@@ -130,6 +130,13 @@ pub enum EscrowPlanError {
     /// A key the client cannot use.
     #[error(transparent)]
     Key(#[from] ClientError),
+    /// The revealed key opened a chunk to something other than its
+    /// commitment: provable.
+    #[error("chunk {index} of the blob does not open to its commitment under the key the seller revealed: prove it with `brainctl marketplace dispute <manifest>` inside the dispute window (your deposit comes back with a share of the seller's stake)")]
+    Misdelivery {
+        /// The first lying chunk.
+        index: u32,
+    },
     /// No misdelivery to prove.
     #[error("every chunk of the blob opens to its commitment under the revealed key: there is no misdelivery to prove")]
     NothingToDispute,
