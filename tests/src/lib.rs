@@ -7,6 +7,7 @@
 //! never a skip.
 
 pub mod browser;
+pub mod cli_seller;
 pub mod fake_gateway;
 pub mod hostile;
 pub mod indexer_api;

@@ -27,7 +27,7 @@ use node::market::tx::buy_instructions;
 use node::wallet::Wallet;
 use serde_json::{json, Value};
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::Command;
 use std::str::FromStr;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
@@ -92,52 +92,7 @@ fn proc_kib(pid: u32, field: &str) -> u64 {
         .unwrap_or(0)
 }
 
-/// The seller's home, set up through the real binary: wallet, one
-/// memory, a signed bundle listed at 1 USD (at 100 USD/SOL).
-struct Seller {
-    home: tempfile::TempDir,
-    bin: PathBuf,
-    rpc: String,
-}
-
-impl Seller {
-    fn run(&self, args: &[&str]) -> Value {
-        let out = Command::new(&self.bin)
-            .env("HOME", self.home.path())
-            .current_dir(self.home.path())
-            .args(["-u", &self.rpc, "--commitment", "confirmed"])
-            .args(args)
-            .output()
-            .expect("brainctl runs");
-        assert!(
-            out.status.success(),
-            "brainctl {args:?}: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        serde_json::from_slice(&out.stdout).unwrap_or(Value::Null)
-    }
-
-    fn items(&self) -> String {
-        self.home.path().join("items").display().to_string()
-    }
-
-    fn listen(&self) -> Child {
-        Command::new(&self.bin)
-            .env("HOME", self.home.path())
-            .env("RUST_LOG", "warn")
-            .args(["-u", &self.rpc, "--commitment", "confirmed"])
-            .args(["marketplace", "listen", "--interval", "2", "--storage-dir"])
-            .arg(self.items())
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("listen starts")
-    }
-
-    fn db(&self) -> PathBuf {
-        self.home.path().join(".brainctl/listen.db")
-    }
-}
+use e2e::cli_seller::Seller;
 
 /// Funds `wallets` from `whale`, 20 transfers a transaction.
 fn fund_all(
@@ -252,17 +207,8 @@ fn main() {
     let v = e2e::validator();
     let rt = e2e::multi_thread_runtime();
     let chain = v.chain();
-    let seller = Seller {
-        home: tempfile::tempdir().expect("home"),
-        bin: a.brainctl.clone(),
-        rpc: v.rpc_url.clone(),
-    };
-    let me = seller.run(&["wallet", "new", "--json"]);
-    let seller_pk = me["address"]
-        .as_str()
-        .expect("address")
-        .parse()
-        .expect("pubkey");
+    let seller = Seller::new(a.brainctl.clone(), &v.rpc_url);
+    let seller_pk = seller.new_wallet();
     v.fund(&seller_pk, 50);
     seller.run(&[
         "memory",

@@ -1,0 +1,81 @@
+//! A seller's home driven through the real `brainctl` binary, as the
+//! benchmarks set it up: wallet, memories, a signed bundle, listings, and
+//! `marketplace listen` as a service. Never reaches into the node's
+//! library for what the binary does.
+
+use serde_json::Value;
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
+
+/// The seller: its home directory, the binary, the RPC it talks to.
+pub struct Seller {
+    /// `HOME` of every run.
+    pub home: tempfile::TempDir,
+    /// The `brainctl` binary.
+    pub bin: PathBuf,
+    /// RPC URL.
+    pub rpc: String,
+}
+
+impl Seller {
+    /// A fresh home for `bin` on `rpc`.
+    pub fn new(bin: PathBuf, rpc: &str) -> Seller {
+        Seller {
+            home: tempfile::tempdir().expect("home"),
+            bin,
+            rpc: rpc.into(),
+        }
+    }
+
+    /// Runs `brainctl args` (at `confirmed`); panics unless it succeeds;
+    /// its `--json` output, if any.
+    pub fn run(&self, args: &[&str]) -> Value {
+        let out = Command::new(&self.bin)
+            .env("HOME", self.home.path())
+            .current_dir(self.home.path())
+            .args(["-u", &self.rpc, "--commitment", "confirmed"])
+            .args(args)
+            .output()
+            .expect("brainctl runs");
+        assert!(
+            out.status.success(),
+            "brainctl {args:?}: {}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        serde_json::from_slice(&out.stdout).unwrap_or(Value::Null)
+    }
+
+    /// The storage directory (the local Arweave stand-in).
+    pub fn items(&self) -> String {
+        self.home.path().join("items").display().to_string()
+    }
+
+    /// `marketplace listen` as a service (its stdout and stderr dropped).
+    pub fn listen(&self) -> Child {
+        Command::new(&self.bin)
+            .env("HOME", self.home.path())
+            .env("RUST_LOG", "warn")
+            .args(["-u", &self.rpc, "--commitment", "confirmed"])
+            .args(["marketplace", "listen", "--interval", "2", "--storage-dir"])
+            .arg(self.items())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("listen starts")
+    }
+
+    /// The daemon's state database.
+    pub fn db(&self) -> PathBuf {
+        self.home.path().join(".brainctl/listen.db")
+    }
+
+    /// A new wallet; its address.
+    pub fn new_wallet(&self) -> node::chain::Pubkey {
+        self.run(&["wallet", "new", "--json"])["address"]
+            .as_str()
+            .expect("address")
+            .parse()
+            .expect("pubkey")
+    }
+}
