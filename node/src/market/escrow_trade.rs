@@ -635,7 +635,8 @@ mod tests {
             Err(EscrowPlanError::Mismatch { field, .. }) => field,
             other => panic!("{other:?}"),
         };
-        let edits: [(&str, fn(&mut ListingAccount)); 9] = [
+        type Edit = (&'static str, fn(&mut ListingAccount));
+        let edits: [Edit; 9] = [
             ("seller", |a| a.seller = Pubkey::new_unique()),
             ("listing_id", |a| {
                 a.listing_id = "20261123-ffffffffffff".into()

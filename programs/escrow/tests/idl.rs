@@ -391,7 +391,8 @@ fn instructions_match_the_program() {
     assert_eq!(idl["metadata"]["spec"], "0.1.0");
     let ixs = &idl["instructions"];
     use escrow::{accounts as a, instruction as i};
-    let cases: Vec<(&str, &[u8], Vec<(String, bool, bool)>)> = vec![
+    type Case<'a> = (&'a str, &'a [u8], Vec<(String, bool, bool)>);
+    let cases: Vec<Case> = vec![
         (
             "init_settings",
             i::InitSettings::DISCRIMINATOR,
@@ -612,7 +613,7 @@ fn accounts_events_and_types_match_the_program() {
             bump: 18u8,
         }),
     );
-    for status in [
+    for listing_status in [
         SealedListingStatus::Live,
         SealedListingStatus::Retired,
         SealedListingStatus::Convicted,
@@ -625,13 +626,13 @@ fn accounts_events_and_types_match_the_program() {
                 listing_id: String::from("20261123-abcdefabcdef"),
                 terms: terms(),
                 stake: u64::MAX - 19,
-                status: status,
+                status: listing_status,
                 open_escrows: 0x1415_1617u32,
                 bump: 24u8,
             }),
         );
     }
-    for status in [
+    for escrow_status in [
         SealedEscrowStatus::Deposited,
         SealedEscrowStatus::Revealed,
         SealedEscrowStatus::Declined,
@@ -647,7 +648,7 @@ fn accounts_events_and_types_match_the_program() {
                 blind_point: [26u8; 32],
                 amount: u64::MAX - 27,
                 deposited_at: -28i64,
-                status: status,
+                status: escrow_status,
                 revealed: [29u8; 32],
                 revealed_at: -30i64,
                 bump: 31u8,
