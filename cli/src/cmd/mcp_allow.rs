@@ -155,6 +155,6 @@ mod tests {
                 assert!(seen.insert(*t), "{t} in two groups");
             }
         }
-        assert_eq!(seen.len(), 23);
+        assert_eq!(seen.len(), 24);
     }
 }

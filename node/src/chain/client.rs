@@ -198,6 +198,59 @@ impl Chain {
         with_retry("getBalance", || self.rpc.get_balance(who)).await
     }
 
+    /// What `ixs`, paid and signed by `payer`, would take from the payer's
+    /// balance: the transaction simulated at `confirmed` (fee included),
+    /// the payer's lamports after it compared with now. A transaction the
+    /// simulation refuses is [`ChainError::Config`] with the reason.
+    pub async fn simulated_cost(
+        &self,
+        ixs: &[Instruction],
+        payer: &Keypair,
+    ) -> Result<u64, ChainError> {
+        use solana_rpc_client_api::config::{
+            RpcSimulateTransactionAccountsConfig, RpcSimulateTransactionConfig, UiAccountEncoding,
+        };
+        let me = payer.pubkey();
+        let (blockhash, _) = with_retry("getLatestBlockhash", || {
+            self.rpc
+                .get_latest_blockhash_with_commitment(CommitmentConfig::confirmed())
+        })
+        .await?;
+        let tx = Transaction::new_signed_with_payer(ixs, Some(&me), &[payer], blockhash);
+        let config = RpcSimulateTransactionConfig {
+            sig_verify: false,
+            replace_recent_blockhash: true,
+            commitment: Some(CommitmentConfig::confirmed()),
+            accounts: Some(RpcSimulateTransactionAccountsConfig {
+                encoding: Some(UiAccountEncoding::Base64),
+                addresses: vec![me.to_string()],
+            }),
+            ..Default::default()
+        };
+        let before = with_retry("getBalance", || {
+            self.rpc
+                .get_balance_with_commitment(&me, CommitmentConfig::confirmed())
+        })
+        .await?
+        .value;
+        let sim = with_retry("simulateTransaction", || {
+            self.rpc
+                .simulate_transaction_with_config(&tx, config.clone())
+        })
+        .await?
+        .value;
+        if let Some(err) = sim.err {
+            return Err(ChainError::Config(format!(
+                "the simulation refused the transaction: {err}"
+            )));
+        }
+        let after = sim
+            .accounts
+            .and_then(|a| a.into_iter().next().flatten())
+            .map_or(0, |a| a.lamports);
+        Ok(before.saturating_sub(after))
+    }
+
     /// Requests an airdrop and waits until it is confirmed at our commitment.
     pub async fn airdrop(&self, to: &Pubkey, lamports: u64) -> Result<Signature, ChainError> {
         if self.cluster_kind().await? == ClusterKind::MainnetBeta {

@@ -374,8 +374,20 @@ async fn plan_escrow(
         .rent_exemption(crate::escrow::ESCROW_ACCOUNT_SPACE)
         .await?;
     let price = listing.price_lamports.unwrap_or(0);
+    let quote = quote(listing, "escrow", "listed".into(), price, 0, rent);
+    // the spend ledger reserves the quote: the program must take no more
+    let simulated = chain.simulated_cost(&instructions, &kp).await?;
+    if simulated > quote.total_lamports {
+        return Err(crate::market::escrow_trade::EscrowReadError::from(
+            crate::market::escrow_trade::EscrowPlanError::CostsMore {
+                quoted: quote.total_lamports,
+                simulated,
+            },
+        )
+        .into());
+    }
     Ok(BuyPlan {
-        quote: quote(listing, "escrow", "listed".into(), price, 0, rent),
+        quote,
         instructions,
     })
 }

@@ -137,6 +137,15 @@ pub enum EscrowPlanError {
         /// The first lying chunk.
         index: u32,
     },
+    /// The simulated deposit takes more than the quote (and the spend
+    /// ledger's reservation).
+    #[error("the deposit would take {simulated} lamports from this wallet, more than the {quoted} quoted and reserved; refusing")]
+    CostsMore {
+        /// Quoted (price + rent + network fee).
+        quoted: u64,
+        /// What the simulation took.
+        simulated: u64,
+    },
     /// No misdelivery to prove.
     #[error("every chunk of the blob opens to its commitment under the revealed key: there is no misdelivery to prove")]
     NothingToDispute,
