@@ -21,9 +21,8 @@ use node::chain::Signer;
 use node::wallet::Wallet;
 use serde_json::Value;
 use std::collections::{BTreeMap, BTreeSet};
-use std::process::Command;
 use std::time::{Duration, Instant};
-use util::services::{get, indexer_bin, services, Running};
+use util::services::{get, indexer_matches_rebuild, services, Running};
 use util::Env;
 
 /// Transactions the generator sends per run.
@@ -88,52 +87,6 @@ fn releases_on_chain(
                 .is_some_and(|t| t.signed_by(&seller.to_string()))
         })
         .collect()
-}
-
-/// The live indexer at `base` reaches the state a `rebuild` from scratch
-/// gives (same transactions, same state hash).
-fn indexer_matches_rebuild(
-    v: &TestValidator,
-    base: &str,
-    items: &str,
-    work: &std::path::Path,
-    why: &str,
-) {
-    // the live indexer and a rebuild from scratch converge once the chain
-    // is quiet: rebuild (into a fresh db each time) until both have read
-    // the same transactions, then the hashes must be equal
-    let deadline = Instant::now() + Duration::from_secs(90);
-    for attempt in 0.. {
-        let rebuilt = Command::new(indexer_bin())
-            .args([
-                "--json",
-                "rebuild",
-                "--rpc",
-                &v.rpc_url,
-                "--fs-store",
-                items,
-                "--db",
-            ])
-            .arg(work.join(format!("rebuilt-{attempt}.db")))
-            .output()
-            .unwrap();
-        assert!(
-            rebuilt.status.success(),
-            "{}",
-            String::from_utf8_lossy(&rebuilt.stderr)
-        );
-        let rebuilt: Value = serde_json::from_slice(&rebuilt.stdout).unwrap();
-        let served = get(&format!("{base}/state")).expect("indexer serves /state");
-        if served["transactions"] == rebuilt["transactions"] {
-            assert_eq!(served["state_hash"], rebuilt["state_hash"], "{why}");
-            return;
-        }
-        assert!(
-            Instant::now() < deadline,
-            "{why}: indexer at {served}, rebuild at {rebuilt}"
-        );
-        std::thread::sleep(Duration::from_secs(1));
-    }
 }
 
 /// A seller's listings: one live, one cancelled before any buy, one
@@ -382,7 +335,7 @@ fn honest_buys_are_released_exactly_once_among_hostile_ones() {
 
     // the indexer kept up, and its state is what a rebuild from scratch gives
     std::thread::sleep(Duration::from_secs(2));
-    indexer_matches_rebuild(v, &base, &dir, shared.path(), &why);
+    indexer_matches_rebuild(&v.rpc_url, &base, &dir, shared.path(), &why);
     assert!(
         daemon.alive() && indexer.alive(),
         "seed {seed}: a service died"
@@ -446,7 +399,7 @@ fn rpc_faults_are_weather() {
     let releases = releases_on_chain(v, &target.pay_to, &target.seller);
     assert_eq!(releases.len(), honest.len(), "exactly once: {releases:?}");
     std::thread::sleep(Duration::from_secs(2));
-    indexer_matches_rebuild(v, &base, &dir, shared.path(), "after the faults");
+    indexer_matches_rebuild(&v.rpc_url, &base, &dir, shared.path(), "after the faults");
     assert!(daemon.stop().success());
     assert!(indexer.stop().success());
 }
@@ -485,7 +438,13 @@ fn a_validator_restart_mid_run_loses_nothing() {
     let releases = releases_on_chain(&own, &target.pay_to, &target.seller);
     assert_eq!(releases.len(), honest.len(), "exactly once: {releases:?}");
     std::thread::sleep(Duration::from_secs(2));
-    indexer_matches_rebuild(&own, &base, &dir, shared.path(), "after the restart");
+    indexer_matches_rebuild(
+        &own.rpc_url,
+        &base,
+        &dir,
+        shared.path(),
+        "after the restart",
+    );
     assert!(daemon.stop().success());
     assert!(indexer.stop().success());
 }

@@ -129,9 +129,19 @@ pub struct PollReport {
     pub applied: Applied,
 }
 
-/// The manifest ids a memo names.
-fn manifest_ids(memos: &[String]) -> Vec<String> {
-    memos
+/// The manifest ids a transaction's memos name. The `release` memo beside
+/// a sealed escrow's reveal names the escrow account, not an envelope:
+/// the key is on chain, so there is nothing to fetch (and nothing to wait
+/// for).
+fn manifest_ids(tx: &ParsedTx) -> Vec<String> {
+    let revealed: Vec<String> = node::escrow::events_in_logs(&tx.logs)
+        .into_iter()
+        .filter_map(|e| match e {
+            node::escrow::EscrowEvent::Revealed { escrow } => Some(escrow.to_string()),
+            _ => None,
+        })
+        .collect();
+    tx.memos
         .iter()
         .filter_map(|m| match MemoOp::parse(m).ok()? {
             MemoOp::List {
@@ -145,11 +155,11 @@ fn manifest_ids(memos: &[String]) -> Vec<String> {
             | MemoOp::Counter {
                 counter_arweave_id: id,
                 ..
-            }
-            | MemoOp::Release {
+            } => Some(id),
+            MemoOp::Release {
                 envelope_arweave_id: id,
                 ..
-            } => Some(id),
+            } => (!revealed.contains(&id)).then_some(id),
             _ => None,
         })
         .collect()
@@ -371,7 +381,7 @@ impl RpcSource {
                 .copied()
                 .unwrap_or(u32::MAX);
             let mut manifests = BTreeMap::new();
-            for id in manifest_ids(&tx.memos) {
+            for id in manifest_ids(&tx) {
                 if let Some(body) = self.manifest(ix, &id).await? {
                     manifests.insert(id, Arc::new(body));
                 }
@@ -393,7 +403,7 @@ impl RpcSource {
         let now = time::OffsetDateTime::now_utc().unix_timestamp();
         let grace = self.manifest_grace.as_secs() as i64;
         records.retain(|r| {
-            let missing = manifest_ids(&r.tx.memos)
+            let missing = manifest_ids(&r.tx)
                 .iter()
                 .any(|id| !r.manifests.contains_key(id));
             let first = held.get(&r.tx.signature).copied();

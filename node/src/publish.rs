@@ -98,6 +98,13 @@ pub async fn store_escrow_sealed(
     memories: usize,
 ) -> Result<(StoredBundle, escrow_math::merkle::Hash, u64), PublishError> {
     let blob = escrow_math::blob::seal(k, plaintext)?;
+    // the same cap as every blob a buyer fetches
+    if blob.bytes.len() > crate::seal::MAX_BLOB_BYTES {
+        return Err(crate::seal::SealError::TooLarge {
+            size: blob.bytes.len(),
+        }
+        .into());
+    }
     let (root, plain_len) = (blob.root, blob.plain_len);
     let sealed = Sealed {
         bytes: blob.bytes,

@@ -213,8 +213,9 @@ fn claim(tx: &ParsedTx, listing: &ListingTerms) -> Result<Claim, Rejection> {
 
 /// The part of an escrow buy the transaction alone shows: the claim as for
 /// any buy and the transaction's own `deposit` into
-/// `listing_account` by the buyer (one escrow per buyer and listing can
-/// ever be created, so no deposit is counted twice). The program holds
+/// `listing_account` by the buyer (one escrow per buyer and listing is open
+/// at a time, and each deposit is its own transaction, so no deposit is
+/// counted twice). The program holds
 /// the deposit to the on-chain listing's price, so negotiated prices (an
 /// accepted offer) never apply to escrow listings. What the indexer folds.
 pub fn verify_escrow_deposit(

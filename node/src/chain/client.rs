@@ -272,7 +272,20 @@ impl Chain {
         ixs: &[Instruction],
         signers: &[&Keypair],
     ) -> Result<Sent, ChainError> {
-        self.send_inner(ixs, signers, false).await
+        self.send_inner(ixs, signers, false, 3).await
+    }
+
+    /// Like [`Chain::send`] but with one blockhash only: a transaction
+    /// that has not landed when its blockhash expires is
+    /// [`ChainError::Expired`], never rebuilt. For what must land before a
+    /// deadline (a sealed escrow's reveal): the caller checks the deadline
+    /// again before trying anew.
+    pub async fn send_once(
+        &self,
+        ixs: &[Instruction],
+        signers: &[&Keypair],
+    ) -> Result<Sent, ChainError> {
+        self.send_inner(ixs, signers, false, 1).await
     }
 
     /// Like [`Chain::send`] but skips preflight, so a transaction that
@@ -283,7 +296,7 @@ impl Chain {
         ixs: &[Instruction],
         signers: &[&Keypair],
     ) -> Result<Sent, ChainError> {
-        self.send_inner(ixs, signers, true).await
+        self.send_inner(ixs, signers, true, 3).await
     }
 
     async fn send_inner(
@@ -291,11 +304,12 @@ impl Chain {
         ixs: &[Instruction],
         signers: &[&Keypair],
         skip_preflight: bool,
+        attempts: usize,
     ) -> Result<Sent, ChainError> {
         let payer = signers
             .first()
             .ok_or_else(|| ChainError::Config("a transaction needs a fee payer".into()))?;
-        for _ in 0..3 {
+        for _ in 0..attempts {
             let (blockhash, last_valid) = with_retry("getLatestBlockhash", || {
                 self.rpc
                     .get_latest_blockhash_with_commitment(CommitmentConfig::confirmed())

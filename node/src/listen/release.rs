@@ -183,7 +183,9 @@ async fn land_escrow_release(
             let k = seller.escrow_listing_scalar(&row.listing_id);
             let s = escrow_math::client::reveal(&k, &b);
             release.push(crate::escrow::reveal(&listing, buyer, &me, &s));
-            match chain.send(&release, &[&payer]).await {
+            // one blockhash only: a reveal is never rebuilt past the margin
+            // (the next pass checks the window again, or declines)
+            match chain.send_once(&release, &[&payer]).await {
                 Ok(sent) => sent.signature.to_string(),
                 // revealed concurrently or before a crash: the program refused a second one
                 Err(err)

@@ -485,12 +485,15 @@ pub async fn refund_escrow(
     let settings = read_settings(chain).await?;
     let at = crate::escrow::escrow_address(&account, &kp.pubkey());
     let state = read_account(chain, &at, crate::escrow::EscrowAccount::decode).await?;
+    let listing_state =
+        read_account(chain, &account, crate::escrow::ListingAccount::decode).await?;
     let now = chain.cluster_time().await?;
     let ixs = refund_instructions(
         &kp.pubkey(),
         &account,
         &listing.listing_id,
         state.as_ref(),
+        listing_state.map(|l| l.status),
         &settings,
         now,
     )?;
@@ -536,7 +539,26 @@ pub async fn dispute_escrow(
     buyer: &Wallet,
     listing: &Listing,
 ) -> Result<String, BuyError> {
-    use crate::market::escrow_trade::{fraud_proof, EscrowPlanError, EscrowReadError};
+    use crate::market::escrow_trade::{
+        fraud_proof, read_account, read_settings, EscrowPlanError, EscrowReadError,
+    };
+    // k goes on chain only inside the window, for a revealed escrow
+    let at = crate::escrow::escrow_address(&escrow_listing_account(listing)?, &buyer_pubkey(buyer));
+    let e = read_account(chain, &at, crate::escrow::EscrowAccount::decode)
+        .await?
+        .ok_or_else(|| {
+            EscrowReadError::from(EscrowPlanError::NoEscrow(listing.listing_id.clone()))
+        })?;
+    let refuse = |why: String| EscrowReadError::from(EscrowPlanError::NotDisputable(why));
+    if e.status != crate::escrow::EscrowStatus::Revealed {
+        return Err(refuse(format!("it is {:?}, not revealed", e.status)).into());
+    }
+    let closes = e
+        .revealed_at
+        .saturating_add(read_settings(chain).await?.dispute_window_secs);
+    if chain.cluster_time().await? >= closes {
+        return Err(refuse(format!("the dispute window closed at unix time {closes}")).into());
+    }
     let k = revealed_key(chain, buyer, listing).await?.ok_or_else(|| {
         EscrowReadError::from(EscrowPlanError::NoEscrow(listing.listing_id.clone()))
     })?;

@@ -146,6 +146,9 @@ pub enum EscrowPlanError {
         /// What the simulation took.
         simulated: u64,
     },
+    /// A dispute outside the window, or of an escrow not revealed.
+    #[error("nothing to dispute on this escrow: {0}")]
+    NotDisputable(String),
     /// No misdelivery to prove.
     #[error("every chunk of the blob opens to its commitment under the revealed key: there is no misdelivery to prove")]
     NothingToDispute,
@@ -446,13 +449,14 @@ pub fn blind_point_for(
 }
 
 /// The buyer's `refund_sealed`: a declined deposit (all of it), one never
-/// revealed inside the window (all of it and the stake share), or a
-/// claimed escrow's rent.
+/// revealed inside the window or revealed on a listing since convicted of
+/// fraud (all of it and the stake share), or a claimed escrow's rent.
 pub fn refund_instructions(
     buyer: &Pubkey,
     listing_account: &Pubkey,
     listing_id: &str,
     escrow_state: Option<&EscrowAccount>,
+    listing_status: Option<ListingStatus>,
     settings: &SettingsAccount,
     now: i64,
 ) -> Result<Vec<Instruction>, EscrowPlanError> {
@@ -461,6 +465,7 @@ pub fn refund_instructions(
         .ok_or_else(|| EscrowPlanError::NoEscrow(listing_id.into()))?;
     match e.status {
         EscrowStatus::Declined | EscrowStatus::Claimed => {}
+        EscrowStatus::Revealed if listing_status == Some(ListingStatus::Convicted) => {}
         EscrowStatus::Revealed => {
             return Err(EscrowPlanError::Revealed {
                 closes_at: e.revealed_at.saturating_add(settings.dispute_window_secs),

@@ -1,5 +1,5 @@
 //! The commitment to an escrow blob: leaf `i` is
-//! `SHA-256(0x00 ‖ le32(i) ‖ SHA-256(cipher_i) ‖ SHA-256(plain_i))`, so one
+//! `SHA-256(0x00 ‖ le32(i) ‖ SHA-256(cipher_i) ‖ plain_hash(k, i, plain_i))`, so one
 //! leaf binds what the buyer can check before paying (the ciphertext on
 //! Arweave) to what the key must open it to (the plaintext chunk). Leaves
 //! are padded with [`EMPTY`] to a power of two; an inner node is

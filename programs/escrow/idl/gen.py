@@ -214,7 +214,7 @@ ERRORS = [
     ("ZeroSlash", "slash_bps must be 1 to 10000"),
     ("BadPoint", "a committed point does not decode or is of small order"),
     ("LowOrderKey", "an X25519 key is of low order"),
-    ("BadPlainLen", "plain_len must be 1 byte to 64 MiB"),
+    ("BadPlainLen", "plain_len must be 1 byte to 32 MiB"),
     ("TermsMismatch", "the listing's terms differ from those the buyer checked"),
     ("StakeBelowFloor", "the listing's stake is below the floor: no deposits"),
     ("ReleaseWindowClosed", "the release window has closed"),
@@ -226,6 +226,7 @@ ERRORS = [
     ("ProofBadChunk", "the fraud proof's chunk is out of range or of the wrong length"),
     ("ProofBadPath", "the fraud proof's Merkle path does not reach the committed root"),
     ("NoFraud", "the chunk decrypts to its committed plaintext: no fraud"),
+    ("ListingConvicted", "the listing was convicted of fraud: nothing of it is claimed"),
 ]
 
 idl = {

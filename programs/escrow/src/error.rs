@@ -69,8 +69,8 @@ pub enum EscrowError {
     /// A low-order X25519 key.
     #[msg("an X25519 key is of low order")]
     LowOrderKey,
-    /// A plaintext length of zero or over 64 MiB.
-    #[msg("plain_len must be 1 byte to 64 MiB")]
+    /// A plaintext length of zero or over 32 MiB.
+    #[msg("plain_len must be 1 byte to 32 MiB")]
     BadPlainLen,
     /// The deposit's terms differ from the listing's.
     #[msg("the listing's terms differ from those the buyer checked")]
@@ -105,4 +105,8 @@ pub enum EscrowError {
     /// The chunk decrypts to its commitment: the seller was honest.
     #[msg("the chunk decrypts to its committed plaintext: no fraud")]
     NoFraud,
+    /// A claim on a listing convicted of fraud: every reveal of it opened
+    /// the same lying blob, so its buyers take their deposits back.
+    #[msg("the listing was convicted of fraud: nothing of it is claimed")]
+    ListingConvicted,
 }

@@ -784,7 +784,7 @@ fn every_variant_is_listed(e: EscrowError, l: SealedListingStatus, s: SealedEscr
         | WindowOutOfRange | ZeroMinStake | ZeroSlash | BadPoint | LowOrderKey | BadPlainLen
         | TermsMismatch | StakeBelowFloor | ReleaseWindowClosed | WrongReveal
         | WrongEscrowState | DisputeWindowOpen | DisputeWindowClosed | ProofWrongKey
-        | ProofBadChunk | ProofBadPath | NoFraud => {}
+        | ProofBadChunk | ProofBadPath | NoFraud | ListingConvicted => {}
     }
     match l {
         SealedListingStatus::Live
@@ -837,6 +837,7 @@ fn errors_match_the_program() {
         ProofBadChunk,
         ProofBadPath,
         NoFraud,
+        ListingConvicted,
     ];
     let errors = idl["errors"].as_array().unwrap();
     assert_eq!(errors.len(), all.len());

@@ -7,7 +7,9 @@
 
 use anchor_lang::{AccountDeserialize, InstructionData, ToAccountMetas};
 use escrow::error::EscrowError;
-use escrow::sealed::state::{SealedEscrow, SealedEscrowStatus, SealedListing, SealedTerms};
+use escrow::sealed::state::{
+    SealedEscrow, SealedEscrowStatus, SealedListing, SealedListingStatus, SealedTerms,
+};
 use escrow::sealed::{FraudProof, SettingsArgs};
 use escrow_math::blob::{seal, Blob, Sealed};
 use escrow_math::client::{blind_scalar, listing_scalar, open, point_of, reveal, x25519_shared};
@@ -674,7 +676,14 @@ async fn listings_and_settings_refuse_unusable_values() {
     for (bad, want) in [
         (
             SettingsArgs {
-                release_window_secs: 0,
+                release_window_secs: 119,
+                ..T::args()
+            },
+            EscrowError::WindowOutOfRange,
+        ),
+        (
+            SettingsArgs {
+                dispute_window_secs: 9,
                 ..T::args()
             },
             EscrowError::WindowOutOfRange,
@@ -758,7 +767,7 @@ async fn listings_and_settings_refuse_unusable_values() {
         ),
         (
             SealedTerms {
-                plain_len: 64 * 1024 * 1024 + 1,
+                plain_len: 32 * 1024 * 1024 + 1,
                 ..terms
             },
             EscrowError::BadPlainLen,
@@ -868,8 +877,8 @@ async fn a_wrong_blinding_is_declined_in_full_and_a_reveal_never_replays() {
 
 #[tokio::test]
 async fn a_fraud_proof_refunds_and_slashes_a_cheating_seller() {
-    let buyer = Party::new(37);
-    let mut t = T::ready_with(&[&buyer.key]).await;
+    let (buyer, second) = (Party::new(37), Party::new(40));
+    let mut t = T::ready_with(&[&buyer.key, &second.key]).await;
     // the seller commits to a blob whose chunk 2 does not decrypt to its committed hash
     let k = t.k();
     let mut lying = t.blob.bytes.clone();
@@ -883,6 +892,9 @@ async fn a_fraud_proof_refunds_and_slashes_a_cheating_seller() {
     let listing = t.list(ID, terms, STAKE).await.unwrap();
     let escrow = t.deposit(listing, &buyer).await.unwrap();
     t.reveal(listing, escrow).await.unwrap();
+    // a second buyer, revealed to as well, before the conviction
+    let second_escrow = t.deposit(listing, &second).await.unwrap();
+    t.reveal(listing, second_escrow).await.unwrap();
     let opened = t.opened_k(listing, &buyer).await;
     assert_eq!(opened, k);
     assert_eq!(
@@ -914,12 +926,44 @@ async fn a_fraud_proof_refunds_and_slashes_a_cheating_seller() {
     assert_eq!(t.lamports(&kp.pubkey()).await, b0 + PRICE + rent + slash);
     assert_eq!(t.lamports(&escrow).await, 0);
     let l: SealedListing = t.read(&listing).await;
-    assert_eq!((l.stake, l.open_escrows), (STAKE - slash, 0));
+    assert_eq!(
+        (l.stake, l.open_escrows, l.status),
+        (STAKE - slash, 1, SealedListingStatus::Convicted)
+    );
     let treasury = t.treasury.pubkey();
     assert!(
         t.claim(listing, escrow, treasury).await.is_err(),
         "nothing left to claim"
     );
+    // every reveal of a convicted listing opened the same lying blob:
+    // nothing of it is claimed, and the second buyer refunds with the slash
+    t.advance(DISPUTE).await;
+    assert_eq!(
+        custom(t.claim(listing, second_escrow, treasury).await),
+        code(EscrowError::ListingConvicted)
+    );
+    let sk = second.key.insecure_clone();
+    let s0 = t.lamports(&sk.pubkey()).await;
+    t.refund(listing, &sk).await.unwrap();
+    let second_slash = (STAKE - slash) * SLASH_BPS as u64 / 10_000;
+    assert_eq!(
+        t.lamports(&sk.pubkey()).await,
+        s0 + PRICE + rent + second_slash
+    );
+    // no more deposits; the seller retires it for what stake is left
+    let next = Party::new(41);
+    t.ctx.set_account(
+        &next.key.pubkey(),
+        &Account::new(20 * SOL, 0, &SYSTEM).into(),
+    );
+    assert_eq!(
+        custom(t.deposit(listing, &next).await),
+        code(EscrowError::ListingClosed)
+    );
+    let seller = t.seller.key.pubkey();
+    let s1 = t.lamports(&seller).await;
+    t.retire(listing).await.unwrap();
+    assert_eq!(t.lamports(&seller).await, s1 + STAKE - slash - second_slash);
     eprintln!("dispute: {} CU", t.cu["dispute"]);
 }
 

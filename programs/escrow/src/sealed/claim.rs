@@ -2,6 +2,10 @@
 //! its seller, minus the fee to the treasury. It never touches the buyer's
 //! account (the buyer closes the escrow for its rent with `refund`).
 //!
+//! Nothing of a listing convicted of fraud is claimed: every reveal of it
+//! opened the same lying blob, and its buyers take their deposits back
+//! (`refund_sealed`).
+//!
 //! A fee the treasury cannot take (it would stay under rent exemption, or
 //! the account became executable) goes to the seller: a claim never fails
 //! for the treasury's state.
@@ -10,7 +14,9 @@ use crate::constants::{SEALED_ESCROW_SEED, SEALED_LISTING_SEED, SETTINGS_SEED};
 use crate::error::EscrowError;
 use crate::instructions::{add, fee_of, now, sub};
 use crate::sealed::events::PaymentClaimed;
-use crate::sealed::state::{SealedEscrow, SealedEscrowStatus, SealedListing, Settings};
+use crate::sealed::state::{
+    SealedEscrow, SealedEscrowStatus, SealedListing, SealedListingStatus, Settings,
+};
 use anchor_lang::prelude::*;
 
 /// Accounts of `claim`.
@@ -50,6 +56,10 @@ impl Claim<'_> {
         require!(
             a.escrow.status == SealedEscrowStatus::Revealed,
             EscrowError::WrongEscrowState
+        );
+        require!(
+            a.listing.status != SealedListingStatus::Convicted,
+            EscrowError::ListingConvicted
         );
         let opens = add(a.escrow.revealed_at, a.settings.dispute_window_secs)?;
         require!(now()? >= opens, EscrowError::DisputeWindowOpen);

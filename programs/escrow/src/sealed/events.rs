@@ -1,6 +1,6 @@
 //! One event per transition of the sealed escrow (Anchor event encoding in
-//! `Program data:` log lines). The indexer reads the calls themselves; the
-//! events are for people reading logs.
+//! `Program data:` log lines): the indexer folds them, counting only lines
+//! emitted while this program itself runs, in successful transactions.
 
 use anchor_lang::prelude::*;
 

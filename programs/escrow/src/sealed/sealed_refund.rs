@@ -3,6 +3,8 @@
 //! - deposited and the release window closed without a reveal: the whole
 //!   deposit and the configured share of the listing's stake, in this one
 //!   instruction (no separate slash a buyer's account could block);
+//! - revealed, on a listing convicted of fraud (every reveal of it opened
+//!   the same lying blob): the whole deposit and the stake share;
 //! - claimed: the rent.
 //!
 //! The escrow's rent returns to the buyer in every case.
@@ -12,7 +14,9 @@ use crate::error::EscrowError;
 use crate::instructions::{now, share_of, sub};
 use crate::sealed::events::SealedRefunded;
 use crate::sealed::release_deadline;
-use crate::sealed::state::{SealedEscrow, SealedEscrowStatus, SealedListing, Settings};
+use crate::sealed::state::{
+    SealedEscrow, SealedEscrowStatus, SealedListing, SealedListingStatus, Settings,
+};
 use anchor_lang::prelude::*;
 
 /// Accounts of `refund_sealed`.
@@ -69,6 +73,11 @@ impl RefundSealed<'_> {
                     now()? >= release_deadline(&a.settings, a.escrow.deposited_at)?,
                     EscrowError::ReleaseWindowOpen
                 );
+                a.listing.open_escrows = sub(a.listing.open_escrows, 1)?;
+                let buyer = a.buyer.to_account_info();
+                (amount, slash_to(&a.settings, &mut a.listing, &buyer)?)
+            }
+            SealedEscrowStatus::Revealed if a.listing.status == SealedListingStatus::Convicted => {
                 a.listing.open_escrows = sub(a.listing.open_escrows, 1)?;
                 let buyer = a.buyer.to_account_info();
                 (amount, slash_to(&a.settings, &mut a.listing, &buyer)?)

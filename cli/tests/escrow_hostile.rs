@@ -1,0 +1,414 @@
+//! The sealed escrow under generated hostile transactions (issue 27): on
+//! the localnet's validator with the program deployed, while the real
+//! `brainctl marketplace listen` daemon and `brainctl-indexer run` are
+//! both live, a seeded generator sends honest deposits (as `buy` sends
+//! them, and bare ones without a memo) mixed with hostile transactions of
+//! every shape: a blinding point no reveal can satisfy, every committed
+//! term changed (price, key, root, length, seller key, expiry), a
+//! small-order B, a low-order X25519 key, a forged `release` memo and a
+//! stranger's reveal. Then: both services are alive; every honest deposit
+//! is revealed exactly once and its reveal opens k for that buyer alone;
+//! every wrong-B deposit is declined, never revealed; every other hostile
+//! deposit was refused by the program (no escrow account); the indexer
+//! shows each escrow's status from the program and ends where a `rebuild`
+//! from scratch does. `HOSTILE_SEED=<n>` replays a run.
+
+mod util;
+
+use e2e::hostile::Rng;
+use node::chain::{Chain, Keypair, Pubkey, Signer};
+use node::escrow::{self, EscrowAccount, EscrowStatus, ListingAccount, Terms};
+use node::market::escrow_trade::{blind_point_for, buyer_blinding, read_account};
+use node::wallet::Wallet;
+use std::collections::BTreeMap;
+use std::time::{Duration, Instant};
+use util::services::{get, services};
+use util::Env;
+
+const STAKE: u64 = 10_000_000;
+/// Transactions the generator sends per run.
+const SENDS: usize = 24;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+enum Shape {
+    /// `plan_buy` + `execute`, as `marketplace buy` sends it.
+    Honest,
+    /// The program's deposit alone: no memo, no payment address.
+    Bare,
+    /// A blinding point that is not the one both parties derive.
+    WrongBlind,
+    /// A small-order B.
+    SmallOrderBlind,
+    /// A low-order X25519 key.
+    LowOrderKey,
+    /// Each committed term changed, one at a time.
+    OtherPrice,
+    OtherKey,
+    OtherRoot,
+    OtherLength,
+    OtherSellerKey,
+    OtherExpiry,
+    /// A stranger's `release` memo naming the listing.
+    ForgedRelease,
+    /// A stranger's reveal on an honest deposit.
+    StrangerReveal,
+}
+
+const SHAPES: [Shape; 13] = [
+    Shape::Honest,
+    Shape::Bare,
+    Shape::WrongBlind,
+    Shape::SmallOrderBlind,
+    Shape::LowOrderKey,
+    Shape::OtherPrice,
+    Shape::OtherKey,
+    Shape::OtherRoot,
+    Shape::OtherLength,
+    Shape::OtherSellerKey,
+    Shape::OtherExpiry,
+    Shape::ForgedRelease,
+    Shape::StrangerReveal,
+];
+
+impl Shape {
+    /// Deposits the program takes (and `listen` must answer).
+    fn lands(self) -> bool {
+        matches!(self, Shape::Honest | Shape::Bare | Shape::WrongBlind)
+    }
+}
+
+/// What one send left: the shape, the depositing wallet, its escrow.
+struct Sent {
+    shape: Shape,
+    buyer: Wallet,
+    escrow: Pubkey,
+}
+
+fn deposit_with(
+    rt: &tokio::runtime::Runtime,
+    chain: &Chain,
+    account: &Pubkey,
+    buyer: &Wallet,
+    terms: &Terms,
+    blind: [u8; 32],
+    x25519: [u8; 32],
+) -> bool {
+    let me = buyer.solana_keypair().pubkey();
+    let ix = escrow::deposit(account, &me, terms, &blind, &x25519);
+    rt.block_on(chain.send(&[ix], &[&buyer.solana_keypair()]))
+        .is_ok()
+}
+
+#[test]
+fn honest_deposits_are_revealed_exactly_once_among_hostile_ones() {
+    let (mut rng, seed) = Rng::from_env();
+    let admin = Env::new();
+    admin.ok(&["wallet", "new"]);
+    let admin_pk: Pubkey = admin.ok(&["wallet", "address", "--json"]).json()["address"]
+        .as_str()
+        .unwrap()
+        .parse()
+        .unwrap();
+    let v = e2e::start(&[e2e::light_args(), e2e::escrow_args(&admin_pk)].concat());
+    let (rt, chain) = (e2e::runtime(), v.chain());
+    let treasury = Keypair::new();
+    v.fund(&admin_pk, 2);
+    v.fund(&treasury.pubkey(), 1);
+    let on = |e: &Env, args: &[&str]| {
+        let mut full = vec!["-u", v.rpc_url.as_str(), "--commitment", "confirmed"];
+        full.extend_from_slice(args);
+        let r = e.run(&full);
+        assert_eq!(r.code, 0, "brainctl {args:?}: {}\n{}", r.stdout, r.stderr);
+        r.json()
+    };
+    let (treasury_s, stake_s) = (treasury.pubkey().to_string(), STAKE.to_string());
+    on(
+        &admin,
+        &[
+            "escrow",
+            "configure",
+            "--treasury",
+            &treasury_s,
+            "--release-window-secs",
+            "600",
+            "--dispute-window-secs",
+            "3600",
+            "--min-stake-lamports",
+            &stake_s,
+            "--json",
+        ],
+    );
+    let shared = tempfile::tempdir().unwrap();
+    let dir = shared.path().join("items").display().to_string();
+    let seller = Env::new();
+    seller.ok(&["wallet", "new"]);
+    on(&seller, &["wallet", "airdrop", "5", "--json"]);
+    seller.ok(&["memory", "add", "Hostile escrow lesson", "-c", "lesson"]);
+    seller.ok(&["export", "--sign", "-o", "b.signed.json"]);
+    let listed = on(
+        &seller,
+        &[
+            "marketplace",
+            "list",
+            "b.signed.json",
+            "--price-usd",
+            "1",
+            "--sol-usd",
+            "100",
+            "--escrow",
+            "--stake-lamports",
+            &stake_s,
+            "--storage-dir",
+            &dir,
+            "--json",
+        ],
+    );
+    let manifest = listed["listing"]["manifest_id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let id = listed["listing"]["listing_id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let src = node::arweave::Source::Fs(node::arweave::FsStore::new(&dir));
+    let listing = rt
+        .block_on(node::market::buy::fetch_listing(&src, &manifest))
+        .unwrap();
+    let seller_pk: Pubkey = listing.seller_pubkey.parse().unwrap();
+    let account = escrow::listing_address(&seller_pk, &id);
+    let held = rt
+        .block_on(read_account(&chain, &account, ListingAccount::decode))
+        .unwrap()
+        .unwrap();
+    let terms = held.terms;
+
+    let (mut daemon, mut indexer, base) = services(&seller, &v.rpc_url, &dir, shared.path());
+
+    // every shape at least once, in a random order, then random ones
+    let mut shapes = SHAPES.to_vec();
+    for i in (1..shapes.len()).rev() {
+        shapes.swap(i, rng.below(i as u64 + 1) as usize);
+    }
+    while shapes.len() < SENDS {
+        shapes.push(SHAPES[rng.below(SHAPES.len() as u64) as usize]);
+    }
+    let whale = v.funded_keypair(50);
+    let mut sent: Vec<Sent> = Vec::new();
+    for shape in shapes {
+        let buyer = Wallet::generate();
+        let me = buyer.solana_keypair().pubkey();
+        rt.block_on(chain.send(
+            &[node::chain::instructions::transfer(
+                &whale.pubkey(),
+                &me,
+                200_000_000,
+            )],
+            &[&whale],
+        ))
+        .unwrap();
+        let blind = blind_point_for(&buyer.x25519_secret(), &held, &account, &me).unwrap();
+        let x = buyer.x25519_public();
+        let changed = |edit: fn(&mut Terms)| {
+            let mut t = terms;
+            edit(&mut t);
+            t
+        };
+        let landed = match shape {
+            Shape::Honest => {
+                let plan = rt
+                    .block_on(node::market::buy::plan_buy(
+                        &chain,
+                        &src,
+                        &buyer,
+                        &listing,
+                        node::market::buy::Terms::Listed,
+                    ))
+                    .unwrap_or_else(|e| panic!("seed {seed}: plan: {e}"));
+                rt.block_on(node::market::buy::execute(&chain, &buyer, &plan, None))
+                    .is_ok()
+            }
+            Shape::Bare => deposit_with(&rt, &chain, &account, &buyer, &terms, blind, x),
+            Shape::WrongBlind => {
+                let wrong = escrow::math::client::point_of(&[rng.below(250) as u8 + 1; 32]);
+                deposit_with(&rt, &chain, &account, &buyer, &terms, wrong, x)
+            }
+            Shape::SmallOrderBlind => {
+                let torsion = [
+                    escrow::math::point::IDENTITY,
+                    // the order-2 point (0, -1)
+                    {
+                        let mut p = [0xff; 32];
+                        p[0] = 0xec;
+                        p[31] = 0x7f;
+                        p
+                    },
+                ][rng.below(2) as usize];
+                deposit_with(&rt, &chain, &account, &buyer, &terms, torsion, x)
+            }
+            Shape::LowOrderKey => {
+                deposit_with(&rt, &chain, &account, &buyer, &terms, blind, [0; 32])
+            }
+            Shape::OtherPrice => {
+                let t = changed(|t| t.price_lamports /= 4);
+                deposit_with(&rt, &chain, &account, &buyer, &t, blind, x)
+            }
+            Shape::OtherKey => {
+                let t = changed(|t| t.key_point = escrow::math::client::point_of(&[3; 32]));
+                deposit_with(&rt, &chain, &account, &buyer, &t, blind, x)
+            }
+            Shape::OtherRoot => {
+                let t = changed(|t| t.blob_root[0] ^= 1);
+                deposit_with(&rt, &chain, &account, &buyer, &t, blind, x)
+            }
+            Shape::OtherLength => {
+                let t = changed(|t| t.plain_len += 1);
+                deposit_with(&rt, &chain, &account, &buyer, &t, blind, x)
+            }
+            Shape::OtherSellerKey => {
+                let t = changed(|t| t.seller_x25519[0] ^= 1);
+                deposit_with(&rt, &chain, &account, &buyer, &t, blind, x)
+            }
+            Shape::OtherExpiry => {
+                let t = changed(|t| t.expires_at += 1);
+                deposit_with(&rt, &chain, &account, &buyer, &t, blind, x)
+            }
+            Shape::ForgedRelease => {
+                let op = node::market::MemoOp::Release {
+                    listing_id: id.clone(),
+                    envelope_arweave_id: escrow::escrow_address(&account, &me).to_string(),
+                    minted_token_address: me.to_string(),
+                };
+                rt.block_on(node::market::tx::post_memo(&chain, &buyer, &op, &seller_pk))
+                    .unwrap();
+                false
+            }
+            Shape::StrangerReveal => {
+                // on an honest deposit, if one exists: refused (not the seller)
+                if let Some(h) = sent.iter().find(|s| s.shape == Shape::Honest) {
+                    let ix =
+                        escrow::reveal(&account, &h.buyer.solana_keypair().pubkey(), &me, &[1; 32]);
+                    assert!(
+                        rt.block_on(chain.send(&[ix], &[&buyer.solana_keypair()]))
+                            .is_err(),
+                        "seed {seed}: a stranger's reveal landed"
+                    );
+                }
+                false
+            }
+        };
+        assert_eq!(
+            landed,
+            shape.lands(),
+            "seed {seed}: {shape:?} landed: {landed}"
+        );
+        sent.push(Sent {
+            shape,
+            escrow: escrow::escrow_address(&account, &me),
+            buyer,
+        });
+    }
+
+    // honest deposits revealed, wrong blindings declined, the rest absent
+    let why = format!("seed {seed}");
+    let status = |at: &Pubkey| {
+        rt.block_on(read_account(&chain, at, EscrowAccount::decode))
+            .unwrap()
+            .map(|e| e.status)
+    };
+    let deadline = Instant::now() + Duration::from_secs(180);
+    loop {
+        let pending = sent
+            .iter()
+            .filter(|s| s.shape.lands() && status(&s.escrow) == Some(EscrowStatus::Deposited))
+            .count();
+        if pending == 0 {
+            break;
+        }
+        assert!(daemon.alive() && indexer.alive(), "{why}: a service died");
+        assert!(
+            Instant::now() < deadline,
+            "{why}: {pending} deposits never answered"
+        );
+        std::thread::sleep(Duration::from_millis(500));
+    }
+    let state = node::listen::ListenDb::open(&seller.path(".brainctl/listen.db")).unwrap();
+    let mut by_shape: BTreeMap<Shape, usize> = BTreeMap::new();
+    for s in &sent {
+        *by_shape.entry(s.shape).or_default() += 1;
+        let got = rt
+            .block_on(read_account(&chain, &s.escrow, EscrowAccount::decode))
+            .unwrap();
+        match s.shape {
+            Shape::Honest | Shape::Bare => {
+                let e = got.unwrap_or_else(|| panic!("{why}: {:?} escrow gone", s.shape));
+                assert_eq!(e.status, EscrowStatus::Revealed, "{why}: {:?}", s.shape);
+                // the reveal opens k for this buyer, and K is k·G
+                let me = s.buyer.solana_keypair().pubkey();
+                let b = buyer_blinding(
+                    &s.buyer.x25519_secret(),
+                    &terms.seller_x25519,
+                    &account,
+                    &me,
+                )
+                .unwrap();
+                escrow::math::client::open(&e.revealed, &b, &terms.key_point).unwrap_or_else(
+                    |err| panic!("{why}: {:?} reveal does not open k: {err}", s.shape),
+                );
+                // exactly once: one release recorded by the daemon
+                let row = state.get(&s.escrow.to_string()).unwrap();
+                assert_eq!(row.state.as_str(), "released", "{why}");
+                assert!(row.release_sig.is_some(), "{why}");
+            }
+            Shape::WrongBlind => {
+                let e = got.unwrap_or_else(|| panic!("{why}: wrong-blind escrow gone"));
+                assert_eq!(
+                    e.status,
+                    EscrowStatus::Declined,
+                    "{why}: a wrong B was not declined"
+                );
+                assert_eq!(e.revealed, [0; 32], "{why}: nothing revealed");
+            }
+            _ => assert!(got.is_none(), "{why}: {:?} left an escrow", s.shape),
+        }
+    }
+    eprintln!("{why}: {by_shape:?}");
+    // the stake is whole: nothing hostile slashed it
+    let after = rt
+        .block_on(read_account(&chain, &account, ListingAccount::decode))
+        .unwrap()
+        .unwrap();
+    assert_eq!(after.stake, STAKE, "{why}");
+
+    // the indexer shows each escrow as the program has it
+    let deadline = Instant::now() + Duration::from_secs(60);
+    for s in sent.iter().filter(|s| s.shape.lands()) {
+        let want = if s.shape == Shape::WrongBlind {
+            "declined"
+        } else {
+            "revealed"
+        };
+        loop {
+            let got = get(&format!("{base}/escrows/{}", s.escrow));
+            if got.as_ref().is_some_and(|v| v["escrow"]["status"] == want) {
+                break;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "{why}: the indexer shows {got:?}, not {want}; its log ends:\n{}",
+                std::fs::read_to_string(shared.path().join("indexer.log"))
+                    .unwrap_or_default()
+                    .lines()
+                    .rev()
+                    .take(30)
+                    .collect::<Vec<_>>()
+                    .join("\n")
+            );
+            std::thread::sleep(Duration::from_millis(300));
+        }
+    }
+    util::services::indexer_matches_rebuild(&v.rpc_url, &base, &dir, shared.path(), &why);
+    assert!(daemon.alive() && indexer.alive(), "{why}: a service died");
+    assert!(daemon.stop().success());
+    assert!(indexer.stop().success());
+}
