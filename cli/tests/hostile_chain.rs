@@ -22,7 +22,7 @@ use node::wallet::Wallet;
 use serde_json::Value;
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::{Duration, Instant};
-use util::services::{get, indexer_matches_rebuild, services, Running};
+use util::services::{indexer_matches_rebuild, services, Running};
 use util::Env;
 
 /// Transactions the generator sends per run.
