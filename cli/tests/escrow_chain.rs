@@ -491,37 +491,8 @@ fn a_cheating_sellers_blob_is_proven_wrong_by_marketplace_dispute() {
     use node::escrow::math::blob::{seal, Blob, HEADER_LEN};
     use node::market::manifest::{build_listing, EscrowCommitments, Listing, NewListing};
     const PRICE: u64 = 50_000_000;
-    let admin = Env::new();
-    admin.ok(&["wallet", "new"]);
-    let admin_pk = pubkey_of_offline(&admin);
-    let v = e2e::start(&e2e::escrow_args(&admin_pk));
+    let (v, treasury) = configured(&[], 300);
     let (rt, chain) = (e2e::runtime(), v.chain());
-    let treasury = Keypair::new();
-    v.fund(&admin_pk, 2);
-    v.fund(&treasury.pubkey(), 1);
-    let treasury_s = treasury.pubkey().to_string();
-    let stake_s = STAKE.to_string();
-    ok(
-        &v,
-        &admin,
-        &[
-            "escrow",
-            "configure",
-            "--treasury",
-            &treasury_s,
-            "--fee-bps",
-            "100",
-            "--slash-bps",
-            "5000",
-            "--release-window-secs",
-            "120",
-            "--dispute-window-secs",
-            "300",
-            "--min-stake-lamports",
-            &stake_s,
-            "--json",
-        ],
-    );
 
     // the cheating seller's listing: the blob's chunk 0 altered, the root
     // recomputed over it (so the buyer's check before paying passes)
@@ -534,7 +505,7 @@ fn a_cheating_sellers_blob_is_proven_wrong_by_marketplace_dispute() {
     let id = node::market::list::new_listing_id();
     let plain: Vec<u8> = (0..2_000u32).map(|i| (i % 251) as u8).collect();
     let bundle_hash = hex::encode(escrow::math::sha256(&[&plain]));
-    let k = seller.escrow_listing_scalar(&id);
+    let k = escrow::listing_scalar(&seller, &id);
     let sealed = seal(&k, &plain).unwrap();
     let mut bytes = sealed.bytes;
     let count = Blob::parse(&bytes).unwrap().count() as usize;
@@ -695,4 +666,206 @@ fn pubkey_of_offline(e: &Env) -> Pubkey {
         .unwrap()
         .parse()
         .unwrap()
+}
+
+/// A validator with the escrow program deployed (and `extra` programs),
+/// configured by its upgrade authority: release window 120 s, dispute
+/// window `dispute_secs`, stake floor [`STAKE`]; returns it and the treasury.
+fn configured(extra: &[String], dispute_secs: u64) -> (e2e::TestValidator, Keypair) {
+    let admin = Env::new();
+    admin.ok(&["wallet", "new"]);
+    let admin_pk = pubkey_of_offline(&admin);
+    let v = e2e::start(&[extra.to_vec(), e2e::escrow_args(&admin_pk)].concat());
+    let treasury = Keypair::new();
+    v.fund(&admin_pk, 2);
+    v.fund(&treasury.pubkey(), 1);
+    let (treasury_s, stake_s, dispute_s) = (
+        treasury.pubkey().to_string(),
+        STAKE.to_string(),
+        dispute_secs.to_string(),
+    );
+    ok(
+        &v,
+        &admin,
+        &[
+            "escrow",
+            "configure",
+            "--treasury",
+            &treasury_s,
+            "--fee-bps",
+            "100",
+            "--slash-bps",
+            "5000",
+            "--release-window-secs",
+            "120",
+            "--dispute-window-secs",
+            &dispute_s,
+            "--min-stake-lamports",
+            &stake_s,
+            "--json",
+        ],
+    );
+    (v, treasury)
+}
+
+/// `listen` killed after each step of a sealed-escrow release (the
+/// deposit recorded, then the reveal landed before the receipt is minted)
+/// resumes without a second reveal or mint: the program state and the
+/// reveal's memo in the escrow's history are the record, and k is derived
+/// again from the wallet.
+#[test]
+fn a_sealed_release_killed_at_every_step_reveals_and_mints_once() {
+    let (v, _treasury) = configured(&e2e::light_args(), 300);
+    let work = tempfile::tempdir().unwrap();
+    let dir = work.path().join("items").display().to_string();
+    let seller = Env::new();
+    seller.ok(&["wallet", "new"]);
+    ok(&v, &seller, &["wallet", "airdrop", "5", "--json"]);
+    seller.ok(&["memory", "add", "Crash-safe escrow lesson", "-c", "lesson"]);
+    seller.ok(&["export", "--sign", "-o", "b.signed.json"]);
+    let stake_s = STAKE.to_string();
+    let listed = ok(
+        &v,
+        &seller,
+        &[
+            "marketplace",
+            "list",
+            "b.signed.json",
+            "--price-usd",
+            "1",
+            "--sol-usd",
+            "100",
+            "--escrow",
+            "--stake-lamports",
+            &stake_s,
+            "--storage-dir",
+            &dir,
+            "--json",
+        ],
+    );
+    let manifest = listed["listing"]["manifest_id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let id = listed["listing"]["listing_id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let buyer = Env::new();
+    buyer.ok(&["wallet", "new"]);
+    ok(&v, &buyer, &["wallet", "airdrop", "2", "--json"]);
+    let buying = buyer
+        .cmd()
+        .args(["-u", &v.rpc_url, "--commitment", "confirmed"])
+        .args([
+            "marketplace",
+            "buy",
+            &manifest,
+            "--storage-dir",
+            &dir,
+            "--timeout",
+            "120",
+            "--json",
+        ])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let listen = |fault: Option<&str>| {
+        let mut c = seller.cmd();
+        c.args(["-u", &v.rpc_url, "--commitment", "confirmed"])
+            .args([
+                "marketplace",
+                "listen",
+                "--once",
+                "--storage-dir",
+                &dir,
+                "--json",
+            ]);
+        if let Some(f) = fault {
+            c.env("BRAINCTL_FAULT_ABORT_AFTER", f);
+        }
+        c.output().unwrap()
+    };
+    // the first pass that finds the deposit dies once it is recorded
+    let mut died = false;
+    for _ in 0..120 {
+        if !listen(Some("envelope_uploaded")).status.success() {
+            died = true;
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(500));
+    }
+    assert!(died, "listen found the deposit and died after recording it");
+    // then dies right after the reveal landed, before the receipt
+    let out = listen(Some("release_sent"));
+    assert!(
+        !out.status.success(),
+        "died after the reveal: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    // a clean pass records the landed reveal and mints the receipt once
+    let out = listen(None);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let pass: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(
+        pass["counts"],
+        serde_json::json!([["released", 1]]),
+        "{pass}"
+    );
+    let done = buying.wait_with_output().unwrap();
+    assert!(
+        done.status.success(),
+        "buyer: {}",
+        String::from_utf8_lossy(&done.stdout)
+    );
+
+    // exactly one reveal on chain for the escrow (the program refuses a
+    // second; its transaction carries our one release memo)
+    let (rt, chain) = (e2e::runtime(), v.chain());
+    let seller_pk = pubkey_of(&v, &seller);
+    let buyer_pk = pubkey_of(&v, &buyer);
+    let at = escrow::escrow_address(&escrow::listing_address(&seller_pk, &id), &buyer_pk);
+    let releases = rt
+        .block_on(chain.signatures_for(&at, None))
+        .unwrap()
+        .iter()
+        .filter_map(|s| {
+            rt.block_on(chain.transaction(&s.signature.parse().unwrap()))
+                .unwrap()
+        })
+        .filter(|t| {
+            t.succeeded
+                && t.memos.iter().any(|m| {
+                    matches!(
+                        node::market::MemoOp::parse(m),
+                        Ok(node::market::MemoOp::Release { .. })
+                    )
+                })
+        })
+        .count();
+    assert_eq!(
+        releases, 1,
+        "exactly one reveal (with its release memo) landed"
+    );
+    let e = read(&v, &at, EscrowAccount::decode).unwrap();
+    assert_eq!(e.status, EscrowStatus::Revealed);
+    // the buyer imported what it paid for
+    let found = buyer
+        .ok(&[
+            "memory",
+            "search",
+            "Crash-safe",
+            "--include-imported",
+            "--json",
+        ])
+        .json();
+    assert!(
+        found.to_string().contains("Crash-safe escrow lesson"),
+        "{found}"
+    );
 }

@@ -195,7 +195,7 @@ impl LogBuilder {
         let bundle_hash = hash_hex(&[listing_id.as_bytes()]);
         // an escrow listing commits to a (small, real) sealed blob
         let escrow_terms = escrow_program.map(|_| {
-            let k = seller.escrow_listing_scalar(&listing_id);
+            let k = node::escrow::listing_scalar(seller, &listing_id);
             let sealed = node::escrow::math::blob::seal(&k, bundle_hash.as_bytes()).expect("seals");
             node::market::manifest::EscrowCommitments {
                 key_point: node::escrow::math::client::point_of(&k),

@@ -223,14 +223,13 @@ impl Wallet {
         self.signing.sign(message).to_bytes()
     }
 
-    /// The sealed-escrow scalar k of one of our listings: a function of this
-    /// wallet's seed and the listing id alone, so `listen` derives it again
-    /// after any crash (never a second secret to lose).
-    #[cfg(feature = "chain")]
-    pub fn escrow_listing_scalar(&self, listing_id: &str) -> Zeroizing<[u8; 32]> {
-        let me = solana_sdk::pubkey::Pubkey::from(self.pubkey());
-        let account = crate::escrow::listing_address(&me, listing_id);
-        escrow_math::client::listing_scalar(&self.signing.to_bytes(), &account.to_bytes())
+    /// The sealed-escrow scalar k of our listing whose program account is
+    /// `listing_account` (`node::escrow::listing_scalar` derives that
+    /// account): a function of this wallet's seed and the account alone,
+    /// so `listen` derives it again after any crash (never a second secret
+    /// to lose).
+    pub fn escrow_listing_scalar(&self, listing_account: &[u8; 32]) -> Zeroizing<[u8; 32]> {
+        escrow_math::client::listing_scalar(&self.signing.to_bytes(), listing_account)
     }
 
     /// libsodium `crypto_sign_ed25519_sk_to_curve25519`: clamp(SHA-512(seed)[..32]).

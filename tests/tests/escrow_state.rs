@@ -182,7 +182,7 @@ fn the_indexer_settles_an_escrow_listing_with_the_programs_deposit() {
     let seller_pk = seller.solana_keypair().pubkey();
     let id = "20261123-e5c0000000e6";
     let now = time::OffsetDateTime::now_utc().unix_timestamp();
-    let k = seller.escrow_listing_scalar(id);
+    let k = node::escrow::listing_scalar(&seller, id);
     let sealed = node::escrow::math::blob::seal(&k, b"{}").unwrap();
     let manifest = build_listing(
         &seller,

@@ -114,6 +114,15 @@ pub fn listing_address(seller: &Pubkey, listing_id: &str) -> Pubkey {
     .0
 }
 
+/// The sealed-escrow scalar k of `seller`'s listing `listing_id`.
+pub fn listing_scalar(
+    seller: &crate::wallet::Wallet,
+    listing_id: &str,
+) -> zeroize::Zeroizing<[u8; 32]> {
+    let me = Pubkey::from(seller.pubkey());
+    seller.escrow_listing_scalar(&listing_address(&me, listing_id).to_bytes())
+}
+
 /// The SealedEscrow PDA of (listing account, buyer).
 pub fn escrow_address(listing: &Pubkey, buyer: &Pubkey) -> Pubkey {
     Pubkey::find_program_address(

@@ -180,7 +180,7 @@ async fn land_escrow_release(
                 }
                 return Err(ReleaseError::Abandoned(why));
             }
-            let k = seller.escrow_listing_scalar(&row.listing_id);
+            let k = crate::escrow::listing_scalar(seller, &row.listing_id);
             let s = escrow_math::client::reveal(&k, &b);
             release.push(crate::escrow::reveal(&listing, buyer, &me, &s));
             // one blockhash only: a reveal is never rebuilt past the margin

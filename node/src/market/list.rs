@@ -181,7 +181,7 @@ pub async fn list_bundle(
             None,
         ),
         Some(_) => {
-            let k = seller.escrow_listing_scalar(&listing_id);
+            let k = crate::escrow::listing_scalar(seller, &listing_id);
             let (stored, blob_root, plain_len) = crate::publish::store_escrow_sealed(
                 seller,
                 uploader,
