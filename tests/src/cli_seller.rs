@@ -51,18 +51,22 @@ impl Seller {
         self.home.path().join("items").display().to_string()
     }
 
-    /// `marketplace listen` as a service (its stdout and stderr dropped).
-    pub fn listen(&self) -> Child {
-        Command::new(&self.bin)
-            .env("HOME", self.home.path())
-            .env("RUST_LOG", "warn")
-            .args(["-u", &self.rpc, "--commitment", "confirmed"])
-            .args(["marketplace", "listen", "--interval", "2", "--storage-dir"])
-            .arg(self.items())
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("listen starts")
+    /// `marketplace listen` as a service (its stdout and stderr dropped),
+    /// killed when the guard drops (a panicking benchmark leaves nothing
+    /// running).
+    pub fn listen(&self) -> Listening {
+        Listening(
+            Command::new(&self.bin)
+                .env("HOME", self.home.path())
+                .env("RUST_LOG", "warn")
+                .args(["-u", &self.rpc, "--commitment", "confirmed"])
+                .args(["marketplace", "listen", "--interval", "2", "--storage-dir"])
+                .arg(self.items())
+                .stdout(Stdio::null())
+                .stderr(Stdio::null())
+                .spawn()
+                .expect("listen starts"),
+        )
     }
 
     /// The daemon's state database.
@@ -77,5 +81,37 @@ impl Seller {
             .expect("address")
             .parse()
             .expect("pubkey")
+    }
+}
+
+/// The `listen` service of [`Seller::listen`].
+pub struct Listening(Child);
+
+impl Listening {
+    /// Its process id.
+    pub fn id(&self) -> u32 {
+        self.0.id()
+    }
+
+    /// Whether it has exited.
+    pub fn exited(&mut self) -> bool {
+        self.0.try_wait().expect("wait").is_some()
+    }
+
+    /// SIGTERM to the process itself, then its exit status.
+    pub fn stop(mut self) -> std::process::ExitStatus {
+        let _ = Command::new("kill")
+            .args(["-TERM", &self.0.id().to_string()])
+            .status();
+        self.0.wait().expect("listen")
+    }
+}
+
+impl Drop for Listening {
+    fn drop(&mut self) {
+        if self.0.try_wait().ok().flatten().is_none() {
+            let _ = self.0.kill();
+            let _ = self.0.wait();
+        }
     }
 }

@@ -234,8 +234,7 @@ fn main() {
     let listing = rt
         .block_on(node::market::buy::fetch_listing(&src, &manifest))
         .expect("listing");
-    let mut daemon = seller.listen();
-    let pid = daemon.id();
+    let daemon = seller.listen();
     std::thread::sleep(Duration::from_secs(2));
     let whale = v.funded_keypair(500);
     let funded = |n: usize| -> Vec<Wallet> {
@@ -352,9 +351,6 @@ fn main() {
             "price_less_fee_each": listing.price_lamports.unwrap_or(0) - fee,
         })
     );
-    let _ = std::process::Command::new("kill")
-        .args(["-TERM", &pid.to_string()])
-        .status();
-    let stopped = daemon.wait().expect("daemon");
+    let stopped = daemon.stop();
     assert!(stopped.success(), "listen stopped with {stopped:?}");
 }

@@ -325,16 +325,13 @@ fn main() {
         if let Some(t) = attacker {
             let _ = t.join();
         }
-        assert!(daemon.try_wait().expect("wait").is_none(), "listen exited");
+        assert!(!daemon.exited(), "listen exited");
     }
     if a.junk > 0 {
         junk_flood(&rt, &chain, &whale, &target, &seller, a.junk, pid);
-        assert!(daemon.try_wait().expect("wait").is_none(), "listen exited");
+        assert!(!daemon.exited(), "listen exited");
     }
-    let _ = Command::new("kill")
-        .args(["-TERM", &pid.to_string()])
-        .status();
-    let status = daemon.wait().expect("daemon");
+    let status = daemon.stop();
     assert!(status.success(), "listen stopped with {status:?}");
 }
 
