@@ -24,7 +24,7 @@
 //! Each step is durable before the next, so killing the process anywhere
 //! and re-running the pass neither skips nor repeats a release.
 
-use super::release::{land_release, upload_envelope, Goods, ReleaseError};
+use super::release::{land_release, prepare_envelope, Goods, ReleaseError};
 use crate::arweave::Uploader;
 use crate::chain::memo_field::memos_lenient;
 use crate::chain::{Chain, ChainError, Pubkey, Signature, Signer};
@@ -73,10 +73,13 @@ pub struct BelowCost {
 }
 
 /// Release transactions in flight at once.
-pub const RELEASE_CONCURRENCY: usize = 8;
+pub const RELEASE_CONCURRENCY: usize = 64;
 
 /// Buys verified (transactions fetched) at once.
 pub const VERIFY_CONCURRENCY: usize = 16;
+
+/// Envelopes sealed and uploaded at once.
+pub const UPLOAD_CONCURRENCY: usize = 32;
 
 /// `seen` buys verified before the verified ones go on to their release.
 pub const VERIFY_CHUNK: usize = 64;
@@ -448,8 +451,9 @@ async fn verdict_of(
     ))
 }
 
-/// Uploads the envelope of every due `verified` buy, one by one: each is
-/// durable before its release.
+/// Uploads the envelope of every due `verified` buy, up to
+/// [`UPLOAD_CONCURRENCY`] at once, recording each as it comes back: each
+/// is durable before its release.
 async fn upload_due(
     db: &mut ListenDb,
     seller: &Wallet,
@@ -471,6 +475,7 @@ async fn upload_due(
         }
         None => None,
     };
+    let mut due = Vec::new();
     for row in db.due(BuyState::Verified, now_ms())? {
         if let Some((cheap, left)) = below.as_mut() {
             if cheap.contains(&row.signature) {
@@ -481,12 +486,31 @@ async fn upload_due(
                 *left -= 1;
             }
         }
-        match upload_for(db, seller, uploader, catalog, &row).await {
-            Ok(()) => {}
+        due.push(row);
+    }
+    let prepared: Vec<(String, Result<super::release::Prepared, ReleaseError>)> =
+        futures_util::stream::iter(due.iter())
+            .map(|row| async move {
+                let result = match catalog.goods(&row.listing_id) {
+                    Some(goods) => prepare_envelope(seller, uploader, row, &goods).await,
+                    None => Err(StateError::Unknown(format!("goods of {}", row.listing_id)).into()),
+                };
+                (row.signature.clone(), result)
+            })
+            .buffer_unordered(UPLOAD_CONCURRENCY)
+            .collect()
+            .await;
+    for (signature, result) in prepared {
+        let recorded = result.and_then(|p| {
+            db.mark_envelope_uploaded(&signature, &p.envelope_id, &p.mint, p.standard)
+                .map_err(ReleaseError::from)
+        });
+        match recorded {
+            Ok(_) => super::fault::maybe_abort("envelope_uploaded"),
             Err(ReleaseError::State(e @ StateError::Sql(_))) => return Err(e),
             Err(e) => retry_later(
                 db,
-                &row.signature,
+                &signature,
                 &e.to_string(),
                 "envelope upload failed",
                 report,
@@ -548,22 +572,6 @@ fn retry_later(
     let attempts = db.note_retry(signature, error)?;
     tracing::warn!(%signature, attempts, %error, "{what}; will retry");
     report.failed += 1;
-    Ok(())
-}
-
-/// Uploads the envelope of a verified buy.
-async fn upload_for(
-    db: &mut ListenDb,
-    seller: &Wallet,
-    uploader: &Uploader,
-    catalog: &dyn Catalog,
-    row: &crate::seller::BuyRow,
-) -> Result<(), ReleaseError> {
-    let goods = catalog
-        .goods(&row.listing_id)
-        .ok_or_else(|| StateError::Unknown(format!("goods of {}", row.listing_id)))?;
-    upload_envelope(db, seller, uploader, &row.signature, &goods).await?;
-    super::fault::maybe_abort("envelope_uploaded");
     Ok(())
 }
 

@@ -376,15 +376,30 @@ async fn is_our_mint(chain: &Chain, mint: &Pubkey) -> Result<bool, ChainError> {
     )
 }
 
-/// Step 1: seal and upload the envelope (idempotent per buy).
-pub async fn upload_envelope(
-    db: &mut ListenDb,
+/// What step 1 leaves for a buy: the envelope its release memo names (the
+/// escrow account, for a sealed-escrow buy), its mint and token standard.
+#[derive(Debug, Clone)]
+pub struct Prepared {
+    /// Envelope item id (or escrow account).
+    pub envelope_id: String,
+    /// The receipt's mint.
+    pub mint: String,
+    /// The receipt's token standard.
+    pub standard: &'static str,
+}
+
+/// Step 1 without the state database: seals and uploads `row`'s envelope
+/// (none for a sealed-escrow buy: the key reaches the buyer only through
+/// the program's reveal, which pays), so several can be in flight at once.
+/// An upload whose result is never recorded (a crash) is repeated: the
+/// orphan costs storage, never a second release.
+pub async fn prepare_envelope(
     seller: &Wallet,
     uploader: &Uploader,
-    signature: &str,
+    row: &crate::seller::BuyRow,
     goods: &Goods<'_>,
-) -> Result<Step, ReleaseError> {
-    let row = db.get(signature)?;
+) -> Result<Prepared, ReleaseError> {
+    let signature = row.signature.as_str();
     let (Some(buyer), Some(buyer_x25519)) = (&row.buyer, &row.buyer_x25519) else {
         return Err(StateError::WrongState {
             signature: signature.into(),
@@ -395,43 +410,52 @@ pub async fn upload_envelope(
     };
     let x25519 = crate::crypto::b58_array::<32>(buyer_x25519)
         .ok_or_else(|| ReleaseError::BadBuyerKey(signature.into()))?;
-    let (mint, _, standard) = mint_for_row(seller, &row, goods.standard)?;
-    // a sealed-escrow buy has no envelope: the key reaches the buyer only
-    // through the program's reveal, which pays; its release memo names the
-    // escrow account
-    if goods.escrow {
+    let (mint, _, standard) = mint_for_row(seller, row, goods.standard)?;
+    let envelope_id = if goods.escrow {
         let listing =
             crate::escrow::listing_address(&seller.solana_keypair().pubkey(), &row.listing_id);
         let buyer: Pubkey = buyer
             .parse()
             .map_err(|_| ChainError::Config(format!("buyer {buyer} is not a pubkey")))?;
-        let at = crate::escrow::escrow_address(&listing, &buyer);
-        return Ok(db.mark_envelope_uploaded(
-            signature,
-            &at.to_string(),
-            &mint.to_string(),
-            standard.as_str(),
-        )?);
-    }
-    let env = seal_envelope(
-        seller,
-        &row.listing_id,
-        buyer,
-        &x25519,
-        signature,
-        goods.bundle_hash,
-        &mint.to_string(),
-        goods.key,
-    )?;
-    let id = uploader
-        .put_signed(
+        crate::escrow::escrow_address(&listing, &buyer).to_string()
+    } else {
+        let env = seal_envelope(
             seller,
-            serde_json::to_vec(&env).expect("serializes"),
-            "application/json",
-            crate::market::envelope::ENVELOPE_SCHEMA,
-        )
-        .await?;
-    Ok(db.mark_envelope_uploaded(signature, &id, &mint.to_string(), standard.as_str())?)
+            &row.listing_id,
+            buyer,
+            &x25519,
+            signature,
+            goods.bundle_hash,
+            &mint.to_string(),
+            goods.key,
+        )?;
+        uploader
+            .put_signed(
+                seller,
+                serde_json::to_vec(&env).expect("serializes"),
+                "application/json",
+                crate::market::envelope::ENVELOPE_SCHEMA,
+            )
+            .await?
+    };
+    Ok(Prepared {
+        envelope_id,
+        mint: mint.to_string(),
+        standard: standard.as_str(),
+    })
+}
+
+/// Step 1: seal and upload the envelope, recorded (idempotent per buy).
+pub async fn upload_envelope(
+    db: &mut ListenDb,
+    seller: &Wallet,
+    uploader: &Uploader,
+    signature: &str,
+    goods: &Goods<'_>,
+) -> Result<Step, ReleaseError> {
+    let row = db.get(signature)?;
+    let p = prepare_envelope(seller, uploader, &row, goods).await?;
+    Ok(db.mark_envelope_uploaded(signature, &p.envelope_id, &p.mint, p.standard)?)
 }
 
 /// Step 2: the one release transaction (or recording one that landed).
