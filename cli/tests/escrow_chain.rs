@@ -25,23 +25,17 @@ use node::escrow::{self, EscrowAccount, EscrowStatus, ListingAccount};
 use serde_json::Value;
 use std::process::{Child, Stdio};
 use std::time::{Duration, Instant};
+use util::escrow::{address, configured, escrow_seller, ok, STAKE};
 use util::Env;
 
 /// The program's shortest release window.
 const WINDOW: i64 = 120;
 const DISPUTE: i64 = 10;
-const STAKE: u64 = 10_000_000;
 
 fn onchain(v: &e2e::TestValidator, e: &Env, args: &[&str]) -> util::Run {
     let mut full = vec!["-u", v.rpc_url.as_str(), "--commitment", "confirmed"];
     full.extend_from_slice(args);
     e.run(&full)
-}
-
-fn ok(v: &e2e::TestValidator, e: &Env, args: &[&str]) -> Value {
-    let r = onchain(v, e, args);
-    assert_eq!(r.code, 0, "brainctl {args:?}: {}\n{}", r.stdout, r.stderr);
-    r.json()
 }
 
 fn pubkey_of(v: &e2e::TestValidator, e: &Env) -> Pubkey {
@@ -92,7 +86,7 @@ fn the_escrow_trade_runs_through_the_binaries_on_the_deployed_program() {
     // the program's upgrade authority: a brainctl wallet, as localnet/up has it
     let admin = Env::new();
     admin.ok(&["wallet", "new"]);
-    let admin_pk = pubkey_of_offline(&admin);
+    let admin_pk = address(&admin);
     // the localnet's programs, the escrow program's upgrade authority being
     // `admin`; releases mint Token-2022 NFTs here (the demo mints Light
     // compressed tokens on the same validator)
@@ -164,30 +158,7 @@ fn the_escrow_trade_runs_through_the_binaries_on_the_deployed_program() {
     // the seller lists through the program
     let work = tempfile::tempdir().unwrap();
     let dir = work.path().join("items").display().to_string();
-    let seller = Env::new();
-    seller.ok(&["wallet", "new"]);
-    ok(&v, &seller, &["wallet", "airdrop", "5", "--json"]);
-    seller.ok(&["memory", "add", "Escrow lesson", "-c", "lesson"]);
-    seller.ok(&["export", "--sign", "-o", "b.signed.json"]);
-    let listed = ok(
-        &v,
-        &seller,
-        &[
-            "marketplace",
-            "list",
-            "b.signed.json",
-            "--price-usd",
-            "1",
-            "--sol-usd",
-            "100",
-            "--escrow",
-            "--stake-lamports",
-            &STAKE.to_string(),
-            "--storage-dir",
-            &dir,
-            "--json",
-        ],
-    );
+    let (seller, listed) = escrow_seller(&v, &dir, "Escrow lesson");
     let listing = &listed["listing"];
     let (id, manifest) = (
         listing["listing_id"].as_str().unwrap().to_string(),
@@ -659,55 +630,6 @@ fn a_cheating_sellers_blob_is_proven_wrong_by_marketplace_dispute() {
         .is_err());
 }
 
-/// The address of `e`'s wallet, read without a validator.
-fn pubkey_of_offline(e: &Env) -> Pubkey {
-    e.ok(&["wallet", "address", "--json"]).json()["address"]
-        .as_str()
-        .unwrap()
-        .parse()
-        .unwrap()
-}
-
-/// A validator with the escrow program deployed (and `extra` programs),
-/// configured by its upgrade authority: release window 120 s, dispute
-/// window `dispute_secs`, stake floor [`STAKE`]; returns it and the treasury.
-fn configured(extra: &[String], dispute_secs: u64) -> (e2e::TestValidator, Keypair) {
-    let admin = Env::new();
-    admin.ok(&["wallet", "new"]);
-    let admin_pk = pubkey_of_offline(&admin);
-    let v = e2e::start(&[extra.to_vec(), e2e::escrow_args(&admin_pk)].concat());
-    let treasury = Keypair::new();
-    v.fund(&admin_pk, 2);
-    v.fund(&treasury.pubkey(), 1);
-    let (treasury_s, stake_s, dispute_s) = (
-        treasury.pubkey().to_string(),
-        STAKE.to_string(),
-        dispute_secs.to_string(),
-    );
-    ok(
-        &v,
-        &admin,
-        &[
-            "escrow",
-            "configure",
-            "--treasury",
-            &treasury_s,
-            "--fee-bps",
-            "100",
-            "--slash-bps",
-            "5000",
-            "--release-window-secs",
-            "120",
-            "--dispute-window-secs",
-            &dispute_s,
-            "--min-stake-lamports",
-            &stake_s,
-            "--json",
-        ],
-    );
-    (v, treasury)
-}
-
 /// `listen` killed after each step of a sealed-escrow release (the
 /// deposit recorded, then the reveal landed before the receipt is minted)
 /// resumes without a second reveal or mint: the program state and the
@@ -718,31 +640,7 @@ fn a_sealed_release_killed_at_every_step_reveals_and_mints_once() {
     let (v, _treasury) = configured(&e2e::light_args(), 300);
     let work = tempfile::tempdir().unwrap();
     let dir = work.path().join("items").display().to_string();
-    let seller = Env::new();
-    seller.ok(&["wallet", "new"]);
-    ok(&v, &seller, &["wallet", "airdrop", "5", "--json"]);
-    seller.ok(&["memory", "add", "Crash-safe escrow lesson", "-c", "lesson"]);
-    seller.ok(&["export", "--sign", "-o", "b.signed.json"]);
-    let stake_s = STAKE.to_string();
-    let listed = ok(
-        &v,
-        &seller,
-        &[
-            "marketplace",
-            "list",
-            "b.signed.json",
-            "--price-usd",
-            "1",
-            "--sol-usd",
-            "100",
-            "--escrow",
-            "--stake-lamports",
-            &stake_s,
-            "--storage-dir",
-            &dir,
-            "--json",
-        ],
-    );
+    let (seller, listed) = escrow_seller(&v, &dir, "Crash-safe escrow lesson");
     let manifest = listed["listing"]["manifest_id"]
         .as_str()
         .unwrap()

@@ -16,16 +16,15 @@
 mod util;
 
 use e2e::hostile::Rng;
-use node::chain::{Chain, Keypair, Pubkey, Signer};
+use node::chain::{Chain, Pubkey, Signer};
 use node::escrow::{self, EscrowAccount, EscrowStatus, ListingAccount, Terms};
 use node::market::escrow_trade::{blind_point_for, buyer_blinding, read_account};
 use node::wallet::Wallet;
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
+use util::escrow::{configured, escrow_seller, STAKE};
 use util::services::{get, services};
-use util::Env;
 
-const STAKE: u64 = 10_000_000;
 /// Transactions the generator sends per run.
 const SENDS: usize = 24;
 
@@ -102,67 +101,11 @@ fn deposit_with(
 #[test]
 fn honest_deposits_are_revealed_exactly_once_among_hostile_ones() {
     let (mut rng, seed) = Rng::from_env();
-    let admin = Env::new();
-    admin.ok(&["wallet", "new"]);
-    let admin_pk: Pubkey = admin.ok(&["wallet", "address", "--json"]).json()["address"]
-        .as_str()
-        .unwrap()
-        .parse()
-        .unwrap();
-    let v = e2e::start(&[e2e::light_args(), e2e::escrow_args(&admin_pk)].concat());
+    let (v, _treasury) = configured(&e2e::light_args(), 3600);
     let (rt, chain) = (e2e::runtime(), v.chain());
-    let treasury = Keypair::new();
-    v.fund(&admin_pk, 2);
-    v.fund(&treasury.pubkey(), 1);
-    let on = |e: &Env, args: &[&str]| {
-        let mut full = vec!["-u", v.rpc_url.as_str(), "--commitment", "confirmed"];
-        full.extend_from_slice(args);
-        let r = e.run(&full);
-        assert_eq!(r.code, 0, "brainctl {args:?}: {}\n{}", r.stdout, r.stderr);
-        r.json()
-    };
-    let (treasury_s, stake_s) = (treasury.pubkey().to_string(), STAKE.to_string());
-    on(
-        &admin,
-        &[
-            "escrow",
-            "configure",
-            "--treasury",
-            &treasury_s,
-            "--release-window-secs",
-            "600",
-            "--dispute-window-secs",
-            "3600",
-            "--min-stake-lamports",
-            &stake_s,
-            "--json",
-        ],
-    );
     let shared = tempfile::tempdir().unwrap();
     let dir = shared.path().join("items").display().to_string();
-    let seller = Env::new();
-    seller.ok(&["wallet", "new"]);
-    on(&seller, &["wallet", "airdrop", "5", "--json"]);
-    seller.ok(&["memory", "add", "Hostile escrow lesson", "-c", "lesson"]);
-    seller.ok(&["export", "--sign", "-o", "b.signed.json"]);
-    let listed = on(
-        &seller,
-        &[
-            "marketplace",
-            "list",
-            "b.signed.json",
-            "--price-usd",
-            "1",
-            "--sol-usd",
-            "100",
-            "--escrow",
-            "--stake-lamports",
-            &stake_s,
-            "--storage-dir",
-            &dir,
-            "--json",
-        ],
-    );
+    let (seller, listed) = escrow_seller(&v, &dir, "Hostile escrow lesson");
     let manifest = listed["listing"]["manifest_id"]
         .as_str()
         .unwrap()

@@ -1,6 +1,7 @@
 //! Test harness: runs the real `brainctl` binary in a fresh temp home.
 #![allow(dead_code)] // each test binary uses a different subset
 
+pub mod escrow;
 pub mod mcp;
 pub mod services;
 

@@ -1,0 +1,101 @@
+//! What the sealed-escrow tests set up the same way: a validator with the
+//! program deployed and configured by its upgrade authority, and a seller
+//! with one memory listed through the program.
+#![allow(dead_code)] // each test binary uses a different subset
+
+use super::Env;
+use node::chain::{Keypair, Pubkey, Signer};
+use serde_json::Value;
+
+/// Stake the tests' sellers put up (and the configured floor).
+pub const STAKE: u64 = 10_000_000;
+
+/// `brainctl -u <v> --commitment confirmed args`; asserts it succeeds.
+pub fn ok(v: &e2e::TestValidator, e: &Env, args: &[&str]) -> Value {
+    let mut full = vec!["-u", v.rpc_url.as_str(), "--commitment", "confirmed"];
+    full.extend_from_slice(args);
+    let r = e.run(&full);
+    assert_eq!(r.code, 0, "brainctl {args:?}: {}\n{}", r.stdout, r.stderr);
+    r.json()
+}
+
+/// The address of `e`'s wallet, read without a validator.
+pub fn address(e: &Env) -> Pubkey {
+    e.ok(&["wallet", "address", "--json"]).json()["address"]
+        .as_str()
+        .unwrap()
+        .parse()
+        .unwrap()
+}
+
+/// A validator with the escrow program deployed (and `extra` programs),
+/// configured by its upgrade authority: release window 120 s, dispute
+/// window `dispute_secs`, stake floor [`STAKE`]; returns it and the treasury.
+pub fn configured(extra: &[String], dispute_secs: u64) -> (e2e::TestValidator, Keypair) {
+    let admin = Env::new();
+    admin.ok(&["wallet", "new"]);
+    let admin_pk = address(&admin);
+    let v = e2e::start(&[extra.to_vec(), e2e::escrow_args(&admin_pk)].concat());
+    let treasury = Keypair::new();
+    v.fund(&admin_pk, 2);
+    v.fund(&treasury.pubkey(), 1);
+    let (treasury_s, stake_s, dispute_s) = (
+        treasury.pubkey().to_string(),
+        STAKE.to_string(),
+        dispute_secs.to_string(),
+    );
+    ok(
+        &v,
+        &admin,
+        &[
+            "escrow",
+            "configure",
+            "--treasury",
+            &treasury_s,
+            "--fee-bps",
+            "100",
+            "--slash-bps",
+            "5000",
+            "--release-window-secs",
+            "120",
+            "--dispute-window-secs",
+            &dispute_s,
+            "--min-stake-lamports",
+            &stake_s,
+            "--json",
+        ],
+    );
+    (v, treasury)
+}
+
+/// A funded seller with `memory` exported, signed and listed through the
+/// program at 1 USD (100 USD/SOL) with [`STAKE`]; the seller and `list`'s
+/// JSON.
+pub fn escrow_seller(v: &e2e::TestValidator, dir: &str, memory: &str) -> (Env, Value) {
+    let seller = Env::new();
+    seller.ok(&["wallet", "new"]);
+    ok(v, &seller, &["wallet", "airdrop", "5", "--json"]);
+    seller.ok(&["memory", "add", memory, "-c", "lesson"]);
+    seller.ok(&["export", "--sign", "-o", "b.signed.json"]);
+    let stake = STAKE.to_string();
+    let listed = ok(
+        v,
+        &seller,
+        &[
+            "marketplace",
+            "list",
+            "b.signed.json",
+            "--price-usd",
+            "1",
+            "--sol-usd",
+            "100",
+            "--escrow",
+            "--stake-lamports",
+            &stake,
+            "--storage-dir",
+            dir,
+            "--json",
+        ],
+    );
+    (seller, listed)
+}
