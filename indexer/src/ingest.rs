@@ -165,6 +165,15 @@ fn manifest_ids(tx: &ParsedTx) -> Vec<String> {
         .collect()
 }
 
+/// Whether a manifest `record`'s memos name is not in it (the gateway did
+/// not serve it yet): such a record waits for the polls, which hold it
+/// back for the gateway's grace instead of refusing its memo for good.
+pub fn lacks_manifests(record: &TxRecord) -> bool {
+    manifest_ids(&record.tx)
+        .iter()
+        .any(|id| !record.manifests.contains_key(id))
+}
+
 /// The meta key under which a transaction whose JSON did not decode is
 /// recorded with its reason.
 pub fn bad_key(signature: &str) -> String {

@@ -68,6 +68,10 @@ pub async fn run(
                         while let Ok(more) = nudges.try_recv() {
                             waiting.push(more);
                         }
+                        // each notified transaction folded at once, as a
+                        // hint is (in chain order, or a refold); what it
+                        // cannot fold yet the polls below chase
+                        fold_notified(&source, &ix, &waiting).await;
                         for chase in 0..CHASE_POLLS {
                             let s = ix.state();
                             waiting.retain(|sig| !s.has_folded(sig));
@@ -145,6 +149,50 @@ async fn wake_on_chain(
         }
         tokio::time::sleep(pause).await;
         pause = (pause * 2).min(MAX_RESUBSCRIBE_PAUSE);
+    }
+}
+
+/// Most notified transactions folded directly per wake-up (the rest wait
+/// for the polls).
+const DIRECT_FOLDS: usize = 16;
+
+/// Fetches and folds each of `signatures` the state has not folded yet,
+/// the way a hinted transaction is (`Indexer::ingest_hinted`): the record
+/// read at `confirmed` with its block position and manifests. A
+/// transaction not visible yet, or one that fails to fetch, is left to the
+/// polls: nothing is lost, the history is the record.
+async fn fold_notified(source: &RpcSource, ix: &Arc<Indexer>, signatures: &[String]) {
+    use crate::ingest::HintSource;
+    let todo: Vec<node::chain::Signature> = {
+        let s = ix.state();
+        signatures
+            .iter()
+            .filter(|sig| !s.has_folded(sig))
+            .filter_map(|sig| sig.parse().ok())
+            .take(DIRECT_FOLDS)
+            .collect()
+    };
+    if todo.is_empty() {
+        return;
+    }
+    let Ok(final_slot) = source.final_slot().await else {
+        return;
+    };
+    for sig in todo {
+        match source.record(ix, sig).await {
+            Ok(Some(record)) if !crate::ingest::lacks_manifests(&record) => {
+                let ix = ix.clone();
+                let folded =
+                    tokio::task::spawn_blocking(move || ix.ingest_hinted(record, final_slot)).await;
+                if let Ok(Err(e)) = folded {
+                    tracing::debug!(error = %e, %sig, "a notified transaction did not fold; the polls will");
+                }
+            }
+            Ok(_) => {}
+            Err(e) => {
+                tracing::debug!(error = %e, %sig, "a notified transaction is not readable yet; the polls will")
+            }
+        }
     }
 }
 
