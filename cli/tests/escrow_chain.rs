@@ -25,7 +25,7 @@ use node::escrow::{self, EscrowAccount, EscrowStatus, ListingAccount};
 use serde_json::Value;
 use std::process::{Child, Stdio};
 use std::time::{Duration, Instant};
-use util::escrow::{address, configured, escrow_seller, ok, STAKE};
+use util::escrow::{address, buying, configured, escrow_seller, ok, STAKE};
 use util::Env;
 
 /// The program's shortest release window.
@@ -545,27 +545,8 @@ fn a_cheating_sellers_blob_is_proven_wrong_by_marketplace_dispute() {
     let account = escrow::listing_address(&seller_pk, &id);
 
     // the buyer buys through the CLI; the seller reveals the right key
-    let buyer = Env::new();
-    buyer.ok(&["wallet", "new"]);
-    ok(&v, &buyer, &["wallet", "airdrop", "2", "--json"]);
+    let (buyer, buying) = buying(&v, &manifest, &dir, 90);
     let buyer_pk = pubkey_of(&v, &buyer);
-    let buying = buyer
-        .cmd()
-        .args(["-u", &v.rpc_url, "--commitment", "confirmed"])
-        .args([
-            "marketplace",
-            "buy",
-            &manifest,
-            "--storage-dir",
-            &dir,
-            "--timeout",
-            "90",
-            "--json",
-        ])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
     let at = escrow::escrow_address(&account, &buyer_pk);
     wait_for("the buyer's deposit", 60, || {
         read(&v, &at, EscrowAccount::decode).is_some()
@@ -649,26 +630,7 @@ fn a_sealed_release_killed_at_every_step_reveals_and_mints_once() {
         .as_str()
         .unwrap()
         .to_string();
-    let buyer = Env::new();
-    buyer.ok(&["wallet", "new"]);
-    ok(&v, &buyer, &["wallet", "airdrop", "2", "--json"]);
-    let buying = buyer
-        .cmd()
-        .args(["-u", &v.rpc_url, "--commitment", "confirmed"])
-        .args([
-            "marketplace",
-            "buy",
-            &manifest,
-            "--storage-dir",
-            &dir,
-            "--timeout",
-            "120",
-            "--json",
-        ])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
+    let (buyer, buying) = buying(&v, &manifest, &dir, 120);
     let listen = |fault: Option<&str>| {
         let mut c = seller.cmd();
         c.args(["-u", &v.rpc_url, "--commitment", "confirmed"])

@@ -74,6 +74,28 @@ impl Seller {
         self.home.path().join(".brainctl/listen.db")
     }
 
+    /// `memory` added, exported, signed and listed at 1 USD (100 USD/SOL)
+    /// with `extra` `list` flags; `list`'s JSON.
+    pub fn list_memory(&self, memory: &str, extra: &[&str]) -> Value {
+        self.run(&["memory", "add", memory, "-c", "lesson"]);
+        self.run(&["export", "--sign", "-o", "b.signed.json"]);
+        let items = self.items();
+        let mut args = vec![
+            "marketplace",
+            "list",
+            "b.signed.json",
+            "--price-usd",
+            "1",
+            "--sol-usd",
+            "100",
+            "--storage-dir",
+            &items,
+            "--json",
+        ];
+        args.extend_from_slice(extra);
+        self.run(&args)
+    }
+
     /// A new wallet; its address.
     pub fn new_wallet(&self) -> node::chain::Pubkey {
         self.run(&["wallet", "new", "--json"])["address"]
@@ -81,6 +103,30 @@ impl Seller {
             .expect("address")
             .parse()
             .expect("pubkey")
+    }
+}
+
+/// Funds `wallets` from `whale`, 20 transfers a transaction.
+pub fn fund_all(
+    rt: &tokio::runtime::Runtime,
+    chain: &node::chain::Chain,
+    whale: &node::chain::Keypair,
+    wallets: &[node::wallet::Wallet],
+    lamports: u64,
+) {
+    use node::chain::Signer;
+    for chunk in wallets.chunks(20) {
+        let ixs: Vec<_> = chunk
+            .iter()
+            .map(|w| {
+                node::chain::instructions::transfer(
+                    &whale.pubkey(),
+                    &w.solana_keypair().pubkey(),
+                    lamports,
+                )
+            })
+            .collect();
+        rt.block_on(chain.send(&ixs, &[whale])).expect("funding");
     }
 }
 

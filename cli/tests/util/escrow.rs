@@ -99,3 +99,35 @@ pub fn escrow_seller(v: &e2e::TestValidator, dir: &str, memory: &str) -> (Env, V
     );
     (seller, listed)
 }
+
+/// A funded buyer running `marketplace buy <manifest> --json` in the
+/// background (its output piped), waiting up to `timeout_secs` for the key.
+pub fn buying(
+    v: &e2e::TestValidator,
+    manifest: &str,
+    dir: &str,
+    timeout_secs: u64,
+) -> (Env, std::process::Child) {
+    let buyer = Env::new();
+    buyer.ok(&["wallet", "new"]);
+    ok(v, &buyer, &["wallet", "airdrop", "2", "--json"]);
+    let timeout = timeout_secs.to_string();
+    let child = buyer
+        .cmd()
+        .args(["-u", &v.rpc_url, "--commitment", "confirmed"])
+        .args([
+            "marketplace",
+            "buy",
+            manifest,
+            "--storage-dir",
+            dir,
+            "--timeout",
+            &timeout,
+            "--json",
+        ])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    (buyer, child)
+}

@@ -16,7 +16,7 @@
 //! `cargo run -p e2e --bin escrow-bench -- [--sequential N] [--concurrent M]
 //! [--brainctl PATH]` (defaults 5, 20). Prints one JSON line per phase.
 
-use e2e::cli_seller::Seller;
+use e2e::cli_seller::{fund_all, Seller};
 use e2e::percentile;
 use node::arweave::{FsStore, Source};
 use node::chain::{Chain, Keypair, Pubkey, Signature, Signer};
@@ -202,30 +202,11 @@ fn main() {
     let seller = Seller::new(a.brainctl.clone(), &v.rpc_url);
     let seller_pk = seller.new_wallet();
     v.fund(&seller_pk, 50);
-    seller.run(&[
-        "memory",
-        "add",
-        "Escrow pays only through the reveal",
-        "-c",
-        "lesson",
-    ]);
-    seller.run(&["export", "--sign", "-o", "b.signed.json"]);
     let items = seller.items();
-    let listed = seller.run(&[
-        "marketplace",
-        "list",
-        "b.signed.json",
-        "--price-usd",
-        "1",
-        "--sol-usd",
-        "100",
-        "--escrow",
-        "--stake-lamports",
-        "2000000",
-        "--storage-dir",
-        &items,
-        "--json",
-    ]);
+    let listed = seller.list_memory(
+        "Escrow pays only through the reveal",
+        &["--escrow", "--stake-lamports", "2000000"],
+    );
     let manifest = listed["listing"]["manifest_id"]
         .as_str()
         .expect("manifest")
@@ -239,19 +220,7 @@ fn main() {
     let whale = v.funded_keypair(500);
     let funded = |n: usize| -> Vec<Wallet> {
         let ws: Vec<Wallet> = (0..n).map(|_| Wallet::generate()).collect();
-        for chunk in ws.chunks(20) {
-            let ixs: Vec<_> = chunk
-                .iter()
-                .map(|w| {
-                    node::chain::instructions::transfer(
-                        &whale.pubkey(),
-                        &w.solana_keypair().pubkey(),
-                        200_000_000,
-                    )
-                })
-                .collect();
-            rt.block_on(chain.send(&ixs, &[&whale])).expect("funding");
-        }
+        fund_all(&rt, &chain, &whale, &ws, 200_000_000);
         ws
     };
 

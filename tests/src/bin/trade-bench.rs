@@ -20,7 +20,7 @@
 //! Prints one JSON line per phase.
 
 use e2e::hostile::{self, Rng, Shape, Target};
-use node::chain::instructions::{default_registry, transfer};
+use node::chain::instructions::default_registry;
 use node::chain::{Chain, Keypair, Signature, Signer};
 use node::listen::ListenDb;
 use node::market::tx::buy_instructions;
@@ -92,24 +92,7 @@ fn proc_kib(pid: u32, field: &str) -> u64 {
         .unwrap_or(0)
 }
 
-use e2e::cli_seller::Seller;
-
-/// Funds `wallets` from `whale`, 20 transfers a transaction.
-fn fund_all(
-    rt: &tokio::runtime::Runtime,
-    chain: &Chain,
-    whale: &Keypair,
-    wallets: &[Wallet],
-    lamports: u64,
-) {
-    for chunk in wallets.chunks(20) {
-        let ixs: Vec<_> = chunk
-            .iter()
-            .map(|w| transfer(&whale.pubkey(), &w.solana_keypair().pubkey(), lamports))
-            .collect();
-        rt.block_on(chain.send(&ixs, &[whale])).expect("funding");
-    }
-}
+use e2e::cli_seller::{fund_all, Seller};
 
 /// Each of `buyers` pays the listed price at once; returns each buy's
 /// (signature, slot, when it was confirmed).
@@ -210,27 +193,7 @@ fn main() {
     let seller = Seller::new(a.brainctl.clone(), &v.rpc_url);
     let seller_pk = seller.new_wallet();
     v.fund(&seller_pk, 50);
-    seller.run(&[
-        "memory",
-        "add",
-        "Benchmarks measure the loop users run",
-        "-c",
-        "lesson",
-    ]);
-    seller.run(&["export", "--sign", "-o", "b.signed.json"]);
-    let items = seller.items();
-    let listed = seller.run(&[
-        "marketplace",
-        "list",
-        "b.signed.json",
-        "--price-usd",
-        "1",
-        "--sol-usd",
-        "100",
-        "--storage-dir",
-        &items,
-        "--json",
-    ]);
+    let listed = seller.list_memory("Benchmarks measure the loop users run", &[]);
     let l = &listed["listing"];
     let target = Target {
         listing_id: l["listing_id"].as_str().expect("id").into(),
