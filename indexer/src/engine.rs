@@ -1,15 +1,17 @@
 //! The indexer's core: the durable log ([`LogStore`]) and the state folded
-//! from it, kept in step. New records are appended and folded
-//! incrementally when they come after everything folded so far; anything
-//! else (a late record, a fork moving one, a vanished provisional one)
-//! refolds from the log, so the state is always exactly the fold of the
-//! stored log.
+//! from it, kept in step. New records after everything folded are folded
+//! in place; anything else (a late record, a fork moving one, a vanished
+//! provisional one, a read replica's catch-up) refolds only the suffix of
+//! the log from the newest snapshot before the earliest change
+//! ([`Snapshots`]), so the state is always exactly the fold of the stored
+//! log and the cost of a change does not grow with the log's history.
 //!
 //! Owns that invariant only: it never talks to the network.
 
 use crate::book::ManifestBook;
 use crate::fold::{FoldConfig, State};
-use crate::record::{sort_chain_order, TxRecord};
+use crate::record::{sort_chain_order, Position, TxRecord};
+use crate::snapshots::Snapshots;
 use crate::store::{LogStore, StoreError};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, OnceLock, RwLock};
@@ -21,8 +23,11 @@ pub struct Applied {
     pub stored: usize,
     /// Provisional records removed.
     pub removed: usize,
-    /// Whether the state was refolded from the whole log.
+    /// Whether the state was refolded (from the newest snapshot before
+    /// the earliest change, or from the start).
     pub refolded: bool,
+    /// Transactions folded again by that refold.
+    pub refolded_records: usize,
 }
 
 struct Folded {
@@ -30,6 +35,8 @@ struct Folded {
     book: ManifestBook,
     /// The state's hash, computed at most once per fold (on first ask).
     hash: Arc<OnceLock<String>>,
+    /// Earlier states a refold starts from.
+    snapshots: Snapshots,
 }
 
 impl Folded {
@@ -51,7 +58,13 @@ pub struct Indexer {
     /// old transactions costs one refold per turn, not one per hint.
     late: Mutex<Vec<TxRecord>>,
     late_turn: Mutex<()>,
+    /// One change of the log and the state at a time.
+    fold_turn: Mutex<()>,
     refolds: AtomicU64,
+    suffix_refolds: AtomicU64,
+    /// The log's change number the state includes (a read replica's
+    /// catch-up point; `None` where the store keeps no numbers).
+    applied_seq: Mutex<Option<u64>>,
     /// The chain's clock, shared by every state installed.
     clock: Arc<crate::clock::ChainClock>,
 }
@@ -65,13 +78,19 @@ impl Indexer {
                 state: Arc::new(State::new()),
                 book: ManifestBook::new(),
                 hash: Arc::new(OnceLock::new()),
+                snapshots: Snapshots::new(),
             }),
             cfg,
             late: Mutex::new(Vec::new()),
             late_turn: Mutex::new(()),
+            fold_turn: Mutex::new(()),
             refolds: AtomicU64::new(0),
+            suffix_refolds: AtomicU64::new(0),
+            applied_seq: Mutex::new(None),
             clock: Arc::new(crate::clock::ChainClock::default()),
         };
+        // read before the fold: every change after it is caught up later
+        *ix.applied_seq.lock().unwrap_or_else(|p| p.into_inner()) = ix.store().log_seq()?;
         ix.refold()?;
         Ok(ix)
     }
@@ -102,6 +121,11 @@ impl Indexer {
         self.refolds.load(Ordering::Relaxed)
     }
 
+    /// Refolds of a suffix of the log (from a snapshot) since open.
+    pub fn suffix_refolds(&self) -> u64 {
+        self.suffix_refolds.load(Ordering::Relaxed)
+    }
+
     /// Records the chain's time (the block time of its newest slot, read
     /// now): views judge expiry by it ([`State::view_now`]).
     pub fn observe_chain_time(&self, block_time: i64) {
@@ -117,18 +141,58 @@ impl Indexer {
     /// are not checked again: the book caches verdicts by Arweave id, and
     /// an id names one body (the hash of its signature).
     pub fn refold(&self) -> Result<(), StoreError> {
-        self.refolds.fetch_add(1, Ordering::Relaxed);
-        let records = self.store().records()?;
-        let mut book = self.folded.read().expect("state lock").book.clone();
+        let _turn = self.fold_turn.lock().unwrap_or_else(|p| p.into_inner());
+        self.refold_from(None).map(|_| ())
+    }
+
+    /// Refolds the log after the newest snapshot that folded nothing at or
+    /// after `from` (`None`: the whole log) and installs the result; how
+    /// many records it folded. Holds the fold turn.
+    fn refold_from(&self, from: Option<Position>) -> Result<usize, StoreError> {
+        let (base, mut book, mut snapshots) = {
+            let f = self.folded.read().expect("state lock");
+            let mut snapshots = f.snapshots.clone();
+            let base = match from {
+                Some(p) => {
+                    snapshots.forget_from(p);
+                    snapshots.before(p).cloned()
+                }
+                None => {
+                    snapshots.clear();
+                    None
+                }
+            };
+            (base, f.book.clone(), snapshots)
+        };
+        let records = match base.as_ref().and_then(|s| s.last) {
+            Some(after) => self.store().records_after(after)?,
+            None => self.store().records()?,
+        };
+        match base {
+            Some(_) => self.suffix_refolds.fetch_add(1, Ordering::Relaxed),
+            None => self.refolds.fetch_add(1, Ordering::Relaxed),
+        };
         book.add_records(&records);
-        let mut state = State::fold(&records, &book, &self.cfg);
+        let mut state = base.unwrap_or_default();
+        // snapshots only near the end: one taken far from the head would
+        // be dropped by the thinning anyway, after costing copies
+        let near_end = records
+            .len()
+            .saturating_sub(crate::snapshots::MAX_DISTANCE as usize);
+        for (i, r) in records.iter().enumerate() {
+            state.apply_one(r, &book, &self.cfg);
+            if i >= near_end {
+                snapshots.observe(&state);
+            }
+        }
         state.clock = self.clock.clone();
         *self.folded.write().expect("state lock") = Folded {
             state: Arc::new(state),
             book,
             hash: Arc::new(OnceLock::new()),
+            snapshots,
         };
-        Ok(())
+        Ok(records.len())
     }
 
     /// Stores and folds a record a client hinted, which may be older than
@@ -171,41 +235,108 @@ impl Indexer {
         vanished: &[String],
     ) -> Result<Applied, StoreError> {
         sort_chain_order(&mut records);
-        let (moved, removed) = {
+        let _turn = self.fold_turn.lock().unwrap_or_else(|p| p.into_inner());
+        let removed = {
             let mut store = self.store();
-            let moved = store.put_records(&records, final_slot)?;
+            store.put_records(&records, final_slot)?;
             store.finalize_through(final_slot)?;
-            (moved, store.remove(vanished)?)
+            store.remove(vanished)?
         };
+        let removed_sigs: &[String] = if removed > 0 { vanished } else { &[] };
+        let mut applied = self.fold_changes(records, removed_sigs)?;
+        applied.removed = removed;
+        Ok(applied)
+    }
+
+    /// Brings a read replica's state up to date with the shared log
+    /// (which it never writes): the changes after the last change number
+    /// applied, folded as the writer folds them (suffix refolds
+    /// included), or a whole refold where the store keeps no numbers.
+    pub fn catch_up(&self) -> Result<Applied, StoreError> {
+        let _turn = self.fold_turn.lock().unwrap_or_else(|p| p.into_inner());
+        let since = *self.applied_seq.lock().unwrap_or_else(|p| p.into_inner());
+        let changes = match since {
+            Some(seq) => self.store().changes_since(seq)?,
+            None => None,
+        };
+        let Some(changes) = changes else {
+            let n = self.refold_from(None)?;
+            return Ok(Applied {
+                refolded: true,
+                refolded_records: n,
+                ..Applied::default()
+            });
+        };
+        let mut records = changes.records;
+        sort_chain_order(&mut records);
+        let mut applied = self.fold_changes(records, &changes.removed)?;
+        applied.removed = changes.removed.len();
+        *self.applied_seq.lock().unwrap_or_else(|p| p.into_inner()) = Some(changes.seq);
+        Ok(applied)
+    }
+
+    /// Folds `records` (stored, in chain order) and the removal of
+    /// `removed`: in place when every new one comes after the head and
+    /// none moved or went, else a refold from the earliest change.
+    /// Holds the fold turn.
+    fn fold_changes(
+        &self,
+        records: Vec<TxRecord>,
+        removed: &[String],
+    ) -> Result<Applied, StoreError> {
         let mut applied = Applied {
             stored: records.len(),
-            removed,
-            refolded: false,
+            ..Applied::default()
         };
-        if moved > 0 || removed > 0 {
-            self.refold()?;
+        let earliest = {
+            let f = self.folded.read().expect("state lock");
+            earliest_change(&f.state, &records, removed)
+        };
+        if let Some(from) = earliest {
+            applied.refolded_records = self.refold_from(Some(from))?;
             applied.refolded = true;
             return Ok(applied);
         }
         let mut guard = self.folded.write().expect("state lock");
         guard.changed();
-        let Folded { state, book, .. } = &mut *guard;
+        let Folded {
+            state,
+            book,
+            snapshots,
+            ..
+        } = &mut *guard;
         book.add_records(&records);
-        let fresh: Vec<TxRecord> = records
-            .into_iter()
-            .filter(|r| !state.has_folded(r.signature()))
-            .collect();
-        // In place: `apply_batch` checks the order before changing
-        // anything, and `make_mut` copies only while a reader holds the
-        // previous snapshot.
-        match Arc::make_mut(state).apply_batch(&fresh, book, &self.cfg) {
-            Ok(()) => {}
-            Err(_) => {
-                drop(guard);
-                self.refold()?;
-                applied.refolded = true;
+        let state = Arc::make_mut(state);
+        for r in &records {
+            if !state.has_folded(r.signature()) {
+                state.apply_one(r, book, &self.cfg);
+                snapshots.observe(state);
             }
         }
         Ok(applied)
     }
+}
+
+/// Where the earliest change among `records` and `removed` lies, if any
+/// is not simply after everything `state` folded: a record folded at
+/// another position (the earlier of the two), a new record at or before
+/// the head, a removed record that was folded.
+fn earliest_change(state: &State, records: &[TxRecord], removed: &[String]) -> Option<Position> {
+    let mut earliest: Option<Position> = None;
+    let mut note = |p: Position| earliest = Some(earliest.map_or(p, |e| e.min(p)));
+    for r in records {
+        let at = r.position();
+        match state.folded_at(r.signature()) {
+            Some(folded) if folded == at => {}
+            Some(folded) => note(folded.min(at)),
+            None if state.last.is_some_and(|last| at <= last) => note(at),
+            None => {}
+        }
+    }
+    for sig in removed {
+        if let Some(folded) = state.folded_at(sig) {
+            note(folded);
+        }
+    }
+    earliest
 }

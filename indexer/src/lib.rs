@@ -31,6 +31,7 @@ pub mod loadtest;
 pub mod logfile;
 pub mod record;
 pub mod service;
+pub mod snapshots;
 pub mod store;
 pub mod synth;
 pub mod views;

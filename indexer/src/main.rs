@@ -108,6 +108,10 @@ struct SourceArgs {
         default_value = "http://127.0.0.1:8899"
     )]
     rpc: String,
+    /// Websocket URL for the chain's push notifications (`logsSubscribe`;
+    /// default: the RPC URL's, port + 1, as the Solana CLI derives it).
+    #[arg(long, env = "BRAINCTL_INDEXER_WS")]
+    ws: Option<String>,
     /// Arweave gateway serving manifests by item id.
     #[arg(long, env = "BRAINCTL_GATEWAY_URL", conflicts_with = "fs_store")]
     gateway: Option<String>,
@@ -151,12 +155,15 @@ struct RunArgs {
     /// Milliseconds between polls.
     #[arg(long, default_value_t = 1_000)]
     interval_ms: u64,
-    /// Also poll whenever the chain notifies a transaction mentioning a
-    /// watched address (`logsSubscribe` on the RPC's websocket), so a long
-    /// --interval-ms (fewer RPC requests) still serves new transactions in
-    /// about a second; the interval stays the safety net. Measured slower
-    /// than the default 1 s polling on a local validator (see README).
+    /// Poll only every --interval-ms. By default the indexer also
+    /// subscribes to the chain's push notifications (`logsSubscribe` on the
+    /// websocket, see --ws) and folds each notified transaction at once,
+    /// reading the history whenever a subscription becomes live (the gap a
+    /// dropped one leaves); the interval stays the safety net.
     #[arg(long)]
+    no_wake_ups: bool,
+    /// Push notifications on (the default; kept for scripts that pass it).
+    #[arg(long, hide = true, conflicts_with = "no_wake_ups")]
     wake_ups: bool,
     /// Name shown in sign-in messages: the host name clients reach this
     /// indexer at (default: `brainctl-indexer-<id>`, generated once per
@@ -379,7 +386,13 @@ fn recorded_rules(store: &dyn LogStore, db: &DbArg) -> Result<(String, FoldConfi
 
 /// The RPC source, the cluster's name and the fold rules for it.
 async fn connect(src: &SourceArgs) -> Result<(RpcSource, String, FoldConfig, Pubkey)> {
-    let endpoint = Endpoint::parse(&src.rpc).with_context(|| format!("--rpc {}", src.rpc))?;
+    let mut endpoint = Endpoint::parse(&src.rpc).with_context(|| format!("--rpc {}", src.rpc))?;
+    if let Some(ws) = &src.ws {
+        if !(ws.starts_with("ws://") || ws.starts_with("wss://")) {
+            anyhow::bail!("--ws {ws}: not a websocket URL (ws:// or wss://)");
+        }
+        endpoint.ws_url = ws.trim_end_matches('/').to_string();
+    }
     // the escrow program's deposits (calls) and events (logs) are folded
     let chain = Chain::new(
         endpoint,
@@ -451,7 +464,7 @@ async fn run(a: RunArgs) -> Result<()> {
         listener,
         state,
         source,
-        (interval, a.wake_ups),
+        (interval, !a.no_wake_ups),
         shutdown_signal(),
     )
     .await?;

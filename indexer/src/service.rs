@@ -1,8 +1,9 @@
 //! The indexer as a long-lived service, in the library (as mini-redis
-//! keeps its server loop): the writer ([`run`]: poll the chain when its
-//! push notifications say something happened, and every interval as the
-//! safety net, and serve the API) and the read replica ([`run_replica`]:
-//! refold when the shared log changes and serve), each until its shutdown
+//! keeps its server loop): the writer ([`run`]: fold each transaction
+//! the chain's push notifications name as it comes, poll whenever a
+//! subscription becomes live and every interval as the safety net, and
+//! serve the API) and the read replica ([`run_replica`]:
+//! catch up when the shared log changes and serve), each until its shutdown
 //! future completes. The binary only parses flags, binds and wires the
 //! signals; tests run these very loops in-process on 127.0.0.1:0.
 
@@ -18,8 +19,9 @@ use tokio::net::TcpListener;
 pub const MIN_INTERVAL: Duration = Duration::from_millis(50);
 
 /// Polls `source` into `state.ix` every `interval` and, with `wake_ups`,
-/// whenever the chain notifies a transaction mentioning a watched address
-/// (a failed poll is counted and retried, never fatal) and serves the API on
+/// folds each transaction the chain notifies as mentioning a watched
+/// address as it comes (a failed poll is counted and retried, never
+/// fatal) and serves the API on
 /// `listener`, until `shutdown` completes; then stops polling, lets the
 /// server finish its requests, and returns.
 pub async fn run(
@@ -37,15 +39,24 @@ pub async fn run(
             let _ = rx.changed().await;
         }))
     };
-    // the chain's push notifications wake the poller at once; polling
-    // every interval stays the safety net (a notification dropped, or the
-    // subscription lost, costs at most one interval: each poll reads every
-    // watched address's whole history since its checkpoint)
-    let (nudge_tx, mut nudges) = tokio::sync::mpsc::channel::<String>(256);
+    // the chain's push notifications: each notified transaction is
+    // fetched and folded directly, beside the polls (never queued behind
+    // one); a subscription becoming live, or a transaction not readable
+    // yet, wakes a poll; polling every interval stays the safety net (a
+    // notification dropped costs at most one interval: each poll reads
+    // every watched address's whole history since its checkpoint)
+    let (nudge_tx, nudges) = tokio::sync::mpsc::channel::<Wake>(256);
+    let poll_now = Arc::new(tokio::sync::Notify::new());
     let waker = tokio::spawn(wake_on_chain(
         source.chain().endpoint().ws_url.clone(),
         wake_ups.then(|| source.addresses().to_vec()),
         nudge_tx,
+    ));
+    let direct = tokio::spawn(fold_as_notified(
+        source.clone(),
+        ix.clone(),
+        nudges,
+        poll_now.clone(),
     ));
     let poller = {
         let mut rx = stop_rx;
@@ -59,31 +70,9 @@ pub async fn run(
                     _ = ticks.tick() => {
                         poll_once(&source, &ix, &metrics).await;
                     }
-                    Some(first) = nudges.recv() => {
-                        // every transaction notified meanwhile, then polls
-                        // until they are folded (a notification can come
-                        // before the history lists its transaction), a
-                        // few at most: the tick is the safety net
-                        let mut waiting = vec![first];
-                        while let Ok(more) = nudges.try_recv() {
-                            waiting.push(more);
-                        }
-                        // each notified transaction folded at once, as a
-                        // hint is (in chain order, or a refold); what it
-                        // cannot fold yet the polls below chase
-                        fold_notified(&source, &ix, &waiting).await;
-                        for chase in 0..CHASE_POLLS {
-                            let s = ix.state();
-                            waiting.retain(|sig| !s.has_folded(sig));
-                            if waiting.is_empty() {
-                                break;
-                            }
-                            if chase > 0 {
-                                tokio::time::sleep(CHASE_PAUSE).await;
-                            }
-                            let fetched = poll_once(&source, &ix, &metrics).await;
-                            tracing::debug!(chase, fetched, waiting = waiting.len(), "woken by the chain");
-                        }
+                    _ = poll_now.notified() => {
+                        let fetched = poll_once(&source, &ix, &metrics).await;
+                        tracing::debug!(fetched, "woken by the chain");
                     }
                     _ = rx.changed() => break,
                 }
@@ -94,28 +83,78 @@ pub async fn run(
     tracing::info!("shutting down");
     let _ = stop_tx.send(true);
     waker.abort();
+    direct.abort();
     let _ = poller.await;
     server
         .await
         .map_err(|e| std::io::Error::other(format!("server task: {e}")))?
 }
 
-/// Polls after a notification until one fetches something (the history
-/// can lag the notification by a moment).
-const CHASE_POLLS: usize = 5;
-/// The pause between those polls.
-const CHASE_PAUSE: Duration = Duration::from_millis(50);
+/// Attempts to read a notified transaction before it is left to a poll
+/// (the history can lag the notification by a moment).
+const DIRECT_ATTEMPTS: usize = 8;
+/// The pause between those attempts.
+const DIRECT_PAUSE: Duration = Duration::from_millis(40);
+
+/// Folds each notified transaction directly ([`fold_notified`]), a few
+/// attempts apart while it is not readable yet, then wakes a poll for
+/// what is left; a subscription becoming live wakes a poll at once (the
+/// gap before it). Runs until the waker's channel closes.
+async fn fold_as_notified(
+    source: Arc<RpcSource>,
+    ix: Arc<Indexer>,
+    mut nudges: tokio::sync::mpsc::Receiver<Wake>,
+    poll_now: Arc<tokio::sync::Notify>,
+) {
+    while let Some(first) = nudges.recv().await {
+        let mut waiting = vec![];
+        for wake in std::iter::once(first).chain(std::iter::from_fn(|| nudges.try_recv().ok())) {
+            match wake {
+                Wake::Tx(sig) => waiting.push(sig),
+                Wake::Subscribed => {
+                    tracing::info!("chain notifications live; reading the gap before them");
+                    poll_now.notify_one();
+                }
+            }
+        }
+        for attempt in 0..DIRECT_ATTEMPTS {
+            if waiting.is_empty() {
+                break;
+            }
+            if attempt > 0 {
+                tokio::time::sleep(DIRECT_PAUSE).await;
+            }
+            fold_notified(&source, &ix, &waiting).await;
+            let s = ix.state();
+            waiting.retain(|sig| !s.has_folded(sig));
+        }
+        if !waiting.is_empty() {
+            tracing::debug!(left = waiting.len(), "notified transactions left to a poll");
+            poll_now.notify_one();
+        }
+    }
+}
 
 /// Longest pause before a lost subscription is made again.
 const MAX_RESUBSCRIBE_PAUSE: Duration = Duration::from_secs(30);
 
+/// What wakes the poller.
+enum Wake {
+    /// A notified transaction.
+    Tx(String),
+    /// The subscription is live (again): read the gap before it.
+    Subscribed,
+}
+
 /// Keeps a `logsSubscribe` on the watched addresses (confirmed), nudging
-/// the poller on each notification, and subscribes again (pausing 1 s
+/// the poller on each notification and each time the subscription is
+/// live (a poll then reads whatever landed while it was not: the gap a
+/// dropped subscription leaves), and subscribes again (pausing 1 s
 /// doubling to 30 s) whenever the websocket ends or fails.
 async fn wake_on_chain(
     ws_url: String,
     addresses: Option<Vec<node::chain::Pubkey>>,
-    nudge: tokio::sync::mpsc::Sender<String>,
+    nudge: tokio::sync::mpsc::Sender<Wake>,
 ) {
     // off: hold the sender (the poller's select stays armed) and wait
     let Some(addresses) = addresses else {
@@ -129,7 +168,10 @@ async fn wake_on_chain(
             &ws_url,
             &addresses,
             solana_commitment_config::CommitmentConfig::confirmed(),
-            |sig| !(nudge.try_send(sig).is_err() && nudge.is_closed()),
+            || {
+                let _ = nudge.try_send(Wake::Subscribed);
+            },
+            |sig| !(nudge.try_send(Wake::Tx(sig)).is_err() && nudge.is_closed()),
         )
         .await;
         if nudge.is_closed() {
@@ -233,8 +275,10 @@ pub enum Changes {
     Every(Duration),
 }
 
-/// Serves `state` (a replica: no chain access) on `listener`, refolding
-/// whenever `changes` says the log changed, until `shutdown` completes.
+/// Serves `state` (a replica: no chain access) on `listener`, catching up
+/// with the log ([`Indexer::catch_up`]: the changes since the last one
+/// applied, or a refold where the store keeps no change numbers) whenever
+/// `changes` says it changed, until `shutdown` completes.
 pub async fn run_replica(
     listener: TcpListener,
     state: AppState,
@@ -257,10 +301,19 @@ pub async fn run_replica(
         while changed.recv().await.is_some() {
             while changed.try_recv().is_ok() {}
             let ix = ix.clone();
-            match tokio::task::spawn_blocking(move || ix.refold()).await {
-                Ok(Ok(())) => {}
+            match tokio::task::spawn_blocking(move || ix.catch_up()).await {
+                Ok(Ok(applied)) => {
+                    if applied.stored > 0 || applied.removed > 0 || applied.refolded {
+                        tracing::debug!(
+                            stored = applied.stored,
+                            removed = applied.removed,
+                            refolded = applied.refolded_records,
+                            "caught up with the log"
+                        );
+                    }
+                }
                 Ok(Err(e)) => {
-                    tracing::warn!(error = %e, "refold failed; retrying on the next change")
+                    tracing::warn!(error = %e, "catching up failed; retrying on the next change")
                 }
                 Err(e) => tracing::warn!(error = %e, "refold task failed"),
             }

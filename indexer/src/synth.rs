@@ -331,9 +331,54 @@ impl LogBuilder {
         self.release(&seller, &listing, &buyer, &buy);
     }
 
+    /// One trade with the hostile shapes around it (11 records): an
+    /// underpaying buy, a buy paying a stranger, a cancel and a release by
+    /// a stranger, a failed transaction carrying a `list` memo, a
+    /// malformed marketplace memo and a memo that is not the
+    /// marketplace's, beside the honest negotiated trade. Each hostile one
+    /// folds to a refusal (or nothing), never a change.
+    pub fn hostile_trade(&mut self, n: u64, sellers: u64) {
+        let seller = wallet(1, n % sellers.max(1));
+        let buyer = wallet(2, n);
+        let mallory = wallet(3, n % 97);
+        let listing = self.list(&seller, n, "auction");
+        self.buy(&mallory, &listing, 1);
+        let mut elsewhere = listing.clone();
+        elsewhere.payment_address = mallory.address();
+        self.buy(&mallory, &elsewhere, LIST_PRICE_LAMPORTS);
+        self.memo(
+            &mallory,
+            MemoOp::Cancel {
+                listing_id: listing.listing_id.clone(),
+            },
+        );
+        let failed = self.memo(
+            &mallory,
+            MemoOp::List {
+                listing_arweave_id: format!("failed-{n}"),
+                bundle_hash: "ab".repeat(32),
+            },
+        );
+        if let Some(r) = self.records.last_mut() {
+            debug_assert_eq!(r.tx.signature, failed);
+            r.tx.succeeded = false;
+        }
+        self.push(&[&mallory], format!("{}:buy:{n}", node::market::memo::PREFIX), vec![], vec![]);
+        self.push(&[&mallory], format!("gm {n}"), vec![], vec![]);
+        let buy = self.buy(&buyer, &listing, LIST_PRICE_LAMPORTS);
+        self.release(&mallory, &listing, &buyer, &buy);
+        self.release(&seller, &listing, &buyer, &buy);
+    }
+
     /// The records so far, in chain order.
     pub fn records(&self) -> &[TxRecord] {
         &self.records
+    }
+
+    /// Takes the records so far, going on from the same slot (a long log
+    /// generated in batches).
+    pub fn take_records(&mut self) -> Vec<TxRecord> {
+        std::mem::take(&mut self.records)
     }
 
     /// Takes the records.

@@ -231,7 +231,7 @@ pub fn listing_page<'a>(
     let mut next_cursor = None;
     for l in state
         .listings
-        .range::<String, _>(from)
+        .range::<_, String>(from)
         .map(|(_, l)| l)
         .filter(|l| f.matches(l, state.view_now()))
     {

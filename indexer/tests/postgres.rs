@@ -17,6 +17,9 @@ use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
+#[path = "support/replica.rs"]
+mod replica;
+
 const PRICE: u64 = 50_000_000;
 
 /// A child process killed when the test ends, passed or not.
@@ -263,4 +266,12 @@ fn a_writer_and_two_replicas_share_one_log_and_survive_the_writer_dying() {
     for r in &mut replicas {
         kill(r, libc::SIGTERM);
     }
+}
+
+/// A read replica catches up from the last change it applied (change
+/// numbers in the shared log): see `support/replica.rs`.
+#[test]
+fn a_replica_catches_up_from_its_last_change_never_refolding_the_log() {
+    let pg = e2e::postgres::start();
+    replica::follows_the_writer(|| Box::new(indexer::store::PgStore::connect(&pg.url).unwrap()));
 }

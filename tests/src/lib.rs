@@ -578,6 +578,17 @@ impl RefBrain {
     }
 }
 
+/// A child process killed (SIGKILL) and reaped when the guard drops, so a
+/// failing test leaves nothing running.
+pub struct KillOnDrop(pub std::process::Child);
+
+impl Drop for KillOnDrop {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
 /// A small runtime for blocking test code.
 pub fn runtime() -> tokio::runtime::Runtime {
     tokio::runtime::Builder::new_current_thread()

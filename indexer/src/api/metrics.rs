@@ -19,8 +19,11 @@ pub struct Metrics {
     pub poll_errors: AtomicU64,
     /// Records ingested.
     pub records: AtomicU64,
-    /// Full refolds.
+    /// Refolds (a record landing before the head: from the newest
+    /// snapshot before it).
     pub refolds: AtomicU64,
+    /// Records those refolds folded again.
+    pub refolded_records: AtomicU64,
     /// Last finalized slot seen.
     pub final_slot: AtomicU64,
 }
@@ -36,6 +39,7 @@ impl Metrics {
         Self::add(&self.polls, 1);
         Self::add(&self.records, r.fetched as u64);
         Self::add(&self.refolds, r.applied.refolded as u64);
+        Self::add(&self.refolded_records, r.applied.refolded_records as u64);
         self.final_slot.fetch_max(r.final_slot, Ordering::Relaxed);
     }
 
@@ -88,8 +92,14 @@ impl Metrics {
         line(
             "brainctl_indexer_refolds_total",
             "counter",
-            "Full refolds of the log.",
+            "Refolds after a record landed before the head (each from the newest snapshot before it).",
             get(&self.refolds),
+        );
+        line(
+            "brainctl_indexer_refolded_records_total",
+            "counter",
+            "Records folded again by those refolds.",
+            get(&self.refolded_records),
         );
         line(
             "brainctl_indexer_finalized_slot",

@@ -73,6 +73,21 @@ enum Cmd {
         #[arg(long, default_value_t = 200)]
         requests: usize,
     },
+    /// The indexer at a market's scale: a generated log of N records in
+    /// PostgreSQL (trades with the hostile shapes), a writer and a read
+    /// replica: cold rebuild, memory, the replica's lag for a new memo and
+    /// for a record landing before the head, against a whole refold.
+    Scale {
+        /// PostgreSQL URL of an empty database (the bench writes its log).
+        #[arg(long, env = "BRAINCTL_BENCH_PG")]
+        pg: String,
+        /// Records in the generated log.
+        #[arg(long, default_value_t = 100_000)]
+        records: usize,
+        /// Events of each kind measured.
+        #[arg(long, default_value_t = 20)]
+        samples: usize,
+    },
     /// Honest browse/detail clients alone, then beside attackers hinting
     /// old transactions and flooding /auth/challenge; p50/p99 of both.
     Flood {
@@ -183,6 +198,15 @@ async fn dispatch(cli: Cli) -> Result<()> {
                     lines.join("\n")
                 ),
             );
+            Ok(())
+        }
+        Cmd::Scale {
+            pg,
+            records,
+            samples,
+        } => {
+            let r = indexer::loadtest::scale::scale(&pg, records, samples).await?;
+            print(json, serde_json::to_value(&r)?, &r.summary());
             Ok(())
         }
         Cmd::Flood {

@@ -34,7 +34,7 @@ use crate::record::{Position, TxRecord};
 use node::market::{MemoError, MemoOp};
 use serde::Serialize;
 use sha2::{Digest, Sha256};
-use std::collections::{BTreeMap, BTreeSet};
+use imbl::{HashMap, OrdMap, OrdSet};
 
 /// Seconds after a paid buy without a release before it counts against
 /// the seller as unreleased.
@@ -102,25 +102,27 @@ pub struct State {
     /// Transactions folded.
     pub transactions: u64,
     /// Listings by id.
-    pub listings: BTreeMap<String, ListingState>,
+    pub listings: OrdMap<String, ListingState>,
     /// Offers by id.
-    pub offers: BTreeMap<String, OfferState>,
+    pub offers: OrdMap<String, OfferState>,
     /// Buys by transaction signature.
-    pub settlements: BTreeMap<String, Settlement>,
+    pub settlements: OrdMap<String, Settlement>,
     /// Refused memos by transaction signature.
-    pub rejected: BTreeMap<String, Vec<Rejected>>,
+    pub rejected: OrdMap<String, Vec<Rejected>>,
     /// Escrow-program deposits by escrow account (from its events).
-    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
-    pub escrows: BTreeMap<String, EscrowState>,
+    #[serde(skip_serializing_if = "OrdMap::is_empty")]
+    pub escrows: OrdMap<String, EscrowState>,
+    /// Where each folded transaction sits (what a moved or removed record
+    /// invalidates).
     #[serde(skip)]
-    seen: BTreeSet<String>,
+    seen: HashMap<String, Position>,
     /// Buy signatures by listing (an index over `settlements`).
     #[serde(skip)]
-    buys_by_listing: BTreeMap<String, Vec<String>>,
+    buys_by_listing: OrdMap<String, imbl::Vector<String>>,
     /// Offer ids by listing (an index over `offers`: a buy looks up its
     /// listing's accepted offers without scanning every offer).
     #[serde(skip)]
-    offers_by_listing: BTreeMap<String, BTreeSet<String>>,
+    offers_by_listing: OrdMap<String, OrdSet<String>>,
     /// The chain's clock, as the indexer serving this state last read it.
     #[serde(skip)]
     pub clock: std::sync::Arc<crate::clock::ChainClock>,
@@ -175,7 +177,7 @@ impl State {
     pub fn fold(records: &[TxRecord], book: &ManifestBook, cfg: &FoldConfig) -> State {
         let mut s = State::new();
         for r in records {
-            s.apply_unchecked(r, book, cfg);
+            s.apply_one(r, book, cfg);
         }
         s
     }
@@ -200,14 +202,19 @@ impl State {
             last = Some(r.position());
         }
         for r in records {
-            self.apply_unchecked(r, book, cfg);
+            self.apply_one(r, book, cfg);
         }
         Ok(())
     }
 
     /// Whether the transaction `signature` has been folded.
     pub fn has_folded(&self, signature: &str) -> bool {
-        self.seen.contains(signature)
+        self.seen.contains_key(signature)
+    }
+
+    /// Where the folded transaction `signature` sits.
+    pub fn folded_at(&self, signature: &str) -> Option<Position> {
+        self.seen.get(signature).copied()
     }
 
     /// SHA-256 (hex) of the state version and the canonical JSON of the state.
@@ -221,8 +228,10 @@ impl State {
         hex::encode(h.finalize())
     }
 
-    fn apply_unchecked(&mut self, r: &TxRecord, book: &ManifestBook, cfg: &FoldConfig) {
-        if !self.seen.insert(r.tx.signature.clone()) {
+    /// Folds one record; the caller keeps chain order (a record already
+    /// folded is skipped).
+    pub fn apply_one(&mut self, r: &TxRecord, book: &ManifestBook, cfg: &FoldConfig) {
+        if self.seen.insert(r.tx.signature.clone(), r.position()).is_some() {
             return;
         }
         self.transactions += 1;

@@ -162,7 +162,7 @@ impl State {
         self.buys_by_listing
             .entry(settlement.listing_id.clone())
             .or_default()
-            .push(r.tx.signature.clone());
+            .push_back(r.tx.signature.clone());
         self.settlements.insert(r.tx.signature.clone(), settlement);
         Ok(())
     }

@@ -7,6 +7,7 @@
 
 pub mod explorer;
 pub mod flood;
+pub mod scale;
 
 use crate::api::{self, AppState};
 use crate::engine::Indexer;

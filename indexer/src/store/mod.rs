@@ -10,7 +10,7 @@ pub mod postgres;
 
 pub use postgres::PgStore;
 
-use crate::record::TxRecord;
+use crate::record::{Position, TxRecord};
 use rusqlite::{params, Connection, OptionalExtension};
 use serde_json::Value;
 use std::path::Path;
@@ -18,6 +18,7 @@ use std::path::Path;
 const MIGRATIONS: &[&str] = &[
     include_str!("../../../migrations/indexer/0001_init.sql"),
     include_str!("../../../migrations/indexer/0002_nonce_pubkey.sql"),
+    include_str!("../../../migrations/indexer/0003_change_numbers.sql"),
 ];
 /// `PRAGMA application_id` of indexer databases ("BRNI").
 pub const APPLICATION_ID: i64 = 0x4252_4e49;
@@ -45,6 +46,17 @@ pub enum StoreError {
     /// The store's connection task is gone.
     #[error("indexer database connection closed")]
     Closed,
+}
+
+/// The log's changes after a change number ([`LogStore::changes_since`]).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct LogChanges {
+    /// Records stored or updated since, in chain order.
+    pub records: Vec<TxRecord>,
+    /// Signatures removed since and not stored again.
+    pub removed: Vec<String>,
+    /// The newest change number read (the next call's `seq`).
+    pub seq: u64,
 }
 
 /// A session: who, until when.
@@ -91,6 +103,22 @@ pub trait LogStore: Send {
     fn put_records(&mut self, records: &[TxRecord], final_slot: u64) -> Result<usize, StoreError>;
     /// Every record, in chain order.
     fn records(&self) -> Result<Vec<TxRecord>, StoreError>;
+    /// The records after `position` (strictly), in chain order: the suffix
+    /// a refold from a snapshot folded through `position` reads.
+    fn records_after(&self, position: Position) -> Result<Vec<TxRecord>, StoreError>;
+    /// What changed in the log after change number `seq` (a read
+    /// replica's catch-up), or `None` where the store keeps no change
+    /// numbers (then the replica refolds).
+    fn changes_since(&self, seq: u64) -> Result<Option<LogChanges>, StoreError> {
+        let _ = seq;
+        Ok(None)
+    }
+    /// The newest change number committed (`None` where the store keeps
+    /// none): read before a fold, every change after it is in
+    /// [`LogStore::changes_since`].
+    fn log_seq(&self) -> Result<Option<u64>, StoreError> {
+        Ok(None)
+    }
     /// Signatures and slots of provisional records.
     fn provisional(&self) -> Result<Vec<(String, u64)>, StoreError>;
     /// Marks provisional records at or below `final_slot` final.
@@ -162,6 +190,21 @@ pub struct SqliteStore {
 }
 
 impl SqliteStore {
+    /// Decodes the (signature, record) rows `sql` selects.
+    fn read_records(
+        &self,
+        sql: &str,
+        params: impl rusqlite::Params,
+    ) -> Result<Vec<TxRecord>, StoreError> {
+        let mut stmt = self.conn.prepare_cached(sql)?;
+        let rows = stmt.query_map(params, |r| Ok((r.get::<_, String>(0)?, r.get::<_, String>(1)?)))?;
+        rows.map(|row| {
+            let (sig, json) = row?;
+            decode(sig, &json)
+        })
+        .collect()
+    }
+
     /// Opens (creating) the database at `path`.
     pub fn open(path: &Path) -> Result<SqliteStore, StoreError> {
         if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
@@ -199,13 +242,33 @@ impl SqliteStore {
     }
 }
 
+/// The last change number taken (meta `log_seq`).
+fn taken_seq(conn: &Connection) -> Result<i64, StoreError> {
+    let v: Option<String> = conn
+        .query_row("SELECT value FROM meta WHERE key = 'log_seq'", [], |r| r.get(0))
+        .optional()?;
+    Ok(v.and_then(|v| v.parse().ok()).unwrap_or(0))
+}
+
+fn set_taken_seq(conn: &Connection, seq: i64) -> Result<(), StoreError> {
+    conn.execute(
+        "INSERT INTO meta (key, value) VALUES ('log_seq', ?1)
+         ON CONFLICT(key) DO UPDATE SET value = excluded.value",
+        [seq.to_string()],
+    )?;
+    Ok(())
+}
+
 fn decode(signature: String, json: &str) -> Result<TxRecord, StoreError> {
     serde_json::from_str(json).map_err(|source| StoreError::Corrupt { signature, source })
 }
 
 impl LogStore for SqliteStore {
     fn put_records(&mut self, records: &[TxRecord], final_slot: u64) -> Result<usize, StoreError> {
-        let tx = self.conn.transaction()?;
+        let tx = self
+            .conn
+            .transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
+        let mut seq = taken_seq(&tx)?;
         let mut moved = 0;
         {
             let mut old = tx.prepare_cached("SELECT slot, idx FROM txs WHERE signature = ?1")?;
@@ -220,29 +283,84 @@ impl LogStore for SqliteStore {
         }
         {
             let mut stmt = tx.prepare_cached(
-                "INSERT INTO txs (signature, slot, idx, final, record) VALUES (?1, ?2, ?3, ?4, ?5)
+                "INSERT INTO txs (signature, slot, idx, final, record, seq) VALUES (?1, ?2, ?3, ?4, ?5, ?6)
                  ON CONFLICT(signature) DO UPDATE SET slot = excluded.slot, idx = excluded.idx,
-                   final = max(final, excluded.final), record = excluded.record",
+                   final = max(final, excluded.final), record = excluded.record, seq = excluded.seq",
             )?;
             for r in records {
                 let json = serde_json::to_string(r).expect("records serialize");
+                seq += 1;
                 stmt.execute(params![
                     r.tx.signature,
                     r.tx.slot as i64,
                     r.index,
                     (r.tx.slot <= final_slot) as i64,
-                    json
+                    json,
+                    seq
                 ])?;
             }
         }
+        set_taken_seq(&tx, seq)?;
         tx.commit()?;
         Ok(moved)
     }
 
     fn clear_log(&mut self) -> Result<(), StoreError> {
-        self.conn
-            .execute_batch("BEGIN; DELETE FROM txs; DELETE FROM checkpoints; COMMIT;")?;
+        let tx = self
+            .conn
+            .transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
+        let seq = taken_seq(&tx)? + 1;
+        tx.execute(
+            "INSERT INTO txs_removed (seq, signature) SELECT ?1, signature FROM txs",
+            [seq],
+        )?;
+        tx.execute_batch("DELETE FROM txs; DELETE FROM checkpoints;")?;
+        set_taken_seq(&tx, seq)?;
+        tx.commit()?;
         Ok(())
+    }
+
+    fn log_seq(&self) -> Result<Option<u64>, StoreError> {
+        Ok(Some(taken_seq(&self.conn)? as u64))
+    }
+
+    fn changes_since(&self, seq: u64) -> Result<Option<LogChanges>, StoreError> {
+        // one read transaction: both tables as of one commit
+        let tx = self.conn.unchecked_transaction()?;
+        let newest = taken_seq(&tx)? as u64;
+        let records = {
+            let mut stmt = tx.prepare_cached(
+                "SELECT signature, record FROM txs WHERE seq > ?1 ORDER BY slot, idx, signature",
+            )?;
+            let rows = stmt.query_map([seq as i64], |r| {
+                Ok((r.get::<_, String>(0)?, r.get::<_, String>(1)?))
+            })?;
+            rows.map(|row| {
+                let (sig, json) = row?;
+                decode(sig, &json)
+            })
+            .collect::<Result<Vec<_>, _>>()?
+        };
+        let stored: std::collections::HashSet<&str> =
+            records.iter().map(|r| r.signature()).collect();
+        let mut removed: Vec<String> = Vec::new();
+        {
+            let mut stmt = tx.prepare_cached(
+                "SELECT signature FROM txs_removed WHERE seq > ?1 ORDER BY seq",
+            )?;
+            for sig in stmt.query_map([seq as i64], |r| r.get::<_, String>(0))? {
+                let sig = sig?;
+                if !stored.contains(sig.as_str()) && !removed.contains(&sig) {
+                    removed.push(sig);
+                }
+            }
+        }
+        tx.commit()?;
+        Ok(Some(LogChanges {
+            records,
+            removed,
+            seq: newest,
+        }))
     }
 
     fn is_empty(&self) -> Result<bool, StoreError> {
@@ -252,16 +370,21 @@ impl LogStore for SqliteStore {
         Ok(!any)
     }
 
+    fn records_after(&self, (slot, idx): Position) -> Result<Vec<TxRecord>, StoreError> {
+        self.read_records(
+            concat!(
+                "SELECT signature, record FROM txs WHERE slot > ?1 OR (slot = ?1 AND idx > ?2)",
+                " ORDER BY slot, idx, signature"
+            ),
+            params![slot as i64, idx as i64],
+        )
+    }
+
     fn records(&self) -> Result<Vec<TxRecord>, StoreError> {
-        let mut stmt = self
-            .conn
-            .prepare("SELECT signature, record FROM txs ORDER BY slot, idx, signature")?;
-        let rows = stmt.query_map([], |r| Ok((r.get::<_, String>(0)?, r.get::<_, String>(1)?)))?;
-        rows.map(|row| {
-            let (sig, json) = row?;
-            decode(sig, &json)
-        })
-        .collect()
+        self.read_records(
+            "SELECT signature, record FROM txs ORDER BY slot, idx, signature",
+            [],
+        )
     }
 
     fn provisional(&self) -> Result<Vec<(String, u64)>, StoreError> {
@@ -280,11 +403,23 @@ impl LogStore for SqliteStore {
     }
 
     fn remove(&mut self, signatures: &[String]) -> Result<usize, StoreError> {
-        let tx = self.conn.transaction()?;
+        let tx = self
+            .conn
+            .transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
+        let mut seq = taken_seq(&tx)?;
         let mut n = 0;
         for s in signatures {
-            n += tx.execute("DELETE FROM txs WHERE signature = ?1 AND final = 0", [s])?;
+            let gone = tx.execute("DELETE FROM txs WHERE signature = ?1 AND final = 0", [s])?;
+            if gone > 0 {
+                seq += 1;
+                tx.execute(
+                    "INSERT INTO txs_removed (seq, signature) VALUES (?1, ?2)",
+                    params![seq, s],
+                )?;
+            }
+            n += gone;
         }
+        set_taken_seq(&tx, seq)?;
         tx.commit()?;
         Ok(n)
     }

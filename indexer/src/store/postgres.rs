@@ -13,8 +13,8 @@
 //!
 //! Owns persistence only, exactly as the SQLite store does.
 
-use super::{nonce_bounds, LogStore, Nonce, NoncePut, Session, StoreError};
-use crate::record::TxRecord;
+use super::{nonce_bounds, LogChanges, LogStore, Nonce, NoncePut, Session, StoreError};
+use crate::record::{Position, TxRecord};
 use serde_json::Value;
 use std::future::Future;
 use std::sync::Arc;
@@ -24,9 +24,15 @@ use tokio_postgres::{AsyncMessage, Client, NoTls};
 /// The channel the writer notifies on every change to the log.
 pub const LOG_CHANNEL: &str = "brainctl_indexer_log";
 
-const MIGRATIONS: &[&str] = &[include_str!("../../../migrations/indexer-pg/0001_init.sql")];
+const MIGRATIONS: &[&str] = &[
+    include_str!("../../../migrations/indexer-pg/0001_init.sql"),
+    include_str!("../../../migrations/indexer-pg/0002_change_numbers.sql"),
+];
 /// Advisory lock held while migrating (several processes may start at once).
 const MIGRATION_LOCK: i64 = 0x4252_4e49;
+/// Advisory lock held by every transaction that changes the log, so
+/// change numbers commit in the order they are taken.
+const LOG_LOCK: i64 = 0x4252_4e4a;
 
 /// The Postgres store.
 pub struct PgStore {
@@ -157,6 +163,20 @@ impl PgStore {
     }
 }
 
+/// Takes the log's lock for the rest of the transaction.
+async fn lock_log(c: &Client) -> Result<(), StoreError> {
+    c.execute("SELECT pg_advisory_xact_lock($1)", &[&LOG_LOCK])
+        .await?;
+    Ok(())
+}
+
+/// Decodes (signature, record) rows.
+fn decode_rows(rows: Vec<tokio_postgres::Row>) -> Result<Vec<TxRecord>, StoreError> {
+    rows.into_iter()
+        .map(|r| decode(r.get(0), r.get::<_, &str>(1)))
+        .collect()
+}
+
 async fn notify(c: &Client) -> Result<(), StoreError> {
     c.execute("SELECT pg_notify($1, '')", &[&LOG_CHANNEL])
         .await?;
@@ -172,55 +192,124 @@ impl LogStore for PgStore {
         if records.is_empty() {
             return Ok(0);
         }
-        let rows: Vec<(String, i64, i64, bool, String)> = records
-            .iter()
-            .map(|r| {
-                (
-                    r.tx.signature.clone(),
-                    r.tx.slot as i64,
-                    r.index as i64,
-                    r.tx.slot <= final_slot,
-                    serde_json::to_string(r).expect("records serialize"),
-                )
-            })
-            .collect();
+        // one row per signature (the last one given wins, as one by one would)
+        let mut latest: std::collections::HashMap<&str, &TxRecord> = Default::default();
+        for r in records {
+            latest.insert(r.signature(), r);
+        }
+        let mut sigs = Vec::with_capacity(latest.len());
+        let (mut slots, mut idxs, mut finals, mut jsons) = (vec![], vec![], vec![], vec![]);
+        for r in latest.into_values() {
+            sigs.push(r.tx.signature.clone());
+            slots.push(r.tx.slot as i64);
+            idxs.push(r.index as i64);
+            finals.push(r.tx.slot <= final_slot);
+            jsons.push(serde_json::to_string(r).expect("records serialize"));
+        }
         self.transaction(|c| async move {
-            let old = c
-                .prepare("SELECT slot, idx FROM txs WHERE signature = $1")
-                .await?;
-            let put = c
-                .prepare(
-                    "INSERT INTO txs (signature, slot, idx, final, record) VALUES ($1, $2, $3, $4, $5)
-                     ON CONFLICT (signature) DO UPDATE SET slot = excluded.slot, idx = excluded.idx,
-                       final = txs.final OR excluded.final, record = excluded.record",
+            lock_log(&c).await?;
+            // set-based: two statements per batch, whatever its size
+            let moved = c
+                .query_one(
+                    "SELECT count(*) FROM txs t
+                     JOIN UNNEST($1::text[], $2::bigint[], $3::bigint[]) AS n(signature, slot, idx)
+                       ON t.signature = n.signature
+                     WHERE (t.slot, t.idx) <> (n.slot, n.idx)",
+                    &[&sigs, &slots, &idxs],
                 )
-                .await?;
-            let mut moved = 0;
-            for (sig, slot, idx, fin, json) in &rows {
-                if let Some(row) = c.query_opt(&old, &[sig]).await? {
-                    let at: (i64, i64) = (row.get(0), row.get(1));
-                    if at != (*slot, *idx) {
-                        moved += 1;
-                    }
-                }
-                c.execute(&put, &[sig, slot, idx, fin, json]).await?;
-            }
+                .await?
+                .get::<_, i64>(0);
+            c.execute(
+                "INSERT INTO txs (signature, slot, idx, final, record)
+                 SELECT * FROM UNNEST($1::text[], $2::bigint[], $3::bigint[], $4::bool[], $5::text[])
+                 ON CONFLICT (signature) DO UPDATE SET slot = excluded.slot, idx = excluded.idx,
+                   final = txs.final OR excluded.final, record = excluded.record,
+                   seq = nextval('txs_seq')",
+                &[&sigs, &slots, &idxs, &finals, &jsons],
+            )
+            .await?;
             notify(&c).await?;
-            Ok(moved)
+            Ok(moved as usize)
         })
     }
 
     fn records(&self) -> Result<Vec<TxRecord>, StoreError> {
         self.run(|c| async move {
-            let rows = c
-                .query(
+            decode_rows(
+                c.query(
                     "SELECT signature, record FROM txs ORDER BY slot, idx, signature",
                     &[],
                 )
+                .await?,
+            )
+        })
+    }
+
+    fn records_after(&self, (slot, idx): Position) -> Result<Vec<TxRecord>, StoreError> {
+        let (slot, idx) = (slot as i64, idx as i64);
+        self.run(move |c| async move {
+            decode_rows(
+                c.query(
+                    "SELECT signature, record FROM txs WHERE (slot, idx) > ($1, $2)
+                     ORDER BY slot, idx, signature",
+                    &[&slot, &idx],
+                )
+                .await?,
+            )
+        })
+    }
+
+    fn log_seq(&self) -> Result<Option<u64>, StoreError> {
+        self.run(|c| async move {
+            let row = c
+                .query_one(
+                    "SELECT GREATEST((SELECT COALESCE(MAX(seq), 0) FROM txs),
+                                     (SELECT COALESCE(MAX(seq), 0) FROM txs_removed))",
+                    &[],
+                )
                 .await?;
-            rows.into_iter()
-                .map(|r| decode(r.get(0), r.get::<_, &str>(1)))
-                .collect()
+            Ok(Some(row.get::<_, i64>(0) as u64))
+        })
+    }
+
+    fn changes_since(&self, seq: u64) -> Result<Option<LogChanges>, StoreError> {
+        let since = seq as i64;
+        self.transaction(move |c| async move {
+            // one snapshot of both tables
+            c.batch_execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ READ ONLY")
+                .await?;
+            let rows = c
+                .query(
+                    "SELECT signature, record, seq FROM txs WHERE seq > $1
+                     ORDER BY slot, idx, signature",
+                    &[&since],
+                )
+                .await?;
+            let mut newest = since;
+            for r in &rows {
+                newest = newest.max(r.get::<_, i64>(2));
+            }
+            let stored: std::collections::HashSet<String> =
+                rows.iter().map(|r| r.get::<_, String>(0)).collect();
+            let mut removed = Vec::new();
+            for r in c
+                .query(
+                    "SELECT signature, seq FROM txs_removed WHERE seq > $1 ORDER BY seq",
+                    &[&since],
+                )
+                .await?
+            {
+                newest = newest.max(r.get::<_, i64>(1));
+                let sig: String = r.get(0);
+                if !stored.contains(&sig) && !removed.contains(&sig) {
+                    removed.push(sig);
+                }
+            }
+            Ok(Some(LogChanges {
+                records: decode_rows(rows)?,
+                removed,
+                seq: newest as u64,
+            }))
         })
     }
 
@@ -255,9 +344,12 @@ impl LogStore for PgStore {
         }
         let sigs = signatures.to_vec();
         self.transaction(|c| async move {
+            lock_log(&c).await?;
             let n = c
                 .execute(
-                    "DELETE FROM txs WHERE signature = ANY($1) AND NOT final",
+                    "WITH gone AS (DELETE FROM txs WHERE signature = ANY($1) AND NOT final
+                                   RETURNING signature)
+                     INSERT INTO txs_removed (signature) SELECT signature FROM gone",
                     &[&sigs],
                 )
                 .await? as usize;
@@ -270,8 +362,12 @@ impl LogStore for PgStore {
 
     fn clear_log(&mut self) -> Result<(), StoreError> {
         self.transaction(|c| async move {
-            c.batch_execute("DELETE FROM txs; DELETE FROM checkpoints;")
-                .await?;
+            lock_log(&c).await?;
+            c.batch_execute(
+                "INSERT INTO txs_removed (signature) SELECT signature FROM txs;
+                 DELETE FROM txs; DELETE FROM checkpoints;",
+            )
+            .await?;
             notify(&c).await
         })
     }

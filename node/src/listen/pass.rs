@@ -531,19 +531,18 @@ async fn release_due(
     report: &mut PassReport,
 ) -> Result<(), StateError> {
     let ready = db.due(BuyState::EnvelopeUploaded, now_ms())?;
-    let landed: Vec<(String, Result<String, ReleaseError>)> =
-        futures_util::stream::iter(ready.iter())
-            .map(|row| async move {
-                let result = match catalog.goods(&row.listing_id) {
-                    Some(goods) => land_release(chain, seller, row, &goods).await,
-                    None => Err(StateError::Unknown(format!("goods of {}", row.listing_id)).into()),
-                };
-                (row.signature.clone(), result)
-            })
-            .buffer_unordered(RELEASE_CONCURRENCY)
-            .collect()
-            .await;
-    for (signature, result) in landed {
+    // each outcome recorded as it comes (a release that landed is never
+    // held back by a slower one beside it)
+    let mut landed = futures_util::stream::iter(ready.iter())
+        .map(|row| async move {
+            let result = match catalog.goods(&row.listing_id) {
+                Some(goods) => land_release(chain, seller, row, &goods).await,
+                None => Err(StateError::Unknown(format!("goods of {}", row.listing_id)).into()),
+            };
+            (row.signature.clone(), result)
+        })
+        .buffer_unordered(RELEASE_CONCURRENCY);
+    while let Some((signature, result)) = landed.next().await {
         match result {
             Ok(release_sig) => {
                 db.mark_released(&signature, &release_sig)?;

@@ -20,19 +20,29 @@ pub async fn wake_on_logs(
     commitment: CommitmentConfig,
     nudge: Sender<()>,
 ) -> Result<(), String> {
-    notify_on_logs(ws_url, addresses, commitment, |_| {
-        !(nudge.try_send(()).is_err() && nudge.is_closed())
-    })
+    notify_on_logs(
+        ws_url,
+        addresses,
+        commitment,
+        // subscribed: a pass now covers whatever landed before
+        || {
+            let _ = nudge.try_send(());
+        },
+        |_| !(nudge.try_send(()).is_err() && nudge.is_closed()),
+    )
     .await
 }
 
-/// Subscribes to logs mentioning each address and calls `on` with each
-/// notified transaction's signature until it returns false. Returns when
-/// the connection ends or fails.
+/// Subscribes to logs mentioning each address, calls `subscribed` once
+/// every subscription is live (what landed before is the caller's to read:
+/// the gap a lost subscription leaves), then `on` with each notified
+/// transaction's signature until it returns false. Returns when the
+/// connection ends or fails.
 pub async fn notify_on_logs(
     ws_url: &str,
     addresses: &[Pubkey],
     commitment: CommitmentConfig,
+    subscribed: impl FnOnce(),
     mut on: impl FnMut(String) -> bool,
 ) -> Result<(), String> {
     let client = PubsubClient::new(ws_url)
@@ -51,6 +61,7 @@ pub async fn notify_on_logs(
             .map_err(|e| format!("logsSubscribe {addr}: {e}"))?;
         streams.push(stream);
     }
+    subscribed();
     let mut all = futures_util::stream::select_all(streams);
     while let Some(n) = all.next().await {
         if !on(n.value.signature) {

@@ -5,6 +5,10 @@
 //!   release recorded in the seller's state;
 //! - M concurrent buys (M buyers paying at once): the same, and releases
 //!   per second over the burst;
+//! - with `--rate R [--seconds S]` (default 5): buyers paying at R a second
+//!   for S seconds, each on its own: whether every release still comes
+//!   within a few slots, and the rate releases come at (from the first
+//!   to the last);
 //! - the daemon's RSS (current and peak, from /proc);
 //! - with `--hostile`: all of it again while a second thread sends the
 //!   hostile generator's transactions at the same listing, to show attacks
@@ -14,7 +18,7 @@
 //!   buyers pay at once: the honest releases' slots after their buys.
 //!
 //! `cargo run -p e2e --bin trade-bench -- [--sequential N]
-//! [--concurrent M] [--hostile] [--junk N] [--brainctl PATH]` (defaults 20, 100; the
+//! [--concurrent M] [--rate R [--seconds S]] [--hostile] [--junk N] [--brainctl PATH]` (defaults 20, 100; the
 //! brainctl binary next to this one unless `--brainctl`/`BRAINCTL_BIN`;
 //! `localnet/bench` builds both).
 //! Prints one JSON line per phase.
@@ -38,6 +42,8 @@ struct Args {
     concurrent: usize,
     hostile: bool,
     junk: usize,
+    rate: usize,
+    seconds: usize,
     brainctl: PathBuf,
 }
 
@@ -47,6 +53,8 @@ fn args() -> Args {
         concurrent: 100,
         hostile: false,
         junk: 0,
+        rate: 0,
+        seconds: 5,
         brainctl: std::env::var_os("BRAINCTL_BIN")
             .map(PathBuf::from)
             .unwrap_or_else(|| {
@@ -67,6 +75,8 @@ fn args() -> Args {
             "--concurrent" => a.concurrent = num("--concurrent"),
             "--hostile" => a.hostile = true,
             "--junk" => a.junk = num("--junk"),
+            "--rate" => a.rate = num("--rate"),
+            "--seconds" => a.seconds = num("--seconds").max(1),
             "--brainctl" => a.brainctl = it.next().expect("--brainctl takes a path").into(),
             other => panic!("unknown argument {other} (see the module doc)"),
         }
@@ -94,15 +104,20 @@ fn proc_kib(pid: u32, field: &str) -> u64 {
 
 use e2e::cli_seller::{fund_all, Seller};
 
-/// Each of `buyers` pays the listed price at once; returns each buy's
-/// (signature, slot, when it was confirmed).
-fn pay_at_once(
+/// Each of `buyers` pays the listed price, all at once (`rate` `None`)
+/// or the i-th at i / `rate` seconds (each on its own, never waiting for
+/// the ones before); returns each buy's (signature, slot, when it was
+/// confirmed).
+fn pay(
     rt: &tokio::runtime::Runtime,
     chain: &Chain,
     buyers: &[Wallet],
     target: &Target,
+    rate: Option<f64>,
 ) -> Vec<(String, u64, Instant)> {
-    let sends = buyers.iter().map(|w| {
+    let start = tokio::time::Instant::now();
+    let sends = buyers.iter().enumerate().map(|(i, w)| {
+        let at = start + rate.map_or(Duration::ZERO, |r| Duration::from_secs_f64(i as f64 / r));
         let k = w.solana_keypair();
         let ixs = buy_instructions(
             &k.pubkey(),
@@ -114,6 +129,7 @@ fn pay_at_once(
             None,
         );
         async move {
+            tokio::time::sleep_until(at).await;
             let sent = chain.send(&ixs, &[&k]).await.expect("buy");
             (sent.signature.to_string(), sent.slot, Instant::now())
         }
@@ -276,7 +292,7 @@ fn main() {
         let buyers: Vec<Wallet> = (0..a.concurrent).map(|_| Wallet::generate()).collect();
         fund_all(&rt, &chain, &whale, &buyers, 100_000_000);
         let start = Instant::now();
-        let buys = pay_at_once(&rt, &chain, &buyers, &target);
+        let buys = pay(&rt, &chain, &buyers, &target, None);
         let results = wait_releases(&rt, &chain, &seller.db(), &buys);
         let span = start.elapsed();
         let h = hostile_sent.load(Ordering::SeqCst);
@@ -284,6 +300,30 @@ fn main() {
             "{}",
             summary(&format!("concurrent{label}"), h, &results, Some(span), pid)
         );
+
+        // sustained: buyers paying at --rate a second for --seconds: does
+        // the daemon keep up (every release within a few slots) and at
+        // what rate do releases come
+        if a.rate > 0 {
+            let n = a.rate * a.seconds;
+            let buyers: Vec<Wallet> = (0..n).map(|_| Wallet::generate()).collect();
+            fund_all(&rt, &chain, &whale, &buyers, 100_000_000);
+            let buys = pay(&rt, &chain, &buyers, &target, Some(a.rate as f64));
+            let results = wait_releases(&rt, &chain, &seller.db(), &buys);
+            // when each release was recorded, from its buy's confirmation
+            let mut released: Vec<Instant> = buys
+                .iter()
+                .zip(&results)
+                .map(|((_, _, confirmed), (ms, _))| *confirmed + Duration::from_secs_f64(ms / 1e3))
+                .collect();
+            released.sort();
+            let steady = (released.len() - 1) as f64
+                / (released[released.len() - 1] - released[0]).as_secs_f64().max(1e-9);
+            let h = hostile_sent.load(Ordering::SeqCst);
+            let mut line = summary(&format!("sustained {}/s{label}", a.rate), h, &results, None, pid);
+            line["releases_per_second"] = json!((steady * 10.0).round() / 10.0);
+            println!("{line}");
+        }
         stop.store(true, Ordering::SeqCst);
         if let Some(t) = attacker {
             let _ = t.join();
