@@ -69,7 +69,7 @@ impl Snapshots {
         self.kept.retain(|s| {
             let distance = head.saturating_sub(s.transactions);
             let align = 1u64 << band(distance).saturating_sub(1);
-            distance <= MAX_DISTANCE && (s.transactions / STRIDE) % align == 0
+            distance <= MAX_DISTANCE && (s.transactions / STRIDE).is_multiple_of(align)
         });
     }
 
@@ -122,9 +122,16 @@ mod tests {
             let pos = (head - d, 0);
             let s = snaps.before(pos).expect("a snapshot before");
             assert!(s.last.unwrap() < pos);
-            assert!(head - s.transactions <= 2 * d + 2 * STRIDE, "d {d}: {}", s.transactions);
+            assert!(
+                head - s.transactions <= 2 * d + 2 * STRIDE,
+                "d {d}: {}",
+                s.transactions
+            );
         }
         snaps.forget_from((head - 5 * STRIDE, 0));
-        assert!(snaps.kept.iter().all(|s| s.transactions < head - 5 * STRIDE));
+        assert!(snaps
+            .kept
+            .iter()
+            .all(|s| s.transactions < head - 5 * STRIDE));
     }
 }

@@ -363,7 +363,12 @@ impl LogBuilder {
             debug_assert_eq!(r.tx.signature, failed);
             r.tx.succeeded = false;
         }
-        self.push(&[&mallory], format!("{}:buy:{n}", node::market::memo::PREFIX), vec![], vec![]);
+        self.push(
+            &[&mallory],
+            format!("{}:buy:{n}", node::market::memo::PREFIX),
+            vec![],
+            vec![],
+        );
         self.push(&[&mallory], format!("gm {n}"), vec![], vec![]);
         let buy = self.buy(&buyer, &listing, LIST_PRICE_LAMPORTS);
         self.release(&mallory, &listing, &buyer, &buy);

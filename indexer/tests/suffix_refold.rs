@@ -93,7 +93,7 @@ fn a_moved_record_and_a_vanished_one_refold_from_the_earliest_change() {
     assert_eq!(ix.state().hash(), replay_hash(&now));
     // a provisional record 20 back vanishes
     let gone = now[n - 20].signature().to_string();
-    let applied = ix.ingest(vec![], 0, &[gone.clone()]).unwrap();
+    let applied = ix.ingest(vec![], 0, std::slice::from_ref(&gone)).unwrap();
     assert_eq!(applied.removed, 1);
     assert!(applied.refolded && applied.refolded_records <= 2 * 20 + 2 * STRIDE as usize);
     now.retain(|r| r.signature() != gone);

@@ -173,7 +173,10 @@ fn a_dropped_subscription_loses_nothing_and_its_gap_is_read_when_it_returns() {
     forged_cancel(2);
     std::thread::sleep(Duration::from_secs(3));
     let h = get(&format!("{base}/health")).unwrap();
-    assert_eq!(h["transactions"], 1, "folded with no subscription and no poll due: {h}");
+    assert_eq!(
+        h["transactions"], 1,
+        "folded with no subscription and no poll due: {h}"
+    );
 
     // back: the gap is read as soon as a subscription is live again
     proxy.restore();

@@ -31,10 +31,10 @@ pub use settlement::{Settlement, SettlementStatus};
 
 use crate::book::ManifestBook;
 use crate::record::{Position, TxRecord};
+use imbl::{HashMap, OrdMap, OrdSet};
 use node::market::{MemoError, MemoOp};
 use serde::Serialize;
 use sha2::{Digest, Sha256};
-use imbl::{HashMap, OrdMap, OrdSet};
 
 /// Seconds after a paid buy without a release before it counts against
 /// the seller as unreleased.
@@ -231,7 +231,11 @@ impl State {
     /// Folds one record; the caller keeps chain order (a record already
     /// folded is skipped).
     pub fn apply_one(&mut self, r: &TxRecord, book: &ManifestBook, cfg: &FoldConfig) {
-        if self.seen.insert(r.tx.signature.clone(), r.position()).is_some() {
+        if self
+            .seen
+            .insert(r.tx.signature.clone(), r.position())
+            .is_some()
+        {
             return;
         }
         self.transactions += 1;

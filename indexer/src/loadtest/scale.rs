@@ -195,11 +195,7 @@ struct Generated {
 /// more before the head; returns the builder (to go on from the head),
 /// the held-out records, the records and memos written, and the
 /// memos stored per second.
-fn generate(
-    store: &mut PgStore,
-    n: usize,
-    held: usize,
-) -> Result<Generated, ScaleError> {
+fn generate(store: &mut PgStore, n: usize, held: usize) -> Result<Generated, ScaleError> {
     let mut b = LogBuilder::new();
     let (mut written, mut memo_count, mut held_out) = (0usize, 0usize, Vec::new());
     let hold_from = n.saturating_sub(OUT_OF_ORDER_DISTANCE + held);
@@ -208,7 +204,7 @@ fn generate(
     let mut pool = Vec::new();
     while written < n {
         while b.records().len() < 5_000 && written + b.records().len() < n {
-            if i % 2 == 0 {
+            if i.is_multiple_of(2) {
                 b.hostile_trade(i, 1_000);
             } else {
                 b.trade(i, 1_000);
@@ -266,7 +262,10 @@ async fn one_event(
     replica: &Arc<Indexer>,
     records: Vec<TxRecord>,
 ) -> Result<(f64, f64, usize), ScaleError> {
-    let sig = records.last().map(|r| r.signature().to_string()).unwrap_or_default();
+    let sig = records
+        .last()
+        .map(|r| r.signature().to_string())
+        .unwrap_or_default();
     let w = writer.clone();
     let started = Instant::now();
     let applied = tokio::task::spawn_blocking(move || w.ingest(records, FINAL, &[]))
@@ -279,7 +278,11 @@ async fn one_event(
 
 /// Runs the benchmark over an empty database at `pg_url` with about
 /// `records` records, `samples` events of each kind.
-pub async fn scale(pg_url: &str, records: usize, samples: usize) -> Result<ScaleReport, ScaleError> {
+pub async fn scale(
+    pg_url: &str,
+    records: usize,
+    samples: usize,
+) -> Result<ScaleReport, ScaleError> {
     let url = pg_url.to_string();
     let samples = samples.max(1);
     let Generated {
@@ -289,9 +292,11 @@ pub async fn scale(pg_url: &str, records: usize, samples: usize) -> Result<Scale
         records: n,
         memos: memo_count,
         rate: store_rate,
-    } = tokio::task::spawn_blocking(move || generate(&mut PgStore::connect(&url)?, records, samples))
-        .await
-        .expect("generate task")?;
+    } = tokio::task::spawn_blocking(move || {
+        generate(&mut PgStore::connect(&url)?, records, samples)
+    })
+    .await
+    .expect("generate task")?;
 
     let open = |url: String| {
         tokio::task::spawn_blocking(move || {
@@ -341,7 +346,12 @@ pub async fn scale(pg_url: &str, records: usize, samples: usize) -> Result<Scale
     let pool = Arc::new(pool);
     let flooders: Vec<_> = (0..2)
         .map(|t| {
-            let (w, pool, stop, hints) = (writer.clone(), pool.clone(), stop_flood.clone(), hints.clone());
+            let (w, pool, stop, hints) = (
+                writer.clone(),
+                pool.clone(),
+                stop_flood.clone(),
+                hints.clone(),
+            );
             std::thread::spawn(move || {
                 let mut i = t;
                 while !stop.load(std::sync::atomic::Ordering::Relaxed) && !pool.is_empty() {
@@ -356,8 +366,8 @@ pub async fn scale(pg_url: &str, records: usize, samples: usize) -> Result<Scale
     let (hint_w, hint_lag) =
         new_memos(&writer, &replica, &mut builder, &mut listing_n, samples, 0).await?;
     stop_flood.store(true, std::sync::atomic::Ordering::Relaxed);
-    let hints_per_second =
-        hints.load(std::sync::atomic::Ordering::Relaxed) as f64 / flood_started.elapsed().as_secs_f64();
+    let hints_per_second = hints.load(std::sync::atomic::Ordering::Relaxed) as f64
+        / flood_started.elapsed().as_secs_f64();
     for f in flooders {
         let _ = f.join();
     }
@@ -428,7 +438,11 @@ async fn new_memos(
             builder.hostile_trade(*listing_n, 1_000);
             *listing_n -= 1;
         }
-        builder.list(&crate::synth::wallet(1, *listing_n % 1_000), *listing_n, "auction");
+        builder.list(
+            &crate::synth::wallet(1, *listing_n % 1_000),
+            *listing_n,
+            "auction",
+        );
         *listing_n -= 1;
         let (w, lag, _) = one_event(writer, replica, builder.take_records()).await?;
         ws.push(w);

@@ -197,7 +197,9 @@ impl SqliteStore {
         params: impl rusqlite::Params,
     ) -> Result<Vec<TxRecord>, StoreError> {
         let mut stmt = self.conn.prepare_cached(sql)?;
-        let rows = stmt.query_map(params, |r| Ok((r.get::<_, String>(0)?, r.get::<_, String>(1)?)))?;
+        let rows = stmt.query_map(params, |r| {
+            Ok((r.get::<_, String>(0)?, r.get::<_, String>(1)?))
+        })?;
         rows.map(|row| {
             let (sig, json) = row?;
             decode(sig, &json)
@@ -245,7 +247,9 @@ impl SqliteStore {
 /// The last change number taken (meta `log_seq`).
 fn taken_seq(conn: &Connection) -> Result<i64, StoreError> {
     let v: Option<String> = conn
-        .query_row("SELECT value FROM meta WHERE key = 'log_seq'", [], |r| r.get(0))
+        .query_row("SELECT value FROM meta WHERE key = 'log_seq'", [], |r| {
+            r.get(0)
+        })
         .optional()?;
     Ok(v.and_then(|v| v.parse().ok()).unwrap_or(0))
 }
@@ -345,9 +349,8 @@ impl LogStore for SqliteStore {
             records.iter().map(|r| r.signature()).collect();
         let mut removed: Vec<String> = Vec::new();
         {
-            let mut stmt = tx.prepare_cached(
-                "SELECT signature FROM txs_removed WHERE seq > ?1 ORDER BY seq",
-            )?;
+            let mut stmt =
+                tx.prepare_cached("SELECT signature FROM txs_removed WHERE seq > ?1 ORDER BY seq")?;
             for sig in stmt.query_map([seq as i64], |r| r.get::<_, String>(0))? {
                 let sig = sig?;
                 if !stored.contains(sig.as_str()) && !removed.contains(&sig) {

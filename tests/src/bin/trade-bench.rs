@@ -318,9 +318,17 @@ fn main() {
                 .collect();
             released.sort();
             let steady = (released.len() - 1) as f64
-                / (released[released.len() - 1] - released[0]).as_secs_f64().max(1e-9);
+                / (released[released.len() - 1] - released[0])
+                    .as_secs_f64()
+                    .max(1e-9);
             let h = hostile_sent.load(Ordering::SeqCst);
-            let mut line = summary(&format!("sustained {}/s{label}", a.rate), h, &results, None, pid);
+            let mut line = summary(
+                &format!("sustained {}/s{label}", a.rate),
+                h,
+                &results,
+                None,
+                pid,
+            );
             line["releases_per_second"] = json!((steady * 10.0).round() / 10.0);
             println!("{line}");
         }
@@ -381,7 +389,7 @@ fn junk_flood(
     let buyers: Vec<Wallet> = (0..5).map(|_| Wallet::generate()).collect();
     fund_all(rt, chain, whale, &buyers, 100_000_000);
     signal("-CONT");
-    let buys = pay_at_once(rt, chain, &buyers, target);
+    let buys = pay(rt, chain, &buyers, target, None);
     let results = wait_releases(rt, chain, &seller.db(), &buys);
     let mut line = summary(&format!("junk-{n}"), n, &results, None, pid);
     line["junk_landed_in_s"] = json!((landed_in.as_secs_f64() * 10.0).round() / 10.0);
