@@ -14,7 +14,6 @@ use node::bundle::verify_manifest_by;
 use node::market::envelope::ENVELOPE_SCHEMA;
 use node::market::manifest::{Listing, Offer, COUNTER_SCHEMA, LISTING_SCHEMA, OFFER_SCHEMA};
 use serde_json::Value;
-use std::collections::HashMap;
 use std::sync::Arc;
 
 /// A manifest body after checking.
@@ -40,12 +39,13 @@ pub enum Checked {
     Invalid(String),
 }
 
-/// Checked manifests by Arweave item id.
+/// Checked manifests by Arweave item id. Persistent maps: a copy (a
+/// refold works on one) costs O(1), whatever the market's size.
 #[derive(Debug, Default, Clone)]
 pub struct ManifestBook {
-    by_id: HashMap<String, Checked>,
+    by_id: imbl::HashMap<String, Checked>,
     /// Sellers of the valid listing manifests held, by listing id.
-    sellers: HashMap<String, Vec<String>>,
+    sellers: imbl::HashMap<String, Vec<String>>,
 }
 
 /// Maps `f` over `items` on all cores (scoped threads, order kept).
@@ -126,7 +126,7 @@ impl ManifestBook {
         // candidate came from never changes a verdict.
         // this batch's listing sellers, beside those already held (no copy
         // of the whole map per batch)
-        let mut batch_sellers: HashMap<String, Vec<String>> = HashMap::new();
+        let mut batch_sellers: imbl::HashMap<String, Vec<String>> = Default::default();
         for (_, body) in &todo {
             if body.get("schema").and_then(Value::as_str) == Some(LISTING_SCHEMA) {
                 let field = |f: &str| body.get(f).and_then(Value::as_str).map(str::to_string);
