@@ -45,6 +45,9 @@ impl Folded {
     }
 }
 
+/// Records a refold reads and folds at a time.
+pub const REFOLD_PAGE: usize = 10_000;
+
 /// Most hinted records waiting for their turn to be stored and folded.
 pub const MAX_LATE_QUEUE: usize = 1024;
 
@@ -164,25 +167,32 @@ impl Indexer {
             };
             (base, f.book.clone(), snapshots)
         };
-        let records = match base.as_ref().and_then(|s| s.last) {
-            Some(after) => self.store().records_after(after)?,
-            None => self.store().records()?,
-        };
+        let mut after = base.as_ref().and_then(|s| s.last);
         match base {
             Some(_) => self.suffix_refolds.fetch_add(1, Ordering::Relaxed),
             None => self.refolds.fetch_add(1, Ordering::Relaxed),
         };
-        book.add_records(&records);
-        let mut state = base.unwrap_or_default();
         // snapshots only near the end: one taken far from the head would
         // be dropped by the thinning anyway, after costing copies
-        let near_end = records
-            .len()
-            .saturating_sub(crate::snapshots::MAX_DISTANCE as usize);
-        for (i, r) in records.iter().enumerate() {
-            state.apply_one(r, &book, &self.cfg);
-            if i >= near_end {
-                snapshots.observe(&state);
+        let total = self.store().count_after(after)?;
+        let near_end = total.saturating_sub(crate::snapshots::MAX_DISTANCE as usize);
+        let mut state = base.unwrap_or_default();
+        // a page at a time: what a refold holds besides the state is one
+        // page, however long the log
+        let mut folded = 0usize;
+        loop {
+            let page = self.store().records_page(after, REFOLD_PAGE)?;
+            book.add_records(&page);
+            for r in &page {
+                state.apply_one(r, &book, &self.cfg);
+                if folded >= near_end {
+                    snapshots.observe(&state);
+                }
+                folded += 1;
+            }
+            match page.last() {
+                Some(last) if page.len() == REFOLD_PAGE => after = Some(last.position()),
+                _ => break,
             }
         }
         state.clock = self.clock.clone();
@@ -192,7 +202,7 @@ impl Indexer {
             hash: Arc::new(OnceLock::new()),
             snapshots,
         };
-        Ok(records.len())
+        Ok(folded)
     }
 
     /// Stores and folds a record a client hinted, which may be older than

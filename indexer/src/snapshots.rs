@@ -22,7 +22,7 @@ pub const STRIDE: u64 = 256;
 /// landing farther back than this (none does in a healthy deployment: the
 /// finalized log never changes, and a hint or poll names something recent)
 /// refolds from the oldest snapshot, or from the start.
-pub const MAX_DISTANCE: u64 = 1 << 20;
+pub const MAX_DISTANCE: u64 = 1 << 17;
 
 /// The snapshots, oldest first.
 #[derive(Debug, Clone, Default)]

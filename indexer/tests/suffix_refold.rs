@@ -149,3 +149,28 @@ fn a_sqlite_replica_catches_up_from_its_last_change() {
     let db = dir.path().join("indexer.db");
     replica::follows_the_writer(|| Box::new(SqliteStore::open(&db).unwrap()));
 }
+
+/// A refold reads the log a page at a time: opening a log of more than
+/// two pages folds it exactly as a replay does.
+#[test]
+fn opening_a_log_of_several_pages_folds_it_whole() {
+    let records = synth::trades(3_500, 30);
+    assert!(records.len() > 2 * indexer::engine::REFOLD_PAGE);
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("indexer.db");
+    let writer = Indexer::open(
+        Box::new(SqliteStore::open(&db).unwrap()),
+        FoldConfig::default(),
+    )
+    .unwrap();
+    writer
+        .ingest(records.clone(), final_slot(&records), &[])
+        .unwrap();
+    let reopened = Indexer::open(
+        Box::new(SqliteStore::open(&db).unwrap()),
+        FoldConfig::default(),
+    )
+    .unwrap();
+    assert_eq!(reopened.state().transactions, records.len() as u64);
+    assert_eq!(reopened.state().hash(), replay_hash(&records));
+}

@@ -103,9 +103,16 @@ pub trait LogStore: Send {
     fn put_records(&mut self, records: &[TxRecord], final_slot: u64) -> Result<usize, StoreError>;
     /// Every record, in chain order.
     fn records(&self) -> Result<Vec<TxRecord>, StoreError>;
-    /// The records after `position` (strictly), in chain order: the suffix
-    /// a refold from a snapshot folded through `position` reads.
-    fn records_after(&self, position: Position) -> Result<Vec<TxRecord>, StoreError>;
+    /// At most `limit` records after `after` (strictly; `None`: from the
+    /// start), in chain order: a refold reads the log a page at a time
+    /// (positions are unique: a slot and an index in its block).
+    fn records_page(
+        &self,
+        after: Option<Position>,
+        limit: usize,
+    ) -> Result<Vec<TxRecord>, StoreError>;
+    /// How many records come after `after` (`None`: all of them).
+    fn count_after(&self, after: Option<Position>) -> Result<usize, StoreError>;
     /// What changed in the log after change number `seq` (a read
     /// replica's catch-up), or `None` where the store keeps no change
     /// numbers (then the replica refolds).
@@ -373,14 +380,29 @@ impl LogStore for SqliteStore {
         Ok(!any)
     }
 
-    fn records_after(&self, (slot, idx): Position) -> Result<Vec<TxRecord>, StoreError> {
+    fn records_page(
+        &self,
+        after: Option<Position>,
+        limit: usize,
+    ) -> Result<Vec<TxRecord>, StoreError> {
+        let (slot, idx) = after.map_or((-1, -1), |(s, i)| (s as i64, i as i64));
         self.read_records(
             concat!(
                 "SELECT signature, record FROM txs WHERE slot > ?1 OR (slot = ?1 AND idx > ?2)",
-                " ORDER BY slot, idx, signature"
+                " ORDER BY slot, idx, signature LIMIT ?3"
             ),
-            params![slot as i64, idx as i64],
+            params![slot, idx, limit as i64],
         )
+    }
+
+    fn count_after(&self, after: Option<Position>) -> Result<usize, StoreError> {
+        let (slot, idx) = after.map_or((-1, -1), |(s, i)| (s as i64, i as i64));
+        let n: i64 = self.conn.query_row(
+            "SELECT count(*) FROM txs WHERE slot > ?1 OR (slot = ?1 AND idx > ?2)",
+            params![slot, idx],
+            |r| r.get(0),
+        )?;
+        Ok(n as usize)
     }
 
     fn records(&self) -> Result<Vec<TxRecord>, StoreError> {

@@ -245,17 +245,36 @@ impl LogStore for PgStore {
         })
     }
 
-    fn records_after(&self, (slot, idx): Position) -> Result<Vec<TxRecord>, StoreError> {
-        let (slot, idx) = (slot as i64, idx as i64);
+    fn records_page(
+        &self,
+        after: Option<Position>,
+        limit: usize,
+    ) -> Result<Vec<TxRecord>, StoreError> {
+        let (slot, idx) = after.map_or((-1, -1), |(s, i)| (s as i64, i as i64));
+        let limit = limit as i64;
         self.run(move |c| async move {
             decode_rows(
                 c.query(
                     "SELECT signature, record FROM txs WHERE (slot, idx) > ($1, $2)
-                     ORDER BY slot, idx, signature",
-                    &[&slot, &idx],
+                     ORDER BY slot, idx, signature LIMIT $3",
+                    &[&slot, &idx, &limit],
                 )
                 .await?,
             )
+        })
+    }
+
+    fn count_after(&self, after: Option<Position>) -> Result<usize, StoreError> {
+        let (slot, idx) = after.map_or((-1, -1), |(s, i)| (s as i64, i as i64));
+        self.run(move |c| async move {
+            let n: i64 = c
+                .query_one(
+                    "SELECT count(*) FROM txs WHERE (slot, idx) > ($1, $2)",
+                    &[&slot, &idx],
+                )
+                .await?
+                .get(0);
+            Ok(n as usize)
         })
     }
 

@@ -51,7 +51,9 @@ pub fn follows_the_writer(open: impl Fn() -> Box<dyn LogStore>) {
     assert!(applied.refolded && applied.refolded_records < 2 * 30 + 600);
 
     let gone = records[n - 10].signature().to_string();
-    writer.ingest(vec![], 0, std::slice::from_ref(&gone)).unwrap();
+    writer
+        .ingest(vec![], 0, std::slice::from_ref(&gone))
+        .unwrap();
     let applied = same("a provisional record vanishing");
     assert_eq!(applied.removed, 1);
     assert!(!replica.state().has_folded(&gone));
