@@ -298,8 +298,17 @@ fn honest_deposits_are_revealed_exactly_once_among_hostile_ones() {
                 escrow::math::client::open(&e.revealed, &b, &terms.key_point).unwrap_or_else(
                     |err| panic!("{why}: {:?} reveal does not open k: {err}", s.shape),
                 );
-                // exactly once: one release recorded by the daemon
-                let row = state.get(&s.escrow.to_string()).unwrap();
+                // exactly once: one release recorded by the daemon (it
+                // records the reveal once its send returns, a moment after
+                // the chain shows it)
+                let recorded = Instant::now() + Duration::from_secs(30);
+                let row = loop {
+                    let row = state.get(&s.escrow.to_string()).unwrap();
+                    if row.state.as_str() == "released" || Instant::now() > recorded {
+                        break row;
+                    }
+                    std::thread::sleep(Duration::from_millis(100));
+                };
                 assert_eq!(row.state.as_str(), "released", "{why}");
                 assert!(row.release_sig.is_some(), "{why}");
             }
