@@ -115,12 +115,6 @@ fn a_dropped_subscription_loses_nothing_and_its_gap_is_read_when_it_returns() {
     let proxy = Proxy::to(&ws_target);
     let dir = tempfile::tempdir().unwrap();
     let log = dir.path().join("indexer.log");
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port();
-    let base = format!("http://127.0.0.1:{port}");
     // polls a minute apart: only the notifications and the gap read can
     // serve anything within the test's waits
     let child = Command::new(env!("CARGO_BIN_EXE_brainctl-indexer"))
@@ -130,18 +124,14 @@ fn a_dropped_subscription_loses_nothing_and_its_gap_is_read_when_it_returns() {
         .arg(dir.path().join("items"))
         .arg("--db")
         .arg(dir.path().join("indexer.db"))
-        .args([
-            "--listen",
-            &format!("127.0.0.1:{port}"),
-            "--interval-ms",
-            "60000",
-        ])
-        .env("RUST_LOG", "warn,indexer=info")
+        .args(["--listen", "127.0.0.1:0", "--interval-ms", "60000"])
+        .env("RUST_LOG", "warn,indexer=info,brainctl_indexer=info")
         .stdout(Stdio::null())
         .stderr(std::fs::File::create(&log).unwrap())
         .spawn()
         .unwrap();
     let _guard = e2e::KillOnDrop(child);
+    let base = format!("http://{}", e2e::logged_listen_address(&log));
     served(&base, 0, Duration::from_secs(30)).expect("the indexer serves");
     wait_for_line(&log, "chain notifications live", 1, Duration::from_secs(30));
 

@@ -150,16 +150,6 @@ impl std::io::Write for HashWriter<'_> {
     }
 }
 
-/// Why records could not be folded incrementally.
-#[derive(Debug, thiserror::Error, PartialEq, Eq)]
-#[error("record at {got:?} is not after the last folded position {last:?}; refold from the start")]
-pub struct OutOfOrder {
-    /// Last folded.
-    pub last: Position,
-    /// Offered.
-    pub got: Position,
-}
-
 fn truncate(s: &str) -> String {
     match s.char_indices().nth(MAX_KEPT_MEMO) {
         Some((i, _)) => format!("{}…", &s[..i]),
@@ -180,31 +170,6 @@ impl State {
             s.apply_one(r, book, cfg);
         }
         s
-    }
-
-    /// Folds `records`, all after the last folded position, in order.
-    pub fn apply_batch(
-        &mut self,
-        records: &[TxRecord],
-        book: &ManifestBook,
-        cfg: &FoldConfig,
-    ) -> Result<(), OutOfOrder> {
-        let mut last = self.last;
-        for r in records {
-            if let Some(l) = last {
-                if r.position() <= l {
-                    return Err(OutOfOrder {
-                        last: l,
-                        got: r.position(),
-                    });
-                }
-            }
-            last = Some(r.position());
-        }
-        for r in records {
-            self.apply_one(r, book, cfg);
-        }
-        Ok(())
     }
 
     /// Whether the transaction `signature` has been folded.

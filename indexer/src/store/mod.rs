@@ -98,9 +98,10 @@ pub enum NoncePut {
 /// What the indexer persists.
 pub trait LogStore: Send {
     /// Inserts or updates records; those at or below `final_slot` are
-    /// final. Returns how many were already stored at another position
-    /// (a fork moved them: the state must be refolded).
-    fn put_records(&mut self, records: &[TxRecord], final_slot: u64) -> Result<usize, StoreError>;
+    /// final. (A record stored again at another position, a fork having
+    /// moved it, is the engine's to notice: the folded state knows where
+    /// each one was.)
+    fn put_records(&mut self, records: &[TxRecord], final_slot: u64) -> Result<(), StoreError>;
     /// Every record, in chain order.
     fn records(&self) -> Result<Vec<TxRecord>, StoreError>;
     /// At most `limit` records after `after` (strictly; `None`: from the
@@ -251,6 +252,12 @@ impl SqliteStore {
     }
 }
 
+/// The (slot, idx) a query compares `(slot, idx) > key` against for the
+/// records after `after` (`None`: before every record).
+fn after_key(after: Option<Position>) -> (i64, i64) {
+    after.map_or((-1, -1), |(slot, idx)| (slot as i64, idx as i64))
+}
+
 /// The last change number taken (meta `log_seq`).
 fn taken_seq(conn: &Connection) -> Result<i64, StoreError> {
     let v: Option<String> = conn
@@ -275,23 +282,11 @@ fn decode(signature: String, json: &str) -> Result<TxRecord, StoreError> {
 }
 
 impl LogStore for SqliteStore {
-    fn put_records(&mut self, records: &[TxRecord], final_slot: u64) -> Result<usize, StoreError> {
+    fn put_records(&mut self, records: &[TxRecord], final_slot: u64) -> Result<(), StoreError> {
         let tx = self
             .conn
             .transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
         let mut seq = taken_seq(&tx)?;
-        let mut moved = 0;
-        {
-            let mut old = tx.prepare_cached("SELECT slot, idx FROM txs WHERE signature = ?1")?;
-            for r in records {
-                let at: Option<(i64, u32)> = old
-                    .query_row([&r.tx.signature], |row| Ok((row.get(0)?, row.get(1)?)))
-                    .optional()?;
-                if at.is_some_and(|(slot, idx)| (slot as u64, idx) != r.position()) {
-                    moved += 1;
-                }
-            }
-        }
         {
             let mut stmt = tx.prepare_cached(
                 "INSERT INTO txs (signature, slot, idx, final, record, seq) VALUES (?1, ?2, ?3, ?4, ?5, ?6)
@@ -313,7 +308,7 @@ impl LogStore for SqliteStore {
         }
         set_taken_seq(&tx, seq)?;
         tx.commit()?;
-        Ok(moved)
+        Ok(())
     }
 
     fn clear_log(&mut self) -> Result<(), StoreError> {
@@ -385,7 +380,7 @@ impl LogStore for SqliteStore {
         after: Option<Position>,
         limit: usize,
     ) -> Result<Vec<TxRecord>, StoreError> {
-        let (slot, idx) = after.map_or((-1, -1), |(s, i)| (s as i64, i as i64));
+        let (slot, idx) = after_key(after);
         self.read_records(
             concat!(
                 "SELECT signature, record FROM txs WHERE slot > ?1 OR (slot = ?1 AND idx > ?2)",
@@ -396,7 +391,7 @@ impl LogStore for SqliteStore {
     }
 
     fn count_after(&self, after: Option<Position>) -> Result<usize, StoreError> {
-        let (slot, idx) = after.map_or((-1, -1), |(s, i)| (s as i64, i as i64));
+        let (slot, idx) = after_key(after);
         let n: i64 = self.conn.query_row(
             "SELECT count(*) FROM txs WHERE slot > ?1 OR (slot = ?1 AND idx > ?2)",
             params![slot, idx],

@@ -13,7 +13,7 @@
 //!
 //! Owns persistence only, exactly as the SQLite store does.
 
-use super::{nonce_bounds, LogChanges, LogStore, Nonce, NoncePut, Session, StoreError};
+use super::{after_key, nonce_bounds, LogChanges, LogStore, Nonce, NoncePut, Session, StoreError};
 use crate::record::{Position, TxRecord};
 use serde_json::Value;
 use std::future::Future;
@@ -188,9 +188,9 @@ fn decode(signature: String, json: &str) -> Result<TxRecord, StoreError> {
 }
 
 impl LogStore for PgStore {
-    fn put_records(&mut self, records: &[TxRecord], final_slot: u64) -> Result<usize, StoreError> {
+    fn put_records(&mut self, records: &[TxRecord], final_slot: u64) -> Result<(), StoreError> {
         if records.is_empty() {
-            return Ok(0);
+            return Ok(());
         }
         // one row per signature (the last one given wins, as one by one would)
         let mut latest: std::collections::HashMap<&str, &TxRecord> = Default::default();
@@ -208,17 +208,7 @@ impl LogStore for PgStore {
         }
         self.transaction(|c| async move {
             lock_log(&c).await?;
-            // set-based: two statements per batch, whatever its size
-            let moved = c
-                .query_one(
-                    "SELECT count(*) FROM txs t
-                     JOIN UNNEST($1::text[], $2::bigint[], $3::bigint[]) AS n(signature, slot, idx)
-                       ON t.signature = n.signature
-                     WHERE (t.slot, t.idx) <> (n.slot, n.idx)",
-                    &[&sigs, &slots, &idxs],
-                )
-                .await?
-                .get::<_, i64>(0);
+            // set-based: one statement per batch, whatever its size
             c.execute(
                 "INSERT INTO txs (signature, slot, idx, final, record)
                  SELECT * FROM UNNEST($1::text[], $2::bigint[], $3::bigint[], $4::bool[], $5::text[])
@@ -228,8 +218,7 @@ impl LogStore for PgStore {
                 &[&sigs, &slots, &idxs, &finals, &jsons],
             )
             .await?;
-            notify(&c).await?;
-            Ok(moved as usize)
+            notify(&c).await
         })
     }
 
@@ -250,7 +239,7 @@ impl LogStore for PgStore {
         after: Option<Position>,
         limit: usize,
     ) -> Result<Vec<TxRecord>, StoreError> {
-        let (slot, idx) = after.map_or((-1, -1), |(s, i)| (s as i64, i as i64));
+        let (slot, idx) = after_key(after);
         let limit = limit as i64;
         self.run(move |c| async move {
             decode_rows(
@@ -265,7 +254,7 @@ impl LogStore for PgStore {
     }
 
     fn count_after(&self, after: Option<Position>) -> Result<usize, StoreError> {
-        let (slot, idx) = after.map_or((-1, -1), |(s, i)| (s as i64, i as i64));
+        let (slot, idx) = after_key(after);
         self.run(move |c| async move {
             let n: i64 = c
                 .query_one(
