@@ -51,19 +51,29 @@ impl Seller {
         self.home.path().join("items").display().to_string()
     }
 
-    /// `marketplace listen` as a service (its stdout and stderr dropped),
-    /// killed when the guard drops (a panicking benchmark leaves nothing
-    /// running).
+    /// `marketplace listen` as a service (its stdout dropped; its log
+    /// dropped too unless `BRAINCTL_LISTEN_LOG` names a file, where it
+    /// goes at `RUST_LOG`, default `info`), killed when the guard drops (a
+    /// panicking benchmark leaves nothing running).
     pub fn listen(&self) -> Listening {
+        let log = std::env::var_os("BRAINCTL_LISTEN_LOG");
+        let stderr = match &log {
+            Some(path) => Stdio::from(std::fs::File::create(path).expect("BRAINCTL_LISTEN_LOG")),
+            None => Stdio::null(),
+        };
+        let level = match &log {
+            Some(_) => std::env::var("RUST_LOG").unwrap_or_else(|_| "info".into()),
+            None => "warn".into(),
+        };
         Listening(
             Command::new(&self.bin)
                 .env("HOME", self.home.path())
-                .env("RUST_LOG", "warn")
+                .env("RUST_LOG", level)
                 .args(["-u", &self.rpc, "--commitment", "confirmed"])
                 .args(["marketplace", "listen", "--interval", "2", "--storage-dir"])
                 .arg(self.items())
                 .stdout(Stdio::null())
-                .stderr(Stdio::null())
+                .stderr(stderr)
                 .spawn()
                 .expect("listen starts"),
         )

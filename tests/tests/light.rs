@@ -169,3 +169,149 @@ fn one_transaction_compressed_mint_carries_its_uri_is_once_only_and_capped() {
         1
     );
 }
+
+/// `mint_to` of one token to each of `recipients` (the program takes
+/// vectors; `light::mint_to` builds the one-recipient case).
+fn mint_to_many(
+    payer: &Keypair,
+    mint: &node::chain::Pubkey,
+    recipients: &[node::chain::Pubkey],
+    tree: &node::chain::Pubkey,
+) -> Instruction {
+    let mut ix = light::mint_to(
+        &payer.pubkey(),
+        &payer.pubkey(),
+        mint,
+        &recipients[0],
+        1,
+        tree,
+        false,
+    );
+    let mut data = ix.data[..8].to_vec();
+    data.extend_from_slice(&(recipients.len() as u32).to_le_bytes());
+    for r in recipients {
+        data.extend_from_slice(r.as_ref());
+    }
+    data.extend_from_slice(&(recipients.len() as u32).to_le_bytes());
+    for _ in recipients {
+        data.extend_from_slice(&1u64.to_le_bytes());
+    }
+    data.push(0);
+    ix.data = data;
+    ix
+}
+
+/// No forester runs on the localnet, so each batched output queue takes
+/// 100 outputs and then refuses more: once all five are full, a release's
+/// mint (`mint_compressed`, what `listen` sends) lands on a V1 state tree,
+/// which appends on chain, and its output decodes as before. Before this,
+/// a localnet stopped releasing after 500 compressed mints.
+#[test]
+fn mints_go_on_to_a_v1_tree_once_every_batched_queue_is_full() {
+    let v = e2e::validator();
+    let rt = e2e::runtime();
+    let chain = v.chain();
+    let payer = v.funded_keypair(20);
+    let mint = Keypair::new();
+    let rent = rt
+        .block_on(
+            chain
+                .rpc()
+                .get_minimum_balance_for_rent_exemption(light::MINT_LEN as usize),
+        )
+        .unwrap();
+    let create = light::create_mint(
+        &payer.pubkey(),
+        &mint.pubkey(),
+        &payer.pubkey(),
+        rent,
+        false,
+    );
+    rt.block_on(chain.send(&create, &[&payer, &mint])).unwrap();
+    let budget = {
+        let mut limit = vec![2u8];
+        limit.extend_from_slice(&1_400_000u32.to_le_bytes());
+        Instruction {
+            program_id: solana_sdk::pubkey!("ComputeBudget111111111111111111111111111111"),
+            accounts: vec![],
+            data: limit,
+        }
+    };
+    let batched = &light::LOCALNET_OUTPUT_TREES[..5];
+    for queue in batched {
+        // ten outputs a transaction while they fit, then one at a time
+        let mut filled = 0;
+        for per_tx in [10, 1] {
+            loop {
+                let recipients: Vec<_> = (0..per_tx).map(|_| Keypair::new().pubkey()).collect();
+                let ix = mint_to_many(&payer, &mint.pubkey(), &recipients, queue);
+                match rt.block_on(chain.send(&[budget.clone(), ix], &[&payer])) {
+                    Ok(_) => filled += recipients.len(),
+                    Err(e) => {
+                        assert!(
+                            e.to_string().contains("0x37dd"),
+                            "{queue}: refused for another reason than a full queue: {e}"
+                        );
+                        break;
+                    }
+                }
+                assert!(filled <= 100, "{queue} took more than 100 outputs");
+            }
+        }
+        // the other tests of this binary mint to the default queue too
+        assert!(filled > 90, "{queue} refused after only {filled} outputs");
+    }
+    let v1_tree = light::LOCALNET_OUTPUT_TREES[5];
+    let tree_before = rt.block_on(chain.rpc().get_account(&v1_tree)).unwrap();
+    let seller = node::wallet::Wallet::generate();
+    v.fund(&seller.solana_keypair().pubkey(), 2);
+    let recipient = Keypair::new().pubkey();
+    let spec = NftSpec {
+        name: "after the queues".into(),
+        symbol: "BRAIN".into(),
+        uri: "ar://v1-tree".into(),
+    };
+    let minted = rt
+        .block_on(light::mint_compressed(
+            &chain,
+            &seller,
+            "v1-tree",
+            &recipient,
+            1,
+            &spec,
+            Vec::new(),
+        ))
+        .expect("a mint after every batched queue is full");
+    let outputs = rt
+        .block_on(light::minted_outputs(&chain, &minted.sent.signature))
+        .unwrap();
+    assert_eq!(
+        outputs,
+        vec![light::TokenOutput {
+            mint: minted.mint,
+            owner: recipient,
+            amount: 1,
+            delegate: None,
+        }]
+    );
+    // the leaf was appended to the first V1 tree
+    let raw: serde_json::Value = rt
+        .block_on(chain.rpc().send(
+            solana_rpc_client_api::request::RpcRequest::GetTransaction,
+            serde_json::json!([minted.sent.signature.to_string(), {
+                "encoding": "json", "commitment": "confirmed",
+                "maxSupportedTransactionVersion": 0
+            }]),
+        ))
+        .unwrap();
+    let keys = raw["transaction"]["message"]["accountKeys"].to_string();
+    assert!(
+        keys.contains(&v1_tree.to_string()),
+        "{v1_tree} not in {keys}"
+    );
+    let tree_after = rt.block_on(chain.rpc().get_account(&v1_tree)).unwrap();
+    assert!(
+        tree_before.data != tree_after.data,
+        "{v1_tree} did not change"
+    );
+}

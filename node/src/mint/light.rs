@@ -27,16 +27,26 @@ pub const ACCOUNT_COMPRESSION: Pubkey = pubkey!("compr6CUsB5m2jS4Y3831ztGSTnDpnK
 pub const NOOP: Pubkey = pubkey!("noopb9bkMVfRPU8AsbpTUg8AQkHtKwMYZiFUjNRtMmV");
 /// The localnet state tree (from the zk-compression CLI's accounts).
 pub const LOCALNET_STATE_TREE: Pubkey = pubkey!("oq1na8gojfdUhsfCpyjNt6h4JaDWtHf1yQj4koBWfto");
-/// Every batched output queue of the localnet accounts, the default first.
-/// Without a forester a queue takes 100 outputs and then refuses more
-/// (account-compression error 14301), so mints move on to the next one.
-pub const LOCALNET_OUTPUT_QUEUES: [Pubkey; 5] = [
+/// Where a localnet mint's compressed output goes, in the order tried:
+/// the five batched output queues of the localnet accounts (the default
+/// first), then the two V1 state trees. Without a forester (none runs on
+/// the localnet) a batched queue takes 100 outputs and then refuses more
+/// (account-compression error 14301), while a V1 tree appends on chain
+/// (2^26 leaves), so a long-lived localnet never runs out of releases.
+pub const LOCALNET_OUTPUT_TREES: [Pubkey; 7] = [
     LOCALNET_STATE_TREE,
     pubkey!("oq2UkeMsJLfXt2QHzim242SUi3nvjJs8Pn7Eac9H9vg"),
     pubkey!("oq3AxjekBWgo64gpauB6QtuZNesuv19xrhaC1ZM1THQ"),
     pubkey!("oq4ypwvVGzCUMoiKKHWh4S1SgZJ9vCvKpcz6RT6A8dq"),
     pubkey!("oq5oh5ZR3yGomuQgFduNDzjtGvVWfDRGLuDVjv9a96P"),
+    pubkey!("smt1NamzXdq4AMqS2fS2F1i5KTYPZRhoHgWx38d8WsT"),
+    pubkey!("smt2rJAFdyJJupwMKAqTNAJwvjhmiZ4JYGZmbVRw1Ho"),
 ];
+
+/// The first of [`LOCALNET_OUTPUT_TREES`] not yet found full by this
+/// process: a full queue stays full (nothing empties it), so later mints
+/// start past it instead of being refused by it again.
+static FIRST_OPEN_TREE: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
 
 /// Whether a send failed because the output queue is full (14301).
 fn queue_full(e: &crate::chain::ChainError) -> bool {
@@ -278,23 +288,7 @@ pub async fn mint_compressed(
     let setup = account_setup::instructions(&p, &m, Derivation::Keypair, rent, base as u64, state);
     let mut ixs = compressed_mint_instructions(&p, &m, recipient, amount, spec, setup)?;
     ixs.extend(extra);
-    let mut sent = None;
-    for queue in &LOCALNET_OUTPUT_QUEUES {
-        match chain
-            .send(&with_output_queue(&ixs, queue), &[&kp, &mint_kp])
-            .await
-        {
-            Ok(s) => {
-                sent = Some(s);
-                break;
-            }
-            Err(e) if queue_full(&e) && queue != &LOCALNET_OUTPUT_QUEUES[4] => {
-                tracing::warn!(%queue, "compressed output queue full; using the next one");
-            }
-            Err(e) => return Err(e),
-        }
-    }
-    let sent = sent.expect("the last queue returns its error");
+    let sent = send_to_open_tree(chain, &ixs, &[&kp, &mint_kp]).await?;
     let outputs = minted_outputs(chain, &sent.signature).await?;
     let want = TokenOutput {
         mint: m,
@@ -309,6 +303,30 @@ pub async fn mint_compressed(
         )));
     }
     Ok(CompressedMint { mint: m, sent })
+}
+
+/// Sends `ixs` with their output to the first tree of
+/// [`LOCALNET_OUTPUT_TREES`] that takes it, moving past (and remembering)
+/// each one that is full.
+async fn send_to_open_tree(
+    chain: &crate::chain::Chain,
+    ixs: &[Instruction],
+    signers: &[&solana_sdk::signer::keypair::Keypair],
+) -> Result<crate::chain::Sent, crate::chain::ChainError> {
+    use std::sync::atomic::Ordering;
+    let last = LOCALNET_OUTPUT_TREES.len() - 1;
+    let mut at = FIRST_OPEN_TREE.load(Ordering::Relaxed).min(last);
+    loop {
+        let tree = &LOCALNET_OUTPUT_TREES[at];
+        match chain.send(&with_output_queue(ixs, tree), signers).await {
+            Err(e) if queue_full(&e) && at < last => {
+                tracing::warn!(%tree, "compressed output queue full; using the next tree");
+                at += 1;
+                FIRST_OPEN_TREE.fetch_max(at, Ordering::Relaxed);
+            }
+            sent => return sent,
+        }
+    }
 }
 
 /// A compressed token account a transaction created.
