@@ -28,8 +28,7 @@ use solana_rpc_client_api::request::RpcRequest;
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::str::FromStr;
 use std::sync::Arc;
-use std::time::{Duration, Instant};
-use tokio::sync::Mutex;
+use std::time::Duration;
 
 /// Largest manifest body fetched.
 pub const MAX_MANIFEST_BYTES: usize = 64 * 1024;
@@ -60,36 +59,73 @@ pub enum IngestError {
     Unwatched(String),
 }
 
-/// Spaces requests to at most `per_second`.
+/// The RPC request budget (`--rps`), in two lanes: polls and hints
+/// queue for it in turn; a transaction the chain's push notifications
+/// named ([`Lane::First`]) has a lane of its own beside that queue (the
+/// same rate, a quarter of it as a burst), so a fetch the API is waiting
+/// on never waits behind a poll's backlog. A first-lane request also
+/// takes a cell from the queue's budget when one is free, so over time
+/// the two stay near the one rate; at worst, while both are saturated,
+/// the node sees up to twice it for a moment.
 pub struct RateLimit {
-    gap: Duration,
-    next: Mutex<Instant>,
+    queue: Option<governor::DefaultDirectRateLimiter>,
+    first: Option<governor::DefaultDirectRateLimiter>,
+}
+
+/// Which lane of the [`RateLimit`] a request takes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Lane {
+    /// In turn with every poll and hint.
+    Queue,
+    /// Beside the queue: a notified transaction the API is waiting on.
+    First,
 }
 
 impl RateLimit {
     /// A limit of `per_second` requests (0 = none).
     pub fn new(per_second: u32) -> RateLimit {
+        use governor::{Quota, RateLimiter};
+        let Some(rate) = std::num::NonZeroU32::new(per_second) else {
+            return RateLimit {
+                queue: None,
+                first: None,
+            };
+        };
+        let burst = std::num::NonZeroU32::new(per_second / 4).unwrap_or(std::num::NonZeroU32::MIN);
         RateLimit {
-            gap: match per_second {
-                0 => Duration::ZERO,
-                n => Duration::from_secs(1) / n,
-            },
-            next: Mutex::new(Instant::now()),
+            // strictly spaced, as a public RPC provider counts
+            queue: Some(RateLimiter::direct(
+                Quota::per_second(rate).allow_burst(std::num::NonZeroU32::MIN),
+            )),
+            first: Some(RateLimiter::direct(
+                Quota::per_second(rate).allow_burst(burst),
+            )),
         }
     }
 
-    /// Waits for the next request slot.
-    pub async fn wait(&self) {
-        if self.gap.is_zero() {
-            return;
+    /// Waits for the next request slot in `lane`.
+    pub async fn wait_in(&self, lane: Lane) {
+        match lane {
+            Lane::Queue => {
+                if let Some(q) = &self.queue {
+                    q.until_ready().await;
+                }
+            }
+            Lane::First => {
+                if let Some(f) = &self.first {
+                    f.until_ready().await;
+                }
+                if let Some(q) = &self.queue {
+                    // paid from the queue's budget when it has a cell free
+                    let _ = q.check();
+                }
+            }
         }
-        let at = {
-            let mut next = self.next.lock().await;
-            let at = (*next).max(Instant::now());
-            *next = at + self.gap;
-            at
-        };
-        tokio::time::sleep_until(at.into()).await;
+    }
+
+    /// Waits for the next request slot in the queue.
+    pub async fn wait(&self) {
+        self.wait_in(Lane::Queue).await
     }
 }
 
@@ -230,7 +266,12 @@ impl RpcSource {
 
     /// The finalized slot.
     pub async fn finalized_slot(&self) -> Result<u64, IngestError> {
-        self.limit.wait().await;
+        self.finalized_slot_in(Lane::Queue).await
+    }
+
+    /// The finalized slot, asked in `lane`.
+    pub async fn finalized_slot_in(&self, lane: Lane) -> Result<u64, IngestError> {
+        self.limit.wait_in(lane).await;
         Ok(with_retry("getSlot", || {
             self.chain
                 .rpc()
@@ -240,8 +281,12 @@ impl RpcSource {
     }
 
     /// Index of each signature in the block at `slot`.
-    async fn block_positions(&self, slot: u64) -> Result<HashMap<String, u32>, IngestError> {
-        self.limit.wait().await;
+    async fn block_positions(
+        &self,
+        slot: u64,
+        lane: Lane,
+    ) -> Result<HashMap<String, u32>, IngestError> {
+        self.limit.wait_in(lane).await;
         let params = json!([slot, {
             "encoding": "json",
             "transactionDetails": "signatures",
@@ -338,7 +383,7 @@ impl RpcSource {
                 Err(e) => return Err(e.into()),
             }
         }
-        self.assemble(ix, txs).await
+        self.assemble(ix, txs, Lane::Queue).await
     }
 
     /// The record of a hinted `signature`, only if it references an
@@ -349,7 +394,26 @@ impl RpcSource {
         ix: &Arc<Indexer>,
         signature: Signature,
     ) -> Result<Option<TxRecord>, IngestError> {
-        self.limit.wait().await;
+        self.record_in(ix, signature, Lane::Queue).await
+    }
+
+    /// [`RpcSource::hinted_record`] of a transaction the chain's push
+    /// notifications named: its requests in the first lane.
+    pub async fn notified_record(
+        &self,
+        ix: &Arc<Indexer>,
+        signature: Signature,
+    ) -> Result<Option<TxRecord>, IngestError> {
+        self.record_in(ix, signature, Lane::First).await
+    }
+
+    async fn record_in(
+        &self,
+        ix: &Arc<Indexer>,
+        signature: Signature,
+        lane: Lane,
+    ) -> Result<Option<TxRecord>, IngestError> {
+        self.limit.wait_in(lane).await;
         let Some((tx, accounts)) = self.chain.transaction_with_accounts(&signature).await? else {
             return Ok(None);
         };
@@ -363,7 +427,7 @@ impl RpcSource {
         if !is_marketplace(&tx) {
             return Ok(None);
         }
-        Ok(self.assemble(ix, vec![tx]).await?.pop())
+        Ok(self.assemble(ix, vec![tx], lane).await?.pop())
     }
 
     /// Records of `txs`: their positions in their blocks and the
@@ -372,16 +436,16 @@ impl RpcSource {
         &self,
         ix: &Arc<Indexer>,
         txs: Vec<ParsedTx>,
+        lane: Lane,
     ) -> Result<Vec<TxRecord>, IngestError> {
         let slots: BTreeSet<u64> = txs.iter().map(|t| t.slot).collect();
-        let positions: HashMap<u64, HashMap<String, u32>> =
-            stream::iter(slots)
-                .map(|slot| async move {
-                    Ok::<_, IngestError>((slot, self.block_positions(slot).await?))
-                })
-                .buffer_unordered(self.concurrency)
-                .try_collect()
-                .await?;
+        let positions: HashMap<u64, HashMap<String, u32>> = stream::iter(slots)
+            .map(|slot| async move {
+                Ok::<_, IngestError>((slot, self.block_positions(slot, lane).await?))
+            })
+            .buffer_unordered(self.concurrency)
+            .try_collect()
+            .await?;
         let mut out = Vec::with_capacity(txs.len());
         for tx in txs {
             let index = positions
@@ -591,4 +655,58 @@ async fn blocking<T: Send + 'static>(
     tokio::task::spawn_blocking(move || f(&ix))
         .await
         .map_err(|e| IngestError::Task(e.to_string()))?
+}
+
+#[cfg(test)]
+mod rate_limit_tests {
+    use super::{Lane, RateLimit};
+    use std::time::{Duration, Instant};
+
+    /// A first-lane request is not queued behind the queue's backlog.
+    #[tokio::test]
+    async fn the_first_lane_passes_a_queued_backlog() {
+        let limit = std::sync::Arc::new(RateLimit::new(20)); // 50 ms apart
+                                                             // a poll's backlog: 10 queued requests (~450 ms of budget)
+        let backlog = {
+            let limit = limit.clone();
+            tokio::spawn(async move {
+                for _ in 0..10 {
+                    limit.wait().await;
+                }
+            })
+        };
+        tokio::time::sleep(Duration::from_millis(60)).await;
+        let started = Instant::now();
+        for _ in 0..3 {
+            limit.wait_in(Lane::First).await;
+        }
+        let first = started.elapsed();
+        assert!(
+            first < Duration::from_millis(40),
+            "first lane waited {first:?}"
+        );
+        backlog.await.unwrap();
+        // the queue lane stays spaced at its rate
+        let started = Instant::now();
+        for _ in 0..4 {
+            limit.wait().await;
+        }
+        assert!(
+            started.elapsed() >= Duration::from_millis(140),
+            "{:?}",
+            started.elapsed()
+        );
+    }
+
+    /// No limit: no waiting in either lane.
+    #[tokio::test]
+    async fn zero_is_unlimited() {
+        let limit = RateLimit::new(0);
+        let started = Instant::now();
+        for _ in 0..100 {
+            limit.wait().await;
+            limit.wait_in(Lane::First).await;
+        }
+        assert!(started.elapsed() < Duration::from_millis(50));
+    }
 }

@@ -127,7 +127,9 @@ struct SourceArgs {
     /// Concurrent transaction fetches.
     #[arg(long, default_value_t = 8)]
     concurrency: usize,
-    /// RPC requests per second (0 = unlimited).
+    /// RPC requests per second (0 = unlimited). Polls and hints queue for
+    /// it; the fetches of transactions the chain notifies go beside that
+    /// queue at the same rate, so a busy poll never delays them.
     #[arg(long, default_value_t = 40)]
     rps: u32,
     /// Seconds before a paid buy without release counts as unreleased.

@@ -110,7 +110,10 @@ async fn fold_as_notified(
         let mut waiting = vec![];
         for wake in std::iter::once(first).chain(std::iter::from_fn(|| nudges.try_recv().ok())) {
             match wake {
-                Wake::Tx(sig) => waiting.push(sig),
+                Wake::Tx(sig) => {
+                    tracing::debug!(%sig, "notified");
+                    waiting.push(sig)
+                }
                 Wake::Subscribed => {
                     tracing::info!("chain notifications live; reading the gap before them");
                     poll_now.notify_one();
@@ -200,11 +203,12 @@ const DIRECT_FOLDS: usize = 16;
 
 /// Fetches and folds each of `signatures` the state has not folded yet,
 /// the way a hinted transaction is (`Indexer::ingest_hinted`): the record
-/// read at `confirmed` with its block position and manifests. A
-/// transaction not visible yet, or one that fails to fetch, is left to the
-/// polls: nothing is lost, the history is the record.
+/// read at `confirmed` with its block position and manifests, its
+/// requests in the RPC budget's first lane ([`crate::ingest::Lane`]:
+/// never behind a poll's backlog). A transaction not visible yet, or one
+/// that fails to fetch, is left to the polls: nothing is lost, the
+/// history is the record.
 async fn fold_notified(source: &RpcSource, ix: &Arc<Indexer>, signatures: &[String]) {
-    use crate::ingest::HintSource;
     let todo: Vec<node::chain::Signature> = {
         let s = ix.state();
         signatures
@@ -217,17 +221,27 @@ async fn fold_notified(source: &RpcSource, ix: &Arc<Indexer>, signatures: &[Stri
     if todo.is_empty() {
         return;
     }
-    let Ok(final_slot) = source.final_slot().await else {
+    let Ok(final_slot) = source.finalized_slot_in(crate::ingest::Lane::First).await else {
         return;
     };
     for sig in todo {
-        match source.record(ix, sig).await {
+        let started = Instant::now();
+        match source.notified_record(ix, sig).await {
             Ok(Some(record)) if !crate::ingest::lacks_manifests(&record) => {
+                let fetched_ms = started.elapsed().as_millis() as u64;
                 let ix = ix.clone();
                 let folded =
                     tokio::task::spawn_blocking(move || ix.ingest_hinted(record, final_slot)).await;
-                if let Ok(Err(e)) = folded {
-                    tracing::debug!(error = %e, %sig, "a notified transaction did not fold; the polls will");
+                match folded {
+                    Ok(Err(e)) => {
+                        tracing::debug!(error = %e, %sig, "a notified transaction did not fold; the polls will")
+                    }
+                    _ => tracing::debug!(
+                        %sig,
+                        fetched_ms,
+                        folded_ms = started.elapsed().as_millis() as u64,
+                        "folded a notified transaction"
+                    ),
                 }
             }
             Ok(_) => {}

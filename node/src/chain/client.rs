@@ -58,11 +58,11 @@ fn transient(e: &ClientError) -> bool {
     }
 }
 
-/// Runs `op` with exponential backoff (250 ms doubling, capped at 4 s) on
 /// Blocks past its validity a transaction seen below our commitment is
 /// still awaited before it counts as expired.
 const STUCK_MARGIN_BLOCKS: u64 = 150;
 
+/// Runs `op` with exponential backoff (250 ms doubling, capped at 4 s) on
 /// transient errors.
 pub async fn with_retry<T, F, Fut>(what: &str, mut op: F) -> Result<T, ChainError>
 where
