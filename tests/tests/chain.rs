@@ -163,3 +163,47 @@ fn a_lying_status_query_never_makes_a_send_pay_twice() {
         .unwrap();
     assert_eq!(tx.slot, sent.slot);
 }
+
+/// Sends of one handle in flight together share their status readings
+/// (one `getSignatureStatuses` + one `getBlockHeight` a tick for all of
+/// them): 40 transfers at once cost the node two requests each (blockhash,
+/// send) and a handful of readings, not two requests per send per tick;
+/// each still lands once, at the slot its status says.
+#[test]
+fn concurrent_sends_share_their_status_readings() {
+    let v = validator();
+    let rt = e2e::multi_thread_runtime();
+    let proxy = e2e::proxy::FaultProxy::start(&v.rpc_url);
+    let chain = proxy.chain();
+    let payers: Vec<node::chain::Keypair> = (0..40).map(|_| v.funded_keypair(1)).collect();
+    let to = node::chain::Keypair::new().pubkey();
+    let (requests_before, _) = proxy.stats();
+    let started = std::time::Instant::now();
+    let sent = rt.block_on(futures_util::future::join_all(payers.iter().map(|p| {
+        let ix = transfer(&p.pubkey(), &to, 1_000_000);
+        let chain = &chain;
+        async move { chain.send(&[ix], &[p]).await.expect("landed") }
+    })));
+    let took = started.elapsed();
+    let (requests_after, _) = proxy.stats();
+    let requests = requests_after - requests_before;
+    assert_eq!(
+        rt.block_on(v.chain().balance(&to)).unwrap(),
+        40 * 1_000_000,
+        "each paid once"
+    );
+    // a reading (two requests) at most every tick while they wait
+    let ticks = (took.as_millis() / 250 + 2) as u64;
+    assert!(
+        requests <= 2 * 40 + 2 * ticks,
+        "{requests} requests for 40 sends over {took:?} (at most {} expected)",
+        2 * 40 + 2 * ticks
+    );
+    for s in &sent {
+        let tx = rt
+            .block_on(v.chain().transaction(&s.signature))
+            .unwrap()
+            .unwrap();
+        assert_eq!(tx.slot, s.slot);
+    }
+}

@@ -44,6 +44,8 @@ pub struct Chain {
     landing_budget: Option<Duration>,
     /// Programs whose calls (and logs) decoded transactions keep.
     watched: Vec<String>,
+    /// The sends awaiting their commitment, read together.
+    landing: super::landing::LandingWatch,
 }
 
 const MAX_ATTEMPTS: u32 = 5;
@@ -108,6 +110,7 @@ impl Chain {
             kind: OnceCell::new(),
             landing_budget: None,
             watched: watched.iter().map(|p| p.to_string()).collect(),
+            landing: Default::default(),
         }
     }
 
@@ -399,18 +402,16 @@ impl Chain {
         accept_failed: bool,
     ) -> Result<Option<u64>, ChainError> {
         let started = tokio::time::Instant::now();
+        // read together with every other send of this handle in flight
+        let _awaited = self.landing.watch(*sig);
         loop {
-            let sigs = [*sig];
-            let st = with_retry("getSignatureStatuses", || {
-                self.rpc.get_signature_statuses(&sigs)
-            })
-            .await?;
+            let (status, height) = self.landing.read(&self.rpc, sig).await?;
             // seen but not at our commitment (e.g. on a fork a validator
             // restart abandoned) may stay so forever: give it a second
             // validity window, then treat it as expired (a rebuilt send of
             // a release cannot land twice: its derived mint can't be re-created)
-            let margin = match st.value.first() {
-                Some(Some(status)) => {
+            let margin = match status {
+                Some(status) => {
                     if let Err(e) = &status.status {
                         if !accept_failed {
                             return Err(ChainError::TxFailed {
@@ -424,13 +425,8 @@ impl Chain {
                     }
                     STUCK_MARGIN_BLOCKS
                 }
-                _ => 0,
+                None => 0,
             };
-            let height = with_retry("getBlockHeight", || {
-                self.rpc
-                    .get_block_height_with_commitment(CommitmentConfig::confirmed())
-            })
-            .await?;
             if height > last_valid.saturating_add(margin) {
                 return Ok(None);
             }

@@ -10,6 +10,7 @@ pub mod client;
 pub mod cluster;
 pub mod fees;
 pub mod instructions;
+mod landing;
 pub mod memo_field;
 pub mod parsed_tx;
 pub mod pin;
