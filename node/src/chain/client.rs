@@ -23,6 +23,17 @@ use std::str::FromStr;
 use std::time::Duration;
 use tokio::sync::OnceCell;
 
+/// How a send treats the node's preflight simulation.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Preflight {
+    /// Simulated first; refused when it would fail.
+    Simulate,
+    /// Not simulated; a failure on chain is an error.
+    Skip,
+    /// Not simulated; a failure on chain is returned as landed (tests).
+    SkipAndAcceptFailure,
+}
+
 /// A transaction that landed.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Sent {
@@ -275,7 +286,22 @@ impl Chain {
         ixs: &[Instruction],
         signers: &[&Keypair],
     ) -> Result<Sent, ChainError> {
-        self.send_inner(ixs, signers, false, 3).await
+        self.send_inner(ixs, signers, Preflight::Simulate, 3).await
+    }
+
+    /// Like [`Chain::send`] but without the node simulating the
+    /// transaction first (its preflight runs it once more on the node's
+    /// cores): a transaction that would fail lands failed, costing its
+    /// fee, and is reported as [`ChainError::TxFailed`] with the chain's
+    /// error, as a refused preflight would be. For a sender whose
+    /// transactions rarely fail and whose volume is the node's load (the
+    /// listen daemon's releases).
+    pub async fn send_unsimulated(
+        &self,
+        ixs: &[Instruction],
+        signers: &[&Keypair],
+    ) -> Result<Sent, ChainError> {
+        self.send_inner(ixs, signers, Preflight::Skip, 3).await
     }
 
     /// Like [`Chain::send`] but with one blockhash only: a transaction
@@ -288,7 +314,7 @@ impl Chain {
         ixs: &[Instruction],
         signers: &[&Keypair],
     ) -> Result<Sent, ChainError> {
-        self.send_inner(ixs, signers, false, 1).await
+        self.send_inner(ixs, signers, Preflight::Simulate, 1).await
     }
 
     /// Like [`Chain::send`] but skips preflight, so a transaction that
@@ -299,16 +325,18 @@ impl Chain {
         ixs: &[Instruction],
         signers: &[&Keypair],
     ) -> Result<Sent, ChainError> {
-        self.send_inner(ixs, signers, true, 3).await
+        self.send_inner(ixs, signers, Preflight::SkipAndAcceptFailure, 3).await
     }
 
     async fn send_inner(
         &self,
         ixs: &[Instruction],
         signers: &[&Keypair],
-        skip_preflight: bool,
+        preflight: Preflight,
         attempts: usize,
     ) -> Result<Sent, ChainError> {
+        let skip_preflight = preflight != Preflight::Simulate;
+        let accept_failed = preflight == Preflight::SkipAndAcceptFailure;
         let payer = signers
             .first()
             .ok_or_else(|| ChainError::Config("a transaction needs a fee payer".into()))?;
@@ -332,13 +360,13 @@ impl Chain {
             .await?;
             tracing::debug!(%sig, last_valid, "sent; awaiting our commitment");
             let landed = match self
-                .wait_for_landing(&sig, last_valid, skip_preflight)
+                .wait_for_landing(&sig, last_valid, accept_failed)
                 .await?
             {
                 Some(slot) => Some(slot),
                 // a status query that wrongly said "not found" must not
                 // make us pay twice: ask the history and the ledger again
-                None => self.landed_after_all(&sig, skip_preflight).await?,
+                None => self.landed_after_all(&sig, accept_failed).await?,
             };
             match landed {
                 Some(slot) => {

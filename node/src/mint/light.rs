@@ -318,7 +318,10 @@ async fn send_to_open_tree(
     let mut at = FIRST_OPEN_TREE.load(Ordering::Relaxed).min(last);
     loop {
         let tree = &LOCALNET_OUTPUT_TREES[at];
-        match chain.send(&with_output_queue(ixs, tree), signers).await {
+        match chain
+            .send_unsimulated(&with_output_queue(ixs, tree), signers)
+            .await
+        {
             Err(e) if queue_full(&e) && at < last => {
                 tracing::warn!(%tree, "compressed output queue full; using the next tree");
                 at += 1;
