@@ -325,7 +325,8 @@ impl Chain {
         ixs: &[Instruction],
         signers: &[&Keypair],
     ) -> Result<Sent, ChainError> {
-        self.send_inner(ixs, signers, Preflight::SkipAndAcceptFailure, 3).await
+        self.send_inner(ixs, signers, Preflight::SkipAndAcceptFailure, 3)
+            .await
     }
 
     async fn send_inner(

@@ -73,7 +73,7 @@ pub struct BelowCost {
 }
 
 /// Release transactions in flight at once.
-pub const RELEASE_CONCURRENCY: usize = 64;
+pub const RELEASE_CONCURRENCY: usize = 256;
 
 /// Buys verified (transactions fetched) at once.
 pub const VERIFY_CONCURRENCY: usize = 16;
@@ -139,15 +139,31 @@ pub async fn run_once(
         }
     }
     // verified buys go on to their release a chunk at a time, so a flood
-    // of junk `seen` rows never holds up buys verified before it ends
+    // of junk `seen` rows never holds up buys verified before it ends; a
+    // chunk's releases stay in flight while the next chunk is verified and
+    // sealed (each outcome recorded as it lands, between the steps)
+    let mut releases = Releases::default();
     loop {
-        let more = verify_due(chain, db, seller, catalog, &mut report).await?;
-        upload_due(db, seller, uploader, catalog, &mut report).await?;
-        release_due(chain, db, seller, catalog, &mut report).await?;
+        let more = alongside(
+            verify_due(chain, db, seller, catalog, &mut report),
+            &mut releases,
+        )
+        .await?;
+        releases.record(db, &mut report)?;
+        alongside(
+            upload_due(db, seller, uploader, catalog, &mut report),
+            &mut releases,
+        )
+        .await?;
+        releases.record(db, &mut report)?;
+        releases.launch(chain, db, seller, catalog)?;
         if !more {
             break;
         }
     }
+    releases
+        .finish((chain, seller, catalog), db, &mut report)
+        .await?;
     if let Err(e) = claim_due(chain, seller, catalog, payment_address, &mut report).await {
         tracing::warn!(address = %payment_address, error = %e, "claiming revealed escrows failed; will retry");
     }
@@ -520,43 +536,104 @@ async fn upload_due(
     Ok(())
 }
 
-/// Lands the release of every due `envelope_uploaded` buy, up to
-/// [`RELEASE_CONCURRENCY`] in flight (each has its own derived mint, so
-/// they are independent), and records each outcome.
-async fn release_due(
-    chain: &Chain,
-    db: &mut ListenDb,
-    seller: &Wallet,
-    catalog: &dyn Catalog,
-    report: &mut PassReport,
-) -> Result<(), StateError> {
-    let ready = db.due(BuyState::EnvelopeUploaded, now_ms())?;
-    // each outcome recorded as it comes (a release that landed is never
-    // held back by a slower one beside it)
-    let mut landed = futures_util::stream::iter(ready.iter())
-        .map(|row| async move {
-            let result = match catalog.goods(&row.listing_id) {
-                Some(goods) => land_release(chain, seller, row, &goods).await,
-                None => Err(StateError::Unknown(format!("goods of {}", row.listing_id)).into()),
+/// One release's outcome: the buy's signature and the release signature
+/// (or why not).
+type Outcome = (String, Result<String, ReleaseError>);
+
+/// The releases in flight during a pass (at most
+/// [`RELEASE_CONCURRENCY`]; each has its own derived mint, so they are
+/// independent), and the outcomes landed but not yet recorded.
+#[derive(Default)]
+struct Releases<'a> {
+    flying:
+        futures_util::stream::FuturesUnordered<futures_util::future::LocalBoxFuture<'a, Outcome>>,
+    in_flight: std::collections::HashSet<String>,
+    landed: Vec<Outcome>,
+}
+
+impl<'a> Releases<'a> {
+    /// Sends the release of every due `envelope_uploaded` buy not in
+    /// flight yet, up to [`RELEASE_CONCURRENCY`] in flight.
+    fn launch(
+        &mut self,
+        chain: &'a Chain,
+        db: &ListenDb,
+        seller: &'a Wallet,
+        catalog: &'a dyn Catalog,
+    ) -> Result<(), StateError> {
+        for row in db.due(BuyState::EnvelopeUploaded, now_ms())? {
+            if self.in_flight.len() >= RELEASE_CONCURRENCY {
+                break;
+            }
+            if !self.in_flight.insert(row.signature.clone()) {
+                continue;
+            }
+            self.flying.push(Box::pin(async move {
+                let result = match catalog.goods(&row.listing_id) {
+                    Some(goods) => land_release(chain, seller, &row, &goods).await,
+                    None => Err(StateError::Unknown(format!("goods of {}", row.listing_id)).into()),
+                };
+                (row.signature, result)
+            }));
+        }
+        Ok(())
+    }
+
+    /// Records every outcome landed so far.
+    fn record(&mut self, db: &mut ListenDb, report: &mut PassReport) -> Result<(), StateError> {
+        for (signature, result) in std::mem::take(&mut self.landed) {
+            self.in_flight.remove(&signature);
+            match result {
+                Ok(release_sig) => {
+                    db.mark_released(&signature, &release_sig)?;
+                    report.released += 1;
+                }
+                Err(ReleaseError::Abandoned(why)) => {
+                    tracing::info!(%signature, reason = %why, "nothing to release");
+                    db.mark_abandoned(&signature, &why)?;
+                    report.rejected += 1;
+                }
+                Err(e) => retry_later(db, &signature, &e.to_string(), "release failed", report)?,
+            }
+        }
+        Ok(())
+    }
+
+    /// Lands every due release (sending more as others land) and waits
+    /// for all of them, recording each as it lands.
+    async fn finish(
+        &mut self,
+        (chain, seller, catalog): (&'a Chain, &'a Wallet, &'a dyn Catalog),
+        db: &mut ListenDb,
+        report: &mut PassReport,
+    ) -> Result<(), StateError> {
+        loop {
+            self.launch(chain, db, seller, catalog)?;
+            let Some(outcome) = self.flying.next().await else {
+                return Ok(());
             };
-            (row.signature.clone(), result)
-        })
-        .buffer_unordered(RELEASE_CONCURRENCY);
-    while let Some((signature, result)) = landed.next().await {
-        match result {
-            Ok(release_sig) => {
-                db.mark_released(&signature, &release_sig)?;
-                report.released += 1;
-            }
-            Err(ReleaseError::Abandoned(why)) => {
-                tracing::info!(%signature, reason = %why, "nothing to release");
-                db.mark_abandoned(&signature, &why)?;
-                report.rejected += 1;
-            }
-            Err(e) => retry_later(db, &signature, &e.to_string(), "release failed", report)?,
+            self.landed.push(outcome);
+            self.record(db, report)?;
         }
     }
-    Ok(())
+}
+
+/// Runs `step` while driving the releases in flight (their outcomes kept
+/// for [`Releases::record`]: `step` holds the state database).
+async fn alongside<T>(
+    step: impl std::future::Future<Output = T>,
+    releases: &mut Releases<'_>,
+) -> T {
+    tokio::pin!(step);
+    loop {
+        tokio::select! {
+            biased;
+            done = &mut step => return done,
+            Some(outcome) = releases.flying.next(), if !releases.flying.is_empty() => {
+                releases.landed.push(outcome);
+            }
+        }
+    }
 }
 
 /// Records a transient failure of one buy's step (retried after its

@@ -104,6 +104,20 @@ fn proc_kib(pid: u32, field: &str) -> u64 {
 
 use e2e::cli_seller::{fund_all, Seller};
 
+/// CPU seconds `pid` has used (user + system), from /proc.
+fn cpu_seconds(pid: u32) -> f64 {
+    std::fs::read_to_string(format!("/proc/{pid}/stat"))
+        .ok()
+        .and_then(|s| {
+            // the fields after the command's closing parenthesis
+            let rest = s.rsplit_once(')')?.1;
+            let f: Vec<&str> = rest.split_whitespace().collect();
+            let ticks: u64 = f.get(11)?.parse::<u64>().ok()? + f.get(12)?.parse::<u64>().ok()?;
+            Some(ticks as f64 / 100.0)
+        })
+        .unwrap_or(0.0)
+}
+
 /// Each of `buyers` pays the listed price, all at once (`rate` `None`)
 /// or the i-th at i / `rate` seconds (each on its own, never waiting for
 /// the ones before); returns each buy's (signature, slot, when it was
@@ -183,7 +197,7 @@ fn summary(
     hostile: usize,
     results: &[(f64, f64)],
     span: Option<Duration>,
-    pid: u32,
+    (pid, cpu_before): (u32, f64),
 ) -> Value {
     let mut ms: Vec<f64> = results.iter().map(|r| r.0).collect();
     let mut slots: Vec<f64> = results.iter().map(|r| r.1).collect();
@@ -198,6 +212,8 @@ fn summary(
         "releases_per_second": span.map(|s| (results.len() as f64 / s.as_secs_f64() * 10.0).round() / 10.0),
         "daemon_rss_mib": proc_kib(pid, "VmRSS:") as f64 / 1024.0,
         "daemon_peak_rss_mib": proc_kib(pid, "VmHWM:") as f64 / 1024.0,
+        // the daemon's own work per release (its CPU over the phase)
+        "daemon_cpu_ms_per_release": ((cpu_seconds(pid) - cpu_before) * 1e3 / results.len().max(1) as f64 * 10.0).round() / 10.0,
     })
 }
 
@@ -268,6 +284,7 @@ fn main() {
         );
         let bk = buyer.solana_keypair();
         let mut results = Vec::new();
+        let cpu = (pid, cpu_seconds(pid));
         for _ in 0..a.sequential {
             let ixs = buy_instructions(
                 &bk.pubkey(),
@@ -285,12 +302,13 @@ fn main() {
         let h = hostile_sent.load(Ordering::SeqCst);
         println!(
             "{}",
-            summary(&format!("sequential{label}"), h, &results, None, pid)
+            summary(&format!("sequential{label}"), h, &results, None, cpu)
         );
 
         // concurrent: M buyers pay at once
         let buyers: Vec<Wallet> = (0..a.concurrent).map(|_| Wallet::generate()).collect();
         fund_all(&rt, &chain, &whale, &buyers, 100_000_000);
+        let cpu = (pid, cpu_seconds(pid));
         let start = Instant::now();
         let buys = pay(&rt, &chain, &buyers, &target, None);
         let results = wait_releases(&rt, &chain, &seller.db(), &buys);
@@ -298,7 +316,7 @@ fn main() {
         let h = hostile_sent.load(Ordering::SeqCst);
         println!(
             "{}",
-            summary(&format!("concurrent{label}"), h, &results, Some(span), pid)
+            summary(&format!("concurrent{label}"), h, &results, Some(span), cpu)
         );
 
         // sustained: buyers paying at --rate a second for --seconds: does
@@ -308,8 +326,17 @@ fn main() {
             let n = a.rate * a.seconds;
             let buyers: Vec<Wallet> = (0..n).map(|_| Wallet::generate()).collect();
             fund_all(&rt, &chain, &whale, &buyers, 100_000_000);
+            let cpu = (pid, cpu_seconds(pid));
+            let slot_at = |rt: &tokio::runtime::Runtime| {
+                (
+                    Instant::now(),
+                    rt.block_on(chain.rpc().get_slot()).expect("slot"),
+                )
+            };
+            let (t0, s0) = slot_at(&rt);
             let buys = pay(&rt, &chain, &buyers, &target, Some(a.rate as f64));
             let results = wait_releases(&rt, &chain, &seller.db(), &buys);
+            let (t1, s1) = slot_at(&rt);
             // when each release was recorded, from its buy's confirmation
             let mut released: Vec<Instant> = buys
                 .iter()
@@ -327,9 +354,12 @@ fn main() {
                 h,
                 &results,
                 None,
-                pid,
+                cpu,
             );
             line["releases_per_second"] = json!((steady * 10.0).round() / 10.0);
+            // how long the chain's slots were meanwhile (400 ms nominal)
+            line["chain_ms_per_slot"] =
+                json!(((t1 - t0).as_secs_f64() * 1e3 / (s1 - s0).max(1) as f64).round());
             println!("{line}");
         }
         stop.store(true, Ordering::SeqCst);
@@ -389,9 +419,10 @@ fn junk_flood(
     let buyers: Vec<Wallet> = (0..5).map(|_| Wallet::generate()).collect();
     fund_all(rt, chain, whale, &buyers, 100_000_000);
     signal("-CONT");
+    let cpu = (pid, cpu_seconds(pid));
     let buys = pay(rt, chain, &buyers, target, None);
     let results = wait_releases(rt, chain, &seller.db(), &buys);
-    let mut line = summary(&format!("junk-{n}"), n, &results, None, pid);
+    let mut line = summary(&format!("junk-{n}"), n, &results, None, cpu);
     line["junk_landed_in_s"] = json!((landed_in.as_secs_f64() * 10.0).round() / 10.0);
     println!("{line}");
 }
