@@ -270,7 +270,10 @@ impl Indexer {
             None => None,
         };
         let Some(changes) = changes else {
+            // read before the fold: every change after it is caught up next
+            let seq = self.store().log_seq()?;
             let n = self.refold_from(None)?;
+            *self.applied_seq.lock().unwrap_or_else(|p| p.into_inner()) = seq;
             return Ok(Applied {
                 refolded: true,
                 refolded_records: n,

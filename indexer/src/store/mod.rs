@@ -116,7 +116,9 @@ pub trait LogStore: Send {
     fn count_after(&self, after: Option<Position>) -> Result<usize, StoreError>;
     /// What changed in the log after change number `seq` (a read
     /// replica's catch-up), or `None` where the store keeps no change
-    /// numbers (then the replica refolds).
+    /// numbers or no longer keeps the removals after `seq` (a rebuild
+    /// cleared the log since, or they were pruned: [`REMOVALS_KEPT`]);
+    /// then the replica refolds.
     fn changes_since(&self, seq: u64) -> Result<Option<LogChanges>, StoreError> {
         let _ = seq;
         Ok(None)
@@ -131,11 +133,21 @@ pub trait LogStore: Send {
     fn provisional(&self) -> Result<Vec<(String, u64)>, StoreError>;
     /// Marks provisional records at or below `final_slot` final.
     fn finalize_through(&mut self, final_slot: u64) -> Result<usize, StoreError>;
-    /// Removes records (transactions that vanished before finality).
+    /// Removes records (transactions that vanished before finality),
+    /// logging each with a change number; the removal log keeps the
+    /// newest [`REMOVALS_KEPT`].
     fn remove(&mut self, signatures: &[String]) -> Result<usize, StoreError>;
-    /// Drops every record and checkpoint (a rebuild); manifests, auth
-    /// and metadata are kept.
+    /// Drops every record and checkpoint (a rebuild) and the removal log
+    /// (a replica from before the clear refolds); manifests, auth and
+    /// metadata are kept.
     fn clear_log(&mut self) -> Result<(), StoreError>;
+    /// Keeps only the newest `keep` entries of the removal log (a replica
+    /// older than the oldest kept refolds). [`LogStore::remove`] keeps
+    /// [`REMOVALS_KEPT`]; stores without change numbers keep none.
+    fn prune_removals(&mut self, keep: u64) -> Result<(), StoreError> {
+        let _ = keep;
+        Ok(())
+    }
     /// Whether no record is stored.
     fn is_empty(&self) -> Result<bool, StoreError>;
     /// Whether a record is stored.
@@ -259,6 +271,48 @@ fn after_key(after: Option<Position>) -> (i64, i64) {
 }
 
 /// The last change number taken (meta `log_seq`).
+/// Removals a store logs for replicas to catch up on (vanished
+/// provisional records are rare: this is days of a busy market's forks);
+/// a replica further behind refolds.
+pub const REMOVALS_KEPT: u64 = 100_000;
+
+/// The meta key of the change number after which the removal log is
+/// complete (every removal with a larger number is in it).
+pub const REMOVALS_KEPT_AFTER: &str = "removals_kept_after";
+
+/// SQLite: the number after which the removal log is complete.
+fn removals_kept_after(conn: &Connection) -> Result<i64, StoreError> {
+    let v: Option<String> = conn
+        .query_row(
+            "SELECT value FROM meta WHERE key = ?1",
+            [REMOVALS_KEPT_AFTER],
+            |r| r.get(0),
+        )
+        .optional()?;
+    Ok(v.and_then(|v| v.parse().ok()).unwrap_or(0))
+}
+
+/// SQLite: drops all but the newest `keep` removals, moving the mark.
+fn prune_removals_sqlite(conn: &Connection, keep: u64) -> Result<(), StoreError> {
+    let cut: Option<i64> = conn
+        .query_row(
+            "SELECT seq FROM txs_removed ORDER BY seq DESC LIMIT 1 OFFSET ?1",
+            [keep as i64],
+            |r| r.get(0),
+        )
+        .optional()?;
+    if let Some(cut) = cut {
+        conn.execute("DELETE FROM txs_removed WHERE seq <= ?1", [cut])?;
+        let after = removals_kept_after(conn)?.max(cut);
+        conn.execute(
+            "INSERT INTO meta (key, value) VALUES (?1, ?2)
+             ON CONFLICT(key) DO UPDATE SET value = excluded.value",
+            params![REMOVALS_KEPT_AFTER, after.to_string()],
+        )?;
+    }
+    Ok(())
+}
+
 fn taken_seq(conn: &Connection) -> Result<i64, StoreError> {
     let v: Option<String> = conn
         .query_row("SELECT value FROM meta WHERE key = 'log_seq'", [], |r| {
@@ -316,11 +370,13 @@ impl LogStore for SqliteStore {
             .conn
             .transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
         let seq = taken_seq(&tx)? + 1;
+        // no removal listed per record: a replica from before refolds
+        tx.execute_batch("DELETE FROM txs; DELETE FROM checkpoints; DELETE FROM txs_removed;")?;
         tx.execute(
-            "INSERT INTO txs_removed (seq, signature) SELECT ?1, signature FROM txs",
-            [seq],
+            "INSERT INTO meta (key, value) VALUES (?1, ?2)
+             ON CONFLICT(key) DO UPDATE SET value = excluded.value",
+            params![REMOVALS_KEPT_AFTER, seq.to_string()],
         )?;
-        tx.execute_batch("DELETE FROM txs; DELETE FROM checkpoints;")?;
         set_taken_seq(&tx, seq)?;
         tx.commit()?;
         Ok(())
@@ -333,6 +389,9 @@ impl LogStore for SqliteStore {
     fn changes_since(&self, seq: u64) -> Result<Option<LogChanges>, StoreError> {
         // one read transaction: both tables as of one commit
         let tx = self.conn.unchecked_transaction()?;
+        if (seq as i64) < removals_kept_after(&tx)? {
+            return Ok(None);
+        }
         let newest = taken_seq(&tx)? as u64;
         let records = {
             let mut stmt = tx.prepare_cached(
@@ -440,8 +499,18 @@ impl LogStore for SqliteStore {
             n += gone;
         }
         set_taken_seq(&tx, seq)?;
+        prune_removals_sqlite(&tx, REMOVALS_KEPT)?;
         tx.commit()?;
         Ok(n)
+    }
+
+    fn prune_removals(&mut self, keep: u64) -> Result<(), StoreError> {
+        let tx = self
+            .conn
+            .transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
+        prune_removals_sqlite(&tx, keep)?;
+        tx.commit()?;
+        Ok(())
     }
 
     fn has(&self, signature: &str) -> Result<bool, StoreError> {

@@ -177,6 +177,46 @@ fn decode_rows(rows: Vec<tokio_postgres::Row>) -> Result<Vec<TxRecord>, StoreErr
         .collect()
 }
 
+/// The number after which the removal log is complete (meta
+/// [`super::REMOVALS_KEPT_AFTER`]; 0 while nothing was pruned or cleared).
+async fn removals_kept_after(c: &Client) -> Result<i64, StoreError> {
+    Ok(c.query_opt(
+        "SELECT value FROM meta WHERE key = $1",
+        &[&super::REMOVALS_KEPT_AFTER],
+    )
+    .await?
+    .and_then(|r| r.get::<_, String>(0).parse().ok())
+    .unwrap_or(0))
+}
+
+async fn set_removals_kept_after(c: &Client, after: i64) -> Result<(), StoreError> {
+    c.execute(
+        "INSERT INTO meta (key, value) VALUES ($1, $2)
+         ON CONFLICT (key) DO UPDATE SET value = excluded.value",
+        &[&super::REMOVALS_KEPT_AFTER, &after.to_string()],
+    )
+    .await?;
+    Ok(())
+}
+
+/// Drops all but the newest `keep` removals, moving the mark (under the
+/// log lock, in the caller's transaction).
+async fn prune_removals_pg(c: &Client, keep: u64) -> Result<(), StoreError> {
+    let cut = c
+        .query_opt(
+            "SELECT seq FROM txs_removed ORDER BY seq DESC LIMIT 1 OFFSET $1",
+            &[&(keep as i64)],
+        )
+        .await?;
+    if let Some(cut) = cut.map(|r| r.get::<_, i64>(0)) {
+        c.execute("DELETE FROM txs_removed WHERE seq <= $1", &[&cut])
+            .await?;
+        let after = removals_kept_after(c).await?.max(cut);
+        set_removals_kept_after(c, after).await?;
+    }
+    Ok(())
+}
+
 async fn notify(c: &Client) -> Result<(), StoreError> {
     c.execute("SELECT pg_notify($1, '')", &[&LOG_CHANNEL])
         .await?;
@@ -272,8 +312,10 @@ impl LogStore for PgStore {
             let row = c
                 .query_one(
                     "SELECT GREATEST((SELECT COALESCE(MAX(seq), 0) FROM txs),
-                                     (SELECT COALESCE(MAX(seq), 0) FROM txs_removed))",
-                    &[],
+                                     (SELECT COALESCE(MAX(seq), 0) FROM txs_removed),
+                                     (SELECT COALESCE(MAX(value::BIGINT), 0) FROM meta
+                                      WHERE key = $1))",
+                    &[&super::REMOVALS_KEPT_AFTER],
                 )
                 .await?;
             Ok(Some(row.get::<_, i64>(0) as u64))
@@ -286,6 +328,9 @@ impl LogStore for PgStore {
             // one snapshot of both tables
             c.batch_execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ READ ONLY")
                 .await?;
+            if since < removals_kept_after(&c).await? {
+                return Ok(None);
+            }
             let rows = c
                 .query(
                     "SELECT signature, record, seq FROM txs WHERE seq > $1
@@ -362,20 +407,28 @@ impl LogStore for PgStore {
                 )
                 .await? as usize;
             if n > 0 {
+                prune_removals_pg(&c, super::REMOVALS_KEPT).await?;
                 notify(&c).await?;
             }
             Ok(n)
         })
     }
 
+    fn prune_removals(&mut self, keep: u64) -> Result<(), StoreError> {
+        self.transaction(move |c| async move {
+            lock_log(&c).await?;
+            prune_removals_pg(&c, keep).await
+        })
+    }
+
     fn clear_log(&mut self) -> Result<(), StoreError> {
         self.transaction(|c| async move {
             lock_log(&c).await?;
-            c.batch_execute(
-                "INSERT INTO txs_removed (signature) SELECT signature FROM txs;
-                 DELETE FROM txs; DELETE FROM checkpoints;",
-            )
-            .await?;
+            // no removal listed per record: a replica from before refolds
+            c.batch_execute("DELETE FROM txs; DELETE FROM checkpoints; DELETE FROM txs_removed;")
+                .await?;
+            let cleared_at: i64 = c.query_one("SELECT nextval('txs_seq')", &[]).await?.get(0);
+            set_removals_kept_after(&c, cleared_at).await?;
             notify(&c).await
         })
     }

@@ -2,8 +2,9 @@
 //! catches up from the last change it applied, as the writer folds:
 //! appends in place; a record landing before the head, a fork moving one
 //! and a vanished one by a suffix refold; a rebuild of the whole log from
-//! the start. Its state hash equals the writer's after every step, and it
-//! never reads the whole log again but for that rebuild.
+//! the start; removals pruned past it. Its state hash equals the
+//! writer's after every step, and it reads the whole log again only
+//! where the removal log no longer reaches back to it (a prune, a clear).
 
 use indexer::engine::{Applied, Indexer};
 use indexer::fold::FoldConfig;
@@ -65,12 +66,32 @@ pub fn follows_the_writer(open: impl Fn() -> Box<dyn LogStore>) {
     assert!(replica.suffix_refolds() >= 3);
     assert_eq!(same("nothing new").stored, 0);
 
-    // a rebuild: the log cleared, then everything again
+    // removals pruned past the replica: it refolds once, then catches up
+    // from where that refold read again
+    let gone = records[n - 5].signature().to_string();
+    writer
+        .ingest(vec![], 0, std::slice::from_ref(&gone))
+        .unwrap();
+    writer.store().prune_removals(0).unwrap();
+    let applied = same("removals pruned past the replica");
+    assert!(applied.refolded && replica.refolds() == 2);
+    assert!(!replica.state().has_folded(&gone));
+    assert_eq!(same("nothing new after the prune").stored, 0);
+    assert_eq!(replica.refolds(), 2);
+
+    // a rebuild: the log cleared (no removal listed per record: the
+    // replica refolds), then everything again, caught up as appends
     writer.store().clear_log().unwrap();
     writer.refold().unwrap();
     same("cleared");
     assert_eq!(replica.state().transactions, 0);
+    assert_eq!(replica.refolds(), 3);
     writer.ingest(records.clone(), 0, &[]).unwrap();
     same("rebuilt");
     assert_eq!(replica.state().transactions, n as u64);
+    assert_eq!(
+        replica.refolds(),
+        3,
+        "the rebuild's records came as changes"
+    );
 }
