@@ -98,6 +98,8 @@ impl LogBuilder {
                 signers: signers.iter().map(|w| w.address()).collect(),
                 memos: vec![memo],
                 transfers,
+                token_transfers: Vec::new(),
+                token_balances: Vec::new(),
                 logs: vec![],
                 calls: vec![],
                 legacy_deposits: vec![],

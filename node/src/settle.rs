@@ -385,6 +385,8 @@ mod tests {
                 to: "Seller".into(),
                 lamports: paid,
             }],
+            token_transfers: vec![],
+            token_balances: vec![],
             logs: vec![],
             calls: vec![],
             legacy_deposits: vec![],

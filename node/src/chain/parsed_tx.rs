@@ -1,10 +1,12 @@
 //! A fetched transaction (`getTransaction`, encoding `jsonParsed`) reduced
 //! to what settlement and the indexer need: slot, block time, success,
-//! signers, fee payer, top-level memos and System transfers, plus the
+//! signers, fee payer, top-level memos, System transfers and token
+//! `transferChecked`s, the token balances the node reports, plus the
 //! top-level calls of the programs the caller watches (raw: program,
 //! accounts, data) and, when one of them ran, the log messages. What a
 //! call means is its program's module's business (e.g. `escrow` reads its
-//! deposits from them); this module knows no program but System and Memo.
+//! deposits from them); this module knows no program but System, Memo and
+//! the two token programs.
 //!
 //! Two levels of strictness, because strangers choose what lands on chain:
 //! - the envelope (slot, meta, signature, `accountKeys` in jsonParsed form)
@@ -34,6 +36,54 @@ pub struct Transfer {
     pub lamports: u64,
 }
 
+/// An SPL Token or Token-2022 `transferChecked` (or Token-2022's
+/// `transferCheckedWithFee`) at the top level of a transaction: the only
+/// token transfers that name their mint and decimals. A plain `transfer`
+/// names neither and pays nothing here.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TokenTransfer {
+    /// The token program (SPL Token or Token-2022).
+    pub program: String,
+    /// The token account debited.
+    pub source: String,
+    /// The token account credited.
+    pub destination: String,
+    /// The mint.
+    pub mint: String,
+    /// Who authorized it: the source's owner or delegate (a multisig's
+    /// account where one signed).
+    pub authority: String,
+    /// Base units debited from the source.
+    pub amount: u64,
+    /// The mint's decimals, as the instruction states them (the program
+    /// refuses the transfer when they are not the mint's).
+    pub decimals: u8,
+    /// The fee `transferCheckedWithFee` states (0 otherwise; a mint with a
+    /// transfer fee withholds one on a plain `transferChecked` too: what
+    /// arrived is in [`ParsedTx::token_balances`]).
+    #[serde(default)]
+    pub fee: u64,
+}
+
+/// A token account's balance before and after a transaction, as the node
+/// reports it (`meta.preTokenBalances` / `postTokenBalances`): what
+/// actually arrived, whatever fees or hooks a mint has.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TokenBalance {
+    /// The token account.
+    pub account: String,
+    /// Its mint.
+    pub mint: String,
+    /// Its owner (the wallet it belongs to).
+    pub owner: String,
+    /// The token program that owns it.
+    pub program: String,
+    /// Base units before (0 when the account did not exist).
+    pub pre: u64,
+    /// Base units after (0 when it was closed).
+    pub post: u64,
+}
+
 /// What we read from one transaction.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ParsedTx {
@@ -51,6 +101,12 @@ pub struct ParsedTx {
     pub memos: Vec<String>,
     /// Top-level System transfers, in order.
     pub transfers: Vec<Transfer>,
+    /// Top-level token `transferChecked`s, in order.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub token_transfers: Vec<TokenTransfer>,
+    /// Token balances the transaction changed or touched.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub token_balances: Vec<TokenBalance>,
     /// Log messages, kept only when a watched program ran (its events
     /// live there); empty otherwise.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
@@ -166,6 +222,7 @@ fn program_call(program_id: &str, ix: &Value) -> Result<ProgramCall, TxShapeErro
 enum Read {
     Memo(String),
     Transfer(Transfer),
+    TokenTransfer(TokenTransfer),
     Call(ProgramCall),
     Other,
 }
@@ -188,6 +245,9 @@ fn read_instruction(ix: &Value, watched: &[impl AsRef<str>]) -> Result<Read, TxS
             Some(text) => Ok(Read::Memo(text.to_string())),
             None => Err(TxShapeError("memo instruction without parsed text".into())),
         };
+    }
+    if is_token_program(program_id) {
+        return token_transfer(program_id, ix);
     }
     if ix.get("program").and_then(Value::as_str) != Some("system")
         || ix.pointer("/parsed/type").and_then(Value::as_str) != Some("transfer")
@@ -212,6 +272,122 @@ fn read_instruction(ix: &Value, watched: &[impl AsRef<str>]) -> Result<Read, TxS
         to: field("destination")?,
         lamports,
     }))
+}
+
+/// SPL Token.
+pub const TOKEN_PROGRAM: &str = "TokenkegQfeZyiNwAJbNbGKPFXCWuBvf9Ss623VQ5DA";
+/// Token-2022.
+pub const TOKEN_2022_PROGRAM: &str = "TokenzQdBNbLqP5VEhdkAS6EPFLC1PHnBqCXEpPxuEb";
+
+fn is_token_program(program_id: &str) -> bool {
+    program_id == TOKEN_PROGRAM || program_id == TOKEN_2022_PROGRAM
+}
+
+/// A token program's instruction: a `transferChecked` (with or without a
+/// stated fee) is read, anything else is no payment.
+fn token_transfer(program_id: &str, ix: &Value) -> Result<Read, TxShapeError> {
+    let kind = ix.pointer("/parsed/type").and_then(Value::as_str);
+    if !matches!(kind, Some("transferChecked" | "transferCheckedWithFee")) {
+        return Ok(Read::Other);
+    }
+    let info = ix
+        .pointer("/parsed/info")
+        .ok_or_else(|| TxShapeError("transferChecked without info".into()))?;
+    let field = |k: &str| {
+        info.get(k)
+            .and_then(Value::as_str)
+            .map(String::from)
+            .ok_or_else(|| TxShapeError(format!("transferChecked without `{k}`")))
+    };
+    let units = |k: &str| -> Result<(u64, Option<u8>), TxShapeError> {
+        let v = info
+            .get(k)
+            .ok_or_else(|| TxShapeError(format!("transferChecked without `{k}`")))?;
+        let amount = v
+            .get("amount")
+            .and_then(Value::as_str)
+            .and_then(|a| a.parse::<u64>().ok())
+            .ok_or_else(|| TxShapeError(format!("`{k}.amount` is not a u64 string")))?;
+        let decimals = v
+            .get("decimals")
+            .and_then(Value::as_u64)
+            .and_then(|d| u8::try_from(d).ok());
+        Ok((amount, decimals))
+    };
+    let (amount, decimals) = units("tokenAmount")?;
+    let decimals =
+        decimals.ok_or_else(|| TxShapeError("`tokenAmount.decimals` is not a u8".into()))?;
+    let fee = match kind {
+        Some("transferCheckedWithFee") => units("feeAmount")?.0,
+        _ => 0,
+    };
+    let authority = field("authority").or_else(|_| field("multisigAuthority"))?;
+    Ok(Read::TokenTransfer(TokenTransfer {
+        program: program_id.to_string(),
+        source: field("source")?,
+        destination: field("destination")?,
+        mint: field("mint")?,
+        authority,
+        amount,
+        decimals,
+        fee,
+    }))
+}
+
+/// The token balances in `meta` (pre and post joined by account index);
+/// an entry that does not read is an anomaly, never a balance.
+fn token_balances(meta: &Value, keys: &[Value], anomalies: &mut Vec<String>) -> Vec<TokenBalance> {
+    use std::collections::BTreeMap;
+    // index → (mint, owner, program, pre, post)
+    let mut by_index: BTreeMap<u64, (String, String, String, u64, u64)> = BTreeMap::new();
+    for (side, field) in [(0, "preTokenBalances"), (1, "postTokenBalances")] {
+        for b in meta
+            .get(field)
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+        {
+            let read = || -> Option<(u64, String, String, String, u64)> {
+                Some((
+                    b.get("accountIndex")?.as_u64()?,
+                    b.get("mint")?.as_str()?.to_string(),
+                    b.get("owner")?.as_str()?.to_string(),
+                    b.get("programId")?.as_str()?.to_string(),
+                    b.pointer("/uiTokenAmount/amount")?.as_str()?.parse().ok()?,
+                ))
+            };
+            let Some((index, mint, owner, program, amount)) = read() else {
+                anomalies.push(format!("{field}: an entry that does not read"));
+                continue;
+            };
+            let e = by_index
+                .entry(index)
+                .or_insert_with(|| (mint, owner, program, 0, 0));
+            if side == 0 {
+                e.3 = amount;
+            } else {
+                e.4 = amount;
+            }
+        }
+    }
+    by_index
+        .into_iter()
+        .filter_map(|(index, (mint, owner, program, pre, post))| {
+            let account = keys
+                .get(index as usize)?
+                .get("pubkey")?
+                .as_str()?
+                .to_string();
+            Some(TokenBalance {
+                account,
+                mint,
+                owner,
+                program,
+                pre,
+                post,
+            })
+        })
+        .collect()
 }
 
 impl ParsedTx {
@@ -255,12 +431,14 @@ impl ParsedTx {
             .ok_or_else(|| TxShapeError("`instructions` is not an array".into()))?;
         let mut memos = Vec::new();
         let mut transfers = Vec::new();
+        let mut token_transfers = Vec::new();
         let mut calls = Vec::new();
         let mut anomalies = Vec::new();
         for (i, ix) in ixs.iter().enumerate() {
             match read_instruction(ix, watched) {
                 Ok(Read::Memo(text)) => memos.push(text),
                 Ok(Read::Transfer(t)) => transfers.push(t),
+                Ok(Read::TokenTransfer(t)) => token_transfers.push(t),
                 Ok(Read::Call(c)) => calls.push(c),
                 Ok(Read::Other) => {}
                 Err(TxShapeError(why)) => anomalies.push(format!("instruction {i}: {why}")),
@@ -286,6 +464,7 @@ impl ParsedTx {
                     .any(|l| invokes.iter().any(|i| l.starts_with(i.as_str())))
             })
             .unwrap_or_default();
+        let token_balances = token_balances(meta, keys, &mut anomalies);
         Ok(ParsedTx {
             signature,
             slot,
@@ -294,6 +473,8 @@ impl ParsedTx {
             signers,
             memos,
             transfers,
+            token_transfers,
+            token_balances,
             logs,
             calls,
             legacy_deposits: Vec::new(),
@@ -309,6 +490,34 @@ impl ParsedTx {
     /// Whether `pubkey` signed.
     pub fn signed_by(&self, pubkey: &str) -> bool {
         self.signers.iter().any(|s| s == pubkey)
+    }
+
+    /// What arrived in `owner`'s token accounts of `mint` in this
+    /// transaction (post minus pre, summed over the accounts whose
+    /// increase a top-level `transferChecked` authorized by `authority`
+    /// credited): fees a mint withholds and transfers from anyone else
+    /// are not counted.
+    pub fn token_received(&self, authority: &str, owner: &str, mint: &str) -> u64 {
+        self.token_balances
+            .iter()
+            .filter(|b| b.owner == owner && b.mint == mint && b.post > b.pre)
+            .filter(|b| {
+                self.token_transfers.iter().any(|t| {
+                    t.authority == authority && t.destination == b.account && t.mint == mint
+                })
+            })
+            .map(|b| {
+                // at most what those transfers moved into it
+                let sent = self
+                    .token_transfers
+                    .iter()
+                    .filter(|t| {
+                        t.authority == authority && t.destination == b.account && t.mint == mint
+                    })
+                    .fold(0u64, |acc, t| acc.saturating_add(t.amount));
+                (b.post - b.pre).min(sent)
+            })
+            .fold(0u64, |acc, n| acc.saturating_add(n))
     }
 
     /// Total lamports transferred from `from` to `to` at the top level.
@@ -359,6 +568,84 @@ mod tests {
         let failed =
             ParsedTx::from_json(&sample(json!({"InstructionError": [0, "Custom"]}))).unwrap();
         assert!(!failed.succeeded);
+    }
+
+    /// `sample` with a token `transferChecked` (its `info` as given) and
+    /// the seller's token balance going from `pre` to `post`.
+    fn with_token_transfer(info: Value, pre: &str, post: &str) -> Value {
+        let mut v = sample(Value::Null);
+        v["transaction"]["message"]["accountKeys"]
+            .as_array_mut()
+            .unwrap()
+            .push(json!({"pubkey": "SellerUsdc", "signer": false, "writable": true}));
+        v["transaction"]["message"]["instructions"]
+            .as_array_mut()
+            .unwrap()
+            .push(json!({"parsed": {"info": info, "type": "transferChecked"},
+                         "program": "spl-token", "programId": TOKEN_PROGRAM}));
+        let balance = |amount: &str| {
+            json!([{"accountIndex": 2, "mint": "Usdc", "owner": "Seller",
+                    "programId": TOKEN_PROGRAM,
+                    "uiTokenAmount": {"amount": amount, "decimals": 6}}])
+        };
+        v["meta"]["preTokenBalances"] = balance(pre);
+        v["meta"]["postTokenBalances"] = balance(post);
+        v
+    }
+
+    fn usdc_info(amount: Value, decimals: Value) -> Value {
+        json!({"source": "PayerUsdc", "destination": "SellerUsdc", "mint": "Usdc",
+               "authority": "Payer", "tokenAmount": {"amount": amount, "decimals": decimals}})
+    }
+
+    #[test]
+    fn token_payments_count_what_arrived_through_a_checked_transfer() {
+        let t = ParsedTx::from_json(&with_token_transfer(
+            usdc_info(json!("2000000"), json!(6)),
+            "5",
+            "1500005",
+        ))
+        .unwrap();
+        assert_eq!(t.token_transfers.len(), 1);
+        assert!(t.anomalies.is_empty(), "{:?}", t.anomalies);
+        // the balance rose by less than the transfer (a withheld fee)
+        assert_eq!(t.token_received("Payer", "Seller", "Usdc"), 1_500_000);
+        assert_eq!(t.token_received("Payer", "Seller", "Other"), 0);
+        assert_eq!(t.token_received("Stranger", "Seller", "Usdc"), 0);
+        // a balance that rose by more than the transfer: only the transfer
+        let t = ParsedTx::from_json(&with_token_transfer(
+            usdc_info(json!("2000000"), json!(6)),
+            "0",
+            "9000000",
+        ))
+        .unwrap();
+        assert_eq!(t.token_received("Payer", "Seller", "Usdc"), 2_000_000);
+    }
+
+    #[test]
+    fn token_transfers_of_odd_shape_are_anomalies_never_payments() {
+        for info in [
+            usdc_info(json!(2000000), json!(6)),
+            usdc_info(json!("-1"), json!(6)),
+            usdc_info(json!("99999999999999999999999"), json!(6)),
+            usdc_info(json!("2000000"), json!(300)),
+            usdc_info(json!("2000000"), Value::Null),
+            json!({"source": "PayerUsdc", "mint": "Usdc", "authority": "Payer",
+                   "tokenAmount": {"amount": "1", "decimals": 6}}),
+            json!("not an object"),
+        ] {
+            let t =
+                ParsedTx::from_json(&with_token_transfer(info.clone(), "0", "2000000")).unwrap();
+            assert!(t.token_transfers.is_empty(), "{info}");
+            assert_eq!(t.anomalies.len(), 1, "{info}: {:?}", t.anomalies);
+            assert_eq!(t.token_received("Payer", "Seller", "Usdc"), 0);
+        }
+        // a balance entry that does not read: an anomaly, no balance
+        let mut v = with_token_transfer(usdc_info(json!("1"), json!(6)), "0", "1");
+        v["meta"]["postTokenBalances"][0]["uiTokenAmount"]["amount"] = json!(1);
+        let t = ParsedTx::from_json(&v).unwrap();
+        assert_eq!(t.anomalies.len(), 1, "{:?}", t.anomalies);
+        assert_eq!(t.token_received("Payer", "Seller", "Usdc"), 0);
     }
 
     #[test]

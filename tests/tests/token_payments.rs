@@ -1,0 +1,212 @@
+//! Token payments as the chain layer reads them (issue 31's first slice),
+//! on a real validator: a `transferChecked` of an SPL Token mint and of a
+//! Token-2022 mint with a transfer fee, and a plain `transfer`. What a
+//! seller counts as received is what arrived in its own token account
+//! (the node's token balances) through a `transferChecked` the payer
+//! authorized: never the withheld fee, never a transfer that names no
+//! mint, never another owner's account.
+
+use node::chain::parsed_tx::{TokenTransfer, TOKEN_2022_PROGRAM, TOKEN_PROGRAM};
+use node::chain::{Chain, Keypair, Pubkey, Signer};
+use solana_sdk::instruction::Instruction;
+use spl_token_2022_interface::extension::ExtensionType;
+use spl_token_2022_interface::instruction as ti;
+use spl_token_2022_interface::state::{Account, Mint};
+
+const DECIMALS: u8 = 6;
+
+/// A mint of `program` (6 decimals, `payer` its authority) with a transfer
+/// fee of `fee_bps` when set (Token-2022 only); the size its token
+/// accounts need.
+fn new_mint(
+    rt: &tokio::runtime::Runtime,
+    chain: &Chain,
+    payer: &Keypair,
+    program: &Pubkey,
+    fee_bps: Option<u16>,
+) -> (Pubkey, usize) {
+    let mint = Keypair::new();
+    let extensions: Vec<ExtensionType> = fee_bps
+        .map(|_| vec![ExtensionType::TransferFeeConfig])
+        .unwrap_or_default();
+    let mint_len = ExtensionType::try_calculate_account_len::<Mint>(&extensions).unwrap();
+    // a transfer-fee mint's accounts hold the fee withheld from them
+    let account_extensions: Vec<ExtensionType> = fee_bps
+        .map(|_| vec![ExtensionType::TransferFeeAmount])
+        .unwrap_or_default();
+    let account_len =
+        ExtensionType::try_calculate_account_len::<Account>(&account_extensions).unwrap();
+    let rent = rt
+        .block_on(chain.rpc().get_minimum_balance_for_rent_exemption(mint_len))
+        .unwrap();
+    let mut ixs = vec![solana_system_interface::instruction::create_account(
+        &payer.pubkey(),
+        &mint.pubkey(),
+        rent,
+        mint_len as u64,
+        program,
+    )];
+    if let Some(bps) = fee_bps {
+        ixs.push(
+            spl_token_2022_interface::extension::transfer_fee::instruction::initialize_transfer_fee_config(
+                program,
+                &mint.pubkey(),
+                Some(&payer.pubkey()),
+                Some(&payer.pubkey()),
+                bps,
+                u64::MAX,
+            )
+            .unwrap(),
+        );
+    }
+    ixs.push(
+        ti::initialize_mint2(program, &mint.pubkey(), &payer.pubkey(), None, DECIMALS).unwrap(),
+    );
+    rt.block_on(chain.send(&ixs, &[payer, &mint])).unwrap();
+    (mint.pubkey(), account_len)
+}
+
+/// A token account of `mint` owned by `owner`.
+fn new_account(
+    rt: &tokio::runtime::Runtime,
+    chain: &Chain,
+    payer: &Keypair,
+    program: &Pubkey,
+    (mint, len): (Pubkey, usize),
+    owner: &Pubkey,
+) -> Pubkey {
+    let account = Keypair::new();
+    let rent = rt
+        .block_on(chain.rpc().get_minimum_balance_for_rent_exemption(len))
+        .unwrap();
+    let ixs = [
+        solana_system_interface::instruction::create_account(
+            &payer.pubkey(),
+            &account.pubkey(),
+            rent,
+            len as u64,
+            program,
+        ),
+        ti::initialize_account3(program, &account.pubkey(), &mint, owner).unwrap(),
+    ];
+    rt.block_on(chain.send(&ixs, &[payer, &account])).unwrap();
+    account.pubkey()
+}
+
+/// Runs `ixs` signed by `signers` and reads the transaction back.
+fn land(
+    rt: &tokio::runtime::Runtime,
+    chain: &Chain,
+    ixs: &[Instruction],
+    signers: &[&Keypair],
+) -> node::chain::ParsedTx {
+    let sent = rt.block_on(chain.send(ixs, signers)).unwrap();
+    rt.block_on(chain.transaction(&sent.signature))
+        .unwrap()
+        .unwrap()
+}
+
+#[test]
+fn transfer_checked_payments_count_what_arrived_in_the_sellers_account() {
+    let v = e2e::validator();
+    let rt = e2e::runtime();
+    let chain = v.chain();
+    let payer = v.funded_keypair(5);
+    let buyer = v.funded_keypair(1);
+    let (seller, stranger) = (Keypair::new().pubkey(), Keypair::new().pubkey());
+    for (program_id, fee_bps) in [(TOKEN_PROGRAM, None), (TOKEN_2022_PROGRAM, Some(100u16))] {
+        let program: Pubkey = program_id.parse().unwrap();
+        let mint = new_mint(&rt, &chain, &payer, &program, fee_bps);
+        let from = new_account(&rt, &chain, &payer, &program, mint, &buyer.pubkey());
+        let to = new_account(&rt, &chain, &payer, &program, mint, &seller);
+        let elsewhere = new_account(&rt, &chain, &payer, &program, mint, &stranger);
+        rt.block_on(
+            chain.send(
+                &[ti::mint_to_checked(
+                    &program,
+                    &mint.0,
+                    &from,
+                    &payer.pubkey(),
+                    &[],
+                    10_000_000,
+                    DECIMALS,
+                )
+                .unwrap()],
+                &[&payer],
+            ),
+        )
+        .unwrap();
+
+        // 1.5 units to the seller and 0.25 to a stranger, one transaction
+        let pay = |dest: &Pubkey, amount: u64| {
+            ti::transfer_checked(
+                &program,
+                &from,
+                &mint.0,
+                dest,
+                &buyer.pubkey(),
+                &[],
+                amount,
+                DECIMALS,
+            )
+            .unwrap()
+        };
+        let tx = land(
+            &rt,
+            &chain,
+            &[pay(&to, 1_500_000), pay(&elsewhere, 250_000)],
+            &[&buyer],
+        );
+        assert_eq!(
+            tx.token_transfers[0],
+            TokenTransfer {
+                program: program_id.to_string(),
+                source: from.to_string(),
+                destination: to.to_string(),
+                mint: mint.0.to_string(),
+                authority: buyer.pubkey().to_string(),
+                amount: 1_500_000,
+                decimals: DECIMALS,
+                fee: 0,
+            }
+        );
+        assert_eq!(tx.token_transfers.len(), 2);
+        // a 1% fee is withheld in the seller's account: not received
+        let arrived = match fee_bps {
+            Some(bps) => 1_500_000 - 1_500_000 * u64::from(bps) / 10_000,
+            None => 1_500_000,
+        };
+        let (b, s, m) = (
+            buyer.pubkey().to_string(),
+            seller.to_string(),
+            mint.0.to_string(),
+        );
+        assert_eq!(tx.token_received(&b, &s, &m), arrived, "{program_id}");
+        assert_eq!(
+            tx.token_received(&b, &stranger.to_string(), &m),
+            250_000 - fee_bps.map_or(0, |bps| 250_000 * u64::from(bps) / 10_000)
+        );
+        // not authorized by the payer named, or another mint: nothing
+        assert_eq!(tx.token_received(&s, &s, &m), 0);
+        assert_eq!(
+            tx.token_received(&b, &s, &Pubkey::new_unique().to_string()),
+            0
+        );
+
+        // a plain `transfer` names no mint: it moves tokens but pays nothing
+        #[allow(deprecated)]
+        let plain = ti::transfer(&program, &from, &to, &buyer.pubkey(), &[], 1_000_000).unwrap();
+        if fee_bps.is_none() {
+            let tx = land(&rt, &chain, &[plain], &[&buyer]);
+            assert!(tx.token_transfers.is_empty());
+            let moved = tx
+                .token_balances
+                .iter()
+                .find(|b| b.account == to.to_string())
+                .expect("the node reports the seller's balance");
+            assert_eq!(moved.post - moved.pre, 1_000_000);
+            assert_eq!(moved.owner, s);
+            assert_eq!(tx.token_received(&b, &s, &m), 0);
+        }
+    }
+}
