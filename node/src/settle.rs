@@ -13,15 +13,45 @@ use crate::chain::ParsedTx;
 use crate::memo::MemoOp;
 use serde::Serialize;
 
+/// What a listing is paid in.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum Currency {
+    /// Lamports, by top-level System transfers to the payment address.
+    #[default]
+    Sol,
+    /// Base units of an SPL Token or Token-2022 mint, by top-level
+    /// `transferChecked`s into token accounts the payment address owns:
+    /// what arrived there counts (a fee the mint withholds does not).
+    Token {
+        /// The mint (base58).
+        mint: String,
+    },
+}
+
+impl Currency {
+    /// What `payer` paid `to` in this currency in `tx`.
+    pub fn paid(&self, tx: &ParsedTx, payer: &str, to: &str) -> u64 {
+        match self {
+            Currency::Sol => tx.paid(payer, to),
+            Currency::Token { mint } => tx.token_received(payer, to, mint),
+        }
+    }
+}
+
 /// What the seller's signed listing fixed, plus what the chain said since.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ListingTerms {
     /// Listing id.
     pub listing_id: String,
-    /// Where the price must be paid.
+    /// Where the price must be paid (for a token, the owner of the token
+    /// account it arrives in).
     pub payment_address: String,
-    /// Price in lamports from the signed manifest.
+    /// Price from the signed manifest, in base units of `currency`
+    /// (lamports for SOL; offers and the fee are in the same units).
     pub price_lamports: u64,
+    /// What the price is paid in.
+    pub currency: Currency,
     /// Expiry (unix seconds) from the signed manifest.
     pub expires_at: i64,
     /// Slot of a valid `cancel` by the seller, if any.
@@ -55,7 +85,8 @@ pub struct VerifiedBuy {
     pub buyer: String,
     /// The buyer's X25519 key from the memo.
     pub buyer_x25519: String,
-    /// Lamports paid to the payment address.
+    /// Paid to the payment address, in base units of the listing's
+    /// currency (lamports for SOL).
     pub paid_lamports: u64,
     /// The price it was held to.
     pub price_lamports: u64,
@@ -91,6 +122,26 @@ pub enum Rejection {
         paid: u64,
         /// Due.
         price: u64,
+    },
+    /// Paid less than the price, in a token.
+    #[error("underpaid: {paid} base units of {mint} arrived in the payment address's token accounts, {price} due")]
+    UnderpaidToken {
+        /// Arrived from the buyer's checked transfers.
+        paid: u64,
+        /// Due.
+        price: u64,
+        /// The listing's mint.
+        mint: String,
+    },
+    /// The protocol fee was not paid, in a token.
+    #[error("protocol fee unpaid: {paid} of {due} base units of {mint} to the treasury's token accounts")]
+    FeeUnpaidToken {
+        /// Arrived.
+        paid: u64,
+        /// Due.
+        due: u64,
+        /// The listing's mint.
+        mint: String,
     },
     /// The protocol fee was not paid.
     #[error("protocol fee unpaid: {paid} of {due} lamports to the treasury")]
@@ -321,19 +372,33 @@ pub fn verify_buy(
         Some((_, bps)) => split_with_fee(price, *bps),
         None => (price, 0),
     };
-    let paid = tx.paid(buyer, &listing.payment_address);
+    let paid = listing.currency.paid(tx, buyer, &listing.payment_address);
     if paid < seller_due {
-        return Err(Rejection::Underpaid {
-            paid,
-            price: seller_due,
+        return Err(match &listing.currency {
+            Currency::Sol => Rejection::Underpaid {
+                paid,
+                price: seller_due,
+            },
+            Currency::Token { mint } => Rejection::UnderpaidToken {
+                paid,
+                price: seller_due,
+                mint: mint.clone(),
+            },
         });
     }
     if let Some((treasury, _)) = listing.fee.as_ref().filter(|_| fee_due > 0) {
-        let fee_paid = tx.paid(buyer, treasury);
+        let fee_paid = listing.currency.paid(tx, buyer, treasury);
         if fee_paid < fee_due {
-            return Err(Rejection::FeeUnpaid {
-                paid: fee_paid,
-                due: fee_due,
+            return Err(match &listing.currency {
+                Currency::Sol => Rejection::FeeUnpaid {
+                    paid: fee_paid,
+                    due: fee_due,
+                },
+                Currency::Token { mint } => Rejection::FeeUnpaidToken {
+                    paid: fee_paid,
+                    due: fee_due,
+                    mint: mint.clone(),
+                },
             });
         }
     }
@@ -362,6 +427,7 @@ mod tests {
             listing_id: LISTING.into(),
             payment_address: "Seller".into(),
             price_lamports: 1_000,
+            currency: Default::default(),
             expires_at: 2_000,
             cancelled_at_slot: None,
             fee: None,
@@ -401,6 +467,114 @@ mod tests {
             price_lamports: 800,
             expires_at: 1_800,
         }
+    }
+
+    /// A token listing: 1,000 base units of `Usdc`.
+    fn token_listing() -> ListingTerms {
+        ListingTerms {
+            currency: Currency::Token {
+                mint: "Usdc".into(),
+            },
+            ..listing()
+        }
+    }
+
+    /// A buy of the token listing: the buyer's checked transfer of `sent`
+    /// units of `mint` into a token account of `owner`, whose balance rose
+    /// by `arrived` (less where the mint withholds a fee); no lamports.
+    fn token_tx(mint: &str, owner: &str, sent: u64, arrived: u64) -> ParsedTx {
+        use crate::chain::parsed_tx::{TokenBalance, TokenTransfer, TOKEN_PROGRAM};
+        let mut t = tx(0);
+        t.transfers.clear();
+        let account = format!("{owner}-{mint}-account");
+        t.token_transfers = vec![TokenTransfer {
+            program: TOKEN_PROGRAM.into(),
+            source: "Buyer-account".into(),
+            destination: account.clone(),
+            mint: mint.into(),
+            authority: "Buyer".into(),
+            amount: sent,
+            decimals: 6,
+            fee: 0,
+        }];
+        t.token_balances = vec![TokenBalance {
+            account,
+            mint: mint.into(),
+            owner: owner.into(),
+            program: TOKEN_PROGRAM.into(),
+            pre: 7,
+            post: 7 + arrived,
+        }];
+        t
+    }
+
+    /// Every token shape of issue 31's list: only what arrived, of the
+    /// listed mint, in the seller's own account, from the buyer's checked
+    /// transfer, counts.
+    #[test]
+    fn token_listings_count_what_arrived_of_their_mint_in_the_sellers_account() {
+        let due = |paid: u64| {
+            Err(Rejection::UnderpaidToken {
+                paid,
+                price: 1_000,
+                mint: "Usdc".into(),
+            })
+        };
+        let l = token_listing();
+        let b = verify_buy(&token_tx("Usdc", "Seller", 1_000, 1_000), &l, &[]).unwrap();
+        assert_eq!(b.paid_lamports, 1_000);
+        // a wrong mint
+        assert_eq!(
+            verify_buy(&token_tx("Fake", "Seller", 1_000, 1_000), &l, &[]),
+            due(0)
+        );
+        // a token account the seller does not own
+        assert_eq!(
+            verify_buy(&token_tx("Usdc", "Mallory", 1_000, 1_000), &l, &[]),
+            due(0)
+        );
+        // a transfer-fee mint: 1% withheld
+        assert_eq!(
+            verify_buy(&token_tx("Usdc", "Seller", 1_000, 990), &l, &[]),
+            due(990)
+        );
+        // a closed or frozen account: nothing arrived
+        assert_eq!(
+            verify_buy(&token_tx("Usdc", "Seller", 1_000, 0), &l, &[]),
+            due(0)
+        );
+        // someone else's transfer into the seller's account
+        let mut other = token_tx("Usdc", "Seller", 1_000, 1_000);
+        other.token_transfers[0].authority = "Stranger".into();
+        assert_eq!(verify_buy(&other, &l, &[]), due(0));
+        // SOL to a token listing
+        assert_eq!(verify_buy(&tx(1_000), &l, &[]), due(0));
+        // a token to a SOL listing
+        assert_eq!(
+            verify_buy(&token_tx("Usdc", "Seller", 1_000, 1_000), &listing(), &[]),
+            Err(Rejection::Underpaid {
+                paid: 0,
+                price: 1_000
+            })
+        );
+        // the fee in the token: 975 to the seller, 25 to the treasury
+        let with_fee = ListingTerms {
+            fee: Some(("Treasury".into(), 250)),
+            ..token_listing()
+        };
+        let mut t = token_tx("Usdc", "Seller", 975, 975);
+        assert_eq!(
+            verify_buy(&t, &with_fee, &[]),
+            Err(Rejection::FeeUnpaidToken {
+                paid: 0,
+                due: 25,
+                mint: "Usdc".into()
+            })
+        );
+        let treasury = token_tx("Usdc", "Treasury", 25, 25);
+        t.token_transfers.extend(treasury.token_transfers);
+        t.token_balances.extend(treasury.token_balances);
+        assert!(verify_buy(&t, &with_fee, &[]).is_ok());
     }
 
     #[test]

@@ -140,6 +140,7 @@ pub fn fixed_price(
         listing_id: listing_id.into(),
         payment_address: payment_address.to_string(),
         price_lamports,
+        currency: Default::default(),
         expires_at: i64::MAX,
         cancelled_at_slot: None,
         fee: None,

@@ -108,6 +108,7 @@ impl Catalog for IndexedCatalog<'_> {
             listing_id: id.into(),
             payment_address: l.payment_address.clone(),
             price_lamports: l.price_lamports?,
+            currency: Default::default(),
             expires_at: l.expires_at,
             cancelled_at_slot: l.cancelled.as_ref().map(|c| c.slot),
             fee: None,

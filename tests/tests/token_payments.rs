@@ -1,5 +1,5 @@
-//! Token payments as the chain layer reads them (issue 31's first slice),
-//! on a real validator: a `transferChecked` of an SPL Token mint and of a
+//! Token payments as the chain layer reads them and settlement judges
+//! them (issue 31's first slice), on a real validator: a `transferChecked` of an SPL Token mint and of a
 //! Token-2022 mint with a transfer fee, and a plain `transfer`. What a
 //! seller counts as received is what arrived in its own token account
 //! (the node's token balances) through a `transferChecked` the payer
@@ -151,12 +151,51 @@ fn transfer_checked_payments_count_what_arrived_in_the_sellers_account() {
             )
             .unwrap()
         };
+        // a buy of a listing priced 1.5 units of this mint, as `listen`
+        // and the indexer judge it (issue 31: the listing's currency)
+        let listing_id = node::market::list::new_listing_id();
+        let buy_memo = format!(
+            "brainctl-marketplace/v1:buy:{listing_id}:{}",
+            node::wallet::Wallet::generate().x25519_address()
+        );
         let tx = land(
             &rt,
             &chain,
-            &[pay(&to, 1_500_000), pay(&elsewhere, 250_000)],
+            &[
+                pay(&to, 1_500_000),
+                pay(&elsewhere, 250_000),
+                node::chain::instructions::memo(&buy_memo, &buyer.pubkey()),
+            ],
             &[&buyer],
         );
+        let terms = node::settle::ListingTerms {
+            listing_id,
+            payment_address: seller.to_string(),
+            price_lamports: 1_500_000,
+            currency: node::settle::Currency::Token {
+                mint: mint.0.to_string(),
+            },
+            expires_at: i64::MAX,
+            cancelled_at_slot: None,
+            fee: None,
+        };
+        match fee_bps {
+            None => assert_eq!(
+                node::settle::verify_buy(&tx, &terms, &[])
+                    .unwrap()
+                    .paid_lamports,
+                1_500_000
+            ),
+            // the fee the mint withheld leaves the seller short
+            Some(_) => assert!(matches!(
+                node::settle::verify_buy(&tx, &terms, &[]),
+                Err(node::settle::Rejection::UnderpaidToken {
+                    paid: 1_485_000,
+                    price: 1_500_000,
+                    ..
+                })
+            )),
+        }
         assert_eq!(
             tx.token_transfers[0],
             TokenTransfer {

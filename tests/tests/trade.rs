@@ -92,6 +92,7 @@ impl Trade {
             listing_id: LISTING.into(),
             payment_address: seller.solana_keypair().pubkey().to_string(),
             price_lamports: PRICE,
+            currency: Default::default(),
             expires_at: i64::MAX,
             cancelled_at_slot: None,
             fee: None,

@@ -151,6 +151,7 @@ pub(super) async fn settle(
         listing_id: id.clone(),
         payment_address: l.payment_address.clone(),
         price_lamports: listed,
+        currency: Default::default(),
         expires_at: l.expires_at,
         cancelled_at_slot: None,
         fee: None,

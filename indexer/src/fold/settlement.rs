@@ -124,6 +124,7 @@ impl State {
                     listing_id: listing_id.into(),
                     payment_address: listing.payment_address.clone(),
                     price_lamports,
+                    currency: Default::default(),
                     expires_at: listing.expires_at,
                     cancelled_at_slot: listing.cancelled.as_ref().map(|c| c.slot),
                     fee: cfg
