@@ -114,6 +114,16 @@ fn transfer_checked_payments_count_what_arrived_in_the_sellers_account() {
     let payer = v.funded_keypair(5);
     let buyer = v.funded_keypair(1);
     let (seller, stranger) = (Keypair::new().pubkey(), Keypair::new().pubkey());
+    // the associated-token-account program is in the local validator's
+    // genesis (token listings' buyers pay into the seller's ATA)
+    let ata_program: Pubkey = "ATokenGPvbdGVxr1b2hvZbsiqW5xWH25efTNsLJA8knL"
+        .parse()
+        .unwrap();
+    let ata = rt.block_on(chain.rpc().get_account(&ata_program));
+    assert!(
+        ata.is_ok_and(|a| a.executable),
+        "no ATA program on the localnet"
+    );
     for (program_id, fee_bps) in [(TOKEN_PROGRAM, None), (TOKEN_2022_PROGRAM, Some(100u16))] {
         let program: Pubkey = program_id.parse().unwrap();
         let mint = new_mint(&rt, &chain, &payer, &program, fee_bps);
@@ -248,4 +258,83 @@ fn transfer_checked_payments_count_what_arrived_in_the_sellers_account() {
             assert_eq!(tx.token_received(&b, &s, &m), 0);
         }
     }
+}
+
+/// A buyer holding a mint's tokens pays a token listing with
+/// `token_buy_instructions` (the seller's associated account created on
+/// the way, then again a no-op), and the buy verifies: the price less
+/// the fee to the seller, the fee to the treasury, each in the token.
+#[test]
+fn a_token_buy_pays_the_sellers_associated_account_and_verifies() {
+    use node::chain::token::{associated_account, create_associated_account, TokenMint};
+    let v = e2e::validator();
+    let rt = e2e::runtime();
+    let chain = v.chain();
+    let payer = v.funded_keypair(5);
+    let buyer = v.funded_keypair(1);
+    let (seller, treasury) = (Keypair::new().pubkey(), Keypair::new().pubkey());
+    let program: Pubkey = TOKEN_PROGRAM.parse().unwrap();
+    let (address, _) = new_mint(&rt, &chain, &payer, &program, None);
+    let mint = TokenMint {
+        address,
+        program,
+        decimals: DECIMALS,
+    };
+    rt.block_on(
+        chain.send(
+            &[
+                create_associated_account(&payer.pubkey(), &buyer.pubkey(), &mint),
+                ti::mint_to_checked(
+                    &program,
+                    &address,
+                    &associated_account(&buyer.pubkey(), &mint),
+                    &payer.pubkey(),
+                    &[],
+                    10_000_000,
+                    DECIMALS,
+                )
+                .unwrap(),
+            ],
+            &[&payer],
+        ),
+    )
+    .unwrap();
+    for round in 0..2 {
+        let listing_id = node::market::list::new_listing_id();
+        let x25519 = node::wallet::Wallet::generate().x25519_address();
+        let ixs = node::market::tx::token_buy_instructions(
+            &buyer.pubkey(),
+            &seller,
+            &mint,
+            1_000_000,
+            &listing_id,
+            &x25519,
+            &node::chain::instructions::default_registry(),
+            Some((&treasury, 25_000)),
+        );
+        let tx = land(&rt, &chain, &ixs, &[&buyer]);
+        let terms = node::settle::ListingTerms {
+            listing_id,
+            payment_address: seller.to_string(),
+            price_lamports: 1_000_000,
+            currency: node::settle::Currency::Token {
+                mint: address.to_string(),
+            },
+            expires_at: i64::MAX,
+            cancelled_at_slot: None,
+            fee: Some((treasury.to_string(), 250)),
+        };
+        let buy = node::settle::verify_buy(&tx, &terms, &[]).expect("a paid token buy");
+        assert_eq!(buy.paid_lamports, 975_000, "round {round}");
+        assert_eq!(buy.buyer_x25519, x25519);
+    }
+    // two buys: the seller's account holds both shares
+    let held = rt
+        .block_on(
+            chain
+                .rpc()
+                .get_token_account_balance(&associated_account(&seller, &mint)),
+        )
+        .unwrap();
+    assert_eq!(held.amount, "1950000");
 }

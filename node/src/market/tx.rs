@@ -86,6 +86,45 @@ pub fn buy_instructions(
     ixs
 }
 
+/// The instructions of a buy of a listing paid in a token, signed by the
+/// buyer alone: as [`buy_instructions`], but the price (less the fee, to
+/// the treasury) moves by checked transfers from the buyer's associated
+/// token account into the payee's (created first, at the buyer's cost,
+/// where missing: a no-op when it exists).
+#[allow(clippy::too_many_arguments)]
+pub fn token_buy_instructions(
+    buyer: &Pubkey,
+    payment_address: &Pubkey,
+    mint: &crate::chain::token::TokenMint,
+    price: u64,
+    listing_id: &str,
+    buyer_x25519_b58: &str,
+    registry: &Pubkey,
+    fee: Option<(&Pubkey, u64)>,
+) -> Vec<solana_sdk::instruction::Instruction> {
+    use crate::chain::token::{create_associated_account, transfer_to};
+    let op = MemoOp::Buy {
+        listing_id: listing_id.into(),
+        buyer_x25519: buyer_x25519_b58.into(),
+    };
+    let mut ixs = vec![
+        discovery(registry, DEFAULT_CU_LIMIT),
+        create_associated_account(buyer, payment_address, mint),
+        transfer_to(
+            buyer,
+            payment_address,
+            mint,
+            price.saturating_sub(fee.map_or(0, |(_, f)| f)),
+        ),
+    ];
+    if let Some((treasury, units)) = fee.filter(|(_, f)| *f > 0) {
+        ixs.push(create_associated_account(buyer, treasury, mint));
+        ixs.push(transfer_to(buyer, treasury, mint, units));
+    }
+    ixs.push(memo(&op.to_string(), buyer));
+    ixs
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
