@@ -10,14 +10,9 @@ use node::mint::light::{self, LOCALNET_STATE_TREE};
 use node::mint::token2022::{read_mint, MintState, NftSpec};
 use solana_sdk::instruction::Instruction;
 
-#[test]
-fn compressed_mint_to_a_recipient_on_the_validator() {
-    let v = e2e::validator();
-    let rt = e2e::runtime();
-    let chain = v.chain();
-    let payer = v.funded_keypair(2);
+/// An SPL mint (authority `payer`) with its compressed-token pool.
+fn pool_mint(rt: &tokio::runtime::Runtime, chain: &node::chain::Chain, payer: &Keypair) -> Keypair {
     let mint = Keypair::new();
-    let recipient = Keypair::new().pubkey();
     let rent = rt
         .block_on(
             chain
@@ -32,7 +27,18 @@ fn compressed_mint_to_a_recipient_on_the_validator() {
         rent,
         false,
     );
-    rt.block_on(chain.send(&create, &[&payer, &mint])).unwrap();
+    rt.block_on(chain.send(&create, &[payer, &mint])).unwrap();
+    mint
+}
+
+#[test]
+fn compressed_mint_to_a_recipient_on_the_validator() {
+    let v = e2e::validator();
+    let rt = e2e::runtime();
+    let chain = v.chain();
+    let payer = v.funded_keypair(2);
+    let mint = pool_mint(&rt, &chain, &payer);
+    let recipient = Keypair::new().pubkey();
     let pool = light::token_pool(&mint.pubkey());
     let pool_acc = rt.block_on(chain.rpc().get_account(&pool)).unwrap();
     assert_eq!(pool_acc.owner, light::SPL_TOKEN, "token pool registered");
@@ -212,22 +218,7 @@ fn mints_go_on_to_a_v1_tree_once_every_batched_queue_is_full() {
     let rt = e2e::runtime();
     let chain = v.chain();
     let payer = v.funded_keypair(20);
-    let mint = Keypair::new();
-    let rent = rt
-        .block_on(
-            chain
-                .rpc()
-                .get_minimum_balance_for_rent_exemption(light::MINT_LEN as usize),
-        )
-        .unwrap();
-    let create = light::create_mint(
-        &payer.pubkey(),
-        &mint.pubkey(),
-        &payer.pubkey(),
-        rent,
-        false,
-    );
-    rt.block_on(chain.send(&create, &[&payer, &mint])).unwrap();
+    let mint = pool_mint(&rt, &chain, &payer);
     let budget = {
         let mut limit = vec![2u8];
         limit.extend_from_slice(&1_400_000u32.to_le_bytes());

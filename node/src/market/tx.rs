@@ -67,10 +67,6 @@ pub fn buy_instructions(
     registry: &Pubkey,
     fee: Option<(&Pubkey, u64)>,
 ) -> Vec<solana_sdk::instruction::Instruction> {
-    let op = MemoOp::Buy {
-        listing_id: listing_id.into(),
-        buyer_x25519: buyer_x25519_b58.into(),
-    };
     let mut ixs = vec![
         discovery(registry, DEFAULT_CU_LIMIT),
         transfer(
@@ -82,8 +78,21 @@ pub fn buy_instructions(
     if let Some((treasury, lamports)) = fee.filter(|(_, l)| *l > 0) {
         ixs.push(transfer(buyer, treasury, lamports));
     }
-    ixs.push(memo(&op.to_string(), buyer));
+    ixs.push(buy_memo(buyer, listing_id, buyer_x25519_b58));
     ixs
+}
+
+/// The buyer's `buy:<listing>:<buyer x25519>` memo.
+fn buy_memo(
+    buyer: &Pubkey,
+    listing_id: &str,
+    buyer_x25519_b58: &str,
+) -> solana_sdk::instruction::Instruction {
+    let op = MemoOp::Buy {
+        listing_id: listing_id.into(),
+        buyer_x25519: buyer_x25519_b58.into(),
+    };
+    memo(&op.to_string(), buyer)
 }
 
 /// The instructions of a buy of a listing paid in a token, signed by the
@@ -103,10 +112,6 @@ pub fn token_buy_instructions(
     fee: Option<(&Pubkey, u64)>,
 ) -> Vec<solana_sdk::instruction::Instruction> {
     use crate::chain::token::{create_associated_account, transfer_to};
-    let op = MemoOp::Buy {
-        listing_id: listing_id.into(),
-        buyer_x25519: buyer_x25519_b58.into(),
-    };
     let mut ixs = vec![
         discovery(registry, DEFAULT_CU_LIMIT),
         create_associated_account(buyer, payment_address, mint),
@@ -121,7 +126,7 @@ pub fn token_buy_instructions(
         ixs.push(create_associated_account(buyer, treasury, mint));
         ixs.push(transfer_to(buyer, treasury, mint, units));
     }
-    ixs.push(memo(&op.to_string(), buyer));
+    ixs.push(buy_memo(buyer, listing_id, buyer_x25519_b58));
     ixs
 }
 
