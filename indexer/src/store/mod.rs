@@ -410,11 +410,12 @@ impl LogStore for SqliteStore {
             records.iter().map(|r| r.signature()).collect();
         let mut removed: Vec<String> = Vec::new();
         {
+            let mut listed = std::collections::HashSet::new();
             let mut stmt =
                 tx.prepare_cached("SELECT signature FROM txs_removed WHERE seq > ?1 ORDER BY seq")?;
             for sig in stmt.query_map([seq as i64], |r| r.get::<_, String>(0))? {
                 let sig = sig?;
-                if !stored.contains(sig.as_str()) && !removed.contains(&sig) {
+                if !stored.contains(sig.as_str()) && listed.insert(sig.clone()) {
                     removed.push(sig);
                 }
             }
@@ -482,6 +483,9 @@ impl LogStore for SqliteStore {
     }
 
     fn remove(&mut self, signatures: &[String]) -> Result<usize, StoreError> {
+        if signatures.is_empty() {
+            return Ok(0);
+        }
         let tx = self
             .conn
             .transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
@@ -499,7 +503,9 @@ impl LogStore for SqliteStore {
             n += gone;
         }
         set_taken_seq(&tx, seq)?;
-        prune_removals_sqlite(&tx, REMOVALS_KEPT)?;
+        if n > 0 {
+            prune_removals_sqlite(&tx, REMOVALS_KEPT)?;
+        }
         tx.commit()?;
         Ok(n)
     }

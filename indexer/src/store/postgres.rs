@@ -345,6 +345,7 @@ impl LogStore for PgStore {
             let stored: std::collections::HashSet<String> =
                 rows.iter().map(|r| r.get::<_, String>(0)).collect();
             let mut removed = Vec::new();
+            let mut listed = std::collections::HashSet::new();
             for r in c
                 .query(
                     "SELECT signature, seq FROM txs_removed WHERE seq > $1 ORDER BY seq",
@@ -354,7 +355,7 @@ impl LogStore for PgStore {
             {
                 newest = newest.max(r.get::<_, i64>(1));
                 let sig: String = r.get(0);
-                if !stored.contains(&sig) && !removed.contains(&sig) {
+                if !stored.contains(&sig) && listed.insert(sig.clone()) {
                     removed.push(sig);
                 }
             }

@@ -76,7 +76,7 @@ pub struct TokenBalance {
     pub mint: String,
     /// Its owner (the wallet it belongs to).
     pub owner: String,
-    /// The token program that owns it.
+    /// The token program that owns it (empty where the node did not say).
     pub program: String,
     /// Base units before (0 when the account did not exist).
     pub pre: u64,
@@ -352,7 +352,11 @@ fn token_balances(meta: &Value, keys: &[Value], anomalies: &mut Vec<String>) -> 
                     b.get("accountIndex")?.as_u64()?,
                     b.get("mint")?.as_str()?.to_string(),
                     b.get("owner")?.as_str()?.to_string(),
-                    b.get("programId")?.as_str()?.to_string(),
+                    // older nodes leave the program out
+                    b.get("programId")
+                        .and_then(Value::as_str)
+                        .unwrap_or_default()
+                        .to_string(),
                     b.pointer("/uiTokenAmount/amount")?.as_str()?.parse().ok()?,
                 ))
             };
@@ -493,31 +497,46 @@ impl ParsedTx {
     }
 
     /// What arrived in `owner`'s token accounts of `mint` in this
-    /// transaction (post minus pre, summed over the accounts whose
-    /// increase a top-level `transferChecked` authorized by `authority`
-    /// credited): fees a mint withholds and transfers from anyone else
-    /// are not counted.
+    /// transaction through top-level `transferChecked`s authorized by
+    /// `authority` from accounts `owner` does not hold: per account at
+    /// most its rise (post minus pre) and what those transfers moved into
+    /// it, and in all at most `owner`'s net gain in the mint (so a fee a
+    /// mint withholds, a transfer from anyone else, or tokens moved
+    /// between `owner`'s own accounts by a delegate count nothing).
     pub fn token_received(&self, authority: &str, owner: &str, mint: &str) -> u64 {
-        self.token_balances
+        let owned = |b: &&TokenBalance| b.owner == owner && b.mint == mint;
+        let holds = |account: &str| {
+            self.token_balances
+                .iter()
+                .filter(owned)
+                .any(|b| b.account == account)
+        };
+        let credited = self
+            .token_balances
             .iter()
-            .filter(|b| b.owner == owner && b.mint == mint && b.post > b.pre)
-            .filter(|b| {
-                self.token_transfers.iter().any(|t| {
-                    t.authority == authority && t.destination == b.account && t.mint == mint
-                })
-            })
+            .filter(owned)
+            .filter(|b| b.post > b.pre)
             .map(|b| {
-                // at most what those transfers moved into it
                 let sent = self
                     .token_transfers
                     .iter()
                     .filter(|t| {
-                        t.authority == authority && t.destination == b.account && t.mint == mint
+                        t.authority == authority
+                            && t.destination == b.account
+                            && t.mint == mint
+                            && !holds(&t.source)
                     })
                     .fold(0u64, |acc, t| acc.saturating_add(t.amount));
                 (b.post - b.pre).min(sent)
             })
-            .fold(0u64, |acc, n| acc.saturating_add(n))
+            .fold(0u64, |acc, n| acc.saturating_add(n));
+        let net: i128 = self
+            .token_balances
+            .iter()
+            .filter(owned)
+            .map(|b| i128::from(b.post) - i128::from(b.pre))
+            .sum();
+        credited.min(u64::try_from(net.max(0)).unwrap_or(u64::MAX))
     }
 
     /// Total lamports transferred from `from` to `to` at the top level.
@@ -620,6 +639,38 @@ mod tests {
         ))
         .unwrap();
         assert_eq!(t.token_received("Payer", "Seller", "Usdc"), 2_000_000);
+    }
+
+    /// A buyer the seller once made a delegate of one of its token
+    /// accounts moves the price between the seller's own accounts: the
+    /// seller gained nothing, so nothing was received.
+    #[test]
+    fn a_delegates_move_between_the_sellers_own_accounts_pays_nothing() {
+        let mut v = with_token_transfer(
+            json!({"source": "SellerOther", "destination": "SellerUsdc", "mint": "Usdc",
+                   "authority": "Payer", "tokenAmount": {"amount": "2000000", "decimals": 6}}),
+            "0",
+            "2000000",
+        );
+        v["transaction"]["message"]["accountKeys"]
+            .as_array_mut()
+            .unwrap()
+            .push(json!({"pubkey": "SellerOther", "signer": false, "writable": true}));
+        let other = |amount: &str| {
+            json!({"accountIndex": 3, "mint": "Usdc", "owner": "Seller",
+                   "uiTokenAmount": {"amount": amount, "decimals": 6}})
+        };
+        v["meta"]["preTokenBalances"]
+            .as_array_mut()
+            .unwrap()
+            .push(other("5000000"));
+        v["meta"]["postTokenBalances"]
+            .as_array_mut()
+            .unwrap()
+            .push(other("3000000"));
+        let t = ParsedTx::from_json(&v).unwrap();
+        assert!(t.anomalies.is_empty(), "{:?}", t.anomalies);
+        assert_eq!(t.token_received("Payer", "Seller", "Usdc"), 0);
     }
 
     #[test]

@@ -549,6 +549,8 @@ struct Releases<'a> {
         futures_util::stream::FuturesUnordered<futures_util::future::LocalBoxFuture<'a, Outcome>>,
     in_flight: std::collections::HashSet<String>,
     landed: Vec<Outcome>,
+    /// The last launch left due releases behind (all slots were taken).
+    more_due: bool,
 }
 
 impl<'a> Releases<'a> {
@@ -561,8 +563,14 @@ impl<'a> Releases<'a> {
         seller: &'a Wallet,
         catalog: &'a dyn Catalog,
     ) -> Result<(), StateError> {
+        if self.in_flight.len() >= RELEASE_CONCURRENCY {
+            self.more_due = true;
+            return Ok(());
+        }
+        self.more_due = false;
         for row in db.due(BuyState::EnvelopeUploaded, now_ms())? {
             if self.in_flight.len() >= RELEASE_CONCURRENCY {
+                self.more_due = true;
                 break;
             }
             if !self.in_flight.insert(row.signature.clone()) {
@@ -599,22 +607,24 @@ impl<'a> Releases<'a> {
         Ok(())
     }
 
-    /// Lands every due release (sending more as others land) and waits
-    /// for all of them, recording each as it lands.
+    /// Lands every due release (sending more as others land, while the
+    /// last launch left some behind) and waits for all of them, recording
+    /// each as it lands.
     async fn finish(
         &mut self,
         (chain, seller, catalog): (&'a Chain, &'a Wallet, &'a dyn Catalog),
         db: &mut ListenDb,
         report: &mut PassReport,
     ) -> Result<(), StateError> {
-        loop {
-            self.launch(chain, db, seller, catalog)?;
-            let Some(outcome) = self.flying.next().await else {
-                return Ok(());
-            };
+        self.launch(chain, db, seller, catalog)?;
+        while let Some(outcome) = self.flying.next().await {
             self.landed.push(outcome);
             self.record(db, report)?;
+            if self.more_due {
+                self.launch(chain, db, seller, catalog)?;
+            }
         }
+        Ok(())
     }
 }
 

@@ -48,9 +48,11 @@ pub const LOCALNET_OUTPUT_TREES: [Pubkey; 7] = [
 /// start past it instead of being refused by it again.
 static FIRST_OPEN_TREE: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
 
-/// Whether a send failed because the output queue is full (14301).
+/// Whether a send failed because the output queue is full (14301), as a
+/// status reports it or as a transaction's `meta.err` JSON does.
 fn queue_full(e: &crate::chain::ChainError) -> bool {
-    e.to_string().contains("custom program error: 0x37dd")
+    let text = e.to_string();
+    text.contains("custom program error: 0x37dd") || text.contains("\"Custom\":14301")
 }
 
 /// `ixs` with the default output queue replaced by `queue`.
