@@ -665,8 +665,9 @@ mod rate_limit_tests {
     /// A first-lane request is not queued behind the queue's backlog.
     #[tokio::test]
     async fn the_first_lane_passes_a_queued_backlog() {
-        let limit = std::sync::Arc::new(RateLimit::new(20)); // 50 ms apart
-                                                             // a poll's backlog: 10 queued requests (~450 ms of budget)
+        // 50 ms apart
+        let limit = std::sync::Arc::new(RateLimit::new(20));
+        // a poll's backlog: 10 queued requests (~450 ms of budget)
         let backlog = {
             let limit = limit.clone();
             tokio::spawn(async move {

@@ -236,7 +236,10 @@ async fn fold_notified(source: &RpcSource, ix: &Arc<Indexer>, signatures: &[Stri
                     Ok(Err(e)) => {
                         tracing::debug!(error = %e, %sig, "a notified transaction did not fold; the polls will")
                     }
-                    _ => tracing::debug!(
+                    Err(e) => {
+                        tracing::debug!(error = %e, %sig, "the fold task of a notified transaction failed; the polls will")
+                    }
+                    Ok(Ok(_)) => tracing::debug!(
                         %sig,
                         fetched_ms,
                         folded_ms = started.elapsed().as_millis() as u64,

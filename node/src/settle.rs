@@ -37,6 +37,30 @@ impl Currency {
             Currency::Token { mint } => tx.token_received(payer, to, mint),
         }
     }
+
+    /// The rejection of a buy that paid the seller `paid` of `price`.
+    fn underpaid(&self, paid: u64, price: u64) -> Rejection {
+        match self {
+            Currency::Sol => Rejection::Underpaid { paid, price },
+            Currency::Token { mint } => Rejection::UnderpaidToken {
+                paid,
+                price,
+                mint: mint.clone(),
+            },
+        }
+    }
+
+    /// The rejection of a buy that paid the treasury `paid` of `due`.
+    fn fee_unpaid(&self, paid: u64, due: u64) -> Rejection {
+        match self {
+            Currency::Sol => Rejection::FeeUnpaid { paid, due },
+            Currency::Token { mint } => Rejection::FeeUnpaidToken {
+                paid,
+                due,
+                mint: mint.clone(),
+            },
+        }
+    }
 }
 
 /// What the seller's signed listing fixed, plus what the chain said since.
@@ -374,32 +398,12 @@ pub fn verify_buy(
     };
     let paid = listing.currency.paid(tx, buyer, &listing.payment_address);
     if paid < seller_due {
-        return Err(match &listing.currency {
-            Currency::Sol => Rejection::Underpaid {
-                paid,
-                price: seller_due,
-            },
-            Currency::Token { mint } => Rejection::UnderpaidToken {
-                paid,
-                price: seller_due,
-                mint: mint.clone(),
-            },
-        });
+        return Err(listing.currency.underpaid(paid, seller_due));
     }
     if let Some((treasury, _)) = listing.fee.as_ref().filter(|_| fee_due > 0) {
         let fee_paid = listing.currency.paid(tx, buyer, treasury);
         if fee_paid < fee_due {
-            return Err(match &listing.currency {
-                Currency::Sol => Rejection::FeeUnpaid {
-                    paid: fee_paid,
-                    due: fee_due,
-                },
-                Currency::Token { mint } => Rejection::FeeUnpaidToken {
-                    paid: fee_paid,
-                    due: fee_due,
-                    mint: mint.clone(),
-                },
-            });
+            return Err(listing.currency.fee_unpaid(fee_paid, fee_due));
         }
     }
     Ok(VerifiedBuy {

@@ -270,7 +270,6 @@ fn after_key(after: Option<Position>) -> (i64, i64) {
     after.map_or((-1, -1), |(slot, idx)| (slot as i64, idx as i64))
 }
 
-/// The last change number taken (meta `log_seq`).
 /// Removals a store logs for replicas to catch up on (vanished
 /// provisional records are rare: this is days of a busy market's forks);
 /// a replica further behind refolds.
@@ -280,16 +279,22 @@ pub const REMOVALS_KEPT: u64 = 100_000;
 /// complete (every removal with a larger number is in it).
 pub const REMOVALS_KEPT_AFTER: &str = "removals_kept_after";
 
-/// SQLite: the number after which the removal log is complete.
-fn removals_kept_after(conn: &Connection) -> Result<i64, StoreError> {
+/// SQLite: a meta number (0 when unset).
+fn meta_number(conn: &Connection, key: &str) -> Result<i64, StoreError> {
     let v: Option<String> = conn
-        .query_row(
-            "SELECT value FROM meta WHERE key = ?1",
-            [REMOVALS_KEPT_AFTER],
-            |r| r.get(0),
-        )
+        .query_row("SELECT value FROM meta WHERE key = ?1", [key], |r| r.get(0))
         .optional()?;
     Ok(v.and_then(|v| v.parse().ok()).unwrap_or(0))
+}
+
+/// SQLite: sets a meta number.
+fn set_meta_number(conn: &Connection, key: &str, value: i64) -> Result<(), StoreError> {
+    conn.execute(
+        "INSERT INTO meta (key, value) VALUES (?1, ?2)
+         ON CONFLICT(key) DO UPDATE SET value = excluded.value",
+        params![key, value.to_string()],
+    )?;
+    Ok(())
 }
 
 /// SQLite: drops all but the newest `keep` removals, moving the mark.
@@ -303,32 +308,32 @@ fn prune_removals_sqlite(conn: &Connection, keep: u64) -> Result<(), StoreError>
         .optional()?;
     if let Some(cut) = cut {
         conn.execute("DELETE FROM txs_removed WHERE seq <= ?1", [cut])?;
-        let after = removals_kept_after(conn)?.max(cut);
-        conn.execute(
-            "INSERT INTO meta (key, value) VALUES (?1, ?2)
-             ON CONFLICT(key) DO UPDATE SET value = excluded.value",
-            params![REMOVALS_KEPT_AFTER, after.to_string()],
-        )?;
+        let after = meta_number(conn, REMOVALS_KEPT_AFTER)?.max(cut);
+        set_meta_number(conn, REMOVALS_KEPT_AFTER, after)?;
     }
     Ok(())
 }
 
+/// The last change number taken (meta `log_seq`).
 fn taken_seq(conn: &Connection) -> Result<i64, StoreError> {
-    let v: Option<String> = conn
-        .query_row("SELECT value FROM meta WHERE key = 'log_seq'", [], |r| {
-            r.get(0)
-        })
-        .optional()?;
-    Ok(v.and_then(|v| v.parse().ok()).unwrap_or(0))
+    meta_number(conn, "log_seq")
 }
 
 fn set_taken_seq(conn: &Connection, seq: i64) -> Result<(), StoreError> {
-    conn.execute(
-        "INSERT INTO meta (key, value) VALUES ('log_seq', ?1)
-         ON CONFLICT(key) DO UPDATE SET value = excluded.value",
-        [seq.to_string()],
-    )?;
-    Ok(())
+    set_meta_number(conn, "log_seq", seq)
+}
+
+/// The removals among `listed` (oldest first) whose record is not stored
+/// again, each once: what a replica drops when it catches up.
+fn unstored_removals(
+    listed: impl IntoIterator<Item = String>,
+    stored: &std::collections::HashSet<&str>,
+) -> Vec<String> {
+    let mut seen = std::collections::HashSet::new();
+    listed
+        .into_iter()
+        .filter(|sig| !stored.contains(sig.as_str()) && seen.insert(sig.clone()))
+        .collect()
 }
 
 fn decode(signature: String, json: &str) -> Result<TxRecord, StoreError> {
@@ -372,11 +377,7 @@ impl LogStore for SqliteStore {
         let seq = taken_seq(&tx)? + 1;
         // no removal listed per record: a replica from before refolds
         tx.execute_batch("DELETE FROM txs; DELETE FROM checkpoints; DELETE FROM txs_removed;")?;
-        tx.execute(
-            "INSERT INTO meta (key, value) VALUES (?1, ?2)
-             ON CONFLICT(key) DO UPDATE SET value = excluded.value",
-            params![REMOVALS_KEPT_AFTER, seq.to_string()],
-        )?;
+        set_meta_number(&tx, REMOVALS_KEPT_AFTER, seq)?;
         set_taken_seq(&tx, seq)?;
         tx.commit()?;
         Ok(())
@@ -389,7 +390,7 @@ impl LogStore for SqliteStore {
     fn changes_since(&self, seq: u64) -> Result<Option<LogChanges>, StoreError> {
         // one read transaction: both tables as of one commit
         let tx = self.conn.unchecked_transaction()?;
-        if (seq as i64) < removals_kept_after(&tx)? {
+        if (seq as i64) < meta_number(&tx, REMOVALS_KEPT_AFTER)? {
             return Ok(None);
         }
         let newest = taken_seq(&tx)? as u64;
@@ -408,18 +409,14 @@ impl LogStore for SqliteStore {
         };
         let stored: std::collections::HashSet<&str> =
             records.iter().map(|r| r.signature()).collect();
-        let mut removed: Vec<String> = Vec::new();
-        {
-            let mut listed = std::collections::HashSet::new();
+        let removed = {
             let mut stmt =
                 tx.prepare_cached("SELECT signature FROM txs_removed WHERE seq > ?1 ORDER BY seq")?;
-            for sig in stmt.query_map([seq as i64], |r| r.get::<_, String>(0))? {
-                let sig = sig?;
-                if !stored.contains(sig.as_str()) && listed.insert(sig.clone()) {
-                    removed.push(sig);
-                }
-            }
-        }
+            let listed = stmt
+                .query_map([seq as i64], |r| r.get::<_, String>(0))?
+                .collect::<Result<Vec<_>, _>>()?;
+            unstored_removals(listed, &stored)
+        };
         tx.commit()?;
         Ok(Some(LogChanges {
             records,

@@ -342,10 +342,9 @@ impl LogStore for PgStore {
             for r in &rows {
                 newest = newest.max(r.get::<_, i64>(2));
             }
-            let stored: std::collections::HashSet<String> =
-                rows.iter().map(|r| r.get::<_, String>(0)).collect();
-            let mut removed = Vec::new();
-            let mut listed = std::collections::HashSet::new();
+            let stored: std::collections::HashSet<&str> =
+                rows.iter().map(|r| r.get::<_, &str>(0)).collect();
+            let mut listed = Vec::new();
             for r in c
                 .query(
                     "SELECT signature, seq FROM txs_removed WHERE seq > $1 ORDER BY seq",
@@ -354,11 +353,9 @@ impl LogStore for PgStore {
                 .await?
             {
                 newest = newest.max(r.get::<_, i64>(1));
-                let sig: String = r.get(0);
-                if !stored.contains(&sig) && listed.insert(sig.clone()) {
-                    removed.push(sig);
-                }
+                listed.push(r.get::<_, String>(0));
             }
+            let removed = super::unstored_removals(listed, &stored);
             Ok(Some(LogChanges {
                 records: decode_rows(rows)?,
                 removed,

@@ -337,61 +337,49 @@ fn token_transfer(program_id: &str, ix: &Value) -> Result<Read, TxShapeError> {
 /// The token balances in `meta` (pre and post joined by account index);
 /// an entry that does not read is an anomaly, never a balance.
 fn token_balances(meta: &Value, keys: &[Value], anomalies: &mut Vec<String>) -> Vec<TokenBalance> {
-    use std::collections::BTreeMap;
-    // index → (mint, owner, program, pre, post)
-    let mut by_index: BTreeMap<u64, (String, String, String, u64, u64)> = BTreeMap::new();
-    for (side, field) in [(0, "preTokenBalances"), (1, "postTokenBalances")] {
+    let mut by_index: std::collections::BTreeMap<u64, TokenBalance> = Default::default();
+    for (pre, field) in [(true, "preTokenBalances"), (false, "postTokenBalances")] {
         for b in meta
             .get(field)
             .and_then(Value::as_array)
             .into_iter()
             .flatten()
         {
-            let read = || -> Option<(u64, String, String, String, u64)> {
-                Some((
-                    b.get("accountIndex")?.as_u64()?,
-                    b.get("mint")?.as_str()?.to_string(),
-                    b.get("owner")?.as_str()?.to_string(),
+            let read = || -> Option<(u64, TokenBalance, u64)> {
+                let index = b.get("accountIndex")?.as_u64()?;
+                let balance = TokenBalance {
+                    account: keys
+                        .get(usize::try_from(index).ok()?)?
+                        .get("pubkey")?
+                        .as_str()?
+                        .to_string(),
+                    mint: b.get("mint")?.as_str()?.to_string(),
+                    owner: b.get("owner")?.as_str()?.to_string(),
                     // older nodes leave the program out
-                    b.get("programId")
+                    program: b
+                        .get("programId")
                         .and_then(Value::as_str)
                         .unwrap_or_default()
                         .to_string(),
-                    b.pointer("/uiTokenAmount/amount")?.as_str()?.parse().ok()?,
-                ))
+                    pre: 0,
+                    post: 0,
+                };
+                let amount = b.pointer("/uiTokenAmount/amount")?.as_str()?.parse().ok()?;
+                Some((index, balance, amount))
             };
-            let Some((index, mint, owner, program, amount)) = read() else {
+            let Some((index, balance, amount)) = read() else {
                 anomalies.push(format!("{field}: an entry that does not read"));
                 continue;
             };
-            let e = by_index
-                .entry(index)
-                .or_insert_with(|| (mint, owner, program, 0, 0));
-            if side == 0 {
-                e.3 = amount;
+            let e = by_index.entry(index).or_insert(balance);
+            if pre {
+                e.pre = amount;
             } else {
-                e.4 = amount;
+                e.post = amount;
             }
         }
     }
-    by_index
-        .into_iter()
-        .filter_map(|(index, (mint, owner, program, pre, post))| {
-            let account = keys
-                .get(index as usize)?
-                .get("pubkey")?
-                .as_str()?
-                .to_string();
-            Some(TokenBalance {
-                account,
-                mint,
-                owner,
-                program,
-                pre,
-                post,
-            })
-        })
-        .collect()
+    by_index.into_values().collect()
 }
 
 impl ParsedTx {

@@ -76,7 +76,7 @@ mod tests {
     fn transfer_is_the_interface_crates_transfer_checked() {
         for program in [
             spl_token_2022_interface::ID,
-            solana_sdk::pubkey!("TokenkegQfeZyiNwAJbNbGKPFXCWuBvf9Ss623VQ5DA"),
+            crate::chain::parsed_tx::TOKEN_PROGRAM.parse().unwrap(),
         ] {
             let mint = TokenMint {
                 address: Pubkey::new_unique(),
