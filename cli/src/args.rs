@@ -331,9 +331,23 @@ pub struct ListArgs {
     /// Price in USD (0 to 10000).
     #[arg(long)]
     pub price_usd: f64,
-    /// SOL/USD rate that fixes the price in lamports in the signed listing.
+    /// SOL/USD rate that fixes the price in lamports in the signed listing
+    /// (with --mint: what the price is worth against a release's cost).
     #[arg(long)]
     pub sol_usd: f64,
+    /// Settle in this SPL Token or Token-2022 mint instead of SOL: buyers
+    /// pay its base units by checked transfers to your token account. Its
+    /// program and decimals are read from the chain; mints whose transfers
+    /// deliver less than they say (transfer fees, hooks) are refused.
+    /// Default: $BRAINCTL_SETTLE_MINT (the deployment's default currency);
+    /// `SOL` settles in SOL whatever that says.
+    #[arg(long, env = "BRAINCTL_SETTLE_MINT", value_name = "MINT|SOL")]
+    pub mint: Option<String>,
+    /// USD per whole token of --mint, fixing its price in the signed
+    /// listing; not needed for a dollar stablecoin (USDC, USDT, and the
+    /// localnet's test USDC), which settles 1:1.
+    #[arg(long, value_name = "RATE")]
+    pub token_usd: Option<f64>,
     /// How long the listing lives, in hours (max 720).
     #[arg(long, default_value_t = 72.0)]
     pub duration_hours: f64,

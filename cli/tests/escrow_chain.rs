@@ -512,6 +512,7 @@ fn a_cheating_sellers_blob_is_proven_wrong_by_marketplace_dispute() {
                 plain_len: sealed.plain_len,
                 seller_x25519: seller.x25519_public(),
             }),
+            settlement: None,
         },
     )
     .unwrap();

@@ -118,6 +118,7 @@ fn an_agent_buys_within_its_budget_and_never_over_it() {
         max_per_buy_lamports: Some(20_000_000),
         budget_24h_lamports: Some(15_000_000),
         sellers: None,
+        tokens: Default::default(),
     };
     policy
         .write(&node::spend::policy_path(
@@ -478,6 +479,7 @@ fn over_http_two_sessions_share_one_budget_and_see_only_allowed_tools() {
         max_per_buy_lamports: None,
         budget_24h_lamports: Some(15_000_000),
         sellers: None,
+        tokens: Default::default(),
     }
     .write(&node::spend::policy_path(
         &buyer.path(".brainctl/wallet.json"),

@@ -1494,6 +1494,7 @@ fn actions_spend_inside_the_24h_budget() {
         max_per_buy_lamports: Some(1),
         budget_24h_lamports: Some(9_000),
         sellers: Some(vec![]),
+        tokens: Default::default(),
     }
     .write(&node::spend::policy_path(
         &buyer.path(".brainctl/wallet.json"),

@@ -222,6 +222,7 @@ impl LogBuilder {
                 now,
                 escrow_program,
                 escrow_terms,
+                settlement: None,
             },
         )
         .expect("synthetic listing is valid");

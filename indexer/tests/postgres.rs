@@ -155,6 +155,7 @@ fn a_writer_and_two_replicas_share_one_log_and_survive_the_writer_dying() {
             now: time::OffsetDateTime::now_utc().unix_timestamp(),
             escrow_program: None,
             escrow_terms: None,
+            settlement: None,
         },
     )
     .unwrap();

@@ -26,6 +26,7 @@ const MIGRATIONS: &[&str] = &[
     include_str!("../../migrations/listen/0003_offers.sql"),
     include_str!("../../migrations/listen/0004_escrow_listings.sql"),
     include_str!("../../migrations/listen/0005_retries.sql"),
+    include_str!("../../migrations/listen/0006_listing_mint.sql"),
 ];
 
 /// First retry delay of a buy; doubles per attempt up to [`RETRY_CAP_MS`].
@@ -61,8 +62,10 @@ pub struct ListingRecord {
     pub metadata_uri: String,
     /// Payment address.
     pub payment_address: String,
-    /// Price.
+    /// Price in base units of `currency` (lamports for SOL).
     pub price_lamports: u64,
+    /// What the price is paid in.
+    pub currency: crate::settle::Currency,
     /// Expiry (unix seconds).
     pub expires_at: i64,
     /// Cancel slot, if cancelled.
@@ -673,12 +676,16 @@ impl ListenDb {
     /// Records a new listing of ours.
     pub fn add_listing(&mut self, l: &ListingRecord) -> Result<(), StateError> {
         self.conn.execute(
-            "INSERT INTO listings(listing_id, manifest_id, bundle_hash, blob_id, metadata_uri, payment_address, price_lamports, expires_at, cancelled_at_slot, list_signature, created_at, escrow)
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)",
+            "INSERT INTO listings(listing_id, manifest_id, bundle_hash, blob_id, metadata_uri, payment_address, price_lamports, expires_at, cancelled_at_slot, list_signature, created_at, escrow, mint)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13)",
             params![
                 l.listing_id, l.manifest_id, l.bundle_hash, l.blob_id, l.metadata_uri, l.payment_address,
                 l.price_lamports as i64, l.expires_at, l.cancelled_at_slot.map(|s| s as i64), l.list_signature,
-                crate::clock::now_iso(), l.escrow
+                crate::clock::now_iso(), l.escrow,
+                match &l.currency {
+                    crate::settle::Currency::Sol => None,
+                    crate::settle::Currency::Token { mint } => Some(mint),
+                }
             ],
         )?;
         Ok(())
@@ -781,7 +788,7 @@ impl ListenDb {
     /// Our listings.
     pub fn listings(&self) -> Result<Vec<ListingRecord>, StateError> {
         let mut stmt = self.conn.prepare(
-            "SELECT listing_id, manifest_id, bundle_hash, blob_id, metadata_uri, payment_address, price_lamports, expires_at, cancelled_at_slot, list_signature, escrow FROM listings ORDER BY created_at",
+            "SELECT listing_id, manifest_id, bundle_hash, blob_id, metadata_uri, payment_address, price_lamports, expires_at, cancelled_at_slot, list_signature, escrow, mint FROM listings ORDER BY created_at",
         )?;
         let rows = stmt.query_map([], |r| {
             Ok(ListingRecord {
@@ -796,6 +803,10 @@ impl ListenDb {
                 cancelled_at_slot: r.get::<_, Option<i64>>(8)?.map(|s| s as u64),
                 list_signature: r.get(9)?,
                 escrow: r.get(10)?,
+                currency: match r.get::<_, Option<String>>(11)? {
+                    None => crate::settle::Currency::Sol,
+                    Some(mint) => crate::settle::Currency::Token { mint },
+                },
             })
         })?;
         Ok(rows.collect::<rusqlite::Result<_>>()?)

@@ -51,6 +51,24 @@ pub struct SpendPolicy {
     /// When set, the only sellers (base58 pubkeys) this wallet buys from.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub sellers: Option<Vec<String>>,
+    /// The tokens (by mint, base58) this wallet may pay listings in, each
+    /// with its limits in base units; a listing settling in a mint not
+    /// named here is refused (the lamport limits still cover each buy's
+    /// network fee).
+    #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    pub tokens: std::collections::BTreeMap<String, TokenLimits>,
+}
+
+/// A spend policy's limits for one token, in its base units.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TokenLimits {
+    /// Most one buy may pay in the token.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_per_buy_units: Option<u64>,
+    /// Most all buys of the last 24 hours may pay in the token together.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub budget_24h_units: Option<u64>,
 }
 
 /// Why a buy was refused by the policy. Nothing was sent.
@@ -83,6 +101,36 @@ pub enum Refusal {
         /// The listing's seller.
         seller: String,
     },
+    /// The listing settles in a token the policy does not name.
+    #[error("this buy pays in token {mint}, which the spend policy's `tokens` does not name (add it with its limits to allow such buys)")]
+    TokenNotAllowed {
+        /// The mint.
+        mint: String,
+    },
+    /// The buy alone pays more of the token than one buy may.
+    #[error("this buy pays {units} base units of {mint}, over the spend policy's per-buy maximum of {max}")]
+    TokenOverPerBuyMax {
+        /// The mint.
+        mint: String,
+        /// The buy's payment.
+        units: u64,
+        /// `max_per_buy_units`.
+        max: u64,
+    },
+    /// The buy would take the token's last 24 hours over its budget.
+    #[error("this buy pays {units} base units of {mint}; {spent} were spent or reserved in the last 24 h and the spend policy's 24 h budget for it is {budget} ({remaining} left)")]
+    TokenOverBudget {
+        /// The mint.
+        mint: String,
+        /// The buy's payment.
+        units: u64,
+        /// Spent or reserved in the window.
+        spent: u64,
+        /// `budget_24h_units`.
+        budget: u64,
+        /// What is left of the budget.
+        remaining: u64,
+    },
 }
 
 /// Spend policy and ledger errors.
@@ -100,7 +148,7 @@ pub enum SpendError {
         mode: u32,
     },
     /// The policy file is not a policy.
-    #[error("spend policy {path}: {why} (expected a JSON object with max_per_buy_lamports, budget_24h_lamports, sellers)")]
+    #[error("spend policy {path}: {why} (expected a JSON object with max_per_buy_lamports, budget_24h_lamports, sellers, tokens)")]
     BadPolicy {
         /// The file.
         path: PathBuf,
@@ -206,11 +254,61 @@ impl SpendPolicy {
             (Some(a), Some(b)) => Some(a.iter().filter(|s| b.contains(s)).cloned().collect()),
             (a, b) => a.clone().or_else(|| b.clone()),
         };
+        // tokens: both policies' when both name some (the smaller limits)
+        let tokens = match (self.tokens.is_empty(), other.tokens.is_empty()) {
+            (_, true) => self.tokens.clone(),
+            (true, false) => other.tokens.clone(),
+            (false, false) => self
+                .tokens
+                .iter()
+                .filter_map(|(mint, a)| {
+                    other.tokens.get(mint).map(|b| {
+                        (
+                            mint.clone(),
+                            TokenLimits {
+                                max_per_buy_units: min(a.max_per_buy_units, b.max_per_buy_units),
+                                budget_24h_units: min(a.budget_24h_units, b.budget_24h_units),
+                            },
+                        )
+                    })
+                })
+                .collect(),
+        };
         SpendPolicy {
             max_per_buy_lamports: min(self.max_per_buy_lamports, other.max_per_buy_lamports),
             budget_24h_lamports: min(self.budget_24h_lamports, other.budget_24h_lamports),
             sellers,
+            tokens,
         }
+    }
+
+    /// The verdict on a buy paying `units` of `mint` when `spent` units of
+    /// it were spent or reserved in the window.
+    pub fn judge_token(&self, mint: &str, units: u64, spent: u64) -> Result<(), Refusal> {
+        let limits = self
+            .tokens
+            .get(mint)
+            .ok_or_else(|| Refusal::TokenNotAllowed { mint: mint.into() })?;
+        if let Some(max) = limits.max_per_buy_units.filter(|max| units > *max) {
+            return Err(Refusal::TokenOverPerBuyMax {
+                mint: mint.into(),
+                units,
+                max,
+            });
+        }
+        if let Some(budget) = limits
+            .budget_24h_units
+            .filter(|b| spent.saturating_add(units) > *b)
+        {
+            return Err(Refusal::TokenOverBudget {
+                mint: mint.into(),
+                units,
+                spent,
+                budget,
+                remaining: budget.saturating_sub(spent),
+            });
+        }
+        Ok(())
     }
 
     /// The verdict on a marketplace action costing `lamports` when `spent`
@@ -259,8 +357,10 @@ pub struct Spend<'a> {
     pub listing_id: &'a str,
     /// Its seller.
     pub seller: &'a str,
-    /// Full cost in lamports.
+    /// Full cost in lamports (for a token buy: fees and rent).
     pub lamports: u64,
+    /// What a token buy pays: the mint and base units.
+    pub token: Option<(&'a str, u64)>,
 }
 
 /// What a marketplace action other than a buy is about to spend.
@@ -345,8 +445,19 @@ CREATE TABLE IF NOT EXISTS spends (
 CREATE INDEX IF NOT EXISTS spends_at ON spends(at);
 ";
 
-/// Ledgers written before actions were counted have no `kind` column.
-const ADD_KIND: &str = "ALTER TABLE spends ADD COLUMN kind TEXT NOT NULL DEFAULT 'buy'";
+/// Columns added since the first ledgers: `kind` (actions counted), and
+/// `mint` / `units` (what a token buy pays, beside its lamports).
+const ADDED_COLUMNS: [(&str, &str); 3] = [
+    (
+        "kind",
+        "ALTER TABLE spends ADD COLUMN kind TEXT NOT NULL DEFAULT 'buy'",
+    ),
+    ("mint", "ALTER TABLE spends ADD COLUMN mint TEXT"),
+    (
+        "units",
+        "ALTER TABLE spends ADD COLUMN units INTEGER NOT NULL DEFAULT 0 CHECK (units >= 0)",
+    ),
+];
 
 impl SpendLedger {
     /// Opens (creating, 0600) the ledger at `path`.
@@ -368,26 +479,38 @@ impl SpendLedger {
         conn.pragma_update(None, "journal_mode", "WAL")?;
         conn.execute_batch(SCHEMA)?;
         let mut ledger = SpendLedger { conn };
-        ledger.add_kind()?;
+        ledger.add_columns()?;
         Ok(ledger)
     }
 
-    /// Adds the `kind` column to an older ledger (under the write lock, so
-    /// two processes opening it at once add it once).
-    fn add_kind(&mut self) -> Result<(), SpendError> {
+    /// Adds the columns an older ledger lacks (under the write lock, so
+    /// two processes opening it at once add each once).
+    fn add_columns(&mut self) -> Result<(), SpendError> {
         let tx = self
             .conn
             .transaction_with_behavior(TransactionBehavior::Immediate)?;
-        let has: bool = tx.query_row(
-            "SELECT COUNT(*) > 0 FROM pragma_table_info('spends') WHERE name = 'kind'",
-            [],
-            |r| r.get(0),
-        )?;
-        if !has {
-            tx.execute_batch(ADD_KIND)?;
+        for (column, add) in ADDED_COLUMNS {
+            let has: bool = tx.query_row(
+                "SELECT COUNT(*) > 0 FROM pragma_table_info('spends') WHERE name = ?1",
+                [column],
+                |r| r.get(0),
+            )?;
+            if !has {
+                tx.execute_batch(add)?;
+            }
         }
         tx.commit()?;
         Ok(())
+    }
+
+    fn units_spent_since(conn: &Connection, mint: &str, since: i64) -> Result<u64, SpendError> {
+        let n: i64 = conn.query_row(
+            "SELECT COALESCE(SUM(units), 0) FROM spends
+             WHERE at > ?1 AND mint = ?2 AND state IN ('reserved', 'paid', 'failed')",
+            params![since, mint],
+            |r| r.get(0),
+        )?;
+        Ok(n.max(0) as u64)
     }
 
     fn spent_since(conn: &Connection, since: i64) -> Result<u64, SpendError> {
@@ -418,6 +541,10 @@ impl SpendLedger {
     ) -> Result<Standing, SpendError> {
         let standing = self.standing(policy, now)?;
         policy.judge(spend.seller, spend.lamports, standing.spent_24h_lamports)?;
+        if let Some((mint, units)) = spend.token {
+            let spent = Self::units_spent_since(&self.conn, mint, now - WINDOW_SECS)?;
+            policy.judge_token(mint, units, spent)?;
+        }
         Ok(standing)
     }
 
@@ -431,8 +558,16 @@ impl SpendLedger {
     ) -> Result<i64, SpendError> {
         self.reserve_row(
             ("buy", spend.listing_id, spend.seller, spend.lamports),
+            spend.token,
             now,
-            |spent| policy.judge(spend.seller, spend.lamports, spent),
+            |tx, spent| {
+                policy.judge(spend.seller, spend.lamports, spent)?;
+                if let Some((mint, units)) = spend.token {
+                    let spent = Self::units_spent_since(tx, mint, now - WINDOW_SECS)?;
+                    policy.judge_token(mint, units, spent)?;
+                }
+                Ok(())
+            },
         )
     }
 
@@ -444,27 +579,40 @@ impl SpendLedger {
         op: &OpSpend<'_>,
         now: i64,
     ) -> Result<i64, SpendError> {
-        self.reserve_row((op.action, op.subject, "", op.lamports), now, |spent| {
-            policy.judge_op(op.lamports, spent)
-        })
+        self.reserve_row(
+            (op.action, op.subject, "", op.lamports),
+            None,
+            now,
+            |_, spent| Ok(policy.judge_op(op.lamports, spent)?),
+        )
     }
 
-    /// Inserts a reserved row (kind, subject, seller, lamports) if `judge`
-    /// allows it given what the window spent, in one IMMEDIATE transaction.
+    /// Inserts a reserved row (kind, subject, seller, lamports, and what a
+    /// token buy pays) if `judge` allows it given what the window spent,
+    /// in one IMMEDIATE transaction.
     fn reserve_row(
         &mut self,
         (kind, subject, seller, lamports): (&str, &str, &str, u64),
+        token: Option<(&str, u64)>,
         now: i64,
-        judge: impl FnOnce(u64) -> Result<(), Refusal>,
+        judge: impl FnOnce(&Connection, u64) -> Result<(), SpendError>,
     ) -> Result<i64, SpendError> {
         let tx = self
             .conn
             .transaction_with_behavior(TransactionBehavior::Immediate)?;
-        judge(Self::spent_since(&tx, now - WINDOW_SECS)?)?;
+        judge(&tx, Self::spent_since(&tx, now - WINDOW_SECS)?)?;
         tx.execute(
-            "INSERT INTO spends (at, kind, listing_id, seller, lamports, state)
-             VALUES (?1, ?2, ?3, ?4, ?5, 'reserved')",
-            params![now, kind, subject, seller, lamports as i64],
+            "INSERT INTO spends (at, kind, listing_id, seller, lamports, state, mint, units)
+             VALUES (?1, ?2, ?3, ?4, ?5, 'reserved', ?6, ?7)",
+            params![
+                now,
+                kind,
+                subject,
+                seller,
+                lamports as i64,
+                token.map(|(m, _)| m),
+                token.map_or(0, |(_, u)| u as i64)
+            ],
         )?;
         let id = tx.last_insert_rowid();
         tx.commit()?;
@@ -487,8 +635,10 @@ impl SpendLedger {
                 } => ("failed", Some(*fee_lamports), Some(signature), None),
                 Outcome::NeverLanded { reason } => ("never_landed", Some(0), None, Some(reason)),
             };
+        // a buy that failed or never landed moved no tokens
         let n = self.conn.execute(
             "UPDATE spends SET state = ?2, lamports = COALESCE(?3, lamports),
+                 units = CASE WHEN ?2 = 'paid' THEN units ELSE 0 END,
                  signature = COALESCE(?4, signature), note = COALESCE(?5, note)
              WHERE id = ?1 AND state = 'reserved'",
             params![id, state, lamports.map(|l| l as i64), signature, note],
@@ -534,6 +684,7 @@ mod tests {
             listing_id: "20261124-aaaaaaaaaaaa",
             seller: "Seller1111",
             lamports,
+            token: None,
         }
     }
 
@@ -610,6 +761,7 @@ mod tests {
             max_per_buy_lamports: Some(10),
             budget_24h_lamports: None,
             sellers: Some(vec!["A".into()]),
+            ..Default::default()
         };
         assert_eq!(p.judge("A", 10, u64::MAX), Ok(()));
         assert_eq!(
@@ -625,17 +777,102 @@ mod tests {
         );
     }
 
+    /// A token buy needs its mint named by the policy; its units count
+    /// against that mint's limits alone, and only while it may have paid.
+    #[test]
+    fn token_buys_count_against_their_mints_limits() {
+        let (_d, mut l) = ledger();
+        let mut p = SpendPolicy::default();
+        let usdc = "4zMMC9srt5Ri5X14GAgXhaHii3GnPAEERYPJgZJDncDU";
+        let buy = |units| Spend {
+            token: Some((usdc, units)),
+            ..spend(5_000)
+        };
+        assert_eq!(
+            l.reserve(&p, &buy(1), NOW).unwrap_err().to_string(),
+            format!("this buy pays in token {usdc}, which the spend policy's `tokens` does not name (add it with its limits to allow such buys)")
+        );
+        p.tokens.insert(
+            usdc.into(),
+            TokenLimits {
+                max_per_buy_units: Some(5_000_000),
+                budget_24h_units: Some(8_000_000),
+            },
+        );
+        assert!(matches!(
+            l.reserve(&p, &buy(5_000_001), NOW),
+            Err(SpendError::Refused(Refusal::TokenOverPerBuyMax {
+                max: 5_000_000,
+                ..
+            }))
+        ));
+        let first = l.reserve(&p, &buy(5_000_000), NOW).unwrap();
+        assert!(matches!(
+            l.reserve(&p, &buy(3_000_001), NOW),
+            Err(SpendError::Refused(Refusal::TokenOverBudget {
+                spent: 5_000_000,
+                remaining: 3_000_000,
+                ..
+            }))
+        ));
+        // a failed buy moved no tokens: its units leave the window
+        l.settle(
+            first,
+            &Outcome::Failed {
+                signature: "s".into(),
+                fee_lamports: 5_000,
+            },
+        )
+        .unwrap();
+        let second = l.reserve(&p, &buy(5_000_000), NOW).unwrap();
+        l.settle(
+            second,
+            &Outcome::Paid {
+                signature: "t".into(),
+            },
+        )
+        .unwrap();
+        assert!(l.reserve(&p, &buy(3_000_000), NOW).is_ok());
+        assert!(l.reserve(&p, &buy(1), NOW).is_err(), "8 of 8 spent");
+        // a SOL buy is not limited by the token's budget
+        assert!(l.reserve(&p, &spend(5_000), NOW).is_ok());
+        // a policy file names them in base units
+        let read: SpendPolicy = serde_json::from_str(&format!(
+            r#"{{"tokens": {{"{usdc}": {{"max_per_buy_units": 5000000}}}}}}"#
+        ))
+        .unwrap();
+        assert_eq!(read.tokens[usdc].max_per_buy_units, Some(5_000_000));
+        // tightening keeps the mints both name, at the smaller limits
+        let flags = SpendPolicy {
+            tokens: [(
+                usdc.to_string(),
+                TokenLimits {
+                    max_per_buy_units: Some(1),
+                    budget_24h_units: None,
+                },
+            )]
+            .into(),
+            ..Default::default()
+        };
+        let t = p.tightened(&flags);
+        assert_eq!(t.tokens[usdc].max_per_buy_units, Some(1));
+        assert_eq!(t.tokens[usdc].budget_24h_units, Some(8_000_000));
+        assert_eq!(p.tightened(&SpendPolicy::default()).tokens, p.tokens);
+    }
+
     #[test]
     fn tightening_never_loosens() {
         let file = SpendPolicy {
             max_per_buy_lamports: Some(100),
             budget_24h_lamports: None,
             sellers: Some(vec!["A".into(), "B".into()]),
+            ..Default::default()
         };
         let flags = SpendPolicy {
             max_per_buy_lamports: Some(1_000),
             budget_24h_lamports: Some(500),
             sellers: Some(vec!["B".into(), "C".into()]),
+            ..Default::default()
         };
         let t = file.tightened(&flags);
         assert_eq!(t.max_per_buy_lamports, Some(100));
@@ -694,6 +931,7 @@ mod tests {
             max_per_buy_lamports: Some(10),
             budget_24h_lamports: Some(1_000),
             sellers: Some(vec!["Other".into()]),
+            ..Default::default()
         };
         let op = |lamports| OpSpend {
             action: "offer",

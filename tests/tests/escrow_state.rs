@@ -205,6 +205,7 @@ fn the_indexer_settles_an_escrow_listing_with_the_programs_deposit() {
                 plain_len: sealed.plain_len,
                 seller_x25519: seller.x25519_public(),
             }),
+            settlement: None,
         },
     )
     .unwrap();

@@ -69,6 +69,7 @@ impl Market {
                 now,
                 escrow_program: None,
                 escrow_terms: None,
+                settlement: None,
             },
         )
         .unwrap();
@@ -589,6 +590,7 @@ impl Scenario {
                     now: time::OffsetDateTime::now_utc().unix_timestamp(),
                     escrow_program: None,
                     escrow_terms: None,
+                    settlement: None,
                 },
             )
             .unwrap();
@@ -1034,6 +1036,7 @@ fn a_lying_gateway_cannot_bind_another_body_to_a_listings_item() {
                 now: time::OffsetDateTime::now_utc().unix_timestamp(),
                 escrow_program: None,
                 escrow_terms: None,
+                settlement: None,
             },
         )
         .unwrap();

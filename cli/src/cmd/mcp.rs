@@ -237,6 +237,13 @@ pub struct SellArgs {
     /// The stake (lamports) put up with an escrow listing, returned on cancel.
     #[serde(default)]
     pub stake_lamports: Option<u64>,
+    /// Settle in this SPL token mint instead of SOL (`SOL` for SOL);
+    /// default: the server's BRAINCTL_SETTLE_MINT, else SOL.
+    #[serde(default)]
+    pub mint: Option<String>,
+    /// USD per whole token of `mint` (not needed for dollar stablecoins).
+    #[serde(default)]
+    pub token_usd: Option<f64>,
 }
 
 /// `bundle_export` arguments.
@@ -781,6 +788,11 @@ impl BrainctlServer {
                     escrow: a.escrow,
                     stake_lamports: a.stake_lamports.unwrap_or(0),
                     below_cost: false,
+                    mint: a
+                        .mint
+                        .clone()
+                        .or_else(|| std::env::var(node::market::list::SETTLE_MINT_ENV).ok()),
+                    token_usd: a.token_usd,
                     storage: s.storage.clone(),
                     seller: s.seller.clone(),
                 }))
@@ -1039,6 +1051,7 @@ fn flag_limits(a: &McpArgs) -> Option<node::spend::SpendPolicy> {
         max_per_buy_lamports: a.max_per_buy_lamports,
         budget_24h_lamports: a.budget_24h_lamports,
         sellers: (!a.allow_sellers.is_empty()).then(|| a.allow_sellers.clone()),
+        tokens: Default::default(),
     };
     (p != node::spend::SpendPolicy::default()).then_some(p)
 }

@@ -14,6 +14,7 @@ mod landing;
 pub mod memo_field;
 pub mod parsed_tx;
 pub mod pin;
+pub mod test_dollar;
 pub mod token;
 
 pub use client::{Chain, Sent, SigInfo};

@@ -21,6 +21,172 @@ pub struct TokenMint {
     pub decimals: u8,
 }
 
+/// Mints whose unit is a US dollar (a listing priced in USD settles in
+/// them 1:1 without a price feed): USDC and USDT on mainnet, USDC on
+/// devnet (whose address the localnet's test mint shares, so that x402
+/// clients that know only public clusters' assets pay in it).
+pub const DOLLAR_MINTS: [Pubkey; 3] = [
+    solana_sdk::pubkey!("EPjFWdd5AufqSSqeM2qN1xzybapC8G4wEGGkZwyTDt1v"),
+    solana_sdk::pubkey!("Es9vMFrzaCERmJfrF4H2FYD4KCoNkY11McCe8BenwNYB"),
+    solana_sdk::pubkey!("4zMMC9srt5Ri5X14GAgXhaHii3GnPAEERYPJgZJDncDU"),
+];
+
+/// Whether `mint`'s unit is a dollar ([`DOLLAR_MINTS`]).
+pub fn is_dollar(mint: &Pubkey) -> bool {
+    DOLLAR_MINTS.contains(mint)
+}
+
+/// Why a mint cannot settle a listing.
+#[derive(Debug, thiserror::Error)]
+pub enum MintRefusal {
+    /// No account at the address.
+    #[error("mint {0}: no such account on this cluster")]
+    Missing(Pubkey),
+    /// The account is not a token program's.
+    #[error("mint {mint}: owned by {owner}, not by the SPL Token or Token-2022 program")]
+    NotTokenProgram {
+        /// The address.
+        mint: Pubkey,
+        /// Its owner.
+        owner: Pubkey,
+    },
+    /// The account is not an initialized mint.
+    #[error("mint {0}: not an initialized mint")]
+    NotAMint(Pubkey),
+    /// A Token-2022 extension would change what a payment delivers.
+    #[error("mint {mint}: its Token-2022 extension {extension} {why}; settling in it is refused (choose a mint without it)")]
+    Extension {
+        /// The mint.
+        mint: Pubkey,
+        /// The extension.
+        extension: &'static str,
+        /// What it would do.
+        why: &'static str,
+    },
+    /// Reading the account failed.
+    #[error(transparent)]
+    Chain(#[from] crate::chain::ChainError),
+}
+
+/// Reads `address` as a mint a listing can settle in: its program,
+/// decimals and extensions (see [`mint_from_account`]).
+pub async fn read_mint(
+    chain: &crate::chain::Chain,
+    address: &Pubkey,
+) -> Result<TokenMint, MintRefusal> {
+    let account = crate::chain::client::with_retry("getAccountInfo", || async {
+        chain
+            .rpc()
+            .get_account_with_commitment(address, chain.commitment())
+            .await
+            .map(|r| r.value)
+    })
+    .await?
+    .ok_or(MintRefusal::Missing(*address))?;
+    mint_from_account(address, &account.owner, &account.data)
+}
+
+/// The mint an account holds, if a payment in it delivers what it says:
+/// Token-2022 mints with a transfer fee (in force or scheduled), a
+/// transfer hook, non-transferable tokens or accounts frozen by default
+/// are refused (a buyer's payment would arrive short, run foreign code or
+/// fail). Other extensions (metadata, interest shown in the UI amount, a
+/// close or freeze authority) leave a checked transfer's amount intact.
+pub fn mint_from_account(
+    address: &Pubkey,
+    owner: &Pubkey,
+    data: &[u8],
+) -> Result<TokenMint, MintRefusal> {
+    use spl_token_2022_interface::extension::{
+        default_account_state::DefaultAccountState, transfer_fee::TransferFeeConfig,
+        transfer_hook::TransferHook, BaseStateWithExtensions, StateWithExtensions,
+    };
+    use spl_token_2022_interface::state::{AccountState, Mint};
+    let legacy: Pubkey = crate::chain::parsed_tx::TOKEN_PROGRAM
+        .parse()
+        .expect("token program id");
+    if *owner != legacy && *owner != spl_token_2022_interface::ID {
+        return Err(MintRefusal::NotTokenProgram {
+            mint: *address,
+            owner: *owner,
+        });
+    }
+    let state = StateWithExtensions::<Mint>::unpack(data)
+        .ok()
+        .filter(|s| s.base.is_initialized)
+        .ok_or(MintRefusal::NotAMint(*address))?;
+    let refuse = |extension, why| MintRefusal::Extension {
+        mint: *address,
+        extension,
+        why,
+    };
+    if let Ok(fee) = state.get_extension::<TransferFeeConfig>() {
+        let bps = |f: &spl_token_2022_interface::extension::transfer_fee::TransferFee| {
+            u16::from(f.transfer_fee_basis_points)
+        };
+        if bps(&fee.older_transfer_fee) > 0 || bps(&fee.newer_transfer_fee) > 0 {
+            return Err(refuse(
+                "TransferFeeConfig",
+                "withholds a fee from every transfer, so a payment arrives short",
+            ));
+        }
+    }
+    if let Ok(hook) = state.get_extension::<TransferHook>() {
+        if Option::<Pubkey>::from(hook.program_id).is_some() {
+            return Err(refuse(
+                "TransferHook",
+                "runs another program on every transfer",
+            ));
+        }
+    }
+    if state
+        .get_extension::<spl_token_2022_interface::extension::non_transferable::NonTransferable>()
+        .is_ok()
+    {
+        return Err(refuse("NonTransferable", "makes its tokens unmovable"));
+    }
+    if let Ok(default) = state.get_extension::<DefaultAccountState>() {
+        if default.state == AccountState::Frozen as u8 {
+            return Err(refuse(
+                "DefaultAccountState",
+                "freezes new token accounts, so a payment to one fails",
+            ));
+        }
+    }
+    Ok(TokenMint {
+        address: *address,
+        program: *owner,
+        decimals: state.base.decimals,
+    })
+}
+
+/// What `owner`'s associated account of `mint` holds, in base units (0
+/// when it does not exist).
+pub async fn balance(
+    chain: &crate::chain::Chain,
+    owner: &Pubkey,
+    mint: &TokenMint,
+) -> Result<u64, crate::chain::ChainError> {
+    use spl_token_2022_interface::extension::StateWithExtensions;
+    use spl_token_2022_interface::state::Account;
+    let address = associated_account(owner, mint);
+    let account = crate::chain::client::with_retry("getAccountInfo", || async {
+        chain
+            .rpc()
+            .get_account_with_commitment(&address, chain.commitment())
+            .await
+            .map(|r| r.value)
+    })
+    .await?;
+    Ok(account
+        .and_then(|a| {
+            StateWithExtensions::<Account>::unpack(&a.data)
+                .ok()
+                .map(|s| s.base.amount)
+        })
+        .unwrap_or(0))
+}
+
 /// `owner`'s associated token account of `mint`.
 pub fn associated_account(owner: &Pubkey, mint: &TokenMint) -> Pubkey {
     Pubkey::find_program_address(
@@ -70,6 +236,105 @@ pub fn transfer_to(from: &Pubkey, to: &Pubkey, mint: &TokenMint, amount: u64) ->
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A mint's account bytes with `extensions` set up by `init`.
+    fn mint_bytes(
+        extensions: &[spl_token_2022_interface::extension::ExtensionType],
+        init: impl FnOnce(
+            &mut spl_token_2022_interface::extension::StateWithExtensionsMut<
+                spl_token_2022_interface::state::Mint,
+            >,
+        ),
+    ) -> Vec<u8> {
+        use spl_token_2022_interface::extension::{
+            BaseStateWithExtensionsMut, ExtensionType, StateWithExtensionsMut,
+        };
+        use spl_token_2022_interface::state::Mint;
+        let len = ExtensionType::try_calculate_account_len::<Mint>(extensions).unwrap();
+        let mut data = vec![0u8; len];
+        let mut state = StateWithExtensionsMut::<Mint>::unpack_uninitialized(&mut data).unwrap();
+        init(&mut state);
+        state.base = Mint {
+            decimals: 6,
+            is_initialized: true,
+            ..Mint::default()
+        };
+        state.pack_base();
+        if !extensions.is_empty() {
+            state.init_account_type().unwrap();
+        }
+        data
+    }
+
+    /// Which mints settle: SPL Token and Token-2022 mints whose transfers
+    /// deliver what they say; refused with the extension named otherwise.
+    #[test]
+    fn mints_whose_transfers_change_what_arrives_are_refused() {
+        use spl_token_2022_interface::extension::{
+            metadata_pointer::MetadataPointer, transfer_fee::TransferFeeConfig,
+            transfer_hook::TransferHook, BaseStateWithExtensionsMut, ExtensionType,
+        };
+        let address = Pubkey::new_unique();
+        let legacy: Pubkey = crate::chain::parsed_tx::TOKEN_PROGRAM.parse().unwrap();
+        let t22 = spl_token_2022_interface::ID;
+        let plain = mint_bytes(&[], |_| {});
+        assert_eq!(plain.len(), 82);
+        for program in [legacy, t22] {
+            assert_eq!(
+                mint_from_account(&address, &program, &plain).unwrap(),
+                TokenMint {
+                    address,
+                    program,
+                    decimals: 6
+                }
+            );
+        }
+        let pointer = mint_bytes(&[ExtensionType::MetadataPointer], |s| {
+            s.init_extension::<MetadataPointer>(true).unwrap();
+        });
+        assert!(mint_from_account(&address, &t22, &pointer).is_ok());
+        let zero_fee = mint_bytes(&[ExtensionType::TransferFeeConfig], |s| {
+            s.init_extension::<TransferFeeConfig>(true).unwrap();
+        });
+        assert!(
+            mint_from_account(&address, &t22, &zero_fee).is_ok(),
+            "a zero fee delivers all"
+        );
+        let scheduled_fee = mint_bytes(&[ExtensionType::TransferFeeConfig], |s| {
+            let fee = s.init_extension::<TransferFeeConfig>(true).unwrap();
+            fee.newer_transfer_fee.transfer_fee_basis_points = 100u16.into();
+            fee.newer_transfer_fee.epoch = 500u64.into();
+        });
+        let hooked = mint_bytes(&[ExtensionType::TransferHook], |s| {
+            let hook = s.init_extension::<TransferHook>(true).unwrap();
+            hook.program_id = Some(Pubkey::new_unique()).try_into().unwrap();
+        });
+        let unhooked = mint_bytes(&[ExtensionType::TransferHook], |s| {
+            s.init_extension::<TransferHook>(true).unwrap();
+        });
+        assert!(mint_from_account(&address, &t22, &unhooked).is_ok());
+        for (bytes, named) in [
+            (&scheduled_fee, "TransferFeeConfig"),
+            (&hooked, "TransferHook"),
+        ] {
+            match mint_from_account(&address, &t22, bytes) {
+                Err(MintRefusal::Extension { extension, .. }) => assert_eq!(extension, named),
+                other => panic!("{named}: {other:?}"),
+            }
+        }
+        assert!(matches!(
+            mint_from_account(&address, &Pubkey::new_unique(), &plain),
+            Err(MintRefusal::NotTokenProgram { .. })
+        ));
+        assert!(matches!(
+            mint_from_account(&address, &legacy, &[0u8; 82]),
+            Err(MintRefusal::NotAMint(_))
+        ));
+        assert!(matches!(
+            mint_from_account(&address, &legacy, &[1u8; 7]),
+            Err(MintRefusal::NotAMint(_))
+        ));
+    }
 
     /// The hand-built transfer is the interface crate's `transfer_checked`.
     #[test]

@@ -92,7 +92,7 @@ impl Catalog for DbCatalog {
             listing_id: l.listing_id.clone(),
             payment_address: l.payment_address.clone(),
             price_lamports: l.price_lamports,
-            currency: Default::default(),
+            currency: l.currency.clone(),
             expires_at: l.expires_at,
             cancelled_at_slot: l.cancelled_at_slot,
             fee: self.fee.clone(),

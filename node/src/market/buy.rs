@@ -77,6 +77,24 @@ pub enum ListingRefusal {
         /// The offer.
         offer_id: String,
     },
+    /// The listing's mint cannot settle, or is not what the listing says.
+    #[error("the listing's settlement token: {0}")]
+    Mint(#[from] crate::chain::token::MintRefusal),
+    /// The listing's token program or decimals differ from its mint's.
+    #[error("the listing says its mint {mint} has {field} {listed}, the chain says {onchain}: not bought (ask the seller to relist)")]
+    MintMismatch {
+        /// The mint.
+        mint: String,
+        /// `token_program` or `decimals`.
+        field: &'static str,
+        /// The manifest's value.
+        listed: String,
+        /// The chain's.
+        onchain: String,
+    },
+    /// Negotiated prices are in SOL today.
+    #[error("offers on a listing that settles in a token are not supported yet: buy it at the listed price (without --offer)")]
+    NegotiatedInToken,
     /// The agreed terms ask more than the listing does.
     #[error("the agreed terms ask {agreed} lamports, above the listed {listed}; pay the listed price (buy without --offer)")]
     AboveListedPrice {
@@ -161,8 +179,63 @@ pub struct Quote {
     pub escrow_rent_lamports: u64,
     /// The transaction fee (signatures).
     pub network_fee_lamports: u64,
-    /// Everything the buyer's balance loses.
+    /// Everything the buyer's SOL balance loses (for a token buy: the
+    /// network fee and the rent of any token account it creates).
     pub total_lamports: u64,
+    /// A listing that settles in a token: what is paid in it (the
+    /// `*_lamports` price fields are then 0).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub token: Option<TokenQuote>,
+}
+
+impl Quote {
+    /// What the spend policy judges: the lamports, and a token buy's units.
+    pub fn spend(&self) -> crate::spend::Spend<'_> {
+        crate::spend::Spend {
+            listing_id: &self.listing_id,
+            seller: &self.seller,
+            lamports: self.total_lamports,
+            token: self
+                .token
+                .as_ref()
+                .map(|t| (t.mint.as_str(), t.price_units)),
+        }
+    }
+
+    /// One line: what is paid, to whom, and what the SOL balance loses.
+    pub fn summary(&self) -> String {
+        let paid = match &self.token {
+            Some(t) => format!(
+                "price {} base units of {} (protocol fee {} of them, {} decimals); network fee and token-account rent {} lamports",
+                t.price_units, t.mint, t.protocol_fee_units, t.decimals, self.total_lamports
+            ),
+            None => format!(
+                "price {} + protocol fee {} + escrow rent {} + network fee {} = {} lamports",
+                self.price_lamports,
+                self.protocol_fee_lamports,
+                self.escrow_rent_lamports,
+                self.network_fee_lamports,
+                self.total_lamports
+            ),
+        };
+        format!(
+            "{} ({}, {}): {paid}",
+            self.listing_id, self.settles, self.terms
+        )
+    }
+}
+
+/// What a token buy pays in the token.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct TokenQuote {
+    /// The mint.
+    pub mint: String,
+    /// Its decimals.
+    pub decimals: u8,
+    /// The price in base units, all in (the seller's share and the fee).
+    pub price_units: u64,
+    /// Of the price, the protocol fee's share paid to the treasury.
+    pub protocol_fee_units: u64,
 }
 
 /// The terms a buy pays.
@@ -224,9 +297,12 @@ pub async fn plan_buy(
     }
     let (price, terms_name) = match terms {
         Terms::Listed => (
-            listing.price_lamports.ok_or(ListingRefusal::Unpriced)?,
+            listing.price_units().ok_or(ListingRefusal::Unpriced)?,
             "listed".to_string(),
         ),
+        Terms::Negotiated { .. } if listing.settlement.is_some() => {
+            return Err(ListingRefusal::NegotiatedInToken.into())
+        }
         Terms::Negotiated { offer, counter } => {
             negotiated_price(chain, buyer, listing, offer, counter, now).await?
         }
@@ -250,19 +326,88 @@ pub async fn plan_buy(
     let kp = buyer.solana_keypair();
     let policy = crate::chain::FeePolicy::from_env(chain.cluster_kind().await?)?;
     let (_, fee) = policy.split(price);
-    let instructions = buy_instructions(
+    let fee_to = (fee > 0).then_some((&policy.treasury, fee));
+    let Some(settlement) = &listing.settlement else {
+        let instructions = buy_instructions(
+            &kp.pubkey(),
+            &pay_to,
+            price,
+            &listing.listing_id,
+            &buyer.x25519_address(),
+            &registry_from_env()?,
+            fee_to,
+        );
+        return Ok(BuyPlan {
+            quote: quote(listing, "direct", terms_name, price, fee, 0),
+            instructions,
+        });
+    };
+    let mint = checked_mint(chain, settlement).await?;
+    let instructions = crate::market::tx::token_buy_instructions(
         &kp.pubkey(),
         &pay_to,
+        &mint,
         price,
         &listing.listing_id,
         &buyer.x25519_address(),
         &registry_from_env()?,
-        (fee > 0).then_some((&policy.treasury, fee)),
+        fee_to,
     );
+    // what the SOL balance loses: the fee, and rent where the payee's
+    // token account is created (refused here when the buyer lacks the tokens)
+    let lamports = chain.simulated_cost(&instructions, &kp).await?;
+    let mut q = quote(listing, "direct", terms_name, 0, 0, 0);
+    q.total_lamports = lamports.max(LAMPORTS_PER_SIGNATURE);
+    q.token = Some(TokenQuote {
+        mint: mint.address.to_string(),
+        decimals: mint.decimals,
+        price_units: price,
+        protocol_fee_units: fee,
+    });
     Ok(BuyPlan {
-        quote: quote(listing, "direct", terms_name, price, fee, 0),
+        quote: q,
         instructions,
     })
+}
+
+/// The listing's mint as the chain has it: one that settles
+/// ([`crate::chain::token::read_mint`]) with the program and decimals the
+/// listing states.
+async fn checked_mint(
+    chain: &Chain,
+    settlement: &crate::market::manifest::TokenSettlement,
+) -> Result<crate::chain::token::TokenMint, BuyError> {
+    let address = Pubkey::new_from_array(settlement.mint);
+    let mint = crate::chain::token::read_mint(chain, &address)
+        .await
+        .map_err(|e| match e {
+            crate::chain::token::MintRefusal::Chain(c) => BuyError::Chain(c),
+            refusal => ListingRefusal::Mint(refusal).into(),
+        })?;
+    let mismatch = |field, listed: String, onchain: String| ListingRefusal::MintMismatch {
+        mint: address.to_string(),
+        field,
+        listed,
+        onchain,
+    };
+    let listed_program = Pubkey::new_from_array(settlement.token_program);
+    if mint.program != listed_program {
+        return Err(mismatch(
+            "token_program",
+            listed_program.to_string(),
+            mint.program.to_string(),
+        )
+        .into());
+    }
+    if mint.decimals != settlement.decimals {
+        return Err(mismatch(
+            "decimals",
+            settlement.decimals.to_string(),
+            mint.decimals.to_string(),
+        )
+        .into());
+    }
+    Ok(mint)
 }
 
 fn quote(
@@ -286,6 +431,7 @@ fn quote(
         total_lamports: price
             .saturating_add(rent)
             .saturating_add(LAMPORTS_PER_SIGNATURE),
+        token: None,
     }
 }
 
@@ -408,7 +554,7 @@ pub async fn execute(
     plan: &BuyPlan,
     guard: Option<SpendGuard<'_>>,
 ) -> Result<String, BuyError> {
-    use crate::spend::{Outcome, Spend};
+    use crate::spend::Outcome;
     let kp = buyer.solana_keypair();
     let Some(SpendGuard { policy, ledger }) = guard else {
         return Ok(chain
@@ -419,15 +565,7 @@ pub async fn execute(
     };
     let now = time::OffsetDateTime::now_utc().unix_timestamp();
     let q = &plan.quote;
-    let id = ledger.reserve(
-        policy,
-        &Spend {
-            listing_id: &q.listing_id,
-            seller: &q.seller,
-            lamports: q.total_lamports,
-        },
-        now,
-    )?;
+    let id = ledger.reserve(policy, &q.spend(), now)?;
     match chain.send(&plan.instructions, &[&kp]).await {
         Ok(sent) => {
             let signature = sent.signature.to_string();

@@ -621,6 +621,7 @@ mod tests {
                     plain_len: sealed.plain_len,
                     seller_x25519: seller.x25519_public(),
                 }),
+                settlement: None,
             },
         )
         .unwrap();

@@ -20,6 +20,26 @@ pub enum InputError {
     /// `--sol-usd` is not a positive rate.
     #[error("--sol-usd must be a positive rate, got {0}")]
     BadRate(f64),
+    /// `--token-usd` is not a positive rate.
+    #[error("--token-usd must be a positive rate (USD per whole token), got {0}")]
+    BadTokenRate(f64),
+    /// A token whose unit is not known to be a dollar, without a rate.
+    #[error("mint {0} is not a known dollar stablecoin: pass --token-usd (USD per whole token) to fix its price in the listing")]
+    NoTokenRate(String),
+    /// The price does not fit the currency's base units.
+    #[error("{price_usd} USD is more base units of the currency than 64 bits hold")]
+    PriceTooLarge {
+        /// The USD price.
+        price_usd: f64,
+    },
+    /// The mint cannot settle a listing.
+    #[error("--mint: {0}")]
+    Mint(#[from] crate::chain::token::MintRefusal),
+    /// Escrow listings settle in SOL only.
+    #[error(
+        "escrow listings settle in SOL only (the program holds lamports): drop --escrow or --mint"
+    )]
+    EscrowInToken,
     /// The listing is not in this wallet's seller state.
     #[error("{0} is not one of this wallet's listings (see ~/.brainctl/listen.db)")]
     NotOurs(String),
@@ -96,6 +116,22 @@ pub struct ListOptions {
     pub escrow_stake: Option<u64>,
     /// List even when the price is under one release's cost.
     pub below_cost: bool,
+    /// Settle in this token instead of SOL.
+    pub settle_in: Option<SettleIn>,
+}
+
+/// The environment variable naming the mint new listings settle in (the
+/// deployment's default currency; unset or `SOL`: SOL).
+pub const SETTLE_MINT_ENV: &str = "BRAINCTL_SETTLE_MINT";
+
+/// A listing's token (`list --mint`).
+#[derive(Debug, Clone, Copy)]
+pub struct SettleIn {
+    /// The mint (read from the chain: its program and decimals).
+    pub mint: crate::chain::Pubkey,
+    /// USD per whole token; `None` for a dollar stablecoin
+    /// ([`crate::chain::token::DOLLAR_MINTS`]), which settles 1:1.
+    pub token_usd: Option<f64>,
 }
 
 /// `price_usd / sol_usd` SOL in lamports, rounded up.
@@ -103,7 +139,48 @@ pub fn usd_to_lamports(price_usd: f64, sol_usd: f64) -> Result<u64, ListError> {
     if !(sol_usd.is_finite() && sol_usd > 0.0) {
         return Err(InputError::BadRate(sol_usd).into());
     }
-    Ok((price_usd / sol_usd * 1e9).ceil() as u64)
+    usd_to_units(price_usd, sol_usd, 9)
+}
+
+/// `price_usd / usd_per_whole` whole units in base units of `decimals`,
+/// rounded up: the seller is never paid less than the USD price. A
+/// product within a billionth of a whole base unit is that unit (0.07 USD
+/// is 70,000 micro-dollars, not the 70,001 `ceil` of the binary float).
+pub fn usd_to_units(price_usd: f64, usd_per_whole: f64, decimals: u8) -> Result<u64, ListError> {
+    let units = price_usd / usd_per_whole * 10f64.powi(i32::from(decimals));
+    let nearest = units.round();
+    let units = if (units - nearest).abs() <= 1e-9 * nearest.max(1.0) {
+        nearest
+    } else {
+        units.ceil()
+    };
+    if !(0.0..=u64::MAX as f64).contains(&units) || units.is_nan() {
+        return Err(InputError::PriceTooLarge { price_usd }.into());
+    }
+    Ok(units as u64)
+}
+
+/// The token a listing settles in and its price in base units.
+async fn token_price(
+    chain: &Chain,
+    price_usd: f64,
+    settle_in: &SettleIn,
+) -> Result<crate::market::manifest::TokenSettlement, ListError> {
+    let mint = crate::chain::token::read_mint(chain, &settle_in.mint)
+        .await
+        .map_err(InputError::from)?;
+    let rate = match settle_in.token_usd {
+        Some(r) if r.is_finite() && r > 0.0 => r,
+        Some(r) => return Err(InputError::BadTokenRate(r).into()),
+        None if crate::chain::token::is_dollar(&mint.address) => 1.0,
+        None => return Err(InputError::NoTokenRate(mint.address.to_string()).into()),
+    };
+    Ok(crate::market::manifest::TokenSettlement {
+        mint: mint.address.to_bytes(),
+        token_program: mint.program.to_bytes(),
+        decimals: mint.decimals,
+        price_units: usd_to_units(price_usd, rate, mint.decimals)?,
+    })
 }
 
 /// A new listing id `YYYYMMDD-<12 hex>`.
@@ -138,7 +215,14 @@ pub async fn list_bundle(
             seller.address()
         )));
     }
+    // what the price is worth in lamports (a token listing's too, at
+    // --sol-usd): compared with what a release costs the seller
     let price_lamports = usd_to_lamports(o.price_usd, o.sol_usd)?;
+    let settlement = match &o.settle_in {
+        None => None,
+        Some(_) if o.escrow_stake.is_some() => return Err(InputError::EscrowInToken.into()),
+        Some(t) => Some(token_price(chain, o.price_usd, t).await?),
+    };
     if !o.below_cost {
         // the dearer receipt: `listen` may be run with either standard
         let cost =
@@ -226,6 +310,7 @@ pub async fn list_bundle(
             now,
             escrow_program: o.escrow_stake.map(|_| crate::escrow::PROGRAM_ID),
             escrow_terms,
+            settlement,
         },
     )?;
     let listing = crate::market::manifest::Listing::from_value(manifest.clone())?;
@@ -262,8 +347,9 @@ pub async fn list_bundle(
         bundle_hash: hash,
         blob_id,
         metadata_uri: format!("ar://{meta_id}"),
-        payment_address: listing.payment_address,
-        price_lamports,
+        payment_address: listing.payment_address.clone(),
+        price_lamports: listing.price_units().unwrap_or(price_lamports),
+        currency: listing.currency(),
         expires_at: listing.expires_at,
         cancelled_at_slot: None,
         list_signature: String::new(),

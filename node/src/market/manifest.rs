@@ -171,11 +171,100 @@ pub struct Listing {
     /// Extension: what a sealed escrow listing commits to beside the price
     /// (`escrow_terms`), repeated by its program account.
     pub escrow_terms: Option<EscrowCommitments>,
+    /// Extension: the token the listing settles in (`settlement`); absent:
+    /// SOL at `price_lamports`.
+    pub settlement: Option<TokenSettlement>,
     /// The signed JSON (shared: a state may hold it many times).
     pub raw: std::sync::Arc<Value>,
 }
 
+/// A listing's `settlement` extension: it settles in base units of an SPL
+/// Token or Token-2022 mint, at `price_units` (the listing then carries no
+/// `price_lamports`, so a client that knows only SOL finds no price).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct TokenSettlement {
+    /// The mint.
+    pub mint: [u8; 32],
+    /// Its token program.
+    pub token_program: [u8; 32],
+    /// Its decimals, as the mint states them.
+    pub decimals: u8,
+    /// The price in base units (a decimal string in JSON: exact past 2^53).
+    pub price_units: u64,
+}
+
+impl TokenSettlement {
+    fn to_json(self) -> Value {
+        json!({
+            "mint": bs58::encode(self.mint).into_string(),
+            "token_program": bs58::encode(self.token_program).into_string(),
+            "decimals": self.decimals,
+            "price_units": self.price_units.to_string(),
+        })
+    }
+
+    fn from_json(v: &Value) -> Result<TokenSettlement, ManifestRuleError> {
+        let key = |name: &'static str| -> Result<[u8; 32], ManifestRuleError> {
+            v.get(name)
+                .and_then(Value::as_str)
+                .and_then(crate::crypto::b58_array::<32>)
+                .ok_or_else(|| {
+                    field_err(
+                        "settlement",
+                        format!("`{name}` is not a base58 32-byte key"),
+                    )
+                })
+        };
+        let decimals = v
+            .get("decimals")
+            .and_then(Value::as_u64)
+            .and_then(|d| u8::try_from(d).ok())
+            .ok_or_else(|| field_err("settlement", "`decimals` is not an integer in 0..=255"))?;
+        let price_units = v
+            .get("price_units")
+            .and_then(Value::as_str)
+            .filter(|s| !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit()))
+            .and_then(|s| s.parse::<u64>().ok())
+            .ok_or_else(|| {
+                field_err(
+                    "settlement",
+                    "`price_units` is not a decimal string of a 64-bit unsigned integer",
+                )
+            })?;
+        Ok(TokenSettlement {
+            mint: key("mint")?,
+            token_program: key("token_program")?,
+            decimals,
+            price_units,
+        })
+    }
+
+    /// The mint in base58.
+    pub fn mint_address(&self) -> String {
+        bs58::encode(self.mint).into_string()
+    }
+}
+
 impl Listing {
+    /// What the listing settles in.
+    pub fn currency(&self) -> crate::settle::Currency {
+        match &self.settlement {
+            None => crate::settle::Currency::Sol,
+            Some(t) => crate::settle::Currency::Token {
+                mint: t.mint_address(),
+            },
+        }
+    }
+
+    /// The price in base units of [`Listing::currency`] (lamports for
+    /// SOL); `None` for a listing that fixes none (an old client's).
+    pub fn price_units(&self) -> Option<u64> {
+        match &self.settlement {
+            None => self.price_lamports,
+            Some(t) => Some(t.price_units),
+        }
+    }
+
     /// Reads and verifies a listing (signed by `seller_pubkey`).
     pub fn from_value(v: Value) -> Result<Listing, ManifestRuleError> {
         Self::from_shared(std::sync::Arc::new(v))
@@ -209,6 +298,17 @@ impl Listing {
         if visibility != "auction" && visibility != "private" {
             return Err(field_err("visibility", "must be `auction` or `private`"));
         }
+        let settlement = match v.get("settlement") {
+            None | Some(Value::Null) => None,
+            Some(t) => Some(TokenSettlement::from_json(t)?),
+        };
+        let price_lamports = lamports_field(v)?;
+        if settlement.is_some() && price_lamports.is_some() {
+            return Err(field_err(
+                "settlement",
+                "a listing settling in a token carries no `price_lamports` (two prices)",
+            ));
+        }
         Ok(Listing {
             listing_id: id_field(v, "listing_id", false)?,
             bundle_hash: hash.into(),
@@ -216,7 +316,7 @@ impl Listing {
             payment_address: pubkey_field(v, "payment_address")?,
             fee_bps,
             price_usd: price_field(v, "/pricing/price_usd")?,
-            price_lamports: lamports_field(v)?,
+            price_lamports,
             visibility: visibility.into(),
             expires_at: time_field(v, "expires_at")?,
             encrypted_bundle_uri: str_field(v, "encrypted_bundle_uri")?.into(),
@@ -228,6 +328,7 @@ impl Listing {
                 None | Some(Value::Null) => None,
                 Some(t) => Some(EscrowCommitments::from_json(t)?),
             },
+            settlement,
             raw,
         })
     }
@@ -358,7 +459,8 @@ pub struct NewListing<'a> {
     pub payment_address: Option<&'a str>,
     /// Price USD.
     pub price_usd: f64,
-    /// Price lamports (computed from the rate at list time).
+    /// Price lamports (computed from the rate at list time); ignored when
+    /// `settlement` is set (the price is its `price_units`).
     pub price_lamports: u64,
     /// Duration in hours.
     pub duration_hours: f64,
@@ -376,6 +478,8 @@ pub struct NewListing<'a> {
     pub escrow_program: Option<&'a str>,
     /// The sealed escrow's commitments (extension field `escrow_terms`).
     pub escrow_terms: Option<EscrowCommitments>,
+    /// Settles in this token (extension field `settlement`); `None`: SOL.
+    pub settlement: Option<TokenSettlement>,
 }
 
 /// What a sealed escrow listing commits to beside price, bundle hash and
@@ -467,6 +571,12 @@ pub fn build_listing(seller: &Wallet, n: &NewListing<'_>) -> Result<Value, Manif
     }
     if let Some(terms) = n.escrow_terms {
         v["escrow_terms"] = terms.to_json();
+    }
+    if let Some(settlement) = n.settlement {
+        if let Some(o) = v.as_object_mut() {
+            o.remove("price_lamports");
+        }
+        v["settlement"] = settlement.to_json();
     }
     sign_manifest(&mut v, seller)?;
     Listing::from_value(v.clone())?;
@@ -577,8 +687,11 @@ mod tests {
             now: 1_795_000_000,
             escrow_program: None,
             escrow_terms: None,
+            settlement: None,
         };
         let listing = Listing::from_value(build_listing(&seller, &n).unwrap()).unwrap();
+        assert_eq!(listing.currency(), crate::settle::Currency::Sol);
+        assert_eq!(listing.price_units(), Some(62_500_000));
         assert_eq!(listing.price_lamports, Some(62_500_000));
         assert_eq!(listing.expires_at, 1_795_000_000 + 48 * 3600);
         assert_eq!(listing.escrow_program, None, "direct payment by default");
@@ -622,5 +735,93 @@ mod tests {
             }
         )
         .is_err());
+    }
+
+    /// A token listing states its mint, program, decimals and price in base
+    /// units, and no lamport price; readers refuse a listing with both
+    /// prices or a price that is not an exact decimal string.
+    #[test]
+    fn a_token_listing_names_its_mint_and_carries_no_lamport_price() {
+        let seller = Wallet::from_seed(&[1u8; 32]);
+        let settlement = TokenSettlement {
+            mint: [7u8; 32],
+            token_program: [6u8; 32],
+            decimals: 6,
+            price_units: u64::MAX - 1,
+        };
+        let built = build_listing(
+            &seller,
+            &NewListing {
+                listing_id: "20261126-00112233aabb",
+                bundle_hash: &"ab".repeat(32),
+                payment_address: None,
+                price_usd: 5.0,
+                price_lamports: 33_000_000,
+                duration_hours: 1.0,
+                visibility: "auction",
+                encrypted_bundle_uri: "ar://x",
+                metadata_uri: "ar://y",
+                preview: json!({}),
+                now: 1_795_000_000,
+                escrow_program: None,
+                escrow_terms: None,
+                settlement: Some(settlement),
+            },
+        )
+        .unwrap();
+        assert!(built.get("price_lamports").is_none(), "one price only");
+        assert_eq!(
+            built["settlement"]["price_units"],
+            json!("18446744073709551614"),
+            "exact as a string"
+        );
+        let listing = Listing::from_value(built.clone()).unwrap();
+        assert_eq!(listing.settlement, Some(settlement));
+        assert_eq!(listing.price_lamports, None);
+        assert_eq!(listing.price_units(), Some(u64::MAX - 1));
+        assert_eq!(
+            listing.currency(),
+            crate::settle::Currency::Token {
+                mint: bs58::encode([7u8; 32]).into_string()
+            }
+        );
+        let resigned = |edit: &dyn Fn(&mut Value)| {
+            let mut v = built.clone();
+            edit(&mut v);
+            sign_manifest(&mut v, &seller).unwrap();
+            Listing::from_value(v)
+        };
+        for (what, edit) in [
+            (
+                "both prices",
+                &(|v: &mut Value| v["price_lamports"] = json!(1)) as &dyn Fn(&mut Value),
+            ),
+            ("a number", &|v: &mut Value| {
+                v["settlement"]["price_units"] = json!(5)
+            }),
+            ("a sign", &|v: &mut Value| {
+                v["settlement"]["price_units"] = json!("+5")
+            }),
+            ("past u64", &|v: &mut Value| {
+                v["settlement"]["price_units"] = json!("18446744073709551616")
+            }),
+            ("decimals past u8", &|v: &mut Value| {
+                v["settlement"]["decimals"] = json!(256)
+            }),
+            ("a bad mint", &|v: &mut Value| {
+                v["settlement"]["mint"] = json!("0OIl")
+            }),
+        ] {
+            assert!(
+                matches!(
+                    resigned(edit),
+                    Err(ManifestRuleError::Field {
+                        field: "settlement",
+                        ..
+                    })
+                ),
+                "{what} refused"
+            );
+        }
     }
 }

@@ -171,6 +171,7 @@ fn phase(a: &Args, name: &str, extra: &[&str]) -> serde_json::Value {
                     .as_secs() as i64,
                 escrow_program: None,
                 escrow_terms: None,
+                settlement: None,
             },
         )
         .expect("manifest");

@@ -247,12 +247,7 @@ fn quote_payment(
     let (policy, verdict) = match ctx.spend_policy()? {
         None => (None, Ok(None)),
         Some(p) => {
-            let spend = node::spend::Spend {
-                listing_id: &q.listing_id,
-                seller: &q.seller,
-                lamports: q.total_lamports,
-            };
-            let verdict = match ctx.spend_ledger()?.check(&p, &spend, now) {
+            let verdict = match ctx.spend_ledger()?.check(&p, &q.spend(), now) {
                 Ok(standing) => Ok(Some(standing)),
                 Err(node::spend::SpendError::Refused(r)) => Err(r),
                 Err(e) => return Err(e.into()),
@@ -267,20 +262,12 @@ fn quote_payment(
         "refusal_text": verdict.as_ref().err().map(ToString::to_string),
     });
     ctx.emit(&v, || {
-        let head = format!(
-            "{} ({}, {}): price {} + protocol fee {} + escrow rent {} + network fee {} = {} lamports",
-            q.listing_id,
-            q.settles,
-            q.terms,
-            q.price_lamports,
-            q.protocol_fee_lamports,
-            q.escrow_rent_lamports,
-            q.network_fee_lamports,
-            q.total_lamports
-        );
+        let head = q.summary();
         match &verdict {
-            Ok(None) => format!("{head}
-  no spend policy for this wallet"),
+            Ok(None) => format!(
+                "{head}
+  no spend policy for this wallet"
+            ),
             Ok(Some(s)) => format!(
                 "{head}
   allowed by the spend policy ({} spent in the last 24 h{})",
@@ -288,8 +275,10 @@ fn quote_payment(
                 s.remaining_24h_lamports
                     .map_or(String::new(), |r| format!(", {r} left"))
             ),
-            Err(r) => format!("{head}
-  REFUSED by the spend policy: {r}"),
+            Err(r) => format!(
+                "{head}
+  REFUSED by the spend policy: {r}"
+            ),
         }
     });
     Ok(())
@@ -372,11 +361,14 @@ fn buy_or_fetch(
             let plan = plan_payment(ctx, &chain, &wallet, &src, &l, &how)?;
             let q = &plan.quote;
             if !ctx.json {
+                let price = match &q.token {
+                    Some(t) => format!("{} base units of {}", t.price_units, t.mint),
+                    None => format!("{} lamports", q.price_lamports),
+                };
                 eprintln!(
-                    "buying {} ({}: {} lamports {}, {} in all with fees{})",
+                    "buying {} ({}: {price} {}, {} lamports in all with fees{})",
                     l.listing_id,
                     q.terms,
-                    q.price_lamports,
                     if q.settles == "escrow" {
                         "held by the escrow program: the seller is paid only by revealing your key"
                             .to_string()

@@ -27,6 +27,8 @@ pub(super) fn list(a: ListArgs, ctx: &Context) -> CliResult<()> {
         bundle,
         price_usd,
         sol_usd,
+        mint,
+        token_usd,
         duration_hours,
         visibility,
         payment_address,
@@ -37,6 +39,7 @@ pub(super) fn list(a: ListArgs, ctx: &Context) -> CliResult<()> {
         storage,
         seller,
     } = a;
+    let settle_in = settle_in(mint.as_deref(), token_usd)?;
     let text = read_capped(&bundle)?;
     let wallet = ctx.wallet()?;
     let chain = ctx.chain()?;
@@ -51,6 +54,7 @@ pub(super) fn list(a: ListArgs, ctx: &Context) -> CliResult<()> {
         description,
         escrow_stake: escrow.then_some(stake_lamports),
         below_cost,
+        settle_in,
     };
     // an escrow listing's stake leaves the wallet with its memo
     let stake = opts.escrow_stake.unwrap_or(0);
@@ -66,13 +70,50 @@ pub(super) fn list(a: ListArgs, ctx: &Context) -> CliResult<()> {
         },
     )?;
     let v = json!({"ok": true, "listing": rec});
+    let price = match &rec.currency {
+        node::settle::Currency::Sol => {
+            format!(
+                "{} lamports ({price_usd} USD at {sol_usd} USD/SOL)",
+                rec.price_lamports
+            )
+        }
+        node::settle::Currency::Token { mint } => {
+            format!(
+                "{} base units of {mint} ({price_usd} USD)",
+                rec.price_lamports
+            )
+        }
+    };
     ctx.emit(&v, || {
         format!(
-            "listed {} at {} lamports ({price_usd} USD at {sol_usd} USD/SOL)\n  manifest     {}   <- buyers run: brainctl marketplace buy {}\n  bundle hash  {}\n  list tx      {}",
-            rec.listing_id, rec.price_lamports, rec.manifest_id, rec.manifest_id, rec.bundle_hash, rec.list_signature
+            "listed {} at {price}\n  manifest     {}   <- buyers run: brainctl marketplace buy {}\n  bundle hash  {}\n  list tx      {}",
+            rec.listing_id, rec.manifest_id, rec.manifest_id, rec.bundle_hash, rec.list_signature
         )
     });
     Ok(())
+}
+
+/// The token `--mint` names (`SOL` or nothing: SOL).
+fn settle_in(
+    mint: Option<&str>,
+    token_usd: Option<f64>,
+) -> CliResult<Option<node::market::list::SettleIn>> {
+    let mint = match mint.map(str::trim) {
+        None | Some("") => None,
+        Some(m) if m.eq_ignore_ascii_case("sol") => None,
+        Some(m) => Some(m.parse::<node::chain::Pubkey>().map_err(|_| {
+            Failure::bad_input(anyhow::anyhow!(
+                "--mint (or BRAINCTL_SETTLE_MINT): `{m}` is not a base58 mint address (or SOL)"
+            ))
+        })?),
+    };
+    match (mint, token_usd) {
+        (None, Some(_)) => Err(Failure::bad_input(anyhow::anyhow!(
+            "--token-usd prices a token listing: pass --mint too"
+        ))),
+        (None, None) => Ok(None),
+        (Some(mint), token_usd) => Ok(Some(node::market::list::SettleIn { mint, token_usd })),
+    }
 }
 
 /// `marketplace cancel`: cancel one of this wallet's listings.
