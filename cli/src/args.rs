@@ -148,6 +148,17 @@ Rows that look like prompt injection are marked `suspicious`; review them, then
 localnet/up does it for the local validator."
     )]
     Escrow(EscrowCmd),
+    /// SPL tokens listings settle in: balances, and the localnet's test dollar.
+    #[command(
+        subcommand,
+        after_help = "Examples:
+  brainctl -u localhost token balance --mint 4zMMC9srt5Ri5X14GAgXhaHii3GnPAEERYPJgZJDncDU
+  brainctl -u localhost token mint-test-dollars --to <PUBKEY> --usd 20   # as the localnet's mint authority
+localnet/up loads the test dollar (6 decimals, at devnet USDC's address) into the
+validator's genesis, with its own wallet as the mint authority; localnet/usdc
+funds an address from it."
+    )]
+    Token(TokenCmd),
     /// Serve this node to an AI agent as MCP tools over stdio.
     #[command(
         after_help = "An MCP client starts it; for example (Claude Desktop, Cursor, ...):
@@ -1071,6 +1082,37 @@ impl MemoryType {
             MemoryType::Procedural => "procedural",
         }
     }
+}
+
+/// `brainctl token ...`
+#[derive(Debug, Subcommand)]
+pub enum TokenCmd {
+    /// What a wallet's associated token account of a mint holds.
+    Balance {
+        /// The mint (default: $BRAINCTL_SETTLE_MINT).
+        #[arg(long, env = "BRAINCTL_SETTLE_MINT", value_name = "MINT")]
+        mint: String,
+        /// Whose balance (default: this wallet).
+        #[arg(long, value_name = "PUBKEY")]
+        owner: Option<String>,
+    },
+    /// Mint the localnet's test dollar to an address (this wallet must be
+    /// its mint authority: localnet/up's `usdc-authority` wallet).
+    MintTestDollars {
+        /// Who receives them (their associated account is created if missing).
+        #[arg(long, value_name = "PUBKEY")]
+        to: String,
+        /// How many dollars.
+        #[arg(long)]
+        usd: f64,
+    },
+    /// Print the test dollar's mint as a `solana-test-validator --account`
+    /// file (what localnet/up loads into the genesis).
+    TestDollarGenesis {
+        /// The mint authority.
+        #[arg(long, value_name = "PUBKEY")]
+        authority: String,
+    },
 }
 
 /// `brainctl escrow ...`

@@ -445,6 +445,186 @@ fn marketplace_list_buy_listen_import() {
     assert_eq!(again["counts"], serde_json::json!([["released", 1]]));
 }
 
+/// A listing that settles in the localnet's test dollar: `list --mint`
+/// signs the mint and the price in base units (no lamport price), the
+/// buyer's quote and spend policy count the token, the buy pays by a
+/// checked transfer into the seller's token account, `listen` releases it
+/// once, and the balances moved by exactly the price. A buyer without the
+/// tokens is refused before anything is sent; a mint that is not a dollar
+/// needs a rate.
+#[test]
+fn a_token_listing_trades_in_test_dollars() {
+    let v = e2e::validator();
+    let dollar = node::chain::test_dollar::ADDRESS.to_string();
+    let (seller, buyer, broke) = (Env::new(), Env::new(), Env::new());
+    let shared = tempfile::tempdir().unwrap();
+    let dir = shared.path().join("items").display().to_string();
+    let dir = dir.as_str();
+    for e in [&seller, &buyer, &broke] {
+        e.ok(&["wallet", "new"]);
+        ok(e, &["wallet", "airdrop", "1", "--json"]);
+    }
+    let address = |e: &Env| -> node::chain::Pubkey {
+        e.ok(&["wallet", "address"]).stdout.trim().parse().unwrap()
+    };
+    v.fund_dollars(&address(&buyer), 20);
+    seller.ok(&[
+        "memory",
+        "add",
+        "Pay in dollars, settle on chain",
+        "-c",
+        "lesson",
+    ]);
+    seller.ok(&["export", "--sign", "-o", "b.signed.json"]);
+    let list = |extra: &[&str]| {
+        let mut args = vec![
+            "marketplace",
+            "list",
+            "b.signed.json",
+            "--price-usd",
+            "5",
+            "--sol-usd",
+            "150",
+            "--storage-dir",
+            dir,
+            "--json",
+        ];
+        args.extend_from_slice(extra);
+        onchain(&seller, &args)
+    };
+    // a mint whose unit is not known to be a dollar needs --token-usd
+    let other_mint = v.create_mint(9).to_string();
+    let unrated = list(&["--mint", &other_mint]);
+    assert_eq!(unrated.code, 2, "{}", unrated.stdout);
+    assert!(
+        unrated
+            .stdout
+            .contains("is not a known dollar stablecoin: pass --token-usd"),
+        "{}",
+        unrated.stdout
+    );
+    let rated = list(&["--mint", &other_mint, "--token-usd", "2.5"]);
+    assert_eq!(rated.code, 0, "{}", rated.stdout);
+    assert_eq!(
+        rated.json()["listing"]["price_lamports"],
+        2_000_000_000u64,
+        "5 USD at 2.5 USD per token of 9 decimals"
+    );
+
+    let listed = list(&["--mint", &dollar]);
+    assert_eq!(listed.code, 0, "{}", listed.stdout);
+    let listed = listed.json();
+    assert_eq!(
+        listed["listing"]["currency"],
+        serde_json::json!({"kind": "token", "mint": dollar})
+    );
+    assert_eq!(listed["listing"]["price_lamports"], 5_000_000u64);
+    let manifest = listed["listing"]["manifest_id"].as_str().unwrap();
+    seller.ok(&[
+        "storage",
+        "get",
+        manifest,
+        "--storage-dir",
+        dir,
+        "-o",
+        "listing.json",
+    ]);
+    let signed: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(seller.path("listing.json")).unwrap()).unwrap();
+    assert!(signed.get("price_lamports").is_none(), "{signed}");
+    assert_eq!(signed["settlement"]["price_units"], "5000000", "{signed}");
+
+    // the quote: 5,000,000 base units, 0 lamports of price
+    let quote = ok(
+        &buyer,
+        &[
+            "marketplace",
+            "quote",
+            manifest,
+            "--storage-dir",
+            dir,
+            "--json",
+        ],
+    );
+    assert_eq!(
+        quote["quote"]["token"]["price_units"], 5_000_000u64,
+        "{quote}"
+    );
+    assert_eq!(quote["quote"]["token"]["mint"], dollar.as_str());
+    assert_eq!(quote["quote"]["price_lamports"], 0);
+    // a buyer without the tokens: refused before anything is sent
+    let refused = onchain(
+        &broke,
+        &[
+            "marketplace",
+            "buy",
+            manifest,
+            "--storage-dir",
+            dir,
+            "--timeout",
+            "5",
+            "--json",
+        ],
+    );
+    assert_ne!(refused.code, 0, "{}", refused.stdout);
+    assert_eq!(
+        e2e::runtime()
+            .block_on(v.chain().balance(&address(&broke)))
+            .unwrap(),
+        1_000_000_000,
+        "nothing sent: {}",
+        refused.stdout
+    );
+
+    let out = buy_while_listening(
+        &buyer,
+        &seller,
+        dir,
+        &[
+            "marketplace",
+            "buy",
+            manifest,
+            "--storage-dir",
+            dir,
+            "--timeout",
+            "60",
+            "--json",
+        ],
+        "listen released the token buy",
+    );
+    assert!(
+        out.status.success(),
+        "buy failed: {}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let scope = report["import"]["scope"].as_str().unwrap().to_string();
+    let rows = buyer.ok(&["memory", "list", "-s", &scope, "--json"]).json();
+    assert_eq!(
+        rows["memories"][0]["content"],
+        "Pay in dollars, settle on chain"
+    );
+    let held = |e: &Env| {
+        let b = ok(e, &["token", "balance", "--mint", &dollar, "--json"]);
+        b["units"].as_u64().unwrap()
+    };
+    assert_eq!((held(&seller), held(&buyer)), (5_000_000, 15_000_000));
+    let again = ok(
+        &seller,
+        &[
+            "marketplace",
+            "listen",
+            "--once",
+            "--storage-dir",
+            dir,
+            "--json",
+        ],
+    );
+    assert_eq!(again["pass"]["released"], 0);
+    assert_eq!(again["counts"], serde_json::json!([["released", 1]]));
+}
+
 /// Kill the daemon (abort, like SIGKILL) after each step of a release,
 /// from `seen` on, restart it each time: exactly one token to the buyer,
 /// one release memo.

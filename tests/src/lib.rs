@@ -88,7 +88,28 @@ static VALIDATOR: OnceLock<TestValidator> = OnceLock::new();
 /// The validator of this test binary, started on first use, with the
 /// Light programs and tree accounts loaded (as `localnet/up` does).
 pub fn validator() -> &'static TestValidator {
-    VALIDATOR.get_or_init(|| start(&light_args()))
+    VALIDATOR.get_or_init(|| start(&[light_args(), test_dollar_args()].concat()))
+}
+
+/// The test dollar's mint authority in the harness's validators (a fixed
+/// key: the mint exists only on these throwaway validators).
+pub fn test_dollar_authority() -> node::chain::Keypair {
+    node::chain::Keypair::new_from_array([0xD0; 32])
+}
+
+/// `--account` flags loading the localnet's test dollar
+/// (`node::chain::test_dollar`) with [`test_dollar_authority`] as its
+/// mint authority, as `localnet/up` does with its own.
+pub fn test_dollar_args() -> Vec<String> {
+    use node::chain::{test_dollar, Signer};
+    let file = scratch_dir("brainctl-test-dollar-").join("mint.json");
+    let json = test_dollar::genesis_account_json(&test_dollar_authority().pubkey());
+    std::fs::write(&file, json.to_string()).expect("test dollar genesis file");
+    vec![
+        "--account".into(),
+        test_dollar::ADDRESS.to_string(),
+        file.to_string_lossy().into_owned(),
+    ]
 }
 
 /// `$env`, else `rel` in the cache dir `localnet/install` fills (the one
@@ -410,6 +431,66 @@ impl TestValidator {
             parse_commitment("confirmed").expect("valid"),
             &[node::escrow::PROGRAM_ID],
         )
+    }
+
+    /// Mints `usd` test dollars to `to`'s associated account (the
+    /// validator must have been started with [`test_dollar_args`]).
+    pub fn fund_dollars(&self, to: &Pubkey, usd: u64) {
+        use node::chain::{test_dollar, Signer};
+        let authority = test_dollar_authority();
+        let chain = self.chain();
+        let rt = runtime();
+        if rt
+            .block_on(chain.balance(&authority.pubkey()))
+            .expect("balance")
+            < 100_000_000
+        {
+            self.fund(&authority.pubkey(), 10);
+        }
+        rt.block_on(chain.send(
+            &test_dollar::mint_to_instructions(
+                &authority.pubkey(),
+                to,
+                usd * test_dollar::UNITS_PER_DOLLAR,
+            ),
+            &[&authority],
+        ))
+        .expect("mint test dollars");
+    }
+
+    /// A new SPL Token mint of `decimals` whose authority is
+    /// [`test_dollar_authority`].
+    pub fn create_mint(&self, decimals: u8) -> Pubkey {
+        use node::chain::{Keypair, Signer};
+        let authority = test_dollar_authority();
+        self.fund(&authority.pubkey(), 1);
+        let mint = Keypair::new();
+        let token: Pubkey = node::chain::parsed_tx::TOKEN_PROGRAM
+            .parse()
+            .expect("token program id");
+        let chain = self.chain();
+        let rt = runtime();
+        let rent = rt.block_on(chain.rent_exemption(82)).expect("rent");
+        let ixs = [
+            solana_system_interface::instruction::create_account(
+                &authority.pubkey(),
+                &mint.pubkey(),
+                rent,
+                82,
+                &token,
+            ),
+            spl_token_2022_interface::instruction::initialize_mint2(
+                &token,
+                &mint.pubkey(),
+                &authority.pubkey(),
+                None,
+                decimals,
+            )
+            .expect("initialize_mint2"),
+        ];
+        rt.block_on(chain.send(&ixs, &[&authority, &mint]))
+            .expect("create mint");
+        mint.pubkey()
     }
 
     /// Airdrops `sol` to `to` and waits for it.

@@ -13,6 +13,7 @@ mod mcp_http;
 mod memory;
 mod quarantine;
 mod storage;
+mod token;
 mod verify;
 mod wallet;
 
@@ -33,6 +34,7 @@ pub fn run(command: Command, ctx: &Context) -> CliResult<u8> {
         Command::Storage(c) => storage::run(c, ctx),
         Command::Marketplace(c) => marketplace::run(c, ctx),
         Command::Escrow(c) => escrow::run(c, ctx),
+        Command::Token(c) => token::run(c, ctx),
         Command::Mcp(a) => mcp::run(a, ctx),
     }
 }
