@@ -451,7 +451,9 @@ fn marketplace_list_buy_listen_import() {
 /// checked transfer into the seller's token account, `listen` releases it
 /// once, and the balances moved by exactly the price. A buyer without the
 /// tokens is refused before anything is sent; a mint that is not a dollar
-/// needs a rate.
+/// needs a rate. The indexer folds the same buy as released, and its
+/// `/settle` hands a second buyer the token payment, which `listen`
+/// releases too.
 #[test]
 fn a_token_listing_trades_in_test_dollars() {
     let v = e2e::validator();
@@ -511,6 +513,7 @@ fn a_token_listing_trades_in_test_dollars() {
         "5 USD at 2.5 USD per token of 9 decimals"
     );
 
+    let (_indexer, base, _work) = indexer_on(dir, &[]);
     let listed = list(&["--mint", &dollar]);
     assert_eq!(listed.code, 0, "{}", listed.stdout);
     let listed = listed.json();
@@ -623,6 +626,85 @@ fn a_token_listing_trades_in_test_dollars() {
     );
     assert_eq!(again["pass"]["released"], 0);
     assert_eq!(again["counts"], serde_json::json!([["released", 1]]));
+
+    // the indexer, from chain memos and the manifest alone
+    let listing_id = listed["listing"]["listing_id"].as_str().unwrap();
+    let shown = wait_released(&base, listing_id, 1);
+    assert_eq!(shown["listing"]["sales"], 1, "{shown}");
+    assert_eq!(
+        shown["listing"]["currency"],
+        serde_json::json!({"kind": "token", "mint": dollar})
+    );
+    assert_eq!(shown["listing"]["price_units"], 5_000_000u64);
+    assert_eq!(shown["listing"]["price_lamports"], serde_json::Value::Null);
+
+    // a second buyer settles through the indexer's API
+    let second = node::wallet::Wallet::from_seed(&[0x5E; 32]);
+    let second_kp = second.solana_keypair();
+    v.fund(&node::chain::Signer::pubkey(&second_kp), 1);
+    v.fund_dollars(&node::chain::Signer::pubkey(&second_kp), 6);
+    let rt = e2e::runtime();
+    let api = e2e::indexer_api::Api {
+        base: base.clone(),
+        http: reqwest::Client::new(),
+    };
+    let session = rt.block_on(api.sign_in(&second));
+    let settle_path = format!("/listings/{listing_id}/settle");
+    let (code, body) = rt.block_on(api.post(
+        &settle_path,
+        serde_json::json!({"buyer_x25519_pubkey": second.x25519_address(), "cluster": "localnet", "currency": "SOL"}),
+        Some(&session),
+    ));
+    assert_eq!(code, 409, "{body}");
+    assert!(
+        body.to_string()
+            .contains(&format!("settles in {dollar}, not SOL")),
+        "{body}"
+    );
+    let (code, settle) = rt.block_on(api.post(
+        &settle_path,
+        serde_json::json!({"buyer_x25519_pubkey": second.x25519_address(), "cluster": "localnet", "currency": dollar}),
+        Some(&session),
+    ));
+    assert_eq!(code, 200, "{settle}");
+    assert_eq!(settle["price_units"], 5_000_000u64, "{settle}");
+    assert_eq!(
+        (settle["decimals"].as_u64(), settle["currency"].as_str()),
+        (Some(6), Some(dollar.as_str()))
+    );
+    use base64::Engine as _;
+    let bytes = base64::engine::general_purpose::STANDARD
+        .decode(settle["tx_base64"].as_str().unwrap())
+        .unwrap();
+    let mut tx: solana_sdk::transaction::Transaction = bincode::deserialize(&bytes).unwrap();
+    let blockhash = tx.message.recent_blockhash;
+    tx.try_sign(&[&second_kp], blockhash).unwrap();
+    rt.block_on(v.chain().rpc().send_and_confirm_transaction(&tx))
+        .unwrap();
+    let mut released = 0;
+    for _ in 0..40 {
+        let pass = ok(
+            &seller,
+            &[
+                "marketplace",
+                "listen",
+                "--once",
+                "--storage-dir",
+                dir,
+                "--json",
+            ],
+        );
+        assert_eq!(pass["pass"]["rejected"], 0, "{pass}");
+        released += pass["pass"]["released"].as_u64().unwrap();
+        if released == 1 {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(300));
+    }
+    assert_eq!(released, 1, "the /settle buy released");
+    assert_eq!(held(&seller), 10_000_000);
+    let shown = wait_released(&base, listing_id, 2);
+    assert_eq!(shown["listing"]["releases"], 2, "{shown}");
 }
 
 /// Kill the daemon (abort, like SIGKILL) after each step of a release,

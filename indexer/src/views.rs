@@ -137,6 +137,8 @@ pub struct ListingView<'a> {
     payment_address: &'a str,
     price_usd: f64,
     price_lamports: Option<u64>,
+    currency: &'a node::settle::Currency,
+    price_units: Option<u64>,
     fee_bps: u64,
     visibility: &'a str,
     expires_at: i64,
@@ -194,6 +196,8 @@ pub fn listing<'a>(state: &'a State, l: &'a ListingState, viewer: Viewer<'_>) ->
         payment_address: &l.payment_address,
         price_usd: l.price_usd,
         price_lamports: l.price_lamports,
+        currency: &l.currency,
+        price_units: l.price_units,
         fee_bps: l.fee_bps,
         visibility: &l.visibility,
         expires_at: l.expires_at,
@@ -371,8 +375,12 @@ pub struct Reputation {
     pub self_trades: u64,
     /// Median seconds from buy to release (block times).
     pub median_release_latency_secs: Option<i64>,
-    /// Lamports received in verified buys.
+    /// Lamports received in verified buys of listings settling in SOL.
     pub volume_lamports: u64,
+    /// Base units received in verified buys of listings settling in a
+    /// token, by mint.
+    #[serde(skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    pub volume_tokens: std::collections::BTreeMap<String, u64>,
 }
 
 /// `seller`'s released buys with both block times that `viewer` may see,
@@ -448,6 +456,7 @@ pub fn reputation_with(
         self_trades: 0,
         median_release_latency_secs: None,
         volume_lamports: 0,
+        volume_tokens: Default::default(),
     };
     for s in state.settlements.values() {
         let Some(l) = mine.get(s.listing_id.as_str()) else {
@@ -475,7 +484,15 @@ pub fn reputation_with(
             _ => {}
         }
         r.sales += 1;
-        r.volume_lamports = r.volume_lamports.saturating_add(s.paid_lamports);
+        match &l.currency {
+            node::settle::Currency::Sol => {
+                r.volume_lamports = r.volume_lamports.saturating_add(s.paid_lamports)
+            }
+            node::settle::Currency::Token { mint } => {
+                let v = r.volume_tokens.entry(mint.clone()).or_default();
+                *v = v.saturating_add(s.paid_lamports);
+            }
+        }
         match &s.status {
             SettlementStatus::Released { .. } => r.releases += 1,
             _ if state.settlement_status(s, cfg) == "unreleased" => r.unreleased_paid_buys += 1,

@@ -356,13 +356,18 @@ pub fn verify_escrow_buy(
 /// lowered by any accepted offer (or the counter that was accepted) of
 /// this buyer that is unexpired at `at`. Offers of other buyers and
 /// expired ones change nothing, and an offer above the listed price never
-/// raises it. Returns the price and the offer it came from, if any.
+/// raises it. Offers state lamports, so on a listing that settles in a
+/// token only the listed price binds. Returns the price and the offer it
+/// came from, if any.
 pub fn binding_price(
     listing: &ListingTerms,
     accepted: &[NegotiatedTerms],
     buyer: &str,
     at: i64,
 ) -> (u64, Option<String>) {
+    if listing.currency != Currency::Sol {
+        return (listing.price_lamports, None);
+    }
     accepted
         .iter()
         .filter(|o| o.buyer == buyer && at < o.expires_at)

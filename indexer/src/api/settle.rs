@@ -10,6 +10,13 @@
 //! `buy` sends it): the on-chain listing must match the signed manifest
 //! and take deposits, one deposit per buyer; offers do not apply. A direct
 //! payment there would never be released.
+//!
+//! A listing that settles in a token (its manifest's `settlement`) gets
+//! `node::market::tx::token_buy_instructions`: checked transfers of the
+//! listed price in base units of its mint (checked on chain as `buy`
+//! checks it) into the payee's associated token account, created where
+//! missing. `currency`, when sent, must name what the listing settles in
+//! (`SOL` or the mint).
 
 use super::request::{listing_id, offer_id, signed_in_on};
 use super::{ApiError, AppState, Res};
@@ -55,9 +62,6 @@ pub(super) async fn settle(
 ) -> Res<Json<Value>> {
     let who = signed_in_on(&st, &headers, &b.cluster).await?;
     listing_id(&id)?;
-    if b.currency.as_deref().is_some_and(|c| c != "SOL") {
-        return Err(ApiError::bad("`currency`: only SOL settles on chain"));
-    }
     if !is_pubkey(&b.buyer_x25519_pubkey) {
         return Err(ApiError::bad(
             "`buyer_x25519_pubkey` is not a base58 32-byte key",
@@ -78,6 +82,16 @@ pub(super) async fn settle(
     let s = st.ix.state();
     let now = s.now.max(cluster_now).saturating_add(SETTLE_MARGIN_SECS);
     let l = super::request::known_listing(&s, &id)?;
+    // `currency`, when sent, must be what the listing settles in
+    let settles_in = match &l.currency {
+        node::settle::Currency::Sol => "SOL",
+        node::settle::Currency::Token { mint } => mint.as_str(),
+    };
+    if let Some(asked) = b.currency.as_deref().filter(|c| *c != settles_in) {
+        return Err(ApiError::conflict(format!(
+            "listing {id} settles in {settles_in}, not {asked} (send that `currency`, or omit it)"
+        )));
+    }
     match l.status(now) {
         "live" => {}
         "expired" => {
@@ -143,7 +157,7 @@ pub(super) async fn settle(
             "last_valid_block_height": last_valid,
         })));
     }
-    let listed = l.price_lamports.ok_or_else(|| {
+    let listed = l.price_units.ok_or_else(|| {
         ApiError::conflict("the listing fixes no price_lamports; it cannot be settled")
     })?;
     let accepted = s.accepted_for(&id, &who);
@@ -151,13 +165,18 @@ pub(super) async fn settle(
         listing_id: id.clone(),
         payment_address: l.payment_address.clone(),
         price_lamports: listed,
-        currency: Default::default(),
+        currency: l.currency.clone(),
         expires_at: l.expires_at,
         cancelled_at_slot: None,
         fee: None,
     };
     // the lowest price binding this wallet now; a named offer must be one of them
     let (price, used_offer) = node::settle::binding_price(&terms, &accepted, &who, now);
+    if b.offer_id.is_some() && l.currency != node::settle::Currency::Sol {
+        return Err(ApiError::conflict(
+            "offers state lamports: a listing that settles in a token settles at its listed price (omit offer_id)",
+        ));
+    }
     if let Some(o) = &b.offer_id {
         offer_id(o)?;
         if used_offer.as_deref() != Some(o.as_str()) {
@@ -178,6 +197,45 @@ pub(super) async fn settle(
     let (_, fee) = policy.split(price);
     let pay_to = Pubkey::from_str(&l.payment_address)
         .map_err(|_| ApiError::conflict("the listing's payment address is malformed"))?;
+    if let node::settle::Currency::Token { .. } = &l.currency {
+        let listing = node::market::manifest::Listing::from_value((*l.manifest).clone())
+            .map_err(|e| ApiError::conflict(format!("the listing's manifest: {e}")))?;
+        let settlement = listing
+            .settlement
+            .ok_or_else(|| ApiError::conflict("the listing's manifest names no settlement"))?;
+        let mint = node::market::buy::listing_mint(chain, &settlement)
+            .await
+            .map_err(|e| match e {
+                node::market::buy::BuyError::Chain(c) => ApiError::unavailable(format!("RPC: {c}")),
+                other => ApiError::conflict(other.to_string()),
+            })?;
+        let ixs = node::market::tx::token_buy_instructions(
+            &buyer,
+            &pay_to,
+            &mint,
+            price,
+            &id,
+            &b.buyer_x25519_pubkey,
+            &st.registry,
+            (fee > 0).then_some((&policy.treasury, fee)),
+        );
+        let (tx_base64, blockhash, last_valid) = unsigned(chain, &ixs, &buyer).await?;
+        return Ok(Json(json!({
+            "ok": true,
+            "tx_base64": tx_base64,
+            "listing_id": id,
+            "buyer_pubkey": who,
+            "payment_address": l.payment_address,
+            "currency": settles_in,
+            "token_program": mint.program.to_string(),
+            "decimals": mint.decimals,
+            "price_units": price,
+            "fee_units": fee,
+            "offer_id": null,
+            "recent_blockhash": blockhash,
+            "last_valid_block_height": last_valid,
+        })));
+    }
     let ixs = buy_instructions(
         &buyer,
         &pay_to,

@@ -60,6 +60,25 @@ fn sol(lamports: Option<u64>) -> String {
     lamports.map_or("–".into(), |l| format!("{:.4} SOL", l as f64 / 1e9))
 }
 
+/// A listing's price in what it settles in: SOL, or base units of its
+/// mint (shown by the mint's first characters; the decimals are the
+/// manifest's).
+fn price(l: &crate::fold::ListingState) -> String {
+    match &l.currency {
+        node::settle::Currency::Sol => sol(l.price_lamports),
+        node::settle::Currency::Token { mint } => {
+            let decimals = l
+                .manifest
+                .pointer("/settlement/decimals")
+                .and_then(serde_json::Value::as_u64)
+                .unwrap_or(0)
+                .min(18) as i32;
+            let units = l.price_units.unwrap_or(0) as f64 / 10f64.powi(decimals);
+            format!("{units} {}…", &mint[..mint.len().min(6)])
+        }
+    }
+}
+
 fn date(unix: i64) -> String {
     time::OffsetDateTime::from_unix_timestamp(unix)
         .ok()
@@ -164,7 +183,7 @@ pub fn listings(
                         tr.listing data-listing=(l.listing_id) {
                             td { a.mono href=(format!("/l/{}", l.listing_id)) { (l.listing_id) } }
                             td { span.status.(l.status(state.view_now())) { (l.status(state.view_now())) } }
-                            td { (sol(l.price_lamports)) br; span.note { "$" (l.price_usd) } }
+                            td { (price(l)) br; span.note { "$" (l.price_usd) } }
                             td { (l.manifest.pointer("/preview/memories_count").and_then(Value::as_u64).unwrap_or(0)) }
                             td { (categories(&l.manifest)) }
                             td { (seller_link(&l.seller)) }
@@ -208,7 +227,7 @@ pub fn listing(
     let body = html! {
         h1.mono { (l.listing_id) " " span.status.(l.status(state.view_now())) { (l.status(state.view_now())) } }
         dl.facts {
-            dt { "price" } dd #price { (sol(l.price_lamports)) " ($" (l.price_usd) ")" }
+            dt { "price" } dd #price { (price(l)) " ($" (l.price_usd) ")" }
             dt { "seller" } dd { (seller_link(&l.seller)) }
             dt { "settles" } dd {
                 @match escrow_program {
@@ -321,7 +340,7 @@ pub fn seller(
             h2 { "Listings" }
             ul {
                 @for l in listings {
-                    li { a.mono href=(format!("/l/{}", l.listing_id)) { (l.listing_id) } " " span.status.(l.status(state.view_now())) { (l.status(state.view_now())) } " " (sol(l.price_lamports)) }
+                    li { a.mono href=(format!("/l/{}", l.listing_id)) { (l.listing_id) } " " span.status.(l.status(state.view_now())) { (l.status(state.view_now())) } " " (price(l)) }
                 }
             }
         }

@@ -25,8 +25,14 @@ pub struct ListingState {
     pub bundle_hash: String,
     /// Price (USD).
     pub price_usd: f64,
-    /// Price (lamports), when the manifest fixes one.
+    /// Price (lamports), when the manifest fixes one (never for a listing
+    /// that settles in a token).
     pub price_lamports: Option<u64>,
+    /// What the listing settles in (the manifest's `settlement`: SOL when
+    /// absent).
+    pub currency: node::settle::Currency,
+    /// The price in base units of `currency`, when the manifest fixes one.
+    pub price_units: Option<u64>,
     /// Fee in basis points.
     pub fee_bps: u64,
     /// auction | private.
@@ -142,6 +148,8 @@ impl State {
                 bundle_hash: l.bundle_hash.clone(),
                 price_usd: l.price_usd,
                 price_lamports: l.price_lamports,
+                currency: l.currency(),
+                price_units: l.price_units(),
                 fee_bps: l.fee_bps,
                 visibility: l.visibility.clone(),
                 expires_at: l.expires_at,

@@ -55,7 +55,8 @@ pub struct Settlement {
     pub buyer: String,
     /// Buyer's X25519 key from the memo.
     pub buyer_x25519: String,
-    /// Paid to the payment address.
+    /// Paid to the payment address, in base units of the listing's currency
+    /// (lamports for SOL).
     pub paid_lamports: u64,
     /// Price it was held to (0 when rejected before pricing).
     pub price_lamports: u64,
@@ -111,20 +112,22 @@ impl State {
             listing_id: listing_id.into(),
             buyer: buyer.clone(),
             buyer_x25519: buyer_x25519.into(),
-            paid_lamports: r.tx.paid(&buyer, &listing.payment_address),
+            paid_lamports: listing
+                .currency
+                .paid(&r.tx, &buyer, &listing.payment_address),
             price_lamports: 0,
             offer_id: None,
             at: At::of(r),
             status: SettlementStatus::Paid,
         };
-        let verdict = match listing.price_lamports {
+        let verdict = match listing.price_units {
             None => Err(BuyRefusal::Unpriced),
             Some(price_lamports) => {
                 let terms = ListingTerms {
                     listing_id: listing_id.into(),
                     payment_address: listing.payment_address.clone(),
                     price_lamports,
-                    currency: Default::default(),
+                    currency: listing.currency.clone(),
                     expires_at: listing.expires_at,
                     cancelled_at_slot: listing.cancelled.as_ref().map(|c| c.slot),
                     fee: cfg

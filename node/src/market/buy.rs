@@ -342,7 +342,7 @@ pub async fn plan_buy(
             instructions,
         });
     };
-    let mint = checked_mint(chain, settlement).await?;
+    let mint = listing_mint(chain, settlement).await?;
     let instructions = crate::market::tx::token_buy_instructions(
         &kp.pubkey(),
         &pay_to,
@@ -373,7 +373,7 @@ pub async fn plan_buy(
 /// The listing's mint as the chain has it: one that settles
 /// ([`crate::chain::token::read_mint`]) with the program and decimals the
 /// listing states.
-async fn checked_mint(
+pub async fn listing_mint(
     chain: &Chain,
     settlement: &crate::market::manifest::TokenSettlement,
 ) -> Result<crate::chain::token::TokenMint, BuyError> {
