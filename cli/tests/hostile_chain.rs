@@ -344,6 +344,163 @@ fn honest_buys_are_released_exactly_once_among_hostile_ones() {
     assert!(indexer.stop().success());
 }
 
+/// A listing that settles in the test dollar, among hostile token
+/// transactions of every shape the generator has (underpaid, a unit, the
+/// wrong mint, another owner's token account, an unchecked transfer, SOL
+/// to the token listing and the token to a SOL listing), while the real
+/// `listen` daemon and indexer run: every honest buy is released exactly
+/// once, every hostile one is rejected as underpaid, both services stay
+/// up, and the indexer ends where a rebuild from scratch does.
+#[test]
+fn token_buys_are_released_exactly_once_among_hostile_ones() {
+    use e2e::hostile::{TokenShape, TokenTarget};
+    let v = e2e::validator();
+    let (mut rng, seed) = Rng::from_env();
+    let shared = tempfile::tempdir().unwrap();
+    let dir = shared.path().join("items").display().to_string();
+    let seller = Env::new();
+    seller.ok(&["wallet", "new"]);
+    onchain(v, &seller, &["wallet", "airdrop", "5", "--json"]);
+    let dollar = node::chain::test_dollar::mint();
+    let list = |i: usize, extra: &[&str]| {
+        seller.ok(&[
+            "memory",
+            "add",
+            &format!("Token lesson {i}"),
+            "-c",
+            "lesson",
+        ]);
+        let out = format!("t{i}.signed.json");
+        seller.ok(&["export", "--sign", "-o", &out]);
+        let mut args = vec![
+            "marketplace",
+            "list",
+            &out,
+            "--price-usd",
+            "1",
+            "--sol-usd",
+            "100",
+            "--storage-dir",
+            &dir,
+            "--json",
+        ];
+        args.extend_from_slice(extra);
+        onchain(v, &seller, &args)
+    };
+    let dollar_address = dollar.address.to_string();
+    let token_listing = list(0, &["--mint", &dollar_address]);
+    let sol_listing = list(1, &[]);
+    let other_address = v.create_mint(6);
+    let other_mint = node::chain::token::TokenMint {
+        address: other_address,
+        ..dollar
+    };
+    let id = |l: &Value| l["listing"]["listing_id"].as_str().unwrap().to_string();
+    let target = TokenTarget {
+        listing_id: id(&token_listing),
+        pay_to: token_listing["listing"]["payment_address"]
+            .as_str()
+            .unwrap()
+            .parse()
+            .unwrap(),
+        price: token_listing["listing"]["price_lamports"].as_u64().unwrap(),
+        mint: dollar,
+        other_mint,
+        sol_listing: id(&sol_listing),
+        sol_price: sol_listing["listing"]["price_lamports"].as_u64().unwrap(),
+        registry: node::chain::instructions::default_registry(),
+    };
+    assert_eq!(target.price, 1_000_000, "1 USD in the test dollar");
+
+    let (mut daemon, mut indexer, base) = services(&seller, &v.rpc_url, &dir, shared.path());
+    let buyers: Vec<Wallet> = (0..3).map(|_| Wallet::generate()).collect();
+    let strangers: Vec<Wallet> = (0..3).map(|_| Wallet::generate()).collect();
+    for w in buyers.iter().chain(&strangers) {
+        let pk = w.solana_keypair().pubkey();
+        v.fund(&pk, 1);
+        v.fund_dollars(&pk, 50);
+        v.mint_tokens(&other_mint, &pk, 50_000_000);
+    }
+    let (rt, chain) = (e2e::runtime(), v.chain());
+    let mut shapes: Vec<TokenShape> = TokenShape::HONEST
+        .iter()
+        .chain(&TokenShape::HOSTILE)
+        .copied()
+        .collect();
+    for i in (1..shapes.len()).rev() {
+        shapes.swap(i, rng.below(i as u64 + 1) as usize);
+    }
+    while shapes.len() < 16 {
+        shapes.push(if rng.below(3) == 0 {
+            TokenShape::Honest
+        } else {
+            TokenShape::HOSTILE[rng.below(TokenShape::HOSTILE.len() as u64) as usize]
+        });
+    }
+    let mut sent: Vec<(TokenShape, String)> = Vec::new();
+    for shape in shapes {
+        let pool = if shape == TokenShape::Honest {
+            &buyers
+        } else {
+            &strangers
+        };
+        let actor = &pool[rng.below(pool.len() as u64) as usize];
+        let other = &buyers[rng.below(buyers.len() as u64) as usize];
+        let ixs = hostile::build_token(shape, &target, actor, other);
+        let sig = rt
+            .block_on(chain.send(&ixs, &[&actor.solana_keypair()]))
+            .unwrap_or_else(|e| panic!("seed {seed}: sending {shape:?}: {e}"))
+            .signature
+            .to_string();
+        sent.push((shape, sig));
+    }
+    let why = format!("seed {seed}");
+    let honest: BTreeSet<&str> = sent
+        .iter()
+        .filter(|(s, _)| *s == TokenShape::Honest)
+        .map(|(_, sig)| sig.as_str())
+        .collect();
+    let hostile_sigs: BTreeSet<&str> = sent
+        .iter()
+        .filter(|(s, _)| *s != TokenShape::Honest)
+        .map(|(_, sig)| sig.as_str())
+        .collect();
+    wait_released(&seller, &honest, &mut daemon, &why);
+    wait_state(&seller, &hostile_sigs, "rejected", &mut daemon, &why);
+    let state = node::listen::ListenDb::open(&seller.path(".brainctl/listen.db")).unwrap();
+    for (shape, sig) in &sent {
+        let Some(expected) = shape.reason() else {
+            continue;
+        };
+        let reason: Value = state
+            .get(sig)
+            .ok()
+            .and_then(|r| r.reason)
+            .and_then(|r| serde_json::from_str::<Value>(&r).ok())
+            .unwrap_or_default();
+        assert_eq!(reason["reason"], expected, "seed {seed}: {shape:?} {sig}");
+    }
+    let releases = releases_on_chain(v, &target.pay_to, &target.pay_to);
+    assert_eq!(releases.len(), honest.len(), "seed {seed}: exactly once");
+    std::thread::sleep(Duration::from_secs(2));
+    indexer_matches_rebuild(&v.rpc_url, &base, &dir, shared.path(), &why);
+    let shown = util::services::get(&format!("{base}/listings/{}", target.listing_id)).unwrap();
+    assert_eq!(
+        (
+            shown["listing"]["sales"].as_u64(),
+            shown["listing"]["releases"].as_u64()
+        ),
+        (Some(honest.len() as u64), Some(honest.len() as u64)),
+        "seed {seed}: {shown}"
+    );
+    assert!(
+        daemon.alive() && indexer.alive(),
+        "seed {seed}: a service died"
+    );
+    assert!(daemon.stop().success());
+    assert!(indexer.stop().success());
+}
+
 /// RPC faults are weather: both services read the chain through a proxy
 /// that refuses connections, answers 429 and 5xx, and stalls, in turn,
 /// while buyers pay (straight to the validator). Every buy is released

@@ -464,3 +464,138 @@ pub async fn send_v0(
         .map_err(|e| rpc_err("sendTransaction (v0)", e))?;
     Ok(sig.to_string())
 }
+
+/// What a token listing's attack needs: the listing settling in `mint`,
+/// a SOL listing of the same seller, and another mint.
+#[derive(Debug, Clone)]
+pub struct TokenTarget {
+    /// The listing that settles in `mint`.
+    pub listing_id: String,
+    /// Its payment address (the owner of the token account paid).
+    pub pay_to: Pubkey,
+    /// Its price in base units of `mint`.
+    pub price: u64,
+    /// The mint it settles in.
+    pub mint: node::chain::token::TokenMint,
+    /// A mint the listing does not settle in (the actors hold some).
+    pub other_mint: node::chain::token::TokenMint,
+    /// A listing of the same seller that settles in SOL.
+    pub sol_listing: String,
+    /// Its price in lamports.
+    pub sol_price: u64,
+    /// The discovery registry.
+    pub registry: Pubkey,
+}
+
+/// One kind of transaction sent at a token listing (or, in the token, at
+/// a SOL listing).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TokenShape {
+    /// The buy `brainctl marketplace buy` sends: released exactly once.
+    Honest,
+    /// One base unit short.
+    Underpaid,
+    /// One base unit.
+    NoPayment,
+    /// The full price in another mint, into the seller's account of it.
+    WrongMint,
+    /// The full price into a token account of the mint the seller does
+    /// not own (another wallet's), the payment address referenced.
+    NotSellersAccount,
+    /// The full price by an unchecked `Transfer` (names no mint or decimals).
+    UncheckedTransfer,
+    /// The token listing's buy memo, paid in lamports (the SOL listing's price).
+    SolToTokenListing,
+    /// The SOL listing's buy memo, paid in the token (as many units as its
+    /// lamport price).
+    TokenToSolListing,
+}
+
+impl TokenShape {
+    /// The shapes an honest buyer sends.
+    pub const HONEST: [TokenShape; 1] = [TokenShape::Honest];
+
+    /// The shapes no release may follow (each is rejected, underpaid).
+    pub const HOSTILE: [TokenShape; 7] = [
+        TokenShape::Underpaid,
+        TokenShape::NoPayment,
+        TokenShape::WrongMint,
+        TokenShape::NotSellersAccount,
+        TokenShape::UncheckedTransfer,
+        TokenShape::SolToTokenListing,
+        TokenShape::TokenToSolListing,
+    ];
+
+    /// The rejection reason `listen` must record.
+    pub fn reason(self) -> Option<&'static str> {
+        match self {
+            TokenShape::Honest => None,
+            TokenShape::TokenToSolListing => Some("underpaid"),
+            _ => Some("underpaid_token"),
+        }
+    }
+}
+
+/// The instructions of token `shape` by `actor`, with `other` as the
+/// stranger whose token account a shape pays into.
+pub fn build_token(
+    shape: TokenShape,
+    t: &TokenTarget,
+    actor: &Wallet,
+    other: &Wallet,
+) -> Vec<Instruction> {
+    use node::chain::token::{associated_account, create_associated_account, transfer_to};
+    use node::market::tx::token_buy_instructions;
+    let me = actor.solana_keypair().pubkey();
+    let them = other.solana_keypair().pubkey();
+    let x = actor.x25519_address();
+    let buy = |mint: &node::chain::token::TokenMint, listing: &str, units: u64| {
+        token_buy_instructions(&me, &t.pay_to, mint, units, listing, &x, &t.registry, None)
+    };
+    // the discovery reference with the payment address in it, so the
+    // seller's history shows the transaction
+    let reg = || {
+        let mut reg = discovery(&t.registry, 200_000);
+        reg.accounts
+            .push(AccountMeta::new_readonly(t.pay_to, false));
+        reg
+    };
+    let memo_for = |listing: &str| memo(&buy_memo(listing, &x), &me);
+    match shape {
+        TokenShape::Honest => buy(&t.mint, &t.listing_id, t.price),
+        TokenShape::Underpaid => buy(&t.mint, &t.listing_id, t.price - 1),
+        TokenShape::NoPayment => buy(&t.mint, &t.listing_id, 1),
+        TokenShape::WrongMint => buy(&t.other_mint, &t.listing_id, t.price),
+        TokenShape::TokenToSolListing => buy(&t.mint, &t.sol_listing, t.sol_price),
+        TokenShape::NotSellersAccount => vec![
+            reg(),
+            create_associated_account(&me, &them, &t.mint),
+            transfer_to(&me, &them, &t.mint, t.price),
+            memo_for(&t.listing_id),
+        ],
+        TokenShape::UncheckedTransfer => {
+            // Transfer: tag 3, amount; source, destination, owner
+            let mut data = vec![3];
+            data.extend_from_slice(&t.price.to_le_bytes());
+            vec![
+                reg(),
+                create_associated_account(&me, &t.pay_to, &t.mint),
+                Instruction {
+                    program_id: t.mint.program,
+                    accounts: vec![
+                        AccountMeta::new(associated_account(&me, &t.mint), false),
+                        AccountMeta::new(associated_account(&t.pay_to, &t.mint), false),
+                        AccountMeta::new_readonly(me, true),
+                    ],
+                    data,
+                },
+                memo_for(&t.listing_id),
+            ]
+        }
+        TokenShape::SolToTokenListing => vec![
+            reg(),
+            transfer(&me, &t.pay_to, t.sol_price),
+            memo_for(&t.listing_id),
+        ],
+    }
+}

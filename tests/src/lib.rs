@@ -436,6 +436,18 @@ impl TestValidator {
     /// Mints `usd` test dollars to `to`'s associated account (the
     /// validator must have been started with [`test_dollar_args`]).
     pub fn fund_dollars(&self, to: &Pubkey, usd: u64) {
+        use node::chain::test_dollar;
+        self.mint_tokens(
+            &test_dollar::mint(),
+            to,
+            usd * test_dollar::UNITS_PER_DOLLAR,
+        );
+    }
+
+    /// Mints `units` of `mint` (one whose authority is
+    /// [`test_dollar_authority`]: the test dollar, or [`Self::create_mint`]'s)
+    /// to `to`'s associated account.
+    pub fn mint_tokens(&self, mint: &node::chain::token::TokenMint, to: &Pubkey, units: u64) {
         use node::chain::{test_dollar, Signer};
         let authority = test_dollar_authority();
         let chain = self.chain();
@@ -448,14 +460,10 @@ impl TestValidator {
             self.fund(&authority.pubkey(), 10);
         }
         rt.block_on(chain.send(
-            &test_dollar::mint_to_instructions(
-                &authority.pubkey(),
-                to,
-                usd * test_dollar::UNITS_PER_DOLLAR,
-            ),
+            &test_dollar::mint_to(&authority.pubkey(), to, mint, units),
             &[&authority],
         ))
-        .expect("mint test dollars");
+        .expect("mint tokens");
     }
 
     /// A new SPL Token mint of `decimals` whose authority is

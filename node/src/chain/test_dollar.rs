@@ -66,17 +66,27 @@ pub fn genesis_account_json(authority: &Pubkey) -> serde_json::Value {
 /// Mints `units` to `owner`'s associated account (created first where
 /// missing, paid by `authority`): `MintToChecked`.
 pub fn mint_to_instructions(authority: &Pubkey, owner: &Pubkey, units: u64) -> Vec<Instruction> {
-    let mint = mint();
+    mint_to(authority, owner, &mint(), units)
+}
+
+/// Mints `units` of `mint` (whose authority is `authority`) to `owner`'s
+/// associated account, created first where missing: `MintToChecked`.
+pub fn mint_to(
+    authority: &Pubkey,
+    owner: &Pubkey,
+    mint: &TokenMint,
+    units: u64,
+) -> Vec<Instruction> {
     let mut data = vec![14]; // MintToChecked
     data.extend_from_slice(&units.to_le_bytes());
-    data.push(DECIMALS);
+    data.push(mint.decimals);
     vec![
-        create_associated_account(authority, owner, &mint),
+        create_associated_account(authority, owner, mint),
         Instruction {
             program_id: mint.program,
             accounts: vec![
                 AccountMeta::new(mint.address, false),
-                AccountMeta::new(associated_account(owner, &mint), false),
+                AccountMeta::new(associated_account(owner, mint), false),
                 AccountMeta::new_readonly(*authority, true),
             ],
             data,
