@@ -555,6 +555,10 @@ fn a_token_listing_trades_in_test_dollars() {
     );
     assert_eq!(quote["quote"]["token"]["mint"], dollar.as_str());
     assert_eq!(quote["quote"]["price_lamports"], 0);
+    assert_eq!(
+        quote["quote"]["total_lamports"], 5_000,
+        "the network fee alone: the seller's token account was made with the listing"
+    );
     // a buyer without the tokens: refused before anything is sent
     let refused = onchain(
         &broke,

@@ -336,6 +336,30 @@ pub async fn list_bundle(
         .map_err(crate::market::escrow_trade::EscrowReadError::from)?],
         _ => vec![],
     };
+    // a token listing: the payee's token account of the mint, created
+    // (idempotently) with the listing at the seller's cost, so no buyer
+    // pays its rent
+    let create = match &settlement {
+        Some(t) => {
+            let mint = crate::chain::token::TokenMint {
+                address: crate::chain::Pubkey::new_from_array(t.mint),
+                program: crate::chain::Pubkey::new_from_array(t.token_program),
+                decimals: t.decimals,
+            };
+            let payee: crate::chain::Pubkey = listing
+                .payment_address
+                .parse()
+                .map_err(|_| InputError::BadPaymentAddress)?;
+            let mut with_account = create;
+            with_account.push(crate::chain::token::create_associated_account(
+                &seller.solana_keypair().pubkey(),
+                &payee,
+                &mint,
+            ));
+            with_account
+        }
+        None => create,
+    };
     // In the catalog before the memo is sent: `listen` releases a buyer
     // who pays the moment the memo is visible (before our commitment is
     // reached), and a crash between landing and recording strands nobody.
