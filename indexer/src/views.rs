@@ -197,7 +197,7 @@ pub fn listing<'a>(state: &'a State, l: &'a ListingState, viewer: Viewer<'_>) ->
         price_usd: l.price_usd,
         price_lamports: l.price_lamports,
         currency: &l.currency,
-        price_units: l.price_units,
+        price_units: l.price(),
         fee_bps: l.fee_bps,
         visibility: &l.visibility,
         expires_at: l.expires_at,

@@ -60,6 +60,8 @@ pub mod settle;
 pub mod spend;
 pub mod store;
 pub mod wallet;
+#[cfg(feature = "chain")]
+pub mod x402;
 
 /// Any error of this crate.
 #[derive(Debug, thiserror::Error)]

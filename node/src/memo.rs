@@ -171,6 +171,20 @@ pub fn is_listing_id(s: &str) -> bool {
     Kind::ListingId.ok(s)
 }
 
+/// The compact buy memo of an x402 payment: `x402:buy:<listing id>`.
+/// x402 clients give a payment 20,000 compute units, and SPL Memo spends
+/// about 355 a byte, so the full `buy` memo (about 95 bytes) cannot fit;
+/// the buyer's X25519 key is not written: it is the Montgomery form of
+/// the buyer's own Ed25519 key (the transfer's signer).
+pub const X402_BUY_PREFIX: &str = "x402:buy:";
+
+/// The listing an x402 buy memo names (`x402:buy:<listing id>`), if `memo`
+/// is one.
+pub fn x402_buy_listing(memo: &str) -> Option<&str> {
+    memo.strip_prefix(X402_BUY_PREFIX)
+        .filter(|id| is_listing_id(id))
+}
+
 /// Whether `s` is an offer id (`offer-YYYYMMDD-<12 hex>`).
 pub fn is_offer_id(s: &str) -> bool {
     Kind::OfferId.ok(s)

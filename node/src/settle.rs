@@ -30,6 +30,11 @@ pub enum Currency {
 }
 
 impl Currency {
+    /// Whether it is SOL.
+    pub fn is_sol(&self) -> bool {
+        *self == Currency::Sol
+    }
+
     /// What `payer` paid `to` in this currency in `tx`.
     pub fn paid(&self, tx: &ParsedTx, payer: &str, to: &str) -> u64 {
         match self {
@@ -243,26 +248,32 @@ fn claim(tx: &ParsedTx, listing: &ListingTerms) -> Result<Claim, Rejection> {
     if !tx.succeeded {
         return Err(Rejection::TxFailed);
     }
-    let buys: Vec<String> = tx
+    // a buy memo names the buyer's X25519 key; an x402 one implies it
+    let buys: Vec<Option<String>> = tx
         .memos
         .iter()
         .filter_map(|m| match MemoOp::parse(m) {
             Ok(MemoOp::Buy {
                 listing_id,
                 buyer_x25519,
-            }) if listing_id == listing.listing_id => Some(buyer_x25519),
+            }) if listing_id == listing.listing_id => Some(Some(buyer_x25519)),
+            _ if crate::memo::x402_buy_listing(m) == Some(listing.listing_id.as_str()) => {
+                Some(None)
+            }
             _ => None,
         })
         .collect();
-    let buyer_x25519 = match buys.as_slice() {
+    let named_x25519 = match buys.as_slice() {
         [] => return Err(Rejection::NoBuyMemo),
         [one] => one.clone(),
         _ => return Err(Rejection::AmbiguousBuy),
     };
-    let [buyer] = tx.signers.as_slice() else {
-        return Err(Rejection::ExtraSigners {
-            signers: tx.signers.len(),
-        });
+    let buyer = buyer_of(tx, &listing.payment_address).ok_or(Rejection::ExtraSigners {
+        signers: tx.signers.len(),
+    })?;
+    let buyer_x25519 = match named_x25519 {
+        Some(x) => x,
+        None => x25519_of(buyer).ok_or(Rejection::NoBuyMemo)?,
     };
     if let Some(cancelled_at) = listing.cancelled_at_slot {
         if cancelled_at <= tx.slot {
@@ -284,6 +295,25 @@ fn claim(tx: &ParsedTx, listing: &ListingTerms) -> Result<Claim, Rejection> {
         buyer_x25519,
         block_time,
     })
+}
+
+/// Who bought in `tx`, a buy paid to `payment_address`: its only signer,
+/// or (an x402 payment) the second of two when the first, the fee payer,
+/// is the payment address itself (the seller's node co-signed after
+/// checking the payment; nobody else can make such a transaction).
+pub fn buyer_of<'a>(tx: &'a ParsedTx, payment_address: &str) -> Option<&'a String> {
+    match tx.signers.as_slice() {
+        [buyer] => Some(buyer),
+        [fee_payer, buyer] if fee_payer == payment_address && buyer != fee_payer => Some(buyer),
+        _ => None,
+    }
+}
+
+/// The X25519 key (base58) of a buyer's Ed25519 `pubkey` (base58): what
+/// an x402 buy seals the key to.
+pub fn x25519_of(pubkey: &str) -> Option<String> {
+    let ed = crate::crypto::b58_array::<32>(pubkey)?;
+    crate::wallet::ed25519_pub_to_x25519(&ed).map(|x| bs58::encode(x).into_string())
 }
 
 /// The part of an escrow buy the transaction alone shows: the claim as for
@@ -624,6 +654,61 @@ mod tests {
         let mut t = tx(1_000);
         t.succeeded = false;
         assert_eq!(verify_buy(&t, &listing(), &[]), Err(Rejection::TxFailed));
+    }
+
+    /// An x402 payment: the payment address's own node pays the fee and
+    /// co-signs first; the buyer is the second signer. Anyone else as the
+    /// first signer, or the payment address as the only other one, is not.
+    #[test]
+    fn a_buy_co_signed_by_the_sellers_node_as_fee_payer_counts() {
+        let mut t = tx(1_000);
+        t.signers = vec!["Seller".into(), "Buyer".into()];
+        let v = verify_buy(&t, &listing(), &[]).unwrap();
+        assert_eq!((v.buyer.as_str(), v.paid_lamports), ("Buyer", 1_000));
+        t.signers = vec!["Seller".into(), "Seller".into()];
+        assert!(verify_buy(&t, &listing(), &[]).is_err());
+        t.signers = vec!["Buyer".into(), "Seller".into()];
+        assert_eq!(
+            verify_buy(&t, &listing(), &[]),
+            Err(Rejection::ExtraSigners { signers: 2 }),
+            "the seller's node is the fee payer, first"
+        );
+        t.signers = vec!["Seller".into(), "Buyer".into(), "Mallory".into()];
+        assert_eq!(
+            verify_buy(&t, &listing(), &[]),
+            Err(Rejection::ExtraSigners { signers: 3 })
+        );
+        // co-signed, but the money came from the seller: nothing paid
+        let mut t = tx(1_000);
+        t.signers = vec!["Seller".into(), "Buyer".into()];
+        t.transfers[0].from = "Seller".into();
+        assert!(matches!(
+            verify_buy(&t, &listing(), &[]),
+            Err(Rejection::Underpaid { paid: 0, .. })
+        ));
+    }
+
+    /// An x402 payment's compact memo `x402:buy:<listing>` is a buy whose
+    /// X25519 key is the buyer's own key's Montgomery form; one naming
+    /// another listing is none, and beside a full buy memo it is ambiguous.
+    #[test]
+    fn an_x402_buy_memo_seals_to_the_buyers_own_key() {
+        let buyer = crate::wallet::Wallet::from_seed(&[9u8; 32]);
+        let mut t = tx(1_000);
+        t.signers = vec!["Seller".into(), buyer.address()];
+        t.transfers[0].from = buyer.address();
+        t.memos = vec![format!("x402:buy:{LISTING}")];
+        let v = verify_buy(&t, &listing(), &[]).unwrap();
+        assert_eq!(v.buyer, buyer.address());
+        assert_eq!(v.buyer_x25519, buyer.x25519_address());
+        t.memos = vec!["x402:buy:20261101-ffffffffffff".into()];
+        assert_eq!(verify_buy(&t, &listing(), &[]), Err(Rejection::NoBuyMemo));
+        t.memos = vec![format!("x402:buy:{LISTING}"), buy_memo()];
+        assert_eq!(
+            verify_buy(&t, &listing(), &[]),
+            Err(Rejection::AmbiguousBuy)
+        );
+        assert_eq!(crate::memo::x402_buy_listing("x402:buy:not-an-id"), None);
     }
 
     #[test]

@@ -14,6 +14,7 @@ pub mod indexer_api;
 pub mod postgres;
 pub mod proxy;
 pub mod shop;
+pub mod x402;
 
 pub use shop::{fixed_price, Buyer, Shop, TestCatalog};
 

@@ -157,7 +157,7 @@ pub(super) async fn settle(
             "last_valid_block_height": last_valid,
         })));
     }
-    let listed = l.price_units.ok_or_else(|| {
+    let listed = l.price().ok_or_else(|| {
         ApiError::conflict("the listing fixes no price_lamports; it cannot be settled")
     })?;
     let accepted = s.accepted_for(&id, &who);

@@ -29,9 +29,13 @@ pub struct ListingState {
     /// that settles in a token).
     pub price_lamports: Option<u64>,
     /// What the listing settles in (the manifest's `settlement`: SOL when
-    /// absent).
+    /// absent). Left out of the state's encoding for SOL, so a market of
+    /// SOL listings hashes as before tokens existed.
+    #[serde(skip_serializing_if = "node::settle::Currency::is_sol")]
     pub currency: node::settle::Currency,
-    /// The price in base units of `currency`, when the manifest fixes one.
+    /// A token listing's price in base units of its mint (`None` for SOL:
+    /// the price is `price_lamports`; see [`ListingState::price`]).
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub price_units: Option<u64>,
     /// Fee in basis points.
     pub fee_bps: u64,
@@ -54,6 +58,12 @@ pub struct ListingState {
 }
 
 impl ListingState {
+    /// The price in base units of the listing's currency (lamports for
+    /// SOL), when the manifest fixes one.
+    pub fn price(&self) -> Option<u64> {
+        self.price_units.or(self.price_lamports)
+    }
+
     /// live | cancelled | expired | contested, at `now`.
     pub fn status(&self, now: i64) -> &'static str {
         if self.cancelled.is_some() {
@@ -149,7 +159,7 @@ impl State {
                 price_usd: l.price_usd,
                 price_lamports: l.price_lamports,
                 currency: l.currency(),
-                price_units: l.price_units(),
+                price_units: l.settlement.map(|t| t.price_units),
                 fee_bps: l.fee_bps,
                 visibility: l.visibility.clone(),
                 expires_at: l.expires_at,

@@ -215,6 +215,13 @@ impl State {
         }
         for memo in &r.tx.memos {
             let outcome = match MemoOp::parse(memo) {
+                // an x402 payment's compact buy memo
+                Err(MemoError::NotMarketplace) if r.tx.succeeded => {
+                    match node::memo::x402_buy_listing(memo) {
+                        Some(listing_id) => self.buy(listing_id, None, r, cfg),
+                        None => continue,
+                    }
+                }
                 Err(MemoError::NotMarketplace) => continue,
                 Err(e) => Err(Refusal::Malformed(e)),
                 Ok(_) if !r.tx.succeeded => Err(Refusal::TxFailed),
@@ -261,7 +268,7 @@ impl State {
             MemoOp::Buy {
                 listing_id,
                 buyer_x25519,
-            } => self.buy(listing_id, buyer_x25519, r, cfg),
+            } => self.buy(listing_id, Some(buyer_x25519), r, cfg),
             MemoOp::Release {
                 listing_id,
                 envelope_arweave_id,

@@ -99,7 +99,7 @@ impl State {
     pub(super) fn buy(
         &mut self,
         listing_id: &str,
-        buyer_x25519: &str,
+        buyer_x25519: Option<&str>,
         r: &TxRecord,
         cfg: &FoldConfig,
     ) -> Result<(), Refusal> {
@@ -107,11 +107,22 @@ impl State {
             return Ok(());
         }
         let listing = self.listing(listing_id)?;
-        let buyer = r.tx.fee_payer().unwrap_or_default().to_string();
+        // the buyer by the settlement rules (an x402 payment's fee payer is
+        // the seller's node), else the fee payer as the claimant
+        let buyer = node::settle::buyer_of(&r.tx, &listing.payment_address)
+            .map(String::as_str)
+            .or(r.tx.fee_payer())
+            .unwrap_or_default()
+            .to_string();
+        // an x402 buy memo names no X25519 key: the buyer's own key's
+        let buyer_x25519 = match buyer_x25519 {
+            Some(x) => x.to_string(),
+            None => node::settle::x25519_of(&buyer).unwrap_or_default(),
+        };
         let mut settlement = Settlement {
             listing_id: listing_id.into(),
             buyer: buyer.clone(),
-            buyer_x25519: buyer_x25519.into(),
+            buyer_x25519,
             paid_lamports: listing
                 .currency
                 .paid(&r.tx, &buyer, &listing.payment_address),
@@ -120,7 +131,7 @@ impl State {
             at: At::of(r),
             status: SettlementStatus::Paid,
         };
-        let verdict = match listing.price_units {
+        let verdict = match listing.price() {
             None => Err(BuyRefusal::Unpriced),
             Some(price_lamports) => {
                 let terms = ListingTerms {

@@ -304,6 +304,80 @@ impl Chain {
         self.send_inner(ixs, signers, Preflight::Skip, 3).await
     }
 
+    /// Sends a transaction someone else built and signed with us (an x402
+    /// payment the node co-signed as fee payer): simulated first with
+    /// every signature checked (a refusal is [`ChainError::Config`] with
+    /// the reason, nothing sent, no fee paid), sent without a second
+    /// preflight, and waited for at our commitment (until its blockhash
+    /// must have expired: 150 blocks past the current height). Sending the
+    /// same transaction again is harmless: it is the same signature.
+    pub async fn send_cosigned(
+        &self,
+        tx: &solana_sdk::transaction::VersionedTransaction,
+    ) -> Result<Sent, ChainError> {
+        use solana_rpc_client_api::config::{
+            RpcSendTransactionConfig, RpcSimulateTransactionConfig,
+        };
+        let sig = tx.signatures[0];
+        let sim = with_retry("simulateTransaction", || {
+            self.rpc.simulate_transaction_with_config(
+                tx,
+                RpcSimulateTransactionConfig {
+                    sig_verify: true,
+                    commitment: Some(CommitmentConfig::confirmed()),
+                    ..Default::default()
+                },
+            )
+        })
+        .await?
+        .value;
+        if let Some(err) = sim.err {
+            // a transaction that already landed simulates as a duplicate
+            if self.status_landed(&sig).await? {
+                return self.landed(&sig).await;
+            }
+            return Err(ChainError::Config(format!(
+                "the simulation refused the transaction: {err}"
+            )));
+        }
+        let height = with_retry("getBlockHeight", || self.rpc.get_block_height()).await?;
+        with_retry("sendTransaction", || {
+            self.rpc.send_transaction_with_config(
+                tx,
+                RpcSendTransactionConfig {
+                    skip_preflight: true,
+                    ..Default::default()
+                },
+            )
+        })
+        .await?;
+        let slot = self.wait_for(&sig, height.saturating_add(150)).await?;
+        Ok(Sent {
+            signature: sig,
+            slot,
+        })
+    }
+
+    /// Whether `sig` has landed (at any commitment, failed or not).
+    async fn status_landed(&self, sig: &Signature) -> Result<bool, ChainError> {
+        let statuses = with_retry("getSignatureStatuses", || {
+            self.rpc.get_signature_statuses(std::slice::from_ref(sig))
+        })
+        .await?
+        .value;
+        Ok(statuses.first().is_some_and(Option::is_some))
+    }
+
+    /// A landed `sig` as sent (waited for at our commitment).
+    async fn landed(&self, sig: &Signature) -> Result<Sent, ChainError> {
+        let height = with_retry("getBlockHeight", || self.rpc.get_block_height()).await?;
+        let slot = self.wait_for(sig, height.saturating_add(150)).await?;
+        Ok(Sent {
+            signature: *sig,
+            slot,
+        })
+    }
+
     /// Like [`Chain::send`] but with one blockhash only: a transaction
     /// that has not landed when its blockhash expires is
     /// [`ChainError::Expired`], never rebuilt. For what must land before a

@@ -252,14 +252,14 @@ impl From<ChainError> for PassStep {
 /// simply no buy.
 fn bought_listing(memo_field: Option<&str>, catalog: &dyn Catalog) -> Option<String> {
     let memos = memos_lenient(memo_field?);
-    memos.iter().find_map(|m| match MemoOp::parse(m) {
-        Ok(MemoOp::Buy { listing_id, .. })
-            if catalog.terms(&listing_id).is_some()
-                && !catalog.goods(&listing_id).is_some_and(|g| g.escrow) =>
-        {
-            Some(listing_id)
-        }
-        _ => None,
+    memos.iter().find_map(|m| {
+        let listing_id = match MemoOp::parse(m) {
+            Ok(MemoOp::Buy { listing_id, .. }) => listing_id,
+            _ => crate::memo::x402_buy_listing(m)?.to_string(),
+        };
+        (catalog.terms(&listing_id).is_some()
+            && !catalog.goods(&listing_id).is_some_and(|g| g.escrow))
+        .then_some(listing_id)
     })
 }
 

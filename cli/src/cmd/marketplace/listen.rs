@@ -16,6 +16,8 @@ pub(super) fn listen(a: ListenArgs, ctx: &Context) -> CliResult<()> {
         interval,
         token_standard,
         below_cost_per_hour,
+        x402,
+        x402_network,
         storage,
         seller,
     } = a;
@@ -29,6 +31,10 @@ pub(super) fn listen(a: ListenArgs, ctx: &Context) -> CliResult<()> {
     let mut db = ListenDb::open_daemon(&db_path)?;
     let keys = seller_keys(ctx, &seller)?;
     let up = uploader(ctx, &storage)?;
+    let x402 = match x402 {
+        None => None,
+        Some(addr) => Some(x402_endpoint(ctx, &db_path, &storage, &addr, x402_network)?),
+    };
     let kind = ctx.block_on(chain.cluster_kind())?;
     node::listen::daemon::check_commitment(kind, chain.commitment())
         .map_err(crate::failure::Failure::bad_input)?;
@@ -65,19 +71,88 @@ pub(super) fn listen(a: ListenArgs, ctx: &Context) -> CliResult<()> {
             );
         }
     };
-    ctx.block_on(node::listen::daemon::run(
-        &chain,
-        &mut db,
-        &wallet,
-        &up,
-        &config,
-        shutdown_signal(),
-        report,
-    ))?;
+    // one stop for the daemon and the endpoint: a signal, or the daemon ending
+    let (stop, stopped) = tokio::sync::watch::channel(false);
+    let stop = std::sync::Arc::new(stop);
+    let on = |mut rx: tokio::sync::watch::Receiver<bool>| async move {
+        let _ = rx.wait_for(|s| *s).await;
+    };
+    ctx.block_on(async {
+        let signal_stop = stop.clone();
+        tokio::spawn(async move {
+            shutdown_signal().await;
+            let _ = signal_stop.send(true);
+        });
+        let endpoint = async {
+            match x402 {
+                Some((listener, state)) => {
+                    // registered with this runtime (each block_on has its own)
+                    let listener = tokio::net::TcpListener::from_std(listener)?;
+                    node::x402::serve::serve(listener, state, on(stopped.clone())).await
+                }
+                None => Ok(()),
+            }
+        };
+        let daemon = async {
+            let r = node::listen::daemon::run(
+                &chain,
+                &mut db,
+                &wallet,
+                &up,
+                &config,
+                on(stopped.clone()),
+                report,
+            )
+            .await;
+            let _ = stop.send(true);
+            r
+        };
+        let (served, ran) = tokio::join!(endpoint, daemon);
+        served.map_err(|e| anyhow::anyhow!("the x402 endpoint: {e}"))?;
+        ran.map_err(anyhow::Error::from)
+    })?;
     if !once {
         eprintln!("listen: stopping (state is durable; restart resumes)");
     }
     Ok(())
+}
+
+/// The x402 endpoint's listener and state (bound before the daemon starts:
+/// a taken address fails the command at once; non-blocking, for the
+/// runtime that serves it).
+fn x402_endpoint(
+    ctx: &Context,
+    db_path: &std::path::Path,
+    storage: &crate::args::StorageOpts,
+    addr: &str,
+    network: Option<String>,
+) -> CliResult<(
+    std::net::TcpListener,
+    std::sync::Arc<node::x402::serve::X402State>,
+)> {
+    // handles of its own (the daemon's are borrowed by its loop)
+    let (chain, wallet) = (ctx.chain()?, ctx.wallet()?);
+    let network = match network {
+        Some(n) => n,
+        None => {
+            let genesis = ctx.block_on(chain.rpc().get_genesis_hash()).map_err(|e| {
+                anyhow::anyhow!("reading the cluster's genesis hash for --x402-network: {e}")
+            })?;
+            format!("solana:{}", &genesis.to_string()[..32])
+        }
+    };
+    let listener = std::net::TcpListener::bind(addr)
+        .and_then(|l| l.set_nonblocking(true).map(|()| l))
+        .map_err(|e| crate::failure::Failure::bad_input(anyhow::anyhow!("--x402 {addr}: {e}")))?;
+    let source = super::super::storage::source(ctx, storage)?;
+    let state = node::x402::serve::X402State::new(
+        chain,
+        std::sync::Arc::new(wallet),
+        db_path.to_path_buf(),
+        source,
+        node::x402::serve::X402Config::new(network),
+    );
+    Ok((listener, state))
 }
 
 /// This process's resident memory (Linux `/proc`; `None` elsewhere).

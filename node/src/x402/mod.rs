@@ -1,0 +1,17 @@
+//! x402 (HTTP 402 Payment Required) for a seller's node: the `exact`
+//! scheme on Solana, the node as its own facilitator.
+//!
+//! - [`wire`]: the protocol's shapes and headers (v2; v1 where clients
+//!   still send it).
+//! - [`verify`]: the facilitator's check of a client's transaction
+//!   (pure), and co-signing as fee payer.
+//! - [`serve`]: the endpoint selling a listing's key, beside `listen`.
+//!
+//! A payment is an ordinary buy on chain (buy memo, the seller's token
+//! account), so `listen` and the indexer count it with the settlement
+//! rules every buy meets (`crate::settle`), the seller's node as its
+//! co-signing fee payer.
+
+pub mod serve;
+pub mod verify;
+pub mod wire;

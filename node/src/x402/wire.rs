@@ -1,0 +1,248 @@
+//! x402's wire shapes (protocol version 2, and version 1 where clients
+//! still send it) as the `exact` scheme on Solana uses them: the payment
+//! requirements a 402 answer carries, the payment a client retries with,
+//! the settlement answer; and the header encoding (standard base64 of
+//! JSON). Field names are the protocol's camelCase.
+//!
+//! Owns the shapes only; never checks a transaction (that is
+//! [`super::verify`]'s) and never talks to the chain.
+
+use base64::Engine as _;
+use serde::{de::DeserializeOwned, Deserialize, Serialize};
+
+/// The 402 answer's header (v2).
+pub const PAYMENT_REQUIRED: &str = "PAYMENT-REQUIRED";
+/// The client's payment header (v2).
+pub const PAYMENT_SIGNATURE: &str = "PAYMENT-SIGNATURE";
+/// The settlement answer's header (v2; v1 clients read it too).
+pub const PAYMENT_RESPONSE: &str = "PAYMENT-RESPONSE";
+/// The client's payment header (v1).
+pub const X_PAYMENT: &str = "X-PAYMENT";
+/// The settlement answer's header (v1).
+pub const X_PAYMENT_RESPONSE: &str = "X-PAYMENT-RESPONSE";
+
+/// CAIP-2 ids of the public Solana clusters (the only ones x402 clients
+/// accept; a local validator advertises devnet's, see the node's setting).
+pub const SOLANA_MAINNET: &str = "solana:5eykt4UsFv8P8NJdTREpY1vzqKqZKvdp";
+/// Devnet.
+pub const SOLANA_DEVNET: &str = "solana:EtWTRABZaYq6iMfeYKouRu166VU2xqa1";
+/// Testnet.
+pub const SOLANA_TESTNET: &str = "solana:4uhcVJyU9pJkvQyS88uRDiswHXSCkY3z";
+
+/// The v1 name of a CAIP-2 id (`solana`, `solana-devnet`,
+/// `solana-testnet`), if it has one.
+pub fn v1_network(caip2: &str) -> Option<&'static str> {
+    match caip2 {
+        SOLANA_MAINNET => Some("solana"),
+        SOLANA_DEVNET => Some("solana-devnet"),
+        SOLANA_TESTNET => Some("solana-testnet"),
+        _ => None,
+    }
+}
+
+/// What the `exact` scheme's requirements carry beside the amount.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Extra {
+    /// Who pays the transaction fee and co-signs (the seller's node).
+    pub fee_payer: String,
+    /// The memo the payment must carry, exactly.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub memo: Option<String>,
+}
+
+/// One way to pay (v2).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Requirements {
+    /// `exact`.
+    pub scheme: String,
+    /// The cluster's CAIP-2 id.
+    pub network: String,
+    /// Base units, as a decimal string.
+    pub amount: String,
+    /// The mint.
+    pub asset: String,
+    /// The wallet paid (its associated token account receives).
+    pub pay_to: String,
+    /// How long the payment may take.
+    pub max_timeout_seconds: u64,
+    /// Fee payer and memo.
+    pub extra: Extra,
+}
+
+/// What is being paid for.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Resource {
+    /// Its URL.
+    pub url: String,
+    /// What it is.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub description: Option<String>,
+    /// What the paid answer is.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mime_type: Option<String>,
+}
+
+/// The body of a 402 (v2), also sent base64 in [`PAYMENT_REQUIRED`].
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct PaymentRequired {
+    /// 2.
+    pub x402_version: u32,
+    /// Why payment is asked for (or why the last one was refused).
+    pub error: String,
+    /// The resource.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub resource: Option<Resource>,
+    /// The ways to pay.
+    pub accepts: Vec<Requirements>,
+}
+
+/// The v1 form of one way to pay (a 402 body with `x402Version: 1`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct RequirementsV1 {
+    /// `exact`.
+    pub scheme: String,
+    /// `solana`, `solana-devnet` or `solana-testnet`.
+    pub network: String,
+    /// Base units, as a decimal string.
+    pub max_amount_required: String,
+    /// The resource's URL.
+    pub resource: String,
+    /// What it is.
+    pub description: String,
+    /// What the paid answer is.
+    pub mime_type: String,
+    /// The wallet paid.
+    pub pay_to: String,
+    /// How long the payment may take.
+    pub max_timeout_seconds: u64,
+    /// The mint.
+    pub asset: String,
+    /// Fee payer and memo.
+    pub extra: Extra,
+}
+
+/// The transaction a client signed.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SvmPayload {
+    /// Base64 of the bincode `VersionedTransaction`, signed by the payer,
+    /// the fee payer's signature left empty.
+    pub transaction: String,
+}
+
+/// The payment a client retries with: v2 names the requirements it
+/// chose (`accepted`), v1 only the scheme and network.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct PaymentPayload {
+    /// 2 (absent: 2) or 1.
+    #[serde(default = "two")]
+    pub x402_version: u32,
+    /// The signed transaction.
+    pub payload: SvmPayload,
+    /// v2: the requirements paid.
+    #[serde(default)]
+    pub accepted: Option<serde_json::Value>,
+    /// v1: the scheme.
+    #[serde(default)]
+    pub scheme: Option<String>,
+    /// v1: the network.
+    #[serde(default)]
+    pub network: Option<String>,
+}
+
+fn two() -> u32 {
+    2
+}
+
+/// The settlement answer, base64 in [`PAYMENT_RESPONSE`].
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SettleResponse {
+    /// Whether the payment landed.
+    pub success: bool,
+    /// Its signature (empty when it never did).
+    pub transaction: String,
+    /// The network, as the payment named it.
+    pub network: String,
+    /// Who paid (the transfer's authority).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub payer: Option<String>,
+    /// Why not.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error_reason: Option<String>,
+}
+
+/// Why a header does not decode.
+#[derive(Debug, thiserror::Error)]
+pub enum HeaderError {
+    /// Not standard base64.
+    #[error("not standard base64")]
+    Base64,
+    /// Not the JSON shape expected.
+    #[error("not the expected JSON: {0}")]
+    Json(#[from] serde_json::Error),
+}
+
+/// `value` as a header: standard base64 of its JSON.
+pub fn encode_header<T: Serialize>(value: &T) -> String {
+    base64::engine::general_purpose::STANDARD
+        .encode(serde_json::to_vec(value).expect("x402 shapes serialize"))
+}
+
+/// A header's value as `T`.
+pub fn decode_header<T: DeserializeOwned>(value: &str) -> Result<T, HeaderError> {
+    let bytes = base64::engine::general_purpose::STANDARD
+        .decode(value.trim())
+        .map_err(|_| HeaderError::Base64)?;
+    Ok(serde_json::from_slice(&bytes)?)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The shapes as the Python SDK (x402 2.25.0) writes and reads them.
+    #[test]
+    fn shapes_are_the_protocols_camel_case() {
+        let r = Requirements {
+            scheme: "exact".into(),
+            network: SOLANA_DEVNET.into(),
+            amount: "2000000".into(),
+            asset: "4zMMC9srt5Ri5X14GAgXhaHii3GnPAEERYPJgZJDncDU".into(),
+            pay_to: "Seller".into(),
+            max_timeout_seconds: 60,
+            extra: Extra {
+                fee_payer: "Seller".into(),
+                memo: Some("m".into()),
+            },
+        };
+        let v = serde_json::to_value(&r).unwrap();
+        assert_eq!(v["payTo"], "Seller");
+        assert_eq!(v["maxTimeoutSeconds"], 60);
+        assert_eq!(v["amount"], "2000000", "a string");
+        assert_eq!(v["extra"]["feePayer"], "Seller");
+        let p: PaymentPayload = decode_header(&encode_header(&serde_json::json!({
+            "x402Version": 2,
+            "payload": {"transaction": "AQ=="},
+            "accepted": v,
+            "resource": {"url": "http://x", "description": null},
+            "extensions": null,
+        })))
+        .unwrap();
+        assert_eq!(p.x402_version, 2);
+        assert_eq!(p.payload.transaction, "AQ==");
+        let v1: PaymentPayload = serde_json::from_value(serde_json::json!({
+            "x402Version": 1, "scheme": "exact", "network": "solana-devnet",
+            "payload": {"transaction": "AQ=="}
+        }))
+        .unwrap();
+        assert_eq!(v1.network.as_deref(), Some("solana-devnet"));
+        assert!(decode_header::<PaymentPayload>("not base64!").is_err());
+        assert_eq!(v1_network(SOLANA_DEVNET), Some("solana-devnet"));
+    }
+}

@@ -1,0 +1,99 @@
+"""Buys a brainctl listing's key with nothing but the x402 Python SDK
+(x402 2.25.0, its SVM `exact` client) and opens it.
+
+Used by cli/tests/x402.rs against a seller's `marketplace listen --x402`
+on the localnet: the node advertises devnet's CAIP-2 id (the only ids the
+SDK accepts) while the client talks to the local validator.
+
+Usage: buy.py --url BASE --listing ID --rpc URL --secret FILE [--mode M] [--tamper T]
+  FILE holds the buyer's 64-byte keypair as a JSON array (solana-keygen).
+  --mode auto (default): the SDK's httpx client pays the 402 by itself.
+  --mode bare: one plain GET (no payment), printing the 402's requirements.
+  --mode manual: the 402, then the SDK builds the payment for requirements
+    changed by --tamper (none, amount: one unit less, mint: ANOTHER_MINT,
+    given by --other-mint), and one paid GET; prints the header it sent.
+Prints one JSON object on stdout.
+"""
+
+import argparse
+import asyncio
+import base64
+import json
+
+import httpx
+import nacl.bindings
+from solders.keypair import Keypair
+from x402 import x402Client
+from x402.http.clients.httpx import x402HttpxClient
+from x402.http.utils import decode_payment_response_header
+from x402.http.x402_http_client import x402HTTPClient
+from x402.schemas import PaymentRequired
+from x402.mechanisms.svm import KeypairSigner
+from x402.mechanisms.svm.exact import register_exact_svm_client
+
+DEVNET = "solana:EtWTRABZaYq6iMfeYKouRu166VU2xqa1"
+
+
+async def main() -> None:
+    p = argparse.ArgumentParser()
+    p.add_argument("--url", required=True)
+    p.add_argument("--listing", required=True)
+    p.add_argument("--rpc", required=True)
+    p.add_argument("--secret", required=True)
+    p.add_argument("--mode", default="auto", choices=["auto", "bare", "manual"])
+    p.add_argument("--tamper", default="none", choices=["none", "amount", "mint"])
+    p.add_argument("--other-mint")
+    a = p.parse_args()
+    kp = Keypair.from_bytes(bytes(json.load(open(a.secret))))
+    url = f"{a.url}/x402/listings/{a.listing}?buyer={kp.pubkey()}"
+    if a.mode == "bare":
+        async with httpx.AsyncClient(timeout=30) as http:
+            r = await http.get(url)
+        header = r.headers.get("PAYMENT-REQUIRED")
+        required = json.loads(base64.b64decode(header)) if header else None
+        print(json.dumps({"status": r.status_code, "required": required}))
+        return
+    client = x402Client()
+    register_exact_svm_client(client, KeypairSigner(kp), networks=DEVNET, rpc_url=a.rpc)
+    # the default controls cap a payment at one dollar of known assets
+    client.set_spend_controls(False)
+    sent = None
+    if a.mode == "manual":
+        async with httpx.AsyncClient(timeout=120) as http:
+            first = await http.get(url)
+            required = json.loads(base64.b64decode(first.headers["PAYMENT-REQUIRED"]))
+            if a.tamper == "amount":
+                required["accepts"][0]["amount"] = str(int(required["accepts"][0]["amount"]) - 1)
+            elif a.tamper == "mint":
+                required["accepts"][0]["asset"] = a.other_mint
+            payload = await client.create_payment_payload(PaymentRequired.model_validate(required))
+            headers = x402HTTPClient(client).encode_payment_signature_header(payload)
+            sent = headers
+            r = await http.get(url, headers=headers)
+    else:
+        async with x402HttpxClient(client, timeout=120) as http:
+            r = await http.get(url)
+    out = {"status": r.status_code, "body": r.json(), "sent": sent}
+    header = r.headers.get("PAYMENT-RESPONSE")
+    if header:
+        s = decode_payment_response_header(header)
+        out["settle"] = {
+            "success": s.success,
+            "transaction": s.transaction,
+            "network": s.network,
+            "payer": s.payer,
+        }
+    envelope = (out["body"] or {}).get("envelope") or {}
+    if envelope.get("sealed_key_b64"):
+        # the key is sealed to the X25519 form of the payer's Ed25519 key
+        secret = bytes(kp)
+        curve_sk = nacl.bindings.crypto_sign_ed25519_sk_to_curve25519(secret)
+        curve_pk = nacl.bindings.crypto_sign_ed25519_pk_to_curve25519(bytes(kp.pubkey()))
+        key = nacl.bindings.crypto_box_seal_open(
+            base64.b64decode(envelope["sealed_key_b64"]), curve_pk, curve_sk
+        )
+        out["key_hex"] = key.hex()
+    print(json.dumps(out))
+
+
+asyncio.run(main())
