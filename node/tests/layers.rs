@@ -30,7 +30,8 @@ const LAYERS: &[&[&str]] = &[
     &["settle"],
     &["seller"],
     &["market"],
-    &["listen"],
+    // the x402 endpoint serves beside `listen` (it reads its state)
+    &["listen", "x402"],
 ];
 
 /// Upward edges still to remove: (from, to).

@@ -19,7 +19,8 @@
 //! Never: holds a write transaction, lets a request make the fee payer
 //! move funds (the check refuses it in any instruction), or waits past
 //! its budgets (a release not yet made is answered 202 with the buy's
-//! signature, to finish with `marketplace fetch`).
+//! signature, to finish with `marketplace fetch`; a payment `listen`
+//! refused, 409 with its reason).
 
 use super::verify::{self, Expected, Refusal};
 use super::wire::{self, PaymentPayload, PaymentRequired, Requirements, Resource, SettleResponse};
@@ -232,7 +233,7 @@ async fn sell(
     };
     // a payment already released (the same one sent again) is answered
     // from the state; otherwise it is sent and waited for
-    if release_of(st, &signature).await?.is_none() {
+    if !matches!(release_of(st, &signature).await?, Outcome::Released { .. }) {
         if let Err(e) = st.chain.send_cosigned(&tx).await {
             tracing::warn!(listing = %listing_id, buyer = %sale.buyer, error = %e, "x402 payment not settled");
             let failed = SettleResponse {
@@ -251,13 +252,26 @@ async fn sell(
     }
     let deadline = tokio::time::Instant::now() + st.config.release_wait;
     let released = loop {
-        if let Some(row) = release_of(st, &signature).await? {
-            break Some(row);
+        match release_of(st, &signature).await? {
+            Outcome::Released {
+                envelope_id,
+                release_sig,
+            } => break Some((envelope_id, release_sig)),
+            // landed, and `listen` refused it (the listing closed as it
+            // landed): said at once, with its reason
+            Outcome::Rejected(reason) => {
+                let mut p = Problem::new(
+                    StatusCode::CONFLICT,
+                    None,
+                    format!("the payment {signature} landed but the seller's settlement rules refused it: {reason}"),
+                );
+                p.headers
+                    .push((wire::PAYMENT_RESPONSE, wire::encode_header(&settled)));
+                return Err(p);
+            }
+            Outcome::Pending if tokio::time::Instant::now() >= deadline => break None,
+            Outcome::Pending => tokio::time::sleep(Duration::from_millis(250)).await,
         }
-        if tokio::time::Instant::now() >= deadline {
-            break None;
-        }
-        tokio::time::sleep(Duration::from_millis(250)).await;
     };
     let settle_header = wire::encode_header(&settled);
     let mut response = match released {
@@ -461,16 +475,41 @@ fn refused(st: &X402State, sale: &Sale, r: &Refusal) -> Problem {
     p
 }
 
-/// The release of buy `signature` (envelope id, release signature),
-/// once `listen` has made it.
-async fn release_of(st: &X402State, signature: &str) -> Result<Option<(String, String)>, Problem> {
+/// Where `listen` has got with a buy.
+enum Outcome {
+    /// Released: its envelope and release transaction.
+    Released {
+        /// The envelope's item id.
+        envelope_id: String,
+        /// The release transaction.
+        release_sig: String,
+    },
+    /// Refused by the settlement rules, with the reason.
+    Rejected(String),
+    /// Not recorded yet, or on its way.
+    Pending,
+}
+
+/// What `listen` has done with buy `signature`.
+async fn release_of(st: &X402State, signature: &str) -> Result<Outcome, Problem> {
     let db_path = st.db_path.clone();
     let sig = signature.to_string();
     tokio::task::spawn_blocking(move || {
         let db = ListenDb::open(&db_path)?;
         Ok::<_, crate::seller::StateError>(match db.get(&sig) {
-            Ok(row) if row.state == BuyState::Released => row.envelope_id.zip(row.release_sig),
-            _ => None,
+            Ok(row) if row.state == BuyState::Released => {
+                match row.envelope_id.zip(row.release_sig) {
+                    Some((envelope_id, release_sig)) => Outcome::Released {
+                        envelope_id,
+                        release_sig,
+                    },
+                    None => Outcome::Pending,
+                }
+            }
+            Ok(row) if row.state == BuyState::Rejected => {
+                Outcome::Rejected(row.reason.unwrap_or_default())
+            }
+            _ => Outcome::Pending,
         })
     })
     .await
