@@ -516,3 +516,81 @@ async fn release_of(st: &X402State, signature: &str) -> Result<Outcome, Problem>
     .map_err(|e| Problem::new(StatusCode::INTERNAL_SERVER_ERROR, None, e))?
     .map_err(|e| Problem::new(StatusCode::INTERNAL_SERVER_ERROR, None, e))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ours() -> Requirements {
+        Requirements {
+            scheme: "exact".into(),
+            network: wire::SOLANA_DEVNET.into(),
+            amount: "2000000".into(),
+            asset: "4zMMC9srt5Ri5X14GAgXhaHii3GnPAEERYPJgZJDncDU".into(),
+            pay_to: "Seller".into(),
+            max_timeout_seconds: 60,
+            extra: wire::Extra {
+                fee_payer: "Seller".into(),
+                memo: Some("x402:buy:20261126-0123456789ab".into()),
+            },
+        }
+    }
+
+    fn payload(v: Value) -> PaymentPayload {
+        serde_json::from_value(v).unwrap()
+    }
+
+    /// v2 must name exactly our requirements (a client that paid other
+    /// terms is refused before its transaction is read); v1 names only
+    /// the scheme and network, in their v1 form.
+    #[test]
+    fn a_payment_must_name_this_listings_requirements() {
+        let r = ours();
+        let tx = json!({"transaction": "AQ=="});
+        let accepted = serde_json::to_value(&r).unwrap();
+        assert_eq!(
+            matches_requirements(
+                &payload(json!({"x402Version": 2, "payload": tx, "accepted": accepted})),
+                &r
+            ),
+            Ok(())
+        );
+        for (field, value) in [
+            ("amount", json!("1999999")),
+            (
+                "asset",
+                json!("So11111111111111111111111111111111111111112"),
+            ),
+            ("payTo", json!("Mallory")),
+            ("network", json!(wire::SOLANA_MAINNET)),
+        ] {
+            let mut other = accepted.clone();
+            other[field] = value;
+            assert!(
+                matches_requirements(
+                    &payload(json!({"x402Version": 2, "payload": tx, "accepted": other})),
+                    &r
+                )
+                .is_err(),
+                "{field}"
+            );
+        }
+        let mut memo = accepted.clone();
+        memo["extra"]["memo"] = json!("x402:buy:20261126-ffffffffffff");
+        assert!(matches_requirements(
+            &payload(json!({"x402Version": 2, "payload": tx, "accepted": memo})),
+            &r
+        )
+        .is_err());
+        assert!(
+            matches_requirements(&payload(json!({"payload": tx})), &r).is_err(),
+            "v2 (the default) names what it accepted"
+        );
+        let v1 = |network: &str| {
+            payload(json!({"x402Version": 1, "scheme": "exact", "network": network, "payload": tx}))
+        };
+        assert_eq!(matches_requirements(&v1("solana-devnet"), &r), Ok(()));
+        assert!(matches_requirements(&v1("solana"), &r).is_err());
+        assert!(matches_requirements(&v1(wire::SOLANA_DEVNET), &r).is_err());
+    }
+}
