@@ -307,4 +307,34 @@ fn an_x402_client_buys_a_token_listing_and_opens_its_key() {
 
     assert!(daemon.alive(), "listen died:\n{}", daemon.tail());
     assert!(daemon.stop().success());
+
+    // where the protocol fee applies, x402 (one recipient) would underpay
+    // it on every buy: the endpoint refuses to start, naming why
+    let treasury = Keypair::new().pubkey().to_string();
+    let fees = [
+        ("BRAINCTL_PROTOCOL_FEE_FORCE", "1"),
+        ("BRAINCTL_TREASURY_PUBKEY", treasury.as_str()),
+    ];
+    let feed = seller.with_vars(&fees);
+    let refused = feed.run(&[
+        "-u",
+        &v.rpc_url,
+        "--commitment",
+        "confirmed",
+        "--json",
+        "marketplace",
+        "listen",
+        "--x402",
+        "127.0.0.1:0",
+        "--storage-dir",
+        &dir,
+    ]);
+    assert_eq!(refused.code, 2, "{}{}", refused.stdout, refused.stderr);
+    assert!(
+        refused
+            .stdout
+            .contains("x402's exact scheme pays the seller alone"),
+        "{}",
+        refused.stdout
+    );
 }

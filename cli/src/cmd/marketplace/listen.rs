@@ -31,14 +31,22 @@ pub(super) fn listen(a: ListenArgs, ctx: &Context) -> CliResult<()> {
     let mut db = ListenDb::open_daemon(&db_path)?;
     let keys = seller_keys(ctx, &seller)?;
     let up = uploader(ctx, &storage)?;
-    let x402 = match x402 {
-        None => None,
-        Some(addr) => Some(x402_endpoint(ctx, &db_path, &storage, &addr, x402_network)?),
-    };
     let kind = ctx.block_on(chain.cluster_kind())?;
     node::listen::daemon::check_commitment(kind, chain.commitment())
         .map_err(crate::failure::Failure::bad_input)?;
     let policy = node::chain::FeePolicy::from_env(kind)?;
+    let x402 = match x402 {
+        None => None,
+        // x402's `exact` scheme pays one recipient: where the protocol fee
+        // applies, every x402 buy would lack the treasury's share and be
+        // refused after the buyer paid
+        Some(_) if policy.settle_terms().is_some() => {
+            return Err(crate::failure::Failure::bad_input(anyhow::anyhow!(
+                "--x402: the protocol fee applies on this cluster, and x402's exact scheme pays the seller alone, so every x402 buy would be refused as not paying the fee; not started"
+            )))
+        }
+        Some(addr) => Some(x402_endpoint(ctx, &db_path, &storage, &addr, x402_network)?),
+    };
     let config = node::listen::daemon::DaemonConfig {
         keys,
         fee: policy.settle_terms(),
