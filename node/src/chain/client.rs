@@ -360,8 +360,10 @@ impl Chain {
 
     /// Whether `sig` has landed (at any commitment, failed or not).
     async fn status_landed(&self, sig: &Signature) -> Result<bool, ChainError> {
+        // with history: a retry after the status cache has moved on
         let statuses = with_retry("getSignatureStatuses", || {
-            self.rpc.get_signature_statuses(std::slice::from_ref(sig))
+            self.rpc
+                .get_signature_statuses_with_history(std::slice::from_ref(sig))
         })
         .await?
         .value;

@@ -154,7 +154,7 @@ pub fn usd_to_units(price_usd: f64, usd_per_whole: f64, decimals: u8) -> Result<
     } else {
         units.ceil()
     };
-    if !(0.0..=u64::MAX as f64).contains(&units) || units.is_nan() {
+    if !(0.0..u64::MAX as f64).contains(&units) {
         return Err(InputError::PriceTooLarge { price_usd }.into());
     }
     Ok(units as u64)

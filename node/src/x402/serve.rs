@@ -51,6 +51,10 @@ pub struct X402Config {
     pub release_wait: Duration,
     /// Requests served at once (more are answered 503).
     pub concurrency: usize,
+    /// Co-signed payments that may land failed in an hour (each costs the
+    /// node its fee) before the endpoint stops taking payments for the
+    /// rest of that hour.
+    pub failures_per_hour: usize,
 }
 
 impl X402Config {
@@ -61,6 +65,7 @@ impl X402Config {
             max_timeout_secs: 60,
             release_wait: Duration::from_secs(90),
             concurrency: 64,
+            failures_per_hour: 20,
         }
     }
 }
@@ -73,6 +78,10 @@ pub struct X402State {
     source: Source,
     config: X402Config,
     permits: tokio::sync::Semaphore,
+    /// Buyers with a payment in flight (one each).
+    in_flight: std::sync::Mutex<std::collections::HashSet<Pubkey>>,
+    /// When co-signed payments failed to settle, within the last hour.
+    failures: std::sync::Mutex<std::collections::VecDeque<std::time::Instant>>,
 }
 
 impl X402State {
@@ -93,6 +102,8 @@ impl X402State {
             source,
             config,
             permits,
+            in_flight: Default::default(),
+            failures: Default::default(),
         })
     }
 }
@@ -171,9 +182,20 @@ async fn key(
         return Problem::new(StatusCode::SERVICE_UNAVAILABLE, None, "busy; retry shortly")
             .into_response();
     };
-    match sell(&st, &listing_id, q.buyer.as_deref(), &headers).await {
-        Ok(r) => r,
-        Err(p) => p.into_response(),
+    // nothing a request does may hold a permit (and the daemon's
+    // shutdown) longer than a payment's whole budget
+    let budget = Duration::from_secs(st.config.max_timeout_secs)
+        + st.config.release_wait
+        + Duration::from_secs(30);
+    match tokio::time::timeout(budget, sell(&st, &listing_id, q.buyer.as_deref(), &headers)).await {
+        Ok(Ok(r)) => r,
+        Ok(Err(p)) => p.into_response(),
+        Err(_) => Problem::new(
+            StatusCode::GATEWAY_TIMEOUT,
+            None,
+            "the payment did not settle in time; if it landed, `listen` releases it: retry with the same payment to get the key",
+        )
+        .into_response(),
     }
 }
 
@@ -217,6 +239,16 @@ async fn sell(
     .map_err(|r| refused(st, &sale, &r))?;
     verify::cosign(&mut tx, &st.seller.solana_keypair());
     let signature = tx.signatures[0].to_string();
+    // one payment in flight per buyer, and none while failed ones have
+    // cost the node its hourly budget
+    let _in_flight = InFlight::claim(st, sale.buyer)?;
+    if st.recent_failures() >= st.config.failures_per_hour {
+        return Err(Problem::new(
+            StatusCode::SERVICE_UNAVAILABLE,
+            None,
+            "too many payments failed on chain in the last hour; payments resume later",
+        ));
+    }
     let network = if v1 {
         wire::v1_network(&st.config.network)
             .unwrap_or_default()
@@ -236,6 +268,9 @@ async fn sell(
     if !matches!(release_of(st, &signature).await?, Outcome::Released { .. }) {
         if let Err(e) = st.chain.send_cosigned(&tx).await {
             tracing::warn!(listing = %listing_id, buyer = %sale.buyer, error = %e, "x402 payment not settled");
+            if matches!(e, crate::chain::ChainError::TxFailed { .. }) {
+                st.failed_now();
+            }
             let failed = SettleResponse {
                 success: false,
                 transaction: String::new(),
@@ -321,6 +356,64 @@ async fn sell(
     Ok(response)
 }
 
+/// A buyer's payment in flight; the claim ends when it drops.
+struct InFlight<'a> {
+    st: &'a X402State,
+    buyer: Pubkey,
+}
+
+impl<'a> InFlight<'a> {
+    fn claim(st: &'a X402State, buyer: Pubkey) -> Result<InFlight<'a>, Problem> {
+        let fresh = st
+            .in_flight
+            .lock()
+            .map(|mut s| s.insert(buyer))
+            .unwrap_or(false);
+        if !fresh {
+            return Err(Problem::new(
+                StatusCode::TOO_MANY_REQUESTS,
+                Some("buyer"),
+                "a payment of this buyer is in flight; retry once it is answered",
+            ));
+        }
+        Ok(InFlight { st, buyer })
+    }
+}
+
+impl Drop for InFlight<'_> {
+    fn drop(&mut self) {
+        if let Ok(mut s) = self.st.in_flight.lock() {
+            s.remove(&self.buyer);
+        }
+    }
+}
+
+impl X402State {
+    /// Co-signed payments that landed failed in the last hour.
+    fn recent_failures(&self) -> usize {
+        let Ok(mut f) = self.failures.lock() else {
+            return usize::MAX;
+        };
+        let hour = Duration::from_secs(3600);
+        while f.front().is_some_and(|t| t.elapsed() > hour) {
+            f.pop_front();
+        }
+        f.len()
+    }
+
+    fn failed_now(&self) {
+        if let Ok(mut f) = self.failures.lock() {
+            f.push_back(std::time::Instant::now());
+        }
+    }
+}
+
+/// Seconds a listing must still live when a payment is asked for: the
+/// payment's own timeout, a blockhash's life (150 blocks) and the
+/// commitment's lag, so it lands, and is judged by its block time, before
+/// the listing expires.
+const EXPIRY_MARGIN_SECS: i64 = 180;
+
 /// The listing (ours, live, in a token, paid to the node's own wallet),
 /// its mint, the buyer and the requirements of paying for it.
 async fn sale(st: &X402State, listing_id: &str, buyer: Option<&str>) -> Result<Sale, Problem> {
@@ -363,7 +456,7 @@ async fn sale(st: &X402State, listing_id: &str, buyer: Option<&str>) -> Result<S
         .await
         .map_err(|e| Problem::new(StatusCode::SERVICE_UNAVAILABLE, None, e))?;
     // the payment must land, and be judged by its block time, before expiry
-    if now + st.config.max_timeout_secs as i64 >= listing.expires_at {
+    if now + EXPIRY_MARGIN_SECS.max(st.config.max_timeout_secs as i64) >= listing.expires_at {
         return Err(gone(format!(
             "{listing_id} has expired or expires within the payment's timeout"
         )));

@@ -6,8 +6,9 @@
 //! made to pay for beyond the fee. Stricter than the Python SDK's
 //! facilitator (x402 2.25.0), never refusing what its client builds:
 //! the fee payer must be account 0 and in no instruction, no lookup
-//! tables, a capped compute-unit limit, the mint's decimals, the exact
-//! amount, the payer's signature checked here.
+//! tables, capped compute (at most 40 lamports of priority fee), no
+//! instruction but the memo after the transfer, the mint's decimals, the
+//! exact amount, the payer's signature checked here.
 //!
 //! Pure: decodes and checks; co-signing is [`cosign`]. Never sends.
 
@@ -20,14 +21,12 @@ use solana_sdk::transaction::VersionedTransaction;
 const COMPUTE_BUDGET: Pubkey = solana_sdk::pubkey!("ComputeBudget111111111111111111111111111111");
 /// SPL Memo v3.
 const MEMO: Pubkey = solana_sdk::pubkey!("MemoSq4gqABAXKb96qnH8TysNcWxMyWCqXgDLGmfcHr");
-/// Lighthouse (wallets' guard instructions; x402 facilitators allow it).
-const LIGHTHOUSE: Pubkey = solana_sdk::pubkey!("L2TExMFKdjpN9kozasaurPirfHy9P8sbXoAN1qA3S95");
-/// The highest compute-unit price the fee payer pays (micro-lamports),
-/// as x402's facilitators cap it.
-pub const MAX_COMPUTE_UNIT_PRICE: u64 = 5_000_000;
+/// The highest compute-unit price the fee payer pays (micro-lamports;
+/// the SDK's client asks 1).
+pub const MAX_COMPUTE_UNIT_PRICE: u64 = 1_000;
 /// The highest compute-unit limit (the SDK's client asks 20,000): with
-/// the price cap, at most a lamport a unit of priority fee.
-pub const MAX_COMPUTE_UNIT_LIMIT: u32 = 200_000;
+/// the price cap, at most 40 lamports of priority fee a payment.
+pub const MAX_COMPUTE_UNIT_LIMIT: u32 = 40_000;
 
 /// What the payment must be.
 #[derive(Debug, Clone)]
@@ -83,7 +82,9 @@ pub enum Refusal {
         "the third instruction must be a TransferChecked of the SPL Token or Token-2022 program"
     )]
     NoTransfer,
-    /// An instruction after the transfer is not a memo (or Lighthouse).
+    /// An instruction after the transfer is not a memo (Lighthouse's
+    /// assertions are refused too: one can pass the simulation and fail on
+    /// chain, at the fee payer's cost).
     #[error("instruction {0} is not a memo")]
     UnknownInstruction(usize),
     /// Not exactly one memo, or not the buy memo.
@@ -225,7 +226,6 @@ pub fn check(tx: &VersionedTransaction, e: &Expected<'_>) -> Result<(), Refusal>
                     return Err(Refusal::Memo);
                 }
             }
-            p if p == LIGHTHOUSE => {}
             _ => return Err(Refusal::UnknownInstruction(i)),
         }
     }
@@ -439,6 +439,14 @@ mod tests {
             Err(Refusal::Memo),
             "two memos"
         );
+        let lighthouse: Pubkey = "L2TExMFKdjpN9kozasaurPirfHy9P8sbXoAN1qA3S95"
+            .parse()
+            .unwrap();
+        assert_eq!(
+            with(&|ixs| ixs.push(Instruction::new_with_bytes(lighthouse, &[0], vec![]))),
+            Err(Refusal::UnknownInstruction(4)),
+            "an assertion that may fail on chain after passing the simulation"
+        );
         assert_eq!(
             with(&|ixs| ixs.push(crate::chain::instructions::transfer(
                 &c.buyer.pubkey(),
@@ -448,12 +456,12 @@ mod tests {
             Err(Refusal::UnknownInstruction(4))
         );
         assert_eq!(
-            with(&|ixs| ixs[0].data = vec![2, 0x41, 0x0d, 0x03, 0]),
+            with(&|ixs| ixs[0].data = vec![2, 0x41, 0x9c, 0, 0]),
             Err(Refusal::ComputeLimit),
-            "200,001 units"
+            "40,001 units"
         );
         assert_eq!(
-            with(&|ixs| ixs[1].data[1..9].copy_from_slice(&5_000_001u64.to_le_bytes())),
+            with(&|ixs| ixs[1].data[1..9].copy_from_slice(&1_001u64.to_le_bytes())),
             Err(Refusal::ComputePrice)
         );
         assert_eq!(with(&|ixs| ixs.swap(0, 1)), Err(Refusal::ComputeLimit));

@@ -138,8 +138,14 @@ fn x402_endpoint(
     std::net::TcpListener,
     std::sync::Arc<node::x402::serve::X402State>,
 )> {
-    // handles of its own (the daemon's are borrowed by its loop)
-    let (chain, wallet) = (ctx.chain()?, ctx.wallet()?);
+    // handles of its own (the daemon's are borrowed by its loop); a send
+    // that cannot land in the budget gives up (the payment may still land:
+    // `listen` releases it, and a retry with it answers the release)
+    let (chain, wallet) = (
+        ctx.chain()?
+            .with_landing_budget(node::listen::daemon::LANDING_BUDGET),
+        ctx.wallet()?,
+    );
     let network = match network {
         Some(n) => n,
         None => {
