@@ -381,6 +381,25 @@ impl ListenDb {
     }
 
     fn open_with(path: &Path, lock: Option<File>) -> Result<ListenDb, StateError> {
+        // two processes opening a new state at once (an agent's parallel
+        // tool calls) can meet SQLite's lock where its busy handler does
+        // not wait (switching to WAL, upgrading a read): tried again
+        let mut tries = 0;
+        loop {
+            match Self::connect(path) {
+                Err(StateError::Sql(rusqlite::Error::SqliteFailure(e, _)))
+                    if e.code == rusqlite::ErrorCode::DatabaseBusy && tries < 100 =>
+                {
+                    tries += 1;
+                    std::thread::sleep(std::time::Duration::from_millis(50));
+                }
+                Err(e) => return Err(e),
+                Ok(conn) => return Ok(ListenDb { conn, _lock: lock }),
+            }
+        }
+    }
+
+    fn connect(path: &Path) -> Result<Connection, StateError> {
         ensure_parent(path)?;
         let mut conn = Connection::open(path)?;
         conn.busy_timeout(std::time::Duration::from_secs(10))?;
@@ -391,7 +410,7 @@ impl ListenDb {
             return Err(StateError::NewerSchema(version));
         }
         crate::store::migrate::apply(&mut conn, MIGRATIONS, None)?;
-        Ok(ListenDb { conn, _lock: lock })
+        Ok(conn)
     }
 
     /// Records a buy signature as seen (idempotent).
