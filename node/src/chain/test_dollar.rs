@@ -24,9 +24,7 @@ const MINT_LEN: usize = 82;
 pub fn mint() -> TokenMint {
     TokenMint {
         address: ADDRESS,
-        program: super::parsed_tx::TOKEN_PROGRAM
-            .parse()
-            .expect("token program id"),
+        program: super::token::TOKEN_PROGRAM_ID,
         decimals: DECIMALS,
     }
 }

@@ -21,6 +21,10 @@ pub struct TokenMint {
     pub decimals: u8,
 }
 
+/// The SPL Token program (`parsed_tx::TOKEN_PROGRAM` as a key).
+pub const TOKEN_PROGRAM_ID: Pubkey =
+    solana_sdk::pubkey!("TokenkegQfeZyiNwAJbNbGKPFXCWuBvf9Ss623VQ5DA");
+
 /// Mints whose unit is a US dollar (a listing priced in USD settles in
 /// them 1:1 without a price feed): USDC and USDT on mainnet, USDC on
 /// devnet (whose address the localnet's test mint shares, so that x402
@@ -102,9 +106,7 @@ pub fn mint_from_account(
         transfer_hook::TransferHook, BaseStateWithExtensions, StateWithExtensions,
     };
     use spl_token_2022_interface::state::{AccountState, Mint};
-    let legacy: Pubkey = crate::chain::parsed_tx::TOKEN_PROGRAM
-        .parse()
-        .expect("token program id");
+    let legacy = TOKEN_PROGRAM_ID;
     if *owner != legacy && *owner != spl_token_2022_interface::ID {
         return Err(MintRefusal::NotTokenProgram {
             mint: *address,
@@ -275,7 +277,8 @@ mod tests {
             transfer_hook::TransferHook, BaseStateWithExtensionsMut, ExtensionType,
         };
         let address = Pubkey::new_unique();
-        let legacy: Pubkey = crate::chain::parsed_tx::TOKEN_PROGRAM.parse().unwrap();
+        let legacy = TOKEN_PROGRAM_ID;
+        assert_eq!(legacy.to_string(), crate::chain::parsed_tx::TOKEN_PROGRAM);
         let t22 = spl_token_2022_interface::ID;
         let plain = mint_bytes(&[], |_| {});
         assert_eq!(plain.len(), 82);

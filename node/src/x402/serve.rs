@@ -211,7 +211,7 @@ async fn sell(
         .or_else(|| headers.get(wire::X_PAYMENT))
         .and_then(|v| v.to_str().ok());
     let Some(payment) = payment else {
-        return Err(payment_required(st, &sale, "payment required"));
+        return Err(payment_required(&sale, "payment required"));
     };
     let payload: PaymentPayload = wire::decode_header(payment).map_err(|e| {
         Problem::new(
@@ -222,9 +222,8 @@ async fn sell(
     })?;
     let v1 = payload.x402_version == 1;
     matches_requirements(&payload, &sale.requirements)
-        .map_err(|why| payment_required(st, &sale, why))?;
-    let mut tx =
-        verify::decode(&payload.payload.transaction).map_err(|r| refused(st, &sale, &r))?;
+        .map_err(|why| payment_required(&sale, why))?;
+    let mut tx = verify::decode(&payload.payload.transaction).map_err(|r| refused(&sale, &r))?;
     verify::check(
         &tx,
         &Expected {
@@ -236,7 +235,7 @@ async fn sell(
             memo: &sale.memo,
         },
     )
-    .map_err(|r| refused(st, &sale, &r))?;
+    .map_err(|r| refused(&sale, &r))?;
     verify::cosign(&mut tx, &st.seller.solana_keypair());
     let signature = tx.signatures[0].to_string();
     // one payment in flight per buyer, and none while failed ones have
@@ -535,7 +534,7 @@ fn matches_requirements(p: &PaymentPayload, ours: &Requirements) -> Result<(), S
 }
 
 /// A 402 with the requirements of `sale` and `error` saying why.
-fn payment_required(st: &X402State, sale: &Sale, error: impl Into<String>) -> Problem {
+fn payment_required(sale: &Sale, error: impl Into<String>) -> Problem {
     let required = PaymentRequired {
         x402_version: 2,
         error: error.into(),
@@ -552,7 +551,6 @@ fn payment_required(st: &X402State, sale: &Sale, error: impl Into<String>) -> Pr
         }),
         accepts: vec![sale.requirements.clone()],
     };
-    let _ = st;
     Problem {
         status: StatusCode::PAYMENT_REQUIRED,
         body: serde_json::to_value(&required).expect("serializes"),
@@ -561,9 +559,9 @@ fn payment_required(st: &X402State, sale: &Sale, error: impl Into<String>) -> Pr
 }
 
 /// A 402 for a payment the check refused, with x402's reason.
-fn refused(st: &X402State, sale: &Sale, r: &Refusal) -> Problem {
+fn refused(sale: &Sale, r: &Refusal) -> Problem {
     tracing::info!(listing = %sale.listing.listing_id, buyer = %sale.buyer, reason = r.reason(), error = %r, "x402 payment refused");
-    let mut p = payment_required(st, sale, r.reason());
+    let mut p = payment_required(sale, r.reason());
     p.body["message"] = json!(r.to_string());
     p
 }

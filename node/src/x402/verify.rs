@@ -246,9 +246,7 @@ fn check_transfer(
     key: &impl Fn(u8) -> Option<Pubkey>,
     e: &Expected<'_>,
 ) -> Result<(), Refusal> {
-    let legacy: Pubkey = crate::chain::parsed_tx::TOKEN_PROGRAM
-        .parse()
-        .expect("token program id");
+    let legacy = crate::chain::token::TOKEN_PROGRAM_ID;
     if program != legacy && program != spl_token_2022_interface::ID {
         return Err(Refusal::NoTransfer);
     }
