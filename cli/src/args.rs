@@ -211,6 +211,15 @@ pub struct McpArgs {
     /// allowlist (BRAINCTL_HTTP_ALLOWED_TOOLS and/or BRAINCTL_TOOL_GROUPS).
     #[arg(long, value_name = "ADDR", num_args = 0..=1, default_missing_value = "")]
     pub http: Option<String>,
+    /// Over HTTP, charge for tool calls with x402 (its MCP binding): a JSON
+    /// price list, e.g. {"mint": "<mint>", "tools": {"memory_search":
+    /// "10000"}} (prices in the mint's base units; optional "pay_to",
+    /// "network", "max_timeout_seconds"). A priced tool called without
+    /// payment answers the requirements; a paid call runs once. Tools not
+    /// listed stay free. Payments are recorded in paid-calls.db beside the
+    /// wallet, which pays their network fees.
+    #[arg(long, env = "BRAINCTL_HTTP_TOOL_PRICES", value_name = "FILE")]
+    pub tool_prices: Option<PathBuf>,
 }
 
 impl McpArgs {

@@ -424,18 +424,6 @@ print(json.dumps(out))
 
 /// The address a `brainctl mcp --http` server logged (`listening on
 /// http://ADDR/mcp`), waiting up to 30 s.
-fn mcp_http_base(log: &Path) -> String {
-    let deadline = Instant::now() + Duration::from_secs(30);
-    loop {
-        let text = std::fs::read_to_string(log).unwrap_or_default();
-        if let Some(rest) = text.split("listening on ").nth(1) {
-            return rest.split("/mcp").next().unwrap().to_string();
-        }
-        assert!(Instant::now() < deadline, "server never listened: {text}");
-        std::thread::sleep(Duration::from_millis(100));
-    }
-}
-
 /// Over streamable HTTP (the official SDK's client), with a token and an
 /// allowlist (a group and a tool): only those tools are listed, another is
 /// no method (-32601); two sessions buying at once on one budget that has
@@ -507,7 +495,7 @@ fn over_http_two_sessions_share_one_budget_and_see_only_allowed_tools() {
             .unwrap(),
         log.clone(),
     );
-    let base = mcp_http_base(&log);
+    let base = util::mcp::http_base(&log);
     let url = format!("{base}/mcp");
     let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/support/mcp_client.py");
     let clients: Vec<_> = manifests
@@ -856,4 +844,107 @@ fn an_agent_exports_and_verifies_a_signed_bundle_through_the_tools() {
         exported["result"]["bundle_hash"]
     );
     assert_eq!(step(&s, 1, "bundle_verify")["is_error"], true);
+}
+
+/// A token listing through the tools (issue 31's MCP path): an agent whose
+/// policy limits test dollars quotes and buys a $2 listing (paid in the
+/// token, imported), and a $4 one over its per-buy token maximum is
+/// refused with the policy's reason, nothing sent.
+#[test]
+fn an_agent_buys_a_test_dollar_listing_within_its_token_limits() {
+    let py = e2e::mcp_python();
+    let v = e2e::validator();
+    let rpc = v.rpc_url.as_str();
+    let (seller, buyer, work, items) = util::funded_pair(rpc);
+    let dollar = node::chain::test_dollar::mint();
+    let buyer_pk: node::chain::Pubkey = buyer.ok(&["wallet", "address"]).stdout.trim().parse().unwrap();
+    v.fund_dollars(&buyer_pk, 10);
+    let mut listings = Vec::new();
+    for (cat, usd) in [("cheap", "2"), ("dear", "4")] {
+        seller.ok(&["memory", "add", &format!("{cat}: settled in dollars"), "-c", cat]);
+        let file = format!("{cat}.signed.json");
+        seller.ok(&["export", "--sign", "--category", cat, "-o", &file]);
+        let listed = seller.ok_on(
+            rpc,
+            &[
+                "marketplace",
+                "list",
+                &file,
+                "--price-usd",
+                usd,
+                "--sol-usd",
+                "100",
+                "--mint",
+                &dollar.address.to_string(),
+                "--storage-dir",
+                &items,
+                "--json",
+            ],
+        );
+        let l = &listed["listing"];
+        listings.push((
+            l["manifest_id"].as_str().unwrap().to_string(),
+            l["listing_id"].as_str().unwrap().to_string(),
+        ));
+    }
+    let (daemon, _indexer, base) = services(&seller, rpc, &items, work.path());
+    let mut tokens = std::collections::BTreeMap::new();
+    tokens.insert(
+        dollar.address.to_string(),
+        node::spend::TokenLimits {
+            max_per_buy_units: Some(3_000_000),
+            budget_24h_units: Some(10_000_000),
+        },
+    );
+    node::spend::SpendPolicy {
+        max_per_buy_lamports: Some(1_000_000),
+        budget_24h_lamports: Some(5_000_000),
+        sellers: None,
+        tokens,
+    }
+    .write(&node::spend::policy_path(&buyer.path(".brainctl/wallet.json")))
+    .unwrap();
+    let server_args = mcp_args(rpc, &items, &["--indexer", &base, "--buy-timeout", "120"]);
+    let ((cheap, cheap_id), (dear, _)) = (&listings[0], &listings[1]);
+    let s = session(
+        &py,
+        buyer.dir.path(),
+        &server_args,
+        json!([
+            ["call", "market_quote", {"manifest_id": cheap}],
+            ["call", "market_buy", {"manifest_id": cheap}],
+            ["call", "market_buy", {"manifest_id": dear}],
+            ["call", "memory_list", {"scope": format!("imported:{cheap_id}")}],
+        ]),
+    );
+    let quote = step(&s, 0, "market_quote");
+    assert_eq!(quote["result"]["allowed"], true, "{quote}");
+    let q = &quote["result"]["quote"];
+    assert_eq!(q["token"]["mint"], dollar.address.to_string(), "{quote}");
+    assert_eq!(q["token"]["price_units"], 2_000_000u64);
+    assert_eq!(q["price_lamports"], 0);
+    let bought = step(&s, 1, "market_buy");
+    assert_eq!(bought["is_error"], false, "{bought}\nlisten: {}", daemon.tail());
+    assert_eq!(bought["result"]["listing_id"], cheap_id.as_str());
+    let refused = step(&s, 2, "market_buy");
+    assert_eq!(refused["is_error"], true, "{refused}");
+    let r = &refused["result"]["spend_refusal"];
+    assert_eq!(r["refusal"], "token_over_per_buy_max", "{refused}");
+    assert_eq!((&r["units"], &r["max"]), (&json!(4_000_000u64), &json!(3_000_000u64)));
+    let rows = step(&s, 3, "memory_list");
+    assert_eq!(
+        rows["result"]["memories"][0]["content"], "cheap: settled in dollars",
+        "{rows}"
+    );
+    let units = |owner: &node::chain::Pubkey| {
+        e2e::runtime()
+            .block_on(node::chain::token::balance(&v.chain(), owner, &dollar))
+            .unwrap()
+    };
+    let seller_pk: node::chain::Pubkey = seller.ok(&["wallet", "address"]).stdout.trim().parse().unwrap();
+    assert_eq!(
+        (units(&buyer_pk), units(&seller_pk)),
+        (8_000_000, 2_000_000),
+        "paid once, in the token; the refused buy sent nothing"
+    );
 }

@@ -118,21 +118,6 @@ fn indexer_on(
     (indexer, base, work)
 }
 
-/// `GET /listings/{id}` once it shows `releases` releases (or after 20 s).
-fn wait_released(base: &str, listing_id: &str, releases: u64) -> serde_json::Value {
-    let mut shown = serde_json::Value::Null;
-    for _ in 0..100 {
-        if let Some(l) = util::services::get(&format!("{base}/listings/{listing_id}")) {
-            shown = l;
-            if shown["listing"]["releases"] == releases {
-                break;
-            }
-        }
-        std::thread::sleep(std::time::Duration::from_millis(200));
-    }
-    shown
-}
-
 fn market(memories: &[&str], price_usd: &str, sol_usd: &str) -> Market {
     let (seller, buyer) = (Env::new(), Env::new());
     let shared = tempfile::tempdir().unwrap();
@@ -633,7 +618,7 @@ fn a_token_listing_trades_in_test_dollars() {
 
     // the indexer, from chain memos and the manifest alone
     let listing_id = listed["listing"]["listing_id"].as_str().unwrap();
-    let shown = wait_released(&base, listing_id, 1);
+    let shown = util::services::listing_with_releases(&base, listing_id, 1);
     assert_eq!(shown["listing"]["sales"], 1, "{shown}");
     assert_eq!(
         shown["listing"]["currency"],
@@ -707,7 +692,7 @@ fn a_token_listing_trades_in_test_dollars() {
     }
     assert_eq!(released, 1, "the /settle buy released");
     assert_eq!(held(&seller), 10_000_000);
-    let shown = wait_released(&base, listing_id, 2);
+    let shown = util::services::listing_with_releases(&base, listing_id, 2);
     assert_eq!(shown["listing"]["releases"], 2, "{shown}");
 }
 
@@ -1737,7 +1722,7 @@ fn a_buyer_counter_last_binds_in_listen_and_the_indexer() {
         (70_000_000..70_100_000).contains(&spent),
         "paid the buyer's own counter plus fees, spent {spent}"
     );
-    let shown = wait_released(&base, listing_id, 1);
+    let shown = util::services::listing_with_releases(&base, listing_id, 1);
     assert_eq!(
         (&shown["listing"]["sales"], &shown["listing"]["releases"]),
         (&serde_json::json!(1), &serde_json::json!(1)),
@@ -2088,7 +2073,7 @@ fn forced_fees_split_the_price_as_the_reference_does() {
     assert_eq!(split_of(&negotiated), (58_500_000, 1_500_000));
     // the indexer, with the same fee setting, settles both as released
     let listing_id = listed["listing"]["listing_id"].as_str().unwrap();
-    let shown = wait_released(&base, listing_id, 2);
+    let shown = util::services::listing_with_releases(&base, listing_id, 2);
     assert_eq!(
         (&shown["listing"]["sales"], &shown["listing"]["releases"]),
         (&serde_json::json!(2), &serde_json::json!(2)),

@@ -6,6 +6,8 @@
 //! decrypts to is the bundle the listing signed. Refusals for the wrong
 //! amount, the wrong mint and a transaction spending the node's fee payer
 //! send nothing; a replayed payment is the same buy, never a second one.
+//! The indexer counts x402 buys (led to them by their releases), as a
+//! rebuild from the chain does.
 
 mod util;
 
@@ -24,6 +26,24 @@ fn onchain(e: &Env, args: &[&str]) -> Value {
     let r = e.run(&full);
     assert_eq!(r.code, 0, "brainctl {args:?}: {}\n{}", r.stdout, r.stderr);
     r.json()
+}
+
+/// Waits (up to 30 s) until `mint` reads at `finalized`, where the SDK
+/// reads mints.
+fn wait_finalized(mint: &Pubkey) {
+    let v = e2e::validator();
+    let finalized = v
+        .chain()
+        .at_commitment(node::chain::parse_commitment("finalized").unwrap());
+    for _ in 0..120 {
+        if e2e::runtime()
+            .block_on(node::chain::token::read_mint(&finalized, mint))
+            .is_ok()
+        {
+            return;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(250));
+    }
 }
 
 /// The x402 client script, as the buyer whose keypair file is `secret`,
@@ -108,6 +128,9 @@ fn an_x402_client_buys_a_token_listing_and_opens_its_key() {
     v.fund_dollars(&buyer.pubkey(), 10);
 
     let work = shared.path();
+    // the indexer counts x402 buys, which no watched address lists: their
+    // releases lead it to them
+    let (indexer, indexer_url) = util::services::indexer(&v.rpc_url, &dir, work);
     let mut daemon = Running(
         seller
             .cmd()
@@ -155,18 +178,7 @@ fn an_x402_client_buys_a_token_listing_and_opens_its_key() {
     assert_eq!(req["extra"]["memo"], format!("x402:buy:{listing_id}"));
 
     // refusals: the SDK pays what it is told; our check holds the listing's terms
-    let finalized = v
-        .chain()
-        .at_commitment(node::chain::parse_commitment("finalized").unwrap());
-    for _ in 0..120 {
-        if rt
-            .block_on(node::chain::token::read_mint(&finalized, &other))
-            .is_ok()
-        {
-            break;
-        }
-        std::thread::sleep(std::time::Duration::from_millis(250));
-    }
+    wait_finalized(&other);
     let units = |owner: &Pubkey| {
         rt.block_on(node::chain::token::balance(
             &chain,
@@ -289,6 +301,21 @@ fn an_x402_client_buys_a_token_listing_and_opens_its_key() {
         "a replay pays nothing more"
     );
 
+    let shown = util::services::listing_with_releases(&indexer_url, listing_id, 2);
+    assert_eq!(
+        (&shown["listing"]["sales"], &shown["listing"]["releases"]),
+        (&serde_json::json!(2), &serde_json::json!(2)),
+        "the indexer counts both x402 purchases: {shown}\n{}",
+        indexer.tail()
+    );
+    util::services::indexer_matches_rebuild(
+        &v.rpc_url,
+        &indexer_url,
+        &dir,
+        work,
+        "a rebuild finds the x402 buys through their releases",
+    );
+
     // a transaction moving the fee payer's own tokens is refused, unsent
     v.fund_dollars(&seller_pk, 1);
     let hostile =
@@ -338,3 +365,186 @@ fn an_x402_client_buys_a_token_listing_and_opens_its_key() {
         refused.stdout
     );
 }
+
+/// Paid tool calls (x402's MCP binding) over `brainctl mcp --http` with a
+/// price list: the Python SDK's SVM client pays for `memory_search` over
+/// the MCP SDK's streamable HTTP transport. Unpaid, the call answers the
+/// requirements; paid, it runs and answers its settlement; the same
+/// payment again is refused (the call ran once, and was paid once); a
+/// payment of one unit less, or in another mint, is refused unsent; a free
+/// tool stays free. The node records each payment in its ledger.
+#[test]
+fn a_priced_tool_call_runs_once_per_x402_payment() {
+    let v = e2e::validator();
+    let rt = e2e::runtime();
+    let chain = v.chain();
+    let dollar = test_dollar::mint();
+    // another mint, made first: the SDK reads mints at `finalized`
+    let other = v.create_mint(6);
+    let node_home = Env::new();
+    node_home.ok(&["wallet", "new"]);
+    onchain(&node_home, &["wallet", "airdrop", "1", "--json"]);
+    node_home.ok(&["memory", "add", "Paid answers come from here", "-c", "lesson"]);
+    let node_pk: Pubkey = node::wallet::Wallet::load(&node_home.path(".brainctl/wallet.json"))
+        .unwrap()
+        .solana_keypair()
+        .pubkey();
+    let work = tempfile::tempdir().unwrap();
+    let prices = work.path().join("prices.json");
+    std::fs::write(
+        &prices,
+        serde_json::json!({
+            "mint": dollar.address.to_string(),
+            "tools": {"memory_search": "10000"},
+            "network": DEVNET,
+        })
+        .to_string(),
+    )
+    .unwrap();
+    let buyer = Keypair::new();
+    let secret = work.path().join("buyer.json");
+    std::fs::write(
+        &secret,
+        serde_json::to_string(&buyer.to_bytes().to_vec()).unwrap(),
+    )
+    .unwrap();
+    v.fund_dollars(&buyer.pubkey(), 1);
+    let units = |owner: &Pubkey| {
+        rt.block_on(node::chain::token::balance(&chain, owner, &dollar))
+            .unwrap()
+    };
+
+    // a price for a tool the allowlist does not expose: refused at start
+    let hidden = node_home
+        .cmd()
+        .args(["-u", &v.rpc_url, "mcp", "--http", "127.0.0.1:0", "--unlimited-spending"])
+        .arg("--tool-prices")
+        .arg(&prices)
+        .env("BRAINCTL_HTTP_TOKEN", TOKEN)
+        .env("BRAINCTL_HTTP_ALLOWED_TOOLS", "memory_list")
+        .output()
+        .unwrap();
+    assert!(!hidden.status.success());
+    assert!(
+        String::from_utf8_lossy(&hidden.stderr).contains("prices memory_search but the allowlist does not expose it"),
+        "{}",
+        String::from_utf8_lossy(&hidden.stderr)
+    );
+
+    let log = work.path().join("mcp.log");
+    let mut server = Running(
+        node_home
+            .cmd()
+            .args(["-u", &v.rpc_url, "--commitment", "confirmed"])
+            .args(["mcp", "--http", "127.0.0.1:0", "--unlimited-spending"])
+            .arg("--tool-prices")
+            .arg(&prices)
+            .env("BRAINCTL_HTTP_TOKEN", TOKEN)
+            .env("BRAINCTL_TOOL_GROUPS", "memory")
+            .env("RUST_LOG", "warn,node::x402=debug,brainctl=info")
+            .stdout(Stdio::null())
+            .stderr(log(&log))
+            .spawn()
+            .unwrap(),
+        log.clone(),
+    );
+    let url = format!("{}/mcp", util::mcp::http_base(&log));
+    // the server made the payee's token account before it listened (the
+    // SDK never creates it)
+    let payee_account = node::chain::token::associated_account(&node_pk, &dollar);
+    assert!(rt.block_on(chain.balance(&payee_account)).unwrap() > 0);
+    wait_finalized(&other);
+    let script = concat!(env!("CARGO_MANIFEST_DIR"), "/../tests/x402/mcp_call.py");
+    let out = Command::new(e2e::x402::python())
+        .arg(script)
+        .args(["--url", &url, "--token", TOKEN, "--rpc", &v.rpc_url])
+        .arg("--secret")
+        .arg(&secret)
+        .args(["--tool", "memory_search", "--args", r#"{"query": "paid answers"}"#])
+        .args(["--free-tool", "memory_list", "--free-args", "{}"])
+        .args(["--other-mint", &other.to_string()])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "mcp_call.py: {}\n{}\nthe server's log ends:\n{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr),
+        server.tail()
+    );
+    let r: Value = serde_json::from_slice(&out.stdout).unwrap();
+
+    // unpaid: the requirements, in the list's token, to the node
+    let unpaid = &r["unpaid"];
+    assert_eq!(unpaid["is_error"], true, "{unpaid}");
+    let req = &unpaid["structured"]["accepts"][0];
+    assert_eq!(unpaid["structured"]["x402Version"], 2);
+    assert_eq!(unpaid["structured"]["resource"]["url"], "mcp://tool/memory_search");
+    assert_eq!(
+        (&req["scheme"], &req["network"], &req["amount"]),
+        (&serde_json::json!("exact"), &serde_json::json!(DEVNET), &serde_json::json!("10000"))
+    );
+    assert_eq!(req["asset"], dollar.address.to_string());
+    assert_eq!(req["payTo"], node_pk.to_string());
+    assert_eq!(req["extra"]["feePayer"], node_pk.to_string());
+
+    // paid: the search ran, and the answer carries the settlement
+    let paid = &r["paid"];
+    assert_eq!(paid["is_error"], false, "{paid}\n{}", server.tail());
+    assert!(
+        paid["text"].as_str().unwrap().contains("Paid answers come from here"),
+        "{paid}"
+    );
+    let settle = &paid["meta"]["x402/payment-response"];
+    assert_eq!(settle["success"], true, "{paid}");
+    assert_eq!(settle["payer"], buyer.pubkey().to_string());
+    assert_eq!(settle["network"], DEVNET);
+    let signature = settle["transaction"].as_str().unwrap();
+
+    // the same payment again: refused, nothing runs, nothing is paid
+    let replayed = &r["replayed"];
+    assert_eq!(replayed["is_error"], true, "{replayed}");
+    assert_eq!(replayed["structured"]["error"], "duplicate_settlement", "{replayed}");
+    assert!(!replayed["text"].as_str().unwrap().contains("Paid answers"));
+    for (name, reason) in [
+        ("tampered", "invalid_exact_svm_payload_amount_insufficient"),
+        ("wrong_mint", "invalid_exact_svm_payload_mint_mismatch"),
+    ] {
+        assert_eq!(r[name]["is_error"], true, "{name}: {}", r[name]);
+        assert_eq!(r[name]["structured"]["error"], reason, "{name}: {}", r[name]);
+    }
+    let free = &r["free"];
+    assert_eq!(free["is_error"], false, "{free}");
+    assert!(free["meta"].is_null(), "a free tool carries no settlement: {free}");
+
+    // paid once: the buyer's dollars moved once, to the node
+    assert_eq!(units(&buyer.pubkey()), 990_000);
+    assert_eq!(units(&node_pk), 10_000);
+    assert_eq!(
+        rt.block_on(chain.balance(&buyer.pubkey())).unwrap(),
+        0,
+        "the payer needs no SOL: the node pays the fee"
+    );
+    let ledger = node::x402::call_ledger::CallLedger::open(
+        &node_home.path(".brainctl").join(node::x402::call_ledger::LEDGER_FILE),
+    )
+    .unwrap()
+    .all()
+    .unwrap();
+    assert_eq!(ledger.len(), 1, "{ledger:?}");
+    assert_eq!(
+        (
+            ledger[0].signature.as_str(),
+            ledger[0].tool.as_str(),
+            ledger[0].units,
+            ledger[0].state.as_str()
+        ),
+        (signature, "memory_search", 10_000, "served")
+    );
+    assert_eq!(ledger[0].payer, buyer.pubkey().to_string());
+    assert!(server.alive(), "the server died:\n{}", server.tail());
+    assert!(server.stop().success());
+}
+
+/// The MCP server's bearer token in these tests.
+const TOKEN: &str = "a-test-token-of-forty-characters-0123456";

@@ -57,6 +57,10 @@ pub enum IngestError {
     /// lists it, so folding it would make the state differ from a rebuild.
     #[error("transaction {0} references none of the addresses this indexer watches (the registry, the escrow program); send marketplace actions with the registry reference, as brainctl does")]
     Unwatched(String),
+    /// A hinted release names a buy not indexed yet (an x402 payment,
+    /// which only its release leads to): the next poll folds both.
+    #[error("release {0} settles a buy this indexer has not folded yet; the next poll folds both (retry in a few seconds)")]
+    NamedBuyPending(String),
 }
 
 /// The RPC request budget (`--rps`), in two lanes: polls and hints
@@ -214,6 +218,44 @@ pub fn lacks_manifests(record: &TxRecord) -> bool {
 /// recorded with its reason.
 pub fn bad_key(signature: &str) -> String {
     format!("undecodable_tx:{signature}")
+}
+
+/// The buys the release envelopes of `records` name that neither the
+/// state has folded nor `records` holds. An x402 payment references no
+/// watched address (the client builds it), so the release that settles
+/// it, which does, is how ingest finds it; a rebuild finds it the same way.
+fn unfolded_named_buys(ix: &Indexer, records: &[TxRecord]) -> Vec<Signature> {
+    let batch: BTreeSet<&str> = records.iter().map(|r| r.tx.signature.as_str()).collect();
+    let state = ix.state();
+    let mut named: Vec<Signature> = records
+        .iter()
+        .flat_map(|r| {
+            r.tx.memos.iter().filter_map(|m| match MemoOp::parse(m).ok()? {
+                MemoOp::Release {
+                    envelope_arweave_id: id,
+                    ..
+                } => r
+                    .manifests
+                    .get(&id)?
+                    .get("buy_signature")?
+                    .as_str()
+                    .map(str::to_string),
+                _ => None,
+            })
+        })
+        .filter(|sig| !batch.contains(sig.as_str()) && !state.has_folded(sig))
+        .filter_map(|sig| Signature::from_str(&sig).ok())
+        .collect();
+    named.sort();
+    named.dedup();
+    named
+}
+
+/// Whether `tx` is an x402 payment for a listing (its compact buy memo).
+fn is_x402_buy(tx: &ParsedTx) -> bool {
+    tx.memos
+        .iter()
+        .any(|m| node::memo::x402_buy_listing(m).is_some())
 }
 
 fn is_marketplace(tx: &ParsedTx) -> bool {
@@ -383,7 +425,33 @@ impl RpcSource {
                 Err(e) => return Err(e.into()),
             }
         }
-        self.assemble(ix, txs, Lane::Queue).await
+        let mut records = self.assemble(ix, txs, Lane::Queue).await?;
+        records.extend(self.named_buys(ix, &records).await?);
+        Ok(records)
+    }
+
+    /// Records of the x402 buys `records`' releases name that the state
+    /// lacks ([`unfolded_named_buys`]); a named transaction that is no
+    /// x402 buy is left out (the release's fold judges what it names).
+    async fn named_buys(
+        &self,
+        ix: &Arc<Indexer>,
+        records: &[TxRecord],
+    ) -> Result<Vec<TxRecord>, IngestError> {
+        let named = unfolded_named_buys(ix, records);
+        if named.is_empty() {
+            return Ok(Vec::new());
+        }
+        let mut buys = Vec::new();
+        for sig in named {
+            self.limit.wait().await;
+            match self.chain.transaction(&sig).await {
+                Ok(Some(tx)) if is_x402_buy(&tx) => buys.push(tx),
+                Ok(_) | Err(node::chain::ChainError::Shape(_)) => {}
+                Err(e) => return Err(e.into()),
+            }
+        }
+        self.assemble(ix, buys, Lane::Queue).await
     }
 
     /// The record of a hinted `signature`, only if it references an
@@ -427,7 +495,13 @@ impl RpcSource {
         if !is_marketplace(&tx) {
             return Ok(None);
         }
-        Ok(self.assemble(ix, vec![tx], lane).await?.pop())
+        let records = self.assemble(ix, vec![tx], lane).await?;
+        // a release of a buy not folded yet (an x402 payment, which no
+        // watched address lists): the polls fold the two together
+        if !unfolded_named_buys(ix, &records).is_empty() {
+            return Err(IngestError::NamedBuyPending(signature.to_string()));
+        }
+        Ok(records.into_iter().next())
     }
 
     /// Records of `txs`: their positions in their blocks and the

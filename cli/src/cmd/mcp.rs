@@ -24,6 +24,7 @@ use rmcp::{tool, tool_handler, tool_router, ErrorData as McpError, ServerHandler
 use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::{json, Value};
+use node::x402::paid_calls::{CallRefusal, PaidCalls, PAYMENT_META, PAYMENT_RESPONSE_META};
 use std::path::PathBuf;
 use std::sync::Arc;
 
@@ -62,6 +63,8 @@ impl Settings {
 pub struct BrainctlServer {
     settings: Arc<Settings>,
     tool_router: ToolRouter<Self>,
+    /// The priced tools (over HTTP with `--tool-prices`).
+    paid: Option<Arc<PaidCalls>>,
 }
 
 const INSTRUCTIONS: &str = "brainctl: this agent's memory store and a marketplace of signed memory bundles settled on Solana.
@@ -424,7 +427,11 @@ impl BrainctlServer {
 impl BrainctlServer {
     /// A server over `settings` exposing the tools in `allowed` (all when
     /// `None`): the others are neither listed nor callable.
-    fn new(settings: Arc<Settings>, allowed: Option<&std::collections::BTreeSet<String>>) -> Self {
+    fn new(
+        settings: Arc<Settings>,
+        allowed: Option<&std::collections::BTreeSet<String>>,
+        paid: Option<Arc<PaidCalls>>,
+    ) -> Self {
         let mut tool_router = Self::tool_router();
         if let Some(allowed) = allowed {
             for tool in tool_router.list_all() {
@@ -436,6 +443,7 @@ impl BrainctlServer {
         Self {
             settings,
             tool_router,
+            paid,
         }
     }
 
@@ -1033,8 +1041,42 @@ impl ServerHandler for BrainctlServer {
                 None,
             ));
         }
+        let paid = self
+            .paid
+            .as_ref()
+            .filter(|p| p.price(&request.name).is_some());
+        let Some(paid) = paid else {
+            let call = rmcp::handler::server::tool::ToolCallContext::new(self, request, context);
+            return self.tool_router.call(call).await;
+        };
+        let tool = request.name.to_string();
+        let payment = context
+            .meta
+            .get(PAYMENT_META)
+            .or_else(|| request.meta.as_ref().and_then(|m| m.get(PAYMENT_META)))
+            .cloned();
+        let Some(payment) = payment else {
+            return Ok(payment_required(paid, &tool, None).into());
+        };
+        let settled = match paid.settle(&tool, &payment).await {
+            Ok(settled) => settled,
+            Err(refusal) => return Ok(payment_required(paid, &tool, Some(refusal)).into()),
+        };
+        let response = serde_json::to_value(&settled.response).expect("serializes");
         let call = rmcp::handler::server::tool::ToolCallContext::new(self, request, context);
-        self.tool_router.call(call).await
+        // a call that never ran (arguments that do not read) leaves the
+        // payment unspent: the same payment runs the call when sent again
+        let mut answered = self.tool_router.call(call).await?;
+        if let Err(e) = settled.served().await {
+            tracing::error!(%tool, error = %e.message, "paid call answered but not recorded as served");
+        }
+        if let rmcp::model::CallToolResponse::Complete(result) = &mut answered {
+            result
+                .meta
+                .get_or_insert_with(Default::default)
+                .insert(PAYMENT_RESPONSE_META.into(), response);
+        }
+        Ok(answered)
     }
 
     fn get_info(&self) -> ServerConfig {
@@ -1042,6 +1084,25 @@ impl ServerHandler for BrainctlServer {
             .with_server_info(Implementation::new("brainctl", env!("CARGO_PKG_VERSION")))
             .with_instructions(INSTRUCTIONS)
     }
+}
+
+/// A priced tool's answer without a payment that pays for it (x402's MCP
+/// binding): an error result whose structured content is the payment
+/// requirements, `error` saying why (and, for a payment sent that did not
+/// settle, its settlement under `x402/payment-response`).
+fn payment_required(paid: &PaidCalls, tool: &str, refusal: Option<CallRefusal>) -> CallToolResult {
+    let error = refusal.as_ref().map_or("Payment required", |r| r.reason.as_str());
+    let required = paid
+        .payment_required(tool, error)
+        .expect("only priced tools ask for payment");
+    let mut body = serde_json::to_value(&required).expect("serializes");
+    if let Some(r) = refusal {
+        body["message"] = json!(r.message);
+        if let Some(s) = r.settlement {
+            body[PAYMENT_RESPONSE_META] = serde_json::to_value(s).expect("serializes");
+        }
+    }
+    CallToolResult::structured_error(body)
 }
 
 /// The spend limits the server's flags add to the policy file; `None`
@@ -1101,6 +1162,17 @@ pub fn run(args: McpArgs, ctx: &Context) -> CliResult<u8> {
         .enable_all()
         .build()?;
     let settings = Arc::new(settings);
+    let prices = match (&settings.args.tool_prices, &http) {
+        (None, _) => None,
+        (Some(_), None) => {
+            return Err(Failure::bad_input(anyhow!(
+                "--tool-prices charges callers over HTTP; add --http (over stdio the agent is the operator)"
+            )))
+        }
+        (Some(path), Some(_)) => Some(
+            node::x402::prices::PriceList::load(path).map_err(Failure::bad_input)?,
+        ),
+    };
     if let Some(addr) = http {
         let tools_var = "BRAINCTL_HTTP_ALLOWED_TOOLS";
         let allowed = super::mcp_allow::allowed(tools_var, env(tools_var).as_deref(), groups.as_deref(), &names)
@@ -1112,8 +1184,12 @@ pub fn run(args: McpArgs, ctx: &Context) -> CliResult<u8> {
             })?;
         let config =
             super::mcp_http::HttpConfig::from_env(&addr, env).map_err(Failure::bad_input)?;
-        tracing::info!(policy = ?policy, tools = allowed.len(), "brainctl mcp serving over HTTP");
-        let make = move || BrainctlServer::new(settings.clone(), Some(&allowed));
+        let paid = match prices {
+            None => None,
+            Some(list) => Some(Arc::new(rt.block_on(paid_calls(ctx, list, &allowed))?)),
+        };
+        tracing::info!(policy = ?policy, tools = allowed.len(), priced = paid.is_some(), "brainctl mcp serving over HTTP");
+        let make = move || BrainctlServer::new(settings.clone(), Some(&allowed), paid.clone());
         rt.block_on(super::mcp_http::serve(
             make,
             config,
@@ -1131,7 +1207,7 @@ pub fn run(args: McpArgs, ctx: &Context) -> CliResult<u8> {
     .map_err(Failure::bad_input)?;
     tracing::info!(policy = ?policy, "brainctl mcp serving on stdio");
     rt.block_on(async move {
-        let service = BrainctlServer::new(settings, allowed.as_ref())
+        let service = BrainctlServer::new(settings, allowed.as_ref(), None)
             .serve(rmcp::transport::stdio())
             .await
             .map_err(|e| anyhow!("MCP handshake: {e}"))?;
@@ -1143,6 +1219,31 @@ pub fn run(args: McpArgs, ctx: &Context) -> CliResult<u8> {
         Ok::<_, Failure>(())
     })?;
     Ok(0)
+}
+
+/// The priced tools of `list` (each must be exposed), paid for with the
+/// node's wallet as fee payer, recorded beside it.
+async fn paid_calls(
+    ctx: &Context,
+    list: node::x402::prices::PriceList,
+    exposed: &std::collections::BTreeSet<String>,
+) -> Result<PaidCalls, Failure> {
+    let hidden: Vec<&str> = list.unexposed(exposed).collect();
+    if !hidden.is_empty() {
+        return Err(Failure::bad_input(anyhow!(
+            "--tool-prices prices {} but the allowlist does not expose {}; add them to BRAINCTL_HTTP_ALLOWED_TOOLS or remove them from the price list",
+            hidden.join(", "),
+            if hidden.len() == 1 { "it" } else { "them" }
+        )));
+    }
+    let ledger = ctx
+        .wallet_path
+        .with_file_name(node::x402::call_ledger::LEDGER_FILE);
+    let paid = PaidCalls::start(ctx.chain()?, Arc::new(ctx.wallet()?), list, ledger)
+        .await
+        .map_err(|e| Failure::bad_input(anyhow!("--tool-prices: {e}")))?;
+    tracing::info!(network = paid.network(), ledger = %paid.ledger_path().display(), "paid tool calls on");
+    Ok(paid)
 }
 
 #[cfg(test)]

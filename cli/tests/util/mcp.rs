@@ -25,3 +25,19 @@ pub fn session(py: &Path, home: &Path, server_args: &[String], steps: Value) -> 
     );
     serde_json::from_slice(&out.stdout).expect("the client prints JSON")
 }
+
+/// The base URL `brainctl mcp --http` logged to `log` once it listens.
+pub fn http_base(log: &Path) -> String {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    loop {
+        let text = std::fs::read_to_string(log).unwrap_or_default();
+        if let Some(rest) = text.split("listening on ").nth(1) {
+            return rest.split("/mcp").next().unwrap().to_string();
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "server never listened: {text}"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+}

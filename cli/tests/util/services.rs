@@ -64,14 +64,9 @@ pub fn log(path: &std::path::Path) -> std::fs::File {
     std::fs::File::create(path).unwrap()
 }
 
-/// `brainctl marketplace listen` for `seller` and `brainctl-indexer run`,
-/// both reading the chain at `rpc`. Returns them and the indexer's URL.
-pub fn services(
-    seller: &Env,
-    rpc: &str,
-    items: &str,
-    work: &std::path::Path,
-) -> (Running, Running, String) {
+/// `brainctl-indexer run` reading the chain at `rpc` and the items in
+/// `items`; returns it and its URL.
+pub fn indexer(rpc: &str, items: &str, work: &std::path::Path) -> (Running, String) {
     let indexer = Running(
         Command::new(indexer_bin())
             .args(["run", "--rpc", rpc, "--fs-store", items, "--db"])
@@ -85,6 +80,35 @@ pub fn services(
             .unwrap(),
         work.join("indexer.log"),
     );
+    let addr = e2e::logged_listen_address(&indexer.1);
+    (indexer, format!("http://{addr}"))
+}
+
+/// `GET /listings/{id}` of the indexer at `base` once it shows `releases`
+/// releases (or after 20 s).
+pub fn listing_with_releases(base: &str, listing_id: &str, releases: u64) -> Value {
+    let mut shown = Value::Null;
+    for _ in 0..100 {
+        if let Some(l) = get(&format!("{base}/listings/{listing_id}")) {
+            shown = l;
+            if shown["listing"]["releases"] == releases {
+                break;
+            }
+        }
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    shown
+}
+
+/// `brainctl marketplace listen` for `seller` and `brainctl-indexer run`,
+/// both reading the chain at `rpc`. Returns them and the indexer's URL.
+pub fn services(
+    seller: &Env,
+    rpc: &str,
+    items: &str,
+    work: &std::path::Path,
+) -> (Running, Running, String) {
+    let (indexer, base) = indexer(rpc, items, work);
     let daemon = Running(
         seller
             .cmd()
@@ -104,8 +128,7 @@ pub fn services(
             .unwrap(),
         work.join("listen.log"),
     );
-    let addr = e2e::logged_listen_address(&indexer.1);
-    (daemon, indexer, format!("http://{addr}"))
+    (daemon, indexer, base)
 }
 
 /// The live indexer at `base` reaches the state a `rebuild` from scratch

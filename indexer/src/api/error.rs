@@ -96,6 +96,7 @@ impl From<crate::ingest::IngestError> for ApiError {
     fn from(e: crate::ingest::IngestError) -> ApiError {
         match e {
             crate::ingest::IngestError::Unwatched(_) => ApiError::bad(e.to_string()),
+            crate::ingest::IngestError::NamedBuyPending(_) => ApiError::unavailable(e.to_string()),
             e => ApiError::unavailable(format!("chain or gateway unavailable: {e}")),
         }
     }

@@ -6,12 +6,20 @@
 //! - [`verify`]: the facilitator's check of a client's transaction
 //!   (pure), and co-signing as fee payer.
 //! - [`serve`]: the endpoint selling a listing's key, beside `listen`.
+//! - [`prices`], [`paid_calls`], [`call_ledger`]: paid MCP tool calls
+//!   (x402's MCP binding): the operator's price list, the settlement of a
+//!   payment for one call, and the durable record that runs each paid call
+//!   once.
 //!
-//! A payment is an ordinary buy on chain (buy memo, the seller's token
-//! account), so `listen` and the indexer count it with the settlement
-//! rules every buy meets (`crate::settle`), the seller's node as its
-//! co-signing fee payer.
+//! A listing's payment is an ordinary buy on chain (buy memo, the
+//! seller's token account), so `listen` and the indexer count it with the
+//! settlement rules every buy meets (`crate::settle`), the seller's node
+//! as its co-signing fee payer. A tool call's payment is a transfer to the
+//! payee, recorded in the node's own ledger.
 
+pub mod call_ledger;
+pub mod paid_calls;
+pub mod prices;
 pub mod serve;
 pub mod verify;
 pub mod wire;

@@ -221,7 +221,7 @@ async fn sell(
         )
     })?;
     let v1 = payload.x402_version == 1;
-    matches_requirements(&payload, &sale.requirements)
+    wire::matches_requirements(&payload, &sale.requirements)
         .map_err(|why| payment_required(&sale, why))?;
     let mut tx = verify::decode(&payload.payload.transaction).map_err(|r| refused(&sale, &r))?;
     verify::check(
@@ -232,7 +232,7 @@ async fn sell(
             mint: sale.mint,
             pay_to: sale.requirements.pay_to.parse().expect("our payee"),
             amount: sale.listing.price_lamports,
-            memo: &sale.memo,
+            memo: verify::MemoRule::Exactly(&sale.memo),
         },
     )
     .map_err(|r| refused(&sale, &r))?;
@@ -510,27 +510,6 @@ async fn sale(st: &X402State, listing_id: &str, buyer: Option<&str>) -> Result<S
         memo,
         requirements,
     })
-}
-
-/// The requirements the payment says it paid must be ours exactly (v2),
-/// or its scheme and network (v1, which names nothing else).
-fn matches_requirements(p: &PaymentPayload, ours: &Requirements) -> Result<(), String> {
-    if p.x402_version == 1 {
-        let want = wire::v1_network(&ours.network);
-        return (p.scheme.as_deref() == Some("exact") && p.network.as_deref() == want)
-            .then_some(())
-            .ok_or_else(|| "the payment names another scheme or network".into());
-    }
-    let accepted: Requirements = p
-        .accepted
-        .clone()
-        .ok_or("the payment names no accepted requirements")
-        .and_then(|a| {
-            serde_json::from_value(a).map_err(|_| "the accepted requirements do not read")
-        })?;
-    (accepted == *ours)
-        .then_some(())
-        .ok_or_else(|| "the payment accepted other requirements than this listing's".into())
 }
 
 /// A 402 with the requirements of `sale` and `error` saying why.

@@ -41,9 +41,22 @@ pub struct Expected<'a> {
     pub pay_to: Pubkey,
     /// The price in base units.
     pub amount: u64,
-    /// The buy memo, exactly.
-    pub memo: &'a str,
+    /// What the one memo must say.
+    pub memo: MemoRule<'a>,
 }
+
+/// What the payment's one memo must say.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum MemoRule<'a> {
+    /// Exactly this (a listing's buy memo).
+    Exactly(&'a str),
+    /// Anything up to [`MAX_MEMO_BYTES`] (the client's nonce, which keeps
+    /// two payments of the same price apart).
+    Any,
+}
+
+/// The longest memo x402 clients write.
+pub const MAX_MEMO_BYTES: usize = 256;
 
 /// Why a payment is refused; [`Refusal::reason`] is x402's
 /// `invalidReason` where the protocol names one.
@@ -87,8 +100,8 @@ pub enum Refusal {
     /// chain, at the fee payer's cost).
     #[error("instruction {0} is not a memo")]
     UnknownInstruction(usize),
-    /// Not exactly one memo, or not the buy memo.
-    #[error("the transaction must carry exactly one memo, the buy memo")]
+    /// Not exactly one memo, or not the memo asked for.
+    #[error("the transaction must carry exactly one memo (the buy memo where one is asked for)")]
     Memo,
     /// The fee payer is an account of an instruction (it could be made to pay).
     #[error("the fee payer appears in an instruction: it pays the fee and nothing else")]
@@ -222,7 +235,11 @@ pub fn check(tx: &VersionedTransaction, e: &Expected<'_>) -> Result<(), Refusal>
         match program(i)? {
             p if p == MEMO => {
                 memos += 1;
-                if !ix.accounts.is_empty() || ix.data != e.memo.as_bytes() {
+                let said = match e.memo {
+                    MemoRule::Exactly(memo) => ix.data == memo.as_bytes(),
+                    MemoRule::Any => ix.data.len() <= MAX_MEMO_BYTES,
+                };
+                if !ix.accounts.is_empty() || !said {
                     return Err(Refusal::Memo);
                 }
             }
@@ -301,6 +318,8 @@ mod tests {
         pay_to: Pubkey,
     }
 
+    const BUY_MEMO: &str = "brainctl-marketplace/v1:buy:20261126-0123456789ab:X";
+
     impl Case {
         fn new() -> Case {
             Case {
@@ -318,7 +337,7 @@ mod tests {
                 mint: self.mint,
                 pay_to: self.pay_to,
                 amount: 2_000_000,
-                memo: "brainctl-marketplace/v1:buy:20261126-0123456789ab:X",
+                memo: MemoRule::Exactly(BUY_MEMO),
             }
         }
 
@@ -337,7 +356,7 @@ mod tests {
                 Instruction::new_with_bytes(COMPUTE_BUDGET, &[2, 0x20, 0x4e, 0, 0], vec![]),
                 Instruction::new_with_bytes(COMPUTE_BUDGET, &[3, 1, 0, 0, 0, 0, 0, 0, 0], vec![]),
                 transfer,
-                Instruction::new_with_bytes(MEMO, e.memo.as_bytes(), vec![]),
+                Instruction::new_with_bytes(MEMO, BUY_MEMO.as_bytes(), vec![]),
             ]
         }
 
@@ -374,6 +393,34 @@ mod tests {
             Ok(()),
             "co-signed: still the payment"
         );
+    }
+
+    /// A paid tool call takes any one memo (the client's nonce), up to
+    /// the clients' limit, and still exactly one.
+    #[test]
+    fn a_free_memo_is_one_memo_of_bounded_length() {
+        let c = Case::new();
+        let e = Expected {
+            memo: MemoRule::Any,
+            ..c.expected()
+        };
+        let with_memo = |memos: &[Vec<u8>]| {
+            let mut ixs = c.honest();
+            ixs.pop();
+            for m in memos {
+                ixs.push(Instruction::new_with_bytes(MEMO, m, vec![]));
+            }
+            check(&c.tx(&ixs), &e)
+        };
+        let nonce = b"0123456789abcdef0123456789abcdef".to_vec();
+        assert_eq!(with_memo(std::slice::from_ref(&nonce)), Ok(()));
+        assert_eq!(with_memo(&[vec![b'x'; MAX_MEMO_BYTES]]), Ok(()));
+        assert_eq!(
+            with_memo(&[vec![b'x'; MAX_MEMO_BYTES + 1]]),
+            Err(Refusal::Memo)
+        );
+        assert_eq!(with_memo(&[]), Err(Refusal::Memo));
+        assert_eq!(with_memo(&[nonce.clone(), nonce]), Err(Refusal::Memo));
     }
 
     /// Every way a client could bend the payment is refused, with the

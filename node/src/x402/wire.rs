@@ -159,6 +159,27 @@ fn two() -> u32 {
     2
 }
 
+/// The requirements the payment says it paid must be ours exactly (v2),
+/// or its scheme and network (v1, which names nothing else).
+pub fn matches_requirements(p: &PaymentPayload, ours: &Requirements) -> Result<(), String> {
+    if p.x402_version == 1 {
+        let want = v1_network(&ours.network);
+        return (p.scheme.as_deref() == Some("exact") && p.network.as_deref() == want)
+            .then_some(())
+            .ok_or_else(|| "the payment names another scheme or network".into());
+    }
+    let accepted: Requirements = p
+        .accepted
+        .clone()
+        .ok_or("the payment names no accepted requirements")
+        .and_then(|a| {
+            serde_json::from_value(a).map_err(|_| "the accepted requirements do not read")
+        })?;
+    (accepted == *ours)
+        .then_some(())
+        .ok_or_else(|| "the payment accepted other requirements than the ones asked for".into())
+}
+
 /// The settlement answer, base64 in [`PAYMENT_RESPONSE`].
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]

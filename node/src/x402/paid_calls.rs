@@ -1,0 +1,396 @@
+//! Paid tool calls over x402's MCP binding: a priced tool called without
+//! payment answers the requirements (the price in the list's token, the
+//! payee, the node as fee payer); called with `_meta["x402/payment"]` (a
+//! v2 payment payload), the node checks the client's transaction as a
+//! facilitator ([`super::verify`], the memo free: the client's nonce keeps
+//! two payments for the same tool apart), co-signs, sends and waits for
+//! it, and only then lets the call run; the answer carries
+//! `_meta["x402/payment-response"]`.
+//!
+//! Exactly once per payment: every payment is recorded before it is sent
+//! ([`super::call_ledger`]); a payment whose call has answered is refused
+//! if sent again, one that landed while its call never answered (the
+//! process stopped) runs its call when sent again, and one payment is
+//! settled by one request at a time.
+//!
+//! Owns: the requirements of a priced tool and the settlement of a
+//! payment for it. Never: runs the tool (the MCP server does, between
+//! [`PaidCalls::settle`] and [`Settled::served`]), logs a payment's
+//! transaction, or lets a payment make the fee payer move funds.
+
+use super::call_ledger::{CallLedger, CallState, LedgerError};
+use super::prices::PriceList;
+use super::verify::{self, Expected, MemoRule};
+use super::wire::{self, PaymentPayload, PaymentRequired, Requirements, Resource, SettleResponse};
+use crate::chain::token::{associated_account, create_associated_account, MintRefusal, TokenMint};
+use crate::chain::{Chain, ChainError, Pubkey, Signer};
+use crate::wallet::Wallet;
+use std::collections::{BTreeMap, HashSet};
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
+
+/// The request `_meta` key carrying the payment.
+pub const PAYMENT_META: &str = "x402/payment";
+/// The result `_meta` key carrying the settlement.
+pub const PAYMENT_RESPONSE_META: &str = "x402/payment-response";
+
+/// Why paid calls cannot start.
+#[derive(Debug, thiserror::Error)]
+pub enum SetupError {
+    /// The list's mint cannot be paid in.
+    #[error("price list `mint`: {0}")]
+    Mint(#[from] MintRefusal),
+    /// Reading the cluster or creating the payee's token account failed.
+    #[error(transparent)]
+    Chain(#[from] ChainError),
+    /// The ledger does not open.
+    #[error(transparent)]
+    Ledger(#[from] LedgerError),
+}
+
+/// Why a payment does not pay for the call; the MCP answer is the
+/// requirements again, with [`CallRefusal::reason`] as x402's error.
+#[derive(Debug, Clone)]
+pub struct CallRefusal {
+    /// x402's reason (`invalidReason` / `errorReason`).
+    pub reason: String,
+    /// What happened, for a person.
+    pub message: String,
+    /// Set when the payment was sent and did not settle.
+    pub settlement: Option<SettleResponse>,
+}
+
+impl CallRefusal {
+    fn new(reason: &str, message: impl std::fmt::Display) -> CallRefusal {
+        CallRefusal {
+            reason: reason.into(),
+            message: message.to_string(),
+            settlement: None,
+        }
+    }
+}
+
+/// The node's paid tools.
+pub struct PaidCalls {
+    chain: Chain,
+    wallet: Arc<Wallet>,
+    mint: TokenMint,
+    pay_to: Pubkey,
+    network: String,
+    prices: BTreeMap<String, u64>,
+    max_timeout_seconds: u64,
+    ledger_path: PathBuf,
+    /// Payments being settled (one request each).
+    in_flight: Mutex<HashSet<String>>,
+}
+
+impl PaidCalls {
+    /// Paid calls under `list`, paid to its payee (the node's wallet by
+    /// default), the node's wallet paying fees, recorded at
+    /// `ledger_path`. Reads the mint (refusing one whose extensions
+    /// change what arrives) and creates the payee's token account if it
+    /// is missing (x402 clients never do).
+    pub async fn start(
+        chain: Chain,
+        wallet: Arc<Wallet>,
+        list: PriceList,
+        ledger_path: PathBuf,
+    ) -> Result<PaidCalls, SetupError> {
+        let mint = crate::chain::token::read_mint(&chain, &list.mint).await?;
+        let fee_payer = wallet.solana_keypair();
+        let pay_to = list.pay_to.unwrap_or_else(|| fee_payer.pubkey());
+        let network = match list.network {
+            Some(n) => n,
+            None => {
+                let genesis = crate::chain::client::with_retry("getGenesisHash", || {
+                    chain.rpc().get_genesis_hash()
+                })
+                .await?;
+                format!("solana:{}", &genesis.to_string()[..32])
+            }
+        };
+        let account = associated_account(&pay_to, &mint);
+        if chain.balance(&account).await? == 0 {
+            let sent = chain
+                .send(
+                    &[create_associated_account(&fee_payer.pubkey(), &pay_to, &mint)],
+                    &[&fee_payer],
+                )
+                .await?;
+            tracing::info!(%account, signature = %sent.signature, "created the payee's token account for paid calls");
+        }
+        let path = ledger_path.clone();
+        tokio::task::spawn_blocking(move || CallLedger::open(&path).map(drop))
+            .await
+            .map_err(|e| LedgerError::Io {
+                path: ledger_path.clone(),
+                source: std::io::Error::other(e),
+            })??;
+        Ok(PaidCalls {
+            chain,
+            wallet,
+            mint,
+            pay_to,
+            network,
+            prices: list.tools,
+            max_timeout_seconds: list.max_timeout_seconds,
+            ledger_path,
+            in_flight: Default::default(),
+        })
+    }
+
+    /// `tool`'s price in base units (`None`: free).
+    pub fn price(&self, tool: &str) -> Option<u64> {
+        self.prices.get(tool).copied()
+    }
+
+    /// The CAIP-2 id advertised.
+    pub fn network(&self) -> &str {
+        &self.network
+    }
+
+    /// The payments recorded so far.
+    pub fn ledger_path(&self) -> &std::path::Path {
+        &self.ledger_path
+    }
+
+    fn requirements(&self, units: u64) -> Requirements {
+        let fee_payer = self.wallet.solana_keypair().pubkey();
+        Requirements {
+            scheme: "exact".into(),
+            network: self.network.clone(),
+            amount: units.to_string(),
+            asset: self.mint.address.to_string(),
+            pay_to: self.pay_to.to_string(),
+            max_timeout_seconds: self.max_timeout_seconds,
+            extra: wire::Extra {
+                fee_payer: fee_payer.to_string(),
+                memo: None,
+            },
+        }
+    }
+
+    /// What paying for `tool` takes (`error` says why it is asked for);
+    /// `None` when the tool is free.
+    pub fn payment_required(&self, tool: &str, error: &str) -> Option<PaymentRequired> {
+        let units = self.price(tool)?;
+        Some(PaymentRequired {
+            x402_version: 2,
+            error: error.into(),
+            resource: Some(Resource {
+                url: format!("mcp://tool/{tool}"),
+                description: Some(format!(
+                    "one call of the brainctl tool {tool}: {units} base units of {}",
+                    self.mint.address
+                )),
+                mime_type: Some("application/json".into()),
+            }),
+            accepts: vec![self.requirements(units)],
+        })
+    }
+
+    /// Settles `payment` (the request's `_meta["x402/payment"]`) for one
+    /// call of `tool`: checked, recorded, co-signed, sent and landed, or
+    /// refused. The call runs after this returns `Ok`, and
+    /// [`Settled::served`] records that it answered.
+    pub async fn settle(
+        &self,
+        tool: &str,
+        payment: &serde_json::Value,
+    ) -> Result<Settled<'_>, CallRefusal> {
+        let units = self
+            .price(tool)
+            .ok_or_else(|| CallRefusal::new("invalid_payload", format!("{tool} is free")))?;
+        // the Python SDK's MCP helper sends a JSON string as well
+        let payload: PaymentPayload = match payment {
+            serde_json::Value::String(s) => serde_json::from_str(s),
+            v => serde_json::from_value(v.clone()),
+        }
+        .map_err(|e| {
+            CallRefusal::new(
+                "invalid_payload",
+                format!("_meta[\"{PAYMENT_META}\"] is not an x402 payment payload: {e}"),
+            )
+        })?;
+        if payload.x402_version != 2 {
+            return Err(CallRefusal::new(
+                "invalid_x402_version",
+                "paid tool calls take x402 version 2 payments",
+            ));
+        }
+        let ours = self.requirements(units);
+        wire::matches_requirements(&payload, &ours)
+            .map_err(|why| CallRefusal::new("no_matching_requirements", why))?;
+        let mut tx = verify::decode(&payload.payload.transaction)
+            .map_err(|r| CallRefusal::new(r.reason(), &r))?;
+        let fee_payer = self.wallet.solana_keypair();
+        let payer = tx
+            .message
+            .static_account_keys()
+            .get(1)
+            .copied()
+            .ok_or_else(|| {
+                let r = verify::Refusal::Signatures(1);
+                CallRefusal::new(r.reason(), r)
+            })?;
+        verify::check(
+            &tx,
+            &Expected {
+                fee_payer: fee_payer.pubkey(),
+                payer,
+                mint: self.mint,
+                pay_to: self.pay_to,
+                amount: units,
+                memo: MemoRule::Any,
+            },
+        )
+        .map_err(|r| {
+            tracing::info!(%tool, %payer, reason = r.reason(), error = %r, "paid call: payment refused");
+            CallRefusal::new(r.reason(), &r)
+        })?;
+        verify::cosign(&mut tx, &fee_payer);
+        let signature = tx.signatures[0].to_string();
+        let claim = Claim::take(self, &signature).ok_or_else(|| {
+            CallRefusal::new(
+                "settlement_pending",
+                "this payment is being settled by another call; retry when that one answers",
+            )
+        })?;
+        let response = |success: bool, reason: Option<&str>| SettleResponse {
+            success,
+            transaction: if success { signature.clone() } else { String::new() },
+            network: self.network.clone(),
+            payer: Some(payer.to_string()),
+            error_reason: reason.map(String::from),
+        };
+        let (tool_name, payer_s, mint_s) = (
+            tool.to_string(),
+            payer.to_string(),
+            self.mint.address.to_string(),
+        );
+        let sig = signature.clone();
+        let (state, fresh) = self
+            .ledger(move |l| l.record_sending(&sig, &tool_name, &payer_s, &mint_s, units))
+            .await?;
+        match state {
+            CallState::Served => {
+                return Err(CallRefusal::new(
+                    "duplicate_settlement",
+                    format!("payment {signature} already paid for a call that answered; pay again for another call"),
+                ))
+            }
+            CallState::Failed => {
+                return Err(CallRefusal::new(
+                    "transaction_failed",
+                    format!("payment {signature} landed failed; nothing was paid"),
+                ))
+            }
+            CallState::Paid => {}
+            CallState::Sending => match self.chain.send_cosigned(&tx).await {
+                Ok(_) => {
+                    let sig = signature.clone();
+                    self.ledger(move |l| l.advance(&sig, CallState::Sending, CallState::Paid))
+                        .await?;
+                    tracing::info!(%tool, %payer, %signature, units, "paid call: payment landed");
+                }
+                Err(e) => {
+                    let landed_failed = matches!(e, ChainError::TxFailed { .. });
+                    let never_sent = fresh && matches!(e, ChainError::Config(_));
+                    let sig = signature.clone();
+                    self.ledger(move |l| {
+                        if landed_failed {
+                            l.advance(&sig, CallState::Sending, CallState::Failed)
+                                .map(drop)
+                        } else if never_sent {
+                            l.forget_unsent(&sig)
+                        } else {
+                            Ok(())
+                        }
+                    })
+                    .await?;
+                    tracing::warn!(%tool, %payer, error = %e, "paid call: payment not settled");
+                    let reason = if landed_failed || never_sent {
+                        "transaction_failed"
+                    } else {
+                        // it may still land: the same payment sent again
+                        // reconciles it
+                        "settlement_pending"
+                    };
+                    let mut r = CallRefusal::new(reason, e);
+                    r.settlement = Some(response(false, Some(reason)));
+                    return Err(r);
+                }
+            },
+        }
+        Ok(Settled {
+            calls: self,
+            response: response(true, None),
+            signature,
+            _claim: claim,
+        })
+    }
+
+    /// Runs `f` on the ledger, off the async threads.
+    async fn ledger<T: Send + 'static>(
+        &self,
+        f: impl FnOnce(&CallLedger) -> Result<T, LedgerError> + Send + 'static,
+    ) -> Result<T, CallRefusal> {
+        let path = self.ledger_path.clone();
+        tokio::task::spawn_blocking(move || CallLedger::open(&path).and_then(|l| f(&l)))
+            .await
+            .map_err(|e| CallRefusal::new("unexpected_settle_error", e))?
+            .map_err(|e| {
+                tracing::error!(error = %e, "paid call: ledger");
+                CallRefusal::new("unexpected_settle_error", e)
+            })
+    }
+}
+
+/// A payment that landed; its call may run.
+pub struct Settled<'a> {
+    calls: &'a PaidCalls,
+    /// What the result's `_meta["x402/payment-response"]` carries.
+    pub response: SettleResponse,
+    signature: String,
+    _claim: Claim<'a>,
+}
+
+impl Settled<'_> {
+    /// Records that the call answered (a later try with this payment is
+    /// refused).
+    pub async fn served(self) -> Result<(), CallRefusal> {
+        let sig = self.signature.clone();
+        self.calls
+            .ledger(move |l| l.advance(&sig, CallState::Paid, CallState::Served))
+            .await
+            .map(drop)
+    }
+}
+
+/// One request settling a payment; released when dropped.
+struct Claim<'a> {
+    calls: &'a PaidCalls,
+    signature: String,
+}
+
+impl<'a> Claim<'a> {
+    fn take(calls: &'a PaidCalls, signature: &str) -> Option<Claim<'a>> {
+        let fresh = calls
+            .in_flight
+            .lock()
+            .map(|mut s| s.insert(signature.to_string()))
+            .unwrap_or(false);
+        fresh.then(|| Claim {
+            calls,
+            signature: signature.to_string(),
+        })
+    }
+}
+
+impl Drop for Claim<'_> {
+    fn drop(&mut self) {
+        if let Ok(mut s) = self.calls.in_flight.lock() {
+            s.remove(&self.signature);
+        }
+    }
+}
