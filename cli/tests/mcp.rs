@@ -857,11 +857,22 @@ fn an_agent_buys_a_test_dollar_listing_within_its_token_limits() {
     let rpc = v.rpc_url.as_str();
     let (seller, buyer, work, items) = util::funded_pair(rpc);
     let dollar = node::chain::test_dollar::mint();
-    let buyer_pk: node::chain::Pubkey = buyer.ok(&["wallet", "address"]).stdout.trim().parse().unwrap();
+    let buyer_pk: node::chain::Pubkey = buyer
+        .ok(&["wallet", "address"])
+        .stdout
+        .trim()
+        .parse()
+        .unwrap();
     v.fund_dollars(&buyer_pk, 10);
     let mut listings = Vec::new();
     for (cat, usd) in [("cheap", "2"), ("dear", "4")] {
-        seller.ok(&["memory", "add", &format!("{cat}: settled in dollars"), "-c", cat]);
+        seller.ok(&[
+            "memory",
+            "add",
+            &format!("{cat}: settled in dollars"),
+            "-c",
+            cat,
+        ]);
         let file = format!("{cat}.signed.json");
         seller.ok(&["export", "--sign", "--category", cat, "-o", &file]);
         let listed = seller.ok_on(
@@ -902,7 +913,9 @@ fn an_agent_buys_a_test_dollar_listing_within_its_token_limits() {
         sellers: None,
         tokens,
     }
-    .write(&node::spend::policy_path(&buyer.path(".brainctl/wallet.json")))
+    .write(&node::spend::policy_path(
+        &buyer.path(".brainctl/wallet.json"),
+    ))
     .unwrap();
     let server_args = mcp_args(rpc, &items, &["--indexer", &base, "--buy-timeout", "120"]);
     let ((cheap, cheap_id), (dear, _)) = (&listings[0], &listings[1]);
@@ -924,13 +937,21 @@ fn an_agent_buys_a_test_dollar_listing_within_its_token_limits() {
     assert_eq!(q["token"]["price_units"], 2_000_000u64);
     assert_eq!(q["price_lamports"], 0);
     let bought = step(&s, 1, "market_buy");
-    assert_eq!(bought["is_error"], false, "{bought}\nlisten: {}", daemon.tail());
+    assert_eq!(
+        bought["is_error"],
+        false,
+        "{bought}\nlisten: {}",
+        daemon.tail()
+    );
     assert_eq!(bought["result"]["listing_id"], cheap_id.as_str());
     let refused = step(&s, 2, "market_buy");
     assert_eq!(refused["is_error"], true, "{refused}");
     let r = &refused["result"]["spend_refusal"];
     assert_eq!(r["refusal"], "token_over_per_buy_max", "{refused}");
-    assert_eq!((&r["units"], &r["max"]), (&json!(4_000_000u64), &json!(3_000_000u64)));
+    assert_eq!(
+        (&r["units"], &r["max"]),
+        (&json!(4_000_000u64), &json!(3_000_000u64))
+    );
     let rows = step(&s, 3, "memory_list");
     assert_eq!(
         rows["result"]["memories"][0]["content"], "cheap: settled in dollars",
@@ -941,7 +962,12 @@ fn an_agent_buys_a_test_dollar_listing_within_its_token_limits() {
             .block_on(node::chain::token::balance(&v.chain(), owner, &dollar))
             .unwrap()
     };
-    let seller_pk: node::chain::Pubkey = seller.ok(&["wallet", "address"]).stdout.trim().parse().unwrap();
+    let seller_pk: node::chain::Pubkey = seller
+        .ok(&["wallet", "address"])
+        .stdout
+        .trim()
+        .parse()
+        .unwrap();
     assert_eq!(
         (units(&buyer_pk), units(&seller_pk)),
         (8_000_000, 2_000_000),

@@ -384,7 +384,13 @@ fn a_priced_tool_call_runs_once_per_x402_payment() {
     let node_home = Env::new();
     node_home.ok(&["wallet", "new"]);
     onchain(&node_home, &["wallet", "airdrop", "1", "--json"]);
-    node_home.ok(&["memory", "add", "Paid answers come from here", "-c", "lesson"]);
+    node_home.ok(&[
+        "memory",
+        "add",
+        "Paid answers come from here",
+        "-c",
+        "lesson",
+    ]);
     let node_pk: Pubkey = node::wallet::Wallet::load(&node_home.path(".brainctl/wallet.json"))
         .unwrap()
         .solana_keypair()
@@ -417,7 +423,14 @@ fn a_priced_tool_call_runs_once_per_x402_payment() {
     // a price for a tool the allowlist does not expose: refused at start
     let hidden = node_home
         .cmd()
-        .args(["-u", &v.rpc_url, "mcp", "--http", "127.0.0.1:0", "--unlimited-spending"])
+        .args([
+            "-u",
+            &v.rpc_url,
+            "mcp",
+            "--http",
+            "127.0.0.1:0",
+            "--unlimited-spending",
+        ])
         .arg("--tool-prices")
         .arg(&prices)
         .env("BRAINCTL_HTTP_TOKEN", TOKEN)
@@ -426,12 +439,13 @@ fn a_priced_tool_call_runs_once_per_x402_payment() {
         .unwrap();
     assert!(!hidden.status.success());
     assert!(
-        String::from_utf8_lossy(&hidden.stderr).contains("prices memory_search but the allowlist does not expose it"),
+        String::from_utf8_lossy(&hidden.stderr)
+            .contains("prices memory_search but the allowlist does not expose it"),
         "{}",
         String::from_utf8_lossy(&hidden.stderr)
     );
 
-    let log = work.path().join("mcp.log");
+    let log_path = work.path().join("mcp.log");
     let mut server = Running(
         node_home
             .cmd()
@@ -443,12 +457,12 @@ fn a_priced_tool_call_runs_once_per_x402_payment() {
             .env("BRAINCTL_TOOL_GROUPS", "memory")
             .env("RUST_LOG", "warn,node::x402=debug,brainctl=info")
             .stdout(Stdio::null())
-            .stderr(log(&log))
+            .stderr(log(&log_path))
             .spawn()
             .unwrap(),
-        log.clone(),
+        log_path.clone(),
     );
-    let url = format!("{}/mcp", util::mcp::http_base(&log));
+    let url = format!("{}/mcp", util::mcp::http_base(&log_path));
     // the server made the payee's token account before it listened (the
     // SDK never creates it)
     let payee_account = node::chain::token::associated_account(&node_pk, &dollar);
@@ -460,7 +474,12 @@ fn a_priced_tool_call_runs_once_per_x402_payment() {
         .args(["--url", &url, "--token", TOKEN, "--rpc", &v.rpc_url])
         .arg("--secret")
         .arg(&secret)
-        .args(["--tool", "memory_search", "--args", r#"{"query": "paid answers"}"#])
+        .args([
+            "--tool",
+            "memory_search",
+            "--args",
+            r#"{"query": "paid answers"}"#,
+        ])
         .args(["--free-tool", "memory_list", "--free-args", "{}"])
         .args(["--other-mint", &other.to_string()])
         .output()
@@ -479,10 +498,17 @@ fn a_priced_tool_call_runs_once_per_x402_payment() {
     assert_eq!(unpaid["is_error"], true, "{unpaid}");
     let req = &unpaid["structured"]["accepts"][0];
     assert_eq!(unpaid["structured"]["x402Version"], 2);
-    assert_eq!(unpaid["structured"]["resource"]["url"], "mcp://tool/memory_search");
+    assert_eq!(
+        unpaid["structured"]["resource"]["url"],
+        "mcp://tool/memory_search"
+    );
     assert_eq!(
         (&req["scheme"], &req["network"], &req["amount"]),
-        (&serde_json::json!("exact"), &serde_json::json!(DEVNET), &serde_json::json!("10000"))
+        (
+            &serde_json::json!("exact"),
+            &serde_json::json!(DEVNET),
+            &serde_json::json!("10000")
+        )
     );
     assert_eq!(req["asset"], dollar.address.to_string());
     assert_eq!(req["payTo"], node_pk.to_string());
@@ -492,7 +518,10 @@ fn a_priced_tool_call_runs_once_per_x402_payment() {
     let paid = &r["paid"];
     assert_eq!(paid["is_error"], false, "{paid}\n{}", server.tail());
     assert!(
-        paid["text"].as_str().unwrap().contains("Paid answers come from here"),
+        paid["text"]
+            .as_str()
+            .unwrap()
+            .contains("Paid answers come from here"),
         "{paid}"
     );
     let settle = &paid["meta"]["x402/payment-response"];
@@ -504,18 +533,28 @@ fn a_priced_tool_call_runs_once_per_x402_payment() {
     // the same payment again: refused, nothing runs, nothing is paid
     let replayed = &r["replayed"];
     assert_eq!(replayed["is_error"], true, "{replayed}");
-    assert_eq!(replayed["structured"]["error"], "duplicate_settlement", "{replayed}");
+    assert_eq!(
+        replayed["structured"]["error"], "duplicate_settlement",
+        "{replayed}"
+    );
     assert!(!replayed["text"].as_str().unwrap().contains("Paid answers"));
     for (name, reason) in [
         ("tampered", "invalid_exact_svm_payload_amount_insufficient"),
         ("wrong_mint", "invalid_exact_svm_payload_mint_mismatch"),
     ] {
         assert_eq!(r[name]["is_error"], true, "{name}: {}", r[name]);
-        assert_eq!(r[name]["structured"]["error"], reason, "{name}: {}", r[name]);
+        assert_eq!(
+            r[name]["structured"]["error"], reason,
+            "{name}: {}",
+            r[name]
+        );
     }
     let free = &r["free"];
     assert_eq!(free["is_error"], false, "{free}");
-    assert!(free["meta"].is_null(), "a free tool carries no settlement: {free}");
+    assert!(
+        free["meta"].is_null(),
+        "a free tool carries no settlement: {free}"
+    );
 
     // paid once: the buyer's dollars moved once, to the node
     assert_eq!(units(&buyer.pubkey()), 990_000);
@@ -526,7 +565,9 @@ fn a_priced_tool_call_runs_once_per_x402_payment() {
         "the payer needs no SOL: the node pays the fee"
     );
     let ledger = node::x402::call_ledger::CallLedger::open(
-        &node_home.path(".brainctl").join(node::x402::call_ledger::LEDGER_FILE),
+        &node_home
+            .path(".brainctl")
+            .join(node::x402::call_ledger::LEDGER_FILE),
     )
     .unwrap()
     .all()

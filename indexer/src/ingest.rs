@@ -230,18 +230,20 @@ fn unfolded_named_buys(ix: &Indexer, records: &[TxRecord]) -> Vec<Signature> {
     let mut named: Vec<Signature> = records
         .iter()
         .flat_map(|r| {
-            r.tx.memos.iter().filter_map(|m| match MemoOp::parse(m).ok()? {
-                MemoOp::Release {
-                    envelope_arweave_id: id,
-                    ..
-                } => r
-                    .manifests
-                    .get(&id)?
-                    .get("buy_signature")?
-                    .as_str()
-                    .map(str::to_string),
-                _ => None,
-            })
+            r.tx.memos
+                .iter()
+                .filter_map(|m| match MemoOp::parse(m).ok()? {
+                    MemoOp::Release {
+                        envelope_arweave_id: id,
+                        ..
+                    } => r
+                        .manifests
+                        .get(&id)?
+                        .get("buy_signature")?
+                        .as_str()
+                        .map(str::to_string),
+                    _ => None,
+                })
         })
         .filter(|sig| !batch.contains(sig.as_str()) && !state.has_folded(sig))
         .filter_map(|sig| Signature::from_str(&sig).ok())

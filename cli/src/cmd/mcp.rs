@@ -17,6 +17,7 @@ use crate::args::{
 use crate::context::Context;
 use crate::failure::{CliResult, Failure};
 use anyhow::anyhow;
+use node::x402::paid_calls::{CallRefusal, PaidCalls, PAYMENT_META, PAYMENT_RESPONSE_META};
 use rmcp::handler::server::router::tool::ToolRouter;
 use rmcp::handler::server::wrapper::Parameters;
 use rmcp::model::{CallToolResult, Implementation, ServerCapabilities, ServerConfig};
@@ -24,7 +25,6 @@ use rmcp::{tool, tool_handler, tool_router, ErrorData as McpError, ServerHandler
 use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::{json, Value};
-use node::x402::paid_calls::{CallRefusal, PaidCalls, PAYMENT_META, PAYMENT_RESPONSE_META};
 use std::path::PathBuf;
 use std::sync::Arc;
 
@@ -1091,7 +1091,9 @@ impl ServerHandler for BrainctlServer {
 /// requirements, `error` saying why (and, for a payment sent that did not
 /// settle, its settlement under `x402/payment-response`).
 fn payment_required(paid: &PaidCalls, tool: &str, refusal: Option<CallRefusal>) -> CallToolResult {
-    let error = refusal.as_ref().map_or("Payment required", |r| r.reason.as_str());
+    let error = refusal
+        .as_ref()
+        .map_or("Payment required", |r| r.reason.as_str());
     let required = paid
         .payment_required(tool, error)
         .expect("only priced tools ask for payment");

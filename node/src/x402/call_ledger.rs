@@ -247,7 +247,10 @@ mod tests {
             0o600
         );
         assert_eq!(l.state("s").unwrap(), None);
-        let rec = |l: &CallLedger| l.record_sending("s", "memory_search", "p", "m", 10).unwrap();
+        let rec = |l: &CallLedger| {
+            l.record_sending("s", "memory_search", "p", "m", 10)
+                .unwrap()
+        };
         assert_eq!(rec(&l), (CallState::Sending, true));
         l.forget_unsent("s").unwrap();
         assert_eq!(l.state("s").unwrap(), None);

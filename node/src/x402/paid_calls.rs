@@ -113,7 +113,11 @@ impl PaidCalls {
         if chain.balance(&account).await? == 0 {
             let sent = chain
                 .send(
-                    &[create_associated_account(&fee_payer.pubkey(), &pay_to, &mint)],
+                    &[create_associated_account(
+                        &fee_payer.pubkey(),
+                        &pay_to,
+                        &mint,
+                    )],
                     &[&fee_payer],
                 )
                 .await?;
@@ -258,7 +262,11 @@ impl PaidCalls {
         })?;
         let response = |success: bool, reason: Option<&str>| SettleResponse {
             success,
-            transaction: if success { signature.clone() } else { String::new() },
+            transaction: if success {
+                signature.clone()
+            } else {
+                String::new()
+            },
             network: self.network.clone(),
             payer: Some(payer.to_string()),
             error_reason: reason.map(String::from),

@@ -133,7 +133,11 @@ impl PriceList {
                 .map_err(|_| field(name, format!("{value:?} is not a base58 address")))
         };
         let mint = key("mint", &file.mint)?;
-        let pay_to = file.pay_to.as_deref().map(|p| key("pay_to", p)).transpose()?;
+        let pay_to = file
+            .pay_to
+            .as_deref()
+            .map(|p| key("pay_to", p))
+            .transpose()?;
         if file.tools.is_empty() {
             return Err(field(
                 "tools",
@@ -171,10 +175,7 @@ impl PriceList {
         if !(10..=600).contains(&file.max_timeout_seconds) {
             return Err(field(
                 "max_timeout_seconds",
-                format!(
-                    "is {}; give 10 to 600 seconds",
-                    file.max_timeout_seconds
-                ),
+                format!("is {}; give 10 to 600 seconds", file.max_timeout_seconds),
             ));
         }
         Ok(PriceList {
@@ -217,19 +218,28 @@ mod tests {
         assert_eq!(l.mint.to_string(), USDC);
         assert_eq!(l.tools["memory_search"], 10_000);
         assert_eq!(l.tools["market_browse"], 5_000);
-        assert_eq!((l.pay_to, l.network, l.max_timeout_seconds), (None, None, 60));
+        assert_eq!(
+            (l.pay_to, l.network, l.max_timeout_seconds),
+            (None, None, 60)
+        );
     }
 
     #[test]
     fn every_refusal_names_its_field() {
         let cases = [
-            (r#"{"mint": "nope", "tools": {"a": 1}}"#.to_string(), "`mint`"),
+            (
+                r#"{"mint": "nope", "tools": {"a": 1}}"#.to_string(),
+                "`mint`",
+            ),
             (format!(r#"{{"mint": "{USDC}", "tools": {{}}}}"#), "`tools`"),
             (
                 format!(r#"{{"mint": "{USDC}", "tools": {{"a": "1.5"}}}}"#),
                 "`tools.a`",
             ),
-            (format!(r#"{{"mint": "{USDC}", "tools": {{"a": 0}}}}"#), "`tools.a`"),
+            (
+                format!(r#"{{"mint": "{USDC}", "tools": {{"a": 0}}}}"#),
+                "`tools.a`",
+            ),
             (
                 format!(r#"{{"mint": "{USDC}", "tools": {{"a": 1}}, "pay_to": "x"}}"#),
                 "`pay_to`",
@@ -247,9 +257,11 @@ mod tests {
             let e = parse(&text).unwrap_err().to_string();
             assert!(e.contains(field), "{text}: {e}");
         }
-        let e = parse(&format!(r#"{{"mint": "{USDC}", "tools": {{"a": 1}}, "fee": 2}}"#))
-            .unwrap_err()
-            .to_string();
+        let e = parse(&format!(
+            r#"{{"mint": "{USDC}", "tools": {{"a": 1}}, "fee": 2}}"#
+        ))
+        .unwrap_err()
+        .to_string();
         assert!(e.contains("fee"), "{e}");
     }
 

@@ -226,6 +226,7 @@ pub fn decode_header<T: DeserializeOwned>(value: &str) -> Result<T, HeaderError>
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde_json::{json, Value};
 
     /// The shapes as the Python SDK (x402 2.25.0) writes and reads them.
     #[test]
@@ -265,5 +266,78 @@ mod tests {
         assert_eq!(v1.network.as_deref(), Some("solana-devnet"));
         assert!(decode_header::<PaymentPayload>("not base64!").is_err());
         assert_eq!(v1_network(SOLANA_DEVNET), Some("solana-devnet"));
+    }
+
+    fn ours() -> Requirements {
+        Requirements {
+            scheme: "exact".into(),
+            network: SOLANA_DEVNET.into(),
+            amount: "2000000".into(),
+            asset: "4zMMC9srt5Ri5X14GAgXhaHii3GnPAEERYPJgZJDncDU".into(),
+            pay_to: "Seller".into(),
+            max_timeout_seconds: 60,
+            extra: Extra {
+                fee_payer: "Seller".into(),
+                memo: Some("x402:buy:20261126-0123456789ab".into()),
+            },
+        }
+    }
+
+    fn payload(v: Value) -> PaymentPayload {
+        serde_json::from_value(v).unwrap()
+    }
+
+    /// v2 must name exactly our requirements (a client that paid other
+    /// terms is refused before its transaction is read); v1 names only
+    /// the scheme and network, in their v1 form.
+    #[test]
+    fn a_payment_must_name_this_listings_requirements() {
+        let r = ours();
+        let tx = json!({"transaction": "AQ=="});
+        let accepted = serde_json::to_value(&r).unwrap();
+        assert_eq!(
+            matches_requirements(
+                &payload(json!({"x402Version": 2, "payload": tx, "accepted": accepted})),
+                &r
+            ),
+            Ok(())
+        );
+        for (field, value) in [
+            ("amount", json!("1999999")),
+            (
+                "asset",
+                json!("So11111111111111111111111111111111111111112"),
+            ),
+            ("payTo", json!("Mallory")),
+            ("network", json!(SOLANA_MAINNET)),
+        ] {
+            let mut other = accepted.clone();
+            other[field] = value;
+            assert!(
+                matches_requirements(
+                    &payload(json!({"x402Version": 2, "payload": tx, "accepted": other})),
+                    &r
+                )
+                .is_err(),
+                "{field}"
+            );
+        }
+        let mut memo = accepted.clone();
+        memo["extra"]["memo"] = json!("x402:buy:20261126-ffffffffffff");
+        assert!(matches_requirements(
+            &payload(json!({"x402Version": 2, "payload": tx, "accepted": memo})),
+            &r
+        )
+        .is_err());
+        assert!(
+            matches_requirements(&payload(json!({"payload": tx})), &r).is_err(),
+            "v2 (the default) names what it accepted"
+        );
+        let v1 = |network: &str| {
+            payload(json!({"x402Version": 1, "scheme": "exact", "network": network, "payload": tx}))
+        };
+        assert_eq!(matches_requirements(&v1("solana-devnet"), &r), Ok(()));
+        assert!(matches_requirements(&v1("solana"), &r).is_err());
+        assert!(matches_requirements(&v1(SOLANA_DEVNET), &r).is_err());
     }
 }
