@@ -239,9 +239,14 @@ pub struct Terms {
     /// Proposed price in USD (0 to 10000).
     #[arg(long)]
     pub price_usd: f64,
-    /// SOL/USD rate that fixes the proposed lamports in the signed manifest.
+    /// SOL/USD rate that fixes the proposed lamports in the signed manifest
+    /// (required on a listing that settles in SOL).
     #[arg(long)]
-    pub sol_usd: f64,
+    pub sol_usd: Option<f64>,
+    /// On a listing that settles in a token that is not a dollar
+    /// stablecoin: USD per whole token, fixing the proposed base units.
+    #[arg(long)]
+    pub token_usd: Option<f64>,
     /// A note to the other side (max 280 characters).
     #[arg(long, default_value = "")]
     pub message: String,

@@ -1112,7 +1112,8 @@ fn negotiated_trade_at_the_counter_price() {
             &pay_to,
             &OfferTerms {
                 price_usd: 14.0,
-                price_lamports: 93_333_333,
+                price_units: 93_333_333,
+                currency: node::settle::Currency::Sol,
                 message: "raised after the accept",
                 ttl_hours: 2.0,
             },
@@ -2157,4 +2158,172 @@ fn bundle_decrypt_and_pin_an_existing_bundle() {
         "{}",
         foreign.stderr
     );
+}
+
+/// Negotiation on a listing that settles in a token (issue 31): offers and
+/// counters carry `settlement {mint, price_units}` and no lamports; the
+/// seller's accept binds the counter's base units; the buyer pays them in
+/// the token with `buy --offer --counter`; `listen` releases the buy at
+/// the negotiated price, and the indexer binds the same counter (the
+/// settlement names its offer and price).
+#[test]
+fn a_token_listing_trades_at_a_counter_in_test_dollars() {
+    let v = e2e::validator();
+    let dollar = node::chain::test_dollar::ADDRESS.to_string();
+    let (seller, buyer) = (Env::new(), Env::new());
+    let shared = tempfile::tempdir().unwrap();
+    let dir = shared.path().join("items").display().to_string();
+    let dir = dir.as_str();
+    for e in [&seller, &buyer] {
+        e.ok(&["wallet", "new"]);
+        ok(e, &["wallet", "airdrop", "1", "--json"]);
+    }
+    let address = |e: &Env| -> node::chain::Pubkey {
+        e.ok(&["wallet", "address"]).stdout.trim().parse().unwrap()
+    };
+    v.fund_dollars(&address(&buyer), 10);
+    seller.ok(&["memory", "add", "Haggled in dollars", "-c", "lesson"]);
+    seller.ok(&["export", "--sign", "-o", "b.signed.json"]);
+    let (indexer, base, _work) = indexer_on(dir, &[]);
+    let listed = ok(
+        &seller,
+        &[
+            "marketplace",
+            "list",
+            "b.signed.json",
+            "--price-usd",
+            "5",
+            "--sol-usd",
+            "150",
+            "--mint",
+            &dollar,
+            "--storage-dir",
+            dir,
+            "--json",
+        ],
+    );
+    let manifest = listed["listing"]["manifest_id"].as_str().unwrap();
+    let listing_id = listed["listing"]["listing_id"].as_str().unwrap();
+    // no --sol-usd: the terms are in the listing's token
+    let offer = ok(
+        &buyer,
+        &[
+            "marketplace",
+            "offer",
+            manifest,
+            "--price-usd",
+            "3",
+            "--storage-dir",
+            dir,
+            "--json",
+        ],
+    );
+    assert_eq!(
+        (&offer["price_units"], &offer["mint"]),
+        (&serde_json::json!(3_000_000u64), &serde_json::json!(dollar)),
+        "{offer}"
+    );
+    assert!(offer.get("price_lamports").is_none(), "{offer}");
+    let offer_item = offer["offer_item_id"].as_str().unwrap();
+    let counter = ok(
+        &seller,
+        &[
+            "marketplace",
+            "counter",
+            offer_item,
+            "--price-usd",
+            "4",
+            "--storage-dir",
+            dir,
+            "--json",
+        ],
+    );
+    assert_eq!(counter["price_units"], 4_000_000u64, "{counter}");
+    let counter_item = counter["counter_item_id"].as_str().unwrap();
+    seller.ok(&[
+        "storage",
+        "get",
+        counter_item,
+        "--storage-dir",
+        dir,
+        "-o",
+        "counter.json",
+    ]);
+    let signed: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(seller.path("counter.json")).unwrap()).unwrap();
+    assert_eq!(
+        signed["settlement"],
+        serde_json::json!({"mint": dollar, "price_units": "4000000"})
+    );
+    assert!(signed.get("price_lamports").is_none(), "{signed}");
+    let accepted = ok(
+        &seller,
+        &[
+            "marketplace",
+            "accept",
+            offer_item,
+            "--expect-lamports",
+            "4000000",
+            "--storage-dir",
+            dir,
+            "--json",
+        ],
+    );
+    assert_eq!(
+        (&accepted["state"], &accepted["price_lamports"]),
+        (
+            &serde_json::json!("accepted"),
+            &serde_json::json!(4_000_000u64)
+        ),
+        "{accepted}"
+    );
+    let out = buy_while_listening(
+        &buyer,
+        &seller,
+        dir,
+        &[
+            "marketplace",
+            "buy",
+            manifest,
+            "--offer",
+            offer_item,
+            "--counter",
+            counter_item,
+            "--storage-dir",
+            dir,
+            "--timeout",
+            "60",
+            "--json",
+        ],
+        "listen released the negotiated token buy",
+    );
+    assert!(
+        out.status.success(),
+        "buy failed: {}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let held = |e: &Env| {
+        let b = ok(e, &["token", "balance", "--mint", &dollar, "--json"]);
+        b["units"].as_u64().unwrap()
+    };
+    assert_eq!(
+        (held(&seller), held(&buyer)),
+        (4_000_000, 6_000_000),
+        "paid the counter's price in the token"
+    );
+    assert_eq!(report["listing_id"], listing_id, "{report}");
+    let shown = util::services::listing_with_releases(&base, listing_id, 1);
+    assert_eq!(shown["listing"]["sales"], 1, "{shown}\n{}", indexer.tail());
+    let offer_view = &shown["offers"][0];
+    assert_eq!(offer_view["status"], "accepted", "{offer_view}");
+    assert_eq!(offer_view["price_units"], 4_000_000u64, "{offer_view}");
+    let settled = util::services::get(&format!(
+        "{base}/settlements/{listing_id}?buyer={}",
+        address(&buyer)
+    ))
+    .expect("the indexer shows the settlement");
+    assert_eq!(settled["price_lamports"], 4_000_000u64, "{settled}");
+    assert_eq!(settled["offer_id"], offer["offer_id"], "{settled}");
 }

@@ -242,7 +242,8 @@ impl LogBuilder {
         );
         let terms = OfferTerms {
             price_usd: 7.0,
-            price_lamports,
+            price_units: price_lamports,
+            currency: node::settle::Currency::Sol,
             message: "synthetic",
             ttl_hours: 24.0,
         };
@@ -260,7 +261,8 @@ impl LogBuilder {
     pub fn counter(&mut self, from: &Wallet, offer_id: &str, price_lamports: u64) {
         let terms = OfferTerms {
             price_usd: 8.0,
-            price_lamports,
+            price_units: price_lamports,
+            currency: node::settle::Currency::Sol,
             message: "meet me",
             ttl_hours: 24.0,
         };

@@ -97,7 +97,8 @@ pub struct NegotiatedTerms {
     pub offer_id: String,
     /// The only buyer the price is for.
     pub buyer: String,
-    /// Agreed price.
+    /// Agreed price, in base units of the listing's currency (lamports
+    /// for SOL).
     pub price_lamports: u64,
     /// Expiry of the accepted offer/counter (unix seconds).
     pub expires_at: i64,
@@ -386,18 +387,15 @@ pub fn verify_escrow_buy(
 /// lowered by any accepted offer (or the counter that was accepted) of
 /// this buyer that is unexpired at `at`. Offers of other buyers and
 /// expired ones change nothing, and an offer above the listed price never
-/// raises it. Offers state lamports, so on a listing that settles in a
-/// token only the listed price binds. Returns the price and the offer it
-/// came from, if any.
+/// raises it. Prices are in base units of the listing's currency (the
+/// offer's terms priced in it). Returns the price and the offer it came
+/// from, if any.
 pub fn binding_price(
     listing: &ListingTerms,
     accepted: &[NegotiatedTerms],
     buyer: &str,
     at: i64,
 ) -> (u64, Option<String>) {
-    if listing.currency != Currency::Sol {
-        return (listing.price_lamports, None);
-    }
     accepted
         .iter()
         .filter(|o| o.buyer == buyer && at < o.expires_at)
@@ -614,6 +612,26 @@ mod tests {
         t.token_transfers.extend(treasury.token_transfers);
         t.token_balances.extend(treasury.token_balances);
         assert!(verify_buy(&t, &with_fee, &[]).is_ok());
+        // an accepted offer on the token listing binds its base units, for
+        // its buyer alone
+        let b = verify_buy(&token_tx("Usdc", "Seller", 800, 800), &l, &[offer("Buyer")]).unwrap();
+        assert_eq!(
+            (b.price_lamports, b.offer_id.as_deref()),
+            (800, Some("offer-20261101-a1b2c3d4e5f6"))
+        );
+        assert_eq!(
+            verify_buy(&token_tx("Usdc", "Seller", 799, 799), &l, &[offer("Buyer")]),
+            Err(Rejection::UnderpaidToken {
+                paid: 799,
+                price: 800,
+                mint: "Usdc".into()
+            })
+        );
+        assert_eq!(
+            verify_buy(&token_tx("Usdc", "Seller", 800, 800), &l, &[offer("Other")]),
+            due(800),
+            "another buyer's offer binds nothing"
+        );
     }
 
     #[test]

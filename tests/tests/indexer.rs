@@ -274,7 +274,8 @@ impl Scenario {
                 &listing,
                 &OfferTerms {
                     price_usd: 5.0,
-                    price_lamports: 50_000_000,
+                    price_units: 50_000_000,
+                    currency: node::settle::Currency::Sol,
                     message: "fifty?",
                     ttl_hours: 2.0,
                 },
@@ -296,7 +297,8 @@ impl Scenario {
             &seller_pk,
             &OfferTerms {
                 price_usd: 7.0,
-                price_lamports: AGREED,
+                price_units: AGREED,
+                currency: node::settle::Currency::Sol,
                 message: "seventy",
                 ttl_hours: 2.0,
             },
@@ -519,7 +521,8 @@ impl Scenario {
                 &private,
                 &OfferTerms {
                     price_usd: 4.0,
-                    price_lamports: 40_000_000,
+                    price_units: 40_000_000,
+                    currency: node::settle::Currency::Sol,
                     message: "private bid",
                     ttl_hours: 2.0,
                 },

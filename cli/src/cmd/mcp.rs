@@ -313,8 +313,14 @@ pub struct OfferArgs {
     pub target: String,
     /// Proposed price in USD (0 to 10000).
     pub price_usd: f64,
-    /// SOL/USD rate that fixes the proposed lamports.
-    pub sol_usd: f64,
+    /// SOL/USD rate that fixes the proposed lamports (required when the
+    /// listing settles in SOL).
+    #[serde(default)]
+    pub sol_usd: Option<f64>,
+    /// When the listing settles in a token that is not a dollar
+    /// stablecoin: USD per whole token, fixing the proposed base units.
+    #[serde(default)]
+    pub token_usd: Option<f64>,
     /// A note to the other side (max 280 characters).
     #[serde(default)]
     pub message: String,
@@ -812,7 +818,7 @@ impl BrainctlServer {
 
     /// Offers a price on a listing.
     #[tool(
-        description = "Buyer: offer a price on a listing (target = the listing's manifest item id). Returns {offer_item_id, offer_id, price_lamports}. When the seller accepts, call market_buy with offer = offer_item_id."
+        description = "Buyer: offer a price on a listing (target = the listing's manifest item id). Returns {offer_item_id, offer_id, price_lamports} (on a listing that settles in a token: price_units and mint). When the seller accepts, call market_buy with offer = offer_item_id."
     )]
     async fn market_offer(
         &self,
@@ -820,8 +826,8 @@ impl BrainctlServer {
     ) -> Result<CallToolResult, McpError> {
         self.market(move |s| {
             Ok(MarketCmd::Offer(crate::args::OfferArgs {
-                listing: a.target,
-                terms: terms(a.price_usd, a.sol_usd, a.message, a.ttl_hours),
+                listing: a.target.clone(),
+                terms: terms(a),
                 storage: s.storage.clone(),
             }))
         })
@@ -838,9 +844,9 @@ impl BrainctlServer {
     ) -> Result<CallToolResult, McpError> {
         self.market(move |s| {
             Ok(MarketCmd::Counter(crate::args::CounterArgs {
-                offer: a.target,
-                listing: a.listing,
-                terms: terms(a.price_usd, a.sol_usd, a.message, a.ttl_hours),
+                offer: a.target.clone(),
+                listing: a.listing.clone(),
+                terms: terms(a),
                 storage: s.storage.clone(),
                 seller: s.seller.clone(),
             }))
@@ -1000,12 +1006,13 @@ fn export_path(wallet_path: &std::path::Path, name: &str) -> Result<PathBuf, Fai
         .join(format!("{name}.signed.json")))
 }
 
-fn terms(price_usd: f64, sol_usd: f64, message: String, ttl_hours: Option<f64>) -> Terms {
+fn terms(a: OfferArgs) -> Terms {
     Terms {
-        price_usd,
-        sol_usd,
-        message,
-        ttl_hours: ttl_hours.unwrap_or(24.0),
+        price_usd: a.price_usd,
+        sol_usd: a.sol_usd,
+        token_usd: a.token_usd,
+        message: a.message,
+        ttl_hours: a.ttl_hours.unwrap_or(24.0),
     }
 }
 

@@ -172,11 +172,6 @@ pub(super) async fn settle(
     };
     // the lowest price binding this wallet now; a named offer must be one of them
     let (price, used_offer) = node::settle::binding_price(&terms, &accepted, &who, now);
-    if b.offer_id.is_some() && l.currency != node::settle::Currency::Sol {
-        return Err(ApiError::conflict(
-            "offers state lamports: a listing that settles in a token settles at its listed price (omit offer_id)",
-        ));
-    }
     if let Some(o) = &b.offer_id {
         offer_id(o)?;
         if used_offer.as_deref() != Some(o.as_str()) {
@@ -231,7 +226,7 @@ pub(super) async fn settle(
             "decimals": mint.decimals,
             "price_units": price,
             "fee_units": fee,
-            "offer_id": null,
+            "offer_id": used_offer,
             "recent_blockhash": blockhash,
             "last_valid_block_height": last_valid,
         })));

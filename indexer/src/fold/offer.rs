@@ -21,8 +21,12 @@ pub struct Terms {
     pub manifest_id: String,
     /// Price (USD).
     pub price_usd: f64,
-    /// Price (lamports), when fixed.
+    /// Price (lamports), when fixed, on a listing that settles in SOL.
     pub price_lamports: Option<u64>,
+    /// Price (base units of the listing's token), when fixed, on a
+    /// listing that settles in a token.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub price_units: Option<u64>,
     /// Expiry (unix seconds).
     pub expires_at: i64,
     /// The memo's transaction.
@@ -98,6 +102,7 @@ impl State {
         if listing.seller == buyer {
             return Err(Refusal::OwnListing);
         }
+        let currency = listing.currency.clone();
         let o = expect_manifest(book, manifest_id, ManifestKind::Offer, |c| match c {
             Checked::Offer(o) => Some(o),
             _ => None,
@@ -126,7 +131,8 @@ impl State {
                     from: buyer.into(),
                     manifest_id: manifest_id.into(),
                     price_usd: o.price_usd,
-                    price_lamports: o.price_lamports,
+                    price_lamports: lamports_in(o, &currency),
+                    price_units: units_in(o, &currency),
                     expires_at: o.expires_at,
                     at: At::of(r),
                     manifest: o.raw.clone(),
@@ -137,8 +143,13 @@ impl State {
         Ok(())
     }
 
-    /// The offer and its listing's seller, if the offer can still be negotiated at `r`.
-    fn negotiable(&self, offer_id: &str, r: &TxRecord) -> Result<(&OfferState, String), Refusal> {
+    /// The offer and its listing's seller and currency, if the offer can
+    /// still be negotiated at `r`.
+    fn negotiable(
+        &self,
+        offer_id: &str,
+        r: &TxRecord,
+    ) -> Result<(&OfferState, String, node::settle::Currency), Refusal> {
         let offer = self
             .offers
             .get(offer_id)
@@ -160,7 +171,7 @@ impl State {
                 expires_at: offer.current().expires_at,
             });
         }
-        Ok((offer, listing.seller.clone()))
+        Ok((offer, listing.seller.clone(), listing.currency.clone()))
     }
 
     pub(super) fn counter(
@@ -174,7 +185,7 @@ impl State {
         if !r.tx.signed_by(counterer) {
             return Err(Refusal::CounterNotSignedByCounterer);
         }
-        let (offer, seller) = self.negotiable(offer_id, r)?;
+        let (offer, seller, currency) = self.negotiable(offer_id, r)?;
         if counterer != seller && counterer != offer.buyer {
             return Err(Refusal::CounterNotParty);
         }
@@ -191,7 +202,8 @@ impl State {
             from: counterer.into(),
             manifest_id: manifest_id.into(),
             price_usd: c.price_usd,
-            price_lamports: c.price_lamports,
+            price_lamports: lamports_in(c, &currency),
+            price_units: units_in(c, &currency),
             expires_at: c.expires_at,
             at: At::of(r),
             manifest: c.raw.clone(),
@@ -206,7 +218,7 @@ impl State {
         to: OfferStatus,
         r: &TxRecord,
     ) -> Result<(), Refusal> {
-        let (offer, seller) = self.negotiable(offer_id, r)?;
+        let (offer, seller, _) = self.negotiable(offer_id, r)?;
         let (who, party) = match to {
             OfferStatus::Withdrawn => (offer.buyer.clone(), Party::Buyer),
             _ => (seller, Party::Seller),
@@ -236,10 +248,34 @@ impl State {
                 Some(NegotiatedTerms {
                     offer_id: o.offer_id.clone(),
                     buyer: o.buyer.clone(),
-                    price_lamports: t.price_lamports?,
+                    price_lamports: t.price_lamports.or(t.price_units)?,
                     expires_at: t.expires_at,
                 })
             })
             .collect()
+    }
+}
+
+/// The lamports `terms` fix on a listing settling in `currency` (SOL
+/// listings only; the state's shape for SOL is the one it always had).
+fn lamports_in(
+    terms: &node::market::manifest::Offer,
+    currency: &node::settle::Currency,
+) -> Option<u64> {
+    match currency {
+        node::settle::Currency::Sol => terms.price_in(currency),
+        node::settle::Currency::Token { .. } => None,
+    }
+}
+
+/// The token base units `terms` fix on a listing settling in the token
+/// `currency` (`None` on a SOL listing, or in another mint).
+fn units_in(
+    terms: &node::market::manifest::Offer,
+    currency: &node::settle::Currency,
+) -> Option<u64> {
+    match currency {
+        node::settle::Currency::Sol => None,
+        node::settle::Currency::Token { .. } => terms.price_in(currency),
     }
 }

@@ -63,8 +63,8 @@ pub enum ListingRefusal {
     /// The counter named is not a counter to the offer by its seller or buyer.
     #[error("that counter is not a counter to this offer by its seller or its buyer")]
     NotTheSellersCounter,
-    /// The agreed terms fix no lamport price.
-    #[error("the agreed terms carry no price_lamports")]
+    /// The agreed terms fix no price in the listing's currency.
+    #[error("the agreed terms fix no price in the listing's currency (lamports for SOL, `settlement.price_units` for a token)")]
     TermsUnpriced,
     /// The agreed terms have expired, or will before a buy could land.
     #[error(
@@ -92,11 +92,8 @@ pub enum ListingRefusal {
         /// The chain's.
         onchain: String,
     },
-    /// Negotiated prices are in SOL today.
-    #[error("offers on a listing that settles in a token are not supported yet: buy it at the listed price (without --offer)")]
-    NegotiatedInToken,
     /// The agreed terms ask more than the listing does.
-    #[error("the agreed terms ask {agreed} lamports, above the listed {listed}; pay the listed price (buy without --offer)")]
+    #[error("the agreed terms ask {agreed} base units, above the listed {listed}; pay the listed price (buy without --offer)")]
     AboveListedPrice {
         /// The offer's or counter's price.
         agreed: u64,
@@ -300,9 +297,6 @@ pub async fn plan_buy(
             listing.price_units().ok_or(ListingRefusal::Unpriced)?,
             "listed".to_string(),
         ),
-        Terms::Negotiated { .. } if listing.settlement.is_some() => {
-            return Err(ListingRefusal::NegotiatedInToken.into())
-        }
         Terms::Negotiated { offer, counter } => {
             negotiated_price(chain, buyer, listing, offer, counter, now).await?
         }
@@ -462,12 +456,14 @@ async fn negotiated_price(
         Some(c) => (c, format!("counter:{}", c.offer_id)),
         None => (offer, format!("offer:{}", offer.offer_id)),
     };
-    let price = terms.price_lamports.ok_or(ListingRefusal::TermsUnpriced)?;
+    let price = terms
+        .price_in(&listing.currency())
+        .ok_or(ListingRefusal::TermsUnpriced)?;
     if now >= terms.expires_at {
         return Err(ListingRefusal::TermsExpired.into());
     }
     // a negotiation never costs more than the listing itself
-    if let Some(listed) = listing.price_lamports.filter(|l| price > *l) {
+    if let Some(listed) = listing.price_units().filter(|l| price > *l) {
         return Err(ListingRefusal::AboveListedPrice {
             agreed: price,
             listed,

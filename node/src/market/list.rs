@@ -35,6 +35,9 @@ pub enum InputError {
     /// The mint cannot settle a listing.
     #[error("--mint: {0}")]
     Mint(#[from] crate::chain::token::MintRefusal),
+    /// A currency's mint that is not an address.
+    #[error("mint {0:?} is not a base58 address")]
+    BadMint(String),
     /// Escrow listings settle in SOL only.
     #[error(
         "escrow listings settle in SOL only (the program holds lamports): drop --escrow or --mint"
@@ -158,6 +161,29 @@ pub fn usd_to_units(price_usd: f64, usd_per_whole: f64, decimals: u8) -> Result<
         return Err(InputError::PriceTooLarge { price_usd }.into());
     }
     Ok(units as u64)
+}
+
+/// `price_usd` in base units of `currency`: lamports at `sol_usd` for
+/// SOL; for a token, at `token_usd` USD per whole token (`None`: a dollar
+/// stablecoin, 1:1), its decimals read from the mint. The rule a listing's
+/// price follows, for the terms of offers and counters.
+pub async fn price_in(
+    chain: &Chain,
+    price_usd: f64,
+    sol_usd: f64,
+    token_usd: Option<f64>,
+    currency: &crate::settle::Currency,
+) -> Result<u64, ListError> {
+    match currency {
+        crate::settle::Currency::Sol => usd_to_lamports(price_usd, sol_usd),
+        crate::settle::Currency::Token { mint } => {
+            let mint = mint
+                .parse()
+                .map_err(|_| InputError::BadMint(mint.clone()))?;
+            let settle_in = SettleIn { mint, token_usd };
+            Ok(token_price(chain, price_usd, &settle_in).await?.price_units)
+        }
+    }
 }
 
 /// The token a listing settles in and its price in base units.

@@ -220,17 +220,7 @@ impl TokenSettlement {
             .and_then(Value::as_u64)
             .and_then(|d| u8::try_from(d).ok())
             .ok_or_else(|| field_err("settlement", "`decimals` is not an integer in 0..=255"))?;
-        let price_units = v
-            .get("price_units")
-            .and_then(Value::as_str)
-            .filter(|s| !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit()))
-            .and_then(|s| s.parse::<u64>().ok())
-            .ok_or_else(|| {
-                field_err(
-                    "settlement",
-                    "`price_units` is not a decimal string of a 64-bit unsigned integer",
-                )
-            })?;
+        let price_units = units_text(v.get("price_units"))?;
         Ok(TokenSettlement {
             mint: key("mint")?,
             token_program: key("token_program")?,
@@ -347,8 +337,12 @@ pub struct Offer {
     pub buyer_x25519: Option<String>,
     /// Price in USD.
     pub price_usd: f64,
-    /// Price in lamports (extension).
+    /// Price in lamports (extension), for a listing that settles in SOL.
     pub price_lamports: Option<u64>,
+    /// Price in a token (extension `settlement {mint, price_units}`), for
+    /// a listing that settles in that token; the manifest then carries no
+    /// `price_lamports`.
+    pub token_price: Option<OfferTokenPrice>,
     /// Message.
     pub message: String,
     /// Expiry, unix seconds.
@@ -357,7 +351,83 @@ pub struct Offer {
     pub raw: std::sync::Arc<Value>,
 }
 
+/// An offer's or counter's price in a token: `"settlement": {"mint":
+/// "<base58>", "price_units": "<u64 as a decimal string>"}`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct OfferTokenPrice {
+    /// The mint (base58).
+    pub mint: String,
+    /// The price in its base units.
+    pub price_units: u64,
+}
+
+impl OfferTokenPrice {
+    /// The JSON extension.
+    pub fn to_json(&self) -> Value {
+        json!({"mint": self.mint, "price_units": self.price_units.to_string()})
+    }
+
+    fn from_json(v: &Value) -> Result<OfferTokenPrice, ManifestRuleError> {
+        let mint = v
+            .get("mint")
+            .and_then(Value::as_str)
+            .filter(|m| crate::crypto::b58_array::<32>(m).is_some())
+            .ok_or_else(|| field_err("settlement", "`mint` is not a base58 32-byte key"))?;
+        let price_units = units_text(v.get("price_units"))?;
+        Ok(OfferTokenPrice {
+            mint: mint.into(),
+            price_units,
+        })
+    }
+}
+
+/// A `price_units` value: a decimal string of a u64 (exact past 2^53).
+fn units_text(v: Option<&Value>) -> Result<u64, ManifestRuleError> {
+    v.and_then(Value::as_str)
+        .filter(|s| !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit()))
+        .and_then(|s| s.parse::<u64>().ok())
+        .ok_or_else(|| {
+            field_err(
+                "settlement",
+                "`price_units` is not a decimal string of a 64-bit unsigned integer",
+            )
+        })
+}
+
+/// The price fields of an offer or counter: lamports, or a token price,
+/// never both.
+fn offer_prices(v: &Value) -> Result<(Option<u64>, Option<OfferTokenPrice>), ManifestRuleError> {
+    let lamports = lamports_field(v)?;
+    let token = match v.get("settlement") {
+        None | Some(Value::Null) => None,
+        Some(t) => Some(OfferTokenPrice::from_json(t)?),
+    };
+    if lamports.is_some() && token.is_some() {
+        return Err(field_err(
+            "settlement",
+            "terms in a token carry no `price_lamports` (two prices)",
+        ));
+    }
+    Ok((lamports, token))
+}
+
 impl Offer {
+    /// The price these terms fix in `currency` (the listing's), in its
+    /// base units; `None` when they fix none in it (a SOL price on a token
+    /// listing, another mint, or no price at all).
+    pub fn price_in(&self, currency: &crate::settle::Currency) -> Option<u64> {
+        match currency {
+            crate::settle::Currency::Sol => {
+                self.token_price.is_none().then_some(self.price_lamports?)
+            }
+            crate::settle::Currency::Token { mint } => self
+                .token_price
+                .as_ref()
+                .filter(|t| &t.mint == mint)
+                .map(|t| t.price_units),
+        }
+    }
+
     /// Reads and verifies an offer (signed by `buyer_pubkey`).
     pub fn offer_from_value(v: Value) -> Result<Offer, ManifestRuleError> {
         Self::offer_from_shared(std::sync::Arc::new(v))
@@ -369,13 +439,15 @@ impl Offer {
         let v: &Value = &v;
         schema(v, OFFER_SCHEMA)?;
         verify_manifest(v, "buyer_pubkey")?;
+        let (price_lamports, token_price) = offer_prices(v)?;
         Ok(Offer {
             offer_id: id_field(v, "offer_id", true)?,
             listing_id: Some(id_field(v, "listing_id", false)?),
             from_pubkey: pubkey_field(v, "buyer_pubkey")?,
             buyer_x25519: Some(pubkey_field(v, "buyer_x25519_pubkey")?),
             price_usd: price_field(v, "/offered_price_usd")?,
-            price_lamports: lamports_field(v)?,
+            price_lamports,
+            token_price,
             message: message_field(v)?,
             expires_at: time_field(v, "expires_at")?,
             raw,
@@ -393,13 +465,15 @@ impl Offer {
         let v: &Value = &v;
         schema(v, COUNTER_SCHEMA)?;
         verify_manifest(v, "from_pubkey")?;
+        let (price_lamports, token_price) = offer_prices(v)?;
         Ok(Offer {
             offer_id: id_field(v, "parent_offer_id", true)?,
             listing_id: None,
             from_pubkey: pubkey_field(v, "from_pubkey")?,
             buyer_x25519: None,
             price_usd: price_field(v, "/counter_price_usd")?,
-            price_lamports: lamports_field(v)?,
+            price_lamports,
+            token_price,
             message: message_field(v)?,
             expires_at: time_field(v, "expires_at")?,
             raw,
@@ -618,6 +692,52 @@ mod tests {
             Offer::offer_from_value(fixture("counter.manifest.json")).is_err(),
             "schema checked"
         );
+    }
+
+    /// Terms on a token listing carry `settlement {mint, price_units}` and
+    /// price only in that mint; lamports price only SOL; both are refused.
+    #[test]
+    fn terms_in_a_token_price_only_in_that_token() {
+        use crate::settle::Currency;
+        let w = crate::wallet::Wallet::from_seed(&[7; 32]);
+        let dollar = "4zMMC9srt5Ri5X14GAgXhaHii3GnPAEERYPJgZJDncDU";
+        let signed = |edit: &dyn Fn(&mut Value)| {
+            let mut v = fixture("offer.manifest.json");
+            v["buyer_pubkey"] = json!(w.address());
+            v["buyer_x25519_pubkey"] = json!(w.x25519_address());
+            v.as_object_mut().unwrap().remove("price_lamports");
+            edit(&mut v);
+            crate::bundle::sign_manifest(&mut v, &w).unwrap();
+            Offer::offer_from_value(v)
+        };
+        let sol = Currency::Sol;
+        let token = |m: &str| Currency::Token { mint: m.into() };
+        let in_token = signed(&|v| {
+            v["settlement"] = json!({"mint": dollar, "price_units": "3000000"});
+        })
+        .unwrap();
+        assert_eq!(in_token.price_in(&token(dollar)), Some(3_000_000));
+        assert_eq!(in_token.price_in(&sol), None, "no SOL price");
+        assert_eq!(
+            in_token.price_in(&token("So11111111111111111111111111111111111111112")),
+            None,
+            "another mint"
+        );
+        let in_sol = signed(&|v| v["price_lamports"] = json!(60_000_000u64)).unwrap();
+        assert_eq!(in_sol.price_in(&sol), Some(60_000_000));
+        assert_eq!(in_sol.price_in(&token(dollar)), None);
+        for bad in [
+            json!({"mint": dollar, "price_units": 3000000}),
+            json!({"mint": dollar, "price_units": "-1"}),
+            json!({"mint": "nope", "price_units": "1"}),
+        ] {
+            assert!(signed(&|v| v["settlement"] = bad.clone()).is_err(), "{bad}");
+        }
+        let both = signed(&|v| {
+            v["price_lamports"] = json!(1);
+            v["settlement"] = json!({"mint": dollar, "price_units": "1"});
+        });
+        assert!(both.unwrap_err().to_string().contains("two prices"));
     }
 
     #[test]

@@ -3,7 +3,8 @@
 //! memo with the discovery reference and the listing's payment address
 //! referenced read-only, so both sides (and `listen`) find it in that
 //! address's history. The price that binds is the seller-signed one in the
-//! accepted offer/counter (`price_lamports`), recorded by the seller for
+//! accepted offer/counter (`price_lamports`, or `settlement.price_units`
+//! on a listing that settles in a token), recorded by the seller for
 //! `listen`, and checked by the buyer on chain before paying.
 
 use crate::arweave::{Source, Uploader};
@@ -78,9 +79,12 @@ pub enum Refusal {
         /// Its recorded state.
         state: crate::seller::OfferState,
     },
-    /// Accepting an offer that names no lamport price.
-    #[error("the offer carries no price_lamports; counter it instead")]
+    /// Accepting terms that fix no price in the listing's currency.
+    #[error("the terms fix no price in the listing's currency (lamports for SOL, `settlement.price_units` for a token); counter them instead")]
     Unpriced,
+    /// Terms in another currency than the listing's.
+    #[error("the terms are in another currency than the listing settles in; price them in the listing's currency")]
+    OtherCurrency,
     /// The terms an accept would bind expire before it could land.
     #[error("the terms {offer_id}'s accept would bind expire at {expires_at} (unix), within {margin} s by the chain's clock; counter with fresh terms instead", margin = ACCEPT_MARGIN_SECS)]
     TermsExpire {
@@ -148,16 +152,51 @@ fn check_terms(price_usd: f64, message: &str, ttl_hours: f64) -> Result<(), Nego
 }
 
 /// What an offer or counter proposes.
-#[derive(Debug, Clone, Copy, PartialEq)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct OfferTerms<'a> {
     /// Price in USD.
     pub price_usd: f64,
-    /// The binding price in lamports.
-    pub price_lamports: u64,
+    /// The binding price in base units of `currency` (lamports for SOL).
+    pub price_units: u64,
+    /// What the price is in: the listing's currency.
+    pub currency: crate::settle::Currency,
     /// Free text.
     pub message: &'a str,
     /// Hours the terms stand.
     pub ttl_hours: f64,
+}
+
+impl OfferTerms<'_> {
+    /// The manifest's price fields: `price_lamports` for SOL, the
+    /// `settlement {mint, price_units}` extension for a token.
+    fn price_fields(&self, v: &mut Value) {
+        match &self.currency {
+            crate::settle::Currency::Sol => v["price_lamports"] = json!(self.price_units),
+            crate::settle::Currency::Token { mint } => {
+                v["settlement"] = crate::market::manifest::OfferTokenPrice {
+                    mint: mint.clone(),
+                    price_units: self.price_units,
+                }
+                .to_json()
+            }
+        }
+    }
+
+    /// Refuses terms in another currency than `listing`'s.
+    fn check_currency(&self, listing: &crate::settle::Currency) -> Result<(), NegotiateError> {
+        if &self.currency != listing {
+            return Err(Refusal::OtherCurrency.into());
+        }
+        Ok(())
+    }
+}
+
+/// `v` with `more`'s fields after its own (the manifests keep the field
+/// order they always had: the price right after the USD price).
+fn extend(v: &mut Value, more: Value) {
+    if let (Some(v), Value::Object(more)) = (v.as_object_mut(), more) {
+        v.extend(more);
+    }
 }
 
 /// Builds and signs an offer manifest of `buyer` on `listing` at `now`.
@@ -169,6 +208,7 @@ pub fn offer_manifest(
     now: i64,
 ) -> Result<Value, NegotiateError> {
     check_terms(t.price_usd, t.message, t.ttl_hours)?;
+    t.check_currency(&listing.currency())?;
     let mut v = json!({
         "schema": OFFER_SCHEMA,
         "offer_id": offer_id,
@@ -176,12 +216,17 @@ pub fn offer_manifest(
         "buyer_pubkey": buyer.address(),
         "buyer_x25519_pubkey": buyer.x25519_address(),
         "offered_price_usd": t.price_usd,
-        "price_lamports": t.price_lamports,
-        "visibility": listing.visibility,
-        "message": t.message,
-        "expires_at": iso(now + (t.ttl_hours * 3600.0) as i64),
-        "created_at": iso(now),
     });
+    t.price_fields(&mut v);
+    extend(
+        &mut v,
+        json!({
+            "visibility": listing.visibility,
+            "message": t.message,
+            "expires_at": iso(now + (t.ttl_hours * 3600.0) as i64),
+            "created_at": iso(now),
+        }),
+    );
     crate::bundle::sign_manifest(&mut v, buyer)?;
     Offer::offer_from_value(v.clone())?;
     Ok(v)
@@ -200,11 +245,16 @@ pub fn counter_manifest(
         "parent_offer_id": offer_id,
         "from_pubkey": from.address(),
         "counter_price_usd": t.price_usd,
-        "price_lamports": t.price_lamports,
-        "message": t.message,
-        "expires_at": iso(now + (t.ttl_hours * 3600.0) as i64),
-        "created_at": iso(now),
     });
+    t.price_fields(&mut v);
+    extend(
+        &mut v,
+        json!({
+            "message": t.message,
+            "expires_at": iso(now + (t.ttl_hours * 3600.0) as i64),
+            "created_at": iso(now),
+        }),
+    );
     crate::bundle::sign_manifest(&mut v, from)?;
     Offer::counter_from_value(v.clone())?;
     Ok(v)
@@ -451,6 +501,7 @@ pub async fn counter_as_buyer(
     {
         return Err(Refusal::NotYourOffer.into());
     }
+    terms.check_currency(&listing.currency())?;
     make_counter(chain, buyer, uploader, offer, &pay_to(listing)?, terms).await
 }
 
@@ -543,6 +594,7 @@ pub async fn counter_offer(
     terms: &OfferTerms<'_>,
 ) -> Result<Answer, NegotiateError> {
     let listing = our_listing(db, offer)?;
+    terms.check_currency(&listing.currency)?;
     let (item, sent) = make_counter(
         chain,
         seller,
@@ -557,7 +609,7 @@ pub async fn counter_offer(
     let mut answer = record_answer(
         db,
         (offer, offer_item, listing.listing_id),
-        (terms.price_lamports, expires_at, Some(item.clone())),
+        (terms.price_units, expires_at, Some(item.clone())),
         crate::seller::OfferState::Countered,
         sent.signature.to_string(),
     )?;
@@ -594,22 +646,24 @@ fn record_answer(
     })
 }
 
-/// Terms an accept binds: (lamports, expiry, counter item).
+/// Terms an accept binds: (price in the listing's currency, expiry,
+/// counter item).
 type BoundTerms = (u64, i64, Option<String>);
 
-/// The lamports, expiry and counter item of what `bound` names for
-/// `offer`: the seller's own recorded counter when it is the one, else the
-/// counter manifest itself (fetched and checked: signed by its counterer,
-/// for this offer), else the offer's terms.
+/// The price (in `currency`, the listing's), expiry and counter item of
+/// what `bound` names for `offer`: the seller's own recorded counter when
+/// it is the one, else the counter manifest itself (fetched and checked:
+/// signed by its counterer, for this offer), else the offer's terms.
 async fn bound_terms(
     source: &Source,
     offer: &Offer,
     bound: &Bound,
     recorded: Option<&crate::seller::OfferRecord>,
+    currency: &crate::settle::Currency,
 ) -> Result<BoundTerms, NegotiateError> {
     let Some(c) = &bound.counter else {
         return Ok((
-            offer.price_lamports.ok_or(Refusal::Unpriced)?,
+            offer.price_in(currency).ok_or(Refusal::Unpriced)?,
             offer.expires_at,
             None,
         ));
@@ -625,7 +679,7 @@ async fn bound_terms(
         .into());
     }
     Ok((
-        m.price_lamports.ok_or(Refusal::Unpriced)?,
+        m.price_in(currency).ok_or(Refusal::Unpriced)?,
         m.expires_at,
         Some(c.item.clone()),
     ))
@@ -683,7 +737,7 @@ pub async fn answer_offer(
     }
     let before = bound(chain).await?;
     let (price, expires_at, counter) =
-        bound_terms(source, offer, &before, recorded.as_ref()).await?;
+        bound_terms(source, offer, &before, recorded.as_ref(), &listing.currency).await?;
     if let Some(expected) = expect_lamports.filter(|e| *e != price) {
         return Err(Refusal::NotTheConfirmedPrice {
             offer_id: offer.offer_id.clone(),
@@ -720,7 +774,7 @@ pub async fn answer_offer(
     let bound = if after.counter == before.counter {
         (price, expires_at, counter)
     } else {
-        bound_terms(source, offer, &after, recorded.as_ref()).await?
+        bound_terms(source, offer, &after, recorded.as_ref(), &listing.currency).await?
     };
     record_answer(
         db,
@@ -743,7 +797,11 @@ async fn reject_offer(
 ) -> Result<Answer, NegotiateError> {
     let terms = match recorded {
         Some(r) => (r.price_lamports, r.expires_at, r.counter_manifest_id),
-        None => (offer.price_lamports.unwrap_or(0), offer.expires_at, None),
+        None => (
+            offer.price_in(&listing.currency).unwrap_or(0),
+            offer.expires_at,
+            None,
+        ),
     };
     let op = MemoOp::Reject {
         offer_id: offer.offer_id.clone(),

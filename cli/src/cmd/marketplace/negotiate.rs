@@ -10,15 +10,64 @@ use node::listen::ListenDb;
 use node::market::negotiate::OfferTerms;
 use serde_json::json;
 
-/// The terms the flags propose, with the lamports they fix.
-fn offer_terms(t: &Terms) -> CliResult<OfferTerms<'_>> {
+/// The terms the flags propose on a listing settling in `currency`, with
+/// the price they fix in it: lamports at `--sol-usd`, or the token's base
+/// units (a dollar stablecoin 1:1, another token at `--token-usd`).
+fn offer_terms<'a>(
+    ctx: &Context,
+    chain: &node::chain::Chain,
+    t: &'a Terms,
+    currency: &node::settle::Currency,
+) -> CliResult<OfferTerms<'a>> {
+    let sol_usd = match (currency, t.sol_usd) {
+        (node::settle::Currency::Sol, None) => {
+            return Err(Failure::bad_input(anyhow::anyhow!(
+                "--sol-usd is required: the listing settles in SOL, and the rate fixes the lamports the terms sign"
+            )))
+        }
+        (_, rate) => rate.unwrap_or(f64::NAN),
+    };
+    let price_units = ctx
+        .block_on(node::market::list::price_in(
+            chain,
+            t.price_usd,
+            sol_usd,
+            t.token_usd,
+            currency,
+        ))
+        .map_err(Failure::bad_input)?;
     Ok(OfferTerms {
         price_usd: t.price_usd,
-        price_lamports: node::market::list::usd_to_lamports(t.price_usd, t.sol_usd)
-            .map_err(Failure::bad_input)?,
+        price_units,
+        currency: currency.clone(),
         message: &t.message,
         ttl_hours: t.ttl_hours,
     })
+}
+
+/// The JSON of a price fixed in `currency`: `price_lamports` for SOL;
+/// `price_units` and the mint for a token.
+fn price_json(units: u64, currency: &node::settle::Currency) -> serde_json::Value {
+    match currency {
+        node::settle::Currency::Sol => json!({"price_lamports": units}),
+        node::settle::Currency::Token { mint } => json!({"price_units": units, "mint": mint}),
+    }
+}
+
+/// A price fixed in `currency`, for people.
+fn price_text(units: u64, currency: &node::settle::Currency) -> String {
+    match currency {
+        node::settle::Currency::Sol => format!("{units} lamports"),
+        node::settle::Currency::Token { mint } => format!("{units} base units of {mint}"),
+    }
+}
+
+/// `fields` with `extra`'s fields added.
+fn with(mut fields: serde_json::Value, extra: serde_json::Value) -> serde_json::Value {
+    if let (Some(f), serde_json::Value::Object(e)) = (fields.as_object_mut(), extra) {
+        f.extend(e);
+    }
+    fields
 }
 
 /// `marketplace offer`: the buyer proposes a price.
@@ -29,8 +78,8 @@ pub(super) fn offer(a: OfferArgs, ctx: &Context) -> CliResult<()> {
         storage,
     } = a;
     let (wallet, chain, l) = buyer_and_listing(ctx, &storage, &listing)?;
-    let terms = offer_terms(&terms)?;
-    let lamports = terms.price_lamports;
+    let terms = offer_terms(ctx, &chain, &terms, &l.currency())?;
+    let price = price_text(terms.price_units, &terms.currency);
     let up = uploader(ctx, &storage)?;
     let (item, offer_id, sent) = ctx.spend_on_op(&chain, ("offer", &l.listing_id), 0, || {
         ctx.block_on(node::market::negotiate::make_offer(
@@ -38,10 +87,13 @@ pub(super) fn offer(a: OfferArgs, ctx: &Context) -> CliResult<()> {
         ))
         .map_err(negotiate_failure)
     })?;
-    let v = json!({"ok": true, "offer_item_id": item, "offer_id": offer_id, "price_lamports": lamports, "signature": sent.signature.to_string()});
+    let v = with(
+        json!({"ok": true, "offer_item_id": item, "offer_id": offer_id, "signature": sent.signature.to_string()}),
+        price_json(terms.price_units, &terms.currency),
+    );
     ctx.emit(&v, || {
         format!(
-            "offered {lamports} lamports on {} as {offer_id}
+            "offered {price} on {} as {offer_id}
   offer item   {item}   <- the seller runs: brainctl marketplace accept {item}
   tx           {}",
             l.listing_id, sent.signature
@@ -59,12 +111,14 @@ pub(super) fn counter(a: CounterArgs, ctx: &Context) -> CliResult<()> {
         storage,
         seller,
     } = a;
-    let terms = offer_terms(&terms)?;
-    let lamports = terms.price_lamports;
     if let Some(listing) = listing {
         return buyer_counter(ctx, &offer, &listing, &terms, &storage);
     }
     let mut s = seller_offer(ctx, &offer, &storage, &seller)?;
+    let currency = node::market::negotiate::our_listing(&s.db, &s.offer)
+        .map_err(negotiate_failure)?
+        .currency;
+    let terms = offer_terms(ctx, &s.chain, &terms, &currency)?;
     let up = uploader(ctx, &storage)?;
     let answer = ctx.spend_on_op(&s.chain, ("counter", &s.offer.offer_id), 0, || {
         ctx.block_on(node::market::negotiate::counter_offer(
@@ -73,11 +127,16 @@ pub(super) fn counter(a: CounterArgs, ctx: &Context) -> CliResult<()> {
         .map_err(negotiate_failure)
     })?;
     let item = answer.counter_item_id.clone().unwrap_or_default();
-    let v = json!({"ok": true, "counter_item_id": item, "offer_id": answer.offer_id, "price_lamports": lamports, "signature": answer.signature});
+    let v = with(
+        json!({"ok": true, "counter_item_id": item, "offer_id": answer.offer_id, "signature": answer.signature}),
+        price_json(terms.price_units, &terms.currency),
+    );
     ctx.emit(&v, || {
         format!(
-            "countered {} at {lamports} lamports\n  counter item {item}\n  tx           {}",
-            answer.offer_id, answer.signature
+            "countered {} at {}\n  counter item {item}\n  tx           {}",
+            answer.offer_id,
+            price_text(terms.price_units, &terms.currency),
+            answer.signature
         )
     });
     Ok(())
@@ -89,10 +148,11 @@ fn buyer_counter(
     ctx: &Context,
     offer: &str,
     listing: &str,
-    terms: &node::market::negotiate::OfferTerms<'_>,
+    terms: &Terms,
     storage: &crate::args::StorageOpts,
 ) -> CliResult<()> {
     let (wallet, chain, l) = buyer_and_listing(ctx, storage, listing)?;
+    let terms = &offer_terms(ctx, &chain, terms, &l.currency())?;
     let o = ctx
         .block_on(node::market::negotiate::fetch_offer(
             &source(ctx, storage)?,
@@ -107,12 +167,16 @@ fn buyer_counter(
         ))
         .map_err(negotiate_failure)
     })?;
-    let lamports = terms.price_lamports;
-    let v = json!({"ok": true, "counter_item_id": item, "offer_id": o.offer_id, "price_lamports": lamports, "signature": sent.signature.to_string()});
+    let v = with(
+        json!({"ok": true, "counter_item_id": item, "offer_id": o.offer_id, "signature": sent.signature.to_string()}),
+        price_json(terms.price_units, &terms.currency),
+    );
     ctx.emit(&v, || {
         format!(
-            "countered the seller on {} at {lamports} lamports\n  counter item {item}\n  tx           {}",
-            o.offer_id, sent.signature
+            "countered the seller on {} at {}\n  counter item {item}\n  tx           {}",
+            o.offer_id,
+            price_text(terms.price_units, &terms.currency),
+            sent.signature
         )
     });
     Ok(())
