@@ -13,6 +13,8 @@
 //!   ciphertext and plaintext hashes, a padded binary tree, paths.
 //! - [`fraud`]: the fraud-proof check the program runs alone.
 //! - [`x25519`]: low-order X25519 keys, refused.
+//! - [`usd`]: USD at settle time: a Pyth `PriceUpdateV2` account read and
+//!   checked, and the one conversion rule the program and the clients run.
 //! - `client` (feature): scalar derivation from wallet secrets, scalar
 //!   arithmetic, whole-blob sealing and opening.
 //!
@@ -22,6 +24,7 @@ pub mod fraud;
 pub mod merkle;
 pub mod point;
 pub mod stream;
+pub mod usd;
 pub mod x25519;
 
 #[cfg(feature = "client")]
