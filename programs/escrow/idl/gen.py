@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Writes idl/escrow.json (Anchor IDL spec 0.1.0) for the escrow program:
-the sealed escrow of `src/sealed/` (instructions in `src/lib.rs`, errors in
-`src/error.rs`).
+the sealed escrow of `src/sealed/` and `quote_usd` of `src/usd/`
+(instructions in `src/lib.rs`, errors in `src/error.rs`).
 
 The SBF toolchain (and so `anchor build`) is unavailable here, so the IDL is
 generated from this table; `tests/idl.rs` checks it against the compiled
@@ -141,7 +141,14 @@ INSTRUCTIONS = [
     ("retire_sealed",
      [listing(True), account("seller", writable=True, signer=True, relations=["listing"])],
      []),
+    # QuoteUsd (src/usd/mod.rs): price_update (unchecked: owner and bytes checked by the handler)
+    ("quote_usd",
+     [account("price_update")],
+     [("args", t_defined("UsdQuoteArgs"))]),
 ]
+
+# instructions with a return value (Anchor sets it as the return data)
+RETURNS = {"quote_usd": "u64"}
 
 def struct(fields):
     return {"kind": "struct", "fields": [{"name": n, "type": t} for n, t in fields]}
@@ -175,6 +182,10 @@ EVENTS = {
     "SealedRefunded": [("escrow", "pubkey"), ("amount", "u64"), ("slashed", "u64")],
     "FraudProven": [("escrow", "pubkey"), ("index", "u32"), ("amount", "u64"), ("slashed", "u64")],
     "SealedRetired": [("listing", "pubkey"), ("stake_returned", "u64")],
+    # src/usd/mod.rs
+    "UsdQuoted": [("price_update", "pubkey"), ("feed_id", B32), ("price", "i64"), ("conf", "u64"),
+                  ("exponent", "i32"), ("publish_time", "i64"), ("usd_micros", "u64"),
+                  ("decimals", "u8"), ("units", "u64")],
 }
 # argument types: SettingsArgs (settings.rs), SealedTerms (state.rs), FraudProof (dispute.rs)
 STRUCTS = {
@@ -185,6 +196,8 @@ STRUCTS = {
                     ("expires_at", "i64")],
     "FraudProof": [("k", B32), ("index", "u32"), ("cipher", "bytes"), ("plain_hash", B32),
                    ("path", {"vec": B32})],
+    "UsdQuoteArgs": [("feed_id", B32), ("usd_micros", "u64"), ("decimals", "u8"),
+                     ("max_age_secs", "u32"), ("max_conf_bps", "u16")],
 }
 ENUMS = {
     "SealedListingStatus": ["Live", "Retired", "Convicted"],
@@ -227,6 +240,11 @@ ERRORS = [
     ("ProofBadPath", "the fraud proof's Merkle path does not reach the committed root"),
     ("NoFraud", "the chunk decrypts to its committed plaintext: no fraud"),
     ("ListingConvicted", "the listing was convicted of fraud: nothing of it is claimed"),
+    ("PriceNotPyth", "the price account is not a Pyth PriceUpdateV2 account"),
+    ("PriceStale", "the price is older than the listing's maximum age"),
+    ("PriceUncertain", "the price's confidence is wider than the listing's bound"),
+    ("PriceOtherFeed", "the price account carries another feed than the listing's"),
+    ("PriceUnusable", "the price cannot convert the listing's USD"),
 ]
 
 idl = {
@@ -235,7 +253,8 @@ idl = {
                  "description": "brainctl marketplace escrow prototype"},
     "instructions": [
         {"name": n, "discriminator": disc("global", n), "accounts": a,
-         "args": [{"name": an, "type": at} for an, at in args]}
+         "args": [{"name": an, "type": at} for an, at in args],
+         **({"returns": RETURNS[n]} if n in RETURNS else {})}
         for n, a, args in INSTRUCTIONS
     ],
     "accounts": [{"name": n, "discriminator": disc("account", n)} for n in sorted(ACCOUNTS)],

@@ -109,4 +109,19 @@ pub enum EscrowError {
     /// the same lying blob, so its buyers take their deposits back.
     #[msg("the listing was convicted of fraud: nothing of it is claimed")]
     ListingConvicted,
+    /// The price account is not a Pyth receiver's `PriceUpdateV2`.
+    #[msg("the price account is not a Pyth PriceUpdateV2 account")]
+    PriceNotPyth,
+    /// The price is older than the listing takes.
+    #[msg("the price is older than the listing's maximum age")]
+    PriceStale,
+    /// The price's confidence is wider than the listing takes.
+    #[msg("the price's confidence is wider than the listing's bound")]
+    PriceUncertain,
+    /// The price account carries another feed.
+    #[msg("the price account carries another feed than the listing's")]
+    PriceOtherFeed,
+    /// The price cannot convert (partially verified, not positive, out of range).
+    #[msg("the price cannot convert the listing's USD")]
+    PriceUnusable,
 }

@@ -11,6 +11,8 @@
 //! - a buyer refunds (with a stake share when the reveal never came) or
 //!   proves a misdelivery (`dispute`);
 //! - `retire_sealed` returns the stake when nothing is open.
+//! - `quote_usd` (beside the escrow): a buy of a listing priced in USD at
+//!   settle time converts at its slot's Pyth price, in its own logs.
 //!
 //! This file only dispatches; checks live in each instruction's accounts.
 #![allow(unexpected_cfgs)]
@@ -26,8 +28,10 @@ pub mod events;
 pub mod instructions;
 pub mod sealed;
 pub mod state;
+pub mod usd;
 
 pub use sealed::*;
+pub use usd::*;
 
 declare_id!("GupF9eVkWTDfA9Y6o3AwS1FniLXRAsyo1ucCFTwjrFmq");
 
@@ -89,5 +93,12 @@ pub mod escrow {
     /// Seller: retire a listing with nothing open; stake returned.
     pub fn retire_sealed(ctx: Context<RetireSealed>) -> Result<()> {
         RetireSealed::handler(ctx)
+    }
+
+    /// Buyer: the listing's USD in the currency paid, at this slot's
+    /// price (a buy of a listing priced in USD at settle time runs it);
+    /// returns the base units (also logged, with the price, as `UsdQuoted`).
+    pub fn quote_usd(ctx: Context<QuoteUsd>, args: UsdQuoteArgs) -> Result<u64> {
+        QuoteUsd::handler(ctx, args)
     }
 }

@@ -82,6 +82,7 @@ plain!(
     u16,
     u32,
     u64,
+    i32,
     i64,
     String,
     [u8; 32],
@@ -167,6 +168,16 @@ fn settings_args() -> Pair<SettingsArgs> {
     })
 }
 
+fn usd_quote_args() -> Pair<escrow::UsdQuoteArgs> {
+    both!(escrow::UsdQuoteArgs {
+        feed_id: [16u8; 32],
+        usd_micros: u64::MAX - 17,
+        decimals: 18u8,
+        max_age_secs: 0x1920_2122u32,
+        max_conf_bps: 0x2324u16,
+    })
+}
+
 fn proof() -> Pair<FraudProof> {
     both!(FraudProof {
         k: [9u8; 32],
@@ -194,6 +205,10 @@ fn encode(idl: &Value, ty: &Value, v: &Value, out: &mut Vec<u8>) {
             "i64" => {
                 let n = v.as_i64().unwrap_or_else(|| panic!("{v} is not an i64"));
                 out.extend_from_slice(&n.to_le_bytes())
+            }
+            "i32" => {
+                let n = v.as_i64().unwrap_or_else(|| panic!("{v} is not an i32"));
+                out.extend_from_slice(&i32::try_from(n).unwrap().to_le_bytes())
             }
             "string" => {
                 let s = v.as_str().unwrap_or_else(|| panic!("{v} is not a string"));
@@ -481,6 +496,11 @@ fn instructions_match_the_program() {
             i::RetireSealed::DISCRIMINATOR,
             metas!(a::RetireSealed { listing, seller }),
         ),
+        (
+            "quote_usd",
+            i::QuoteUsd::DISCRIMINATOR,
+            metas!(a::QuoteUsd { price_update }),
+        ),
     ];
     assert_eq!(
         names(ixs),
@@ -531,6 +551,13 @@ fn instructions_match_the_program() {
     check_instruction(&idl, "refund_sealed", both!(i::RefundSealed {}));
     check_instruction(&idl, "dispute", both!(i::Dispute { proof: proof() }));
     check_instruction(&idl, "retire_sealed", both!(i::RetireSealed {}));
+    check_instruction(
+        &idl,
+        "quote_usd",
+        both!(i::QuoteUsd {
+            args: usd_quote_args()
+        }),
+    );
 }
 
 /// Every PDA of the IDL derives the address the program's seeds
@@ -671,8 +698,24 @@ fn accounts_events_and_types_match_the_program() {
             "SealedDeposited",
             "SealedListed",
             "SealedRefunded",
-            "SealedRetired"
+            "SealedRetired",
+            "UsdQuoted"
         ]
+    );
+    check_event(
+        &idl,
+        "UsdQuoted",
+        both!(escrow::UsdQuoted {
+            price_update: k(),
+            feed_id: [43u8; 32],
+            price: -44i64,
+            conf: u64::MAX - 45,
+            exponent: -46i32,
+            publish_time: -47i64,
+            usd_micros: u64::MAX - 48,
+            decimals: 49u8,
+            units: u64::MAX - 50,
+        }),
     );
     check_event(
         &idl,
@@ -764,6 +807,8 @@ fn accounts_events_and_types_match_the_program() {
         "SealedTerms",
         "Settings",
         "SettingsArgs",
+        "UsdQuoteArgs",
+        "UsdQuoted",
     ]
     .map(String::from)
     .to_vec();
@@ -784,7 +829,8 @@ fn every_variant_is_listed(e: EscrowError, l: SealedListingStatus, s: SealedEscr
         | WindowOutOfRange | ZeroMinStake | ZeroSlash | BadPoint | LowOrderKey | BadPlainLen
         | TermsMismatch | StakeBelowFloor | ReleaseWindowClosed | WrongReveal
         | WrongEscrowState | DisputeWindowOpen | DisputeWindowClosed | ProofWrongKey
-        | ProofBadChunk | ProofBadPath | NoFraud | ListingConvicted => {}
+        | ProofBadChunk | ProofBadPath | NoFraud | ListingConvicted | PriceNotPyth | PriceStale
+        | PriceUncertain | PriceOtherFeed | PriceUnusable => {}
     }
     match l {
         SealedListingStatus::Live
@@ -838,6 +884,11 @@ fn errors_match_the_program() {
         ProofBadPath,
         NoFraud,
         ListingConvicted,
+        PriceNotPyth,
+        PriceStale,
+        PriceUncertain,
+        PriceOtherFeed,
+        PriceUnusable,
     ];
     let errors = idl["errors"].as_array().unwrap();
     assert_eq!(errors.len(), all.len());
