@@ -185,7 +185,8 @@ EVENTS = {
     # src/usd/mod.rs
     "UsdQuoted": [("price_update", "pubkey"), ("feed_id", B32), ("price", "i64"), ("conf", "u64"),
                   ("exponent", "i32"), ("publish_time", "i64"), ("usd_micros", "u64"),
-                  ("decimals", "u8"), ("units", "u64")],
+                  ("decimals", "u8"), ("max_age_secs", "u32"), ("max_conf_bps", "u16"),
+                  ("units", "u64")],
 }
 # argument types: SettingsArgs (settings.rs), SealedTerms (state.rs), FraudProof (dispute.rs)
 STRUCTS = {

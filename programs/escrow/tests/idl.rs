@@ -714,6 +714,8 @@ fn accounts_events_and_types_match_the_program() {
             publish_time: -47i64,
             usd_micros: u64::MAX - 48,
             decimals: 49u8,
+            max_age_secs: 0x3334_3536u32,
+            max_conf_bps: 0x3738u16,
             units: u64::MAX - 50,
         }),
     );

@@ -150,6 +150,11 @@ async fn a_fresh_verified_price_converts_at_the_slot_and_others_are_refused() {
             (fresh, SOL_USD, 15_000_000_000, -8, 15_000_000, 9)
         );
         assert_eq!(q.publish_time, now - 5);
+        assert_eq!(
+            (q.max_age_secs, q.max_conf_bps),
+            (60, 100),
+            "the rule applied"
+        );
     }
     // 1 USD rounds up to the seller's side
     let one = UsdQuoteArgs {

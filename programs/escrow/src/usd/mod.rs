@@ -55,6 +55,10 @@ pub struct UsdQuoted {
     pub usd_micros: u64,
     /// The currency's decimals.
     pub decimals: u8,
+    /// The oldest price the quote took (the listing's rule).
+    pub max_age_secs: u32,
+    /// The widest confidence the quote took (the listing's rule).
+    pub max_conf_bps: u16,
     /// Base units owed, rounded up.
     pub units: u64,
 }
@@ -97,6 +101,8 @@ impl QuoteUsd<'_> {
             publish_time: update.publish_time,
             usd_micros: args.usd_micros,
             decimals: args.decimals,
+            max_age_secs: args.max_age_secs,
+            max_conf_bps: args.max_conf_bps,
             units,
         });
         Ok(units)
