@@ -358,8 +358,36 @@ pub struct ListArgs {
     pub price_usd: f64,
     /// SOL/USD rate that fixes the price in lamports in the signed listing
     /// (with --mint: what the price is worth against a release's cost).
-    #[arg(long)]
-    pub sol_usd: f64,
+    /// Not with --usd-at-settle, whose price comes from the oracle.
+    #[arg(
+        long,
+        required_unless_present = "usd_at_settle",
+        conflicts_with = "usd_at_settle"
+    )]
+    pub sol_usd: Option<f64>,
+    /// Price in USD at settle time: each buy pays SOL at the Pyth price in
+    /// this PriceUpdateV2 account, converted by the escrow program's
+    /// `quote_usd` inside the buy (so `listen` and the indexer check it from
+    /// the chain), instead of lamports fixed now with --sol-usd. The localnet
+    /// has a SOL/USD fixture (`brainctl token sol-usd-account`).
+    #[arg(long, value_name = "PRICE_ACCOUNT", conflicts_with_all = ["mint", "escrow"])]
+    pub usd_at_settle: Option<String>,
+    /// With --usd-at-settle: the Pyth feed id (64 hex) the account must
+    /// carry (default SOL/USD's).
+    #[arg(long, value_name = "HEX", requires = "usd_at_settle")]
+    pub price_feed: Option<String>,
+    /// With --usd-at-settle: the oldest price a buy may use, in seconds.
+    #[arg(long, default_value_t = 60)]
+    pub price_max_age_secs: u32,
+    /// With --usd-at-settle: the widest confidence interval a buy may use,
+    /// in basis points of the price.
+    #[arg(long, default_value_t = 100)]
+    pub price_max_conf_bps: u16,
+    /// With --usd-at-settle: how far below its own quote a buy's payment
+    /// still counts, in basis points (the buyer converts just before its
+    /// slot, the program at it; at most 500).
+    #[arg(long, default_value_t = 100)]
+    pub price_tolerance_bps: u16,
     /// Settle in this SPL Token or Token-2022 mint instead of SOL: buyers
     /// pay its base units by checked transfers to your token account. Its
     /// program and decimals are read from the chain; mints whose transfers

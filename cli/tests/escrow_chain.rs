@@ -513,6 +513,7 @@ fn a_cheating_sellers_blob_is_proven_wrong_by_marketplace_dispute() {
                 seller_x25519: seller.x25519_public(),
             }),
             settlement: None,
+            usd_at_settle: None,
         },
     )
     .unwrap();

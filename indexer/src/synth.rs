@@ -223,6 +223,7 @@ impl LogBuilder {
                 escrow_program,
                 escrow_terms,
                 settlement: None,
+                usd_at_settle: None,
             },
         )
         .expect("synthetic listing is valid");

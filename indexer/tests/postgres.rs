@@ -156,6 +156,7 @@ fn a_writer_and_two_replicas_share_one_log_and_survive_the_writer_dying() {
             escrow_program: None,
             escrow_terms: None,
             settlement: None,
+            usd_at_settle: None,
         },
     )
     .unwrap();

@@ -27,6 +27,7 @@ const MIGRATIONS: &[&str] = &[
     include_str!("../../migrations/listen/0004_escrow_listings.sql"),
     include_str!("../../migrations/listen/0005_retries.sql"),
     include_str!("../../migrations/listen/0006_listing_mint.sql"),
+    include_str!("../../migrations/listen/0007_listing_usd.sql"),
 ];
 
 /// First retry delay of a buy; doubles per attempt up to [`RETRY_CAP_MS`].
@@ -74,6 +75,9 @@ pub struct ListingRecord {
     pub list_signature: String,
     /// Settled through the escrow program (buyers deposit; release pays out).
     pub escrow: bool,
+    /// Priced in USD at settle time (each buy's quote fixes its lamports).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub usd: Option<crate::settle::UsdTerms>,
 }
 
 /// State errors.
@@ -695,8 +699,8 @@ impl ListenDb {
     /// Records a new listing of ours.
     pub fn add_listing(&mut self, l: &ListingRecord) -> Result<(), StateError> {
         self.conn.execute(
-            "INSERT INTO listings(listing_id, manifest_id, bundle_hash, blob_id, metadata_uri, payment_address, price_lamports, expires_at, cancelled_at_slot, list_signature, created_at, escrow, mint)
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13)",
+            "INSERT INTO listings(listing_id, manifest_id, bundle_hash, blob_id, metadata_uri, payment_address, price_lamports, expires_at, cancelled_at_slot, list_signature, created_at, escrow, mint, usd_at_settle)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14)",
             params![
                 l.listing_id, l.manifest_id, l.bundle_hash, l.blob_id, l.metadata_uri, l.payment_address,
                 l.price_lamports as i64, l.expires_at, l.cancelled_at_slot.map(|s| s as i64), l.list_signature,
@@ -704,7 +708,8 @@ impl ListenDb {
                 match &l.currency {
                     crate::settle::Currency::Sol => None,
                     crate::settle::Currency::Token { mint } => Some(mint),
-                }
+                },
+                l.usd.as_ref().map(|u| serde_json::to_string(u).expect("terms serialize")),
             ],
         )?;
         Ok(())
@@ -807,7 +812,7 @@ impl ListenDb {
     /// Our listings.
     pub fn listings(&self) -> Result<Vec<ListingRecord>, StateError> {
         let mut stmt = self.conn.prepare(
-            "SELECT listing_id, manifest_id, bundle_hash, blob_id, metadata_uri, payment_address, price_lamports, expires_at, cancelled_at_slot, list_signature, escrow, mint FROM listings ORDER BY created_at",
+            "SELECT listing_id, manifest_id, bundle_hash, blob_id, metadata_uri, payment_address, price_lamports, expires_at, cancelled_at_slot, list_signature, escrow, mint, usd_at_settle FROM listings ORDER BY created_at",
         )?;
         let rows = stmt.query_map([], |r| {
             Ok(ListingRecord {
@@ -826,6 +831,18 @@ impl ListenDb {
                     None => crate::settle::Currency::Sol,
                     Some(mint) => crate::settle::Currency::Token { mint },
                 },
+                usd: r
+                    .get::<_, Option<String>>(12)?
+                    .map(|j| {
+                        serde_json::from_str(&j).map_err(|e| {
+                            rusqlite::Error::FromSqlConversionFailure(
+                                12,
+                                rusqlite::types::Type::Text,
+                                Box::new(e),
+                            )
+                        })
+                    })
+                    .transpose()?,
             })
         })?;
         Ok(rows.collect::<rusqlite::Result<_>>()?)

@@ -88,6 +88,76 @@ pub struct ListingTerms {
     /// Protocol fee on this cluster: (treasury, fee_bps), charged on the
     /// price that applies (listed or negotiated), rounded up.
     pub fee: Option<(String, u64)>,
+    /// Priced in USD at settle time (`price_lamports` is then unused): the
+    /// buy's own `quote_usd` fixes its lamports.
+    pub usd: Option<UsdTerms>,
+}
+
+/// A listing priced in USD at settle time (SOL paid): the price account,
+/// feed and rule its buys' `quote_usd` must apply, the USD it converts and
+/// the tolerance below the quote the seller takes (the buyer converts
+/// before its slot, the program at it).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, serde::Deserialize)]
+pub struct UsdTerms {
+    /// The Pyth price account (base58).
+    pub price_account: String,
+    /// The feed (hex in JSON).
+    #[serde(with = "hex32")]
+    pub feed_id: [u8; 32],
+    /// The listing's price in micro-dollars.
+    pub usd_micros: u64,
+    /// Oldest price taken.
+    pub max_age_secs: u32,
+    /// Widest confidence taken (bps of the price).
+    pub max_conf_bps: u16,
+    /// How far below the quote a payment still counts (bps).
+    pub tolerance_bps: u16,
+}
+
+/// A 32-byte id as 64 hex characters in JSON.
+pub mod hex32 {
+    /// Writes it.
+    pub fn serialize<S: serde::Serializer>(b: &[u8; 32], s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(&hex::encode(b))
+    }
+
+    /// Reads it.
+    pub fn deserialize<'de, D: serde::Deserializer<'de>>(d: D) -> Result<[u8; 32], D::Error> {
+        let s: String = serde::Deserialize::deserialize(d)?;
+        let mut out = [0u8; 32];
+        hex::decode_to_slice(s.trim_start_matches("0x"), &mut out)
+            .map_err(|_| serde::de::Error::custom("not 32 bytes of hex"))?;
+        Ok(out)
+    }
+}
+
+impl UsdTerms {
+    /// The lamports the buy's own quote fixed: its `UsdQuoted` event of this
+    /// price account and feed, for these micro-dollars in SOL, under a rule
+    /// at least as strict as the listing's.
+    pub fn quoted(&self, tx: &ParsedTx) -> Result<u64, Rejection> {
+        crate::escrow::events_in_logs(&tx.logs)
+            .into_iter()
+            .find_map(|e| match e {
+                crate::escrow::EscrowEvent::UsdQuoted(q)
+                    if q.price_update.to_string() == self.price_account
+                        && q.feed_id == self.feed_id
+                        && q.usd_micros == self.usd_micros
+                        && q.decimals == 9
+                        && q.max_age_secs <= self.max_age_secs
+                        && q.max_conf_bps <= self.max_conf_bps =>
+                {
+                    Some(q.units)
+                }
+                _ => None,
+            })
+            .ok_or(Rejection::NoUsdQuote)
+    }
+
+    /// The least a payment against `due` lamports counts for.
+    pub fn floor(&self, due: u64) -> u64 {
+        due - (u128::from(due) * u128::from(self.tolerance_bps) / 10_000) as u64
+    }
 }
 
 /// An offer/counter the seller accepted, which fixes another price for one buyer.
@@ -145,6 +215,10 @@ pub enum Rejection {
         /// How many.
         signers: usize,
     },
+    /// A listing priced in USD at settle time, bought without the
+    /// program's quote of its price account, feed and rule.
+    #[error("no quote_usd of the listing's price account, feed and rule in the buy")]
+    NoUsdQuote,
     /// Paid less than the price.
     #[error("underpaid: {paid} lamports to the payment address, {price} due")]
     Underpaid {
@@ -421,7 +495,12 @@ pub fn verify_buy(
         block_time,
     } = claim(tx, listing)?;
     let buyer = &buyer;
-    let (price, offer_id) = binding_price(listing, accepted, buyer, block_time);
+    // priced in USD at settle time: the buy's own quote, no offers
+    let (price, offer_id) = match &listing.usd {
+        Some(usd) => (usd.quoted(tx)?, None),
+        None => binding_price(listing, accepted, buyer, block_time),
+    };
+    let floor = |due: u64| listing.usd.as_ref().map_or(due, |u| u.floor(due));
     // the price is what the buyer pays in all: where a fee is due, the
     // seller's share and the treasury's (the reference's split); a buy
     // that paid the fee on top pays the seller more, and counts too
@@ -430,12 +509,12 @@ pub fn verify_buy(
         None => (price, 0),
     };
     let paid = listing.currency.paid(tx, buyer, &listing.payment_address);
-    if paid < seller_due {
-        return Err(listing.currency.underpaid(paid, seller_due));
+    if paid < floor(seller_due) {
+        return Err(listing.currency.underpaid(paid, floor(seller_due)));
     }
     if let Some((treasury, _)) = listing.fee.as_ref().filter(|_| fee_due > 0) {
         let fee_paid = listing.currency.paid(tx, buyer, treasury);
-        if fee_paid < fee_due {
+        if fee_paid < floor(fee_due) {
             return Err(listing.currency.fee_unpaid(fee_paid, fee_due));
         }
     }
@@ -468,6 +547,7 @@ mod tests {
             expires_at: 2_000,
             cancelled_at_slot: None,
             fee: None,
+            usd: None,
         }
     }
 

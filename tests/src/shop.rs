@@ -144,6 +144,7 @@ pub fn fixed_price(
         expires_at: i64::MAX,
         cancelled_at_slot: None,
         fee: None,
+        usd: None,
     }
 }
 

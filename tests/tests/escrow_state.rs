@@ -206,6 +206,7 @@ fn the_indexer_settles_an_escrow_listing_with_the_programs_deposit() {
                 seller_x25519: seller.x25519_public(),
             }),
             settlement: None,
+            usd_at_settle: None,
         },
     )
     .unwrap();

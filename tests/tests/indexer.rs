@@ -70,6 +70,7 @@ impl Market {
                 escrow_program: None,
                 escrow_terms: None,
                 settlement: None,
+                usd_at_settle: None,
             },
         )
         .unwrap();
@@ -113,6 +114,7 @@ impl Catalog for IndexedCatalog<'_> {
             expires_at: l.expires_at,
             cancelled_at_slot: l.cancelled.as_ref().map(|c| c.slot),
             fee: None,
+            usd: None,
         })
     }
     fn goods(&self, id: &str) -> Option<Goods<'_>> {
@@ -594,6 +596,7 @@ impl Scenario {
                     escrow_program: None,
                     escrow_terms: None,
                     settlement: None,
+                    usd_at_settle: None,
                 },
             )
             .unwrap();
@@ -1040,6 +1043,7 @@ fn a_lying_gateway_cannot_bind_another_body_to_a_listings_item() {
                 escrow_program: None,
                 escrow_terms: None,
                 settlement: None,
+                usd_at_settle: None,
             },
         )
         .unwrap();

@@ -188,6 +188,7 @@ fn transfer_checked_payments_count_what_arrived_in_the_sellers_account() {
             expires_at: i64::MAX,
             cancelled_at_slot: None,
             fee: None,
+            usd: None,
         };
         match fee_bps {
             None => assert_eq!(
@@ -323,6 +324,7 @@ fn a_token_buy_pays_the_sellers_associated_account_and_verifies() {
             expires_at: i64::MAX,
             cancelled_at_slot: None,
             fee: Some((treasury.to_string(), 250)),
+            usd: None,
         };
         let buy = node::settle::verify_buy(&tx, &terms, &[]).expect("a paid token buy");
         assert_eq!(buy.paid_lamports, 975_000, "round {round}");

@@ -96,6 +96,7 @@ impl Trade {
             expires_at: i64::MAX,
             cancelled_at_slot: None,
             fee: None,
+            usd: None,
         };
         Trade {
             rt: runtime(),

@@ -786,7 +786,12 @@ impl BrainctlServer {
                 Ok(MarketCmd::List(crate::args::ListArgs {
                     bundle: bundle.clone(),
                     price_usd,
-                    sol_usd,
+                    sol_usd: Some(sol_usd),
+                    usd_at_settle: None,
+                    price_feed: None,
+                    price_max_age_secs: 60,
+                    price_max_conf_bps: 100,
+                    price_tolerance_bps: 100,
                     duration_hours: a.duration_hours.unwrap_or(72.0),
                     visibility: match a.visibility.as_deref() {
                         None | Some("auction") => crate::args::Visibility::Auction,

@@ -169,6 +169,7 @@ pub(super) async fn settle(
         expires_at: l.expires_at,
         cancelled_at_slot: None,
         fee: None,
+        usd: None,
     };
     // the lowest price binding this wallet now; a named offer must be one of them
     let (price, used_offer) = node::settle::binding_price(&terms, &accepted, &who, now);

@@ -113,7 +113,8 @@ impl State {
                 slashed,
                 ..
             } => self.escrow_refunded(&escrow.to_string(), r, slashed, "disputed", Some(index)),
-            EscrowEvent::Other(_) => {}
+            // a buy's quote is read by its settlement (`UsdTerms::quoted`)
+            EscrowEvent::UsdQuoted(_) | EscrowEvent::Other(_) => {}
         }
     }
 

@@ -145,6 +145,7 @@ impl State {
                         .fee_treasury
                         .clone()
                         .map(|t| (t, node::chain::fees::SETTLE_FEE_BPS)),
+                    usd: None,
                 };
                 match listing
                     .manifest

@@ -59,8 +59,55 @@ pub enum EscrowEvent {
         /// Stake paid.
         slashed: u64,
     },
+    /// A buy's conversion of a listing's USD at its slot (`quote_usd`).
+    UsdQuoted(UsdQuote),
     /// Another event of the program (listing created or retired).
     Other(&'static str),
+}
+
+/// What `quote_usd` converted, with the price and the rule it applied.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+pub struct UsdQuote {
+    /// The price account read.
+    pub price_update: Pubkey,
+    /// Its feed.
+    #[serde(serialize_with = "crate::settle::hex32::serialize")]
+    pub feed_id: [u8; 32],
+    /// Its price (× 10^exponent USD per whole unit).
+    pub price: i64,
+    /// Its confidence.
+    pub conf: u64,
+    /// Its exponent.
+    pub exponent: i32,
+    /// When it was published (unix seconds).
+    pub publish_time: i64,
+    /// The micro-dollars converted.
+    pub usd_micros: u64,
+    /// The currency's decimals.
+    pub decimals: u8,
+    /// The oldest price the quote took.
+    pub max_age_secs: u32,
+    /// The widest confidence it took (bps).
+    pub max_conf_bps: u16,
+    /// Base units owed.
+    pub units: u64,
+}
+
+fn usd_quote(r: &mut Reader<'_>) -> Option<UsdQuote> {
+    let i64_of = |b: &[u8]| i64::from_le_bytes(b.try_into().expect("8 bytes"));
+    Some(UsdQuote {
+        price_update: r.key().ok()?,
+        feed_id: r.take(32).ok()?.try_into().ok()?,
+        price: i64_of(r.take(8).ok()?),
+        conf: r.u64().ok()?,
+        exponent: i32::from_le_bytes(r.take(4).ok()?.try_into().ok()?),
+        publish_time: i64_of(r.take(8).ok()?),
+        usd_micros: r.u64().ok()?,
+        decimals: r.u8().ok()?,
+        max_age_secs: r.u32().ok()?,
+        max_conf_bps: u16::from_le_bytes(r.take(2).ok()?.try_into().ok()?),
+        units: r.u64().ok()?,
+    })
 }
 
 /// Decodes one `Program data: <base64>` log line of the program (`None`
@@ -107,6 +154,8 @@ pub fn decode_event(log_line: &str) -> Option<EscrowEvent> {
             amount: r.u64().ok()?,
             slashed: r.u64().ok()?,
         })
+    } else if is("UsdQuoted") {
+        usd_quote(&mut r).map(EscrowEvent::UsdQuoted)
     } else {
         ["SealedListed", "SealedRetired"]
             .into_iter()

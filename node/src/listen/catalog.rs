@@ -96,6 +96,7 @@ impl Catalog for DbCatalog {
             expires_at: l.expires_at,
             cancelled_at_slot: l.cancelled_at_slot,
             fee: self.fee.clone(),
+            usd: l.usd.clone(),
         })
     }
 

@@ -622,6 +622,7 @@ mod tests {
                     seller_x25519: seller.x25519_public(),
                 }),
                 settlement: None,
+                usd_at_settle: None,
             },
         )
         .unwrap();

@@ -38,6 +38,15 @@ pub enum InputError {
     /// A currency's mint that is not an address.
     #[error("mint {0:?} is not a base58 address")]
     BadMint(String),
+    /// `--usd-at-settle` with a token or the escrow.
+    #[error("--usd-at-settle prices a direct SOL listing; leave out --mint and --escrow")]
+    UsdAtSettleSolOnly,
+    /// The program that quotes USD at settle time is not on this cluster.
+    #[error("--usd-at-settle: buys quote the price through the escrow program {0}, which is not deployed on this cluster")]
+    NoQuoteProgram(String),
+    /// The price account cannot price a buy now.
+    #[error("--usd-at-settle: {0}")]
+    UsdPrice(String),
     /// Escrow listings settle in SOL only.
     #[error(
         "escrow listings settle in SOL only (the program holds lamports): drop --escrow or --mint"
@@ -121,6 +130,9 @@ pub struct ListOptions {
     pub below_cost: bool,
     /// Settle in this token instead of SOL.
     pub settle_in: Option<SettleIn>,
+    /// Price in USD at settle time (SOL paid at each buy's Pyth price)
+    /// instead of fixing lamports now.
+    pub usd_at_settle: Option<crate::market::manifest::UsdAtSettle>,
 }
 
 /// The environment variable naming the mint new listings settle in (the
@@ -186,6 +198,37 @@ pub async fn price_in(
     }
 }
 
+/// The lamports a listing priced in USD at settle time comes to now (its
+/// price account read and checked by its rule: a listing whose buyers
+/// could not pay now is refused), the escrow program that runs its
+/// buys' `quote_usd` deployed. SOL only, direct payment only.
+async fn usd_at_settle_now(
+    chain: &Chain,
+    o: &ListOptions,
+    usd: &crate::market::manifest::UsdAtSettle,
+) -> Result<u64, ListError> {
+    if o.settle_in.is_some() || o.escrow_stake.is_some() {
+        return Err(InputError::UsdAtSettleSolOnly.into());
+    }
+    let program: crate::chain::Pubkey = crate::escrow::PROGRAM_ID.parse().expect("the program id");
+    let deployed = crate::chain::client::with_retry("getAccountInfo", || async {
+        chain
+            .rpc()
+            .get_account_with_commitment(&program, chain.commitment())
+            .await
+            .map(|r| r.value)
+    })
+    .await?
+    .is_some_and(|a| a.executable);
+    if !deployed {
+        return Err(InputError::NoQuoteProgram(crate::escrow::PROGRAM_ID.into()).into());
+    }
+    let quote = crate::market::usd_price::quote_now(chain, &usd.terms(o.price_usd))
+        .await
+        .map_err(|e| InputError::UsdPrice(e.to_string()))?;
+    Ok(quote.lamports)
+}
+
 /// The token a listing settles in and its price in base units.
 async fn token_price(
     chain: &Chain,
@@ -242,8 +285,12 @@ pub async fn list_bundle(
         )));
     }
     // what the price is worth in lamports (a token listing's too, at
-    // --sol-usd): compared with what a release costs the seller
-    let price_lamports = usd_to_lamports(o.price_usd, o.sol_usd)?;
+    // --sol-usd; a listing priced at settle time, at its price now):
+    // compared with what a release costs the seller
+    let price_lamports = match &o.usd_at_settle {
+        None => usd_to_lamports(o.price_usd, o.sol_usd)?,
+        Some(usd) => usd_at_settle_now(chain, o, usd).await?,
+    };
     let settlement = match &o.settle_in {
         None => None,
         Some(_) if o.escrow_stake.is_some() => return Err(InputError::EscrowInToken.into()),
@@ -320,6 +367,7 @@ pub async fn list_bundle(
         memories,
     };
     let now = time::OffsetDateTime::now_utc().unix_timestamp();
+    let usd_at_settle = o.usd_at_settle.clone();
     let manifest = build_listing(
         seller,
         &NewListing {
@@ -337,6 +385,7 @@ pub async fn list_bundle(
             escrow_program: o.escrow_stake.map(|_| crate::escrow::PROGRAM_ID),
             escrow_terms,
             settlement,
+            usd_at_settle,
         },
     )?;
     let listing = crate::market::manifest::Listing::from_value(manifest.clone())?;
@@ -404,6 +453,10 @@ pub async fn list_bundle(
         cancelled_at_slot: None,
         list_signature: String::new(),
         escrow: o.escrow_stake.is_some(),
+        usd: listing
+            .usd_at_settle
+            .as_ref()
+            .map(|u| u.terms(listing.price_usd)),
     };
     db.add_listing(&record)?;
     // the seller signs; a separate payment address is not referenced (as before)

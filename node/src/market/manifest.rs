@@ -174,8 +174,77 @@ pub struct Listing {
     /// Extension: the token the listing settles in (`settlement`); absent:
     /// SOL at `price_lamports`.
     pub settlement: Option<TokenSettlement>,
+    /// Extension: priced in USD at settle time (`usd_at_settle`): each buy
+    /// pays SOL at the Pyth price its own `quote_usd` reads.
+    pub usd_at_settle: Option<UsdAtSettle>,
     /// The signed JSON (shared: a state may hold it many times).
     pub raw: std::sync::Arc<Value>,
+}
+
+/// A listing's `usd_at_settle` extension: SOL at settle time, converted
+/// from `pricing.price_usd` at the Pyth price account's price (its feed,
+/// no older than `max_age_secs`, confidence within `max_conf_bps`) by the
+/// escrow program's `quote_usd` in the buy itself; the seller takes
+/// payments down to `tolerance_bps` below that quote.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct UsdAtSettle {
+    /// The Pyth `PriceUpdateV2` account (base58).
+    pub price_account: String,
+    /// Its feed (64 hex characters).
+    #[serde(with = "crate::settle::hex32")]
+    pub feed_id: [u8; 32],
+    /// Oldest price taken (seconds).
+    pub max_age_secs: u32,
+    /// Widest confidence taken (bps of the price).
+    pub max_conf_bps: u16,
+    /// How far below the quote a payment still counts (bps).
+    pub tolerance_bps: u16,
+}
+
+/// The most tolerance a listing may state (5%).
+pub const MAX_USD_TOLERANCE_BPS: u16 = 500;
+
+impl UsdAtSettle {
+    fn checked(self) -> Result<UsdAtSettle, ManifestRuleError> {
+        if crate::crypto::b58_array::<32>(&self.price_account).is_none() {
+            return Err(field_err(
+                "usd_at_settle",
+                "`price_account` is not a base58 32-byte key",
+            ));
+        }
+        if self.max_age_secs == 0 || self.max_conf_bps == 0 {
+            return Err(field_err(
+                "usd_at_settle",
+                "`max_age_secs` and `max_conf_bps` must be positive",
+            ));
+        }
+        if self.tolerance_bps > MAX_USD_TOLERANCE_BPS {
+            return Err(field_err(
+                "usd_at_settle",
+                format!("`tolerance_bps` is over {MAX_USD_TOLERANCE_BPS}"),
+            ));
+        }
+        Ok(self)
+    }
+
+    /// The terms a buy of the listing at `price_usd` is checked by.
+    pub fn terms(&self, price_usd: f64) -> crate::settle::UsdTerms {
+        crate::settle::UsdTerms {
+            price_account: self.price_account.clone(),
+            feed_id: self.feed_id,
+            usd_micros: usd_micros(price_usd),
+            max_age_secs: self.max_age_secs,
+            max_conf_bps: self.max_conf_bps,
+            tolerance_bps: self.tolerance_bps,
+        }
+    }
+}
+
+/// `price_usd` in micro-dollars (rounded to the nearest): the amount a
+/// listing's `quote_usd` converts.
+pub fn usd_micros(price_usd: f64) -> u64 {
+    (price_usd * 1_000_000.0).round().max(0.0) as u64
 }
 
 /// A listing's `settlement` extension: it settles in base units of an SPL
@@ -299,6 +368,20 @@ impl Listing {
                 "a listing settling in a token carries no `price_lamports` (two prices)",
             ));
         }
+        let usd_at_settle = match v.get("usd_at_settle") {
+            None | Some(Value::Null) => None,
+            Some(u) => Some(
+                serde_json::from_value::<UsdAtSettle>(u.clone())
+                    .map_err(|e| field_err("usd_at_settle", e.to_string()))?
+                    .checked()?,
+            ),
+        };
+        if usd_at_settle.is_some() && (price_lamports.is_some() || settlement.is_some()) {
+            return Err(field_err(
+                "usd_at_settle",
+                "a listing priced in USD at settle time fixes no `price_lamports` and no `settlement` (two prices)",
+            ));
+        }
         Ok(Listing {
             listing_id: id_field(v, "listing_id", false)?,
             bundle_hash: hash.into(),
@@ -319,6 +402,7 @@ impl Listing {
                 Some(t) => Some(EscrowCommitments::from_json(t)?),
             },
             settlement,
+            usd_at_settle,
             raw,
         })
     }
@@ -554,6 +638,9 @@ pub struct NewListing<'a> {
     pub escrow_terms: Option<EscrowCommitments>,
     /// Settles in this token (extension field `settlement`); `None`: SOL.
     pub settlement: Option<TokenSettlement>,
+    /// Priced in USD at settle time (extension `usd_at_settle`; SOL, no
+    /// `price_lamports`).
+    pub usd_at_settle: Option<UsdAtSettle>,
 }
 
 /// What a sealed escrow listing commits to beside price, bundle hash and
@@ -651,6 +738,12 @@ pub fn build_listing(seller: &Wallet, n: &NewListing<'_>) -> Result<Value, Manif
             o.remove("price_lamports");
         }
         v["settlement"] = settlement.to_json();
+    }
+    if let Some(usd) = &n.usd_at_settle {
+        if let Some(o) = v.as_object_mut() {
+            o.remove("price_lamports");
+        }
+        v["usd_at_settle"] = serde_json::to_value(usd).expect("serializes");
     }
     sign_manifest(&mut v, seller)?;
     Listing::from_value(v.clone())?;
@@ -808,6 +901,7 @@ mod tests {
             escrow_program: None,
             escrow_terms: None,
             settlement: None,
+            usd_at_settle: None,
         };
         let listing = Listing::from_value(build_listing(&seller, &n).unwrap()).unwrap();
         assert_eq!(listing.currency(), crate::settle::Currency::Sol);
@@ -886,6 +980,7 @@ mod tests {
                 escrow_program: None,
                 escrow_terms: None,
                 settlement: Some(settlement),
+                usd_at_settle: None,
             },
         )
         .unwrap();

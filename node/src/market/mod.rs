@@ -4,7 +4,8 @@
 //! ([`negotiate`]), the buyer's plan, pay and fetch ([`buy`]), escrow plans
 //! checked against the program's accounts ([`escrow_trade`]), the
 //! program operator's `initialize_config` ([`escrow_admin`]), transaction
-//! builders ([`tx`]) and the chain's view of a listing ([`status`]).
+//! builders ([`tx`]), the chain's view of a listing ([`status`]) and a
+//! listing's USD at settle time as clients quote it ([`usd_price`]).
 //!
 //! Never judges a buy (that is [`crate::settle`]'s) and never runs a loop
 //! (that is the seller's daemon, `listen`). The memo grammar lives in
@@ -27,5 +28,7 @@ pub mod negotiate;
 pub mod status;
 #[cfg(feature = "chain")]
 pub mod tx;
+#[cfg(feature = "chain")]
+pub mod usd_price;
 
 pub use crate::memo::{is_arweave_id, is_listing_id, is_offer_id, is_pubkey, MemoError, MemoOp};

@@ -246,6 +246,19 @@ pub fn accepts(paid: u64, quoted: u64, tolerance_bps: u16) -> bool {
     u128::from(paid) + slack >= u128::from(quoted)
 }
 
+/// The largest quote `paid` base units still pay within `tolerance_bps`
+/// ([`accepts`]): a buy states it (`quote_usd`'s `max_units`), so a price
+/// that moved further before its slot fails the buy instead of leaving a
+/// payment the seller would refuse.
+pub fn max_quote_paid_by(paid: u64, tolerance_bps: u16) -> u64 {
+    let tol = u128::from(tolerance_bps.min(9_999));
+    let mut q = (u128::from(paid) * 10_000 / (10_000 - tol)).min(u128::from(u64::MAX)) as u64;
+    while q > paid && !accepts(paid, q, tolerance_bps) {
+        q -= 1;
+    }
+    q
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -357,6 +370,15 @@ mod tests {
     }
 
     proptest! {
+        /// `max_quote_paid_by` is the exact edge of what a payment pays.
+        #[test]
+        fn the_max_quote_is_the_edge_of_acceptance(paid in 0u64..=u64::MAX / 2, tol in 0u16..=500) {
+            let q = max_quote_paid_by(paid, tol);
+            prop_assert!(q >= paid);
+            prop_assert!(accepts(paid, q, tol));
+            prop_assert!(!accepts(paid, q + 1, tol));
+        }
+
         /// The conversion pays at least the USD asked: units × price ≥ USD,
         /// and one unit less would not.
         #[test]

@@ -198,7 +198,7 @@ STRUCTS = {
     "FraudProof": [("k", B32), ("index", "u32"), ("cipher", "bytes"), ("plain_hash", B32),
                    ("path", {"vec": B32})],
     "UsdQuoteArgs": [("feed_id", B32), ("usd_micros", "u64"), ("decimals", "u8"),
-                     ("max_age_secs", "u32"), ("max_conf_bps", "u16")],
+                     ("max_age_secs", "u32"), ("max_conf_bps", "u16"), ("max_units", "u64")],
 }
 ENUMS = {
     "SealedListingStatus": ["Live", "Retired", "Convicted"],
@@ -246,6 +246,7 @@ ERRORS = [
     ("PriceUncertain", "the price's confidence is wider than the listing's bound"),
     ("PriceOtherFeed", "the price account carries another feed than the listing's"),
     ("PriceUnusable", "the price cannot convert the listing's USD"),
+    ("PriceMoved", "the price moved: the quote is above what the buy pays"),
 ]
 
 idl = {

@@ -124,4 +124,7 @@ pub enum EscrowError {
     /// The price cannot convert (partially verified, not positive, out of range).
     #[msg("the price cannot convert the listing's USD")]
     PriceUnusable,
+    /// The quote is above what the buy pays (the price moved).
+    #[msg("the price moved: the quote is above what the buy pays")]
+    PriceMoved,
 }

@@ -175,6 +175,7 @@ fn usd_quote_args() -> Pair<escrow::UsdQuoteArgs> {
         decimals: 18u8,
         max_age_secs: 0x1920_2122u32,
         max_conf_bps: 0x2324u16,
+        max_units: u64::MAX - 25,
     })
 }
 
@@ -832,7 +833,7 @@ fn every_variant_is_listed(e: EscrowError, l: SealedListingStatus, s: SealedEscr
         | TermsMismatch | StakeBelowFloor | ReleaseWindowClosed | WrongReveal
         | WrongEscrowState | DisputeWindowOpen | DisputeWindowClosed | ProofWrongKey
         | ProofBadChunk | ProofBadPath | NoFraud | ListingConvicted | PriceNotPyth | PriceStale
-        | PriceUncertain | PriceOtherFeed | PriceUnusable => {}
+        | PriceUncertain | PriceOtherFeed | PriceUnusable | PriceMoved => {}
     }
     match l {
         SealedListingStatus::Live
@@ -891,6 +892,7 @@ fn errors_match_the_program() {
         PriceUncertain,
         PriceOtherFeed,
         PriceUnusable,
+        PriceMoved,
     ];
     let errors = idl["errors"].as_array().unwrap();
     assert_eq!(errors.len(), all.len());

@@ -29,6 +29,7 @@ fn args() -> UsdQuoteArgs {
         decimals: 9,
         max_age_secs: 60,
         max_conf_bps: 100,
+        max_units: u64::MAX,
     }
 }
 
@@ -164,6 +165,25 @@ async fn a_fresh_verified_price_converts_at_the_slot_and_others_are_refused() {
     if let Some(q) = quote(&mut ctx, fresh, one).await.unwrap() {
         assert_eq!(q.units, 6_666_667);
     }
+
+    // a quote above what the buy pays fails the buy
+    let bounded = UsdQuoteArgs {
+        max_units: 99_999_999,
+        ..args()
+    };
+    assert_eq!(
+        custom(
+            quote(&mut ctx, fresh, bounded)
+                .await
+                .map(|q| q.map(|q| q.units))
+        ),
+        code(EscrowError::PriceMoved)
+    );
+    let exact = UsdQuoteArgs {
+        max_units: 100_000_000,
+        ..args()
+    };
+    assert!(quote(&mut ctx, fresh, exact).await.is_ok());
 
     let refused = [
         (

@@ -172,6 +172,7 @@ fn phase(a: &Args, name: &str, extra: &[&str]) -> serde_json::Value {
                 escrow_program: None,
                 escrow_terms: None,
                 settlement: None,
+                usd_at_settle: None,
             },
         )
         .expect("manifest");

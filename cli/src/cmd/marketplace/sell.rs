@@ -38,8 +38,33 @@ pub(super) fn list(a: ListArgs, ctx: &Context) -> CliResult<()> {
         below_cost,
         storage,
         seller,
+        usd_at_settle,
+        price_feed,
+        price_max_age_secs,
+        price_max_conf_bps,
+        price_tolerance_bps,
     } = a;
     let settle_in = settle_in(mint.as_deref(), token_usd)?;
+    let usd_at_settle = match usd_at_settle {
+        None => None,
+        Some(account) => {
+            let feed_id = match price_feed {
+                None => node::market::usd_price::SOL_USD_FEED,
+                Some(h) => node::market::usd_price::parse_feed_id(&h).ok_or_else(|| {
+                    Failure::bad_input(anyhow::anyhow!(
+                        "--price-feed {h}: not 32 bytes of hex (a Pyth feed id)"
+                    ))
+                })?,
+            };
+            Some(node::market::manifest::UsdAtSettle {
+                price_account: account,
+                feed_id,
+                max_age_secs: price_max_age_secs,
+                max_conf_bps: price_max_conf_bps,
+                tolerance_bps: price_tolerance_bps,
+            })
+        }
+    };
     let text = read_capped(&bundle)?;
     let wallet = ctx.wallet()?;
     let chain = ctx.chain()?;
@@ -47,7 +72,8 @@ pub(super) fn list(a: ListArgs, ctx: &Context) -> CliResult<()> {
     let up = uploader(ctx, &storage)?;
     let opts = ListOptions {
         price_usd,
-        sol_usd,
+        // the oracle prices a listing at settle time
+        sol_usd: sol_usd.unwrap_or(f64::NAN),
         duration_hours,
         visibility: visibility.as_str().into(),
         payment_address,
@@ -55,6 +81,7 @@ pub(super) fn list(a: ListArgs, ctx: &Context) -> CliResult<()> {
         escrow_stake: escrow.then_some(stake_lamports),
         below_cost,
         settle_in,
+        usd_at_settle,
     };
     // an escrow listing's stake leaves the wallet with its memo
     let stake = opts.escrow_stake.unwrap_or(0);
@@ -71,10 +98,15 @@ pub(super) fn list(a: ListArgs, ctx: &Context) -> CliResult<()> {
     )?;
     let v = json!({"ok": true, "listing": rec});
     let price = match &rec.currency {
+        node::settle::Currency::Sol if rec.usd.is_some() => format!(
+            "{price_usd} USD in SOL at settle time ({} lamports at the oracle's price now)",
+            rec.price_lamports
+        ),
         node::settle::Currency::Sol => {
             format!(
-                "{} lamports ({price_usd} USD at {sol_usd} USD/SOL)",
-                rec.price_lamports
+                "{} lamports ({price_usd} USD at {} USD/SOL)",
+                rec.price_lamports,
+                sol_usd.unwrap_or_default()
             )
         }
         node::settle::Currency::Token { mint } => {

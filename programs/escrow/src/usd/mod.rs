@@ -26,6 +26,10 @@ pub struct UsdQuoteArgs {
     pub max_age_secs: u32,
     /// Widest confidence taken, in basis points of the price.
     pub max_conf_bps: u16,
+    /// The most base units the buy's payment covers (its slippage bound):
+    /// a larger quote fails the buy, so nothing is paid that would be
+    /// refused.
+    pub max_units: u64,
 }
 
 /// Accounts of `quote_usd`.
@@ -92,6 +96,7 @@ impl QuoteUsd<'_> {
             args.decimals,
         )
         .map_err(|_| error!(EscrowError::PriceUnusable))?;
+        require!(units <= args.max_units, EscrowError::PriceMoved);
         emit!(UsdQuoted {
             price_update: account.key(),
             feed_id: update.feed_id,

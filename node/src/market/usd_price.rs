@@ -1,0 +1,165 @@
+//! USD at settle time, as clients see it: a listing's Pyth price account
+//! read at our commitment and checked by the listing's rule
+//! (`escrow_math::usd`, the rule the program's `quote_usd` runs), the
+//! lamports the listing's USD comes to now (what the buyer pays, and what
+//! its quote shows: the source, the price, its age), and the `quote_usd`
+//! instruction a buy runs beside its payment so that the conversion at
+//! its slot is in its own logs.
+//!
+//! Never judges a buy (that is `crate::settle::UsdTerms`'s, from the
+//! buy's logs), never sends anything.
+
+use crate::chain::{Chain, ChainError, Pubkey};
+use crate::settle::UsdTerms;
+use escrow_math::usd::{self, PriceUpdate, UsdRule};
+use solana_sdk::instruction::{AccountMeta, Instruction};
+
+/// Pyth's SOL/USD feed id (the default of `list --usd-at-settle`).
+pub const SOL_USD_FEED: [u8; 32] = [
+    0xef, 0x0d, 0x8b, 0x6f, 0xda, 0x2c, 0xeb, 0xa4, 0x1d, 0xa1, 0x5d, 0x40, 0x95, 0xd1, 0xda, 0x39,
+    0x2a, 0x0d, 0x2f, 0x8e, 0xd0, 0xc6, 0xc7, 0xbc, 0x0f, 0x4c, 0xfa, 0xc8, 0xc2, 0x80, 0xb5, 0x6d,
+];
+
+/// A feed id from its 64 hex characters (`0x` allowed).
+pub fn parse_feed_id(hex_id: &str) -> Option<[u8; 32]> {
+    let mut id = [0u8; 32];
+    hex::decode_to_slice(hex_id.trim().trim_start_matches("0x"), &mut id).ok()?;
+    Some(id)
+}
+
+/// Why a price cannot be taken now.
+#[derive(Debug, thiserror::Error)]
+pub enum UsdPriceError {
+    /// No account there.
+    #[error("price account {0}: no such account on this cluster")]
+    Missing(String),
+    /// Not the Pyth receiver's.
+    #[error("price account {account}: owned by {owner}, not by the Pyth receiver program (rec5EKMGg6MxZYaMdyBfgwp4d5rB9T1VQH5pJv5LtFJ)")]
+    NotPyth {
+        /// The account.
+        account: String,
+        /// Its owner.
+        owner: String,
+    },
+    /// Not usable by the listing's rule.
+    #[error("price account {account}: {why}")]
+    Unusable {
+        /// The account.
+        account: String,
+        /// The rule's refusal.
+        why: usd::UsdError,
+    },
+    /// A malformed address.
+    #[error("price account {0:?} is not a base58 address")]
+    BadAddress(String),
+    /// RPC.
+    #[error(transparent)]
+    Chain(#[from] ChainError),
+}
+
+/// The listing's USD now: what a buyer pays and its quote shows.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct UsdQuoteNow {
+    /// The price account read.
+    pub price_account: String,
+    /// Its feed (hex).
+    #[serde(serialize_with = "crate::settle::hex32::serialize")]
+    pub feed_id: [u8; 32],
+    /// The price (× 10^exponent USD per SOL).
+    pub price: i64,
+    /// Its confidence.
+    pub conf: u64,
+    /// Its exponent.
+    pub exponent: i32,
+    /// When it was published (unix seconds).
+    pub publish_time: i64,
+    /// Its age by the cluster's clock.
+    pub age_secs: i64,
+    /// The listing's micro-dollars.
+    pub usd_micros: u64,
+    /// Lamports they come to at this price (rounded up).
+    pub lamports: u64,
+    /// The least the seller takes against the buy's own quote (bps below it).
+    pub tolerance_bps: u16,
+}
+
+/// Reads the `PriceUpdateV2` at `account` (owner checked).
+pub async fn read_price(chain: &Chain, account: &str) -> Result<PriceUpdate, UsdPriceError> {
+    let address: Pubkey = account
+        .parse()
+        .map_err(|_| UsdPriceError::BadAddress(account.into()))?;
+    let got = crate::chain::client::with_retry("getAccountInfo", || async {
+        chain
+            .rpc()
+            .get_account_with_commitment(&address, chain.commitment())
+            .await
+            .map(|r| r.value)
+    })
+    .await?
+    .ok_or_else(|| UsdPriceError::Missing(account.into()))?;
+    if got.owner.to_bytes() != usd::PYTH_RECEIVER {
+        return Err(UsdPriceError::NotPyth {
+            account: account.into(),
+            owner: got.owner.to_string(),
+        });
+    }
+    usd::parse_price_update(&got.data).map_err(|why| UsdPriceError::Unusable {
+        account: account.into(),
+        why,
+    })
+}
+
+/// The listing's USD in lamports now, by its rule at the cluster's clock.
+pub async fn quote_now(chain: &Chain, terms: &UsdTerms) -> Result<UsdQuoteNow, UsdPriceError> {
+    let update = read_price(chain, &terms.price_account).await?;
+    let now = chain.cluster_time().await?;
+    let unusable = |why| UsdPriceError::Unusable {
+        account: terms.price_account.clone(),
+        why,
+    };
+    UsdRule {
+        feed_id: terms.feed_id,
+        max_age_secs: terms.max_age_secs,
+        max_conf_bps: terms.max_conf_bps,
+    }
+    .check(&update, now)
+    .map_err(unusable)?;
+    let lamports = usd::usd_micros_to_units(terms.usd_micros, update.price, update.exponent, 9)
+        .map_err(unusable)?;
+    Ok(UsdQuoteNow {
+        price_account: terms.price_account.clone(),
+        feed_id: update.feed_id,
+        price: update.price,
+        conf: update.conf,
+        exponent: update.exponent,
+        publish_time: update.publish_time,
+        age_secs: now - update.publish_time,
+        usd_micros: terms.usd_micros,
+        lamports,
+        tolerance_bps: terms.tolerance_bps,
+    })
+}
+
+/// The escrow program's `quote_usd` of `terms` (SOL: 9 decimals), which a
+/// buy paying `paid` lamports runs before its payment: its `max_units` is
+/// the largest quote `paid` covers within the listing's tolerance, so a
+/// price that moved further fails the buy instead of paying a refusal.
+pub fn quote_instruction(terms: &UsdTerms, paid: u64) -> Result<Instruction, UsdPriceError> {
+    let account: Pubkey = terms
+        .price_account
+        .parse()
+        .map_err(|_| UsdPriceError::BadAddress(terms.price_account.clone()))?;
+    let program: Pubkey = crate::escrow::PROGRAM_ID.parse().expect("the program id");
+    let mut data = crate::chain::anchor::discriminator("global", "quote_usd").to_vec();
+    data.extend_from_slice(&terms.feed_id);
+    data.extend_from_slice(&terms.usd_micros.to_le_bytes());
+    data.push(9);
+    data.extend_from_slice(&terms.max_age_secs.to_le_bytes());
+    data.extend_from_slice(&terms.max_conf_bps.to_le_bytes());
+    data.extend_from_slice(&usd::max_quote_paid_by(paid, terms.tolerance_bps).to_le_bytes());
+    Ok(Instruction {
+        program_id: program,
+        accounts: vec![AccountMeta::new_readonly(account, false)],
+        data,
+    })
+}
