@@ -369,7 +369,8 @@ pub struct ListArgs {
     /// this PriceUpdateV2 account, converted by the escrow program's
     /// `quote_usd` inside the buy (so `listen` and the indexer check it from
     /// the chain), instead of lamports fixed now with --sol-usd. The localnet
-    /// has a SOL/USD fixture (`brainctl token sol-usd-account`).
+    /// loads a SOL/USD account at 7UVimffxr9ow1uXYxsr4LHAcV58mLzhmwaeKvJ1pjLiE
+    /// (Pyth's SOL/USD feed account address), published when it started.
     #[arg(long, value_name = "PRICE_ACCOUNT", conflicts_with_all = ["mint", "escrow"])]
     pub usd_at_settle: Option<String>,
     /// With --usd-at-settle: the Pyth feed id (64 hex) the account must
@@ -1168,6 +1169,14 @@ pub enum TokenCmd {
         /// The mint authority.
         #[arg(long, value_name = "PUBKEY")]
         authority: String,
+    },
+    /// Print the localnet's SOL/USD price (a Pyth PriceUpdateV2 account at
+    /// Pyth's SOL/USD feed account address, published now) as a
+    /// `solana-test-validator --account` file (what localnet/up loads).
+    SolUsdGenesis {
+        /// USD per SOL.
+        #[arg(long, default_value_t = 150.0)]
+        usd: f64,
     },
 }
 

@@ -89,7 +89,7 @@ static VALIDATOR: OnceLock<TestValidator> = OnceLock::new();
 /// The validator of this test binary, started on first use, with the
 /// Light programs and tree accounts loaded (as `localnet/up` does).
 pub fn validator() -> &'static TestValidator {
-    VALIDATOR.get_or_init(|| start(&[light_args(), test_dollar_args()].concat()))
+    VALIDATOR.get_or_init(|| start(&[light_args(), test_dollar_args(), sol_usd_args()].concat()))
 }
 
 /// The test dollar's mint authority in the harness's validators (a fixed
@@ -109,6 +109,28 @@ pub fn test_dollar_args() -> Vec<String> {
     vec![
         "--account".into(),
         test_dollar::ADDRESS.to_string(),
+        file.to_string_lossy().into_owned(),
+    ]
+}
+
+/// USD per SOL in the harness's SOL/USD price account.
+pub const SOL_USD: f64 = 150.0;
+
+/// `--account` flags loading the localnet's SOL/USD price account
+/// (`node::chain::test_price`, [`SOL_USD`], published now), as
+/// `localnet/up` does.
+pub fn sol_usd_args() -> Vec<String> {
+    use node::chain::test_price;
+    let file = scratch_dir("brainctl-sol-usd-").join("price.json");
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .expect("clock")
+        .as_secs() as i64;
+    let json = test_price::genesis_account_json(SOL_USD, now);
+    std::fs::write(&file, json.to_string()).expect("SOL/USD genesis file");
+    vec![
+        "--account".into(),
+        test_price::ADDRESS.to_string(),
         file.to_string_lossy().into_owned(),
     ]
 }

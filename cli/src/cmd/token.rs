@@ -18,6 +18,19 @@ pub fn run(cmd: TokenCmd, ctx: &Context) -> CliResult<u8> {
             println!("{}", test_dollar::genesis_account_json(&authority));
             Ok(0)
         }
+        TokenCmd::SolUsdGenesis { usd } => {
+            if !(usd.is_finite() && usd > 0.0) {
+                return Err(Failure::bad_input(anyhow::anyhow!(
+                    "--usd {usd}: give a positive USD-per-SOL price"
+                )));
+            }
+            let now = time::OffsetDateTime::now_utc().unix_timestamp();
+            println!(
+                "{}",
+                node::chain::test_price::genesis_account_json(usd, now)
+            );
+            Ok(0)
+        }
     }
 }
 

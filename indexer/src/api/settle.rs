@@ -157,6 +157,9 @@ pub(super) async fn settle(
             "last_valid_block_height": last_valid,
         })));
     }
+    if let Some(usd) = &l.usd {
+        return settle_usd(&st, source, &b, &id, &who, &buyer, usd, &l.payment_address).await;
+    }
     let listed = l.price().ok_or_else(|| {
         ApiError::conflict("the listing fixes no price_lamports; it cannot be settled")
     })?;
@@ -252,6 +255,73 @@ pub(super) async fn settle(
         "fee_lamports": fee,
         "offer_id": used_offer,
         "currency": "SOL",
+        "recent_blockhash": blockhash,
+        "last_valid_block_height": last_valid,
+    })))
+}
+
+/// The buy of a listing priced in USD at settle time: its price account
+/// now (the rule's refusal is a 409), the program's `quote_usd` bounded by
+/// what the buy pays, then the payment; offers do not apply.
+#[allow(clippy::too_many_arguments)]
+async fn settle_usd(
+    st: &AppState,
+    source: &crate::ingest::RpcSource,
+    b: &SettleBody,
+    id: &str,
+    who: &str,
+    buyer: &Pubkey,
+    usd: &node::settle::UsdTerms,
+    payment_address: &str,
+) -> Res<Json<Value>> {
+    if b.offer_id.is_some() {
+        return Err(ApiError::conflict(
+            "a listing priced in USD at settle time is bought at its listed USD price; offers do not apply (omit offer_id)",
+        ));
+    }
+    let chain = source.chain();
+    let quote = node::market::usd_price::quote_now(chain, usd)
+        .await
+        .map_err(|e| match e {
+            node::market::usd_price::UsdPriceError::Chain(c) => {
+                ApiError::unavailable(format!("RPC: {c}"))
+            }
+            other => ApiError::conflict(other.to_string()),
+        })?;
+    let policy = FeePolicy::from_env(
+        chain
+            .cluster_kind()
+            .await
+            .map_err(crate::ingest::IngestError::from)?,
+    )
+    .map_err(|e| ApiError::unavailable(e.to_string()))?;
+    let price = quote.lamports;
+    let (_, fee) = policy.split(price);
+    let pay_to = Pubkey::from_str(payment_address)
+        .map_err(|_| ApiError::conflict("the listing's payment address is malformed"))?;
+    let mut ixs = vec![node::market::usd_price::quote_instruction(usd, price)
+        .map_err(|e| ApiError::conflict(e.to_string()))?];
+    ixs.extend(buy_instructions(
+        buyer,
+        &pay_to,
+        price,
+        id,
+        &b.buyer_x25519_pubkey,
+        &st.registry,
+        (fee > 0).then_some((&policy.treasury, fee)),
+    ));
+    let (tx_base64, blockhash, last_valid) = unsigned(chain, &ixs, buyer).await?;
+    Ok(Json(json!({
+        "ok": true,
+        "tx_base64": tx_base64,
+        "listing_id": id,
+        "buyer_pubkey": who,
+        "payment_address": payment_address,
+        "price_lamports": price,
+        "fee_lamports": fee,
+        "offer_id": null,
+        "currency": "SOL",
+        "usd": quote,
         "recent_blockhash": blockhash,
         "last_valid_block_height": last_valid,
     })))

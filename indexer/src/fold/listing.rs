@@ -37,6 +37,10 @@ pub struct ListingState {
     /// the price is `price_lamports`; see [`ListingState::price`]).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub price_units: Option<u64>,
+    /// Priced in USD at settle time (the manifest's `usd_at_settle`): each
+    /// buy's own `quote_usd` fixes its lamports (no `price_lamports`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub usd: Option<node::settle::UsdTerms>,
     /// Fee in basis points.
     pub fee_bps: u64,
     /// auction | private.
@@ -160,6 +164,7 @@ impl State {
                 price_lamports: l.price_lamports,
                 currency: l.currency(),
                 price_units: l.settlement.map(|t| t.price_units),
+                usd: l.usd_at_settle.as_ref().map(|u| u.terms(l.price_usd)),
                 fee_bps: l.fee_bps,
                 visibility: l.visibility.clone(),
                 expires_at: l.expires_at,

@@ -131,7 +131,12 @@ impl State {
             at: At::of(r),
             status: SettlementStatus::Paid,
         };
-        let verdict = match listing.price() {
+        // priced at settle time: the buy's own quote prices it
+        let price = match &listing.usd {
+            Some(_) => Some(0),
+            None => listing.price(),
+        };
+        let verdict = match price {
             None => Err(BuyRefusal::Unpriced),
             Some(price_lamports) => {
                 let terms = ListingTerms {
@@ -145,7 +150,7 @@ impl State {
                         .fee_treasury
                         .clone()
                         .map(|t| (t, node::chain::fees::SETTLE_FEE_BPS)),
-                    usd: None,
+                    usd: listing.usd.clone(),
                 };
                 match listing
                     .manifest

@@ -15,6 +15,7 @@ pub mod memo_field;
 pub mod parsed_tx;
 pub mod pin;
 pub mod test_dollar;
+pub mod test_price;
 pub mod token;
 
 pub use client::{Chain, Sent, SigInfo};

@@ -92,6 +92,12 @@ pub enum ListingRefusal {
         /// The chain's.
         onchain: String,
     },
+    /// Offers on a listing priced in USD at settle time.
+    #[error("a listing priced in USD at settle time is bought at its listed USD price; buy it without --offer")]
+    UsdAtSettleListedOnly,
+    /// The listing's price account cannot price a buy now.
+    #[error("the listing is priced in USD at settle time and its price cannot be taken now: {0}")]
+    UsdPrice(String),
     /// The agreed terms ask more than the listing does.
     #[error("the agreed terms ask {agreed} base units, above the listed {listed}; pay the listed price (buy without --offer)")]
     AboveListedPrice {
@@ -183,6 +189,10 @@ pub struct Quote {
     /// `*_lamports` price fields are then 0).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub token: Option<TokenQuote>,
+    /// A listing priced in USD at settle time: the price it was converted
+    /// at (source account, feed, price, confidence, age) and the tolerance.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub usd: Option<crate::market::usd_price::UsdQuoteNow>,
 }
 
 impl Quote {
@@ -292,13 +302,34 @@ pub async fn plan_buy(
         }
         return plan_escrow(chain, source, buyer, listing, now).await;
     }
-    let (price, terms_name) = match terms {
-        Terms::Listed => (
+    // a listing priced in USD at settle time: its price account now (the
+    // buy's own quote_usd, at its slot, is what `listen` checks)
+    let usd = listing
+        .usd_at_settle
+        .as_ref()
+        .map(|u| u.terms(listing.price_usd));
+    let (price, terms_name, usd_now) = match (terms, &usd) {
+        (Terms::Negotiated { .. }, Some(_)) => {
+            return Err(ListingRefusal::UsdAtSettleListedOnly.into())
+        }
+        (Terms::Listed, Some(usd)) => {
+            let q = crate::market::usd_price::quote_now(chain, usd)
+                .await
+                .map_err(|e| match e {
+                    crate::market::usd_price::UsdPriceError::Chain(c) => BuyError::Chain(c),
+                    other => ListingRefusal::UsdPrice(other.to_string()).into(),
+                })?;
+            (q.lamports, "usd_at_settle".to_string(), Some(q))
+        }
+        (Terms::Listed, None) => (
             listing.price_units().ok_or(ListingRefusal::Unpriced)?,
             "listed".to_string(),
+            None,
         ),
-        Terms::Negotiated { offer, counter } => {
-            negotiated_price(chain, buyer, listing, offer, counter, now).await?
+        (Terms::Negotiated { offer, counter }, None) => {
+            let (price, name) =
+                negotiated_price(chain, buyer, listing, offer, counter, now).await?;
+            (price, name, None)
         }
     };
     if now >= listing.expires_at {
@@ -322,7 +353,7 @@ pub async fn plan_buy(
     let (_, fee) = policy.split(price);
     let fee_to = (fee > 0).then_some((&policy.treasury, fee));
     let Some(settlement) = &listing.settlement else {
-        let instructions = buy_instructions(
+        let mut instructions = buy_instructions(
             &kp.pubkey(),
             &pay_to,
             price,
@@ -331,8 +362,17 @@ pub async fn plan_buy(
             &registry_from_env()?,
             fee_to,
         );
+        if let Some(usd) = &usd {
+            // the program converts at the buy's slot, in its logs; a
+            // price that moved past the tolerance fails the whole buy
+            let ix = crate::market::usd_price::quote_instruction(usd, price)
+                .map_err(|e| ListingRefusal::UsdPrice(e.to_string()))?;
+            instructions.insert(0, ix);
+        }
+        let mut q = quote(listing, "direct", terms_name, price, fee, 0);
+        q.usd = usd_now;
         return Ok(BuyPlan {
-            quote: quote(listing, "direct", terms_name, price, fee, 0),
+            quote: q,
             instructions,
         });
     };
@@ -426,6 +466,7 @@ fn quote(
             .saturating_add(rent)
             .saturating_add(LAMPORTS_PER_SIGNATURE),
         token: None,
+        usd: None,
     }
 }
 
