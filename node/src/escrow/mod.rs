@@ -27,7 +27,7 @@ pub use builders::{
 };
 /// The protocol's math (`programs/escrow-math`), for callers of this module.
 pub use escrow_math as math;
-pub use events::{decode_event, events_in_logs, EscrowEvent};
+pub use events::{decode_event, events_in_logs, EscrowEvent, UsdQuote};
 
 /// A `deposit_sealed` instruction seen in a transaction.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]

@@ -571,6 +571,35 @@ fn the_node_decodes_the_programs_events() {
             .data(),
             EscrowEvent::Other("SealedRetired"),
         ),
+        (
+            escrow::UsdQuoted {
+                price_update: listing,
+                feed_id: [0xa1; 32],
+                price: -0x0102_0304_0506_0708,
+                conf: 0xa2a3_a4a5_a6a7_a8a9,
+                exponent: -8,
+                publish_time: -0x1112_1314,
+                usd_micros: 0xb1b2_b3b4_b5b6_b7b8,
+                decimals: 9,
+                max_age_secs: 0xc1c2_c3c4,
+                max_conf_bps: 0xd1d2,
+                units: 0xe1e2_e3e4_e5e6_e7e8,
+            }
+            .data(),
+            EscrowEvent::UsdQuoted(node::escrow::UsdQuote {
+                price_update: listing,
+                feed_id: [0xa1; 32],
+                price: -0x0102_0304_0506_0708,
+                conf: 0xa2a3_a4a5_a6a7_a8a9,
+                exponent: -8,
+                publish_time: -0x1112_1314,
+                usd_micros: 0xb1b2_b3b4_b5b6_b7b8,
+                decimals: 9,
+                max_age_secs: 0xc1c2_c3c4,
+                max_conf_bps: 0xd1d2,
+                units: 0xe1e2_e3e4_e5e6_e7e8,
+            }),
+        ),
     ];
     let mut logs = vec![format!("Program {} invoke [1]", escrow::ID)];
     for (data, want) in &cases {
@@ -587,4 +616,37 @@ fn the_node_decodes_the_programs_events() {
         client::events_in_logs(&logs),
         cases.into_iter().map(|c| c.1).collect::<Vec<_>>()
     );
+}
+
+/// The node's `quote_usd` (a buy of a listing priced in USD at settle
+/// time) is the instruction Anchor's client types build, its `max_units`
+/// the largest quote the payment covers within the listing's tolerance.
+#[test]
+fn the_node_builds_the_programs_usd_quote() {
+    let terms = node::settle::UsdTerms {
+        price_account: k().to_string(),
+        feed_id: [0x5a; 32],
+        usd_micros: 15_000_000,
+        max_age_secs: 60,
+        max_conf_bps: 100,
+        tolerance_bps: 100,
+    };
+    let paid = 99_000_000;
+    let ours = node::market::usd_price::quote_instruction(&terms, paid).unwrap();
+    let theirs = anchor(
+        escrow::accounts::QuoteUsd {
+            price_update: terms.price_account.parse().unwrap(),
+        },
+        escrow::instruction::QuoteUsd {
+            args: escrow::UsdQuoteArgs {
+                feed_id: [0x5a; 32],
+                usd_micros: 15_000_000,
+                decimals: 9,
+                max_age_secs: 60,
+                max_conf_bps: 100,
+                max_units: 100_000_000,
+            },
+        },
+    );
+    assert_eq!(ours, theirs);
 }
