@@ -468,30 +468,33 @@ fn a_priced_tool_call_runs_once_per_x402_payment() {
     let payee_account = node::chain::token::associated_account(&node_pk, &dollar);
     assert!(rt.block_on(chain.balance(&payee_account)).unwrap() > 0);
     wait_finalized(&other);
-    let script = concat!(env!("CARGO_MANIFEST_DIR"), "/../tests/x402/mcp_call.py");
-    let out = Command::new(e2e::x402::python())
-        .arg(script)
-        .args(["--url", &url, "--token", TOKEN, "--rpc", &v.rpc_url])
-        .arg("--secret")
-        .arg(&secret)
-        .args([
-            "--tool",
-            "memory_search",
-            "--args",
-            r#"{"query": "paid answers"}"#,
-        ])
-        .args(["--free-tool", "memory_list", "--free-args", "{}"])
-        .args(["--other-mint", &other.to_string()])
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "mcp_call.py: {}\n{}\nthe server's log ends:\n{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr),
-        server.tail()
-    );
-    let r: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let client = |extra: &[&str]| -> Value {
+        let script = concat!(env!("CARGO_MANIFEST_DIR"), "/../tests/x402/mcp_call.py");
+        let out = Command::new(e2e::x402::python())
+            .arg(script)
+            .args(["--url", &url, "--token", TOKEN, "--rpc", &v.rpc_url])
+            .arg("--secret")
+            .arg(&secret)
+            .args([
+                "--tool",
+                "memory_search",
+                "--args",
+                r#"{"query": "paid answers"}"#,
+            ])
+            .args(["--free-tool", "memory_list", "--free-args", "{}"])
+            .args(extra)
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "mcp_call.py: {}\n{}\nthe server's log ends:\n{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr),
+            server.tail()
+        );
+        serde_json::from_slice(&out.stdout).unwrap()
+    };
+    let r = client(&["--other-mint", &other.to_string()]);
 
     // unpaid: the requirements, in the list's token, to the node
     let unpaid = &r["unpaid"];
@@ -583,6 +586,26 @@ fn a_priced_tool_call_runs_once_per_x402_payment() {
         (signature, "memory_search", 10_000, "served")
     );
     assert_eq!(ledger[0].payer, buyer.pubkey().to_string());
+
+    // a payment the ledger does not know that is on chain already (a lost
+    // ledger; or another sale's payment copied from the chain) pays for
+    // nothing more
+    let ledger_path = node_home
+        .path(".brainctl")
+        .join(node::x402::call_ledger::LEDGER_FILE);
+    for suffix in ["", "-wal", "-shm"] {
+        let _ = std::fs::remove_file(format!("{}{suffix}", ledger_path.display()));
+    }
+    let meta = r["payment_meta"].to_string();
+    let again = client(&["--replay-meta", &meta]);
+    let replayed = &again["replayed"];
+    assert_eq!(replayed["is_error"], true, "{replayed}");
+    assert_eq!(
+        replayed["structured"]["error"], "duplicate_settlement",
+        "{replayed}"
+    );
+    assert!(!replayed["text"].as_str().unwrap().contains("Paid answers"));
+    assert_eq!(units(&buyer.pubkey()), 990_000, "paid once");
     assert!(server.alive(), "the server died:\n{}", server.tail());
     assert!(server.stop().success());
 }

@@ -28,6 +28,7 @@ const MIGRATIONS: &[&str] = &[
     include_str!("../../migrations/listen/0005_retries.sql"),
     include_str!("../../migrations/listen/0006_listing_mint.sql"),
     include_str!("../../migrations/listen/0007_listing_usd.sql"),
+    include_str!("../../migrations/listen/0008_token_offers_expire.sql"),
 ];
 
 /// First retry delay of a buy; doubles per attempt up to [`RETRY_CAP_MS`].

@@ -102,7 +102,7 @@ pub struct UsdTerms {
     /// The Pyth price account (base58).
     pub price_account: String,
     /// The feed (hex in JSON).
-    #[serde(with = "hex32")]
+    #[serde(with = "crate::crypto::hex32")]
     pub feed_id: [u8; 32],
     /// The listing's price in micro-dollars.
     pub usd_micros: u64,
@@ -114,31 +114,15 @@ pub struct UsdTerms {
     pub tolerance_bps: u16,
 }
 
-/// A 32-byte id as 64 hex characters in JSON.
-pub mod hex32 {
-    /// Writes it.
-    pub fn serialize<S: serde::Serializer>(b: &[u8; 32], s: S) -> Result<S::Ok, S::Error> {
-        s.serialize_str(&hex::encode(b))
-    }
-
-    /// Reads it.
-    pub fn deserialize<'de, D: serde::Deserializer<'de>>(d: D) -> Result<[u8; 32], D::Error> {
-        let s: String = serde::Deserialize::deserialize(d)?;
-        let mut out = [0u8; 32];
-        hex::decode_to_slice(s.trim_start_matches("0x"), &mut out)
-            .map_err(|_| serde::de::Error::custom("not 32 bytes of hex"))?;
-        Ok(out)
-    }
-}
-
 impl UsdTerms {
     /// The lamports the buy's own quote fixed: its `UsdQuoted` event of this
     /// price account and feed, for these micro-dollars in SOL, under a rule
-    /// at least as strict as the listing's.
+    /// at least as strict as the listing's (the highest, where a buy
+    /// quoted more than once: it cannot choose the lower of two prices).
     pub fn quoted(&self, tx: &ParsedTx) -> Result<u64, Rejection> {
         crate::escrow::events_in_logs(&tx.logs)
             .into_iter()
-            .find_map(|e| match e {
+            .filter_map(|e| match e {
                 crate::escrow::EscrowEvent::UsdQuoted(q)
                     if q.price_update.to_string() == self.price_account
                         && q.feed_id == self.feed_id
@@ -151,6 +135,7 @@ impl UsdTerms {
                 }
                 _ => None,
             })
+            .max()
             .ok_or(Rejection::NoUsdQuote)
     }
 
@@ -495,26 +480,33 @@ pub fn verify_buy(
         block_time,
     } = claim(tx, listing)?;
     let buyer = &buyer;
-    // priced in USD at settle time: the buy's own quote, no offers
-    let (price, offer_id) = match &listing.usd {
-        Some(usd) => (usd.quoted(tx)?, None),
-        None => binding_price(listing, accepted, buyer, block_time),
+    // priced in USD at settle time: the buy's own quote, no offers; the
+    // least it counts for is the quote less the listing's tolerance (the
+    // buyer converts before its slot, the program at it)
+    let (price, offer_id, due) = match &listing.usd {
+        Some(usd) => {
+            let quoted = usd.quoted(tx)?;
+            (quoted, None, usd.floor(quoted))
+        }
+        None => {
+            let (price, offer) = binding_price(listing, accepted, buyer, block_time);
+            (price, offer, price)
+        }
     };
-    let floor = |due: u64| listing.usd.as_ref().map_or(due, |u| u.floor(due));
     // the price is what the buyer pays in all: where a fee is due, the
     // seller's share and the treasury's (the reference's split); a buy
     // that paid the fee on top pays the seller more, and counts too
     let (seller_due, fee_due) = match &listing.fee {
-        Some((_, bps)) => split_with_fee(price, *bps),
-        None => (price, 0),
+        Some((_, bps)) => split_with_fee(due, *bps),
+        None => (due, 0),
     };
     let paid = listing.currency.paid(tx, buyer, &listing.payment_address);
-    if paid < floor(seller_due) {
-        return Err(listing.currency.underpaid(paid, floor(seller_due)));
+    if paid < seller_due {
+        return Err(listing.currency.underpaid(paid, seller_due));
     }
     if let Some((treasury, _)) = listing.fee.as_ref().filter(|_| fee_due > 0) {
         let fee_paid = listing.currency.paid(tx, buyer, treasury);
-        if fee_paid < floor(fee_due) {
+        if fee_paid < fee_due {
             return Err(listing.currency.fee_unpaid(fee_paid, fee_due));
         }
     }
@@ -575,6 +567,126 @@ mod tests {
             legacy_deposits: vec![],
             anomalies: vec![],
         }
+    }
+
+    const PRICE_ACCOUNT: &str = "7UVimffxr9ow1uXYxsr4LHAcV58mLzhmwaeKvJ1pjLiE";
+
+    fn usd_terms() -> UsdTerms {
+        UsdTerms {
+            price_account: PRICE_ACCOUNT.into(),
+            feed_id: [0xef; 32],
+            usd_micros: 15_000_000,
+            max_age_secs: 60,
+            max_conf_bps: 100,
+            tolerance_bps: 100,
+        }
+    }
+
+    /// A `quote_usd` log of `units` (the program's own event bytes) as the
+    /// escrow program's run in a transaction's logs, for `terms` with a
+    /// rule of `max_age_secs`.
+    fn quote_logs(terms: &UsdTerms, units: u64, max_age_secs: u32) -> Vec<String> {
+        use base64::Engine as _;
+        let mut data = crate::chain::anchor::discriminator("event", "UsdQuoted").to_vec();
+        let account: crate::chain::Pubkey = terms.price_account.parse().unwrap();
+        data.extend_from_slice(account.as_ref());
+        data.extend_from_slice(&terms.feed_id);
+        data.extend_from_slice(&15_000_000_000i64.to_le_bytes());
+        data.extend_from_slice(&1_000u64.to_le_bytes());
+        data.extend_from_slice(&(-8i32).to_le_bytes());
+        data.extend_from_slice(&1_490i64.to_le_bytes());
+        data.extend_from_slice(&terms.usd_micros.to_le_bytes());
+        data.push(9);
+        data.extend_from_slice(&max_age_secs.to_le_bytes());
+        data.extend_from_slice(&terms.max_conf_bps.to_le_bytes());
+        data.extend_from_slice(&units.to_le_bytes());
+        vec![
+            format!("Program {} invoke [1]", crate::escrow::PROGRAM_ID),
+            format!(
+                "Program data: {}",
+                base64::engine::general_purpose::STANDARD.encode(data)
+            ),
+            format!("Program {} success", crate::escrow::PROGRAM_ID),
+        ]
+    }
+
+    /// A listing priced in USD at settle time counts a buy by its own
+    /// quote, down to the tolerance; without a quote of its account and
+    /// rule it does not count; two quotes bind the higher; the fee split
+    /// applies to the floor, so a payment at the tolerance's edge that the
+    /// program took also counts with a fee.
+    #[test]
+    fn usd_listings_count_the_buys_own_quote_within_the_tolerance() {
+        let l = ListingTerms {
+            usd: Some(usd_terms()),
+            price_lamports: 0,
+            ..listing()
+        };
+        let with = |paid: u64, logs: Vec<String>| {
+            let mut t = tx(paid);
+            t.logs = logs;
+            t
+        };
+        let q = |units| quote_logs(&usd_terms(), units, 60);
+        assert_eq!(
+            verify_buy(&with(100_000_000, vec![]), &l, &[]),
+            Err(Rejection::NoUsdQuote)
+        );
+        let b = verify_buy(&with(99_000_000, q(100_000_000)), &l, &[]).unwrap();
+        assert_eq!(
+            (b.price_lamports, b.paid_lamports),
+            (100_000_000, 99_000_000)
+        );
+        assert_eq!(
+            verify_buy(&with(98_999_999, q(100_000_000)), &l, &[]),
+            Err(Rejection::Underpaid {
+                paid: 98_999_999,
+                price: 99_000_000
+            })
+        );
+        // a looser rule than the listing's, another account: no quote
+        assert_eq!(
+            verify_buy(
+                &with(100_000_000, quote_logs(&usd_terms(), 100_000_000, 61)),
+                &l,
+                &[]
+            ),
+            Err(Rejection::NoUsdQuote)
+        );
+        let elsewhere = UsdTerms {
+            price_account: "11111111111111111111111111111111".into(),
+            ..usd_terms()
+        };
+        assert_eq!(
+            verify_buy(
+                &with(100_000_000, quote_logs(&elsewhere, 100_000_000, 60)),
+                &l,
+                &[]
+            ),
+            Err(Rejection::NoUsdQuote)
+        );
+        // quoted twice: the higher binds
+        let mut twice = q(90_000_000);
+        twice.extend(q(100_000_000));
+        assert!(verify_buy(&with(90_000_000, twice), &l, &[]).is_err());
+        // with the fee: the program's edge (max_quote_paid_by) counts
+        let fee = ListingTerms {
+            fee: Some(("Treasury".into(), 250)),
+            ..l.clone()
+        };
+        let paid = 100_000_000u64;
+        let edge = escrow_math::usd::max_quote_paid_by(paid, 100);
+        let (to_seller, to_fee) = split_with_fee(paid, 250);
+        let mut t = with(to_seller, q(edge));
+        t.transfers.push(Transfer {
+            from: "Buyer".into(),
+            to: "Treasury".into(),
+            lamports: to_fee,
+        });
+        assert!(
+            verify_buy(&t, &fee, &[]).is_ok(),
+            "the edge {edge} with the fee"
+        );
     }
 
     fn offer(buyer: &str) -> NegotiatedTerms {

@@ -17,6 +17,8 @@ Steps, each reported in one JSON object on stdout:
   tampered: a payment of one unit less than asked (refused);
   wrong_mint: a payment in another mint (--other-mint; refused);
   free:     the free tool, no payment.
+With --replay-meta JSON: one call of the priced tool with that payment
+meta (from an earlier run's "payment_meta"), reported as "replayed".
 """
 
 import argparse
@@ -57,8 +59,8 @@ def required_of(r):
 async def main():
     p = argparse.ArgumentParser()
     for flag in ["--url", "--token", "--rpc", "--secret", "--tool", "--args",
-                 "--free-tool", "--free-args", "--other-mint"]:
-        p.add_argument(flag, required=flag != "--other-mint")
+                 "--free-tool", "--free-args", "--other-mint", "--replay-meta"]:
+        p.add_argument(flag, required=flag not in ("--other-mint", "--replay-meta"))
     a = p.parse_args()
     kp = Keypair.from_bytes(bytes(json.load(open(a.secret))))
     pay = x402Client()
@@ -71,11 +73,17 @@ async def main():
         async with streamable_http_client(a.url, http_client=http) as streams:
             async with ClientSession(streams[0], streams[1]) as session:
                 await session.initialize()
+                if a.replay_meta:
+                    out["replayed"] = report(await session.call_tool(
+                        a.tool, args, meta=json.loads(a.replay_meta)))
+                    print(json.dumps(out, default=str))
+                    return
                 unpaid = await session.call_tool(a.tool, args)
                 out["unpaid"] = report(unpaid)
                 required = required_of(unpaid)
                 payload = await pay.create_payment_payload(required)
                 meta = {PAYMENT: payload.model_dump(by_alias=True, exclude_none=True)}
+                out["payment_meta"] = meta
                 out["paid"] = report(await session.call_tool(a.tool, args, meta=meta))
                 out["replayed"] = report(await session.call_tool(a.tool, args, meta=meta))
                 # the SDK builds what it is asked to: requirements changed

@@ -359,7 +359,7 @@ impl Chain {
     }
 
     /// Whether `sig` has landed (at any commitment, failed or not).
-    async fn status_landed(&self, sig: &Signature) -> Result<bool, ChainError> {
+    pub async fn status_landed(&self, sig: &Signature) -> Result<bool, ChainError> {
         // with history: a retry after the status cache has moved on
         let statuses = with_retry("getSignatureStatuses", || {
             self.rpc

@@ -10,7 +10,9 @@
 //! validator's life (`list --price-max-age-secs`). Never used against a
 //! public cluster, where Pyth's receiver keeps that account fresh.
 
-use escrow_math::usd::{price_update_bytes, PriceUpdate, PRICE_UPDATE_V2_LEN, PYTH_RECEIVER};
+use escrow_math::usd::{
+    price_update_bytes, PriceUpdate, PRICE_UPDATE_V2_LEN, PYTH_RECEIVER, SOL_USD_FEED,
+};
 use solana_sdk::pubkey::Pubkey;
 
 /// The address (Pyth's sponsored SOL/USD price feed account, shard 0).
@@ -22,7 +24,7 @@ pub fn update(usd_per_sol: f64, publish_time: i64) -> PriceUpdate {
     let price = (usd_per_sol * 1e8).round() as i64;
     PriceUpdate {
         fully_verified: true,
-        feed_id: crate::market::usd_price::SOL_USD_FEED,
+        feed_id: SOL_USD_FEED,
         price,
         conf: (price / 1_000).max(0) as u64,
         exponent: -8,
@@ -71,6 +73,6 @@ mod tests {
             (15_025_000_000, -8, 1_800_000_000)
         );
         assert!(u.fully_verified);
-        assert_eq!(u.feed_id, crate::market::usd_price::SOL_USD_FEED);
+        assert_eq!(u.feed_id, SOL_USD_FEED);
     }
 }

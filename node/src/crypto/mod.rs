@@ -3,6 +3,7 @@
 //!
 //! Owns no keys and no formats; errors never contain key material.
 
+pub mod hex32;
 pub mod strict;
 
 use sha2::{Digest, Sha256};

@@ -71,7 +71,7 @@ pub struct UsdQuote {
     /// The price account read.
     pub price_update: Pubkey,
     /// Its feed.
-    #[serde(serialize_with = "crate::settle::hex32::serialize")]
+    #[serde(serialize_with = "crate::crypto::hex32::serialize")]
     pub feed_id: [u8; 32],
     /// Its price (× 10^exponent USD per whole unit).
     pub price: i64,

@@ -192,7 +192,7 @@ pub struct UsdAtSettle {
     /// The Pyth `PriceUpdateV2` account (base58).
     pub price_account: String,
     /// Its feed (64 hex characters).
-    #[serde(with = "crate::settle::hex32")]
+    #[serde(with = "crate::crypto::hex32")]
     pub feed_id: [u8; 32],
     /// Oldest price taken (seconds).
     pub max_age_secs: u32,
@@ -376,6 +376,13 @@ impl Listing {
                     .checked()?,
             ),
         };
+        let escrowed = v.get("escrow_program").is_some_and(|p| !p.is_null());
+        if usd_at_settle.is_some() && escrowed {
+            return Err(field_err(
+                "usd_at_settle",
+                "an escrow listing settles at its signed price_lamports, not at settle time",
+            ));
+        }
         if usd_at_settle.is_some() && (price_lamports.is_some() || settlement.is_some()) {
             return Err(field_err(
                 "usd_at_settle",

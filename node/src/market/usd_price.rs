@@ -15,16 +15,11 @@ use escrow_math::usd::{self, PriceUpdate, UsdRule};
 use solana_sdk::instruction::{AccountMeta, Instruction};
 
 /// Pyth's SOL/USD feed id (the default of `list --usd-at-settle`).
-pub const SOL_USD_FEED: [u8; 32] = [
-    0xef, 0x0d, 0x8b, 0x6f, 0xda, 0x2c, 0xeb, 0xa4, 0x1d, 0xa1, 0x5d, 0x40, 0x95, 0xd1, 0xda, 0x39,
-    0x2a, 0x0d, 0x2f, 0x8e, 0xd0, 0xc6, 0xc7, 0xbc, 0x0f, 0x4c, 0xfa, 0xc8, 0xc2, 0x80, 0xb5, 0x6d,
-];
+pub use escrow_math::usd::SOL_USD_FEED;
 
 /// A feed id from its 64 hex characters (`0x` allowed).
 pub fn parse_feed_id(hex_id: &str) -> Option<[u8; 32]> {
-    let mut id = [0u8; 32];
-    hex::decode_to_slice(hex_id.trim().trim_start_matches("0x"), &mut id).ok()?;
-    Some(id)
+    crate::crypto::hex32::parse(hex_id)
 }
 
 /// Why a price cannot be taken now.
@@ -63,7 +58,7 @@ pub struct UsdQuoteNow {
     /// The price account read.
     pub price_account: String,
     /// Its feed (hex).
-    #[serde(serialize_with = "crate::settle::hex32::serialize")]
+    #[serde(serialize_with = "crate::crypto::hex32::serialize")]
     pub feed_id: [u8; 32],
     /// The price (× 10^exponent USD per SOL).
     pub price: i64,

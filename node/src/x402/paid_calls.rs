@@ -2,8 +2,9 @@
 //! payment answers the requirements (the price in the list's token, the
 //! payee, the node as fee payer); called with `_meta["x402/payment"]` (a
 //! v2 payment payload), the node checks the client's transaction as a
-//! facilitator ([`super::verify`], the memo free: the client's nonce keeps
-//! two payments for the same tool apart), co-signs, sends and waits for
+//! facilitator ([`super::verify`], the memo the client's nonce, which keeps
+//! two payments for the same tool apart, and never a marketplace memo the
+//! node's co-signature would make its own), co-signs, sends and waits for
 //! it, and only then lets the call run; the answer carries
 //! `_meta["x402/payment-response"]`.
 //!
@@ -245,7 +246,7 @@ impl PaidCalls {
                 mint: self.mint,
                 pay_to: self.pay_to,
                 amount: units,
-                memo: MemoRule::Any,
+                memo: MemoRule::Nonce,
             },
         )
         .map_err(|r| {
@@ -294,6 +295,17 @@ impl PaidCalls {
                 ))
             }
             CallState::Paid => {}
+            // a payment this ledger never recorded that is on chain already
+            // (another call's, copied from the chain, or one of a lost
+            // ledger): it paid for something else, never for this call
+            CallState::Sending if fresh && self.landed(&tx).await? => {
+                let sig = signature.clone();
+                self.ledger(move |l| l.forget_unsent(&sig)).await?;
+                return Err(CallRefusal::new(
+                    "duplicate_settlement",
+                    format!("payment {signature} is already on chain: it paid for something else; pay again for this call"),
+                ));
+            }
             CallState::Sending => match self.chain.send_cosigned(&tx).await {
                 Ok(_) => {
                     let sig = signature.clone();
@@ -336,6 +348,17 @@ impl PaidCalls {
             signature,
             _claim: claim,
         })
+    }
+
+    /// Whether `tx` (co-signed) is on chain already.
+    async fn landed(
+        &self,
+        tx: &solana_sdk::transaction::VersionedTransaction,
+    ) -> Result<bool, CallRefusal> {
+        self.chain
+            .status_landed(&tx.signatures[0])
+            .await
+            .map_err(|e| CallRefusal::new("unexpected_settle_error", e))
     }
 
     /// Runs `f` on the ledger, off the async threads.

@@ -50,13 +50,17 @@ pub struct Expected<'a> {
 pub enum MemoRule<'a> {
     /// Exactly this (a listing's buy memo).
     Exactly(&'a str),
-    /// Anything up to [`MAX_MEMO_BYTES`] (the client's nonce, which keeps
-    /// two payments of the same price apart).
-    Any,
+    /// The client's nonce (the Python SDK writes 32 hex characters), which
+    /// keeps two payments of the same price apart: 1 to
+    /// [`MAX_NONCE_BYTES`] ASCII letters and digits, and nothing else. The
+    /// node co-signs the payment with the wallet that signs its marketplace
+    /// actions, so a free-form memo could make it sign an `accept`, a
+    /// `cancel` or a buy memo in its own name.
+    Nonce,
 }
 
-/// The longest memo x402 clients write.
-pub const MAX_MEMO_BYTES: usize = 256;
+/// The longest nonce memo taken.
+pub const MAX_NONCE_BYTES: usize = 64;
 
 /// Why a payment is refused; [`Refusal::reason`] is x402's
 /// `invalidReason` where the protocol names one.
@@ -237,7 +241,10 @@ pub fn check(tx: &VersionedTransaction, e: &Expected<'_>) -> Result<(), Refusal>
                 memos += 1;
                 let said = match e.memo {
                     MemoRule::Exactly(memo) => ix.data == memo.as_bytes(),
-                    MemoRule::Any => ix.data.len() <= MAX_MEMO_BYTES,
+                    MemoRule::Nonce => {
+                        (1..=MAX_NONCE_BYTES).contains(&ix.data.len())
+                            && ix.data.iter().all(u8::is_ascii_alphanumeric)
+                    }
                 };
                 if !ix.accounts.is_empty() || !said {
                     return Err(Refusal::Memo);
@@ -395,13 +402,13 @@ mod tests {
         );
     }
 
-    /// A paid tool call takes any one memo (the client's nonce), up to
-    /// the clients' limit, and still exactly one.
+    /// A paid tool call takes one memo that is a nonce: letters and
+    /// digits, bounded; never a marketplace action the node would sign.
     #[test]
-    fn a_free_memo_is_one_memo_of_bounded_length() {
+    fn a_nonce_memo_is_one_short_alphanumeric_memo() {
         let c = Case::new();
         let e = Expected {
-            memo: MemoRule::Any,
+            memo: MemoRule::Nonce,
             ..c.expected()
         };
         let with_memo = |memos: &[Vec<u8>]| {
@@ -414,11 +421,22 @@ mod tests {
         };
         let nonce = b"0123456789abcdef0123456789abcdef".to_vec();
         assert_eq!(with_memo(std::slice::from_ref(&nonce)), Ok(()));
-        assert_eq!(with_memo(&[vec![b'x'; MAX_MEMO_BYTES]]), Ok(()));
-        assert_eq!(
-            with_memo(&[vec![b'x'; MAX_MEMO_BYTES + 1]]),
-            Err(Refusal::Memo)
-        );
+        assert_eq!(with_memo(&[vec![b'x'; MAX_NONCE_BYTES]]), Ok(()));
+        for forged in [
+            vec![b'x'; MAX_NONCE_BYTES + 1],
+            b"brainctl-marketplace/v1:accept:offer-20261126-0123456789ab".to_vec(),
+            b"brainctl-marketplace/v1:cancel:20261126-0123456789ab".to_vec(),
+            b"x402:buy:20261126-0123456789ab".to_vec(),
+            b"nonce with spaces".to_vec(),
+            vec![],
+        ] {
+            assert_eq!(
+                with_memo(std::slice::from_ref(&forged)),
+                Err(Refusal::Memo),
+                "{}",
+                String::from_utf8_lossy(&forged)
+            );
+        }
         assert_eq!(with_memo(&[]), Err(Refusal::Memo));
         assert_eq!(with_memo(&[nonce.clone(), nonce]), Err(Refusal::Memo));
     }
