@@ -100,6 +100,13 @@ async fn quote(
             UsdQuoted::try_from_slice(&bytes[8..]).unwrap()
         });
     if common::sbf_program().is_some() {
+        // what a buy's quote costs in compute (the buy's budget holds it)
+        println!("quote_usd: {} compute units", meta.compute_units_consumed);
+        assert!(
+            meta.compute_units_consumed < 20_000,
+            "{}",
+            meta.compute_units_consumed
+        );
         let q = logged.as_ref().expect("the SBF build logs the quote");
         // and returns the units
         let returned = meta.return_data.expect("quote_usd returns the units");
