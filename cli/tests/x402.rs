@@ -496,6 +496,14 @@ fn a_priced_tool_call_runs_once_per_x402_payment() {
     };
     let r = client(&["--other-mint", &other.to_string()]);
 
+    // listed: the priced tool says what a call costs; the free one does not
+    let listed = r["tools"]["memory_search"].as_str().unwrap();
+    assert!(
+        listed.contains(&format!("PAID: 10000 base units of {}", dollar.address)),
+        "{listed}"
+    );
+    assert!(!r["tools"]["memory_list"].as_str().unwrap().contains("PAID"));
+
     // unpaid: the requirements, in the list's token, to the node
     let unpaid = &r["unpaid"];
     assert_eq!(unpaid["is_error"], true, "{unpaid}");

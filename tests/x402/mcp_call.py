@@ -11,6 +11,7 @@ SDK accepts, while the client talks to the local validator).
 Usage: mcp_call.py --url URL --token T --rpc RPC --secret FILE
                    --tool NAME --args JSON --free-tool NAME --free-args JSON
 Steps, each reported in one JSON object on stdout:
+  tools:    the tools listed, with their descriptions (a priced one says so);
   unpaid:   the priced tool without payment (the requirements come back);
   paid:     the SDK pays the requirements, the call runs;
   replayed: the same payment again (refused: the call ran once);
@@ -78,6 +79,8 @@ async def main():
                         a.tool, args, meta=json.loads(a.replay_meta)))
                     print(json.dumps(out, default=str))
                     return
+                listed = (await session.list_tools()).tools
+                out["tools"] = {t.name: t.description for t in listed}
                 unpaid = await session.call_tool(a.tool, args)
                 out["unpaid"] = report(unpaid)
                 required = required_of(unpaid)

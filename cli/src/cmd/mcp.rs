@@ -1091,6 +1091,41 @@ impl ServerHandler for BrainctlServer {
         Ok(answered)
     }
 
+    /// The exposed tools; a priced one says so in its description (its
+    /// price, the token and how to pay), so an agent knows before calling.
+    async fn list_tools(
+        &self,
+        _request: Option<rmcp::model::PaginatedRequestParams>,
+        context: rmcp::service::RequestContext<rmcp::RoleServer>,
+    ) -> Result<rmcp::model::ListToolsResult, McpError> {
+        let cache_hints = context
+            .protocol_version()
+            .is_some_and(|v| v >= rmcp::model::ProtocolVersion::V_2026_07_28);
+        let mut tools = self.tool_router.list_all();
+        if let Some(paid) = &self.paid {
+            for tool in &mut tools {
+                if let Some(units) = paid.price(&tool.name) {
+                    let said = tool.description.as_deref().unwrap_or_default();
+                    tool.description = Some(
+                        format!(
+                            "{said} PAID: {units} base units of {} a call, with x402 (call it without payment to get the requirements; pay in _meta[\"x402/payment\"]).",
+                            paid.mint()
+                        )
+                        .into(),
+                    );
+                }
+            }
+        }
+        Ok(rmcp::model::ListToolsResult {
+            result_type: Some(rmcp::model::ResultType::COMPLETE),
+            tools,
+            meta: None,
+            next_cursor: None,
+            ttl_ms: cache_hints.then_some(0),
+            cache_scope: cache_hints.then_some(rmcp::model::CacheScope::Public),
+        })
+    }
+
     fn get_info(&self) -> ServerConfig {
         ServerConfig::new(ServerCapabilities::builder().enable_tools().build())
             .with_server_info(Implementation::new("brainctl", env!("CARGO_PKG_VERSION")))

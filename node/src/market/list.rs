@@ -47,6 +47,10 @@ pub enum InputError {
     /// The price account cannot price a buy now.
     #[error("--usd-at-settle: {0}")]
     UsdPrice(String),
+    /// The cluster's program refused a buy's quote (an older build
+    /// without `quote_usd`, or a rule the account fails on chain).
+    #[error("--usd-at-settle: the escrow program {0} refused a buy's quote_usd ({1}); is its deployed build one with quote_usd?")]
+    QuoteRefused(String, String),
     /// Escrow listings settle in SOL only.
     #[error(
         "escrow listings settle in SOL only (the program holds lamports): drop --escrow or --mint"
@@ -200,10 +204,12 @@ pub async fn price_in(
 
 /// The lamports a listing priced in USD at settle time comes to now (its
 /// price account read and checked by its rule: a listing whose buyers
-/// could not pay now is refused), the escrow program that runs its
-/// buys' `quote_usd` deployed. SOL only, direct payment only.
+/// could not pay now is refused), its buys' `quote_usd` simulated on the
+/// cluster's escrow program (deployed, and a build that has it). SOL only,
+/// direct payment only.
 async fn usd_at_settle_now(
     chain: &Chain,
+    seller: &Wallet,
     o: &ListOptions,
     usd: &crate::market::manifest::UsdAtSettle,
 ) -> Result<u64, ListError> {
@@ -223,10 +229,20 @@ async fn usd_at_settle_now(
     if !deployed {
         return Err(InputError::NoQuoteProgram(crate::escrow::PROGRAM_ID.into()).into());
     }
-    let quote = crate::market::usd_price::quote_now(chain, &usd.terms(o.price_usd))
+    let terms = usd.terms(o.price_usd);
+    let quote = crate::market::usd_price::quote_now(chain, &terms)
         .await
         .map_err(|e| InputError::UsdPrice(e.to_string()))?;
-    Ok(quote.lamports)
+    // a buy's quote, run now as the program would run it in the buy
+    let ix = crate::market::usd_price::quote_instruction(&terms, quote.lamports)
+        .map_err(|e| InputError::UsdPrice(e.to_string()))?;
+    match chain.simulated_cost(&[ix], &seller.solana_keypair()).await {
+        Ok(_) => Ok(quote.lamports),
+        Err(crate::chain::ChainError::Config(why)) => {
+            Err(InputError::QuoteRefused(crate::escrow::PROGRAM_ID.into(), why).into())
+        }
+        Err(e) => Err(e.into()),
+    }
 }
 
 /// The token a listing settles in and its price in base units.
@@ -289,7 +305,7 @@ pub async fn list_bundle(
     // compared with what a release costs the seller
     let price_lamports = match &o.usd_at_settle {
         None => usd_to_lamports(o.price_usd, o.sol_usd)?,
-        Some(usd) => usd_at_settle_now(chain, o, usd).await?,
+        Some(usd) => usd_at_settle_now(chain, seller, o, usd).await?,
     };
     let settlement = match &o.settle_in {
         None => None,

@@ -149,6 +149,11 @@ impl PaidCalls {
         self.prices.get(tool).copied()
     }
 
+    /// The token every priced call is paid in.
+    pub fn mint(&self) -> Pubkey {
+        self.mint.address
+    }
+
     /// The CAIP-2 id advertised.
     pub fn network(&self) -> &str {
         &self.network
