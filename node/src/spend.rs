@@ -25,7 +25,6 @@ use rusqlite::{params, Connection, TransactionBehavior};
 use serde::{Deserialize, Serialize};
 use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
 use std::path::{Path, PathBuf};
-use std::time::Duration;
 
 /// The policy file's name, in the wallet's directory.
 pub const POLICY_FILE: &str = "spend-policy.json";
@@ -462,21 +461,11 @@ const ADDED_COLUMNS: [(&str, &str); 3] = [
 impl SpendLedger {
     /// Opens (creating, 0600) the ledger at `path`.
     pub fn open(path: &Path) -> Result<SpendLedger, SpendError> {
-        if !path.exists() {
-            std::fs::OpenOptions::new()
-                .write(true)
-                .create(true)
-                .truncate(false)
-                .mode(0o600)
-                .open(path)
-                .map_err(|source| SpendError::Io {
-                    path: path.into(),
-                    source,
-                })?;
-        }
-        let conn = Connection::open(path)?;
-        conn.busy_timeout(Duration::from_secs(10))?;
-        conn.pragma_update(None, "journal_mode", "WAL")?;
+        use crate::store::private_db::{self, PrivateDbError};
+        let conn = private_db::open(path).map_err(|e| match e {
+            PrivateDbError::Io { path, source } => SpendError::Io { path, source },
+            PrivateDbError::Sql(e) => SpendError::Ledger(e),
+        })?;
         conn.execute_batch(SCHEMA)?;
         let mut ledger = SpendLedger { conn };
         ledger.add_columns()?;

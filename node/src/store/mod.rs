@@ -7,6 +7,7 @@
 
 mod fts;
 pub mod migrate;
+pub mod private_db;
 pub mod provider;
 pub mod quarantine;
 mod rank;

@@ -12,9 +12,7 @@
 //! the chain or decides whether a payment is good.
 
 use rusqlite::{params, Connection, OptionalExtension};
-use std::os::unix::fs::OpenOptionsExt;
 use std::path::Path;
-use std::time::Duration;
 
 /// The ledger's name, in the wallet's directory.
 pub const LEDGER_FILE: &str = "paid-calls.db";
@@ -124,21 +122,11 @@ fn now() -> i64 {
 impl CallLedger {
     /// Opens (creating, 0600) the ledger at `path`.
     pub fn open(path: &Path) -> Result<CallLedger, LedgerError> {
-        if !path.exists() {
-            std::fs::OpenOptions::new()
-                .write(true)
-                .create(true)
-                .truncate(false)
-                .mode(0o600)
-                .open(path)
-                .map_err(|source| LedgerError::Io {
-                    path: path.into(),
-                    source,
-                })?;
-        }
-        let conn = Connection::open(path)?;
-        conn.busy_timeout(Duration::from_secs(10))?;
-        conn.pragma_update(None, "journal_mode", "WAL")?;
+        use crate::store::private_db::{self, PrivateDbError};
+        let conn = private_db::open(path).map_err(|e| match e {
+            PrivateDbError::Io { path, source } => LedgerError::Io { path, source },
+            PrivateDbError::Sql(e) => LedgerError::Sql(e),
+        })?;
         conn.execute_batch(SCHEMA)?;
         Ok(CallLedger { conn })
     }
