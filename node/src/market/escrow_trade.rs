@@ -542,8 +542,8 @@ pub async fn read_account<T>(
     }
 }
 
-/// The settings, after checking the program is deployed.
-pub async fn read_settings(chain: &Chain) -> Result<SettingsAccount, EscrowReadError> {
+/// Whether the escrow program is deployed on `chain`'s cluster.
+pub async fn program_deployed(chain: &Chain) -> Result<bool, crate::chain::ChainError> {
     let id = escrow::program_id();
     let program = crate::chain::client::with_retry("getAccountInfo", || {
         chain
@@ -551,7 +551,12 @@ pub async fn read_settings(chain: &Chain) -> Result<SettingsAccount, EscrowReadE
             .get_account_with_commitment(&id, chain.commitment())
     })
     .await?;
-    if !program.value.is_some_and(|a| a.executable) {
+    Ok(program.value.is_some_and(|a| a.executable))
+}
+
+/// The settings, after checking the program is deployed.
+pub async fn read_settings(chain: &Chain) -> Result<SettingsAccount, EscrowReadError> {
+    if !program_deployed(chain).await? {
         return Err(EscrowPlanError::NotDeployed.into());
     }
     read_account(chain, &escrow::settings_address(), SettingsAccount::decode)

@@ -216,17 +216,7 @@ async fn usd_at_settle_now(
     if o.settle_in.is_some() || o.escrow_stake.is_some() {
         return Err(InputError::UsdAtSettleSolOnly.into());
     }
-    let program: crate::chain::Pubkey = crate::escrow::PROGRAM_ID.parse().expect("the program id");
-    let deployed = crate::chain::client::with_retry("getAccountInfo", || async {
-        chain
-            .rpc()
-            .get_account_with_commitment(&program, chain.commitment())
-            .await
-            .map(|r| r.value)
-    })
-    .await?
-    .is_some_and(|a| a.executable);
-    if !deployed {
+    if !crate::market::escrow_trade::program_deployed(chain).await? {
         return Err(InputError::NoQuoteProgram(crate::escrow::PROGRAM_ID.into()).into());
     }
     let terms = usd.terms(o.price_usd);

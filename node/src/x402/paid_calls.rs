@@ -102,13 +102,7 @@ impl PaidCalls {
         let pay_to = list.pay_to.unwrap_or_else(|| fee_payer.pubkey());
         let network = match list.network {
             Some(n) => n,
-            None => {
-                let genesis = crate::chain::client::with_retry("getGenesisHash", || {
-                    chain.rpc().get_genesis_hash()
-                })
-                .await?;
-                format!("solana:{}", &genesis.to_string()[..32])
-            }
+            None => wire::cluster_network(&chain).await?,
         };
         let account = associated_account(&pay_to, &mint);
         if chain.balance(&account).await? == 0 {

@@ -159,6 +159,17 @@ fn two() -> u32 {
     2
 }
 
+/// The CAIP-2 id of the cluster `chain` reads: `solana:` and the first 32
+/// characters of its genesis hash (what x402 advertises by default).
+pub async fn cluster_network(
+    chain: &crate::chain::Chain,
+) -> Result<String, crate::chain::ChainError> {
+    let genesis =
+        crate::chain::client::with_retry("getGenesisHash", || chain.rpc().get_genesis_hash())
+            .await?;
+    Ok(format!("solana:{}", &genesis.to_string()[..32]))
+}
+
 /// The requirements the payment says it paid must be ours exactly (v2),
 /// or its scheme and network (v1, which names nothing else).
 pub fn matches_requirements(p: &PaymentPayload, ours: &Requirements) -> Result<(), String> {

@@ -148,12 +148,11 @@ fn x402_endpoint(
     );
     let network = match network {
         Some(n) => n,
-        None => {
-            let genesis = ctx.block_on(chain.rpc().get_genesis_hash()).map_err(|e| {
+        None => ctx
+            .block_on(node::x402::wire::cluster_network(&chain))
+            .map_err(|e| {
                 anyhow::anyhow!("reading the cluster's genesis hash for --x402-network: {e}")
-            })?;
-            format!("solana:{}", &genesis.to_string()[..32])
-        }
+            })?,
     };
     let listener = std::net::TcpListener::bind(addr)
         .and_then(|l| l.set_nonblocking(true).map(|()| l))
