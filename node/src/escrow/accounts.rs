@@ -50,7 +50,8 @@ pub struct SettingsAccount {
 }
 
 /// What a sealed listing commits to (the program's `SealedTerms`); a
-/// deposit repeats it exactly.
+/// deposit repeats it exactly. `price_lamports` is in base units of the
+/// listing's mint for a listing in a token.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Terms {
     /// Price each buyer deposits.
@@ -122,6 +123,8 @@ pub struct ListingAccount {
     pub status: ListingStatus,
     /// Escrows deposited or revealed, not yet settled.
     pub open_escrows: u32,
+    /// The mint deposits are in (`list_sealed_token`); `None`: lamports.
+    pub mint: Option<Pubkey>,
 }
 
 /// An escrow's lifecycle on chain.
@@ -149,7 +152,8 @@ pub struct EscrowAccount {
     pub buyer_x25519: [u8; 32],
     /// B = b·G.
     pub blind_point: [u8; 32],
-    /// Lamports held.
+    /// What is held: lamports, or base units of the listing's mint (in
+    /// the escrow's vault).
     pub amount: u64,
     /// Unix seconds of the deposit.
     pub deposited_at: i64,
@@ -223,6 +227,8 @@ impl ListingAccount {
             let stake = r.u64()?;
             let tag = r.u8()?;
             let open_escrows = r.u32()?;
+            let _bump = r.u8()?;
+            let mint = Some(r.key()?).filter(|m| *m != Pubkey::default());
             let l = ListingAccount {
                 seller,
                 listing_id,
@@ -230,6 +236,7 @@ impl ListingAccount {
                 stake,
                 status: ListingStatus::Live,
                 open_escrows,
+                mint,
             };
             Ok((l, tag))
         };

@@ -3,9 +3,10 @@
 //! of `programs/escrow/src/sealed/`.
 
 use super::{
-    escrow_address, listing_address, program_data_address, program_id, settings_address, Terms,
-    SYSTEM,
+    escrow_address, listing_address, program_data_address, program_id, settings_address,
+    vault_address, Terms, SYSTEM,
 };
+use crate::chain::token::{associated_account, TokenMint, ATA_PROGRAM};
 use solana_sdk::instruction::{AccountMeta, Instruction};
 use solana_sdk::pubkey::Pubkey;
 
@@ -174,6 +175,108 @@ pub fn refund(listing: &Pubkey, buyer: &Pubkey) -> Instruction {
     )
 }
 
+/// `list_sealed_token` by `seller`: deposits in `mint` (the terms' price
+/// in its base units).
+pub fn list_sealed_token(
+    seller: &Pubkey,
+    listing_id: &str,
+    terms: &Terms,
+    stake: u64,
+    mint: &Pubkey,
+) -> Instruction {
+    ix(
+        Args::new("list_sealed_token")
+            .string(listing_id)
+            .bytes(&terms.encode())
+            .u64(stake),
+        vec![
+            AccountMeta::new_readonly(settings_address(), false),
+            AccountMeta::new(listing_address(seller, listing_id), false),
+            AccountMeta::new(*seller, true),
+            AccountMeta::new_readonly(*mint, false),
+            AccountMeta::new_readonly(SYSTEM, false),
+        ],
+    )
+}
+
+/// `deposit_sealed_token` by `buyer` from its associated account of
+/// `mint` into the escrow's vault.
+pub fn deposit_token(
+    listing: &Pubkey,
+    buyer: &Pubkey,
+    terms: &Terms,
+    blind_point: &[u8; 32],
+    buyer_x25519: &[u8; 32],
+    mint: &TokenMint,
+) -> Instruction {
+    ix(
+        Args::new("deposit_sealed_token")
+            .bytes(&terms.encode())
+            .bytes(blind_point)
+            .bytes(buyer_x25519),
+        vec![
+            AccountMeta::new_readonly(settings_address(), false),
+            AccountMeta::new(*listing, false),
+            AccountMeta::new(escrow_address(listing, buyer), false),
+            AccountMeta::new(*buyer, true),
+            AccountMeta::new_readonly(mint.address, false),
+            AccountMeta::new(associated_account(buyer, mint), false),
+            AccountMeta::new(vault_address(listing, buyer, mint), false),
+            AccountMeta::new_readonly(mint.program, false),
+            AccountMeta::new_readonly(ATA_PROGRAM, false),
+            AccountMeta::new_readonly(SYSTEM, false),
+        ],
+    )
+}
+
+/// `claim_token` of `buyer`'s revealed escrow in `mint` (anyone may send
+/// it): to the seller's associated account, the fee to the treasury's.
+pub fn claim_token(
+    listing: &Pubkey,
+    buyer: &Pubkey,
+    seller: &Pubkey,
+    treasury: &Pubkey,
+    mint: &TokenMint,
+) -> Instruction {
+    ix(
+        Args::new("claim_token"),
+        vec![
+            AccountMeta::new_readonly(settings_address(), false),
+            AccountMeta::new(*listing, false),
+            AccountMeta::new(escrow_address(listing, buyer), false),
+            AccountMeta::new_readonly(*seller, false),
+            AccountMeta::new_readonly(mint.address, false),
+            AccountMeta::new(vault_address(listing, buyer, mint), false),
+            AccountMeta::new(associated_account(seller, mint), false),
+            AccountMeta::new(associated_account(treasury, mint), false),
+            AccountMeta::new_readonly(mint.program, false),
+        ],
+    )
+}
+
+/// The accounts of `refund_sealed_token` and `dispute_token`: the vault
+/// back to `buyer`'s associated account of `mint`.
+fn exit_token_accounts(listing: &Pubkey, buyer: &Pubkey, mint: &TokenMint) -> Vec<AccountMeta> {
+    vec![
+        AccountMeta::new_readonly(settings_address(), false),
+        AccountMeta::new(*listing, false),
+        AccountMeta::new(escrow_address(listing, buyer), false),
+        AccountMeta::new(*buyer, true),
+        AccountMeta::new_readonly(mint.address, false),
+        AccountMeta::new(vault_address(listing, buyer, mint), false),
+        AccountMeta::new(associated_account(buyer, mint), false),
+        AccountMeta::new_readonly(mint.program, false),
+    ]
+}
+
+/// `refund_sealed_token` by `buyer`.
+pub fn refund_token(listing: &Pubkey, buyer: &Pubkey, mint: &TokenMint) -> Instruction {
+    ix(
+        Args::new("refund_sealed_token"),
+        exit_token_accounts(listing, buyer, mint),
+    )
+}
+
 /// A fraud proof's arguments (the program's `FraudProof`).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct FraudProof {
@@ -189,18 +292,39 @@ pub struct FraudProof {
     pub path: Vec<[u8; 32]>,
 }
 
+impl FraudProof {
+    /// The Borsh arguments of `instruction` (`dispute`, `dispute_token`).
+    fn args(&self, instruction: &str) -> Args {
+        let mut args = Args::new(instruction)
+            .bytes(&self.k)
+            .u32(self.index)
+            .u32(self.cipher.len() as u32)
+            .bytes(&self.cipher)
+            .bytes(&self.plain_hash)
+            .u32(self.path.len() as u32);
+        for node in &self.path {
+            args = args.bytes(node);
+        }
+        args
+    }
+}
+
+/// `dispute_token` by `buyer` with `proof`.
+pub fn dispute_token(
+    listing: &Pubkey,
+    buyer: &Pubkey,
+    mint: &TokenMint,
+    proof: &FraudProof,
+) -> Instruction {
+    ix(
+        proof.args("dispute_token"),
+        exit_token_accounts(listing, buyer, mint),
+    )
+}
+
 /// `dispute` by `buyer` with `proof`.
 pub fn dispute(listing: &Pubkey, buyer: &Pubkey, proof: &FraudProof) -> Instruction {
-    let mut args = Args::new("dispute")
-        .bytes(&proof.k)
-        .u32(proof.index)
-        .u32(proof.cipher.len() as u32)
-        .bytes(&proof.cipher)
-        .bytes(&proof.plain_hash)
-        .u32(proof.path.len() as u32);
-    for node in &proof.path {
-        args = args.bytes(node);
-    }
+    let args = proof.args("dispute");
     ix(
         args,
         vec![

@@ -22,8 +22,8 @@ pub use accounts::{
     SettingsAccount, Terms, ESCROW_LISTING_OFFSET, ESCROW_STATUS_OFFSET,
 };
 pub use builders::{
-    claim, decline, deposit, dispute, init_settings, list_sealed, refund, retire, reveal,
-    FraudProof, NewSettings,
+    claim, claim_token, decline, deposit, deposit_token, dispute, dispute_token, init_settings,
+    list_sealed, list_sealed_token, refund, refund_token, retire, reveal, FraudProof, NewSettings,
 };
 /// The protocol's math (`programs/escrow-math`), for callers of this module.
 pub use escrow_math as math;
@@ -54,22 +54,32 @@ pub fn deposits_in(tx: &crate::chain::ParsedTx) -> Vec<Deposit> {
     called.chain(recorded).collect()
 }
 
-/// Bytes of `deposit_sealed`'s arguments: the terms (3 × 8 + 4 × 32), B
-/// and the buyer's X25519 key.
+/// Bytes of `deposit_sealed`'s (and `deposit_sealed_token`'s) arguments:
+/// the terms (3 × 8 + 4 × 32), B and the buyer's X25519 key.
 const DEPOSIT_ARGS_LEN: usize = 3 * 8 + 4 * 32 + 32 + 32;
 
 /// The deposit an escrow-program instruction makes, if it is a
-/// `deposit_sealed` (discriminator, its argument bytes, its five accounts).
+/// `deposit_sealed` (discriminator, its argument bytes, its five accounts)
+/// or a `deposit_sealed_token` (its ten).
 pub fn deposit_of(accounts: &[Pubkey], data: &[u8]) -> Option<Deposit> {
     let (disc, args) = data.split_at_checked(8)?;
-    if disc != discriminator("global", "deposit_sealed") || args.len() != DEPOSIT_ARGS_LEN {
+    if args.len() != DEPOSIT_ARGS_LEN {
         return None;
     }
+    let accounts_of_call = if disc == discriminator("global", "deposit_sealed") {
+        5
+    } else if disc == discriminator("global", "deposit_sealed_token") {
+        10
+    } else {
+        return None;
+    };
     match accounts {
-        [_settings, listing, _escrow, buyer, _system] => Some(Deposit {
-            listing: listing.to_string(),
-            buyer: buyer.to_string(),
-        }),
+        [_settings, listing, _escrow, buyer, ..] if accounts.len() == accounts_of_call => {
+            Some(Deposit {
+                listing: listing.to_string(),
+                buyer: buyer.to_string(),
+            })
+        }
         _ => None,
     }
 }
@@ -113,6 +123,20 @@ pub fn listing_address(seller: &Pubkey, listing_id: &str) -> Pubkey {
     )
     .0
 }
+
+/// The vault of `buyer`'s escrow on `listing` in `mint`: the escrow
+/// PDA's associated token account of it.
+pub fn vault_address(
+    listing: &Pubkey,
+    buyer: &Pubkey,
+    mint: &crate::chain::token::TokenMint,
+) -> Pubkey {
+    crate::chain::token::associated_account(&escrow_address(listing, buyer), mint)
+}
+
+/// Bytes of a token account without extensions (an escrow's vault for a
+/// mint whose accounts need none): its rent is part of a deposit's cost.
+pub const VAULT_ACCOUNT_SPACE: usize = 165;
 
 /// The sealed-escrow scalar k of `seller`'s listing `listing_id`.
 pub fn listing_scalar(

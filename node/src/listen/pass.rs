@@ -212,8 +212,15 @@ async fn claim_due(
             {
                 continue;
             }
-            let ix = crate::escrow::claim(&account, &h.account.buyer, &me, &settings.treasury);
-            match chain.send(&[ix], &[&payer]).await {
+            let ixs = claim_instructions(chain, &account, &h.account.buyer, &me, settings).await;
+            let ixs = match ixs {
+                Ok(ixs) => ixs,
+                Err(e) => {
+                    tracing::warn!(escrow = %h.escrow, error = %e, "claim not built; will retry");
+                    continue;
+                }
+            };
+            match chain.send(&ixs, &[&payer]).await {
                 Ok(sent) => {
                     tracing::info!(escrow = %h.escrow, signature = %sent.signature, "claimed after the dispute window");
                     report.claimed += 1;
@@ -225,6 +232,32 @@ async fn claim_due(
         }
     }
     Ok(())
+}
+
+/// The claim of `buyer`'s revealed escrow on our listing `account`: the
+/// program's `claim`, or in a token our associated account of the mint
+/// (created if missing) and `claim_token` into it.
+async fn claim_instructions(
+    chain: &Chain,
+    account: &Pubkey,
+    buyer: &Pubkey,
+    me: &Pubkey,
+    settings: &crate::escrow::SettingsAccount,
+) -> Result<Vec<solana_sdk::instruction::Instruction>, crate::market::escrow_trade::EscrowReadError>
+{
+    use crate::market::escrow_trade::{escrow_mint, read_account};
+    let onchain = read_account(chain, account, crate::escrow::ListingAccount::decode).await?;
+    let token = match &onchain {
+        Some(l) => escrow_mint(chain, l).await?,
+        None => None,
+    };
+    Ok(match token {
+        None => vec![crate::escrow::claim(account, buyer, me, &settings.treasury)],
+        Some(mint) => vec![
+            crate::chain::token::create_associated_account(me, me, &mint),
+            crate::escrow::claim_token(account, buyer, me, &settings.treasury, &mint),
+        ],
+    })
 }
 
 /// A step's failure: the state database (fatal to the pass) or the chain
@@ -673,7 +706,7 @@ async fn read_escrow(
     match read_account(chain, &address, crate::escrow::EscrowAccount::decode).await {
         Ok(e) => Ok(e),
         Err(EscrowReadError::Chain(e)) => Err(e),
-        Err(EscrowReadError::Plan(why)) => {
+        Err(why @ (EscrowReadError::Plan(_) | EscrowReadError::Mint(_))) => {
             tracing::warn!(%address, error = %why, "not an escrow account");
             Ok(None)
         }

@@ -553,13 +553,31 @@ async fn plan_escrow(
         now,
     )
     .await?;
+    let simulated = chain.simulated_cost(&instructions, &kp).await?;
+    let price = onchain.terms.price_lamports;
+    if let Some(mint) = crate::market::escrow_trade::escrow_mint(chain, &onchain).await? {
+        // in a token: the program moves exactly the price into the vault;
+        // the SOL balance pays the escrow's and the vault's rent (back to
+        // the buyer when it closes them) and the fee
+        let mut q = quote(listing, "escrow", "listed".into(), 0, 0, 0);
+        q.total_lamports = simulated.max(LAMPORTS_PER_SIGNATURE);
+        q.escrow_rent_lamports = q.total_lamports - LAMPORTS_PER_SIGNATURE;
+        q.token = Some(TokenQuote {
+            mint: mint.address.to_string(),
+            decimals: mint.decimals,
+            price_units: price,
+            protocol_fee_units: 0,
+        });
+        return Ok(BuyPlan {
+            quote: q,
+            instructions,
+        });
+    }
     let rent = chain
         .rent_exemption(crate::escrow::ESCROW_ACCOUNT_SPACE)
         .await?;
-    let price = listing.price_lamports.unwrap_or(0);
     let quote = quote(listing, "escrow", "listed".into(), price, 0, rent);
     // the spend ledger reserves the quote: the program must take no more
-    let simulated = chain.simulated_cost(&instructions, &kp).await?;
     if simulated > quote.total_lamports {
         return Err(crate::market::escrow_trade::EscrowReadError::from(
             crate::market::escrow_trade::EscrowPlanError::CostsMore {
@@ -662,6 +680,10 @@ pub async fn refund_escrow(
     let state = read_account(chain, &at, crate::escrow::EscrowAccount::decode).await?;
     let listing_state =
         read_account(chain, &account, crate::escrow::ListingAccount::decode).await?;
+    let token = match &listing_state {
+        Some(l) => crate::market::escrow_trade::escrow_mint(chain, l).await?,
+        None => None,
+    };
     let now = chain.cluster_time().await?;
     let ixs = refund_instructions(
         &kp.pubkey(),
@@ -671,6 +693,7 @@ pub async fn refund_escrow(
         listing_state.map(|l| l.status),
         &settings,
         now,
+        token.as_ref(),
     )?;
     Ok(chain.send(&ixs, &[&kp]).await?.signature.to_string())
 }
@@ -743,8 +766,21 @@ pub async fn dispute_escrow(
     let proof = fraud_proof(&blob, &k).map_err(EscrowReadError::from)?;
     let account = escrow_listing_account(listing)?;
     let kp = buyer.solana_keypair();
-    let ix = crate::escrow::dispute(&account, &kp.pubkey(), &proof);
-    Ok(chain.send(&[ix], &[&kp]).await?.signature.to_string())
+    let onchain = read_account(chain, &account, crate::escrow::ListingAccount::decode)
+        .await?
+        .ok_or_else(|| {
+            EscrowReadError::from(EscrowPlanError::NoListingAccount(
+                listing.listing_id.clone(),
+            ))
+        })?;
+    let ixs = match crate::market::escrow_trade::escrow_mint(chain, &onchain).await? {
+        None => vec![crate::escrow::dispute(&account, &kp.pubkey(), &proof)],
+        Some(mint) => vec![
+            crate::chain::token::create_associated_account(&kp.pubkey(), &kp.pubkey(), &mint),
+            crate::escrow::dispute_token(&account, &kp.pubkey(), &mint, &proof),
+        ],
+    };
+    Ok(chain.send(&ixs, &[&kp]).await?.signature.to_string())
 }
 
 /// Waits for the seller's reveal on this buyer's sealed escrow, opens the

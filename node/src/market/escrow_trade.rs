@@ -13,6 +13,7 @@
 //! refused with the field that differs.
 
 use crate::chain::instructions::{discovery, memo, DEFAULT_CU_LIMIT};
+use crate::chain::token::{create_associated_account, read_mint, MintRefusal, TokenMint};
 use crate::chain::{Chain, ChainError, Pubkey};
 use crate::escrow::{
     self, AccountError, EscrowAccount, EscrowStatus, ListingAccount, ListingStatus,
@@ -168,8 +169,10 @@ pub fn manifest_terms(listing: &Listing) -> Result<Terms, EscrowPlanError> {
             "an escrow listing without `escrow_terms` (listed by an older brainctl, for a program that is gone)".into(),
         )
     })?;
-    let price_lamports = listing.price_lamports.filter(|p| *p > 0).ok_or_else(|| {
-        EscrowPlanError::Manifest("an escrow listing needs a price above 0 lamports".into())
+    let price_lamports = listing.price_units().filter(|p| *p > 0).ok_or_else(|| {
+        EscrowPlanError::Manifest(
+            "an escrow listing needs a price above 0 (lamports, or its token's base units)".into(),
+        )
     })?;
     Ok(Terms {
         price_lamports,
@@ -182,7 +185,17 @@ pub fn manifest_terms(listing: &Listing) -> Result<Terms, EscrowPlanError> {
     })
 }
 
-/// The `list_sealed` a seller sends with the `list` memo.
+/// The mint an escrow listing's deposits are in, as its manifest signs it
+/// (`settlement`); `None`: lamports.
+pub fn manifest_mint(listing: &Listing) -> Option<Pubkey> {
+    listing
+        .settlement
+        .as_ref()
+        .map(|t| Pubkey::new_from_array(t.mint))
+}
+
+/// The `list_sealed` (or `list_sealed_token`, for a listing in a token) a
+/// seller sends with the `list` memo.
 pub fn list_instruction(
     seller: &Pubkey,
     listing: &Listing,
@@ -196,12 +209,11 @@ pub fn list_instruction(
         });
     }
     let terms = manifest_terms(listing)?;
-    Ok(escrow::list_sealed(
-        seller,
-        &listing.listing_id,
-        &terms,
-        stake,
-    ))
+    let id = &listing.listing_id;
+    Ok(match manifest_mint(listing) {
+        None => escrow::list_sealed(seller, id, &terms, stake),
+        Some(mint) => escrow::list_sealed_token(seller, id, &terms, stake, &mint),
+    })
 }
 
 fn mismatch(field: &'static str, chain: impl ToString, manifest: impl ToString) -> EscrowPlanError {
@@ -236,6 +248,14 @@ pub fn check_listing(
             "listing_id",
             &onchain.listing_id,
             &listing.listing_id,
+        ));
+    }
+    let currency = |m: Option<Pubkey>| m.map_or_else(|| "lamports".into(), |m| m.to_string());
+    if onchain.mint != manifest_mint(listing) {
+        return Err(mismatch(
+            "mint",
+            currency(onchain.mint),
+            currency(manifest_mint(listing)),
         ));
     }
     let (got, hex32) = (&onchain.terms, hex::encode::<&[u8; 32]>);
@@ -349,7 +369,9 @@ pub fn seller_blinding(
 /// An escrow buy, signed by the buyer alone: the discovery reference (with
 /// the payment address read-only, so the seller's `listen` sees the buy in
 /// that address's history), the `deposit_sealed` of the committed terms
-/// binding `blind_point`, and `buy:<listing>:<buyer x25519>`.
+/// binding `blind_point` (`deposit_sealed_token` from the buyer's account
+/// of `token`, the listing's mint, for a listing in a token), and
+/// `buy:<listing>:<buyer x25519>`.
 pub fn buy_instructions(
     buyer: &Pubkey,
     buyer_x25519: &[u8; 32],
@@ -357,6 +379,7 @@ pub fn buy_instructions(
     listing: &Listing,
     onchain: &ListingAccount,
     registry: &Pubkey,
+    token: Option<&TokenMint>,
 ) -> Result<Vec<Instruction>, EscrowPlanError> {
     let pay_to: Pubkey = listing
         .payment_address
@@ -371,11 +394,12 @@ pub fn buy_instructions(
         listing_id: listing.listing_id.clone(),
         buyer_x25519: bs58::encode(buyer_x25519).into_string(),
     };
-    Ok(vec![
-        reference,
-        escrow::deposit(&account, buyer, &onchain.terms, blind_point, buyer_x25519),
-        memo(&op.to_string(), buyer),
-    ])
+    let (terms, x25519) = (&onchain.terms, buyer_x25519);
+    let deposit = match token {
+        None => escrow::deposit(&account, buyer, terms, blind_point, x25519),
+        Some(mint) => escrow::deposit_token(&account, buyer, terms, blind_point, x25519, mint),
+    };
+    Ok(vec![reference, deposit, memo(&op.to_string(), buyer)])
 }
 
 /// The program's listing account of `listing` and its decoded state,
@@ -396,6 +420,23 @@ pub async fn checked_listing(
         .ok_or_else(|| EscrowPlanError::NoListingAccount(listing.listing_id.clone()))?;
     check_listing(listing, &onchain, &settings, now)?;
     Ok((account, onchain, settings))
+}
+
+/// The mint of an escrow listing in a token as the chain has it (`None`:
+/// lamports), refused as a direct buy refuses a mint (transfer fees,
+/// hooks, frozen accounts).
+pub async fn escrow_mint(
+    chain: &Chain,
+    onchain: &ListingAccount,
+) -> Result<Option<TokenMint>, EscrowReadError> {
+    let Some(address) = onchain.mint else {
+        return Ok(None);
+    };
+    match read_mint(chain, &address).await {
+        Ok(mint) => Ok(Some(mint)),
+        Err(MintRefusal::Chain(e)) => Err(e.into()),
+        Err(refusal) => Err(EscrowReadError::Mint(refusal)),
+    }
 }
 
 /// The deposit `buyer` would send for `listing` now, from the accounts as
@@ -422,6 +463,7 @@ pub async fn deposit_plan(
         }
         .into());
     }
+    let token = escrow_mint(chain, &onchain).await?;
     Ok(buy_instructions(
         buyer,
         buyer_x25519,
@@ -429,6 +471,7 @@ pub async fn deposit_plan(
         listing,
         &onchain,
         registry,
+        token.as_ref(),
     )?)
 }
 
@@ -450,7 +493,10 @@ pub fn blind_point_for(
 
 /// The buyer's `refund_sealed`: a declined deposit (all of it), one never
 /// revealed inside the window or revealed on a listing since convicted of
-/// fraud (all of it and the stake share), or a claimed escrow's rent.
+/// fraud (all of it and the stake share), or a claimed escrow's rent. In
+/// a token (`token`, the listing's mint), `refund_sealed_token` into the
+/// buyer's associated account, created first if it was closed since.
+#[allow(clippy::too_many_arguments)]
 pub fn refund_instructions(
     buyer: &Pubkey,
     listing_account: &Pubkey,
@@ -459,6 +505,7 @@ pub fn refund_instructions(
     listing_status: Option<ListingStatus>,
     settings: &SettingsAccount,
     now: i64,
+    token: Option<&TokenMint>,
 ) -> Result<Vec<Instruction>, EscrowPlanError> {
     let e = escrow_state
         .filter(|e| e.buyer == *buyer && e.listing == *listing_account)
@@ -478,7 +525,13 @@ pub fn refund_instructions(
             }
         }
     }
-    Ok(vec![escrow::refund(listing_account, buyer)])
+    Ok(match token {
+        None => vec![escrow::refund(listing_account, buyer)],
+        Some(mint) => vec![
+            create_associated_account(buyer, buyer, mint),
+            escrow::refund_token(listing_account, buyer, mint),
+        ],
+    })
 }
 
 /// What cancelling an escrow listing sends beside the `cancel` memo: the
@@ -573,6 +626,9 @@ pub enum EscrowReadError {
     /// Plan.
     #[error(transparent)]
     Plan(#[from] EscrowPlanError),
+    /// The listing's mint cannot settle (transfer fee, hook, frozen accounts).
+    #[error("escrow listing's mint: {0}")]
+    Mint(MintRefusal),
 }
 
 impl From<AccountError> for EscrowReadError {
@@ -642,6 +698,7 @@ mod tests {
             stake: 10,
             status: ListingStatus::Live,
             open_escrows: 0,
+            mint: None,
         }
     }
 

@@ -51,11 +51,6 @@ pub enum InputError {
     /// without `quote_usd`, or a rule the account fails on chain).
     #[error("--usd-at-settle: the escrow program {0} refused a buy's quote_usd ({1}); is its deployed build one with quote_usd?")]
     QuoteRefused(String, String),
-    /// Escrow listings settle in SOL only.
-    #[error(
-        "escrow listings settle in SOL only (the program holds lamports): drop --escrow or --mint"
-    )]
-    EscrowInToken,
     /// The listing is not in this wallet's seller state.
     #[error("{0} is not one of this wallet's listings (see ~/.brainctl/listen.db)")]
     NotOurs(String),
@@ -299,7 +294,6 @@ pub async fn list_bundle(
     };
     let settlement = match &o.settle_in {
         None => None,
-        Some(_) if o.escrow_stake.is_some() => return Err(InputError::EscrowInToken.into()),
         Some(t) => Some(token_price(chain, o.price_usd, t).await?),
     };
     if !o.below_cost {

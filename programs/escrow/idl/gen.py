@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
 """Writes idl/escrow.json (Anchor IDL spec 0.1.0) for the escrow program:
-the sealed escrow of `src/sealed/` and `quote_usd` of `src/usd/`
+the sealed escrow of `src/sealed/`, its token variants of `src/token/` and
+`quote_usd` of `src/usd/`
 (instructions in `src/lib.rs`, errors in `src/error.rs`).
 
 The SBF toolchain (and so `anchor build`) is unavailable here, so the IDL is
@@ -16,6 +17,7 @@ import hashlib, json
 ADDRESS = "GupF9eVkWTDfA9Y6o3AwS1FniLXRAsyo1ucCFTwjrFmq"
 SYSTEM = "11111111111111111111111111111111"
 UPGRADEABLE_LOADER = "BPFLoaderUpgradeab1e11111111111111111111111"
+ATA_PROGRAM = "ATokenGPvbdGVxr1b2hvZbsiqW5xWH25efTNsLJA8knL"
 
 def b58decode(s):
     alphabet = "123456789ABCDEFGHJKLMNPQRSTUVWXYZabcdefghijkmnopqrstuvwxyz"
@@ -141,6 +143,49 @@ INSTRUCTIONS = [
     ("retire_sealed",
      [listing(True), account("seller", writable=True, signer=True, relations=["listing"])],
      []),
+    # src/token/: the escrow in an SPL token
+    # ListSealedToken: as ListSealed, with the mint (unchecked: the handler reads it)
+    ("list_sealed_token",
+     [settings(),
+      account("listing", writable=True,
+              pda={"seeds": [const("sealed-listing"), acc("seller"), arg("listing_id")]}),
+      account("seller", writable=True, signer=True),
+      account("mint"),
+      SYS],
+     [("listing_id", "string"), ("terms", t_defined("SealedTerms")), ("stake", "u64")]),
+    # DepositSealedToken: settings, listing (mut), escrow (init), buyer (mut signer),
+    # mint (address = listing.mint), buyer_token (mut), vault (mut, the escrow's ATA),
+    # token_program (the mint's owner), associated_token_program, system_program
+    ("deposit_sealed_token",
+     [settings(), listing(True), escrow(acc("buyer")),
+      account("buyer", writable=True, signer=True),
+      account("mint"), account("buyer_token", writable=True), account("vault", writable=True),
+      account("token_program"), account("associated_token_program", address=ATA_PROGRAM),
+      SYS],
+     [("terms", t_defined("SealedTerms")), ("blind_point", B32), ("buyer_x25519", B32)]),
+    # ClaimToken: settings, listing (mut, has_one seller), escrow (mut, has_one listing),
+    # seller, mint, vault (mut), seller_token (mut), treasury_token (mut, the treasury's ATA),
+    # token_program
+    ("claim_token",
+     [settings(), listing(True, ["escrow"]), escrow(acc("escrow.buyer", "SealedEscrow")),
+      account("seller", relations=["listing"]),
+      account("mint"), account("vault", writable=True), account("seller_token", writable=True),
+      account("treasury_token", writable=True), account("token_program")],
+     []),
+    # ExitToken (refund_sealed_token, dispute_token): as RefundSealed, with mint, vault (mut),
+    # buyer_token (mut), token_program
+    ("refund_sealed_token",
+     [settings(), listing(True, ["escrow"]), escrow(acc("buyer")),
+      account("buyer", writable=True, signer=True, relations=["escrow"]),
+      account("mint"), account("vault", writable=True), account("buyer_token", writable=True),
+      account("token_program")],
+     []),
+    ("dispute_token",
+     [settings(), listing(True, ["escrow"]), escrow(acc("buyer")),
+      account("buyer", writable=True, signer=True, relations=["escrow"]),
+      account("mint"), account("vault", writable=True), account("buyer_token", writable=True),
+      account("token_program")],
+     [("proof", t_defined("FraudProof"))]),
     # QuoteUsd (src/usd/mod.rs): price_update (unchecked: owner and bytes checked by the handler)
     ("quote_usd",
      [account("price_update")],
@@ -164,7 +209,7 @@ ACCOUNTS = {
     "SealedListing": [("seller", "pubkey"), ("listing_id", "string"),
                       ("terms", t_defined("SealedTerms")), ("stake", "u64"),
                       ("status", t_defined("SealedListingStatus")), ("open_escrows", "u32"),
-                      ("bump", "u8")],
+                      ("bump", "u8"), ("mint", "pubkey")],
     "SealedEscrow": [("listing", "pubkey"), ("buyer", "pubkey"), ("buyer_x25519", B32),
                      ("blind_point", B32), ("amount", "u64"), ("deposited_at", "i64"),
                      ("status", t_defined("SealedEscrowStatus")), ("revealed", B32),
@@ -247,6 +292,15 @@ ERRORS = [
     ("PriceOtherFeed", "the price account carries another feed than the listing's"),
     ("PriceUnusable", "the price cannot convert the listing's USD"),
     ("PriceMoved", "the price moved: the quote is above what the buy pays"),
+    ("ListingInToken", "the listing settles in a token: use the instruction's _token variant"),
+    ("ListingInLamports", "the listing settles in lamports: use the instruction without _token"),
+    ("WrongMint", "the mint differs from the listing's"),
+    ("NotAMint", "the mint is not an initialized SPL Token or Token-2022 mint"),
+    ("WrongTokenProgram", "the token program is not the mint's owner"),
+    ("WrongVault", "the vault is not the escrow's associated token account of the mint"),
+    ("DepositShort", "the vault received other than the price: the mint takes a fee on transfers"),
+    ("WrongSellerAccount",
+     "the seller's token account is not an account of the seller for the listing's mint"),
 ]
 
 idl = {

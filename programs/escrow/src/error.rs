@@ -127,4 +127,28 @@ pub enum EscrowError {
     /// The quote is above what the buy pays (the price moved).
     #[msg("the price moved: the quote is above what the buy pays")]
     PriceMoved,
+    /// A lamport instruction on a listing that settles in a token.
+    #[msg("the listing settles in a token: use the instruction's _token variant")]
+    ListingInToken,
+    /// A token instruction on a listing that settles in lamports.
+    #[msg("the listing settles in lamports: use the instruction without _token")]
+    ListingInLamports,
+    /// The mint account is not the listing's.
+    #[msg("the mint differs from the listing's")]
+    WrongMint,
+    /// Not an initialized mint of the SPL Token or Token-2022 program.
+    #[msg("the mint is not an initialized SPL Token or Token-2022 mint")]
+    NotAMint,
+    /// The token program is not the mint's.
+    #[msg("the token program is not the mint's owner")]
+    WrongTokenProgram,
+    /// The vault is not the escrow's associated token account.
+    #[msg("the vault is not the escrow's associated token account of the mint")]
+    WrongVault,
+    /// The vault received other than the price.
+    #[msg("the vault received other than the price: the mint takes a fee on transfers")]
+    DepositShort,
+    /// The seller's token account is not the seller's, of the mint.
+    #[msg("the seller's token account is not an account of the seller for the listing's mint")]
+    WrongSellerAccount,
 }

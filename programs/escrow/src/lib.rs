@@ -11,6 +11,8 @@
 //! - a buyer refunds (with a stake share when the reveal never came) or
 //!   proves a misdelivery (`dispute`);
 //! - `retire_sealed` returns the stake when nothing is open.
+//! - the same escrow in an SPL token (`token`): the `_token` variants of
+//!   list, deposit, claim, refund and dispute hold the price in a vault;
 //! - `quote_usd` (beside the escrow): a buy of a listing priced in USD at
 //!   settle time converts at its slot's Pyth price, in its own logs.
 //!
@@ -28,9 +30,11 @@ pub mod events;
 pub mod instructions;
 pub mod sealed;
 pub mod state;
+pub mod token;
 pub mod usd;
 
 pub use sealed::*;
+pub use token::*;
 pub use usd::*;
 
 declare_id!("GupF9eVkWTDfA9Y6o3AwS1FniLXRAsyo1ucCFTwjrFmq");
@@ -93,6 +97,41 @@ pub mod escrow {
     /// Seller: retire a listing with nothing open; stake returned.
     pub fn retire_sealed(ctx: Context<RetireSealed>) -> Result<()> {
         RetireSealed::handler(ctx)
+    }
+
+    /// Seller: a sealed listing whose deposits are in `mint`.
+    pub fn list_sealed_token(
+        ctx: Context<ListSealedToken>,
+        listing_id: String,
+        terms: SealedTerms,
+        stake: u64,
+    ) -> Result<()> {
+        ListSealedToken::handler(ctx, listing_id, terms, stake)
+    }
+
+    /// Buyer: deposit the price in the listing's token into the vault.
+    pub fn deposit_sealed_token(
+        ctx: Context<DepositSealedToken>,
+        terms: SealedTerms,
+        blind_point: [u8; 32],
+        buyer_x25519: [u8; 32],
+    ) -> Result<()> {
+        DepositSealedToken::handler(ctx, terms, blind_point, buyer_x25519)
+    }
+
+    /// Anyone: pay the seller from the vault after the dispute window.
+    pub fn claim_token(ctx: Context<ClaimToken>) -> Result<()> {
+        ClaimToken::handler(ctx)
+    }
+
+    /// Buyer: empty and close the vault, close the escrow.
+    pub fn refund_sealed_token(ctx: Context<ExitToken>) -> Result<()> {
+        ExitToken::refund(ctx)
+    }
+
+    /// Buyer: prove a misdelivery; the vault returns the deposit.
+    pub fn dispute_token(ctx: Context<ExitToken>, proof: FraudProof) -> Result<()> {
+        ExitToken::dispute(ctx, proof)
     }
 
     /// Buyer: the listing's USD in the currency paid, at this slot's

@@ -498,6 +498,76 @@ fn instructions_match_the_program() {
             metas!(a::RetireSealed { listing, seller }),
         ),
         (
+            "list_sealed_token",
+            i::ListSealedToken::DISCRIMINATOR,
+            metas!(a::ListSealedToken {
+                settings,
+                listing,
+                seller,
+                mint,
+                system_program
+            }),
+        ),
+        (
+            "deposit_sealed_token",
+            i::DepositSealedToken::DISCRIMINATOR,
+            metas!(a::DepositSealedToken {
+                settings,
+                listing,
+                escrow,
+                buyer,
+                mint,
+                buyer_token,
+                vault,
+                token_program,
+                associated_token_program,
+                system_program
+            }),
+        ),
+        (
+            "claim_token",
+            i::ClaimToken::DISCRIMINATOR,
+            metas!(a::ClaimToken {
+                settings,
+                listing,
+                escrow,
+                seller,
+                mint,
+                vault,
+                seller_token,
+                treasury_token,
+                token_program
+            }),
+        ),
+        (
+            "refund_sealed_token",
+            i::RefundSealedToken::DISCRIMINATOR,
+            metas!(a::ExitToken {
+                settings,
+                listing,
+                escrow,
+                buyer,
+                mint,
+                vault,
+                buyer_token,
+                token_program
+            }),
+        ),
+        (
+            "dispute_token",
+            i::DisputeToken::DISCRIMINATOR,
+            metas!(a::ExitToken {
+                settings,
+                listing,
+                escrow,
+                buyer,
+                mint,
+                vault,
+                buyer_token,
+                token_program
+            }),
+        ),
+        (
             "quote_usd",
             i::QuoteUsd::DISCRIMINATOR,
             metas!(a::QuoteUsd { price_update }),
@@ -552,6 +622,31 @@ fn instructions_match_the_program() {
     check_instruction(&idl, "refund_sealed", both!(i::RefundSealed {}));
     check_instruction(&idl, "dispute", both!(i::Dispute { proof: proof() }));
     check_instruction(&idl, "retire_sealed", both!(i::RetireSealed {}));
+    check_instruction(
+        &idl,
+        "list_sealed_token",
+        both!(i::ListSealedToken {
+            listing_id: String::from("20261123-abcdefabcdef"),
+            terms: terms(),
+            stake: u64::MAX - 10,
+        }),
+    );
+    check_instruction(
+        &idl,
+        "deposit_sealed_token",
+        both!(i::DepositSealedToken {
+            terms: terms(),
+            blind_point: [16u8; 32],
+            buyer_x25519: [17u8; 32],
+        }),
+    );
+    check_instruction(&idl, "claim_token", both!(i::ClaimToken {}));
+    check_instruction(&idl, "refund_sealed_token", both!(i::RefundSealedToken {}));
+    check_instruction(
+        &idl,
+        "dispute_token",
+        both!(i::DisputeToken { proof: proof() }),
+    );
     check_instruction(
         &idl,
         "quote_usd",
@@ -613,11 +708,17 @@ fn pda_seeds_match_the_program() {
                     assert_eq!(acc["address"], "11111111111111111111111111111111");
                     assert!(acc.get("pda").is_none(), "{ix_name}.{name}");
                 }
+                "associated_token_program" => {
+                    assert_eq!(
+                        acc["address"],
+                        escrow::token::vault::ATA_PROGRAM.to_string()
+                    );
+                }
                 _ => assert!(acc.get("pda").is_none(), "{ix_name}.{name} is no PDA"),
             }
         }
     }
-    assert_eq!(seen, 23, "PDAs checked");
+    assert_eq!(seen, 37, "PDAs checked");
 }
 
 #[test]
@@ -657,6 +758,7 @@ fn accounts_events_and_types_match_the_program() {
                 status: listing_status,
                 open_escrows: 0x1415_1617u32,
                 bump: 24u8,
+                mint: k(),
             }),
         );
     }
@@ -833,7 +935,9 @@ fn every_variant_is_listed(e: EscrowError, l: SealedListingStatus, s: SealedEscr
         | TermsMismatch | StakeBelowFloor | ReleaseWindowClosed | WrongReveal
         | WrongEscrowState | DisputeWindowOpen | DisputeWindowClosed | ProofWrongKey
         | ProofBadChunk | ProofBadPath | NoFraud | ListingConvicted | PriceNotPyth | PriceStale
-        | PriceUncertain | PriceOtherFeed | PriceUnusable | PriceMoved => {}
+        | PriceUncertain | PriceOtherFeed | PriceUnusable | PriceMoved | ListingInToken
+        | ListingInLamports | WrongMint | NotAMint | WrongTokenProgram | WrongVault
+        | DepositShort | WrongSellerAccount => {}
     }
     match l {
         SealedListingStatus::Live
@@ -893,6 +997,14 @@ fn errors_match_the_program() {
         PriceOtherFeed,
         PriceUnusable,
         PriceMoved,
+        ListingInToken,
+        ListingInLamports,
+        WrongMint,
+        NotAMint,
+        WrongTokenProgram,
+        WrongVault,
+        DepositShort,
+        WrongSellerAccount,
     ];
     let errors = idl["errors"].as_array().unwrap();
     assert_eq!(errors.len(), all.len());

@@ -308,6 +308,124 @@ fn the_node_builds_what_anchor_builds() {
         anchor(a::RetireSealed { listing, seller }, i::RetireSealed {}),
         "retire_sealed"
     );
+
+    // in a token: the vault is the escrow's associated account of the mint,
+    // the parties' accounts their associated accounts
+    for program in [
+        node::chain::token::TOKEN_PROGRAM_ID,
+        escrow::token::vault::TOKEN_2022_PROGRAM,
+    ] {
+        let mint = node::chain::token::TokenMint {
+            address: k(),
+            program,
+            decimals: 6,
+        };
+        let ata =
+            |owner: &Pubkey| escrow::token::vault::associated(owner, &mint.address, &mint.program);
+        let vault = ata(&escrow);
+        assert_eq!(client::vault_address(&listing, &buyer, &mint), vault);
+        assert_eq!(
+            client::list_sealed_token(&seller, ID, &t, stake, &mint.address),
+            anchor(
+                a::ListSealedToken {
+                    settings,
+                    listing,
+                    seller,
+                    mint: mint.address,
+                    system_program: SYSTEM,
+                },
+                i::ListSealedToken {
+                    listing_id: ID.into(),
+                    terms: sealed(&t),
+                    stake,
+                },
+            ),
+            "list_sealed_token"
+        );
+        let deposit = anchor(
+            a::DepositSealedToken {
+                settings,
+                listing,
+                escrow,
+                buyer,
+                mint: mint.address,
+                buyer_token: ata(&buyer),
+                vault,
+                token_program: program,
+                associated_token_program: escrow::token::vault::ATA_PROGRAM,
+                system_program: SYSTEM,
+            },
+            i::DepositSealedToken {
+                terms: sealed(&t),
+                blind_point,
+                buyer_x25519,
+            },
+        );
+        assert_eq!(
+            client::deposit_token(&listing, &buyer, &t, &blind_point, &buyer_x25519, &mint),
+            deposit,
+            "deposit_sealed_token"
+        );
+        let keys: Vec<Pubkey> = deposit.accounts.iter().map(|m| m.pubkey).collect();
+        assert_eq!(
+            client::deposit_of(&keys, &deposit.data),
+            Some(client::Deposit {
+                listing: listing.to_string(),
+                buyer: buyer.to_string(),
+            }),
+            "a token deposit is a deposit"
+        );
+        assert_eq!(client::deposit_of(&keys[..5], &deposit.data), None);
+        assert_eq!(
+            client::claim_token(&listing, &buyer, &seller, &treasury, &mint),
+            anchor(
+                a::ClaimToken {
+                    settings,
+                    listing,
+                    escrow,
+                    seller,
+                    mint: mint.address,
+                    vault,
+                    seller_token: ata(&seller),
+                    treasury_token: ata(&treasury),
+                    token_program: program,
+                },
+                i::ClaimToken {},
+            ),
+            "claim_token"
+        );
+        let exit = a::ExitToken {
+            settings,
+            listing,
+            escrow,
+            buyer,
+            mint: mint.address,
+            vault,
+            buyer_token: ata(&buyer),
+            token_program: program,
+        };
+        assert_eq!(
+            client::refund_token(&listing, &buyer, &mint),
+            anchor(exit, i::RefundSealedToken {}),
+            "refund_sealed_token"
+        );
+        assert_eq!(
+            client::dispute_token(&listing, &buyer, &mint, &proof),
+            anchor(
+                exit,
+                i::DisputeToken {
+                    proof: FraudProof {
+                        k: proof.k,
+                        index: proof.index,
+                        cipher: proof.cipher.clone(),
+                        plain_hash: proof.plain_hash,
+                        path: proof.path.clone(),
+                    },
+                },
+            ),
+            "dispute_token"
+        );
+    }
 }
 
 #[test]
@@ -356,6 +474,11 @@ fn listing_with(status: SealedListingStatus) -> SealedListing {
         status,
         open_escrows: 0x797a_7b7c,
         bump: 0xfd,
+        mint: match status {
+            // a listing in a token, and one in lamports (the default key)
+            SealedListingStatus::Retired => Pubkey::default(),
+            _ => k(),
+        },
     }
 }
 
@@ -373,6 +496,7 @@ fn check_listing(status: SealedListingStatus) {
             got.stake,
             format!("{:?}", got.status),
             got.open_escrows,
+            got.mint,
         ),
         (
             l.seller,
@@ -381,6 +505,7 @@ fn check_listing(status: SealedListingStatus) {
             l.stake,
             format!("{:?}", l.status),
             l.open_escrows,
+            Some(l.mint).filter(|m| *m != Pubkey::default()),
         ),
         "a {status:?} listing"
     );

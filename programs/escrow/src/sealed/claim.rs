@@ -30,7 +30,8 @@ pub struct Claim<'info> {
         mut,
         seeds = [SEALED_LISTING_SEED, listing.seller.as_ref(), listing.listing_id.as_bytes()],
         bump = listing.bump,
-        has_one = seller @ EscrowError::NotSeller
+        has_one = seller @ EscrowError::NotSeller,
+        constraint = listing.in_lamports() @ EscrowError::ListingInToken
     )]
     pub listing: Account<'info, SealedListing>,
     /// The escrow claimed.
@@ -53,17 +54,7 @@ impl Claim<'_> {
     /// Pays out once the dispute window has passed.
     pub fn handler(ctx: Context<Claim>) -> Result<()> {
         let a = ctx.accounts;
-        require!(
-            a.escrow.status == SealedEscrowStatus::Revealed,
-            EscrowError::WrongEscrowState
-        );
-        require!(
-            a.listing.status != SealedListingStatus::Convicted,
-            EscrowError::ListingConvicted
-        );
-        let opens = add(a.escrow.revealed_at, a.settings.dispute_window_secs)?;
-        require!(now()? >= opens, EscrowError::DisputeWindowOpen);
-        let amount = a.escrow.amount;
+        let amount = claimable(&a.settings, &a.listing, &a.escrow)?;
         let fee = fee_of(amount, a.settings.fee_bps);
         let treasury_after = a.treasury.lamports().saturating_add(fee);
         let fee = if fee > 0
@@ -78,13 +69,44 @@ impl Claim<'_> {
         a.escrow.sub_lamports(amount)?;
         a.seller.add_lamports(to_seller)?;
         a.treasury.add_lamports(fee)?;
-        a.escrow.status = SealedEscrowStatus::Claimed;
-        a.listing.open_escrows = sub(a.listing.open_escrows, 1)?;
-        emit!(PaymentClaimed {
-            escrow: a.escrow.key(),
-            to_seller,
-            fee,
-        });
-        Ok(())
+        claimed(&mut a.listing, &mut a.escrow, to_seller, fee)
     }
+}
+
+/// What a claim of `escrow` pays out, if it may be claimed now: revealed,
+/// its listing not convicted, the dispute window passed.
+pub fn claimable(
+    settings: &Settings,
+    listing: &SealedListing,
+    escrow: &SealedEscrow,
+) -> Result<u64> {
+    require!(
+        escrow.status == SealedEscrowStatus::Revealed,
+        EscrowError::WrongEscrowState
+    );
+    require!(
+        listing.status != SealedListingStatus::Convicted,
+        EscrowError::ListingConvicted
+    );
+    let opens = add(escrow.revealed_at, settings.dispute_window_secs)?;
+    require!(now()? >= opens, EscrowError::DisputeWindowOpen);
+    Ok(escrow.amount)
+}
+
+/// Marks `escrow` claimed (paid `to_seller` and `fee`) and emits
+/// [`PaymentClaimed`].
+pub fn claimed(
+    listing: &mut Account<'_, SealedListing>,
+    escrow: &mut Account<'_, SealedEscrow>,
+    to_seller: u64,
+    fee: u64,
+) -> Result<()> {
+    escrow.status = SealedEscrowStatus::Claimed;
+    listing.open_escrows = sub(listing.open_escrows, 1)?;
+    emit!(PaymentClaimed {
+        escrow: escrow.key(),
+        to_seller,
+        fee,
+    });
+    Ok(())
 }

@@ -26,7 +26,8 @@ pub struct Dispute<'info> {
     #[account(
         mut,
         seeds = [SEALED_LISTING_SEED, listing.seller.as_ref(), listing.listing_id.as_bytes()],
-        bump = listing.bump
+        bump = listing.bump,
+        constraint = listing.in_lamports() @ EscrowError::ListingInToken
     )]
     pub listing: Account<'info, SealedListing>,
     /// The buyer's escrow, closed to the buyer when the proof holds.
@@ -63,47 +64,62 @@ impl Dispute<'_> {
     /// Decides the proof; on fraud, refunds and slashes.
     pub fn handler(ctx: Context<Dispute>, proof: FraudProof) -> Result<()> {
         let a = ctx.accounts;
-        require!(
-            a.escrow.status == SealedEscrowStatus::Revealed,
-            EscrowError::WrongEscrowState
-        );
-        let closes = add(a.escrow.revealed_at, a.settings.dispute_window_secs)?;
-        require!(now()? < closes, EscrowError::DisputeWindowClosed);
-        let terms = &a.listing.terms;
-        let verdict = check(
-            &Commitments {
-                key_point: terms.key_point,
-                blob_root: terms.blob_root,
-                plain_len: terms.plain_len,
-            },
-            &Proof {
-                k: proof.k,
-                index: proof.index,
-                cipher: &proof.cipher,
-                plain_hash: proof.plain_hash,
-                path: &proof.path,
-            },
-        );
-        match verdict {
-            Ok(()) => {}
-            Err(ProofError::WrongKey) => return err!(EscrowError::ProofWrongKey),
-            Err(ProofError::BadChunk) => return err!(EscrowError::ProofBadChunk),
-            Err(ProofError::BadPath) => return err!(EscrowError::ProofBadPath),
-            Err(ProofError::Honest) => return err!(EscrowError::NoFraud),
-        }
-        a.listing.open_escrows = sub(a.listing.open_escrows, 1)?;
-        // convicted: it takes no more deposits (k is public now)
-        if a.listing.status == SealedListingStatus::Live {
-            a.listing.status = SealedListingStatus::Convicted;
-        }
         let buyer = a.buyer.to_account_info();
-        let slashed = slash_to(&a.settings, &mut a.listing, &buyer)?;
-        emit!(FraudProven {
-            escrow: a.escrow.key(),
-            index: proof.index,
-            amount: a.escrow.amount,
-            slashed,
-        });
-        Ok(())
+        // the escrow's lamports (deposit and rent) close to the buyer
+        convict(&a.settings, &mut a.listing, &a.escrow, &buyer, &proof)
     }
+}
+
+/// Decides `proof` against `listing`'s commitments for a revealed
+/// `escrow` inside the dispute window; when it holds, convicts the
+/// listing, pays `buyer` the stake share and emits [`FraudProven`] (the
+/// caller returns the deposit).
+pub fn convict(
+    settings: &Settings,
+    listing: &mut Account<'_, SealedListing>,
+    escrow: &Account<'_, SealedEscrow>,
+    buyer: &AccountInfo<'_>,
+    proof: &FraudProof,
+) -> Result<()> {
+    require!(
+        escrow.status == SealedEscrowStatus::Revealed,
+        EscrowError::WrongEscrowState
+    );
+    let closes = add(escrow.revealed_at, settings.dispute_window_secs)?;
+    require!(now()? < closes, EscrowError::DisputeWindowClosed);
+    let terms = &listing.terms;
+    let verdict = check(
+        &Commitments {
+            key_point: terms.key_point,
+            blob_root: terms.blob_root,
+            plain_len: terms.plain_len,
+        },
+        &Proof {
+            k: proof.k,
+            index: proof.index,
+            cipher: &proof.cipher,
+            plain_hash: proof.plain_hash,
+            path: &proof.path,
+        },
+    );
+    match verdict {
+        Ok(()) => {}
+        Err(ProofError::WrongKey) => return err!(EscrowError::ProofWrongKey),
+        Err(ProofError::BadChunk) => return err!(EscrowError::ProofBadChunk),
+        Err(ProofError::BadPath) => return err!(EscrowError::ProofBadPath),
+        Err(ProofError::Honest) => return err!(EscrowError::NoFraud),
+    }
+    listing.open_escrows = sub(listing.open_escrows, 1)?;
+    // convicted: it takes no more deposits (k is public now)
+    if listing.status == SealedListingStatus::Live {
+        listing.status = SealedListingStatus::Convicted;
+    }
+    let slashed = slash_to(settings, listing, buyer)?;
+    emit!(FraudProven {
+        escrow: escrow.key(),
+        index: proof.index,
+        amount: escrow.amount,
+        slashed,
+    });
+    Ok(())
 }

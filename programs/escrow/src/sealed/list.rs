@@ -60,38 +60,73 @@ impl ListSealed<'_> {
         terms: SealedTerms,
         stake: u64,
     ) -> Result<()> {
-        require!(is_listing_id(&listing_id), EscrowError::BadListingId);
-        check_terms(&terms, now()?)?;
-        require!(
-            stake >= ctx.accounts.settings.min_stake,
-            EscrowError::StakeTooLow
-        );
+        let bump = ctx.bumps.listing;
         let a = ctx.accounts;
-        transfer(
-            CpiContext::new(
-                a.system_program.key(),
-                Transfer {
-                    from: a.seller.to_account_info(),
-                    to: a.listing.to_account_info(),
-                },
-            ),
-            stake,
-        )?;
-        let seller = a.seller.key();
-        a.listing.set_inner(SealedListing {
-            seller,
+        let listing = Opening {
             listing_id,
             terms,
             stake,
+            mint: Pubkey::default(),
+            bump,
+        };
+        listing.open(&a.settings, &mut a.listing, &a.seller, &a.system_program)
+    }
+}
+
+/// A listing about to open: what `list_sealed` and `list_sealed_token`
+/// record.
+pub struct Opening {
+    /// `YYYYMMDD-<12 hex>`.
+    pub listing_id: String,
+    /// The committed terms.
+    pub terms: SealedTerms,
+    /// Lamports staked.
+    pub stake: u64,
+    /// The currency of deposits (the default key: lamports).
+    pub mint: Pubkey,
+    /// The listing PDA's bump.
+    pub bump: u8,
+}
+
+impl Opening {
+    /// Checks the id, terms and stake, moves the stake from `seller` and
+    /// writes the listing.
+    pub fn open<'info>(
+        self,
+        settings: &Settings,
+        listing: &mut Account<'info, SealedListing>,
+        seller: &Signer<'info>,
+        system_program: &Program<'info, System>,
+    ) -> Result<()> {
+        require!(is_listing_id(&self.listing_id), EscrowError::BadListingId);
+        check_terms(&self.terms, now()?)?;
+        require!(self.stake >= settings.min_stake, EscrowError::StakeTooLow);
+        transfer(
+            CpiContext::new(
+                system_program.key(),
+                Transfer {
+                    from: seller.to_account_info(),
+                    to: listing.to_account_info(),
+                },
+            ),
+            self.stake,
+        )?;
+        let seller = seller.key();
+        listing.set_inner(SealedListing {
+            seller,
+            listing_id: self.listing_id,
+            terms: self.terms,
+            stake: self.stake,
             status: SealedListingStatus::Live,
             open_escrows: 0,
-            bump: ctx.bumps.listing,
+            bump: self.bump,
+            mint: self.mint,
         });
         emit!(SealedListed {
-            listing: a.listing.key(),
+            listing: listing.key(),
             seller,
-            price_lamports: terms.price_lamports,
-            stake,
+            price_lamports: self.terms.price_lamports,
+            stake: self.stake,
         });
         Ok(())
     }

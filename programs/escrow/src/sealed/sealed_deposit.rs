@@ -24,7 +24,8 @@ pub struct DepositSealed<'info> {
         mut,
         seeds = [SEALED_LISTING_SEED, listing.seller.as_ref(), listing.listing_id.as_bytes()],
         bump = listing.bump,
-        constraint = listing.status == SealedListingStatus::Live @ EscrowError::ListingClosed
+        constraint = listing.status == SealedListingStatus::Live @ EscrowError::ListingClosed,
+        constraint = listing.in_lamports() @ EscrowError::ListingInToken
     )]
     pub listing: Account<'info, SealedListing>,
     /// The escrow PDA, created here.
@@ -51,23 +52,9 @@ impl DepositSealed<'_> {
         blind_point: [u8; 32],
         buyer_x25519: [u8; 32],
     ) -> Result<()> {
+        let bump = ctx.bumps.escrow;
         let a = ctx.accounts;
-        let at = now()?;
-        require!(terms == a.listing.terms, EscrowError::TermsMismatch);
-        require!(at < a.listing.terms.expires_at, EscrowError::ListingExpired);
-        require!(
-            a.listing.stake >= a.settings.min_stake,
-            EscrowError::StakeBelowFloor
-        );
-        require!(
-            escrow_math::point::is_usable(&blind_point),
-            EscrowError::BadPoint
-        );
-        require!(
-            !escrow_math::x25519::is_low_order(&buyer_x25519),
-            EscrowError::LowOrderKey
-        );
-        let amount = terms.price_lamports;
+        let at = check_deposit(&a.settings, &a.listing, &terms, &blind_point, &buyer_x25519)?;
         transfer(
             CpiContext::new(
                 a.system_program.key(),
@@ -76,27 +63,90 @@ impl DepositSealed<'_> {
                     to: a.escrow.to_account_info(),
                 },
             ),
-            amount,
+            terms.price_lamports,
         )?;
-        a.listing.open_escrows = add(a.listing.open_escrows, 1)?;
-        let buyer = a.buyer.key();
-        a.escrow.set_inner(SealedEscrow {
-            listing: a.listing.key(),
-            buyer,
+        let deposit = NewDeposit {
+            buyer: a.buyer.key(),
             buyer_x25519,
             blind_point,
-            amount,
-            deposited_at: at,
+            amount: terms.price_lamports,
+            at,
+            bump,
+        };
+        deposit.record(&mut a.listing, &mut a.escrow)
+    }
+}
+
+/// Checks a deposit before anything moves: the terms the buyer checked
+/// are the listing's, unexpired, its stake at the floor, B and the
+/// buyer's X25519 key usable. Returns now.
+pub fn check_deposit(
+    settings: &Settings,
+    listing: &SealedListing,
+    terms: &SealedTerms,
+    blind_point: &[u8; 32],
+    buyer_x25519: &[u8; 32],
+) -> Result<i64> {
+    let at = now()?;
+    require!(*terms == listing.terms, EscrowError::TermsMismatch);
+    require!(at < listing.terms.expires_at, EscrowError::ListingExpired);
+    require!(
+        listing.stake >= settings.min_stake,
+        EscrowError::StakeBelowFloor
+    );
+    require!(
+        escrow_math::point::is_usable(blind_point),
+        EscrowError::BadPoint
+    );
+    require!(
+        !escrow_math::x25519::is_low_order(buyer_x25519),
+        EscrowError::LowOrderKey
+    );
+    Ok(at)
+}
+
+/// A deposit whose price has moved: what the escrow records.
+pub struct NewDeposit {
+    /// The buyer.
+    pub buyer: Pubkey,
+    /// Its X25519 key.
+    pub buyer_x25519: [u8; 32],
+    /// B.
+    pub blind_point: [u8; 32],
+    /// What is held (lamports or base units).
+    pub amount: u64,
+    /// Unix seconds of the deposit.
+    pub at: i64,
+    /// The escrow PDA's bump.
+    pub bump: u8,
+}
+
+impl NewDeposit {
+    /// Writes the escrow, counts it open on the listing and emits
+    /// [`SealedDeposited`].
+    pub fn record(
+        self,
+        listing: &mut Account<'_, SealedListing>,
+        escrow: &mut Account<'_, SealedEscrow>,
+    ) -> Result<()> {
+        listing.open_escrows = add(listing.open_escrows, 1)?;
+        escrow.set_inner(SealedEscrow {
+            listing: listing.key(),
+            buyer: self.buyer,
+            buyer_x25519: self.buyer_x25519,
+            blind_point: self.blind_point,
+            amount: self.amount,
+            deposited_at: self.at,
             status: SealedEscrowStatus::Deposited,
             revealed: [0; 32],
             revealed_at: 0,
-            bump: ctx.bumps.escrow,
+            bump: self.bump,
         });
         emit!(SealedDeposited {
-            listing: a.listing.key(),
-            escrow: a.escrow.key(),
-            buyer,
-            amount,
+            listing: listing.key(),
+            escrow: escrow.key(),
+            buyer: self.buyer,
+            amount: self.amount,
         });
         Ok(())
     }

@@ -29,7 +29,8 @@ pub struct RefundSealed<'info> {
     #[account(
         mut,
         seeds = [SEALED_LISTING_SEED, listing.seller.as_ref(), listing.listing_id.as_bytes()],
-        bump = listing.bump
+        bump = listing.bump,
+        constraint = listing.in_lamports() @ EscrowError::ListingInToken
     )]
     pub listing: Account<'info, SealedListing>,
     /// The buyer's escrow, closed to the buyer.
@@ -64,31 +65,49 @@ impl RefundSealed<'_> {
     /// Returns what the escrow holds, with a slash when one is owed.
     pub fn handler(ctx: Context<RefundSealed>) -> Result<()> {
         let a = ctx.accounts;
-        let amount = a.escrow.amount;
-        let (returned, slashed) = match a.escrow.status {
-            SealedEscrowStatus::Declined => (amount, 0),
-            SealedEscrowStatus::Claimed => (0, 0),
-            SealedEscrowStatus::Deposited => {
-                require!(
-                    now()? >= release_deadline(&a.settings, a.escrow.deposited_at)?,
-                    EscrowError::ReleaseWindowOpen
-                );
-                a.listing.open_escrows = sub(a.listing.open_escrows, 1)?;
-                let buyer = a.buyer.to_account_info();
-                (amount, slash_to(&a.settings, &mut a.listing, &buyer)?)
-            }
-            SealedEscrowStatus::Revealed if a.listing.status == SealedListingStatus::Convicted => {
-                a.listing.open_escrows = sub(a.listing.open_escrows, 1)?;
-                let buyer = a.buyer.to_account_info();
-                (amount, slash_to(&a.settings, &mut a.listing, &buyer)?)
-            }
-            SealedEscrowStatus::Revealed => return err!(EscrowError::WrongEscrowState),
-        };
-        emit!(SealedRefunded {
-            escrow: a.escrow.key(),
-            amount: returned,
-            slashed,
-        });
-        Ok(())
+        let buyer = a.buyer.to_account_info();
+        // the escrow's lamports (deposit and rent) close to the buyer
+        let (returned, slashed) = refund_due(&a.settings, &mut a.listing, &a.escrow, &buyer)?;
+        refunded(&a.escrow, returned, slashed)
     }
+}
+
+/// What a refund of `escrow` returns now, and the stake share it pays
+/// `buyer` (moved here): the deposit when declined, or deposited past the
+/// release window (with the share), or revealed on a convicted listing
+/// (with the share); nothing but the rent once claimed.
+pub fn refund_due(
+    settings: &Settings,
+    listing: &mut Account<'_, SealedListing>,
+    escrow: &SealedEscrow,
+    buyer: &AccountInfo<'_>,
+) -> Result<(u64, u64)> {
+    let amount = escrow.amount;
+    Ok(match escrow.status {
+        SealedEscrowStatus::Declined => (amount, 0),
+        SealedEscrowStatus::Claimed => (0, 0),
+        SealedEscrowStatus::Deposited => {
+            require!(
+                now()? >= release_deadline(settings, escrow.deposited_at)?,
+                EscrowError::ReleaseWindowOpen
+            );
+            listing.open_escrows = sub(listing.open_escrows, 1)?;
+            (amount, slash_to(settings, listing, buyer)?)
+        }
+        SealedEscrowStatus::Revealed if listing.status == SealedListingStatus::Convicted => {
+            listing.open_escrows = sub(listing.open_escrows, 1)?;
+            (amount, slash_to(settings, listing, buyer)?)
+        }
+        SealedEscrowStatus::Revealed => return err!(EscrowError::WrongEscrowState),
+    })
+}
+
+/// Emits [`SealedRefunded`].
+pub fn refunded(escrow: &Account<'_, SealedEscrow>, amount: u64, slashed: u64) -> Result<()> {
+    emit!(SealedRefunded {
+        escrow: escrow.key(),
+        amount,
+        slashed,
+    });
+    Ok(())
 }

@@ -34,7 +34,8 @@ pub struct Settings {
 /// program refuses any difference.
 #[derive(AnchorSerialize, AnchorDeserialize, Clone, Copy, PartialEq, Eq, InitSpace, Debug)]
 pub struct SealedTerms {
-    /// Price each buyer deposits.
+    /// Price each buyer deposits: lamports, or base units of the
+    /// listing's mint (the field keeps its first name on the wire).
     pub price_lamports: u64,
     /// K = k·G, the key commitment (compressed Edwards25519).
     pub key_point: [u8; 32],
@@ -83,6 +84,17 @@ pub struct SealedListing {
     pub open_escrows: u32,
     /// PDA bump.
     pub bump: u8,
+    /// The currency deposits are in: the default key for lamports, else
+    /// an SPL Token or Token-2022 mint (`list_sealed_token`; the terms'
+    /// price is then in its base units, held in each escrow's vault).
+    pub mint: Pubkey,
+}
+
+impl SealedListing {
+    /// Whether deposits are in lamports (not in a token).
+    pub fn in_lamports(&self) -> bool {
+        self.mint == Pubkey::default()
+    }
 }
 
 /// Where a sealed escrow is in its life.
@@ -111,7 +123,8 @@ pub struct SealedEscrow {
     pub buyer_x25519: [u8; 32],
     /// B = b·G, the blinding commitment.
     pub blind_point: [u8; 32],
-    /// Lamports held.
+    /// What is held: lamports, or the listing's token's base units (in
+    /// the escrow's vault).
     pub amount: u64,
     /// Unix seconds of the deposit.
     pub deposited_at: i64,

@@ -1,0 +1,647 @@
+//! The sealed escrow in an SPL token (`escrow::token`) in
+//! `solana-program-test` with the SPL Token, Token-2022 and ATA programs it
+//! loads, natively or as the SBF build (`BRAINCTL_ESCROW_SO`), every
+//! instruction built by the node's client (`node::escrow`), so what ships
+//! is what runs: a trade to the base unit in both token programs, the
+//! vault emptied and closed on every way out, and the hostile shapes a
+//! buyer, a seller or a crank could send, each refused with its error.
+
+use anchor_lang::AccountDeserialize;
+use escrow::error::EscrowError;
+use escrow::sealed::state::{SealedEscrow, SealedEscrowStatus, SealedListing};
+use escrow::token::vault::TOKEN_2022_PROGRAM;
+use escrow_math::blob::{seal, Blob, Sealed};
+use escrow_math::client::{blind_scalar, listing_scalar, open, point_of, reveal, x25519_shared};
+use node::chain::token::{TokenMint, TOKEN_PROGRAM_ID};
+use node::escrow::{self as client, Terms};
+use solana_program_test::{BanksClientError, ProgramTest, ProgramTestContext};
+use solana_sdk::account::Account;
+use solana_sdk::clock::Clock;
+use solana_sdk::instruction::{Instruction, InstructionError};
+use solana_sdk::pubkey::Pubkey;
+use solana_sdk::signature::{Keypair, Signer};
+use solana_sdk::transaction::{Transaction, TransactionError};
+
+mod common;
+
+const SYSTEM: Pubkey = solana_sdk::pubkey!("11111111111111111111111111111111");
+const SOL: u64 = 1_000_000_000;
+const ID: &str = "20261126-0123456789ab";
+/// Four test dollars (6 decimals).
+const PRICE: u64 = 4_000_000;
+const STAKE: u64 = SOL;
+const FEE_BPS: u16 = 250;
+const SLASH_BPS: u16 = 5_000;
+const RELEASE: i64 = 600;
+const DISPUTE: i64 = 300;
+const SELLER_SEED: [u8; 32] = [12; 32];
+/// What the buyer's token account starts with.
+const FUNDS: u64 = 10 * PRICE;
+
+fn code(e: EscrowError) -> u32 {
+    anchor_lang::error::ERROR_CODE_OFFSET + e as u32
+}
+
+/// The custom error of a failed transaction (Anchor's or a token program's).
+fn custom<T: std::fmt::Debug>(res: Result<T, BanksClientError>) -> u32 {
+    match res {
+        Err(BanksClientError::TransactionError(TransactionError::InstructionError(
+            _,
+            InstructionError::Custom(c),
+        ))) => c,
+        other => panic!("expected a custom program error, got {other:?}"),
+    }
+}
+
+/// A party: its wallet and X25519 secret.
+struct Party {
+    key: Keypair,
+    x_secret: [u8; 32],
+}
+
+impl Party {
+    fn new(x: u8) -> Party {
+        Party {
+            key: Keypair::new(),
+            x_secret: [x; 32],
+        }
+    }
+    fn x_public(&self) -> [u8; 32] {
+        curve25519_dalek::MontgomeryPoint::mul_base_clamped(self.x_secret).to_bytes()
+    }
+}
+
+/// A mint's bytes (no extensions): an authority, the supply, decimals.
+fn mint_bytes(authority: &Pubkey, supply: u64, decimals: u8) -> Vec<u8> {
+    let mut d = vec![0u8; 82];
+    d[..4].copy_from_slice(&1u32.to_le_bytes());
+    d[4..36].copy_from_slice(authority.as_ref());
+    d[36..44].copy_from_slice(&supply.to_le_bytes());
+    d[44] = decimals;
+    d[45] = 1;
+    d
+}
+
+/// A token account's bytes (no extensions), initialized.
+fn account_bytes(mint: &Pubkey, owner: &Pubkey, amount: u64) -> Vec<u8> {
+    let mut d = vec![0u8; 165];
+    d[..32].copy_from_slice(mint.as_ref());
+    d[32..64].copy_from_slice(owner.as_ref());
+    d[64..72].copy_from_slice(&amount.to_le_bytes());
+    d[108] = 1;
+    d
+}
+
+/// Token-2022's type-length-value extension after the base (padded to
+/// 165 bytes) and the account-type byte.
+fn extended(mut base: Vec<u8>, account_type: u8, ext_type: u16, value: &[u8]) -> Vec<u8> {
+    base.resize(165, 0);
+    base.push(account_type);
+    base.extend_from_slice(&ext_type.to_le_bytes());
+    base.extend_from_slice(&(value.len() as u16).to_le_bytes());
+    base.extend_from_slice(value);
+    base
+}
+
+/// A Token-2022 mint with a 1% transfer fee (`TransferFeeConfig`).
+fn fee_mint_bytes(authority: &Pubkey) -> Vec<u8> {
+    let fee = |v: &mut Vec<u8>| {
+        v.extend_from_slice(&0u64.to_le_bytes()); // epoch
+        v.extend_from_slice(&u64::MAX.to_le_bytes()); // maximum fee
+        v.extend_from_slice(&100u16.to_le_bytes()); // bps
+    };
+    let mut value = vec![0u8; 64 + 8]; // authorities (none), withheld
+    fee(&mut value);
+    fee(&mut value);
+    extended(mint_bytes(authority, FUNDS, 6), 1, 1, &value)
+}
+
+struct World {
+    ctx: ProgramTestContext,
+    treasury: Keypair,
+    seller: Party,
+    buyers: Vec<Party>,
+    mint: TokenMint,
+    plain: Vec<u8>,
+    blob: Sealed,
+    nonce: u32,
+}
+
+impl World {
+    /// A world whose mint is under `program`; the buyers hold `FUNDS` in
+    /// their associated accounts; the treasury has an associated account
+    /// when `treasury_account`.
+    async fn new(program: Pubkey, fee_mint: bool, treasury_account: bool) -> World {
+        let mut pt = ProgramTest::default();
+        let (admin, treasury, seller) = (Keypair::new(), Keypair::new(), Party::new(21));
+        let buyers: Vec<Party> = (0..3).map(|i| Party::new(31 + i)).collect();
+        for k in [&admin, &treasury, &seller.key]
+            .into_iter()
+            .chain(buyers.iter().map(|b| &b.key))
+        {
+            pt.add_account(k.pubkey(), Account::new(20 * SOL, 0, &SYSTEM));
+        }
+        let mint = TokenMint {
+            address: Pubkey::new_unique(),
+            program,
+            decimals: 6,
+        };
+        let data = if fee_mint {
+            fee_mint_bytes(&admin.pubkey())
+        } else {
+            mint_bytes(&admin.pubkey(), FUNDS * 3, 6)
+        };
+        let token_account = |data: Vec<u8>| Account {
+            lamports: SOL / 100,
+            data,
+            owner: program,
+            executable: false,
+            rent_epoch: 0,
+        };
+        pt.add_account(mint.address, token_account(data));
+        for b in &buyers {
+            let base = account_bytes(&mint.address, &b.key.pubkey(), FUNDS);
+            // an account of a fee mint carries its withheld amount
+            let data = match fee_mint {
+                true => extended(base, 2, 2, &0u64.to_le_bytes()),
+                false => base,
+            };
+            let at = node::chain::token::associated_account(&b.key.pubkey(), &mint);
+            pt.add_account(at, token_account(data));
+        }
+        if treasury_account {
+            let at = node::chain::token::associated_account(&treasury.pubkey(), &mint);
+            pt.add_account(
+                at,
+                token_account(account_bytes(&mint.address, &treasury.pubkey(), 0)),
+            );
+        }
+        common::add_program_data(&mut pt, Some(&admin.pubkey()));
+        let ctx = common::start(pt).await;
+        let plain: Vec<u8> = (0..1000u32).map(|i| (i * 11 % 251) as u8).collect();
+        let listing = client::listing_address(&seller.key.pubkey(), ID);
+        let blob = seal(&listing_scalar(&SELLER_SEED, &listing.to_bytes()), &plain).unwrap();
+        let mut w = World {
+            ctx,
+            treasury,
+            seller,
+            buyers,
+            mint,
+            plain,
+            blob,
+            nonce: 0,
+        };
+        let settings = client::NewSettings {
+            treasury: w.treasury.pubkey(),
+            fee_bps: FEE_BPS,
+            slash_bps: SLASH_BPS,
+            release_window_secs: RELEASE,
+            dispute_window_secs: DISPUTE,
+            min_stake: STAKE,
+        };
+        w.send(
+            &[client::init_settings(&admin.pubkey(), &settings)],
+            &[&admin],
+        )
+        .await
+        .unwrap();
+        w
+    }
+
+    async fn send(
+        &mut self,
+        ixs: &[Instruction],
+        signers: &[&Keypair],
+    ) -> Result<u64, BanksClientError> {
+        self.nonce += 1;
+        let mut limit = vec![2u8];
+        limit.extend_from_slice(&(1_400_000 - self.nonce).to_le_bytes());
+        let mut all = vec![Instruction {
+            program_id: solana_sdk::pubkey!("ComputeBudget111111111111111111111111111111"),
+            accounts: vec![],
+            data: limit,
+        }];
+        all.extend_from_slice(ixs);
+        let mut keys: Vec<&Keypair> = vec![&self.ctx.payer];
+        keys.extend_from_slice(signers);
+        let tx = Transaction::new_signed_with_payer(
+            &all,
+            Some(&self.ctx.payer.pubkey()),
+            &keys,
+            self.ctx.last_blockhash,
+        );
+        let r = self
+            .ctx
+            .banks_client
+            .process_transaction_with_metadata(tx)
+            .await?;
+        let used = r.metadata.map_or(0, |m| m.compute_units_consumed);
+        r.result.map_err(BanksClientError::TransactionError)?;
+        Ok(used)
+    }
+
+    async fn account(&mut self, k: &Pubkey) -> Option<Account> {
+        self.ctx.banks_client.get_account(*k).await.unwrap()
+    }
+    async fn lamports(&mut self, k: &Pubkey) -> u64 {
+        self.account(k).await.map_or(0, |a| a.lamports)
+    }
+    /// Base units in token account `k` (0 when it does not exist).
+    async fn units(&mut self, k: &Pubkey) -> u64 {
+        self.account(k).await.map_or(0, |a| {
+            u64::from_le_bytes(a.data[64..72].try_into().unwrap())
+        })
+    }
+    async fn units_of(&mut self, owner: &Pubkey) -> u64 {
+        let at = node::chain::token::associated_account(owner, &self.mint);
+        self.units(&at).await
+    }
+    async fn read<A: AccountDeserialize>(&mut self, k: &Pubkey) -> A {
+        let acc = self.account(k).await.unwrap();
+        A::try_deserialize(&mut acc.data.as_slice()).unwrap()
+    }
+    async fn advance(&mut self, secs: i64) {
+        let mut clock: Clock = self.ctx.banks_client.get_sysvar().await.unwrap();
+        clock.unix_timestamp += secs;
+        self.ctx.set_sysvar(&clock);
+    }
+    async fn now(&mut self) -> i64 {
+        let clock: Clock = self.ctx.banks_client.get_sysvar().await.unwrap();
+        clock.unix_timestamp
+    }
+
+    fn k(&self) -> [u8; 32] {
+        let listing = client::listing_address(&self.seller.key.pubkey(), ID);
+        *listing_scalar(&SELLER_SEED, &listing.to_bytes())
+    }
+
+    async fn terms(&mut self, blob_root: [u8; 32]) -> Terms {
+        Terms {
+            price_lamports: PRICE,
+            key_point: point_of(&self.k()),
+            blob_root,
+            plain_len: self.blob.plain_len,
+            bundle_hash: escrow_math::sha256(&[&self.plain]),
+            seller_x25519: self.seller.x_public(),
+            expires_at: self.now().await + 86_400,
+        }
+    }
+
+    /// Lists in the mint; returns the listing account.
+    async fn list(&mut self, blob_root: [u8; 32]) -> Pubkey {
+        let terms = self.terms(blob_root).await;
+        let seller = self.seller.key.insecure_clone();
+        let ix = client::list_sealed_token(&seller.pubkey(), ID, &terms, STAKE, &self.mint.address);
+        self.send(&[ix], &[&seller]).await.unwrap();
+        client::listing_address(&seller.pubkey(), ID)
+    }
+
+    fn blind_point(&self, listing: &Pubkey, buyer: usize) -> [u8; 32] {
+        let b = &self.buyers[buyer];
+        let shared = x25519_shared(&b.x_secret, &self.seller.x_public()).unwrap();
+        let at = client::escrow_address(listing, &b.key.pubkey());
+        point_of(&blind_scalar(&shared, &at.to_bytes()))
+    }
+
+    /// `buyer`'s deposit as the node builds it (with `edit` applied).
+    async fn deposit_with(
+        &mut self,
+        listing: Pubkey,
+        buyer: usize,
+        edit: impl FnOnce(&mut Instruction),
+    ) -> Result<Pubkey, BanksClientError> {
+        let terms = client::ListingAccount::decode(
+            &escrow::ID,
+            &self.account(&listing).await.unwrap().data,
+        )
+        .unwrap()
+        .terms;
+        let b = self.buyers[buyer].key.insecure_clone();
+        let mut ix = client::deposit_token(
+            &listing,
+            &b.pubkey(),
+            &terms,
+            &self.blind_point(&listing, buyer),
+            &self.buyers[buyer].x_public(),
+            &self.mint,
+        );
+        edit(&mut ix);
+        self.send(&[ix], &[&b]).await?;
+        Ok(client::escrow_address(&listing, &b.pubkey()))
+    }
+    async fn deposit(&mut self, listing: Pubkey, buyer: usize) -> Pubkey {
+        self.deposit_with(listing, buyer, |_| {}).await.unwrap()
+    }
+
+    async fn reveal(&mut self, listing: Pubkey, escrow: Pubkey) {
+        let e: SealedEscrow = self.read(&escrow).await;
+        let shared = x25519_shared(&self.seller.x_secret, &e.buyer_x25519).unwrap();
+        let b = blind_scalar(&shared, &escrow.to_bytes());
+        let s = reveal(&self.k(), &b);
+        let seller = self.seller.key.insecure_clone();
+        let ix = client::reveal(&listing, &e.buyer, &seller.pubkey(), &s);
+        self.send(&[ix], &[&seller]).await.unwrap();
+    }
+
+    /// The claim `listen` sends: the seller's associated account created
+    /// if missing, then `claim_token` (with `edit` applied).
+    async fn claim_with(
+        &mut self,
+        listing: Pubkey,
+        buyer: usize,
+        edit: impl FnOnce(&mut Instruction),
+    ) -> Result<u64, BanksClientError> {
+        let seller = self.seller.key.insecure_clone();
+        let me = seller.pubkey();
+        let buyer = self.buyers[buyer].key.pubkey();
+        let treasury = self.treasury.pubkey();
+        let mut ix = client::claim_token(&listing, &buyer, &me, &treasury, &self.mint);
+        edit(&mut ix);
+        let create = node::chain::token::create_associated_account(&me, &me, &self.mint);
+        self.send(&[create, ix], &[&seller]).await
+    }
+
+    async fn refund(&mut self, listing: Pubkey, buyer: usize) -> Result<u64, BanksClientError> {
+        let b = self.buyers[buyer].key.insecure_clone();
+        let ix = client::refund_token(&listing, &b.pubkey(), &self.mint);
+        self.send(&[ix], &[&b]).await
+    }
+
+    fn vault(&self, listing: &Pubkey, buyer: usize) -> Pubkey {
+        client::vault_address(listing, &self.buyers[buyer].key.pubkey(), &self.mint)
+    }
+    fn buyer(&self, buyer: usize) -> Pubkey {
+        self.buyers[buyer].key.pubkey()
+    }
+}
+
+/// A whole trade in `program`'s mint: listed, deposited into the vault,
+/// revealed, claimed after the window to the seller and the treasury,
+/// the vault and the escrow closed to the buyer; what a buyer, a seller
+/// or a crank could send instead is refused.
+async fn trade_in(program: Pubkey) {
+    let mut w = World::new(program, false, true).await;
+    let root = w.blob.root;
+    let listing = w.list(root).await;
+    let l: SealedListing = w.read(&listing).await;
+    assert_eq!(l.mint, w.mint.address, "the listing records its mint");
+
+    // a deposit in lamports on a listing in a token is refused
+    let b0 = w.buyers[0].key.insecure_clone();
+    let lamport_deposit = client::deposit(
+        &listing,
+        &b0.pubkey(),
+        &client::ListingAccount::decode(&escrow::ID, &w.account(&listing).await.unwrap().data)
+            .unwrap()
+            .terms,
+        &w.blind_point(&listing, 0),
+        &w.buyers[0].x_public(),
+    );
+    assert_eq!(
+        custom(w.send(&[lamport_deposit], &[&b0]).await),
+        code(EscrowError::ListingInToken)
+    );
+    // another mint, another vault, or the token program of another mint
+    let other_mint = Pubkey::new_unique();
+    let refusals: [(usize, Pubkey, EscrowError); 3] = [
+        (4, other_mint, EscrowError::WrongMint),
+        (6, Pubkey::new_unique(), EscrowError::WrongVault),
+        (
+            7,
+            if program == TOKEN_PROGRAM_ID {
+                TOKEN_2022_PROGRAM
+            } else {
+                TOKEN_PROGRAM_ID
+            },
+            // the vault derives from the token program too
+            EscrowError::WrongVault,
+        ),
+    ];
+    for (at, key, want) in refusals {
+        let res = w
+            .deposit_with(listing, 0, |ix| ix.accounts[at].pubkey = key)
+            .await;
+        assert_eq!(custom(res), code(want), "account {at} replaced");
+    }
+
+    let lamports0 = w.lamports(&w.buyer(0)).await;
+    let escrow = w.deposit(listing, 0).await;
+    let vault = w.vault(&listing, 0);
+    assert_eq!(w.units_of(&w.buyer(0)).await, FUNDS - PRICE);
+    assert_eq!(w.units(&vault).await, PRICE, "the vault holds the price");
+    let e: SealedEscrow = w.read(&escrow).await;
+    assert_eq!((e.amount, e.status), (PRICE, SealedEscrowStatus::Deposited));
+    let rents = lamports0 - w.lamports(&w.buyer(0)).await;
+    assert!(
+        rents > 0,
+        "the buyer pays the escrow's and the vault's rent"
+    );
+
+    w.reveal(listing, escrow).await;
+    // the buyer opens the key from the reveal
+    let e: SealedEscrow = w.read(&escrow).await;
+    let shared = x25519_shared(&w.buyers[0].x_secret, &w.seller.x_public()).unwrap();
+    let b = blind_scalar(&shared, &escrow.to_bytes());
+    let k = open(&e.revealed, &b, &point_of(&w.k())).unwrap();
+    assert_eq!(
+        Blob::parse(&w.blob.bytes).unwrap().open(&k).unwrap(),
+        w.plain
+    );
+
+    assert_eq!(
+        custom(w.claim_with(listing, 0, |_| {}).await),
+        code(EscrowError::DisputeWindowOpen)
+    );
+    w.advance(DISPUTE).await;
+    // the lamport claim, a seller account that is not the seller's, a
+    // treasury account that is not the treasury's
+    let seller = w.seller.key.pubkey();
+    let lamport_claim = client::claim(&listing, &w.buyer(0), &seller, &w.treasury.pubkey());
+    assert_eq!(
+        custom(w.send(&[lamport_claim], &[]).await),
+        code(EscrowError::ListingInToken)
+    );
+    let buyers_account = node::chain::token::associated_account(&w.buyer(0), &w.mint);
+    assert_eq!(
+        custom(
+            w.claim_with(listing, 0, |ix| ix.accounts[6].pubkey = buyers_account)
+                .await
+        ),
+        code(EscrowError::WrongSellerAccount)
+    );
+    let sellers_account = node::chain::token::associated_account(&seller, &w.mint);
+    assert_eq!(
+        custom(
+            w.claim_with(listing, 0, |ix| ix.accounts[7].pubkey = sellers_account)
+                .await
+        ),
+        code(EscrowError::WrongTreasury)
+    );
+    let cu = w.claim_with(listing, 0, |_| {}).await.unwrap();
+    let fee = (PRICE * FEE_BPS as u64).div_ceil(10_000);
+    assert_eq!(w.units_of(&seller).await, PRICE - fee);
+    assert_eq!(w.units_of(&w.treasury.pubkey()).await, fee);
+    assert_eq!(w.units(&vault).await, 0);
+    eprintln!("claim_token ({program}): {cu} CU");
+    let e: SealedEscrow = w.read(&escrow).await;
+    assert_eq!(e.status, SealedEscrowStatus::Claimed);
+    assert!(
+        w.claim_with(listing, 0, |_| {}).await.is_err(),
+        "a claim never repeats"
+    );
+    // the buyer closes the vault and the escrow for their rent
+    let before = w.lamports(&w.buyer(0)).await;
+    w.refund(listing, 0).await.unwrap();
+    assert_eq!(w.lamports(&w.buyer(0)).await, before + rents);
+    assert!(w.account(&vault).await.is_none() && w.account(&escrow).await.is_none());
+    assert_eq!(w.units_of(&w.buyer(0)).await, FUNDS - PRICE);
+}
+
+#[tokio::test]
+async fn a_trade_in_spl_token_pays_from_the_vault_once() {
+    trade_in(TOKEN_PROGRAM_ID).await;
+}
+
+#[tokio::test]
+async fn a_trade_in_token_2022_pays_from_the_vault_once() {
+    trade_in(TOKEN_2022_PROGRAM).await;
+}
+
+/// Every way a deposit comes back: declined (all of it, and tokens sent to
+/// the vault by anyone besides), never revealed (all of it and the stake
+/// share, in lamports), revealed on a lying blob (a fraud proof).
+#[tokio::test]
+async fn a_token_deposit_comes_back_whole_on_every_way_out() {
+    let mut w = World::new(TOKEN_PROGRAM_ID, false, true).await;
+    // the seller commits to a blob whose chunk 2 lies
+    let mut lying = w.blob.bytes.clone();
+    let count = Blob::parse(&lying).unwrap().count() as usize;
+    lying[escrow_math::blob::HEADER_LEN + count * 32 + 2 * 256 + 9] ^= 0x40;
+    let root = Blob::parse(&lying).unwrap().root();
+    let listing = w.list(root).await;
+
+    // declined, with a stranger's tokens in the vault: all returned
+    let escrow = w.deposit(listing, 0).await;
+    let vault = w.vault(&listing, 0);
+    let b1 = w.buyers[1].key.insecure_clone();
+    let gift = node::chain::token::transfer_to(&b1.pubkey(), &escrow, &w.mint, 7);
+    w.send(&[gift], &[&b1]).await.unwrap();
+    assert_eq!(w.units(&vault).await, PRICE + 7);
+    let seller = w.seller.key.insecure_clone();
+    let decline = client::decline(&listing, &w.buyer(0), &seller.pubkey());
+    w.send(&[decline], &[&seller]).await.unwrap();
+    w.refund(listing, 0).await.unwrap();
+    assert_eq!(w.units_of(&w.buyer(0)).await, FUNDS + 7);
+    assert!(w.account(&vault).await.is_none() && w.account(&escrow).await.is_none());
+
+    // buyer 1 deposits and is never revealed to; buyer 2 is revealed to
+    w.deposit(listing, 1).await;
+    assert_eq!(
+        custom(w.refund(listing, 1).await),
+        code(EscrowError::ReleaseWindowOpen)
+    );
+    // the lamport refund of a token escrow is refused
+    let lamport_refund = client::refund(&listing, &b1.pubkey());
+    assert_eq!(
+        custom(w.send(&[lamport_refund], &[&b1]).await),
+        code(EscrowError::ListingInToken)
+    );
+    let escrow = w.deposit(listing, 2).await;
+    w.reveal(listing, escrow).await;
+
+    // revealed on the lying blob: the fraud proof returns the deposit
+    let e: SealedEscrow = w.read(&escrow).await;
+    let shared = x25519_shared(&w.buyers[2].x_secret, &w.seller.x_public()).unwrap();
+    let b = blind_scalar(&shared, &escrow.to_bytes());
+    let k = open(&e.revealed, &b, &point_of(&w.k())).unwrap();
+    let blob = Blob::parse(&lying).unwrap();
+    let proof_of = |index: u32| {
+        let (cipher, plain_hash, path) = blob.proof_parts(index);
+        client::FraudProof {
+            k: *k,
+            index,
+            cipher: cipher.to_vec(),
+            plain_hash,
+            path,
+        }
+    };
+    let (proof, honest) = (proof_of(2), proof_of(1));
+    let b2 = w.buyers[2].key.insecure_clone();
+    let no_fraud = client::dispute_token(&listing, &b2.pubkey(), &w.mint, &honest);
+    assert_eq!(
+        custom(w.send(&[no_fraud], &[&b2]).await),
+        code(EscrowError::NoFraud)
+    );
+    let before = w.lamports(&w.buyer(2)).await;
+    let dispute = client::dispute_token(&listing, &b2.pubkey(), &w.mint, &proof);
+    w.send(&[dispute], &[&b2]).await.unwrap();
+    let slash = STAKE * SLASH_BPS as u64 / 10_000;
+    assert_eq!(w.units_of(&w.buyer(2)).await, FUNDS);
+    assert!(w.lamports(&w.buyer(2)).await > before + slash);
+    assert!(w.account(&w.vault(&listing, 2)).await.is_none());
+
+    // never revealed: after the window, the deposit and the stake share
+    w.advance(RELEASE).await;
+    let before = w.lamports(&w.buyer(1)).await;
+    w.refund(listing, 1).await.unwrap();
+    let second_slash = (STAKE - slash) * SLASH_BPS as u64 / 10_000;
+    assert_eq!(w.units_of(&w.buyer(1)).await, FUNDS - 7);
+    assert!(w.lamports(&w.buyer(1)).await > before + second_slash);
+    assert!(w.account(&w.vault(&listing, 1)).await.is_none());
+    let l: SealedListing = w.read(&listing).await;
+    assert_eq!(l.open_escrows, 0);
+    assert_eq!(
+        l.status,
+        escrow::sealed::state::SealedListingStatus::Convicted
+    );
+}
+
+/// A treasury without an account of the mint costs the seller nothing
+/// (its fee goes to the seller: a claim never fails for the treasury); a
+/// mint that withholds a fee on transfers can take no deposit (the vault
+/// would hold less than the price), nor can a lamport listing take a token
+/// deposit.
+#[tokio::test]
+async fn a_missing_treasury_account_or_a_fee_mint_changes_nothing_a_buyer_pays() {
+    let mut w = World::new(TOKEN_PROGRAM_ID, false, false).await;
+    let root = w.blob.root;
+    let listing = w.list(root).await;
+    let escrow = w.deposit(listing, 0).await;
+    w.reveal(listing, escrow).await;
+    w.advance(DISPUTE).await;
+    w.claim_with(listing, 0, |_| {}).await.unwrap();
+    let seller = w.seller.key.pubkey();
+    assert_eq!(w.units_of(&seller).await, PRICE);
+
+    let mut w = World::new(TOKEN_2022_PROGRAM, true, true).await;
+    let root = w.blob.root;
+    let listing = w.list(root).await;
+    assert_eq!(
+        custom(w.deposit_with(listing, 0, |_| {}).await),
+        code(EscrowError::DepositShort)
+    );
+    assert_eq!(w.units_of(&w.buyer(0)).await, FUNDS, "nothing moved");
+
+    // a lamport listing refuses the token instructions
+    let mut w = World::new(TOKEN_PROGRAM_ID, false, true).await;
+    let terms = w.terms(w.blob.root).await;
+    let seller = w.seller.key.insecure_clone();
+    let ix = client::list_sealed(&seller.pubkey(), ID, &terms, STAKE);
+    w.send(&[ix], &[&seller]).await.unwrap();
+    let listing = client::listing_address(&seller.pubkey(), ID);
+    let res = w
+        .deposit_with(listing, 0, |ix| {
+            // the listing's mint is the default key: pass that
+            ix.accounts[4].pubkey = Pubkey::default();
+        })
+        .await;
+    assert_eq!(custom(res), code(EscrowError::ListingInLamports));
+    // a "mint" that is no mint cannot be listed
+    let id2 = "20261126-0123456789ac";
+    let not_a_mint = w.buyer(1);
+    let ix = client::list_sealed_token(&seller.pubkey(), id2, &terms, STAKE, &not_a_mint);
+    assert_eq!(
+        custom(w.send(&[ix], &[&seller]).await),
+        code(EscrowError::NotAMint)
+    );
+}
