@@ -731,3 +731,265 @@ fn a_sealed_release_killed_at_every_step_reveals_and_mints_once() {
         "{found}"
     );
 }
+
+/// An escrow listing in the localnet's test dollar, through the binaries
+/// and the indexer: `list --escrow --mint` opens `list_sealed_token`;
+/// `buy` deposits the price into the escrow's vault (nothing but the fee
+/// and rents in SOL); the `listen` service reveals and, after the
+/// dispute window, claims the vault to the seller's and the treasury's
+/// token accounts; the buyer closes the vault and the escrow for their
+/// rent; a second buyer deposits through the indexer's `/settle`; the
+/// indexer counts both and a rebuild agrees.
+#[test]
+fn an_escrow_listing_in_test_dollars_pays_the_seller_from_the_vault() {
+    use node::chain::test_dollar;
+    let (v, treasury) = util::escrow::configured(&e2e::test_dollar_args(), DISPUTE as u64);
+    let rt = e2e::runtime();
+    let chain = v.chain();
+    let dollar = test_dollar::mint();
+    let units = |owner: &Pubkey| {
+        rt.block_on(node::chain::token::balance(&chain, owner, &dollar))
+            .unwrap()
+    };
+    // the treasury's account of the dollar takes the fee
+    v.fund_dollars(&treasury.pubkey(), 1);
+    let work = tempfile::tempdir().unwrap();
+    let dir = work.path().join("items").display().to_string();
+    let seller = Env::new();
+    seller.ok(&["wallet", "new"]);
+    ok(&v, &seller, &["wallet", "airdrop", "5", "--json"]);
+    seller.ok(&["memory", "add", "Escrowed in dollars", "-c", "lesson"]);
+    seller.ok(&["export", "--sign", "-o", "b.signed.json"]);
+    let (stake, mint_s) = (STAKE.to_string(), test_dollar::ADDRESS.to_string());
+    let listed = ok(
+        &v,
+        &seller,
+        &[
+            "marketplace",
+            "list",
+            "b.signed.json",
+            "--price-usd",
+            "2",
+            "--sol-usd",
+            "100",
+            "--mint",
+            &mint_s,
+            "--escrow",
+            "--stake-lamports",
+            &stake,
+            "--storage-dir",
+            &dir,
+            "--json",
+        ],
+    );
+    let listing = &listed["listing"];
+    let (id, manifest) = (
+        listing["listing_id"].as_str().unwrap().to_string(),
+        listing["manifest_id"].as_str().unwrap().to_string(),
+    );
+    let price = 2 * test_dollar::UNITS_PER_DOLLAR;
+    let seller_pk = pubkey_of(&v, &seller);
+    let account = escrow::listing_address(&seller_pk, &id);
+    let held = read(&v, &account, ListingAccount::decode).expect("listing account");
+    assert_eq!(
+        (held.mint, held.terms.price_lamports, held.stake),
+        (Some(test_dollar::ADDRESS), price, STAKE),
+        "the program holds the listing in dollars"
+    );
+
+    let (indexer, base) = util::services::indexer(&v.rpc_url, &dir, work.path());
+    let daemon = Daemon(
+        seller
+            .cmd()
+            .args(["-u", &v.rpc_url, "--commitment", "confirmed"])
+            .args([
+                "marketplace",
+                "listen",
+                "--interval",
+                "1",
+                "--token-standard",
+                "token2022",
+                "--storage-dir",
+                &dir,
+            ])
+            .env("RUST_LOG", "warn")
+            .stdout(Stdio::null())
+            .stderr(std::fs::File::create(work.path().join("listen.log")).unwrap())
+            .spawn()
+            .unwrap(),
+    );
+    let log = || std::fs::read_to_string(work.path().join("listen.log")).unwrap_or_default();
+
+    // a buyer with dollars: deposit into the vault, revealed, imported
+    let buyer = Env::new();
+    buyer.ok(&["wallet", "new"]);
+    ok(&v, &buyer, &["wallet", "airdrop", "1", "--json"]);
+    let buyer_pk = pubkey_of(&v, &buyer);
+    v.fund_dollars(&buyer_pk, 10);
+    let quoted = ok(
+        &v,
+        &buyer,
+        &[
+            "marketplace",
+            "quote",
+            &manifest,
+            "--storage-dir",
+            &dir,
+            "--json",
+        ],
+    );
+    let quote = &quoted["quote"];
+    assert_eq!(
+        (&quote["settles"], &quote["token"]["price_units"]),
+        (&Value::from("escrow"), &Value::from(price)),
+        "{quote}"
+    );
+    assert!(
+        quote["escrow_rent_lamports"].as_u64().unwrap() > 0,
+        "the escrow's and the vault's rent: {quote}"
+    );
+    let bought = onchain(
+        &v,
+        &buyer,
+        &[
+            "marketplace",
+            "buy",
+            &manifest,
+            "--storage-dir",
+            &dir,
+            "--timeout",
+            "120",
+            "--json",
+        ],
+    );
+    assert_eq!(
+        bought.code,
+        0,
+        "{}\n{}\nlisten: {}",
+        bought.stdout,
+        bought.stderr,
+        log()
+    );
+    assert_eq!(units(&buyer_pk), 10 * test_dollar::UNITS_PER_DOLLAR - price);
+    let found = buyer
+        .ok(&[
+            "memory",
+            "search",
+            "dollars",
+            "--include-imported",
+            "--json",
+        ])
+        .json();
+    assert!(
+        found.to_string().contains("Escrowed in dollars"),
+        "imported: {found}"
+    );
+
+    // a second buyer deposits through the indexer's /settle
+    let second = node::wallet::Wallet::from_seed(&[0x5D; 32]);
+    let second_kp = second.solana_keypair();
+    let second_pk = second_kp.pubkey();
+    v.fund(&second_pk, 1);
+    v.fund_dollars(&second_pk, 3);
+    let api = e2e::indexer_api::Api {
+        base: base.clone(),
+        http: reqwest::Client::new(),
+    };
+    let session = rt.block_on(api.sign_in(&second));
+    let blind = node::market::escrow_trade::blind_point_for(
+        &second.x25519_secret(),
+        &held,
+        &account,
+        &second_pk,
+    )
+    .unwrap();
+    let path = format!("/listings/{id}/settle");
+    let mut settle = Value::Null;
+    for _ in 0..50 {
+        let (code, body) = rt.block_on(api.post(
+            &path,
+            serde_json::json!({"buyer_x25519_pubkey": second.x25519_address(),
+                "blind_point": hex::encode(blind), "cluster": "localnet", "currency": mint_s}),
+            Some(&session),
+        ));
+        settle = body;
+        if code == 200 {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(300)); // the indexer catching up
+    }
+    assert_eq!(
+        (&settle["price_units"], &settle["currency"]),
+        (&Value::from(price), &Value::from(mint_s.as_str())),
+        "{settle}"
+    );
+    use base64::Engine as _;
+    let bytes = base64::engine::general_purpose::STANDARD
+        .decode(settle["tx_base64"].as_str().unwrap())
+        .unwrap();
+    let mut tx: solana_sdk::transaction::Transaction = bincode::deserialize(&bytes).unwrap();
+    let blockhash = tx.message.recent_blockhash;
+    tx.try_sign(&[&second_kp], blockhash).unwrap();
+    rt.block_on(chain.rpc().send_and_confirm_transaction(&tx))
+        .unwrap();
+    assert_eq!(units(&second_pk), 3 * test_dollar::UNITS_PER_DOLLAR - price);
+    let second_at = escrow::escrow_address(&account, &second_pk);
+    wait_for("the /settle deposit's reveal", 90, || {
+        read(&v, &second_at, EscrowAccount::decode)
+            .is_some_and(|e| e.status != EscrowStatus::Deposited)
+    });
+
+    // after the dispute window the daemon claims both vaults: to the
+    // seller less the 1% fee, the fee to the treasury's account
+    let fee = price.div_ceil(100);
+    wait_for("the daemon claiming both vaults", 90, || {
+        units(&seller_pk) == 2 * (price - fee)
+    });
+    assert_eq!(
+        units(&treasury.pubkey()),
+        test_dollar::UNITS_PER_DOLLAR + 2 * fee
+    );
+    let vault = escrow::vault_address(&account, &buyer_pk, &dollar);
+    // the vault (the escrow's associated account) is empty
+    assert_eq!(units(&escrow::escrow_address(&account, &buyer_pk)), 0);
+    // the buyer closes its claimed escrow and the vault for their rent
+    let before = rt.block_on(chain.balance(&buyer_pk)).unwrap();
+    ok(
+        &v,
+        &buyer,
+        &[
+            "marketplace",
+            "refund",
+            &manifest,
+            "--storage-dir",
+            &dir,
+            "--json",
+        ],
+    );
+    assert!(rt.block_on(chain.balance(&buyer_pk)).unwrap() > before);
+    let gone = |k: &Pubkey| {
+        rt.block_on(
+            chain
+                .rpc()
+                .get_account_with_commitment(k, chain.commitment()),
+        )
+        .unwrap()
+        .value
+        .is_none()
+    };
+    assert!(gone(&vault) && gone(&escrow::escrow_address(&account, &buyer_pk)));
+    assert_eq!(units(&buyer_pk), 10 * test_dollar::UNITS_PER_DOLLAR - price);
+
+    // the indexer counts both buys, released by the program's reveals
+    let shown = util::services::listing_with_releases(&base, &id, 2);
+    assert_eq!(shown["listing"]["releases"], 2, "{shown}");
+    drop(daemon);
+    util::services::indexer_matches_rebuild(
+        &v.rpc_url,
+        &base,
+        &dir,
+        work.path(),
+        "an escrow listing in dollars",
+    );
+    drop(indexer);
+}

@@ -130,6 +130,7 @@ pub(super) async fn settle(
             .await
             .map_err(|e| match e {
                 EscrowReadError::Plan(p) => ApiError::conflict(p.to_string()),
+                EscrowReadError::Mint(m) => ApiError::conflict(m.to_string()),
                 other => ApiError::unavailable(format!("RPC: {other}")),
             })?;
         let account = node::escrow::listing_address(
@@ -138,6 +139,9 @@ pub(super) async fn settle(
             &id,
         );
         let (tx_base64, blockhash, last_valid) = unsigned(chain, &ixs, &buyer).await?;
+        // in a token, the deposit moves price_units of the mint into the
+        // escrow's vault
+        let token = listing.settlement.as_ref();
         return Ok(Json(json!({
             "ok": true,
             "tx_base64": tx_base64,
@@ -145,9 +149,11 @@ pub(super) async fn settle(
             "buyer_pubkey": who,
             "payment_address": l.payment_address,
             "price_lamports": listing.price_lamports,
+            "price_units": token.map(|t| t.price_units),
+            "decimals": token.map(|t| t.decimals),
             "fee_lamports": 0,
             "offer_id": null,
-            "currency": "SOL",
+            "currency": settles_in,
             "escrow": {
                 "program": node::escrow::PROGRAM_ID,
                 "listing_account": account.to_string(),
