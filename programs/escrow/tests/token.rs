@@ -326,7 +326,8 @@ impl World {
             &self.mint,
         );
         edit(&mut ix);
-        self.send(&[ix], &[&b]).await?;
+        let cu = self.send(&[ix], &[&b]).await?;
+        eprintln!("deposit_sealed_token ({}): {cu} CU", self.mint.program);
         Ok(client::escrow_address(&listing, &b.pubkey()))
     }
     async fn deposit(&mut self, listing: Pubkey, buyer: usize) -> Pubkey {
@@ -364,7 +365,9 @@ impl World {
     async fn refund(&mut self, listing: Pubkey, buyer: usize) -> Result<u64, BanksClientError> {
         let b = self.buyers[buyer].key.insecure_clone();
         let ix = client::refund_token(&listing, &b.pubkey(), &self.mint);
-        self.send(&[ix], &[&b]).await
+        let cu = self.send(&[ix], &[&b]).await?;
+        eprintln!("refund_sealed_token ({}): {cu} CU", self.mint.program);
+        Ok(cu)
     }
 
     fn vault(&self, listing: &Pubkey, buyer: usize) -> Pubkey {
@@ -574,7 +577,8 @@ async fn a_token_deposit_comes_back_whole_on_every_way_out() {
     );
     let before = w.lamports(&w.buyer(2)).await;
     let dispute = client::dispute_token(&listing, &b2.pubkey(), &w.mint, &proof);
-    w.send(&[dispute], &[&b2]).await.unwrap();
+    let cu = w.send(&[dispute], &[&b2]).await.unwrap();
+    eprintln!("dispute_token: {cu} CU");
     let slash = STAKE * SLASH_BPS as u64 / 10_000;
     assert_eq!(w.units_of(&w.buyer(2)).await, FUNDS);
     assert!(w.lamports(&w.buyer(2)).await > before + slash);
