@@ -357,21 +357,19 @@ pub struct ListArgs {
     #[arg(long)]
     pub price_usd: f64,
     /// SOL/USD rate that fixes the price in lamports in the signed listing
-    /// (with --mint: what the price is worth against a release's cost).
-    /// Not with --usd-at-settle, whose price comes from the oracle.
-    #[arg(
-        long,
-        required_unless_present = "usd_at_settle",
-        conflicts_with = "usd_at_settle"
-    )]
+    /// (with --mint: what the price is worth against a release's cost, also
+    /// with --usd-at-settle). Not with --usd-at-settle in SOL, whose price
+    /// comes from the oracle.
+    #[arg(long, required_unless_present = "usd_at_settle")]
     pub sol_usd: Option<f64>,
-    /// Price in USD at settle time: each buy pays SOL at the Pyth price in
-    /// this PriceUpdateV2 account, converted by the escrow program's
-    /// `quote_usd` inside the buy (so `listen` and the indexer check it from
-    /// the chain), instead of lamports fixed now with --sol-usd. The localnet
+    /// Price in USD at settle time: each buy pays SOL (or the --mint token,
+    /// one that is not a dollar: the feed then prices one whole token) at
+    /// the Pyth price in this PriceUpdateV2 account, converted by the escrow
+    /// program's `quote_usd` inside the buy (so `listen` and the indexer
+    /// check it from the chain), instead of a price fixed now. The localnet
     /// loads a SOL/USD account at 7UVimffxr9ow1uXYxsr4LHAcV58mLzhmwaeKvJ1pjLiE
     /// (Pyth's SOL/USD feed account address), published when it started.
-    #[arg(long, value_name = "PRICE_ACCOUNT", conflicts_with_all = ["mint", "escrow"])]
+    #[arg(long, value_name = "PRICE_ACCOUNT", conflicts_with = "escrow")]
     pub usd_at_settle: Option<String>,
     /// With --usd-at-settle: the Pyth feed id (64 hex) the account must
     /// carry (default SOL/USD's).

@@ -393,7 +393,16 @@ fn the_escrow_trade_runs_through_the_binaries_on_the_deployed_program() {
         &["marketplace", "refund", &manifest, "--storage-dir", &dir],
     );
     assert_ne!(early.code, 0, "refused inside the window: {}", early.stderr);
-    std::thread::sleep(Duration::from_secs(WINDOW as u64 + 2));
+    // the window by the chain's clock (on a loaded machine it lags the wall's)
+    let deposited = read(
+        &v,
+        &escrow::escrow_address(&account, &late_pk),
+        EscrowAccount::decode,
+    )
+    .expect("the late buyer's escrow")
+    .deposited_at;
+    std::thread::sleep(Duration::from_secs(WINDOW as u64));
+    v.wait_block_time(deposited + WINDOW + 1);
     let before = balance(&late_pk);
     // the agent's way: the MCP tool market_refund, through the official SDK
     let py = e2e::mcp_python();

@@ -218,6 +218,7 @@ fn a_listing_priced_in_usd_settles_at_the_slots_pyth_price() {
         max_age_secs: 86_400,
         max_conf_bps: 100,
         tolerance_bps: 100,
+        decimals: 9,
     };
     let buy = |lamports: u64| {
         node::market::tx::buy_instructions(
@@ -326,6 +327,304 @@ fn a_listing_priced_in_usd_settles_at_the_slots_pyth_price() {
         &dir,
         work.path(),
         "a rebuild prices the buys by their quotes as the live indexer does",
+    );
+    assert!(daemon.alive(), "listen died:\n{}", daemon.tail());
+    assert!(daemon.stop().success());
+}
+
+/// A listing priced in USD at settle time paid in a token that is not a
+/// dollar (a test token whose USD price the SOL/USD account gives: 150
+/// USD a token, as wrapped SOL would be): `list --usd-at-settle --mint`
+/// signs the token in the rule and fixes no price; the quote converts 3
+/// USD to 20,000 base units (6 decimals); hostile buys (no quote, a quote
+/// in SOL's decimals) are rejected while `listen` runs; the CLI's buy and
+/// a second buyer's `/settle` pay the quoted units and are released; the
+/// indexer, live and rebuilt, counts both.
+#[test]
+fn a_token_listing_priced_in_usd_converts_at_the_slots_price() {
+    let admin = Keypair::new();
+    let v = e2e::start(
+        &[
+            e2e::light_args(),
+            e2e::escrow_args(&admin.pubkey()),
+            e2e::sol_usd_args(),
+        ]
+        .concat(),
+    );
+    let rt = e2e::runtime();
+    let chain = v.chain();
+    let price_account = node::chain::test_price::ADDRESS.to_string();
+    let token = node::chain::token::TokenMint {
+        address: v.create_mint(6),
+        program: node::chain::token::TOKEN_PROGRAM_ID,
+        decimals: 6,
+    };
+    let mint_s = token.address.to_string();
+    let units = |owner: &Pubkey| {
+        rt.block_on(node::chain::token::balance(&chain, owner, &token))
+            .unwrap()
+    };
+    let (seller, buyer) = (Env::new(), Env::new());
+    for e in [&seller, &buyer] {
+        e.ok(&["wallet", "new"]);
+        v.fund(&address(e), 2);
+    }
+    v.mint_tokens(&token, &address(&buyer), 1_000_000);
+    seller.ok(&[
+        "memory",
+        "add",
+        "Priced in dollars, paid in a token",
+        "-c",
+        "lesson",
+    ]);
+    seller.ok(&["export", "--sign", "-o", "b.signed.json"]);
+    let work = tempfile::tempdir().unwrap();
+    let dir = work.path().join("items").display().to_string();
+    let list = |extra: &[&str]| {
+        let mut args = vec![
+            "marketplace",
+            "list",
+            "b.signed.json",
+            "--price-usd",
+            "3",
+            "--usd-at-settle",
+            &price_account,
+            "--mint",
+            &mint_s,
+            "--price-max-age-secs",
+            "86400",
+            "--storage-dir",
+            &dir,
+            "--json",
+        ];
+        args.extend_from_slice(extra);
+        run(&v, &seller, &args)
+    };
+    // a release's cost is paid in SOL: --sol-usd prices the listing against it
+    let no_rate = list(&[]);
+    assert_eq!(no_rate.code, 2, "{}", no_rate.stdout);
+    assert!(
+        no_rate.stdout.contains("pass --sol-usd too"),
+        "{}",
+        no_rate.stdout
+    );
+    let listed = list(&["--sol-usd", "150"]);
+    assert_eq!(listed.code, 0, "{}\n{}", listed.stdout, listed.stderr);
+    let l = &listed.json()["listing"];
+    let (listing_id, manifest) = (
+        l["listing_id"].as_str().unwrap().to_string(),
+        l["manifest_id"].as_str().unwrap().to_string(),
+    );
+    seller.ok(&[
+        "storage",
+        "get",
+        &manifest,
+        "--storage-dir",
+        &dir,
+        "-o",
+        "listing.json",
+    ]);
+    let signed: Value =
+        serde_json::from_slice(&std::fs::read(seller.path("listing.json")).unwrap()).unwrap();
+    assert_eq!(
+        signed["usd_at_settle"]["token"]["mint"],
+        mint_s.as_str(),
+        "{signed}"
+    );
+    assert_eq!(signed["usd_at_settle"]["token"]["decimals"], 6);
+    assert!(
+        signed.get("price_lamports").is_none() && signed.get("settlement").is_none(),
+        "no fixed price: {signed}"
+    );
+
+    let quote = ok(
+        &v,
+        &buyer,
+        &[
+            "marketplace",
+            "quote",
+            &manifest,
+            "--storage-dir",
+            &dir,
+            "--json",
+        ],
+    );
+    let q = &quote["quote"];
+    assert_eq!(
+        (&q["token"]["mint"], &q["token"]["price_units"]),
+        (&Value::from(mint_s.as_str()), &Value::from(20_000u64)),
+        "3 USD at 150 USD a token, 6 decimals: {quote}"
+    );
+    assert_eq!(
+        (&q["usd"]["units"], &q["usd"]["decimals"]),
+        (&Value::from(20_000u64), &Value::from(6))
+    );
+    assert_eq!(q["terms"], "usd_at_settle");
+
+    let (indexer, base) = util::services::indexer(&v.rpc_url, &dir, work.path());
+    let log_path = work.path().join("listen.log");
+    let mut daemon = Running(
+        seller
+            .cmd()
+            .args(["-u", &v.rpc_url, "--commitment", "confirmed"])
+            .args([
+                "marketplace",
+                "listen",
+                "--interval",
+                "1",
+                "--storage-dir",
+                &dir,
+            ])
+            .env("RUST_LOG", "warn,node::listen=info")
+            .stdout(Stdio::null())
+            .stderr(log(&log_path))
+            .spawn()
+            .unwrap(),
+        log_path,
+    );
+
+    // hostile buys while the daemon runs: the token paid without the
+    // program's quote; a quote in SOL's decimals beside a token payment
+    let hostile_wallet = node::wallet::Wallet::from_seed(&[0x4c; 32]);
+    let hostile = hostile_wallet.solana_keypair();
+    v.fund(&hostile.pubkey(), 2);
+    v.mint_tokens(&token, &hostile.pubkey(), 1_000_000);
+    let pay_to: Pubkey = address(&seller);
+    let registry = node::chain::instructions::registry_from_env().unwrap();
+    let pay = |units: u64| {
+        node::market::tx::token_buy_instructions(
+            &hostile.pubkey(),
+            &pay_to,
+            &token,
+            units,
+            &listing_id,
+            &hostile_wallet.x25519_address(),
+            &registry,
+            None,
+        )
+    };
+    let send = |ixs: Vec<solana_sdk::instruction::Instruction>| {
+        rt.block_on(chain.send(&ixs, &[&hostile]))
+            .expect("lands")
+            .signature
+            .to_string()
+    };
+    let unquoted = send(pay(20_000));
+    let in_sol = node::settle::UsdTerms {
+        price_account: price_account.clone(),
+        feed_id: node::market::usd_price::SOL_USD_FEED,
+        usd_micros: 3_000_000,
+        max_age_secs: 86_400,
+        max_conf_bps: 100,
+        tolerance_bps: 100,
+        decimals: 9,
+    };
+    let mut sol_quoted =
+        vec![node::market::usd_price::quote_instruction(&in_sol, 20_000_000).unwrap()];
+    sol_quoted.extend(pay(20_000));
+    let sol_quoted = send(sol_quoted);
+    for sig in [&unquoted, &sol_quoted] {
+        let row = wait_state(&seller, sig, "rejected", &mut daemon);
+        assert!(
+            row.reason
+                .as_deref()
+                .unwrap_or_default()
+                .contains("\"no_usd_quote\""),
+            "{sig}: {:?}",
+            row.reason
+        );
+    }
+
+    // the honest buy through the CLI
+    let bought = run(
+        &v,
+        &buyer,
+        &[
+            "marketplace",
+            "buy",
+            &manifest,
+            "--storage-dir",
+            &dir,
+            "--timeout",
+            "90",
+            "--json",
+        ],
+    );
+    assert_eq!(
+        bought.code,
+        0,
+        "{}\n{}\nlisten:\n{}",
+        bought.stdout,
+        bought.stderr,
+        daemon.tail()
+    );
+    assert_eq!(units(&address(&buyer)), 1_000_000 - 20_000);
+
+    // a second buyer through the indexer's /settle
+    let second = node::wallet::Wallet::from_seed(&[0x5C; 32]);
+    let second_kp = second.solana_keypair();
+    v.fund(&second_kp.pubkey(), 1);
+    v.mint_tokens(&token, &second_kp.pubkey(), 100_000);
+    let api = e2e::indexer_api::Api {
+        base: base.clone(),
+        http: reqwest::Client::new(),
+    };
+    let session = rt.block_on(api.sign_in(&second));
+    let path = format!("/listings/{listing_id}/settle");
+    let mut settle = Value::Null;
+    for _ in 0..50 {
+        let (code, body) = rt.block_on(api.post(
+            &path,
+            serde_json::json!({"buyer_x25519_pubkey": second.x25519_address(),
+                "cluster": "localnet", "currency": mint_s}),
+            Some(&session),
+        ));
+        settle = body;
+        if code == 200 {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(300));
+    }
+    assert_eq!(
+        (
+            &settle["price_units"],
+            &settle["currency"],
+            &settle["usd"]["units"]
+        ),
+        (
+            &Value::from(20_000u64),
+            &Value::from(mint_s.as_str()),
+            &Value::from(20_000u64)
+        ),
+        "{settle}"
+    );
+    use base64::Engine as _;
+    let bytes = base64::engine::general_purpose::STANDARD
+        .decode(settle["tx_base64"].as_str().unwrap())
+        .unwrap();
+    let mut tx: solana_sdk::transaction::Transaction = bincode::deserialize(&bytes).unwrap();
+    let blockhash = tx.message.recent_blockhash;
+    tx.try_sign(&[&second_kp], blockhash).unwrap();
+    let sig = rt
+        .block_on(chain.rpc().send_and_confirm_transaction(&tx))
+        .unwrap()
+        .to_string();
+    wait_state(&seller, &sig, "released", &mut daemon);
+    assert_eq!(units(&pay_to), 2 * 20_000, "the seller holds both payments");
+
+    let shown = util::services::listing_with_releases(&base, &listing_id, 2);
+    assert_eq!(
+        (&shown["listing"]["sales"], &shown["listing"]["releases"]),
+        (&serde_json::json!(2), &serde_json::json!(2)),
+        "the indexer counts the two quoted buys and none of the hostile ones: {shown}\n{}",
+        indexer.tail()
+    );
+    util::services::indexer_matches_rebuild(
+        &v.rpc_url,
+        &base,
+        &dir,
+        work.path(),
+        "a rebuild prices the token buys by their quotes as the live indexer does",
     );
     assert!(daemon.alive(), "listen died:\n{}", daemon.tail());
     assert!(daemon.stop().success());

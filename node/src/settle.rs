@@ -112,11 +112,20 @@ pub struct UsdTerms {
     pub max_conf_bps: u16,
     /// How far below the quote a payment still counts (bps).
     pub tolerance_bps: u16,
+    /// Decimals of the currency paid (9: SOL; terms stored before tokens
+    /// were priced at settle time are SOL's).
+    #[serde(default = "sol_decimals")]
+    pub decimals: u8,
+}
+
+fn sol_decimals() -> u8 {
+    9
 }
 
 impl UsdTerms {
-    /// The lamports the buy's own quote fixed: its `UsdQuoted` event of this
-    /// price account and feed, for these micro-dollars in SOL, under a rule
+    /// The base units the buy's own quote fixed: its `UsdQuoted` event of
+    /// this price account and feed, for these micro-dollars in the
+    /// listing's currency (its decimals), under a rule
     /// at least as strict as the listing's (the highest, where a buy
     /// quoted more than once: it cannot choose the lower of two prices).
     pub fn quoted(&self, tx: &ParsedTx) -> Result<u64, Rejection> {
@@ -127,7 +136,7 @@ impl UsdTerms {
                     if q.price_update.to_string() == self.price_account
                         && q.feed_id == self.feed_id
                         && q.usd_micros == self.usd_micros
-                        && q.decimals == 9
+                        && q.decimals == self.decimals
                         && q.max_age_secs <= self.max_age_secs
                         && q.max_conf_bps <= self.max_conf_bps =>
                 {
@@ -579,6 +588,7 @@ mod tests {
             max_age_secs: 60,
             max_conf_bps: 100,
             tolerance_bps: 100,
+            decimals: 9,
         }
     }
 
@@ -596,7 +606,7 @@ mod tests {
         data.extend_from_slice(&(-8i32).to_le_bytes());
         data.extend_from_slice(&1_490i64.to_le_bytes());
         data.extend_from_slice(&terms.usd_micros.to_le_bytes());
-        data.push(9);
+        data.push(terms.decimals);
         data.extend_from_slice(&max_age_secs.to_le_bytes());
         data.extend_from_slice(&terms.max_conf_bps.to_le_bytes());
         data.extend_from_slice(&units.to_le_bytes());
@@ -648,6 +658,20 @@ mod tests {
         assert_eq!(
             verify_buy(
                 &with(100_000_000, quote_logs(&usd_terms(), 100_000_000, 61)),
+                &l,
+                &[]
+            ),
+            Err(Rejection::NoUsdQuote)
+        );
+        // a quote in another currency's decimals (a token's, for a SOL
+        // listing) prices nothing
+        let in_a_token = UsdTerms {
+            decimals: 6,
+            ..usd_terms()
+        };
+        assert_eq!(
+            verify_buy(
+                &with(100_000_000, quote_logs(&in_a_token, 100_000_000, 60)),
                 &l,
                 &[]
             ),

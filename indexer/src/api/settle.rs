@@ -29,7 +29,7 @@ use node::market::escrow_trade::{deposit_plan, EscrowReadError};
 use node::market::is_pubkey;
 use node::market::tx::buy_instructions;
 use serde::Deserialize;
-use serde_json::{json, Value};
+use serde_json::{json, Map, Value};
 use solana_sdk::message::Message;
 use solana_sdk::transaction::Transaction;
 use std::str::FromStr;
@@ -163,8 +163,20 @@ pub(super) async fn settle(
             "last_valid_block_height": last_valid,
         })));
     }
+    let payer = Payer {
+        st: &st,
+        chain: source.chain(),
+        buyer: &buyer,
+        listing_id: &id,
+        buyer_x25519: &b.buyer_x25519_pubkey,
+    };
     if let Some(usd) = &l.usd {
-        return settle_usd(&st, source, &b, &id, &who, &buyer, usd, &l.payment_address).await;
+        if b.offer_id.is_some() {
+            return Err(ApiError::conflict(
+                "a listing priced in USD at settle time is bought at its listed USD price; offers do not apply (omit offer_id)",
+            ));
+        }
+        return settle_usd(&payer, l, &who, usd).await;
     }
     let listed = l.price().ok_or_else(|| {
         ApiError::conflict("the listing fixes no price_lamports; it cannot be settled")
@@ -191,102 +203,122 @@ pub(super) async fn settle(
             }));
         }
     }
-    let chain = source.chain();
-    let policy = FeePolicy::from_env(
-        chain
-            .cluster_kind()
-            .await
-            .map_err(crate::ingest::IngestError::from)?,
-    )
-    .map_err(|e| ApiError::unavailable(e.to_string()))?;
-    let (_, fee) = policy.split(price);
-    let pay_to = Pubkey::from_str(&l.payment_address)
-        .map_err(|_| ApiError::conflict("the listing's payment address is malformed"))?;
-    if let node::settle::Currency::Token { .. } = &l.currency {
+    let (ixs, mut out) = payer.pay(l, price, vec![]).await?;
+    out.insert("offer_id".into(), json!(used_offer));
+    payer.respond(&ixs, l, &who, out).await
+}
+
+/// What every non-escrow settle builds a payment with.
+struct Payer<'a> {
+    st: &'a AppState,
+    chain: &'a node::chain::Chain,
+    buyer: &'a Pubkey,
+    listing_id: &'a str,
+    buyer_x25519: &'a str,
+}
+
+impl Payer<'_> {
+    /// The payment of `price` (the fee of the deployment's policy taken
+    /// out of it) in the listing's currency after `first` (a USD quote),
+    /// and the response's price fields: lamports for SOL; base units, the
+    /// mint (checked on chain as `buy` checks it), its program and decimals
+    /// for a token.
+    async fn pay(
+        &self,
+        l: &crate::fold::ListingState,
+        price: u64,
+        first: Vec<solana_sdk::instruction::Instruction>,
+    ) -> Res<(
+        Vec<solana_sdk::instruction::Instruction>,
+        Map<String, Value>,
+    )> {
+        let chain = self.chain;
+        let policy = FeePolicy::from_env(
+            chain
+                .cluster_kind()
+                .await
+                .map_err(crate::ingest::IngestError::from)?,
+        )
+        .map_err(|e| ApiError::unavailable(e.to_string()))?;
+        let (_, fee) = policy.split(price);
+        let fee_to = (fee > 0).then_some((&policy.treasury, fee));
+        let pay_to = Pubkey::from_str(&l.payment_address)
+            .map_err(|_| ApiError::conflict("the listing's payment address is malformed"))?;
+        let mut ixs = first;
+        let (id, x25519, registry) = (self.listing_id, self.buyer_x25519, &self.st.registry);
+        let node::settle::Currency::Token { mint: settles_in } = &l.currency else {
+            ixs.extend(buy_instructions(
+                self.buyer, &pay_to, price, id, x25519, registry, fee_to,
+            ));
+            let out = json!({"price_lamports": price, "fee_lamports": fee, "currency": "SOL"});
+            return Ok((ixs, object(out)));
+        };
         let listing = node::market::manifest::Listing::from_value((*l.manifest).clone())
             .map_err(|e| ApiError::conflict(format!("the listing's manifest: {e}")))?;
-        let settlement = listing
-            .settlement
-            .ok_or_else(|| ApiError::conflict("the listing's manifest names no settlement"))?;
-        let mint = node::market::buy::listing_mint(chain, &settlement)
+        let token = listing
+            .token()
+            .ok_or_else(|| ApiError::conflict("the listing's manifest names no token"))?;
+        let mint = node::market::buy::listing_mint(chain, &token)
             .await
             .map_err(|e| match e {
                 node::market::buy::BuyError::Chain(c) => ApiError::unavailable(format!("RPC: {c}")),
                 other => ApiError::conflict(other.to_string()),
             })?;
-        let ixs = node::market::tx::token_buy_instructions(
-            &buyer,
-            &pay_to,
-            &mint,
-            price,
-            &id,
-            &b.buyer_x25519_pubkey,
-            &st.registry,
-            (fee > 0).then_some((&policy.treasury, fee)),
-        );
-        let (tx_base64, blockhash, last_valid) = unsigned(chain, &ixs, &buyer).await?;
-        return Ok(Json(json!({
-            "ok": true,
-            "tx_base64": tx_base64,
-            "listing_id": id,
-            "buyer_pubkey": who,
-            "payment_address": l.payment_address,
+        ixs.extend(node::market::tx::token_buy_instructions(
+            self.buyer, &pay_to, &mint, price, id, x25519, registry, fee_to,
+        ));
+        let out = json!({
             "currency": settles_in,
             "token_program": mint.program.to_string(),
             "decimals": mint.decimals,
             "price_units": price,
             "fee_units": fee,
-            "offer_id": used_offer,
+        });
+        Ok((ixs, object(out)))
+    }
+
+    /// The response: `ixs` unsigned for the buyer, with `fields`.
+    async fn respond(
+        &self,
+        ixs: &[solana_sdk::instruction::Instruction],
+        l: &crate::fold::ListingState,
+        who: &str,
+        fields: Map<String, Value>,
+    ) -> Res<Json<Value>> {
+        let (tx_base64, blockhash, last_valid) = unsigned(self.chain, ixs, self.buyer).await?;
+        let mut out = object(json!({
+            "ok": true,
+            "tx_base64": tx_base64,
+            "listing_id": self.listing_id,
+            "buyer_pubkey": who,
+            "payment_address": l.payment_address,
+            "offer_id": null,
             "recent_blockhash": blockhash,
             "last_valid_block_height": last_valid,
-        })));
+        }));
+        out.extend(fields);
+        Ok(Json(Value::Object(out)))
     }
-    let ixs = buy_instructions(
-        &buyer,
-        &pay_to,
-        price,
-        &id,
-        &b.buyer_x25519_pubkey,
-        &st.registry,
-        (fee > 0).then_some((&policy.treasury, fee)),
-    );
-    let (tx_base64, blockhash, last_valid) = unsigned(chain, &ixs, &buyer).await?;
-    Ok(Json(json!({
-        "ok": true,
-        "tx_base64": tx_base64,
-        "listing_id": id,
-        "buyer_pubkey": who,
-        "payment_address": l.payment_address,
-        "price_lamports": price,
-        "fee_lamports": fee,
-        "offer_id": used_offer,
-        "currency": "SOL",
-        "recent_blockhash": blockhash,
-        "last_valid_block_height": last_valid,
-    })))
 }
 
-/// The buy of a listing priced in USD at settle time: its price account
-/// now (the rule's refusal is a 409), the program's `quote_usd` bounded by
-/// what the buy pays, then the payment; offers do not apply.
-#[allow(clippy::too_many_arguments)]
-async fn settle_usd(
-    st: &AppState,
-    source: &crate::ingest::RpcSource,
-    b: &SettleBody,
-    id: &str,
-    who: &str,
-    buyer: &Pubkey,
-    usd: &node::settle::UsdTerms,
-    payment_address: &str,
-) -> Res<Json<Value>> {
-    if b.offer_id.is_some() {
-        return Err(ApiError::conflict(
-            "a listing priced in USD at settle time is bought at its listed USD price; offers do not apply (omit offer_id)",
-        ));
+fn object(v: Value) -> Map<String, Value> {
+    match v {
+        Value::Object(m) => m,
+        _ => Map::new(),
     }
-    let chain = source.chain();
-    let quote = node::market::usd_price::quote_now(chain, usd)
+}
+
+/// A listing priced in USD at settle time: its price account read now
+/// (the rule's refusal is a 409), the program's `quote_usd` bounded by
+/// what the buy pays, then the payment in the listing's currency (SOL or
+/// its token); offers do not apply.
+async fn settle_usd(
+    payer: &Payer<'_>,
+    l: &crate::fold::ListingState,
+    who: &str,
+    usd: &node::settle::UsdTerms,
+) -> Res<Json<Value>> {
+    let quote = node::market::usd_price::quote_now(payer.chain, usd)
         .await
         .map_err(|e| match e {
             node::market::usd_price::UsdPriceError::Chain(c) => {
@@ -294,43 +326,12 @@ async fn settle_usd(
             }
             other => ApiError::conflict(other.to_string()),
         })?;
-    let policy = FeePolicy::from_env(
-        chain
-            .cluster_kind()
-            .await
-            .map_err(crate::ingest::IngestError::from)?,
-    )
-    .map_err(|e| ApiError::unavailable(e.to_string()))?;
-    let price = quote.lamports;
-    let (_, fee) = policy.split(price);
-    let pay_to = Pubkey::from_str(payment_address)
-        .map_err(|_| ApiError::conflict("the listing's payment address is malformed"))?;
-    let mut ixs = vec![node::market::usd_price::quote_instruction(usd, price)
+    let price = quote.units;
+    let first = vec![node::market::usd_price::quote_instruction(usd, price)
         .map_err(|e| ApiError::conflict(e.to_string()))?];
-    ixs.extend(buy_instructions(
-        buyer,
-        &pay_to,
-        price,
-        id,
-        &b.buyer_x25519_pubkey,
-        &st.registry,
-        (fee > 0).then_some((&policy.treasury, fee)),
-    ));
-    let (tx_base64, blockhash, last_valid) = unsigned(chain, &ixs, buyer).await?;
-    Ok(Json(json!({
-        "ok": true,
-        "tx_base64": tx_base64,
-        "listing_id": id,
-        "buyer_pubkey": who,
-        "payment_address": payment_address,
-        "price_lamports": price,
-        "fee_lamports": fee,
-        "offer_id": null,
-        "currency": "SOL",
-        "usd": quote,
-        "recent_blockhash": blockhash,
-        "last_valid_block_height": last_valid,
-    })))
+    let (ixs, mut out) = payer.pay(l, price, first).await?;
+    out.insert("usd".into(), json!(quote));
+    payer.respond(&ixs, l, who, out).await
 }
 
 /// `ixs` as an unsigned transaction paid by `buyer` on a fresh blockhash:

@@ -319,7 +319,7 @@ pub async fn plan_buy(
                     crate::market::usd_price::UsdPriceError::Chain(c) => BuyError::Chain(c),
                     other => ListingRefusal::UsdPrice(other.to_string()).into(),
                 })?;
-            (q.lamports, "usd_at_settle".to_string(), Some(q))
+            (q.units, "usd_at_settle".to_string(), Some(q))
         }
         (Terms::Listed, None) => (
             listing.price_units().ok_or(ListingRefusal::Unpriced)?,
@@ -352,7 +352,13 @@ pub async fn plan_buy(
     let policy = crate::chain::FeePolicy::from_env(chain.cluster_kind().await?)?;
     let (_, fee) = policy.split(price);
     let fee_to = (fee > 0).then_some((&policy.treasury, fee));
-    let Some(settlement) = &listing.settlement else {
+    // the program converts at the buy's slot, in its logs; a price that
+    // moved past the tolerance fails the whole buy
+    let quote_usd = |usd: &crate::settle::UsdTerms| {
+        crate::market::usd_price::quote_instruction(usd, price)
+            .map_err(|e| ListingRefusal::UsdPrice(e.to_string()))
+    };
+    let Some(token) = listing.token() else {
         let mut instructions = buy_instructions(
             &kp.pubkey(),
             &pay_to,
@@ -363,11 +369,7 @@ pub async fn plan_buy(
             fee_to,
         );
         if let Some(usd) = &usd {
-            // the program converts at the buy's slot, in its logs; a
-            // price that moved past the tolerance fails the whole buy
-            let ix = crate::market::usd_price::quote_instruction(usd, price)
-                .map_err(|e| ListingRefusal::UsdPrice(e.to_string()))?;
-            instructions.insert(0, ix);
+            instructions.insert(0, quote_usd(usd)?);
         }
         let mut q = quote(listing, "direct", terms_name, price, fee, 0);
         q.usd = usd_now;
@@ -376,8 +378,8 @@ pub async fn plan_buy(
             instructions,
         });
     };
-    let mint = listing_mint(chain, settlement).await?;
-    let instructions = crate::market::tx::token_buy_instructions(
+    let mint = listing_mint(chain, &token).await?;
+    let mut instructions = crate::market::tx::token_buy_instructions(
         &kp.pubkey(),
         &pay_to,
         &mint,
@@ -387,6 +389,9 @@ pub async fn plan_buy(
         &registry_from_env()?,
         fee_to,
     );
+    if let Some(usd) = &usd {
+        instructions.insert(0, quote_usd(usd)?);
+    }
     // what the SOL balance loses: the fee, and rent where the payee's
     // token account is created (refused here when the buyer lacks the tokens)
     let lamports = chain.simulated_cost(&instructions, &kp).await?;
@@ -398,6 +403,7 @@ pub async fn plan_buy(
         price_units: price,
         protocol_fee_units: fee,
     });
+    q.usd = usd_now;
     Ok(BuyPlan {
         quote: q,
         instructions,
@@ -409,7 +415,7 @@ pub async fn plan_buy(
 /// listing states.
 pub async fn listing_mint(
     chain: &Chain,
-    settlement: &crate::market::manifest::TokenSettlement,
+    settlement: &crate::market::manifest::TokenTerms,
 ) -> Result<crate::chain::token::TokenMint, BuyError> {
     let address = Pubkey::new_from_array(settlement.mint);
     let mint = crate::chain::token::read_mint(chain, &address)

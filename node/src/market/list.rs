@@ -38,9 +38,18 @@ pub enum InputError {
     /// A currency's mint that is not an address.
     #[error("mint {0:?} is not a base58 address")]
     BadMint(String),
-    /// `--usd-at-settle` with a token or the escrow.
-    #[error("--usd-at-settle prices a direct SOL listing; leave out --mint and --escrow")]
-    UsdAtSettleSolOnly,
+    /// `--usd-at-settle` with the escrow.
+    #[error("--usd-at-settle prices a direct listing (the escrow holds a price fixed at listing); leave out --escrow")]
+    UsdAtSettleDirectOnly,
+    /// `--usd-at-settle` in a dollar stablecoin.
+    #[error("--usd-at-settle: {0} is a dollar stablecoin, which settles 1:1 without a price feed; leave out --usd-at-settle")]
+    UsdAtSettleInDollars(String),
+    /// `--usd-at-settle` with a fixed rate for the currency paid.
+    #[error("--usd-at-settle converts at the price account's price; leave out {0}")]
+    UsdAtSettleFixedRate(&'static str),
+    /// `--usd-at-settle --mint` without `--sol-usd`.
+    #[error("--usd-at-settle with --mint: pass --sol-usd too (what the price is worth against a release's cost, which is paid in SOL)")]
+    UsdAtSettleNeedsSolUsd,
     /// The program that quotes USD at settle time is not on this cluster.
     #[error("--usd-at-settle: buys quote the price through the escrow program {0}, which is not deployed on this cluster")]
     NoQuoteProgram(String),
@@ -197,32 +206,58 @@ pub async fn price_in(
     }
 }
 
-/// The lamports a listing priced in USD at settle time comes to now (its
+/// A listing priced in USD at settle time: its terms, in SOL or in the
+/// `--mint` token (read from the chain; a dollar stablecoin is refused: it
+/// settles 1:1 without a feed), and the base units they come to now (its
 /// price account read and checked by its rule: a listing whose buyers
 /// could not pay now is refused), its buys' `quote_usd` simulated on the
-/// cluster's escrow program (deployed, and a build that has it). SOL only,
-/// direct payment only.
+/// cluster's escrow program (deployed, and a build that has it). Direct
+/// payment only.
 async fn usd_at_settle_now(
     chain: &Chain,
     seller: &Wallet,
     o: &ListOptions,
     usd: &crate::market::manifest::UsdAtSettle,
-) -> Result<u64, ListError> {
-    if o.settle_in.is_some() || o.escrow_stake.is_some() {
-        return Err(InputError::UsdAtSettleSolOnly.into());
+) -> Result<(crate::market::manifest::UsdAtSettle, u64), ListError> {
+    if o.escrow_stake.is_some() {
+        return Err(InputError::UsdAtSettleDirectOnly.into());
     }
     if !crate::market::escrow_trade::program_deployed(chain).await? {
         return Err(InputError::NoQuoteProgram(crate::escrow::PROGRAM_ID.into()).into());
+    }
+    let mut usd = usd.clone();
+    let sol_usd_given = !o.sol_usd.is_nan();
+    if o.settle_in.is_none() && sol_usd_given {
+        return Err(InputError::UsdAtSettleFixedRate("--sol-usd").into());
+    }
+    if let Some(t) = &o.settle_in {
+        if t.token_usd.is_some() {
+            return Err(InputError::UsdAtSettleFixedRate("--token-usd").into());
+        }
+        if !sol_usd_given {
+            return Err(InputError::UsdAtSettleNeedsSolUsd.into());
+        }
+        let mint = crate::chain::token::read_mint(chain, &t.mint)
+            .await
+            .map_err(InputError::from)?;
+        if crate::chain::token::is_dollar(&mint.address) {
+            return Err(InputError::UsdAtSettleInDollars(mint.address.to_string()).into());
+        }
+        usd.token = Some(crate::market::manifest::UsdToken {
+            mint: mint.address.to_string(),
+            token_program: mint.program.to_string(),
+            decimals: mint.decimals,
+        });
     }
     let terms = usd.terms(o.price_usd);
     let quote = crate::market::usd_price::quote_now(chain, &terms)
         .await
         .map_err(|e| InputError::UsdPrice(e.to_string()))?;
     // a buy's quote, run now as the program would run it in the buy
-    let ix = crate::market::usd_price::quote_instruction(&terms, quote.lamports)
+    let ix = crate::market::usd_price::quote_instruction(&terms, quote.units)
         .map_err(|e| InputError::UsdPrice(e.to_string()))?;
     match chain.simulated_cost(&[ix], &seller.solana_keypair()).await {
-        Ok(_) => Ok(quote.lamports),
+        Ok(_) => Ok((usd, quote.units)),
         Err(crate::chain::ChainError::Config(why)) => {
             Err(InputError::QuoteRefused(crate::escrow::PROGRAM_ID.into(), why).into())
         }
@@ -286,15 +321,20 @@ pub async fn list_bundle(
         )));
     }
     // what the price is worth in lamports (a token listing's too, at
-    // --sol-usd; a listing priced at settle time, at its price now):
+    // --sol-usd; a SOL listing priced at settle time, at its price now):
     // compared with what a release costs the seller
-    let price_lamports = match &o.usd_at_settle {
-        None => usd_to_lamports(o.price_usd, o.sol_usd)?,
-        Some(usd) => usd_at_settle_now(chain, seller, o, usd).await?,
-    };
-    let settlement = match &o.settle_in {
+    let usd_at_settle = match &o.usd_at_settle {
         None => None,
-        Some(t) => Some(token_price(chain, o.price_usd, t).await?),
+        Some(usd) => Some(usd_at_settle_now(chain, seller, o, usd).await?),
+    };
+    let price_lamports = match &usd_at_settle {
+        Some((usd, lamports)) if usd.token.is_none() => *lamports,
+        _ => usd_to_lamports(o.price_usd, o.sol_usd)?,
+    };
+    let usd_at_settle = usd_at_settle.map(|(usd, _)| usd);
+    let settlement = match (&o.settle_in, &usd_at_settle) {
+        (Some(t), None) => Some(token_price(chain, o.price_usd, t).await?),
+        _ => None,
     };
     if !o.below_cost {
         // the dearer receipt: `listen` may be run with either standard
@@ -367,7 +407,6 @@ pub async fn list_bundle(
         memories,
     };
     let now = time::OffsetDateTime::now_utc().unix_timestamp();
-    let usd_at_settle = o.usd_at_settle.clone();
     let manifest = build_listing(
         seller,
         &NewListing {
@@ -414,7 +453,7 @@ pub async fn list_bundle(
     // a token listing: the payee's token account of the mint, created
     // (idempotently) with the listing at the seller's cost, so no buyer
     // pays its rent
-    let create = match &settlement {
+    let create = match &listing.token() {
         Some(t) => {
             let mint = crate::chain::token::TokenMint {
                 address: crate::chain::Pubkey::new_from_array(t.mint),

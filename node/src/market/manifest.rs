@@ -181,11 +181,12 @@ pub struct Listing {
     pub raw: std::sync::Arc<Value>,
 }
 
-/// A listing's `usd_at_settle` extension: SOL at settle time, converted
-/// from `pricing.price_usd` at the Pyth price account's price (its feed,
-/// no older than `max_age_secs`, confidence within `max_conf_bps`) by the
-/// escrow program's `quote_usd` in the buy itself; the seller takes
-/// payments down to `tolerance_bps` below that quote.
+/// A listing's `usd_at_settle` extension: SOL (or the `token` it names)
+/// at settle time, converted from `pricing.price_usd` at the Pyth price
+/// account's price (its feed, no older than `max_age_secs`, confidence
+/// within `max_conf_bps`) by the escrow program's `quote_usd` in the buy
+/// itself; the seller takes payments down to `tolerance_bps` below that
+/// quote.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct UsdAtSettle {
@@ -200,6 +201,46 @@ pub struct UsdAtSettle {
     pub max_conf_bps: u16,
     /// How far below the quote a payment still counts (bps).
     pub tolerance_bps: u16,
+    /// The token paid, when not SOL (a token that is not a dollar: the
+    /// feed prices one whole token in USD).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub token: Option<UsdToken>,
+}
+
+/// The token a listing priced in USD at settle time is paid in.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct UsdToken {
+    /// The mint (base58).
+    pub mint: String,
+    /// Its token program (base58).
+    pub token_program: String,
+    /// Its decimals, as the mint states them.
+    pub decimals: u8,
+}
+
+impl UsdToken {
+    /// Its mint, program and decimals as keys.
+    pub fn terms(&self) -> Option<TokenTerms> {
+        Some(TokenTerms {
+            mint: crate::crypto::b58_array::<32>(&self.mint)?,
+            token_program: crate::crypto::b58_array::<32>(&self.token_program)?,
+            decimals: self.decimals,
+        })
+    }
+}
+
+/// The token a listing is paid in, as its manifest states it (whether at
+/// a fixed price, `settlement`, or at settle time, `usd_at_settle.token`):
+/// what a buyer checks against the mint on chain.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct TokenTerms {
+    /// The mint.
+    pub mint: [u8; 32],
+    /// Its token program.
+    pub token_program: [u8; 32],
+    /// Its decimals.
+    pub decimals: u8,
 }
 
 /// The most tolerance a listing may state (5%).
@@ -225,6 +266,12 @@ impl UsdAtSettle {
                 format!("`tolerance_bps` is over {MAX_USD_TOLERANCE_BPS}"),
             ));
         }
+        if self.token.as_ref().is_some_and(|t| t.terms().is_none()) {
+            return Err(field_err(
+                "usd_at_settle",
+                "`token.mint` and `token.token_program` must be base58 32-byte keys",
+            ));
+        }
         Ok(self)
     }
 
@@ -237,6 +284,7 @@ impl UsdAtSettle {
             max_age_secs: self.max_age_secs,
             max_conf_bps: self.max_conf_bps,
             tolerance_bps: self.tolerance_bps,
+            decimals: self.token.as_ref().map_or(9, |t| t.decimals),
         }
     }
 }
@@ -307,11 +355,25 @@ impl TokenSettlement {
 impl Listing {
     /// What the listing settles in.
     pub fn currency(&self) -> crate::settle::Currency {
-        match &self.settlement {
+        match self.token() {
             None => crate::settle::Currency::Sol,
             Some(t) => crate::settle::Currency::Token {
-                mint: t.mint_address(),
+                mint: bs58::encode(t.mint).into_string(),
             },
+        }
+    }
+
+    /// The token the listing is paid in (`None`: SOL), at a fixed price or
+    /// at settle time.
+    pub fn token(&self) -> Option<TokenTerms> {
+        match (&self.settlement, &self.usd_at_settle) {
+            (Some(t), _) => Some(TokenTerms {
+                mint: t.mint,
+                token_program: t.token_program,
+                decimals: t.decimals,
+            }),
+            (None, Some(u)) => u.token.as_ref().and_then(UsdToken::terms),
+            (None, None) => None,
         }
     }
 

@@ -1,7 +1,7 @@
 //! USD at settle time, as clients see it: a listing's Pyth price account
 //! read at our commitment and checked by the listing's rule
 //! (`escrow_math::usd`, the rule the program's `quote_usd` runs), the
-//! lamports the listing's USD comes to now (what the buyer pays, and what
+//! base units (lamports for SOL) the listing's USD comes to now (what the buyer pays, and what
 //! its quote shows: the source, the price, its age), and the `quote_usd`
 //! instruction a buy runs beside its payment so that the conversion at
 //! its slot is in its own logs.
@@ -60,7 +60,7 @@ pub struct UsdQuoteNow {
     /// Its feed (hex).
     #[serde(serialize_with = "crate::crypto::hex32::serialize")]
     pub feed_id: [u8; 32],
-    /// The price (× 10^exponent USD per SOL).
+    /// The price (× 10^exponent USD per whole SOL or token).
     pub price: i64,
     /// Its confidence.
     pub conf: u64,
@@ -72,8 +72,11 @@ pub struct UsdQuoteNow {
     pub age_secs: i64,
     /// The listing's micro-dollars.
     pub usd_micros: u64,
-    /// Lamports they come to at this price (rounded up).
-    pub lamports: u64,
+    /// Base units of the currency paid they come to at this price
+    /// (lamports for SOL; rounded up).
+    pub units: u64,
+    /// Decimals of that currency (9: SOL).
+    pub decimals: u8,
     /// The least the seller takes against the buy's own quote (bps below it).
     pub tolerance_bps: u16,
 }
@@ -104,7 +107,8 @@ pub async fn read_price(chain: &Chain, account: &str) -> Result<PriceUpdate, Usd
     })
 }
 
-/// The listing's USD in lamports now, by its rule at the cluster's clock.
+/// The listing's USD in base units of its currency now, by its rule at
+/// the cluster's clock.
 pub async fn quote_now(chain: &Chain, terms: &UsdTerms) -> Result<UsdQuoteNow, UsdPriceError> {
     let update = read_price(chain, &terms.price_account).await?;
     let now = chain.cluster_time().await?;
@@ -119,8 +123,13 @@ pub async fn quote_now(chain: &Chain, terms: &UsdTerms) -> Result<UsdQuoteNow, U
     }
     .check(&update, now)
     .map_err(unusable)?;
-    let lamports = usd::usd_micros_to_units(terms.usd_micros, update.price, update.exponent, 9)
-        .map_err(unusable)?;
+    let units = usd::usd_micros_to_units(
+        terms.usd_micros,
+        update.price,
+        update.exponent,
+        terms.decimals,
+    )
+    .map_err(unusable)?;
     Ok(UsdQuoteNow {
         price_account: terms.price_account.clone(),
         feed_id: update.feed_id,
@@ -130,13 +139,14 @@ pub async fn quote_now(chain: &Chain, terms: &UsdTerms) -> Result<UsdQuoteNow, U
         publish_time: update.publish_time,
         age_secs: now - update.publish_time,
         usd_micros: terms.usd_micros,
-        lamports,
+        units,
+        decimals: terms.decimals,
         tolerance_bps: terms.tolerance_bps,
     })
 }
 
-/// The escrow program's `quote_usd` of `terms` (SOL: 9 decimals), which a
-/// buy paying `paid` lamports runs before its payment: its `max_units` is
+/// The escrow program's `quote_usd` of `terms` (in its currency's
+/// decimals), which a buy paying `paid` base units runs before its payment: its `max_units` is
 /// the largest quote `paid` covers within the listing's tolerance, so a
 /// price that moved further fails the buy instead of paying a refusal.
 pub fn quote_instruction(terms: &UsdTerms, paid: u64) -> Result<Instruction, UsdPriceError> {
@@ -148,7 +158,7 @@ pub fn quote_instruction(terms: &UsdTerms, paid: u64) -> Result<Instruction, Usd
     let mut data = crate::chain::anchor::discriminator("global", "quote_usd").to_vec();
     data.extend_from_slice(&terms.feed_id);
     data.extend_from_slice(&terms.usd_micros.to_le_bytes());
-    data.push(9);
+    data.push(terms.decimals);
     data.extend_from_slice(&terms.max_age_secs.to_le_bytes());
     data.extend_from_slice(&terms.max_conf_bps.to_le_bytes());
     data.extend_from_slice(&usd::max_quote_paid_by(paid, terms.tolerance_bps).to_le_bytes());

@@ -460,6 +460,13 @@ async fn sale(st: &X402State, listing_id: &str, buyer: Option<&str>) -> Result<S
             "{listing_id} has expired or expires within the payment's timeout"
         )));
     }
+    if listing.usd.is_some() {
+        return Err(Problem::new(
+            StatusCode::CONFLICT,
+            Some("listing_id"),
+            format!("{listing_id} is priced in USD at settle time (its buy carries the program's quote); x402's exact scheme pays a fixed amount: buy it with `brainctl marketplace buy`"),
+        ));
+    }
     let Currency::Token { mint } = &listing.currency else {
         return Err(Problem::new(
             StatusCode::CONFLICT,

@@ -755,6 +755,7 @@ fn the_node_builds_the_programs_usd_quote() {
         max_age_secs: 60,
         max_conf_bps: 100,
         tolerance_bps: 100,
+        decimals: 9,
     };
     let paid = 99_000_000;
     let ours = node::market::usd_price::quote_instruction(&terms, paid).unwrap();

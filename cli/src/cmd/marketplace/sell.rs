@@ -62,6 +62,8 @@ pub(super) fn list(a: ListArgs, ctx: &Context) -> CliResult<()> {
                 max_age_secs: price_max_age_secs,
                 max_conf_bps: price_max_conf_bps,
                 tolerance_bps: price_tolerance_bps,
+                // with --mint, filled in from the mint on chain
+                token: None,
             })
         }
     };
