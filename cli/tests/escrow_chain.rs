@@ -401,7 +401,6 @@ fn the_escrow_trade_runs_through_the_binaries_on_the_deployed_program() {
     )
     .expect("the late buyer's escrow")
     .deposited_at;
-    std::thread::sleep(Duration::from_secs(WINDOW as u64));
     v.wait_block_time(deposited + WINDOW + 1);
     let before = balance(&late_pk);
     // the agent's way: the MCP tool market_refund, through the official SDK

@@ -534,16 +534,27 @@ impl TestValidator {
 
     /// Waits until the chain's clock (the block time of the latest
     /// confirmed slot) has reached `unix` (a local validator's clock can
-    /// lag the wall clock); panics after 60 s.
+    /// lag the wall clock); panics after 60 s, or thrice the distance
+    /// the chain's clock first had to go, whichever is longer.
     pub fn wait_block_time(&self, unix: i64) {
         let chain = self.chain();
-        let deadline = std::time::Instant::now() + Duration::from_secs(60);
+        let start = std::time::Instant::now();
+        // 60 s, and thrice the chain's distance to `unix` (a validator on a
+        // loaded machine makes slots slower than its clock's 400 ms)
+        let mut deadline = start + Duration::from_secs(60);
+        let mut first = true;
         runtime().block_on(async {
             loop {
                 let rpc = chain.rpc();
                 if let Ok(slot) = rpc.get_slot().await {
-                    if rpc.get_block_time(slot).await.is_ok_and(|t| t >= unix) {
-                        return;
+                    if let Ok(t) = rpc.get_block_time(slot).await {
+                        if t >= unix {
+                            return;
+                        }
+                        if std::mem::take(&mut first) {
+                            let behind = (unix - t).max(0) as u64;
+                            deadline = deadline.max(start + Duration::from_secs(3 * behind));
+                        }
                     }
                 }
                 assert!(

@@ -60,23 +60,31 @@ fn sol(lamports: Option<u64>) -> String {
     lamports.map_or("–".into(), |l| format!("{:.4} SOL", l as f64 / 1e9))
 }
 
-/// A listing's price in what it settles in: SOL, or base units of its
-/// mint (shown by the mint's first characters; the decimals are the
-/// manifest's).
+/// A listing's price in what it settles in (see [`in_currency`]).
 fn price(l: &crate::fold::ListingState) -> String {
     match &l.currency {
         node::settle::Currency::Sol => sol(l.price_lamports),
-        node::settle::Currency::Token { mint } => {
-            let decimals = l
-                .manifest
-                .pointer("/settlement/decimals")
-                .and_then(serde_json::Value::as_u64)
-                .unwrap_or(0)
-                .min(18) as i32;
-            let units = l.price_units.unwrap_or(0) as f64 / 10f64.powi(decimals);
-            format!("{units} {}…", &mint[..mint.len().min(6)])
-        }
+        node::settle::Currency::Token { .. } => in_currency(l, l.price_units),
     }
+}
+
+/// `units` of what `l` settles in: SOL, or whole tokens of its mint (shown
+/// by the mint's first characters; the decimals are the manifest's, at a
+/// fixed price or at settle time).
+fn in_currency(l: &crate::fold::ListingState, units: Option<u64>) -> String {
+    let node::settle::Currency::Token { mint } = &l.currency else {
+        return sol(units);
+    };
+    let Some(units) = units else {
+        return "–".into();
+    };
+    let decimals = ["/settlement/decimals", "/usd_at_settle/token/decimals"]
+        .iter()
+        .find_map(|p| l.manifest.pointer(p).and_then(serde_json::Value::as_u64))
+        .unwrap_or(0)
+        .min(18) as i32;
+    let whole = units as f64 / 10f64.powi(decimals);
+    format!("{whole} {}…", &mint[..mint.len().min(6)])
 }
 
 fn date(unix: i64) -> String {
@@ -258,7 +266,7 @@ pub fn listing(
             h2 { "Price history" }
             ul {
                 @for r in rows.iter().filter(|r| r.lamports.is_some()) {
-                    li { (r.event.label()) ": " (sol(r.lamports)) " · slot " (r.at.slot) }
+                    li { (r.event.label()) ": " (in_currency(l, r.lamports)) " · slot " (r.at.slot) }
                 }
             }
         }
@@ -276,7 +284,7 @@ pub fn listing(
                             td { (r.at.block_time.map(date).unwrap_or_default()) }
                             td { (r.event.label()) }
                             td { (seller_link(r.who)) }
-                            td { (sol(r.lamports)) }
+                            td { (in_currency(l, r.lamports)) }
                             td { (r.detail.as_deref().unwrap_or("")) }
                             td { (links.tx(&r.at.signature)) }
                         }
@@ -297,7 +305,7 @@ pub fn listing(
                                 tr.escrow data-status=(e.status) {
                                     td { code { (timeline::short(pk)) } }
                                     td { (seller_link(&e.buyer)) }
-                                    td { (sol(Some(e.amount))) }
+                                    td { (in_currency(l, Some(e.amount))) }
                                     td { (e.status) }
                                     td { (links.tx(&e.deposited.signature)) }
                                     td { @if let Some(s) = &e.settled { (links.tx(&s.signature)) } }

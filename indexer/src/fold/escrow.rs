@@ -17,7 +17,7 @@ pub struct EscrowState {
     pub listing: String,
     /// Buyer.
     pub buyer: String,
-    /// Lamports deposited.
+    /// Deposited: lamports, or base units of the listing's token.
     pub amount: u64,
     /// deposited | revealed | declined | claimed | refunded | disputed.
     pub status: &'static str,
