@@ -899,11 +899,6 @@ fn an_escrow_listing_in_test_dollars_pays_the_seller_from_the_vault() {
     let second_pk = second_kp.pubkey();
     v.fund(&second_pk, 1);
     v.fund_dollars(&second_pk, 3);
-    let api = e2e::indexer_api::Api {
-        base: base.clone(),
-        http: reqwest::Client::new(),
-    };
-    let session = rt.block_on(api.sign_in(&second));
     let blind = node::market::escrow_trade::blind_point_for(
         &second.x25519_secret(),
         &held,
@@ -911,35 +906,19 @@ fn an_escrow_listing_in_test_dollars_pays_the_seller_from_the_vault() {
         &second_pk,
     )
     .unwrap();
-    let path = format!("/listings/{id}/settle");
-    let mut settle = Value::Null;
-    for _ in 0..50 {
-        let (code, body) = rt.block_on(api.post(
-            &path,
-            serde_json::json!({"buyer_x25519_pubkey": second.x25519_address(),
-                "blind_point": hex::encode(blind), "cluster": "localnet", "currency": mint_s}),
-            Some(&session),
-        ));
-        settle = body;
-        if code == 200 {
-            break;
-        }
-        std::thread::sleep(Duration::from_millis(300)); // the indexer catching up
-    }
+    let (code, settle) = util::services::settle(
+        &base,
+        &second,
+        &id,
+        serde_json::json!({"buyer_x25519_pubkey": second.x25519_address(),
+            "blind_point": hex::encode(blind), "cluster": "localnet", "currency": mint_s}),
+    );
     assert_eq!(
-        (&settle["price_units"], &settle["currency"]),
-        (&Value::from(price), &Value::from(mint_s.as_str())),
+        (code, &settle["price_units"], &settle["currency"]),
+        (200, &Value::from(price), &Value::from(mint_s.as_str())),
         "{settle}"
     );
-    use base64::Engine as _;
-    let bytes = base64::engine::general_purpose::STANDARD
-        .decode(settle["tx_base64"].as_str().unwrap())
-        .unwrap();
-    let mut tx: solana_sdk::transaction::Transaction = bincode::deserialize(&bytes).unwrap();
-    let blockhash = tx.message.recent_blockhash;
-    tx.try_sign(&[&second_kp], blockhash).unwrap();
-    rt.block_on(chain.rpc().send_and_confirm_transaction(&tx))
-        .unwrap();
+    util::services::sign_and_send(&v, &settle, &second_kp);
     assert_eq!(units(&second_pk), 3 * test_dollar::UNITS_PER_DOLLAR - price);
     let second_at = escrow::escrow_address(&account, &second_pk);
     wait_for("the /settle deposit's reveal", 90, || {

@@ -632,44 +632,29 @@ fn a_token_listing_trades_in_test_dollars() {
     let second_kp = second.solana_keypair();
     v.fund(&node::chain::Signer::pubkey(&second_kp), 1);
     v.fund_dollars(&node::chain::Signer::pubkey(&second_kp), 6);
-    let rt = e2e::runtime();
-    let api = e2e::indexer_api::Api {
-        base: base.clone(),
-        http: reqwest::Client::new(),
+    let settle = |currency: &str| {
+        util::services::settle(
+            &base,
+            &second,
+            listing_id,
+            serde_json::json!({"buyer_x25519_pubkey": second.x25519_address(), "cluster": "localnet", "currency": currency}),
+        )
     };
-    let session = rt.block_on(api.sign_in(&second));
-    let settle_path = format!("/listings/{listing_id}/settle");
-    let (code, body) = rt.block_on(api.post(
-        &settle_path,
-        serde_json::json!({"buyer_x25519_pubkey": second.x25519_address(), "cluster": "localnet", "currency": "SOL"}),
-        Some(&session),
-    ));
+    let (code, body) = settle("SOL");
     assert_eq!(code, 409, "{body}");
     assert!(
         body.to_string()
             .contains(&format!("settles in {dollar}, not SOL")),
         "{body}"
     );
-    let (code, settle) = rt.block_on(api.post(
-        &settle_path,
-        serde_json::json!({"buyer_x25519_pubkey": second.x25519_address(), "cluster": "localnet", "currency": dollar}),
-        Some(&session),
-    ));
+    let (code, settle) = settle(&dollar);
     assert_eq!(code, 200, "{settle}");
     assert_eq!(settle["price_units"], 5_000_000u64, "{settle}");
     assert_eq!(
         (settle["decimals"].as_u64(), settle["currency"].as_str()),
         (Some(6), Some(dollar.as_str()))
     );
-    use base64::Engine as _;
-    let bytes = base64::engine::general_purpose::STANDARD
-        .decode(settle["tx_base64"].as_str().unwrap())
-        .unwrap();
-    let mut tx: solana_sdk::transaction::Transaction = bincode::deserialize(&bytes).unwrap();
-    let blockhash = tx.message.recent_blockhash;
-    tx.try_sign(&[&second_kp], blockhash).unwrap();
-    rt.block_on(v.chain().rpc().send_and_confirm_transaction(&tx))
-        .unwrap();
+    util::services::sign_and_send(v, &settle, &second_kp);
     let mut released = 0;
     for _ in 0..40 {
         let pass = ok(

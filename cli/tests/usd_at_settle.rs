@@ -565,50 +565,29 @@ fn a_token_listing_priced_in_usd_converts_at_the_slots_price() {
     let second_kp = second.solana_keypair();
     v.fund(&second_kp.pubkey(), 1);
     v.mint_tokens(&token, &second_kp.pubkey(), 100_000);
-    let api = e2e::indexer_api::Api {
-        base: base.clone(),
-        http: reqwest::Client::new(),
-    };
-    let session = rt.block_on(api.sign_in(&second));
-    let path = format!("/listings/{listing_id}/settle");
-    let mut settle = Value::Null;
-    for _ in 0..50 {
-        let (code, body) = rt.block_on(api.post(
-            &path,
-            serde_json::json!({"buyer_x25519_pubkey": second.x25519_address(),
-                "cluster": "localnet", "currency": mint_s}),
-            Some(&session),
-        ));
-        settle = body;
-        if code == 200 {
-            break;
-        }
-        std::thread::sleep(Duration::from_millis(300));
-    }
+    let (code, settle) = util::services::settle(
+        &base,
+        &second,
+        &listing_id,
+        serde_json::json!({"buyer_x25519_pubkey": second.x25519_address(),
+            "cluster": "localnet", "currency": mint_s}),
+    );
     assert_eq!(
         (
+            code,
             &settle["price_units"],
             &settle["currency"],
             &settle["usd"]["units"]
         ),
         (
+            200,
             &Value::from(20_000u64),
             &Value::from(mint_s.as_str()),
             &Value::from(20_000u64)
         ),
         "{settle}"
     );
-    use base64::Engine as _;
-    let bytes = base64::engine::general_purpose::STANDARD
-        .decode(settle["tx_base64"].as_str().unwrap())
-        .unwrap();
-    let mut tx: solana_sdk::transaction::Transaction = bincode::deserialize(&bytes).unwrap();
-    let blockhash = tx.message.recent_blockhash;
-    tx.try_sign(&[&second_kp], blockhash).unwrap();
-    let sig = rt
-        .block_on(chain.rpc().send_and_confirm_transaction(&tx))
-        .unwrap()
-        .to_string();
+    let sig = util::services::sign_and_send(&v, &settle, &second_kp);
     wait_state(&seller, &sig, "released", &mut daemon);
     // both buys, and the two hostile payments (rejected: no key for them)
     assert_eq!(units(&pay_to), 4 * 20_000, "the seller holds every payment");

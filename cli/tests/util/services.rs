@@ -176,3 +176,50 @@ pub fn indexer_matches_rebuild(
         std::thread::sleep(Duration::from_secs(1));
     }
 }
+
+/// `POST /listings/{listing_id}/settle` at the indexer at `base`, signed in
+/// as `buyer`, with `body`: the status and the answer, once the indexer
+/// has folded the listing (retried for up to 15 s while it answers 404).
+pub fn settle(
+    base: &str,
+    buyer: &node::wallet::Wallet,
+    listing_id: &str,
+    body: Value,
+) -> (u16, Value) {
+    let rt = e2e::runtime();
+    let api = e2e::indexer_api::Api {
+        base: base.into(),
+        http: reqwest::Client::new(),
+    };
+    let session = rt.block_on(api.sign_in(buyer));
+    let path = format!("/listings/{listing_id}/settle");
+    let mut answer = (0, Value::Null);
+    for _ in 0..50 {
+        answer = rt.block_on(api.post(&path, body.clone(), Some(&session)));
+        if answer.0 != 404 {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(300));
+    }
+    answer
+}
+
+/// The unsigned transaction of a `/settle` answer, signed by `buyer` and
+/// sent to `v`; its signature once confirmed.
+pub fn sign_and_send(
+    v: &e2e::TestValidator,
+    answer: &Value,
+    buyer: &node::chain::Keypair,
+) -> String {
+    use base64::Engine as _;
+    let bytes = base64::engine::general_purpose::STANDARD
+        .decode(answer["tx_base64"].as_str().expect("tx_base64"))
+        .unwrap();
+    let mut tx: solana_sdk::transaction::Transaction = bincode::deserialize(&bytes).unwrap();
+    let blockhash = tx.message.recent_blockhash;
+    tx.try_sign(&[buyer], blockhash).unwrap();
+    e2e::runtime()
+        .block_on(v.chain().rpc().send_and_confirm_transaction(&tx))
+        .unwrap()
+        .to_string()
+}

@@ -78,6 +78,42 @@ pub async fn read_mint(
     chain: &crate::chain::Chain,
     address: &Pubkey,
 ) -> Result<TokenMint, MintRefusal> {
+    let (owner, data) = fetch_mint(chain, address).await?;
+    mint_from_account(address, &owner, &data)
+}
+
+/// Reads `address` as a mint whatever its extensions: its program and
+/// decimals, what a transfer out of tokens already held (an escrow's
+/// vault) states. Never for a new payment: that is [`read_mint`].
+pub async fn read_held_mint(
+    chain: &crate::chain::Chain,
+    address: &Pubkey,
+) -> Result<TokenMint, MintRefusal> {
+    use spl_token_2022_interface::extension::StateWithExtensions;
+    use spl_token_2022_interface::state::Mint;
+    let (owner, data) = fetch_mint(chain, address).await?;
+    if owner != TOKEN_PROGRAM_ID && owner != spl_token_2022_interface::ID {
+        return Err(MintRefusal::NotTokenProgram {
+            mint: *address,
+            owner,
+        });
+    }
+    let state = StateWithExtensions::<Mint>::unpack(&data)
+        .ok()
+        .filter(|s| s.base.is_initialized)
+        .ok_or(MintRefusal::NotAMint(*address))?;
+    Ok(TokenMint {
+        address: *address,
+        program: owner,
+        decimals: state.base.decimals,
+    })
+}
+
+/// The owner and bytes of the account at `address`.
+async fn fetch_mint(
+    chain: &crate::chain::Chain,
+    address: &Pubkey,
+) -> Result<(Pubkey, Vec<u8>), MintRefusal> {
     let account = crate::chain::client::with_retry("getAccountInfo", || async {
         chain
             .rpc()
@@ -87,7 +123,7 @@ pub async fn read_mint(
     })
     .await?
     .ok_or(MintRefusal::Missing(*address))?;
-    mint_from_account(address, &account.owner, &account.data)
+    Ok((account.owner, account.data))
 }
 
 /// The mint an account holds, if a payment in it delivers what it says:

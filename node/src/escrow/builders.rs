@@ -176,13 +176,15 @@ pub fn refund(listing: &Pubkey, buyer: &Pubkey) -> Instruction {
 }
 
 /// `list_sealed_token` by `seller`: deposits in `mint` (the terms' price
-/// in its base units).
+/// in its base units); `treasury`'s associated account of it is created
+/// when missing, at the seller's cost.
 pub fn list_sealed_token(
     seller: &Pubkey,
     listing_id: &str,
     terms: &Terms,
     stake: u64,
-    mint: &Pubkey,
+    mint: &TokenMint,
+    treasury: &Pubkey,
 ) -> Instruction {
     ix(
         Args::new("list_sealed_token")
@@ -193,7 +195,11 @@ pub fn list_sealed_token(
             AccountMeta::new_readonly(settings_address(), false),
             AccountMeta::new(listing_address(seller, listing_id), false),
             AccountMeta::new(*seller, true),
-            AccountMeta::new_readonly(*mint, false),
+            AccountMeta::new_readonly(mint.address, false),
+            AccountMeta::new_readonly(*treasury, false),
+            AccountMeta::new(associated_account(treasury, mint), false),
+            AccountMeta::new_readonly(mint.program, false),
+            AccountMeta::new_readonly(ATA_PROGRAM, false),
             AccountMeta::new_readonly(SYSTEM, false),
         ],
     )

@@ -134,10 +134,6 @@ pub fn vault_address(
     crate::chain::token::associated_account(&escrow_address(listing, buyer), mint)
 }
 
-/// Bytes of a token account without extensions (an escrow's vault for a
-/// mint whose accounts need none): its rent is part of a deposit's cost.
-pub const VAULT_ACCOUNT_SPACE: usize = 165;
-
 /// The sealed-escrow scalar k of `seller`'s listing `listing_id`.
 pub fn listing_scalar(
     seller: &crate::wallet::Wallet,

@@ -245,19 +245,20 @@ async fn claim_instructions(
     settings: &crate::escrow::SettingsAccount,
 ) -> Result<Vec<solana_sdk::instruction::Instruction>, crate::market::escrow_trade::EscrowReadError>
 {
-    use crate::market::escrow_trade::{escrow_mint, read_account};
+    use crate::market::escrow_trade::{read_account, vault_mint};
     let onchain = read_account(chain, account, crate::escrow::ListingAccount::decode).await?;
     let token = match &onchain {
-        Some(l) => escrow_mint(chain, l).await?,
+        Some(l) => vault_mint(chain, l).await?,
         None => None,
     };
-    Ok(match token {
-        None => vec![crate::escrow::claim(account, buyer, me, &settings.treasury)],
-        Some(mint) => vec![
-            crate::chain::token::create_associated_account(me, me, &mint),
-            crate::escrow::claim_token(account, buyer, me, &settings.treasury, &mint),
-        ],
-    })
+    Ok(crate::market::escrow_trade::claim_instructions(
+        me,
+        account,
+        buyer,
+        me,
+        &settings.treasury,
+        token.as_ref(),
+    ))
 }
 
 /// A step's failure: the state database (fatal to the pass) or the chain

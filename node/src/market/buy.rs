@@ -313,6 +313,8 @@ pub async fn plan_buy(
             return Err(ListingRefusal::UsdAtSettleListedOnly.into())
         }
         (Terms::Listed, Some(usd)) => {
+            crate::market::usd_price::check_feed(usd, &listing.currency())
+                .map_err(|e| ListingRefusal::UsdPrice(e.to_string()))?;
             let q = crate::market::usd_price::quote_now(chain, usd)
                 .await
                 .map_err(|e| match e {
@@ -561,7 +563,7 @@ async fn plan_escrow(
     .await?;
     let simulated = chain.simulated_cost(&instructions, &kp).await?;
     let price = onchain.terms.price_lamports;
-    if let Some(mint) = crate::market::escrow_trade::escrow_mint(chain, &onchain).await? {
+    if let Some(mint) = crate::market::escrow_trade::escrow_mint(chain, &onchain, listing).await? {
         // in a token: the program moves exactly the price into the vault;
         // the SOL balance pays the escrow's and the vault's rent (back to
         // the buyer when it closes them) and the fee
@@ -687,7 +689,7 @@ pub async fn refund_escrow(
     let listing_state =
         read_account(chain, &account, crate::escrow::ListingAccount::decode).await?;
     let token = match &listing_state {
-        Some(l) => crate::market::escrow_trade::escrow_mint(chain, l).await?,
+        Some(l) => crate::market::escrow_trade::vault_mint(chain, l).await?,
         None => None,
     };
     let now = chain.cluster_time().await?;
@@ -779,13 +781,13 @@ pub async fn dispute_escrow(
                 listing.listing_id.clone(),
             ))
         })?;
-    let ixs = match crate::market::escrow_trade::escrow_mint(chain, &onchain).await? {
-        None => vec![crate::escrow::dispute(&account, &kp.pubkey(), &proof)],
-        Some(mint) => vec![
-            crate::chain::token::create_associated_account(&kp.pubkey(), &kp.pubkey(), &mint),
-            crate::escrow::dispute_token(&account, &kp.pubkey(), &mint, &proof),
-        ],
-    };
+    let token = crate::market::escrow_trade::vault_mint(chain, &onchain).await?;
+    let ixs = crate::market::escrow_trade::dispute_instructions(
+        &kp.pubkey(),
+        &account,
+        &proof,
+        token.as_ref(),
+    );
     Ok(chain.send(&ixs, &[&kp]).await?.signature.to_string())
 }
 

@@ -13,7 +13,9 @@
 //! refused with the field that differs.
 
 use crate::chain::instructions::{discovery, memo, DEFAULT_CU_LIMIT};
-use crate::chain::token::{create_associated_account, read_mint, MintRefusal, TokenMint};
+use crate::chain::token::{
+    create_associated_account, read_held_mint, read_mint, MintRefusal, TokenMint,
+};
 use crate::chain::{Chain, ChainError, Pubkey};
 use crate::escrow::{
     self, AccountError, EscrowAccount, EscrowStatus, ListingAccount, ListingStatus,
@@ -210,9 +212,16 @@ pub fn list_instruction(
     }
     let terms = manifest_terms(listing)?;
     let id = &listing.listing_id;
-    Ok(match manifest_mint(listing) {
+    Ok(match &listing.settlement {
         None => escrow::list_sealed(seller, id, &terms, stake),
-        Some(mint) => escrow::list_sealed_token(seller, id, &terms, stake, &mint),
+        Some(t) => {
+            let mint = TokenMint {
+                address: Pubkey::new_from_array(t.mint),
+                program: Pubkey::new_from_array(t.token_program),
+                decimals: t.decimals,
+            };
+            escrow::list_sealed_token(seller, id, &terms, stake, &mint, &settings.treasury)
+        }
     })
 }
 
@@ -422,20 +431,88 @@ pub async fn checked_listing(
     Ok((account, onchain, settings))
 }
 
-/// The mint of an escrow listing in a token as the chain has it (`None`:
-/// lamports), refused as a direct buy refuses a mint (transfer fees,
-/// hooks, frozen accounts).
+/// The mint a deposit into an escrow listing in a token pays in, as the
+/// chain has it (`None`: lamports): refused as a direct buy refuses a
+/// mint (transfer fees, hooks, frozen accounts), and held to the program
+/// and decimals the signed manifest states.
 pub async fn escrow_mint(
+    chain: &Chain,
+    onchain: &ListingAccount,
+    listing: &Listing,
+) -> Result<Option<TokenMint>, EscrowReadError> {
+    let Some(address) = onchain.mint else {
+        return Ok(None);
+    };
+    let mint = match read_mint(chain, &address).await {
+        Ok(mint) => mint,
+        Err(MintRefusal::Chain(e)) => return Err(e.into()),
+        Err(refusal) => return Err(EscrowReadError::Mint(refusal)),
+    };
+    if let Some(t) = &listing.settlement {
+        let program = Pubkey::new_from_array(t.token_program);
+        if mint.program != program {
+            return Err(mismatch("token_program", mint.program, program).into());
+        }
+        if mint.decimals != t.decimals {
+            return Err(mismatch("decimals", mint.decimals, t.decimals).into());
+        }
+    }
+    Ok(Some(mint))
+}
+
+/// The mint an escrow's vault holds, as the chain has it (`None`:
+/// lamports), whatever its extensions: what a claim, a refund or a
+/// dispute moves (tokens already held; the program took the mint when the
+/// listing opened).
+pub async fn vault_mint(
     chain: &Chain,
     onchain: &ListingAccount,
 ) -> Result<Option<TokenMint>, EscrowReadError> {
     let Some(address) = onchain.mint else {
         return Ok(None);
     };
-    match read_mint(chain, &address).await {
+    match read_held_mint(chain, &address).await {
         Ok(mint) => Ok(Some(mint)),
         Err(MintRefusal::Chain(e)) => Err(e.into()),
         Err(refusal) => Err(EscrowReadError::Mint(refusal)),
+    }
+}
+
+/// The claim of `buyer`'s revealed escrow on `seller`'s listing
+/// `account`: the program's `claim`, or in a token (`token`) the seller's
+/// associated account of the mint (created if missing, paid by `payer`)
+/// and `claim_token` into it.
+pub fn claim_instructions(
+    payer: &Pubkey,
+    account: &Pubkey,
+    buyer: &Pubkey,
+    seller: &Pubkey,
+    treasury: &Pubkey,
+    token: Option<&TokenMint>,
+) -> Vec<Instruction> {
+    match token {
+        None => vec![escrow::claim(account, buyer, seller, treasury)],
+        Some(mint) => vec![
+            create_associated_account(payer, seller, mint),
+            escrow::claim_token(account, buyer, seller, treasury, mint),
+        ],
+    }
+}
+
+/// `buyer`'s `dispute` with `proof`, or in a token its associated
+/// account (created if it was closed since) and `dispute_token`.
+pub fn dispute_instructions(
+    buyer: &Pubkey,
+    account: &Pubkey,
+    proof: &escrow::FraudProof,
+    token: Option<&TokenMint>,
+) -> Vec<Instruction> {
+    match token {
+        None => vec![escrow::dispute(account, buyer, proof)],
+        Some(mint) => vec![
+            create_associated_account(buyer, buyer, mint),
+            escrow::dispute_token(account, buyer, mint, proof),
+        ],
     }
 }
 
@@ -463,7 +540,7 @@ pub async fn deposit_plan(
         }
         .into());
     }
-    let token = escrow_mint(chain, &onchain).await?;
+    let token = escrow_mint(chain, &onchain, listing).await?;
     Ok(buy_instructions(
         buyer,
         buyer_x25519,

@@ -250,6 +250,10 @@ async fn usd_at_settle_now(
         });
     }
     let terms = usd.terms(o.price_usd);
+    if usd.token.is_none() {
+        crate::market::usd_price::check_feed(&terms, &crate::settle::Currency::Sol)
+            .map_err(|e| InputError::UsdPrice(e.to_string()))?;
+    }
     let quote = crate::market::usd_price::quote_now(chain, &terms)
         .await
         .map_err(|e| InputError::UsdPrice(e.to_string()))?;

@@ -47,6 +47,9 @@ pub enum UsdPriceError {
     /// A malformed address.
     #[error("price account {0:?} is not a base58 address")]
     BadAddress(String),
+    /// A SOL price read from another feed than SOL/USD.
+    #[error("the listing converts its USD to SOL at feed {0}, not Pyth's SOL/USD feed; refusing to pay at another asset's price")]
+    NotSolFeed(String),
     /// RPC.
     #[error(transparent)]
     Chain(#[from] ChainError),
@@ -79,6 +82,20 @@ pub struct UsdQuoteNow {
     pub decimals: u8,
     /// The least the seller takes against the buy's own quote (bps below it).
     pub tolerance_bps: u16,
+}
+
+/// Refuses terms that convert to SOL at another feed than SOL/USD: a
+/// listing could name any asset's feed, and so any price. (A token's feed
+/// is the listing's to state; the quote shows it, and a spend policy
+/// bounds what a buy in the token may take.)
+pub fn check_feed(
+    terms: &UsdTerms,
+    currency: &crate::settle::Currency,
+) -> Result<(), UsdPriceError> {
+    if currency.is_sol() && terms.feed_id != SOL_USD_FEED {
+        return Err(UsdPriceError::NotSolFeed(hex::encode(terms.feed_id)));
+    }
+    Ok(())
 }
 
 /// Reads the `PriceUpdateV2` at `account` (owner checked).
@@ -167,4 +184,37 @@ pub fn quote_instruction(terms: &UsdTerms, paid: u64) -> Result<Instruction, Usd
         accounts: vec![AccountMeta::new_readonly(account, false)],
         data,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::settle::Currency;
+
+    fn terms(feed_id: [u8; 32]) -> UsdTerms {
+        UsdTerms {
+            price_account: "11111111111111111111111111111111".into(),
+            feed_id,
+            usd_micros: 1_000_000,
+            max_age_secs: 60,
+            max_conf_bps: 100,
+            tolerance_bps: 100,
+            decimals: 9,
+        }
+    }
+
+    /// SOL is converted at SOL/USD only; a token's feed is its listing's.
+    #[test]
+    fn sol_is_priced_by_the_sol_usd_feed_only() {
+        let other = [0x11; 32];
+        assert!(check_feed(&terms(SOL_USD_FEED), &Currency::Sol).is_ok());
+        assert!(matches!(
+            check_feed(&terms(other), &Currency::Sol),
+            Err(UsdPriceError::NotSolFeed(f)) if f == hex::encode(other)
+        ));
+        let token = Currency::Token {
+            mint: "So11111111111111111111111111111111111111112".into(),
+        };
+        assert!(check_feed(&terms(other), &token).is_ok());
+    }
 }

@@ -144,13 +144,16 @@ INSTRUCTIONS = [
      [listing(True), account("seller", writable=True, signer=True, relations=["listing"])],
      []),
     # src/token/: the escrow in an SPL token
-    # ListSealedToken: as ListSealed, with the mint (unchecked: the handler reads it)
+    # ListSealedToken: as ListSealed, with the mint (unchecked: the handler reads it),
+    # the treasury (address = settings.treasury), its associated account (mut, created
+    # when missing), token_program (the mint's owner) and associated_token_program
     ("list_sealed_token",
      [settings(),
       account("listing", writable=True,
               pda={"seeds": [const("sealed-listing"), acc("seller"), arg("listing_id")]}),
       account("seller", writable=True, signer=True),
-      account("mint"),
+      account("mint"), account("treasury"), account("treasury_token", writable=True),
+      account("token_program"), account("associated_token_program", address=ATA_PROGRAM),
       SYS],
      [("listing_id", "string"), ("terms", t_defined("SealedTerms")), ("stake", "u64")]),
     # DepositSealedToken: settings, listing (mut), escrow (init), buyer (mut signer),
@@ -301,6 +304,10 @@ ERRORS = [
     ("DepositShort", "the vault received other than the price: the mint takes a fee on transfers"),
     ("WrongSellerAccount",
      "the seller's token account is not an account of the seller for the listing's mint"),
+    ("MintExtension",
+     "the mint has a Token-2022 extension that could move, freeze, tax or block a held vault "
+     "(permanent delegate, pause, transfer hook or fee, non-transferable, default account state, "
+     "confidential transfers)"),
 ]
 
 idl = {

@@ -151,4 +151,8 @@ pub enum EscrowError {
     /// The seller's token account is not the seller's, of the mint.
     #[msg("the seller's token account is not an account of the seller for the listing's mint")]
     WrongSellerAccount,
+    /// A Token-2022 mint whose extension could move, freeze, tax or block
+    /// a held vault.
+    #[msg("the mint has a Token-2022 extension that could move, freeze, tax or block a held vault (permanent delegate, pause, transfer hook or fee, non-transferable, default account state, confidential transfers)")]
+    MintExtension,
 }

@@ -505,6 +505,10 @@ fn instructions_match_the_program() {
                 listing,
                 seller,
                 mint,
+                treasury,
+                treasury_token,
+                token_program,
+                associated_token_program,
                 system_program
             }),
         ),
@@ -937,7 +941,7 @@ fn every_variant_is_listed(e: EscrowError, l: SealedListingStatus, s: SealedEscr
         | ProofBadChunk | ProofBadPath | NoFraud | ListingConvicted | PriceNotPyth | PriceStale
         | PriceUncertain | PriceOtherFeed | PriceUnusable | PriceMoved | ListingInToken
         | ListingInLamports | WrongMint | NotAMint | WrongTokenProgram | WrongVault
-        | DepositShort | WrongSellerAccount => {}
+        | DepositShort | WrongSellerAccount | MintExtension => {}
     }
     match l {
         SealedListingStatus::Live
@@ -1005,6 +1009,7 @@ fn errors_match_the_program() {
         WrongVault,
         DepositShort,
         WrongSellerAccount,
+        MintExtension,
     ];
     let errors = idl["errors"].as_array().unwrap();
     assert_eq!(errors.len(), all.len());

@@ -325,13 +325,17 @@ fn the_node_builds_what_anchor_builds() {
         let vault = ata(&escrow);
         assert_eq!(client::vault_address(&listing, &buyer, &mint), vault);
         assert_eq!(
-            client::list_sealed_token(&seller, ID, &t, stake, &mint.address),
+            client::list_sealed_token(&seller, ID, &t, stake, &mint, &treasury),
             anchor(
                 a::ListSealedToken {
                     settings,
                     listing,
                     seller,
                     mint: mint.address,
+                    treasury,
+                    treasury_token: ata(&treasury),
+                    token_program: program,
+                    associated_token_program: escrow::token::vault::ATA_PROGRAM,
                     system_program: SYSTEM,
                 },
                 i::ListSealedToken {

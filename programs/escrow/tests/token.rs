@@ -103,6 +103,27 @@ fn extended(mut base: Vec<u8>, account_type: u8, ext_type: u16, value: &[u8]) ->
     base
 }
 
+/// The mint a world trades in.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+enum MintKind {
+    /// No extensions.
+    Plain,
+    /// A 1% transfer fee (Token-2022).
+    TransferFee,
+    /// A permanent delegate (Token-2022): it could move any vault's tokens.
+    PermanentDelegate,
+}
+
+/// A Token-2022 mint with a permanent delegate.
+fn delegate_mint_bytes(authority: &Pubkey) -> Vec<u8> {
+    extended(
+        mint_bytes(authority, FUNDS * 3, 6),
+        1,
+        12,
+        authority.as_ref(),
+    )
+}
+
 /// A Token-2022 mint with a 1% transfer fee (`TransferFeeConfig`).
 fn fee_mint_bytes(authority: &Pubkey) -> Vec<u8> {
     let fee = |v: &mut Vec<u8>| {
@@ -128,10 +149,10 @@ struct World {
 }
 
 impl World {
-    /// A world whose mint is under `program`; the buyers hold `FUNDS` in
-    /// their associated accounts; the treasury has an associated account
-    /// when `treasury_account`.
-    async fn new(program: Pubkey, fee_mint: bool, treasury_account: bool) -> World {
+    /// A world whose mint (of `kind`) is under `program`; the buyers hold
+    /// `FUNDS` in their associated accounts; the treasury has none (a
+    /// listing creates it).
+    async fn new(program: Pubkey, kind: MintKind) -> World {
         let mut pt = ProgramTest::default();
         let (admin, treasury, seller) = (Keypair::new(), Keypair::new(), Party::new(21));
         let buyers: Vec<Party> = (0..3).map(|i| Party::new(31 + i)).collect();
@@ -146,10 +167,10 @@ impl World {
             program,
             decimals: 6,
         };
-        let data = if fee_mint {
-            fee_mint_bytes(&admin.pubkey())
-        } else {
-            mint_bytes(&admin.pubkey(), FUNDS * 3, 6)
+        let data = match kind {
+            MintKind::Plain => mint_bytes(&admin.pubkey(), FUNDS * 3, 6),
+            MintKind::TransferFee => fee_mint_bytes(&admin.pubkey()),
+            MintKind::PermanentDelegate => delegate_mint_bytes(&admin.pubkey()),
         };
         let token_account = |data: Vec<u8>| Account {
             lamports: SOL / 100,
@@ -162,19 +183,12 @@ impl World {
         for b in &buyers {
             let base = account_bytes(&mint.address, &b.key.pubkey(), FUNDS);
             // an account of a fee mint carries its withheld amount
-            let data = match fee_mint {
-                true => extended(base, 2, 2, &0u64.to_le_bytes()),
-                false => base,
+            let data = match kind {
+                MintKind::TransferFee => extended(base, 2, 2, &0u64.to_le_bytes()),
+                _ => base,
             };
             let at = node::chain::token::associated_account(&b.key.pubkey(), &mint);
             pt.add_account(at, token_account(data));
-        }
-        if treasury_account {
-            let at = node::chain::token::associated_account(&treasury.pubkey(), &mint);
-            pt.add_account(
-                at,
-                token_account(account_bytes(&mint.address, &treasury.pubkey(), 0)),
-            );
         }
         common::add_program_data(&mut pt, Some(&admin.pubkey()));
         let ctx = common::start(pt).await;
@@ -288,12 +302,18 @@ impl World {
     }
 
     /// Lists in the mint; returns the listing account.
-    async fn list(&mut self, blob_root: [u8; 32]) -> Pubkey {
+    async fn try_list(&mut self, blob_root: [u8; 32]) -> Result<Pubkey, BanksClientError> {
         let terms = self.terms(blob_root).await;
         let seller = self.seller.key.insecure_clone();
-        let ix = client::list_sealed_token(&seller.pubkey(), ID, &terms, STAKE, &self.mint.address);
-        self.send(&[ix], &[&seller]).await.unwrap();
-        client::listing_address(&seller.pubkey(), ID)
+        let treasury = self.treasury.pubkey();
+        let ix =
+            client::list_sealed_token(&seller.pubkey(), ID, &terms, STAKE, &self.mint, &treasury);
+        let cu = self.send(&[ix], &[&seller]).await?;
+        eprintln!("list_sealed_token ({}): {cu} CU", self.mint.program);
+        Ok(client::listing_address(&seller.pubkey(), ID))
+    }
+    async fn list(&mut self, blob_root: [u8; 32]) -> Pubkey {
+        self.try_list(blob_root).await.unwrap()
     }
 
     fn blind_point(&self, listing: &Pubkey, buyer: usize) -> [u8; 32] {
@@ -383,7 +403,7 @@ impl World {
 /// the vault and the escrow closed to the buyer; what a buyer, a seller
 /// or a crank could send instead is refused.
 async fn trade_in(program: Pubkey) {
-    let mut w = World::new(program, false, true).await;
+    let mut w = World::new(program, MintKind::Plain).await;
     let root = w.blob.root;
     let listing = w.list(root).await;
     let l: SealedListing = w.read(&listing).await;
@@ -515,7 +535,7 @@ async fn a_trade_in_token_2022_pays_from_the_vault_once() {
 /// share, in lamports), revealed on a lying blob (a fraud proof).
 #[tokio::test]
 async fn a_token_deposit_comes_back_whole_on_every_way_out() {
-    let mut w = World::new(TOKEN_PROGRAM_ID, false, true).await;
+    let mut w = World::new(TOKEN_PROGRAM_ID, MintKind::Plain).await;
     // the seller commits to a blob whose chunk 2 lies
     let mut lying = w.blob.bytes.clone();
     let count = Blob::parse(&lying).unwrap().count() as usize;
@@ -600,16 +620,25 @@ async fn a_token_deposit_comes_back_whole_on_every_way_out() {
     );
 }
 
-/// A treasury without an account of the mint costs the seller nothing
-/// (its fee goes to the seller: a claim never fails for the treasury); a
-/// mint that withholds a fee on transfers can take no deposit (the vault
-/// would hold less than the price), nor can a lamport listing take a token
-/// deposit.
+/// The listing creates the treasury's account of the mint; one that
+/// cannot take the fee (frozen) sends it to the seller, and the claim
+/// still pays. A mint with an extension that could move, freeze, tax or
+/// block a vault (a transfer fee, a permanent delegate) is refused at
+/// listing; a vault that would receive less than the price (a mint that
+/// came to take a fee) takes no deposit; a lamport listing takes no token
+/// deposit; a "mint" that is none cannot be listed.
 #[tokio::test]
-async fn a_missing_treasury_account_or_a_fee_mint_changes_nothing_a_buyer_pays() {
-    let mut w = World::new(TOKEN_PROGRAM_ID, false, false).await;
+async fn only_mints_that_cannot_touch_a_vault_are_listed_and_no_fee_blocks_a_claim() {
+    let mut w = World::new(TOKEN_PROGRAM_ID, MintKind::Plain).await;
     let root = w.blob.root;
     let listing = w.list(root).await;
+    let treasury_account = node::chain::token::associated_account(&w.treasury.pubkey(), &w.mint);
+    let mut frozen = w
+        .account(&treasury_account)
+        .await
+        .expect("the listing created the treasury's account");
+    frozen.data[108] = 2;
+    w.ctx.set_account(&treasury_account, &frozen.into());
     let escrow = w.deposit(listing, 0).await;
     w.reveal(listing, escrow).await;
     w.advance(DISPUTE).await;
@@ -617,9 +646,26 @@ async fn a_missing_treasury_account_or_a_fee_mint_changes_nothing_a_buyer_pays()
     let seller = w.seller.key.pubkey();
     assert_eq!(w.units_of(&seller).await, PRICE);
 
-    let mut w = World::new(TOKEN_2022_PROGRAM, true, true).await;
+    for kind in [MintKind::TransferFee, MintKind::PermanentDelegate] {
+        let mut w = World::new(TOKEN_2022_PROGRAM, kind).await;
+        let root = w.blob.root;
+        assert_eq!(
+            custom(w.try_list(root).await),
+            code(EscrowError::MintExtension),
+            "{kind:?}"
+        );
+    }
+    // a fee mint the listing did not see (its bytes swapped in after):
+    // the vault would hold less than the price, and no deposit lands
+    let mut w = World::new(TOKEN_2022_PROGRAM, MintKind::TransferFee).await;
+    let mint = w.mint.address;
+    let fee_mint = w.account(&mint).await.unwrap();
+    let mut plain = fee_mint.clone();
+    plain.data = mint_bytes(&Pubkey::new_unique(), FUNDS * 3, 6);
+    w.ctx.set_account(&mint, &plain.into());
     let root = w.blob.root;
     let listing = w.list(root).await;
+    w.ctx.set_account(&mint, &fee_mint.into());
     assert_eq!(
         custom(w.deposit_with(listing, 0, |_| {}).await),
         code(EscrowError::DepositShort)
@@ -627,7 +673,7 @@ async fn a_missing_treasury_account_or_a_fee_mint_changes_nothing_a_buyer_pays()
     assert_eq!(w.units_of(&w.buyer(0)).await, FUNDS, "nothing moved");
 
     // a lamport listing refuses the token instructions
-    let mut w = World::new(TOKEN_PROGRAM_ID, false, true).await;
+    let mut w = World::new(TOKEN_PROGRAM_ID, MintKind::Plain).await;
     let terms = w.terms(w.blob.root).await;
     let seller = w.seller.key.insecure_clone();
     let ix = client::list_sealed(&seller.pubkey(), ID, &terms, STAKE);
@@ -643,7 +689,14 @@ async fn a_missing_treasury_account_or_a_fee_mint_changes_nothing_a_buyer_pays()
     // a "mint" that is no mint cannot be listed
     let id2 = "20261126-0123456789ac";
     let not_a_mint = w.buyer(1);
-    let ix = client::list_sealed_token(&seller.pubkey(), id2, &terms, STAKE, &not_a_mint);
+    let not_a_mint = TokenMint {
+        address: not_a_mint,
+        program: SYSTEM, // its owner
+        decimals: 6,
+    };
+    let treasury = w.treasury.pubkey();
+    let ix =
+        client::list_sealed_token(&seller.pubkey(), id2, &terms, STAKE, &not_a_mint, &treasury);
     assert_eq!(
         custom(w.send(&[ix], &[&seller]).await),
         code(EscrowError::NotAMint)

@@ -9,7 +9,7 @@ use crate::sealed::sealed_deposit::{check_deposit, NewDeposit};
 use crate::sealed::state::{
     SealedEscrow, SealedListing, SealedListingStatus, SealedTerms, Settings,
 };
-use crate::token::vault::{self, mint_decimals, vault_balance, Token};
+use crate::token::vault::{self, vault_balance, Token};
 use anchor_lang::prelude::*;
 
 /// Accounts of `deposit_sealed_token`.
@@ -76,11 +76,7 @@ impl DepositSealedToken<'_> {
         let bump = ctx.bumps.escrow;
         let a = ctx.accounts;
         let at = check_deposit(&a.settings, &a.listing, &terms, &blind_point, &buyer_x25519)?;
-        let token = Token {
-            program: &a.token_program,
-            mint: &a.mint,
-            decimals: mint_decimals(&a.mint)?,
-        };
+        let token = Token::new(&a.token_program, &a.mint)?;
         let escrow = a.escrow.to_account_info();
         token.create_associated(
             &a.buyer,

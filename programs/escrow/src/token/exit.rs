@@ -11,7 +11,7 @@ use crate::sealed::dispute::{convict, FraudProof};
 use crate::sealed::sealed_refund::{refund_due, refunded};
 use crate::sealed::state::{SealedEscrow, SealedListing, Settings};
 use crate::token::as_escrow;
-use crate::token::vault::{self, mint_decimals, vault_balance, Token};
+use crate::token::vault::{self, vault_balance, Token};
 use anchor_lang::prelude::*;
 
 /// Accounts of `refund_sealed_token` and `dispute_token`.
@@ -64,11 +64,7 @@ impl ExitToken<'_> {
     /// Moves all the vault holds to the buyer's token account and closes
     /// the vault to the buyer.
     fn empty_vault(&self) -> Result<()> {
-        let token = Token {
-            program: &self.token_program,
-            mint: &self.mint,
-            decimals: mint_decimals(&self.mint)?,
-        };
+        let token = Token::new(&self.token_program, &self.mint)?;
         let held = vault_balance(&self.vault, &self.escrow.key(), &self.mint.key())?;
         let escrow = self.escrow.to_account_info();
         let buyer = self.buyer.to_account_info();

@@ -1,8 +1,9 @@
 //! `claim_token`: `claim` for a listing in a token. The escrow PDA signs
 //! the vault's payments: the price less the fee to a token account of the
 //! seller for the mint, the fee to the treasury's associated account of
-//! the mint, or to the seller when that account cannot take it (missing,
-//! frozen, or no longer the treasury's): a claim never fails for the
+//! the mint (created when the listing opened), or to the seller when that
+//! account cannot take it (closed, frozen, no longer the treasury's, or
+//! with an extension that could refuse it): a claim never fails for the
 //! treasury's state. The emptied vault stays for the buyer to close.
 
 use crate::constants::{SEALED_ESCROW_SEED, SEALED_LISTING_SEED, SETTINGS_SEED};
@@ -11,7 +12,9 @@ use crate::instructions::{fee_of, sub};
 use crate::sealed::claim::{claimable, claimed};
 use crate::sealed::state::{SealedEscrow, SealedListing, Settings};
 use crate::token::as_escrow;
-use crate::token::vault::{self, mint_decimals, token_account, Token, INITIALIZED};
+use crate::token::vault::{
+    self, extensions_within, token_account, Token, IMMUTABLE_OWNER, INITIALIZED,
+};
 use anchor_lang::prelude::*;
 
 /// Accounts of `claim_token`.
@@ -75,20 +78,19 @@ impl ClaimToken<'_> {
         token_account(&a.seller_token)
             .filter(|t| t.owner == seller && t.mint == mint)
             .ok_or_else(|| error!(EscrowError::WrongSellerAccount))?;
-        let treasury_takes = token_account(&a.treasury_token).is_some_and(|t| {
-            t.owner == a.settings.treasury && t.mint == mint && t.state == INITIALIZED
-        });
+        // the treasury's own account, live, with no extension that could
+        // refuse the fee (required memos, a CPI guard)
+        let treasury_takes =
+            token_account(&a.treasury_token).is_some_and(|t| {
+                t.owner == a.settings.treasury && t.mint == mint && t.state == INITIALIZED
+            }) && extensions_within(&a.treasury_token.try_borrow_data()?, &[IMMUTABLE_OWNER]);
         let fee = if treasury_takes {
             fee_of(amount, a.settings.fee_bps)
         } else {
             0
         };
         let to_seller = sub(amount, fee)?;
-        let token = Token {
-            program: &a.token_program,
-            mint: &a.mint,
-            decimals: mint_decimals(&a.mint)?,
-        };
+        let token = Token::new(&a.token_program, &a.mint)?;
         let escrow = a.escrow.to_account_info();
         as_escrow(&a.escrow, |seeds| {
             token.transfer(&a.vault, &a.seller_token, &escrow, to_seller, seeds)?;

@@ -34,6 +34,60 @@ const TYPE_ACCOUNT: u8 = 2;
 /// A token account's `state`: initialized (not frozen).
 pub const INITIALIZED: u8 = 1;
 
+/// Token-2022 extension types (`ExtensionType` numbers) a mint may carry
+/// and still settle an escrow: none of them can move, freeze, tax or
+/// block what a vault holds (a close authority closes only a mint of no
+/// supply; the others are metadata and display).
+pub const MINT_EXTENSIONS_TAKEN: [u16; 9] = [
+    3,  // MintCloseAuthority
+    10, // InterestBearingConfig (display)
+    18, // MetadataPointer
+    19, // TokenMetadata
+    20, // GroupPointer
+    21, // TokenGroup
+    22, // GroupMemberPointer
+    23, // TokenGroupMember
+    25, // ScaledUiAmount (display)
+];
+/// `ImmutableOwner`: what an associated Token-2022 account carries.
+pub const IMMUTABLE_OWNER: u16 = 7;
+
+/// Whether every Token-2022 extension in `data` (a mint's or an
+/// account's) is one of `taken`; an unextended one has none, a TLV area
+/// that does not read is refused.
+pub fn extensions_within(data: &[u8], taken: &[u16]) -> bool {
+    let mut at = ACCOUNT_LEN + 1;
+    while at + 4 <= data.len() {
+        let kind = u16::from_le_bytes([data[at], data[at + 1]]);
+        if kind == 0 {
+            return true; // uninitialized: the rest is padding
+        }
+        if !taken.contains(&kind) {
+            return false;
+        }
+        let len = usize::from(u16::from_le_bytes([data[at + 2], data[at + 3]]));
+        at += 4 + len;
+        if at > data.len() {
+            return false;
+        }
+    }
+    true
+}
+
+/// Checks `mint` can settle an escrow: an initialized mint of a token
+/// program ([`mint_decimals`]) whose extensions are all
+/// [`MINT_EXTENSIONS_TAKEN`] ([`EscrowError::MintExtension`]: a permanent
+/// delegate, a pause, a transfer hook or fee, non-transferable tokens, a
+/// default account state, confidential transfers).
+pub fn check_escrow_mint(mint: &AccountInfo<'_>) -> Result<()> {
+    mint_decimals(mint)?;
+    require!(
+        extensions_within(&mint.try_borrow_data()?, &MINT_EXTENSIONS_TAKEN),
+        EscrowError::MintExtension
+    );
+    Ok(())
+}
+
 /// Whether `program` is SPL Token or Token-2022.
 pub fn is_token_program(program: &Pubkey) -> bool {
     *program == TOKEN_PROGRAM || *program == TOKEN_2022_PROGRAM
@@ -119,7 +173,16 @@ pub struct Token<'a, 'info> {
     pub decimals: u8,
 }
 
-impl<'info> Token<'_, 'info> {
+impl<'a, 'info> Token<'a, 'info> {
+    /// `mint` under `program`, its decimals read ([`mint_decimals`]).
+    pub fn new(program: &'a AccountInfo<'info>, mint: &'a AccountInfo<'info>) -> Result<Self> {
+        Ok(Token {
+            program,
+            mint,
+            decimals: mint_decimals(mint)?,
+        })
+    }
+
     /// Creates `owner`'s associated account of the mint (`vault`), paid by
     /// `payer`, unless it exists.
     pub fn create_associated(
