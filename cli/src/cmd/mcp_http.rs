@@ -117,10 +117,16 @@ fn bearer_matches(header: Option<&str>, token_digest: &[u8; 32]) -> bool {
         == 0
 }
 
+/// A refusal before the body is read: the connection closes after it
+/// (announced, so a client never reuses a connection the server drops for
+/// the unread body: without it a burst raced the close).
 fn refuse(status: StatusCode, error: &str) -> Response {
     (
         status,
-        [("content-type", "application/json")],
+        [
+            ("content-type", "application/json"),
+            ("connection", "close"),
+        ],
         serde_json::json!({ "error": error }).to_string(),
     )
         .into_response()
