@@ -9,6 +9,7 @@ use crate::fold::refusal::Refusal;
 use crate::record::TxRecord;
 use node::escrow::EscrowEvent;
 use serde::Serialize;
+use std::sync::Arc;
 
 /// One escrow deposit as the program's events tell it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -146,15 +147,8 @@ impl State {
     /// account it belongs to.
     fn escrow_settlement(&mut self, escrow: &str) -> Option<&mut Settlement> {
         let e = self.escrows.get(escrow)?;
-        let (account, buyer) = (e.listing.clone(), e.buyer.clone());
-        let listing_id = self
-            .listings
-            .values()
-            .find(|l| {
-                escrow_listing_account(&l.seller, &l.listing_id).ok() == Some(account.clone())
-            })?
-            .listing_id
-            .clone();
+        let buyer = e.buyer.clone();
+        let listing_id = self.escrow_listings.get(&e.listing)?.clone();
         let sig = self
             .settlements_of(&listing_id)
             .find(|(_, s)| {
@@ -167,7 +161,7 @@ impl State {
                     )
             })
             .map(|(k, _)| k.clone())?;
-        self.settlements.get_mut(&sig)
+        self.settlements.get_mut(&sig).map(Arc::make_mut)
     }
 }
 

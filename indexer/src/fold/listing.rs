@@ -138,7 +138,7 @@ impl State {
         if !r.tx.signed_by(&l.seller_pubkey) {
             return Err(Refusal::ListNotSignedBySeller);
         }
-        if let Some(first) = self.listings.get_mut(&l.listing_id) {
+        if let Some(first) = self.listings.get_mut(&l.listing_id).map(Arc::make_mut) {
             if first.seller == l.seller_pubkey {
                 return Err(Refusal::ListingExists {
                     listing_id: l.listing_id.clone(),
@@ -152,9 +152,17 @@ impl State {
                 first_seller: first.seller.clone(),
             });
         }
+        // an escrow listing's program account (its events name it)
+        let escrow_account = match l.escrow_program {
+            Some(_) => Some(super::escrow::escrow_listing_account(
+                &l.seller_pubkey,
+                &l.listing_id,
+            )?),
+            None => None,
+        };
         self.listings.insert(
             l.listing_id.clone(),
-            ListingState {
+            Arc::new(ListingState {
                 listing_id: l.listing_id.clone(),
                 manifest_id: manifest_id.into(),
                 seller: l.seller_pubkey.clone(),
@@ -172,8 +180,11 @@ impl State {
                 cancelled: None,
                 manifest: l.raw.clone(),
                 contested_by: Vec::new(),
-            },
+            }),
         );
+        if let Some(account) = escrow_account {
+            self.escrow_listings.insert(account, l.listing_id.clone());
+        }
         Ok(())
     }
 

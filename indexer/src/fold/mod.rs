@@ -34,6 +34,7 @@ use crate::record::{Position, TxRecord};
 use imbl::{HashMap, OrdMap, OrdSet};
 use node::market::{MemoError, MemoOp};
 use serde::Serialize;
+use std::sync::Arc;
 use sha2::{Digest, Sha256};
 
 /// Seconds after a paid buy without a release before it counts against
@@ -101,12 +102,12 @@ pub struct State {
     pub last: Option<Position>,
     /// Transactions folded.
     pub transactions: u64,
-    /// Listings by id.
-    pub listings: OrdMap<String, ListingState>,
+    /// Listings by id (shared: a path copy of the map clones pointers).
+    pub listings: OrdMap<String, Arc<ListingState>>,
     /// Offers by id.
-    pub offers: OrdMap<String, OfferState>,
+    pub offers: OrdMap<String, Arc<OfferState>>,
     /// Buys by transaction signature.
-    pub settlements: OrdMap<String, Settlement>,
+    pub settlements: OrdMap<String, Arc<Settlement>>,
     /// Refused memos by transaction signature.
     pub rejected: OrdMap<String, Vec<Rejected>>,
     /// Escrow-program deposits by escrow account (from its events).
@@ -123,6 +124,11 @@ pub struct State {
     /// listing's accepted offers without scanning every offer).
     #[serde(skip)]
     offers_by_listing: OrdMap<String, OrdSet<String>>,
+    /// Listing ids by their escrow-program account (an index over the
+    /// escrow listings: an escrow event finds its buy without deriving
+    /// every listing's account).
+    #[serde(skip)]
+    escrow_listings: OrdMap<String, String>,
     /// The chain's clock, as the indexer serving this state last read it.
     #[serde(skip)]
     pub clock: std::sync::Arc<crate::clock::ChainClock>,

@@ -121,7 +121,7 @@ impl State {
             .insert(o.offer_id.clone());
         self.offers.insert(
             o.offer_id.clone(),
-            OfferState {
+            Arc::new(OfferState {
                 offer_id: o.offer_id.clone(),
                 listing_id: listing_id.into(),
                 buyer: buyer.into(),
@@ -138,7 +138,7 @@ impl State {
                     manifest: o.raw.clone(),
                 }],
                 closed: None,
-            },
+            }),
         );
         Ok(())
     }
@@ -196,7 +196,7 @@ impl State {
         if c.offer_id != offer_id || c.from_pubkey != counterer {
             return Err(Refusal::CounterManifestMismatch);
         }
-        let offer = self.offers.get_mut(offer_id).expect("checked above");
+        let offer = Arc::make_mut(self.offers.get_mut(offer_id).expect("checked above"));
         offer.status = OfferStatus::Countered;
         offer.terms.push(Terms {
             from: counterer.into(),
@@ -226,7 +226,7 @@ impl State {
         if !r.tx.signed_by(&who) {
             return Err(Refusal::NotSignedBy(party));
         }
-        let offer = self.offers.get_mut(offer_id).expect("checked above");
+        let offer = Arc::make_mut(self.offers.get_mut(offer_id).expect("checked above"));
         offer.status = to;
         offer.closed = Some(At::of(r));
         Ok(())

@@ -14,6 +14,7 @@ use node::bundle::verify_manifest_by;
 use node::escrow;
 use node::settle::{verify_buy, verify_escrow_deposit, ListingTerms};
 use serde::Serialize;
+use std::sync::Arc;
 use serde_json::Value;
 
 /// Where a buy stands.
@@ -184,7 +185,8 @@ impl State {
             .entry(settlement.listing_id.clone())
             .or_default()
             .push_back(r.tx.signature.clone());
-        self.settlements.insert(r.tx.signature.clone(), settlement);
+        self.settlements
+            .insert(r.tx.signature.clone(), Arc::new(settlement));
         Ok(())
     }
 
@@ -258,7 +260,7 @@ impl State {
                 .map(|(k, _)| k.clone())
                 .ok_or(Refusal::NoPaidBuy)?,
         };
-        let s = self.settlements.get_mut(&target).expect("found above");
+        let s = Arc::make_mut(self.settlements.get_mut(&target).expect("found above"));
         s.status = SettlementStatus::Released {
             at: At::of(r),
             envelope_id: envelope_id.into(),

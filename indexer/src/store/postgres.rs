@@ -333,8 +333,10 @@ impl LogStore for PgStore {
             }
             let rows = c
                 .query(
-                    "SELECT signature, record, seq FROM txs WHERE seq > $1
-                     ORDER BY slot, idx, signature",
+                    // by change number (its index): the caller sorts into
+                    // chain order, and a sort by chain order here could
+                    // walk that whole index for a few new rows
+                    "SELECT signature, record, seq FROM txs WHERE seq > $1 ORDER BY seq",
                     &[&since],
                 )
                 .await?;
