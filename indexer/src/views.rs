@@ -94,13 +94,8 @@ pub fn visible_settlements<'a>(
 /// The listing whose escrow-program account holds `e`, if folded (only
 /// listings that settle through the program are derived).
 pub fn escrow_listing<'a>(state: &'a State, e: &EscrowState) -> Option<&'a ListingState> {
-    state.listings.values().find(|l| {
-        l.manifest.get("escrow_program").is_some()
-            && crate::fold::escrow_listing_account(&l.seller, &l.listing_id)
-                .ok()
-                .as_deref()
-                == Some(e.listing.as_str())
-    })
+    let id = state.escrow_listing_id(&e.listing)?;
+    state.listings.get(id).map(|l| &**l)
 }
 
 /// The escrow deposits into `l`'s program account that `viewer` may see
@@ -445,7 +440,7 @@ pub fn reputation_with(
         .listings
         .values()
         .filter(|l| l.seller == seller)
-        .map(|l| (l.listing_id.as_str(), l))
+        .map(|l| (l.listing_id.as_str(), &**l))
         .collect();
     let mut r = Reputation {
         seller_pubkey: seller.into(),

@@ -35,6 +35,7 @@ pub(super) fn listing_id(id: &str) -> Res<()> {
 pub(super) fn known_listing<'a>(s: &'a State, id: &str) -> Res<&'a ListingState> {
     s.listings
         .get(id)
+        .map(|l| &**l)
         .ok_or_else(|| ApiError::not_found(format!("no listing {id} on chain")))
 }
 

@@ -92,7 +92,12 @@ async fn seller(AxState(st): AxState<AppState>, Path(pk): Path<String>) -> Respo
     }
     let latencies = crate::views::release_latencies(&s, &pk, None);
     let rep = crate::views::reputation_with(&s, &pk, st.ix.config(), None, &latencies);
-    let listings: Vec<_> = s.listings.values().filter(|l| l.seller == pk).collect();
+    let listings: Vec<&crate::fold::ListingState> = s
+        .listings
+        .values()
+        .filter(|l| l.seller == pk)
+        .map(|l| &**l)
+        .collect();
     if listings.is_empty() {
         return not_found(&s, &format!("No listings by {pk} on chain."));
     }

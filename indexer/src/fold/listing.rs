@@ -192,6 +192,7 @@ impl State {
     pub(super) fn listing(&self, id: &str) -> Result<&ListingState, Refusal> {
         self.listings
             .get(id)
+            .map(|l| &**l)
             .ok_or_else(|| Refusal::UnknownListing {
                 listing_id: id.into(),
             })
@@ -205,10 +206,8 @@ impl State {
         if listing.cancelled.is_some() {
             return Err(Refusal::AlreadyCancelled);
         }
-        self.listings
-            .get_mut(listing_id)
-            .expect("found above")
-            .cancelled = Some(At::of(r));
+        Arc::make_mut(self.listings.get_mut(listing_id).expect("found above")).cancelled =
+            Some(At::of(r));
         Ok(())
     }
 }

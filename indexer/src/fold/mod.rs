@@ -135,6 +135,11 @@ pub struct State {
 }
 
 impl State {
+    /// The escrow listing whose program account is `account`, if folded.
+    pub fn escrow_listing_id(&self, account: &str) -> Option<&str> {
+        self.escrow_listings.get(account).map(String::as_str)
+    }
+
     /// "Now" for views: the chain's clock where the indexer reads one,
     /// never before the newest block folded.
     pub fn view_now(&self) -> i64 {

@@ -81,6 +81,7 @@ impl State {
             .into_iter()
             .flatten()
             .filter_map(|sig| self.settlements.get_key_value(sig))
+            .map(|(sig, s)| (sig, &**s))
     }
 
     /// A settlement's status for display: `paid` turns `unreleased` once
