@@ -34,8 +34,8 @@ use crate::record::{Position, TxRecord};
 use imbl::{HashMap, OrdMap, OrdSet};
 use node::market::{MemoError, MemoOp};
 use serde::Serialize;
-use std::sync::Arc;
 use sha2::{Digest, Sha256};
+use std::sync::Arc;
 
 /// Seconds after a paid buy without a release before it counts against
 /// the seller as unreleased.

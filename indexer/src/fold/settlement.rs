@@ -14,8 +14,8 @@ use node::bundle::verify_manifest_by;
 use node::escrow;
 use node::settle::{verify_buy, verify_escrow_deposit, ListingTerms};
 use serde::Serialize;
-use std::sync::Arc;
 use serde_json::Value;
+use std::sync::Arc;
 
 /// Where a buy stands.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
