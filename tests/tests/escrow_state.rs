@@ -146,6 +146,7 @@ fn listing_bytes(seller: &Pubkey, l: &node::market::manifest::Listing, stake: u6
     d.push(0); // Live
     d.extend_from_slice(&1u32.to_le_bytes()); // one open escrow
     d.push(253); // bump
+    d.extend_from_slice(&[0; 32]); // mint: the default key (lamports)
     d
 }
 
