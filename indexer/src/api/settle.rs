@@ -126,7 +126,7 @@ pub(super) async fn settle(
             .and_then(|v| v.try_into().ok())
             .ok_or_else(|| ApiError::bad("an escrow listing's deposit binds your blinding point B = b·G: send `blind_point` (64 hex; docs/escrow-protocol.md says how to derive it, or buy with `brainctl marketplace buy`)"))?;
         let chain = source.chain();
-        let ixs = deposit_plan(chain, &buyer, &x25519, &blind, &listing, &st.registry, now)
+        let plan = deposit_plan(chain, &buyer, &x25519, &blind, &listing, &st.registry, now)
             .await
             .map_err(|e| match e {
                 EscrowReadError::Plan(p) => ApiError::conflict(p.to_string()),
@@ -138,10 +138,11 @@ pub(super) async fn settle(
                 .map_err(|_| ApiError::conflict("the listing's seller is malformed"))?,
             &id,
         );
-        let (tx_base64, blockhash, last_valid) = unsigned(chain, &ixs, &buyer).await?;
-        // in a token, the deposit moves price_units of the mint into the
-        // escrow's vault
-        let token = listing.settlement.as_ref();
+        let (tx_base64, blockhash, last_valid) =
+            unsigned(chain, &plan.instructions, &buyer).await?;
+        // in a token, the deposit moves price_units of the mint (its
+        // decimals as the chain has them) into the escrow's vault
+        let price_units = listing.settlement.as_ref().map(|t| t.price_units);
         return Ok(Json(json!({
             "ok": true,
             "tx_base64": tx_base64,
@@ -149,8 +150,8 @@ pub(super) async fn settle(
             "buyer_pubkey": who,
             "payment_address": l.payment_address,
             "price_lamports": listing.price_lamports,
-            "price_units": token.map(|t| t.price_units),
-            "decimals": token.map(|t| t.decimals),
+            "price_units": price_units,
+            "decimals": plan.token.map(|t| t.decimals),
             "fee_lamports": 0,
             "offer_id": null,
             "currency": settles_in,

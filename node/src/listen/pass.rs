@@ -204,22 +204,35 @@ async fn claim_due(
             )),
         };
         let (settings, now) = (&s.0, s.1);
-        for h in revealed {
-            if now
-                < h.account
+        let due: Vec<_> = revealed
+            .into_iter()
+            .filter(|h| {
+                now >= h
+                    .account
                     .revealed_at
                     .saturating_add(settings.dispute_window_secs)
-            {
+            })
+            .collect();
+        if due.is_empty() {
+            continue;
+        }
+        // what this listing's escrows hold, read once for all its claims
+        let token = match listing_token(chain, &account).await {
+            Ok(token) => token,
+            Err(e) => {
+                tracing::warn!(%listing_id, error = %e, "claims not built; will retry");
                 continue;
             }
-            let ixs = claim_instructions(chain, &account, &h.account.buyer, &me, settings).await;
-            let ixs = match ixs {
-                Ok(ixs) => ixs,
-                Err(e) => {
-                    tracing::warn!(escrow = %h.escrow, error = %e, "claim not built; will retry");
-                    continue;
-                }
-            };
+        };
+        for h in due {
+            let ixs = crate::market::escrow_trade::claim_instructions(
+                &me,
+                &account,
+                &h.account.buyer,
+                &me,
+                &settings.treasury,
+                token.as_ref(),
+            );
             match chain.send(&ixs, &[&payer]).await {
                 Ok(sent) => {
                     tracing::info!(escrow = %h.escrow, signature = %sent.signature, "claimed after the dispute window");
@@ -234,31 +247,17 @@ async fn claim_due(
     Ok(())
 }
 
-/// The claim of `buyer`'s revealed escrow on our listing `account`: the
-/// program's `claim`, or in a token our associated account of the mint
-/// (created if missing) and `claim_token` into it.
-async fn claim_instructions(
+/// What the escrows of our listing `account` hold: the listing's token
+/// (`None`: lamports, or no listing account).
+async fn listing_token(
     chain: &Chain,
     account: &Pubkey,
-    buyer: &Pubkey,
-    me: &Pubkey,
-    settings: &crate::escrow::SettingsAccount,
-) -> Result<Vec<solana_sdk::instruction::Instruction>, crate::market::escrow_trade::EscrowReadError>
-{
+) -> Result<Option<crate::chain::token::TokenMint>, crate::market::escrow_trade::EscrowReadError> {
     use crate::market::escrow_trade::{read_account, vault_mint};
-    let onchain = read_account(chain, account, crate::escrow::ListingAccount::decode).await?;
-    let token = match &onchain {
-        Some(l) => vault_mint(chain, l).await?,
-        None => None,
-    };
-    Ok(crate::market::escrow_trade::claim_instructions(
-        me,
-        account,
-        buyer,
-        me,
-        &settings.treasury,
-        token.as_ref(),
-    ))
+    match read_account(chain, account, crate::escrow::ListingAccount::decode).await? {
+        Some(l) => vault_mint(chain, &l).await,
+        None => Ok(None),
+    }
 }
 
 /// A step's failure: the state database (fatal to the pass) or the chain

@@ -426,27 +426,13 @@ pub async fn listing_mint(
             crate::chain::token::MintRefusal::Chain(c) => BuyError::Chain(c),
             refusal => ListingRefusal::Mint(refusal).into(),
         })?;
-    let mismatch = |field, listed: String, onchain: String| ListingRefusal::MintMismatch {
-        mint: address.to_string(),
-        field,
-        listed,
-        onchain,
-    };
-    let listed_program = Pubkey::new_from_array(settlement.token_program);
-    if mint.program != listed_program {
-        return Err(mismatch(
-            "token_program",
-            listed_program.to_string(),
-            mint.program.to_string(),
-        )
-        .into());
-    }
-    if mint.decimals != settlement.decimals {
-        return Err(mismatch(
-            "decimals",
-            settlement.decimals.to_string(),
-            mint.decimals.to_string(),
-        )
+    if let Some((field, listed, onchain)) = settlement.differs_from(&mint) {
+        return Err(ListingRefusal::MintMismatch {
+            mint: address.to_string(),
+            field,
+            listed,
+            onchain,
+        }
         .into());
     }
     Ok(mint)
@@ -551,7 +537,10 @@ async fn plan_escrow(
         .map_err(crate::market::escrow_trade::EscrowReadError::from)?;
     let blind = blind_point_for(&buyer.x25519_secret(), &onchain, &account, &kp.pubkey())
         .map_err(crate::market::escrow_trade::EscrowReadError::from)?;
-    let instructions = crate::market::escrow_trade::deposit_plan(
+    let crate::market::escrow_trade::DepositPlan {
+        instructions,
+        token,
+    } = crate::market::escrow_trade::deposit_plan(
         chain,
         &kp.pubkey(),
         &buyer.x25519_public(),
@@ -563,7 +552,7 @@ async fn plan_escrow(
     .await?;
     let simulated = chain.simulated_cost(&instructions, &kp).await?;
     let price = onchain.terms.price_lamports;
-    if let Some(mint) = crate::market::escrow_trade::escrow_mint(chain, &onchain, listing).await? {
+    if let Some(mint) = token {
         // in a token: the program moves exactly the price into the vault;
         // the SOL balance pays the escrow's and the vault's rent (back to
         // the buyer when it closes them) and the fee

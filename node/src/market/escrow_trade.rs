@@ -448,14 +448,8 @@ pub async fn escrow_mint(
         Err(MintRefusal::Chain(e)) => return Err(e.into()),
         Err(refusal) => return Err(EscrowReadError::Mint(refusal)),
     };
-    if let Some(t) = &listing.settlement {
-        let program = Pubkey::new_from_array(t.token_program);
-        if mint.program != program {
-            return Err(mismatch("token_program", mint.program, program).into());
-        }
-        if mint.decimals != t.decimals {
-            return Err(mismatch("decimals", mint.decimals, t.decimals).into());
-        }
+    if let Some((field, listed, onchain)) = listing.token().and_then(|t| t.differs_from(&mint)) {
+        return Err(mismatch(field, onchain, listed).into());
     }
     Ok(Some(mint))
 }
@@ -516,6 +510,15 @@ pub fn dispute_instructions(
     }
 }
 
+/// A deposit planned by [`deposit_plan`].
+#[derive(Debug, Clone)]
+pub struct DepositPlan {
+    /// What the buyer signs and sends.
+    pub instructions: Vec<Instruction>,
+    /// The mint it pays in, as the chain has it (`None`: lamports).
+    pub token: Option<TokenMint>,
+}
+
 /// The deposit `buyer` would send for `listing` now, from the accounts as
 /// the chain holds them: the listing account must match the signed
 /// manifest and take deposits, and the buyer must not hold an escrow on it.
@@ -529,7 +532,7 @@ pub async fn deposit_plan(
     listing: &Listing,
     registry: &Pubkey,
     now: i64,
-) -> Result<Vec<Instruction>, EscrowReadError> {
+) -> Result<DepositPlan, EscrowReadError> {
     let (account, onchain, _) = checked_listing(chain, listing, now).await?;
     let at = escrow::escrow_address(&account, buyer);
     if let Some(e) = read_account(chain, &at, EscrowAccount::decode).await? {
@@ -541,7 +544,7 @@ pub async fn deposit_plan(
         .into());
     }
     let token = escrow_mint(chain, &onchain, listing).await?;
-    Ok(buy_instructions(
+    let instructions = buy_instructions(
         buyer,
         buyer_x25519,
         blind_point,
@@ -549,7 +552,11 @@ pub async fn deposit_plan(
         &onchain,
         registry,
         token.as_ref(),
-    )?)
+    )?;
+    Ok(DepositPlan {
+        instructions,
+        token,
+    })
 }
 
 /// The point B a buyer binds, from its X25519 secret.

@@ -243,6 +243,31 @@ pub struct TokenTerms {
     pub decimals: u8,
 }
 
+impl TokenTerms {
+    /// The first of `mint`'s token program and decimals (as the chain has
+    /// them) that differs from these: (field, stated here, on chain).
+    pub fn differs_from(
+        &self,
+        mint: &crate::chain::token::TokenMint,
+    ) -> Option<(&'static str, String, String)> {
+        let program = crate::chain::Pubkey::new_from_array(self.token_program);
+        if mint.program != program {
+            return Some((
+                "token_program",
+                program.to_string(),
+                mint.program.to_string(),
+            ));
+        }
+        (mint.decimals != self.decimals).then(|| {
+            (
+                "decimals",
+                self.decimals.to_string(),
+                mint.decimals.to_string(),
+            )
+        })
+    }
+}
+
 /// The most tolerance a listing may state (5%).
 pub const MAX_USD_TOLERANCE_BPS: u16 = 500;
 
