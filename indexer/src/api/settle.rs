@@ -319,9 +319,7 @@ async fn settle_usd(
     who: &str,
     usd: &node::settle::UsdTerms,
 ) -> Res<Json<Value>> {
-    node::market::usd_price::check_feed(usd, &l.currency)
-        .map_err(|e| ApiError::conflict(e.to_string()))?;
-    let quote = node::market::usd_price::quote_now(payer.chain, usd)
+    let quote = node::market::usd_price::quote_now(payer.chain, usd, &l.currency)
         .await
         .map_err(|e| match e {
             node::market::usd_price::UsdPriceError::Chain(c) => {

@@ -313,9 +313,7 @@ pub async fn plan_buy(
             return Err(ListingRefusal::UsdAtSettleListedOnly.into())
         }
         (Terms::Listed, Some(usd)) => {
-            crate::market::usd_price::check_feed(usd, &listing.currency())
-                .map_err(|e| ListingRefusal::UsdPrice(e.to_string()))?;
-            let q = crate::market::usd_price::quote_now(chain, usd)
+            let q = crate::market::usd_price::quote_now(chain, usd, &listing.currency())
                 .await
                 .map_err(|e| match e {
                     crate::market::usd_price::UsdPriceError::Chain(c) => BuyError::Chain(c),

@@ -250,11 +250,13 @@ async fn usd_at_settle_now(
         });
     }
     let terms = usd.terms(o.price_usd);
-    if usd.token.is_none() {
-        crate::market::usd_price::check_feed(&terms, &crate::settle::Currency::Sol)
-            .map_err(|e| InputError::UsdPrice(e.to_string()))?;
-    }
-    let quote = crate::market::usd_price::quote_now(chain, &terms)
+    let currency = match &usd.token {
+        None => crate::settle::Currency::Sol,
+        Some(t) => crate::settle::Currency::Token {
+            mint: t.mint.clone(),
+        },
+    };
+    let quote = crate::market::usd_price::quote_now(chain, &terms, &currency)
         .await
         .map_err(|e| InputError::UsdPrice(e.to_string()))?;
     // a buy's quote, run now as the program would run it in the buy

@@ -125,8 +125,13 @@ pub async fn read_price(chain: &Chain, account: &str) -> Result<PriceUpdate, Usd
 }
 
 /// The listing's USD in base units of its currency now, by its rule at
-/// the cluster's clock.
-pub async fn quote_now(chain: &Chain, terms: &UsdTerms) -> Result<UsdQuoteNow, UsdPriceError> {
+/// the cluster's clock (SOL only at the SOL/USD feed: [`check_feed`]).
+pub async fn quote_now(
+    chain: &Chain,
+    terms: &UsdTerms,
+    currency: &crate::settle::Currency,
+) -> Result<UsdQuoteNow, UsdPriceError> {
+    check_feed(terms, currency)?;
     let update = read_price(chain, &terms.price_account).await?;
     let now = chain.cluster_time().await?;
     let unusable = |why| UsdPriceError::Unusable {
