@@ -23,7 +23,6 @@ mod util;
 use node::chain::{Keypair, Pubkey, Signer};
 use node::escrow::{self, EscrowAccount, EscrowStatus, ListingAccount};
 use serde_json::Value;
-use std::process::{Child, Stdio};
 use std::time::{Duration, Instant};
 use util::escrow::{address, buying, configured, escrow_seller, ok, STAKE};
 use util::Env;
@@ -44,16 +43,6 @@ fn pubkey_of(v: &e2e::TestValidator, e: &Env) -> Pubkey {
         .unwrap()
         .parse()
         .unwrap()
-}
-
-/// Kills the daemon on drop.
-struct Daemon(Child);
-
-impl Drop for Daemon {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
 }
 
 fn read<T>(
@@ -181,25 +170,13 @@ fn the_escrow_trade_runs_through_the_binaries_on_the_deployed_program() {
     assert_eq!(terms.price_lamports, price);
 
     // the daemon, as sellers run it
-    let daemon = Daemon(
-        seller
-            .cmd()
-            .args(["-u", &v.rpc_url, "--commitment", "confirmed"])
-            .args([
-                "marketplace",
-                "listen",
-                "--interval",
-                "1",
-                "--token-standard",
-                "token2022",
-                "--storage-dir",
-                &dir,
-            ])
-            .env("RUST_LOG", "warn")
-            .stdout(Stdio::null())
-            .stderr(std::fs::File::create(work.path().join("listen.log")).unwrap())
-            .spawn()
-            .unwrap(),
+    let daemon = util::services::listen(
+        &seller,
+        &v.rpc_url,
+        &dir,
+        work.path(),
+        &["--token-standard", "token2022"],
+        "warn",
     );
     let balance = |k: &Pubkey| rt.block_on(chain.balance(k)).unwrap();
 
@@ -806,25 +783,13 @@ fn an_escrow_listing_in_test_dollars_pays_the_seller_from_the_vault() {
     );
 
     let (indexer, base) = util::services::indexer(&v.rpc_url, &dir, work.path());
-    let daemon = Daemon(
-        seller
-            .cmd()
-            .args(["-u", &v.rpc_url, "--commitment", "confirmed"])
-            .args([
-                "marketplace",
-                "listen",
-                "--interval",
-                "1",
-                "--token-standard",
-                "token2022",
-                "--storage-dir",
-                &dir,
-            ])
-            .env("RUST_LOG", "warn")
-            .stdout(Stdio::null())
-            .stderr(std::fs::File::create(work.path().join("listen.log")).unwrap())
-            .spawn()
-            .unwrap(),
+    let daemon = util::services::listen(
+        &seller,
+        &v.rpc_url,
+        &dir,
+        work.path(),
+        &["--token-standard", "token2022"],
+        "warn",
     );
     let log = || std::fs::read_to_string(work.path().join("listen.log")).unwrap_or_default();
 

@@ -12,9 +12,9 @@ mod util;
 
 use node::chain::{Keypair, Pubkey, Signer};
 use serde_json::Value;
-use std::process::Stdio;
+
 use std::time::{Duration, Instant};
-use util::services::{log, Running};
+use util::services::Running;
 use util::Env;
 
 fn run(v: &e2e::TestValidator, e: &Env, args: &[&str]) -> util::Run {
@@ -184,25 +184,13 @@ fn a_listing_priced_in_usd_settles_at_the_slots_pyth_price() {
     assert_eq!(q["terms"], "usd_at_settle");
 
     let (indexer, base) = util::services::indexer(&v.rpc_url, &dir, work.path());
-    let log_path = work.path().join("listen.log");
-    let mut daemon = Running(
-        seller
-            .cmd()
-            .args(["-u", &v.rpc_url, "--commitment", "confirmed"])
-            .args([
-                "marketplace",
-                "listen",
-                "--interval",
-                "1",
-                "--storage-dir",
-                &dir,
-            ])
-            .env("RUST_LOG", "warn,node::listen=info")
-            .stdout(Stdio::null())
-            .stderr(log(&log_path))
-            .spawn()
-            .unwrap(),
-        log_path,
+    let mut daemon = util::services::listen(
+        &seller,
+        &v.rpc_url,
+        &dir,
+        work.path(),
+        &[],
+        "warn,node::listen=info",
     );
 
     // hostile buys first, while the daemon runs
@@ -462,25 +450,13 @@ fn a_token_listing_priced_in_usd_converts_at_the_slots_price() {
     assert_eq!(q["terms"], "usd_at_settle");
 
     let (indexer, base) = util::services::indexer(&v.rpc_url, &dir, work.path());
-    let log_path = work.path().join("listen.log");
-    let mut daemon = Running(
-        seller
-            .cmd()
-            .args(["-u", &v.rpc_url, "--commitment", "confirmed"])
-            .args([
-                "marketplace",
-                "listen",
-                "--interval",
-                "1",
-                "--storage-dir",
-                &dir,
-            ])
-            .env("RUST_LOG", "warn,node::listen=info")
-            .stdout(Stdio::null())
-            .stderr(log(&log_path))
-            .spawn()
-            .unwrap(),
-        log_path,
+    let mut daemon = util::services::listen(
+        &seller,
+        &v.rpc_url,
+        &dir,
+        work.path(),
+        &[],
+        "warn,node::listen=info",
     );
 
     // hostile buys while the daemon runs: the token paid without the

@@ -131,31 +131,13 @@ fn an_x402_client_buys_a_token_listing_and_opens_its_key() {
     // the indexer counts x402 buys, which no watched address lists: their
     // releases lead it to them
     let (indexer, indexer_url) = util::services::indexer(&v.rpc_url, &dir, work);
-    let mut daemon = Running(
-        seller
-            .cmd()
-            .args(["-u", &v.rpc_url, "--commitment", "confirmed"])
-            .args([
-                "marketplace",
-                "listen",
-                "--interval",
-                "1",
-                "--storage-dir",
-                &dir,
-                "--x402",
-                "127.0.0.1:0",
-                "--x402-network",
-                DEVNET,
-            ])
-            .env(
-                "RUST_LOG",
-                "warn,node::x402=debug,node::listen=info,tower_http=debug",
-            )
-            .stdout(Stdio::null())
-            .stderr(log(&work.join("listen.log")))
-            .spawn()
-            .unwrap(),
-        work.join("listen.log"),
+    let mut daemon = util::services::listen(
+        &seller,
+        &v.rpc_url,
+        &dir,
+        work,
+        &["--x402", "127.0.0.1:0", "--x402-network", DEVNET],
+        "warn,node::x402=debug,node::listen=info,tower_http=debug",
     );
     let base = format!("http://{}", e2e::logged_listen_address(&daemon.1));
 

@@ -100,16 +100,19 @@ pub fn listing_with_releases(base: &str, listing_id: &str, releases: u64) -> Val
     shown
 }
 
-/// `brainctl marketplace listen` for `seller` and `brainctl-indexer run`,
-/// both reading the chain at `rpc`. Returns them and the indexer's URL.
-pub fn services(
+/// `brainctl marketplace listen --interval 1 --storage-dir items` (and
+/// `extra` flags) as `seller` runs it against `rpc`, logging at
+/// `rust_log` to `work/listen.log`.
+pub fn listen(
     seller: &Env,
     rpc: &str,
     items: &str,
     work: &std::path::Path,
-) -> (Running, Running, String) {
-    let (indexer, base) = indexer(rpc, items, work);
-    let daemon = Running(
+    extra: &[&str],
+    rust_log: &str,
+) -> Running {
+    let path = work.join("listen.log");
+    Running(
         seller
             .cmd()
             .args(["-u", rpc, "--commitment", "confirmed"])
@@ -121,12 +124,32 @@ pub fn services(
                 "--storage-dir",
                 items,
             ])
-            .env("RUST_LOG", "warn,node::listen=debug,node::chain=debug")
+            .args(extra)
+            .env("RUST_LOG", rust_log)
             .stdout(Stdio::null())
-            .stderr(log(&work.join("listen.log")))
+            .stderr(log(&path))
             .spawn()
             .unwrap(),
-        work.join("listen.log"),
+        path,
+    )
+}
+
+/// `brainctl marketplace listen` for `seller` and `brainctl-indexer run`,
+/// both reading the chain at `rpc`. Returns them and the indexer's URL.
+pub fn services(
+    seller: &Env,
+    rpc: &str,
+    items: &str,
+    work: &std::path::Path,
+) -> (Running, Running, String) {
+    let (indexer, base) = indexer(rpc, items, work);
+    let daemon = listen(
+        seller,
+        rpc,
+        items,
+        work,
+        &[],
+        "warn,node::listen=debug,node::chain=debug",
     );
     (daemon, indexer, base)
 }
