@@ -14,15 +14,16 @@ use escrow::sealed::{FraudProof, SettingsArgs};
 use escrow_math::blob::{seal, Blob, Sealed};
 use escrow_math::client::{blind_scalar, listing_scalar, open, point_of, reveal, x25519_shared};
 mod common;
+use common::{code, custom, Party};
 
 use solana_program_test::{BanksClientError, ProgramTest, ProgramTestContext};
 use solana_sdk::account::Account;
 use solana_sdk::clock::Clock;
-use solana_sdk::instruction::{Instruction, InstructionError};
+use solana_sdk::instruction::Instruction;
 use solana_sdk::pubkey::Pubkey;
 use solana_sdk::rent::Rent;
 use solana_sdk::signature::{Keypair, Signer};
-use solana_sdk::transaction::{Transaction, TransactionError};
+use solana_sdk::transaction::Transaction;
 use std::collections::BTreeMap;
 
 const SYSTEM: Pubkey = solana_sdk::pubkey!("11111111111111111111111111111111");
@@ -53,37 +54,8 @@ fn escrow_pda(listing: &Pubkey, buyer: &Pubkey) -> Pubkey {
     )
     .0
 }
-fn code(e: EscrowError) -> u32 {
-    anchor_lang::error::ERROR_CODE_OFFSET + e as u32
-}
-fn custom<T: std::fmt::Debug>(res: Result<T, BanksClientError>) -> u32 {
-    match res {
-        Err(BanksClientError::TransactionError(TransactionError::InstructionError(
-            _,
-            InstructionError::Custom(c),
-        ))) => c,
-        other => panic!("expected a custom program error, got {other:?}"),
-    }
-}
 fn x25519_of(secret: &[u8; 32]) -> [u8; 32] {
     curve25519_dalek::MontgomeryPoint::mul_base_clamped(*secret).to_bytes()
-}
-
-/// A party: its wallet and X25519 secret.
-struct Party {
-    key: Keypair,
-    x_secret: [u8; 32],
-}
-impl Party {
-    fn new(x: u8) -> Party {
-        Party {
-            key: Keypair::new(),
-            x_secret: [x; 32],
-        }
-    }
-    fn x_public(&self) -> [u8; 32] {
-        x25519_of(&self.x_secret)
-    }
 }
 
 struct T {

@@ -17,12 +17,13 @@ use node::escrow::{self as client, Terms};
 use solana_program_test::{BanksClientError, ProgramTest, ProgramTestContext};
 use solana_sdk::account::Account;
 use solana_sdk::clock::Clock;
-use solana_sdk::instruction::{Instruction, InstructionError};
+use solana_sdk::instruction::Instruction;
 use solana_sdk::pubkey::Pubkey;
 use solana_sdk::signature::{Keypair, Signer};
-use solana_sdk::transaction::{Transaction, TransactionError};
+use solana_sdk::transaction::Transaction;
 
 mod common;
+use common::{code, custom, Party};
 
 const SYSTEM: Pubkey = solana_sdk::pubkey!("11111111111111111111111111111111");
 const SOL: u64 = 1_000_000_000;
@@ -37,39 +38,6 @@ const DISPUTE: i64 = 300;
 const SELLER_SEED: [u8; 32] = [12; 32];
 /// What the buyer's token account starts with.
 const FUNDS: u64 = 10 * PRICE;
-
-fn code(e: EscrowError) -> u32 {
-    anchor_lang::error::ERROR_CODE_OFFSET + e as u32
-}
-
-/// The custom error of a failed transaction (Anchor's or a token program's).
-fn custom<T: std::fmt::Debug>(res: Result<T, BanksClientError>) -> u32 {
-    match res {
-        Err(BanksClientError::TransactionError(TransactionError::InstructionError(
-            _,
-            InstructionError::Custom(c),
-        ))) => c,
-        other => panic!("expected a custom program error, got {other:?}"),
-    }
-}
-
-/// A party: its wallet and X25519 secret.
-struct Party {
-    key: Keypair,
-    x_secret: [u8; 32],
-}
-
-impl Party {
-    fn new(x: u8) -> Party {
-        Party {
-            key: Keypair::new(),
-            x_secret: [x; 32],
-        }
-    }
-    fn x_public(&self) -> [u8; 32] {
-        curve25519_dalek::MontgomeryPoint::mul_base_clamped(self.x_secret).to_bytes()
-    }
-}
 
 /// A mint's bytes (no extensions): an authority, the supply, decimals.
 fn mint_bytes(authority: &Pubkey, supply: u64, decimals: u8) -> Vec<u8> {

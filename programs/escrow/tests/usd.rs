@@ -14,11 +14,12 @@ use escrow_math::usd::{price_update_bytes, PriceUpdate, PYTH_RECEIVER};
 use solana_program_test::{BanksClientError, ProgramTest, ProgramTestContext};
 use solana_sdk::account::{Account, AccountSharedData};
 use solana_sdk::clock::Clock;
-use solana_sdk::instruction::{Instruction, InstructionError};
+use solana_sdk::instruction::Instruction;
 use solana_sdk::pubkey::Pubkey;
 use solana_sdk::signature::Signer;
-use solana_sdk::transaction::{Transaction, TransactionError};
+use solana_sdk::transaction::Transaction;
 mod common;
+use common::{code, custom};
 
 const SOL_USD: [u8; 32] = [0xef; 32];
 
@@ -114,20 +115,6 @@ async fn quote(
         assert_eq!(returned.data, q.units.to_le_bytes());
     }
     Ok(logged)
-}
-
-fn custom<T: std::fmt::Debug>(res: Result<T, BanksClientError>) -> u32 {
-    match res {
-        Err(BanksClientError::TransactionError(TransactionError::InstructionError(
-            _,
-            InstructionError::Custom(c),
-        ))) => c,
-        other => panic!("expected a custom program error, got {other:?}"),
-    }
-}
-
-fn code(e: EscrowError) -> u32 {
-    anchor_lang::error::ERROR_CODE_OFFSET + e as u32
 }
 
 #[tokio::test]

@@ -142,3 +142,41 @@ pub fn add_program_data(pt: &mut ProgramTest, authority: Option<&Pubkey>) {
         },
     );
 }
+
+/// The code of `e` as a transaction reports it.
+pub fn code(e: escrow::error::EscrowError) -> u32 {
+    anchor_lang::error::ERROR_CODE_OFFSET + e as u32
+}
+
+/// The custom error of a failed transaction (Anchor's or a called
+/// program's); panics on anything else.
+pub fn custom<T: std::fmt::Debug>(res: Result<T, solana_program_test::BanksClientError>) -> u32 {
+    use solana_program_test::BanksClientError;
+    use solana_sdk::instruction::InstructionError;
+    use solana_sdk::transaction::TransactionError;
+    match res {
+        Err(BanksClientError::TransactionError(TransactionError::InstructionError(
+            _,
+            InstructionError::Custom(c),
+        ))) => c,
+        other => panic!("expected a custom program error, got {other:?}"),
+    }
+}
+
+/// A party: its wallet and X25519 secret.
+pub struct Party {
+    pub key: solana_sdk::signature::Keypair,
+    pub x_secret: [u8; 32],
+}
+
+impl Party {
+    pub fn new(x: u8) -> Party {
+        Party {
+            key: solana_sdk::signature::Keypair::new(),
+            x_secret: [x; 32],
+        }
+    }
+    pub fn x_public(&self) -> [u8; 32] {
+        curve25519_dalek::MontgomeryPoint::mul_base_clamped(self.x_secret).to_bytes()
+    }
+}
