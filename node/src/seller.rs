@@ -443,31 +443,31 @@ impl ListenDb {
     /// buyer on the same listing that was not rejected (one escrow per
     /// buyer and listing can exist), is already recorded.
     pub fn record_deposit(&mut self, b: &VerifiedBuy) -> Result<Step, StateError> {
-        let tx = self.conn.savepoint()?;
-        let counted: bool = tx.query_row(
-            "SELECT EXISTS(SELECT 1 FROM buys WHERE signature = ?1 OR (listing_id = ?2 AND buyer = ?3 AND state != 'rejected'))",
-            params![b.signature, b.listing_id, b.buyer],
-            |r| r.get(0),
-        )?;
-        if counted {
-            return Ok(Step::AlreadyDone);
-        }
-        let now = crate::clock::now_iso();
-        tx.execute(
-            "INSERT INTO buys(signature, listing_id, slot, state, buyer, buyer_x25519, paid_lamports, price_lamports, offer_id, seen_at, updated_at) VALUES (?1, ?2, ?3, 'verified', ?4, ?5, ?6, ?7, NULL, ?8, ?8)",
-            params![
-                b.signature,
-                b.listing_id,
-                b.slot as i64,
-                b.buyer,
-                b.buyer_x25519,
-                b.paid_lamports as i64,
-                b.price_lamports as i64,
-                now
-            ],
-        )?;
-        tx.commit()?;
-        Ok(Step::Applied)
+        self.in_one_commit(|db| {
+            let counted: bool = db.conn.query_row(
+                "SELECT EXISTS(SELECT 1 FROM buys WHERE signature = ?1 OR (listing_id = ?2 AND buyer = ?3 AND state != 'rejected'))",
+                params![b.signature, b.listing_id, b.buyer],
+                |r| r.get(0),
+            )?;
+            if counted {
+                return Ok(Step::AlreadyDone);
+            }
+            let now = crate::clock::now_iso();
+            db.conn.execute(
+                "INSERT INTO buys(signature, listing_id, slot, state, buyer, buyer_x25519, paid_lamports, price_lamports, offer_id, seen_at, updated_at) VALUES (?1, ?2, ?3, 'verified', ?4, ?5, ?6, ?7, NULL, ?8, ?8)",
+                params![
+                    b.signature,
+                    b.listing_id,
+                    b.slot as i64,
+                    b.buyer,
+                    b.buyer_x25519,
+                    b.paid_lamports as i64,
+                    b.price_lamports as i64,
+                    now
+                ],
+            )?;
+            Ok(Step::Applied)
+        })
     }
 
     /// One row.
@@ -517,13 +517,20 @@ impl ListenDb {
     }
 
     /// Runs `f` in one commit: the steps it records become durable
-    /// together (one sync instead of one per step; each step is still its
-    /// own savepoint); an error rolls them all back, as a crash would, and
-    /// every step is idempotent to redo.
+    /// together (one sync instead of one per step); an error rolls them all
+    /// back, as a crash would, and every step is idempotent to redo. The
+    /// transaction takes the write lock first (`BEGIN IMMEDIATE`, waiting
+    /// on the busy timeout): a step that read in a plain transaction and
+    /// then wrote would get SQLITE_BUSY at once, without waiting, whenever
+    /// another connection (the seller's `list`, a `status`) wrote in
+    /// between. Inside a commit already open, `f` simply joins it.
     pub fn in_one_commit<T>(
         &mut self,
         f: impl FnOnce(&mut ListenDb) -> Result<T, StateError>,
     ) -> Result<T, StateError> {
+        if !self.conn.is_autocommit() {
+            return f(self);
+        }
         self.conn.execute_batch("BEGIN IMMEDIATE")?;
         match f(self) {
             Ok(v) => {
@@ -578,34 +585,35 @@ impl ListenDb {
         set: &str,
         args: &[&dyn rusqlite::ToSql],
     ) -> Result<Step, StateError> {
-        let tx = self.conn.savepoint()?;
-        let state: Option<BuyState> = tx
-            .query_row(
-                "SELECT state FROM buys WHERE signature = ?1",
-                [signature],
-                |r| r.get(0),
-            )
-            .optional()?;
-        let state = state.ok_or_else(|| StateError::Unknown(signature.into()))?;
-        if state != from {
-            return match (state.rank(), to.rank()) {
-                (Some(have), Some(want)) if have >= want => Ok(Step::AlreadyDone),
-                _ if state == to => Ok(Step::AlreadyDone),
-                _ => Err(StateError::WrongState {
-                    signature: signature.into(),
-                    state,
-                    step,
-                }),
-            };
-        }
-        let now = crate::clock::now_iso();
-        let (to, from) = (to.as_str(), from.as_str());
-        let sql = format!("UPDATE buys SET state = '{to}', updated_at = ?1, attempts = 0, last_error = NULL, retry_at = 0{set} WHERE signature = ?2 AND state = '{from}'");
-        let mut all: Vec<&dyn rusqlite::ToSql> = vec![&now, &signature];
-        all.extend_from_slice(args);
-        tx.execute(&sql, all.as_slice())?;
-        tx.commit()?;
-        Ok(Step::Applied)
+        self.in_one_commit(|db| {
+            let state: Option<BuyState> = db
+                .conn
+                .query_row(
+                    "SELECT state FROM buys WHERE signature = ?1",
+                    [signature],
+                    |r| r.get(0),
+                )
+                .optional()?;
+            let state = state.ok_or_else(|| StateError::Unknown(signature.into()))?;
+            if state != from {
+                return match (state.rank(), to.rank()) {
+                    (Some(have), Some(want)) if have >= want => Ok(Step::AlreadyDone),
+                    _ if state == to => Ok(Step::AlreadyDone),
+                    _ => Err(StateError::WrongState {
+                        signature: signature.into(),
+                        state,
+                        step,
+                    }),
+                };
+            }
+            let now = crate::clock::now_iso();
+            let (to, from) = (to.as_str(), from.as_str());
+            let sql = format!("UPDATE buys SET state = '{to}', updated_at = ?1, attempts = 0, last_error = NULL, retry_at = 0{set} WHERE signature = ?2 AND state = '{from}'");
+            let mut all: Vec<&dyn rusqlite::ToSql> = vec![&now, &signature];
+            all.extend_from_slice(args);
+            db.conn.execute(&sql, all.as_slice())?;
+            Ok(Step::Applied)
+        })
     }
 
     /// `seen → verified`.
@@ -901,6 +909,54 @@ mod tests {
             price_lamports: 10,
             offer_id: None,
             slot: 5,
+        }
+    }
+
+    /// The daemon's steps read then write; another connection committing
+    /// in between (the seller's `list`, an agent's tool call, a reader
+    /// that migrates on open) must make them wait, never fail: SQLite
+    /// answers a stale read snapshot's upgrade to a write with
+    /// SQLITE_BUSY at once, the busy timeout skipped, and a state error
+    /// ends the daemon.
+    #[test]
+    fn steps_wait_for_other_writers_instead_of_failing() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("listen.db");
+        let mut db = ListenDb::open(&path).unwrap();
+        let n = 400;
+        for i in 0..n {
+            db.record_seen(&format!("s{i}"), "20261101-0123456789ab", 5)
+                .unwrap();
+        }
+        let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let writers: Vec<_> = (0..2)
+            .map(|w| {
+                let (path, stop) = (path.clone(), stop.clone());
+                std::thread::spawn(move || {
+                    let mut other = ListenDb::open(&path).unwrap();
+                    let mut i = 0;
+                    while !stop.load(std::sync::atomic::Ordering::SeqCst) {
+                        other
+                            .record_seen(&format!("w{w}-{i}"), "20261101-0123456789ab", 6)
+                            .unwrap();
+                        i += 1;
+                    }
+                })
+            })
+            .collect();
+        for i in 0..n {
+            let sig = format!("s{i}");
+            db.mark_verified(&buy(&sig)).unwrap();
+            db.mark_envelope_uploaded(&sig, "env", "mint", "light")
+                .unwrap();
+            db.mark_released(&sig, "r").unwrap();
+            let mut deposit = buy(&format!("d{i}"));
+            deposit.buyer = format!("buyer{i}");
+            db.record_deposit(&deposit).unwrap();
+        }
+        stop.store(true, std::sync::atomic::Ordering::SeqCst);
+        for w in writers {
+            w.join().unwrap();
         }
     }
 

@@ -386,6 +386,41 @@ pub fn start_with(bin: &std::path::Path, extra: &[String]) -> TestValidator {
     v
 }
 
+/// The test validator's banking scheduler busy-polls for transactions
+/// whenever it is leader (agave 4.2's `receive_and_buffer` blocks only
+/// when it is not), and a one-validator localnet is always leader: a whole
+/// core of a 2-core machine spent waiting. Nice 19 on that one thread
+/// (`solBnkTxSched`) lets the work it would starve run first (the
+/// validator's other stages, the RPC, the services under test); it still
+/// gets every idle cycle. `BRAINCTL_VALIDATOR_SCHED_NICE` sets the value
+/// (0 leaves the thread alone). `localnet/up` does the same.
+fn nice_busy_scheduler(pid: u32) {
+    let nice: i32 = std::env::var("BRAINCTL_VALIDATOR_SCHED_NICE")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(19);
+    if nice == 0 {
+        return;
+    }
+    let Ok(tasks) = std::fs::read_dir(format!("/proc/{pid}/task")) else {
+        return;
+    };
+    for task in tasks.flatten() {
+        let comm = std::fs::read_to_string(task.path().join("comm")).unwrap_or_default();
+        if comm.trim() != "solBnkTxSched" {
+            continue;
+        }
+        if let Some(tid) = task
+            .file_name()
+            .to_str()
+            .and_then(|t| t.parse::<u32>().ok())
+        {
+            // a thread id is a PRIO_PROCESS target on Linux
+            unsafe { libc::setpriority(libc::PRIO_PROCESS, tid, nice) };
+        }
+    }
+}
+
 impl TestValidator {
     /// Kills the validator (SIGKILL, as a crash) and starts it again on the
     /// same ledger and ports; returns once it is healthy. What clients see
@@ -424,6 +459,7 @@ impl TestValidator {
                     && chain.rpc().get_slot().await.is_ok_and(|s| s > 0)
             });
             if ok {
+                nice_busy_scheduler(self.pid);
                 return;
             }
             let alive = unsafe { libc::kill(self.pid as i32, 0) } == 0;

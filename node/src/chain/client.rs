@@ -57,7 +57,14 @@ pub struct Chain {
     watched: Vec<String>,
     /// The sends awaiting their commitment, read together.
     landing: super::landing::LandingWatch,
+    /// Rent-exempt minimums by data size, with when each was read.
+    rents: std::sync::Mutex<std::collections::HashMap<usize, (u64, std::time::Instant)>>,
 }
+
+/// How long a rent-exempt minimum is reused before it is read again (it
+/// changes only with a feature activation; a release should not pay an
+/// RPC round trip for it).
+const RENT_TTL: Duration = Duration::from_secs(600);
 
 const MAX_ATTEMPTS: u32 = 5;
 
@@ -122,6 +129,7 @@ impl Chain {
             landing_budget: None,
             watched: watched.iter().map(|p| p.to_string()).collect(),
             landing: Default::default(),
+            rents: Default::default(),
         }
     }
 
@@ -547,12 +555,27 @@ impl Chain {
         }
     }
 
-    /// The lamports an account of `bytes` data needs to be rent-exempt.
+    /// The lamports an account of `bytes` data needs to be rent-exempt
+    /// (read again after [`RENT_TTL`]).
     pub async fn rent_exemption(&self, bytes: usize) -> Result<u64, ChainError> {
-        with_retry("getMinimumBalanceForRentExemption", || {
+        let cached = |rents: &std::collections::HashMap<usize, (u64, std::time::Instant)>| {
+            rents
+                .get(&bytes)
+                .filter(|(_, at)| at.elapsed() < RENT_TTL)
+                .map(|(lamports, _)| *lamports)
+        };
+        if let Some(lamports) = cached(&self.rents.lock().unwrap_or_else(|p| p.into_inner())) {
+            return Ok(lamports);
+        }
+        let lamports = with_retry("getMinimumBalanceForRentExemption", || {
             self.rpc.get_minimum_balance_for_rent_exemption(bytes)
         })
-        .await
+        .await?;
+        self.rents
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .insert(bytes, (lamports, std::time::Instant::now()));
+        Ok(lamports)
     }
 
     /// Waits for a signature we did not build (airdrops).

@@ -13,7 +13,7 @@
 //! seller's own commands write to the same database while it runs.
 
 use super::catalog::DbCatalog;
-use super::pass::{run_once, PassReport};
+use super::pass::{run_once, run_pass, PassReport, Releases};
 use crate::arweave::Uploader;
 use crate::chain::{Chain, Pubkey, Signer};
 use crate::keys::KeyDir;
@@ -165,6 +165,11 @@ pub async fn run(
         addresses: Vec::new(),
         task: None,
     };
+    // releases stay in flight across rounds: the next buys are discovered
+    // and verified while earlier releases confirm; what lands between
+    // rounds is recorded at once and reported with the next round
+    let mut releases = Releases::default();
+    let mut landed = PassReport::default();
     loop {
         let addresses = watched(db, &me)?;
         if config.wake_ups && !config.once {
@@ -179,8 +184,15 @@ pub async fn run(
                 .with_standard(config.standard)
                 .with_below_cost(config.below_cost);
             for address in &addresses {
-                let pass = run_once(chain, db, seller, uploader, &catalog, address).await?;
-                tracing::debug!(%address, ?pass, "pass done");
+                let started = std::time::Instant::now();
+                let mut pass = if config.once {
+                    run_once(chain, db, seller, uploader, &catalog, address).await?
+                } else {
+                    let services = (chain, seller, uploader);
+                    run_pass(services, db, &catalog, address, &mut releases).await?
+                };
+                pass.absorb(std::mem::take(&mut landed));
+                tracing::debug!(%address, ?pass, ms = started.elapsed().as_millis() as u64, "pass done");
                 on_round(
                     db,
                     &RoundReport {
@@ -189,20 +201,28 @@ pub async fn run(
                     },
                 );
             }
-            Ok::<(), StateError>(())
+            Ok::<_, StateError>(catalog)
         };
-        tokio::select! {
+        let catalog = tokio::select! {
             r = round => r?,
             () = &mut shutdown => return Ok(()),
-        }
+        };
         if config.once {
             return Ok(());
         }
-        tokio::select! {
-            () = &mut shutdown => return Ok(()),
-            () = tokio::time::sleep(config.interval) => {}
-            Some(()) = nudges.recv() => {
-                while nudges.try_recv().is_ok() {}
+        // the next round comes with the tick or a wake-up; releases land
+        // (and are recorded) meanwhile
+        let tick = tokio::time::sleep(config.interval);
+        tokio::pin!(tick);
+        loop {
+            tokio::select! {
+                () = &mut shutdown => return Ok(()),
+                () = &mut tick => break,
+                Some(()) = nudges.recv() => {
+                    while nudges.try_recv().is_ok() {}
+                    break;
+                }
+                r = releases.land_one((chain, seller, &catalog), db, &mut landed) => r?,
             }
         }
     }

@@ -111,8 +111,18 @@ pub struct PassReport {
     pub discovery_error: Option<String>,
 }
 
-/// Runs one pass for `payment_address`. Only a state-database error ends
-/// it early; chain, gateway and per-buy problems are recorded and retried.
+impl PassReport {
+    /// Adds the outcomes of releases that landed between passes.
+    pub fn absorb(&mut self, landed: PassReport) {
+        self.released += landed.released;
+        self.rejected += landed.rejected;
+        self.failed += landed.failed;
+    }
+}
+
+/// Runs one pass for `payment_address` and waits for every release it
+/// sent. Only a state-database error ends it early; chain, gateway and
+/// per-buy problems are recorded and retried.
 pub async fn run_once(
     chain: &Chain,
     db: &mut ListenDb,
@@ -120,6 +130,31 @@ pub async fn run_once(
     uploader: &Uploader,
     catalog: &dyn Catalog,
     payment_address: &Pubkey,
+) -> Result<PassReport, StateError> {
+    let mut releases = Releases::default();
+    let mut report = run_pass(
+        (chain, seller, uploader),
+        db,
+        catalog,
+        payment_address,
+        &mut releases,
+    )
+    .await?;
+    releases
+        .finish((chain, seller, catalog), db, &mut report)
+        .await?;
+    Ok(report)
+}
+
+/// One pass for `payment_address` that leaves its releases in flight in
+/// `releases` (the daemon lands them while it waits, so the next buys are
+/// discovered while these confirm: [`Releases::land_one`]).
+pub async fn run_pass<'a>(
+    (chain, seller, uploader): (&'a Chain, &'a Wallet, &Uploader),
+    db: &mut ListenDb,
+    catalog: &dyn Catalog,
+    payment_address: &Pubkey,
+    releases: &mut Releases<'a>,
 ) -> Result<PassReport, StateError> {
     let mut report = PassReport::default();
     match discover(chain, db, catalog, payment_address, &mut report).await {
@@ -142,17 +177,16 @@ pub async fn run_once(
     // of junk `seen` rows never holds up buys verified before it ends; a
     // chunk's releases stay in flight while the next chunk is verified and
     // sealed (each outcome recorded as it lands, between the steps)
-    let mut releases = Releases::default();
     loop {
         let more = alongside(
             verify_due(chain, db, seller, catalog, &mut report),
-            &mut releases,
+            releases,
         )
         .await?;
         releases.record(db, &mut report)?;
         alongside(
             upload_due(db, seller, uploader, catalog, &mut report),
-            &mut releases,
+            releases,
         )
         .await?;
         releases.record(db, &mut report)?;
@@ -161,12 +195,15 @@ pub async fn run_once(
             break;
         }
     }
-    releases
-        .finish((chain, seller, catalog), db, &mut report)
-        .await?;
-    if let Err(e) = claim_due(chain, seller, catalog, payment_address, &mut report).await {
+    if let Err(e) = alongside(
+        claim_due(chain, seller, catalog, payment_address, &mut report),
+        releases,
+    )
+    .await
+    {
         tracing::warn!(address = %payment_address, error = %e, "claiming revealed escrows failed; will retry");
     }
+    releases.record(db, &mut report)?;
     Ok(report)
 }
 
@@ -366,9 +403,11 @@ async fn discover(
     let until = db
         .checkpoint(&addr)?
         .and_then(|(s, _)| Signature::from_str(&s).ok());
+    let started = std::time::Instant::now();
     let mut history = chain
         .signatures_for(payment_address, until.as_ref())
         .await?;
+    tracing::debug!(address = %addr, entries = history.len(), ms = started.elapsed().as_millis() as u64, "history read");
     // oldest first; what this page of history shows, and the checkpoint
     // after it, in one commit (a flood of buy memos costs one sync, not one
     // each)
@@ -413,11 +452,17 @@ async fn verify_due(
     let mut due = db.due(BuyState::Seen, now_ms())?;
     let more = due.len() > VERIFY_CHUNK;
     due.truncate(VERIFY_CHUNK);
+    let started = std::time::Instant::now();
     let verdicts: Vec<_> = futures_util::stream::iter(due.iter())
         .map(|row| verdict_of(chain, seller, catalog, row))
         .buffered(VERIFY_CONCURRENCY)
         .collect()
         .await;
+    tracing::debug!(
+        buys = due.len(),
+        ms = started.elapsed().as_millis() as u64,
+        "verified a chunk"
+    );
     // the chunk's verdicts in one commit (a crash before it re-verifies them)
     db.in_one_commit(|db| record_verdicts(db, &due, verdicts, report))?;
     Ok(more)
@@ -537,6 +582,7 @@ async fn upload_due(
         }
         due.push(row);
     }
+    let started = std::time::Instant::now();
     let prepared: Vec<(String, Result<super::release::Prepared, ReleaseError>)> =
         futures_util::stream::iter(due.iter())
             .map(|row| async move {
@@ -549,6 +595,13 @@ async fn upload_due(
             .buffer_unordered(UPLOAD_CONCURRENCY)
             .collect()
             .await;
+    if !prepared.is_empty() {
+        tracing::debug!(
+            buys = prepared.len(),
+            ms = started.elapsed().as_millis() as u64,
+            "envelopes stored"
+        );
+    }
     for (signature, result) in prepared {
         let recorded = result.and_then(|p| {
             db.mark_envelope_uploaded(&signature, &p.envelope_id, &p.mint, p.standard)
@@ -573,11 +626,13 @@ async fn upload_due(
 /// (or why not).
 type Outcome = (String, Result<String, ReleaseError>);
 
-/// The releases in flight during a pass (at most
-/// [`RELEASE_CONCURRENCY`]; each has its own derived mint, so they are
-/// independent), and the outcomes landed but not yet recorded.
+/// The releases in flight (at most [`RELEASE_CONCURRENCY`]; each has its
+/// own derived mint, so they are independent), and the outcomes landed but
+/// not yet recorded. A pass launches them; they may land during a later
+/// pass or while the daemon waits (each future owns its goods, so it
+/// outlives the catalog it was launched from).
 #[derive(Default)]
-struct Releases<'a> {
+pub struct Releases<'a> {
     flying:
         futures_util::stream::FuturesUnordered<futures_util::future::LocalBoxFuture<'a, Outcome>>,
     in_flight: std::collections::HashSet<String>,
@@ -587,14 +642,19 @@ struct Releases<'a> {
 }
 
 impl<'a> Releases<'a> {
+    /// Whether any release is in flight.
+    pub fn is_empty(&self) -> bool {
+        self.flying.is_empty()
+    }
+
     /// Sends the release of every due `envelope_uploaded` buy not in
     /// flight yet, up to [`RELEASE_CONCURRENCY`] in flight.
-    fn launch(
+    pub fn launch(
         &mut self,
         chain: &'a Chain,
         db: &ListenDb,
         seller: &'a Wallet,
-        catalog: &'a dyn Catalog,
+        catalog: &dyn Catalog,
     ) -> Result<(), StateError> {
         if self.in_flight.len() >= RELEASE_CONCURRENCY {
             self.more_due = true;
@@ -609,9 +669,10 @@ impl<'a> Releases<'a> {
             if !self.in_flight.insert(row.signature.clone()) {
                 continue;
             }
+            let goods = catalog.goods(&row.listing_id).map(|g| g.to_owned_goods());
             self.flying.push(Box::pin(async move {
-                let result = match catalog.goods(&row.listing_id) {
-                    Some(goods) => land_release(chain, seller, &row, &goods).await,
+                let result = match goods {
+                    Some(goods) => land_release(chain, seller, &row, &goods.goods()).await,
                     None => Err(StateError::Unknown(format!("goods of {}", row.listing_id)).into()),
                 };
                 (row.signature, result)
@@ -621,7 +682,7 @@ impl<'a> Releases<'a> {
     }
 
     /// Records every outcome landed so far.
-    fn record(&mut self, db: &mut ListenDb, report: &mut PassReport) -> Result<(), StateError> {
+    pub fn record(&mut self, db: &mut ListenDb, report: &mut PassReport) -> Result<(), StateError> {
         for (signature, result) in std::mem::take(&mut self.landed) {
             self.in_flight.remove(&signature);
             match result {
@@ -640,22 +701,38 @@ impl<'a> Releases<'a> {
         Ok(())
     }
 
+    /// Waits for the next release to land and records it (sending more if
+    /// the last launch left some behind); pending forever when none is in
+    /// flight, so a caller can select on it beside its other wake-ups.
+    pub async fn land_one(
+        &mut self,
+        (chain, seller, catalog): (&'a Chain, &'a Wallet, &dyn Catalog),
+        db: &mut ListenDb,
+        report: &mut PassReport,
+    ) -> Result<(), StateError> {
+        match self.flying.next().await {
+            Some(outcome) => self.landed.push(outcome),
+            None => std::future::pending().await,
+        }
+        self.record(db, report)?;
+        if self.more_due {
+            self.launch(chain, db, seller, catalog)?;
+        }
+        Ok(())
+    }
+
     /// Lands every due release (sending more as others land, while the
     /// last launch left some behind) and waits for all of them, recording
     /// each as it lands.
-    async fn finish(
+    pub async fn finish(
         &mut self,
-        (chain, seller, catalog): (&'a Chain, &'a Wallet, &'a dyn Catalog),
+        (chain, seller, catalog): (&'a Chain, &'a Wallet, &dyn Catalog),
         db: &mut ListenDb,
         report: &mut PassReport,
     ) -> Result<(), StateError> {
         self.launch(chain, db, seller, catalog)?;
-        while let Some(outcome) = self.flying.next().await {
-            self.landed.push(outcome);
-            self.record(db, report)?;
-            if self.more_due {
-                self.launch(chain, db, seller, catalog)?;
-            }
+        while !self.flying.is_empty() {
+            self.land_one((chain, seller, catalog), db, report).await?;
         }
         Ok(())
     }

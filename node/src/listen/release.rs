@@ -92,11 +92,17 @@ async fn mint_token(
         )
         .await
         .map(|m| m.sent),
-        TokenStandard::LightCompressed => {
-            crate::mint::light::mint_compressed(chain, seller, seed, buyer, 1, &goods.token, extra)
-                .await
-                .map(|m| m.sent)
-        }
+        TokenStandard::LightCompressed => crate::mint::light::send_compressed_mint(
+            chain,
+            seller,
+            seed,
+            buyer,
+            1,
+            &goods.token,
+            extra,
+        )
+        .await
+        .map(|m| m.sent),
     }
 }
 
@@ -284,6 +290,43 @@ pub struct Goods<'a> {
     /// Settled through the escrow program: the release transaction also
     /// releases the buyer's escrow (the seller is paid there).
     pub escrow: bool,
+}
+
+impl Goods<'_> {
+    /// These goods owned, for a release in flight past the catalog they
+    /// came from (the daemon reloads its catalog every round).
+    pub fn to_owned_goods(&self) -> OwnedGoods {
+        OwnedGoods {
+            bundle_hash: self.bundle_hash.to_string(),
+            key: zeroize::Zeroizing::new(*self.key),
+            token: self.token.clone(),
+            standard: self.standard,
+            escrow: self.escrow,
+        }
+    }
+}
+
+/// [`Goods`] owned (the blob key wiped when dropped).
+#[derive(Clone)]
+pub struct OwnedGoods {
+    bundle_hash: String,
+    key: zeroize::Zeroizing<[u8; 32]>,
+    token: NftSpec,
+    standard: TokenStandard,
+    escrow: bool,
+}
+
+impl OwnedGoods {
+    /// Borrowed, as the release steps take them.
+    pub fn goods(&self) -> Goods<'_> {
+        Goods {
+            bundle_hash: &self.bundle_hash,
+            key: &self.key,
+            token: self.token.clone(),
+            standard: self.standard,
+            escrow: self.escrow,
+        }
+    }
 }
 
 /// The seed of a release's mint: from the seller's secret key and the buy
@@ -477,9 +520,10 @@ pub async fn send_release(
 }
 
 /// Lands the release of `row` (state `envelope_uploaded`) without touching
-/// the state database, so several can be in flight at once: if its mint
-/// already exists the release landed before (its creating signature is
-/// returned); otherwise ONE transaction mints and posts `release`.
+/// the state database, so several can be in flight at once: ONE
+/// transaction mints and posts `release`; if the chain refuses it because
+/// the mint exists, the release landed before and the transaction in the
+/// mint's history carrying our memo is returned ([`landed_release`]).
 pub async fn land_release(
     chain: &Chain,
     seller: &Wallet,
@@ -520,9 +564,9 @@ pub async fn land_release(
         return land_escrow_release(chain, seller, row, goods, p).await;
     }
     let me = payer.pubkey();
-    if let Some(sig) = landed_release(chain, &mint, &memo_text, &me).await? {
-        return Ok(sig);
-    }
+    // no history read first: a release that landed before (a crash, a
+    // send that timed out) made the mint, so this one fails on chain and
+    // the memo in the mint's history is looked for then
     let minted = mint_token(chain, seller, &seed, &buyer, goods, standard, extra).await;
     let sig = match minted {
         Ok(sent) => {

@@ -260,16 +260,9 @@ pub async fn mint_nft(
 ) -> Result<Minted, ChainError> {
     let p = payer.pubkey();
     let at = NftAddresses::derive(&p, seed, recipient, spec)?;
-    let rent = |n: u64| {
-        crate::chain::client::with_retry("getMinimumBalanceForRentExemption", move || {
-            chain
-                .rpc()
-                .get_minimum_balance_for_rent_exemption(n as usize)
-        })
-    };
     let rents = [
-        rent(at.mint_total).await?,
-        rent(TOKEN_ACCOUNT_LEN as u64).await?,
+        chain.rent_exemption(at.mint_total as usize).await?,
+        chain.rent_exemption(TOKEN_ACCOUNT_LEN).await?,
     ];
     let mut states = [
         address_state(chain, &at.mint, at.mint_space).await?,
