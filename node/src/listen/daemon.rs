@@ -13,7 +13,7 @@
 //! seller's own commands write to the same database while it runs.
 
 use super::catalog::DbCatalog;
-use super::pass::{run_once, run_pass, PassReport, Releases};
+use super::pass::{run_once, run_pass, HistoryCursor, PassReport, Reading, Releases};
 use crate::arweave::Uploader;
 use crate::chain::{Chain, Pubkey, Signer};
 use crate::keys::KeyDir;
@@ -170,7 +170,17 @@ pub async fn run(
     // rounds is recorded at once and reported with the next round
     let mut releases = Releases::default();
     let mut landed = PassReport::default();
+    // a round woken by a notification reads only the history after the
+    // last read; the first round, a tick, and a round an interval after the
+    // last whole read read the whole tail (the safety net)
+    let mut cursor = HistoryCursor::default();
+    let mut woken = false;
+    let mut last_tail = std::time::Instant::now();
     loop {
+        let whole_tail = !woken || last_tail.elapsed() >= config.interval;
+        if whole_tail {
+            last_tail = std::time::Instant::now();
+        }
         let addresses = watched(db, &me)?;
         if config.wake_ups && !config.once {
             // escrow listings' program accounts too: a deposit need not
@@ -189,7 +199,11 @@ pub async fn run(
                     run_once(chain, db, seller, uploader, &catalog, address).await?
                 } else {
                     let services = (chain, seller, uploader);
-                    run_pass(services, db, &catalog, address, &mut releases).await?
+                    let reading = match whole_tail {
+                        true => Reading::TailInto(&mut cursor),
+                        false => Reading::Since(&mut cursor),
+                    };
+                    run_pass(services, db, &catalog, (address, reading), &mut releases).await?
                 };
                 pass.absorb(std::mem::take(&mut landed));
                 tracing::debug!(%address, ?pass, ms = started.elapsed().as_millis() as u64, "pass done");
@@ -217,9 +231,13 @@ pub async fn run(
         loop {
             tokio::select! {
                 () = &mut shutdown => return Ok(()),
-                () = &mut tick => break,
+                () = &mut tick => {
+                    woken = false;
+                    break;
+                }
                 Some(()) = nudges.recv() => {
                     while nudges.try_recv().is_ok() {}
+                    woken = true;
                     break;
                 }
                 r = releases.land_one((chain, seller, &catalog), db, &mut landed) => r?,

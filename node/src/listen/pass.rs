@@ -120,6 +120,26 @@ impl PassReport {
     }
 }
 
+/// Where each address's last history read ended (its newest signature,
+/// at the chain handle's commitment): kept by the daemon across rounds.
+#[derive(Debug, Default)]
+pub struct HistoryCursor(std::collections::HashMap<Pubkey, Signature>);
+
+/// How much of an address's history a pass reads.
+pub enum Reading<'c> {
+    /// Everything after the durable checkpoint (the newest final
+    /// signature): the not-yet-final tail, every time.
+    Tail,
+    /// The same, noting where it ended in the cursor: the safety net a
+    /// daemon runs on its tick (a fork that dropped a block the cursor
+    /// stood on is read past, never missed).
+    TailInto(&'c mut HistoryCursor),
+    /// Only what came after the cursor (the tail when it has none): a
+    /// daemon woken by a notification asks the RPC node for the new
+    /// entries, not the thousands of a busy tail again.
+    Since(&'c mut HistoryCursor),
+}
+
 /// Runs one pass for `payment_address` and waits for every release it
 /// sent. Only a state-database error ends it early; chain, gateway and
 /// per-buy problems are recorded and retried.
@@ -136,7 +156,7 @@ pub async fn run_once(
         (chain, seller, uploader),
         db,
         catalog,
-        payment_address,
+        (payment_address, Reading::Tail),
         &mut releases,
     )
     .await?;
@@ -153,11 +173,20 @@ pub async fn run_pass<'a>(
     (chain, seller, uploader): (&'a Chain, &'a Wallet, &Uploader),
     db: &mut ListenDb,
     catalog: &dyn Catalog,
-    payment_address: &Pubkey,
+    (payment_address, mut reading): (&Pubkey, Reading<'_>),
     releases: &mut Releases<'a>,
 ) -> Result<PassReport, StateError> {
     let mut report = PassReport::default();
-    match discover(chain, db, catalog, payment_address, &mut report).await {
+    match discover(
+        chain,
+        db,
+        catalog,
+        payment_address,
+        &mut reading,
+        &mut report,
+    )
+    .await
+    {
         Ok(()) => {}
         Err(PassStep::State(e)) => return Err(e),
         Err(PassStep::Chain(e)) => {
@@ -384,11 +413,14 @@ async fn discover_deposits(
 /// every buy of ours as `seen` (a failed one is rejected at once: it
 /// settles nothing). The checkpoint moves to the newest final signature;
 /// everything at or below it is durable in `buys`, so nothing is skipped.
+/// With a [`HistoryCursor`] reading `Since`, only the history after the
+/// last read is asked for (the whole not-yet-final tail otherwise).
 async fn discover(
     chain: &Chain,
     db: &mut ListenDb,
     catalog: &dyn Catalog,
     payment_address: &Pubkey,
+    reading: &mut Reading<'_>,
     report: &mut PassReport,
 ) -> Result<(), PassStep> {
     let addr = payment_address.to_string();
@@ -400,14 +432,21 @@ async fn discover(
     .await?;
     // a checkpoint that is not a signature (hand-edited state) is ignored:
     // the whole history is read again, and `record_seen` is idempotent
-    let until = db
+    let checkpoint = db
         .checkpoint(&addr)?
         .and_then(|(s, _)| Signature::from_str(&s).ok());
+    let until = match reading {
+        Reading::Since(cursor) => cursor.0.get(payment_address).copied().or(checkpoint),
+        Reading::Tail | Reading::TailInto(_) => checkpoint,
+    };
     let started = std::time::Instant::now();
     let mut history = chain
         .signatures_for(payment_address, until.as_ref())
         .await?;
     tracing::debug!(address = %addr, entries = history.len(), ms = started.elapsed().as_millis() as u64, "history read");
+    let newest = history
+        .first()
+        .and_then(|s| Signature::from_str(&s.signature).ok());
     // oldest first; what this page of history shows, and the checkpoint
     // after it, in one commit (a flood of buy memos costs one sync, not one
     // each)
@@ -435,7 +474,12 @@ async fn discover(
         }
         Ok(())
     })
-    .map_err(PassStep::State)
+    .map_err(PassStep::State)?;
+    // the cursor moves only past what is recorded
+    if let (Reading::Since(cursor) | Reading::TailInto(cursor), Some(newest)) = (reading, newest) {
+        cursor.0.insert(*payment_address, newest);
+    }
+    Ok(())
 }
 
 /// Verifies (or rejects) up to [`VERIFY_CHUNK`] due `seen` buys, oldest

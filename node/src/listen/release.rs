@@ -276,6 +276,20 @@ pub async fn landed_release(
     Ok(None)
 }
 
+/// Whether an account some token program owns is at `mint` (lamports a
+/// stranger parked there are a System account: no mint).
+async fn minted_before(chain: &Chain, mint: &Pubkey) -> Result<bool, ChainError> {
+    let account = crate::chain::client::with_retry("getAccountInfo", || {
+        chain
+            .rpc()
+            .get_account_with_commitment(mint, chain.commitment())
+    })
+    .await?;
+    Ok(account
+        .value
+        .is_some_and(|a| a.owner != solana_system_interface::program::ID))
+}
+
 /// What a listing sells, as the seller knows it.
 #[derive(Debug, Clone)]
 pub struct Goods<'a> {
@@ -520,10 +534,11 @@ pub async fn send_release(
 }
 
 /// Lands the release of `row` (state `envelope_uploaded`) without touching
-/// the state database, so several can be in flight at once: ONE
-/// transaction mints and posts `release`; if the chain refuses it because
-/// the mint exists, the release landed before and the transaction in the
-/// mint's history carrying our memo is returned ([`landed_release`]).
+/// the state database, so several can be in flight at once: if its mint
+/// exists the release landed before (the transaction in the mint's
+/// history carrying our memo is returned: [`landed_release`]); otherwise
+/// ONE transaction mints and posts `release` (refused on chain if a copy
+/// landed meanwhile, which is then looked for the same way).
 pub async fn land_release(
     chain: &Chain,
     seller: &Wallet,
@@ -564,9 +579,14 @@ pub async fn land_release(
         return land_escrow_release(chain, seller, row, goods, p).await;
     }
     let me = payer.pubkey();
-    // no history read first: a release that landed before (a crash, a
-    // send that timed out) made the mint, so this one fails on chain and
-    // the memo in the mint's history is looked for then
+    // a release that landed before (a crash, a send that timed out) made
+    // the mint: only then is its history read, so a restart sends nothing
+    // new (a first release costs one account read, not a history read)
+    if minted_before(chain, &mint).await? {
+        if let Some(sig) = landed_release(chain, &mint, &memo_text, &me).await? {
+            return Ok(sig);
+        }
+    }
     let minted = mint_token(chain, seller, &seed, &buyer, goods, standard, extra).await;
     let sig = match minted {
         Ok(sent) => {

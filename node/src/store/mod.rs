@@ -279,6 +279,16 @@ pub struct Store {
 }
 
 impl Store {
+    /// A write transaction holding the write lock from its start (`BEGIN
+    /// IMMEDIATE`, waiting on the busy timeout). A plain transaction that
+    /// reads and then writes gets SQLITE_BUSY at once, the timeout skipped,
+    /// whenever another connection wrote in between (an agent's MCP server
+    /// adding a memory while `buy` imports into the same store).
+    fn write_transaction(&mut self) -> rusqlite::Result<rusqlite::Transaction<'_>> {
+        self.conn
+            .transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)
+    }
+
     /// Opens (creating if needed) a store of ours, read-write, migrated.
     pub fn open(path: &Path) -> Result<Store> {
         if let Some(dir) = path
@@ -361,7 +371,7 @@ impl Store {
     pub fn add_memory(&mut self, m: &NewMemory) -> Result<i64> {
         let now = crate::clock::now_row();
         let tags = (!m.tags.is_empty()).then(|| python_json_list(&m.tags));
-        let tx = self.conn.transaction()?;
+        let tx = self.write_transaction()?;
         tx.execute(
             "INSERT OR IGNORE INTO agents(id, created_at) VALUES (?1, ?2)",
             params![m.agent_id, now],
@@ -698,7 +708,7 @@ impl Store {
         source: Option<&str>,
         rows: &[ImportRow],
     ) -> Result<ImportOutcome> {
-        let tx = self.conn.transaction()?;
+        let tx = self.write_transaction()?;
         if let Some(scope) = imported_scope(&tx, bundle_hash_hex)? {
             return Ok(ImportOutcome {
                 inserted: false,
@@ -771,7 +781,7 @@ impl Store {
     /// Bulk insert for benchmarks and tests: rows as the reference's bench
     /// generates them, one transaction.
     pub fn insert_raw_rows(&mut self, rows: &[MemoryRow]) -> Result<()> {
-        let tx = self.conn.transaction()?;
+        let tx = self.write_transaction()?;
         {
             let mut ins = tx.prepare_cached(&format!(
                 "INSERT INTO memories({}) VALUES ({})",
@@ -848,6 +858,43 @@ mod tests {
             tags: vec!["a".into(), "b".into()],
             memory_type: "semantic".into(),
             agent_id: "default".into(),
+        }
+    }
+
+    /// A step that reads then writes (a purge, an import) waits for
+    /// another connection's writes instead of failing with SQLITE_BUSY
+    /// (an agent's MCP server adds memories while `buy` imports).
+    #[test]
+    fn read_then_write_steps_wait_for_other_writers() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("b.db");
+        let mut s = Store::open(&path).unwrap();
+        let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let writers: Vec<_> = (0..2)
+            .map(|_| {
+                let (path, stop) = (path.clone(), stop.clone());
+                std::thread::spawn(move || {
+                    let mut other = Store::open(&path).unwrap();
+                    while !stop.load(std::sync::atomic::Ordering::SeqCst) {
+                        other.add_memory(&new_mem("meanwhile")).unwrap();
+                    }
+                })
+            })
+            .collect();
+        for _ in 0..200 {
+            s.add_memory(&NewMemory {
+                scope: "imported:20261101-0123456789ab".into(),
+                ..new_mem("bought")
+            })
+            .unwrap();
+            let purged = s
+                .purge_quarantined("imported:20261101-0123456789ab")
+                .unwrap();
+            assert_eq!(purged.memories, 1);
+        }
+        stop.store(true, std::sync::atomic::Ordering::SeqCst);
+        for w in writers {
+            w.join().unwrap();
         }
     }
 

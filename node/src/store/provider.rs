@@ -77,7 +77,7 @@ impl Store {
         rows: &[ProviderRow],
     ) -> Result<ProviderOutcome> {
         let already_held = self.held_contents(rows)?;
-        let tx = self.conn.transaction()?;
+        let tx = self.write_transaction()?;
         if let Some(scope) = super::imported_scope(&tx, file_hash)? {
             return Ok(ProviderOutcome {
                 inserted: false,

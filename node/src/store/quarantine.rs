@@ -91,7 +91,7 @@ impl Store {
             )));
         }
         let now = crate::clock::now_row();
-        let tx = self.conn.transaction()?;
+        let tx = self.write_transaction()?;
         let moved = if ids.is_empty() {
             tx.execute(
                 "UPDATE memories SET scope = ?2, updated_at = ?3
@@ -142,7 +142,7 @@ impl Store {
     /// imported again.
     pub fn purge_quarantined(&mut self, scope: &str) -> Result<Purged> {
         quarantine_scope(scope)?;
-        let tx = self.conn.transaction()?;
+        let tx = self.write_transaction()?;
         let search_entries: i64 = tx.query_row(
             "SELECT COUNT(*) FROM memories_fts WHERE rowid IN (SELECT id FROM memories WHERE scope = ?1)",
             [scope],
