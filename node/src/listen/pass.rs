@@ -76,7 +76,7 @@ pub struct BelowCost {
 pub const RELEASE_CONCURRENCY: usize = 256;
 
 /// Buys verified (transactions fetched) at once.
-pub const VERIFY_CONCURRENCY: usize = 16;
+pub const VERIFY_CONCURRENCY: usize = 64;
 
 /// Envelopes sealed and uploaded at once.
 pub const UPLOAD_CONCURRENCY: usize = 32;
