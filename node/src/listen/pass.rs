@@ -223,6 +223,19 @@ pub async fn run_pass<'a>(
         if !more {
             break;
         }
+        // a long backlog: what came meanwhile joins it (only the history
+        // after the last read: cheap), so its newest half is judged next
+        if let Reading::Since(_) | Reading::TailInto(_) = reading {
+            let mut since = match &mut reading {
+                Reading::Since(c) | Reading::TailInto(c) => Reading::Since(c),
+                Reading::Tail => Reading::Tail,
+            };
+            let found = discover(chain, db, catalog, payment_address, &mut since, &mut report);
+            match alongside(found, releases).await {
+                Ok(()) | Err(PassStep::Chain(_)) => {}
+                Err(PassStep::State(e)) => return Err(e),
+            }
+        }
     }
     if let Err(e) = alongside(
         claim_due(chain, seller, catalog, payment_address, &mut report),
@@ -495,7 +508,14 @@ async fn verify_due(
 ) -> Result<bool, StateError> {
     let mut due = db.due(BuyState::Seen, now_ms())?;
     let more = due.len() > VERIFY_CHUNK;
-    due.truncate(VERIFY_CHUNK);
+    if more {
+        // half the oldest, half the newest: a backlog (a flood of junk
+        // buys) drains oldest first while a buy that just came is judged
+        // within a chunk, not behind the whole backlog
+        let newest = due.split_off(due.len() - VERIFY_CHUNK / 2);
+        due.truncate(VERIFY_CHUNK - newest.len());
+        due.extend(newest);
+    }
     let started = std::time::Instant::now();
     let verdicts: Vec<_> = futures_util::stream::iter(due.iter())
         .map(|row| verdict_of(chain, seller, catalog, row))
