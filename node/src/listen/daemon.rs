@@ -2,8 +2,13 @@
 //! listen` runs; the CLI only wires it, as mini-redis's `server::run`):
 //! each round reloads the seller's catalog from the state database (so a
 //! listing made while the daemon runs is sold from the next round on),
-//! runs one [`pass`](super::pass::run_once) per payment address, then
-//! waits for the next tick, a websocket wake-up, or the shutdown future.
+//! runs one [`pass`](super::pass::run_pass) per payment address, then
+//! waits for the next tick, a websocket wake-up, or the shutdown future,
+//! recording the pass's releases as they land meanwhile (a round never
+//! waits for its releases to confirm before the next buys are read). A
+//! round woken by a notification reads only the history after the last
+//! read; the first round, a tick, and at least one round an interval read
+//! the whole not-yet-final tail again.
 //!
 //! What ends it: the shutdown future (at once: a pass cut short is the
 //! same as a crash, which the state machine survives by design) or the

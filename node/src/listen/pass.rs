@@ -8,10 +8,15 @@
 //!    slot only;
 //! 2. every due `seen` buy (this pass's and any earlier pass's or crash's)
 //!    is fetched and verified or rejected with its reason, a chunk at a
-//!    time with several fetches in flight;
+//!    time with several fetches in flight (a backlog longer than a chunk
+//!    gives each chunk its oldest half and its newest half, and the history
+//!    after the last read is read again between chunks, so a buy paid
+//!    behind a flood of junk is judged within a chunk);
 //! 3. after each chunk, every due `verified` buy gets its envelope, every
 //!    due `envelope_uploaded` buy its release (so junk buys queued behind
-//!    an honest one never delay its release by more than a chunk).
+//!    an honest one never delay its release by more than a chunk). The
+//!    releases stay in flight in [`Releases`] past the pass when the daemon
+//!    runs it ([`run_pass`]); [`run_once`] waits for them.
 //!
 //! Nothing a stranger puts on chain ends a pass: a memo field or a
 //! transaction in any shape is at worst no buy or a rejected one. A
