@@ -511,16 +511,7 @@ async fn verify_due(
     catalog: &dyn Catalog,
     report: &mut PassReport,
 ) -> Result<bool, StateError> {
-    let mut due = db.due(BuyState::Seen, now_ms())?;
-    let more = due.len() > VERIFY_CHUNK;
-    if more {
-        // half the oldest, half the newest: a backlog (a flood of junk
-        // buys) drains oldest first while a buy that just came is judged
-        // within a chunk, not behind the whole backlog
-        let newest = due.split_off(due.len() - VERIFY_CHUNK / 2);
-        due.truncate(VERIFY_CHUNK - newest.len());
-        due.extend(newest);
-    }
+    let (due, more) = next_chunk(db.due(BuyState::Seen, now_ms())?, VERIFY_CHUNK);
     let started = std::time::Instant::now();
     let verdicts: Vec<_> = futures_util::stream::iter(due.iter())
         .map(|row| verdict_of(chain, seller, catalog, row))
@@ -535,6 +526,20 @@ async fn verify_due(
     // the chunk's verdicts in one commit (a crash before it re-verifies them)
     db.in_one_commit(|db| record_verdicts(db, &due, verdicts, report))?;
     Ok(more)
+}
+
+/// The next chunk of at most `size` of `due` (oldest first), and whether
+/// more are due: half the oldest, half the newest, so a backlog (a flood
+/// of junk buys) drains oldest first while a buy that just came is judged
+/// within a chunk, not behind the whole backlog.
+fn next_chunk<T>(mut due: Vec<T>, size: usize) -> (Vec<T>, bool) {
+    if due.len() <= size {
+        return (due, false);
+    }
+    let newest = due.split_off(due.len() - size / 2);
+    due.truncate(size - newest.len());
+    due.extend(newest);
+    (due, true)
 }
 
 /// Records each buy's verdict, or its retry.
@@ -856,5 +861,29 @@ async fn read_escrow(
             tracing::warn!(%address, error = %why, "not an escrow account");
             Ok(None)
         }
+    }
+}
+
+#[cfg(test)]
+mod chunk_tests {
+    use super::next_chunk;
+
+    #[test]
+    fn a_backlog_is_judged_half_oldest_half_newest() {
+        assert_eq!(
+            next_chunk((0..5).collect(), 8),
+            (vec![0, 1, 2, 3, 4], false)
+        );
+        assert_eq!(next_chunk((0..8).collect(), 8), ((0..8).collect(), false));
+        // 2,000 junk buys then 3 honest ones: the honest ones are in the
+        // first chunk, beside the oldest junk
+        let (chunk, more) = next_chunk((0..2003).collect::<Vec<u32>>(), 64);
+        assert!(more);
+        assert_eq!(chunk.len(), 64);
+        assert_eq!(&chunk[..32], &(0..32).collect::<Vec<_>>()[..]);
+        assert_eq!(&chunk[32..], &(1971..2003).collect::<Vec<_>>()[..]);
+        // an odd size keeps its length
+        let (chunk, _) = next_chunk((0..10).collect::<Vec<u32>>(), 5);
+        assert_eq!(chunk, vec![0, 1, 2, 8, 9]);
     }
 }
