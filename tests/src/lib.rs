@@ -386,6 +386,21 @@ pub fn start_with(bin: &std::path::Path, extra: &[String]) -> TestValidator {
     v
 }
 
+/// CPU seconds `pid` has used (user + system), from /proc (0 when it is
+/// gone).
+pub fn cpu_seconds(pid: u32) -> f64 {
+    std::fs::read_to_string(format!("/proc/{pid}/stat"))
+        .ok()
+        .and_then(|s| {
+            // the fields after the command's closing parenthesis
+            let rest = s.rsplit_once(')')?.1;
+            let f: Vec<&str> = rest.split_whitespace().collect();
+            let ticks: u64 = f.get(11)?.parse::<u64>().ok()? + f.get(12)?.parse::<u64>().ok()?;
+            Some(ticks as f64 / 100.0)
+        })
+        .unwrap_or(0.0)
+}
+
 /// The test validator's banking scheduler busy-polls for transactions
 /// whenever it is leader (agave 4.2's `receive_and_buffer` blocks only
 /// when it is not), and a one-validator localnet is always leader: a whole

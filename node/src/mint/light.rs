@@ -169,11 +169,30 @@ pub fn mint_to(
     state_tree: &Pubkey,
     token2022: bool,
 ) -> Instruction {
+    let to = [(*recipient, amount)];
+    mint_to_many(payer, authority, mint, &to, state_tree, token2022)
+}
+
+/// `mint_to` several recipients at once (one compressed output each), as
+/// the compressed-token program takes them: the recipients, then the
+/// amounts.
+pub fn mint_to_many(
+    payer: &Pubkey,
+    authority: &Pubkey,
+    mint: &Pubkey,
+    to: &[(Pubkey, u64)],
+    state_tree: &Pubkey,
+    token2022: bool,
+) -> Instruction {
     let mut data = discriminator("global", "mint_to").to_vec();
-    data.extend_from_slice(&1u32.to_le_bytes());
-    data.extend_from_slice(recipient.as_ref());
-    data.extend_from_slice(&1u32.to_le_bytes());
-    data.extend_from_slice(&amount.to_le_bytes());
+    data.extend_from_slice(&(to.len() as u32).to_le_bytes());
+    for (recipient, _) in to {
+        data.extend_from_slice(recipient.as_ref());
+    }
+    data.extend_from_slice(&(to.len() as u32).to_le_bytes());
+    for (_, amount) in to {
+        data.extend_from_slice(&amount.to_le_bytes());
+    }
     data.push(0); // lamports: None
     Instruction {
         program_id: COMPRESSED_TOKEN,
@@ -325,7 +344,7 @@ pub async fn send_compressed_mint(
 /// Sends `ixs` with their output to the first tree of
 /// [`LOCALNET_OUTPUT_TREES`] that takes it, moving past (and remembering)
 /// each one that is full.
-async fn send_to_open_tree(
+pub async fn send_to_open_tree(
     chain: &crate::chain::Chain,
     ixs: &[Instruction],
     signers: &[&solana_sdk::signer::keypair::Keypair],
@@ -550,6 +569,28 @@ mod tests {
         let mut wrong = data.clone();
         wrong[0] ^= 1;
         assert!(token_outputs(&wrong).is_err());
+    }
+
+    #[test]
+    fn mint_to_many_lists_the_recipients_then_the_amounts() {
+        let (payer, mint, tree) = (
+            Pubkey::new_unique(),
+            Pubkey::new_unique(),
+            Pubkey::new_unique(),
+        );
+        let (a, b) = (Pubkey::new_unique(), Pubkey::new_unique());
+        let one = mint_to(&payer, &payer, &mint, &a, 1, &tree, false);
+        let many = mint_to_many(&payer, &payer, &mint, &[(a, 1), (b, 7)], &tree, false);
+        assert_eq!(one.accounts, many.accounts);
+        let mut want = discriminator("global", "mint_to").to_vec();
+        want.extend_from_slice(&2u32.to_le_bytes());
+        want.extend_from_slice(a.as_ref());
+        want.extend_from_slice(b.as_ref());
+        want.extend_from_slice(&2u32.to_le_bytes());
+        want.extend_from_slice(&1u64.to_le_bytes());
+        want.extend_from_slice(&7u64.to_le_bytes());
+        want.push(0);
+        assert_eq!(many.data, want);
     }
 
     #[test]

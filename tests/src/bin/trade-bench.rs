@@ -90,7 +90,7 @@ fn args() -> Args {
     a
 }
 
-use e2e::percentile;
+use e2e::{cpu_seconds, percentile};
 
 fn proc_kib(pid: u32, field: &str) -> u64 {
     std::fs::read_to_string(format!("/proc/{pid}/status"))
@@ -125,20 +125,6 @@ impl CpuAt {
     fn ms_per((pid, before): (u32, f64), releases: usize) -> f64 {
         ((cpu_seconds(pid) - before) * 1e3 / releases.max(1) as f64 * 10.0).round() / 10.0
     }
-}
-
-/// CPU seconds `pid` has used (user + system), from /proc.
-fn cpu_seconds(pid: u32) -> f64 {
-    std::fs::read_to_string(format!("/proc/{pid}/stat"))
-        .ok()
-        .and_then(|s| {
-            // the fields after the command's closing parenthesis
-            let rest = s.rsplit_once(')')?.1;
-            let f: Vec<&str> = rest.split_whitespace().collect();
-            let ticks: u64 = f.get(11)?.parse::<u64>().ok()? + f.get(12)?.parse::<u64>().ok()?;
-            Some(ticks as f64 / 100.0)
-        })
-        .unwrap_or(0.0)
 }
 
 /// Each of `buyers` pays the listed price, all at once (`rate` `None`)
