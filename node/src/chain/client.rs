@@ -558,13 +558,14 @@ impl Chain {
     /// The lamports an account of `bytes` data needs to be rent-exempt
     /// (read again after [`RENT_TTL`]).
     pub async fn rent_exemption(&self, bytes: usize) -> Result<u64, ChainError> {
-        let cached = |rents: &std::collections::HashMap<usize, (u64, std::time::Instant)>| {
-            rents
-                .get(&bytes)
-                .filter(|(_, at)| at.elapsed() < RENT_TTL)
-                .map(|(lamports, _)| *lamports)
-        };
-        if let Some(lamports) = cached(&self.rents.lock().unwrap_or_else(|p| p.into_inner())) {
+        let cached = self
+            .rents
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .get(&bytes)
+            .filter(|(_, at)| at.elapsed() < RENT_TTL)
+            .map(|(lamports, _)| *lamports);
+        if let Some(lamports) = cached {
             return Ok(lamports);
         }
         let lamports = with_retry("getMinimumBalanceForRentExemption", || {

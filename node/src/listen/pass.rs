@@ -230,11 +230,8 @@ pub async fn run_pass<'a>(
         }
         // a long backlog: what came meanwhile joins it (only the history
         // after the last read: cheap), so its newest half is judged next
-        if let Reading::Since(_) | Reading::TailInto(_) = reading {
-            let mut since = match &mut reading {
-                Reading::Since(c) | Reading::TailInto(c) => Reading::Since(c),
-                Reading::Tail => Reading::Tail,
-            };
+        if let Reading::Since(cursor) | Reading::TailInto(cursor) = &mut reading {
+            let mut since = Reading::Since(cursor);
             let found = discover(chain, db, catalog, payment_address, &mut since, &mut report);
             match alongside(found, releases).await {
                 Ok(()) | Err(PassStep::Chain(_)) => {}
@@ -716,11 +713,6 @@ pub struct Releases<'a> {
 }
 
 impl<'a> Releases<'a> {
-    /// Whether any release is in flight.
-    pub fn is_empty(&self) -> bool {
-        self.flying.is_empty()
-    }
-
     /// Sends the release of every due `envelope_uploaded` buy not in
     /// flight yet, up to [`RELEASE_CONCURRENCY`] in flight.
     pub fn launch(

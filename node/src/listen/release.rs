@@ -276,18 +276,15 @@ pub async fn landed_release(
     Ok(None)
 }
 
-/// Whether an account some token program owns is at `mint` (lamports a
-/// stranger parked there are a System account: no mint).
+/// Whether an account is at `mint` that only a landed mint could have made
+/// (lamports a stranger parked there are no mint).
 async fn minted_before(chain: &Chain, mint: &Pubkey) -> Result<bool, ChainError> {
-    let account = crate::chain::client::with_retry("getAccountInfo", || {
-        chain
-            .rpc()
-            .get_account_with_commitment(mint, chain.commitment())
-    })
-    .await?;
-    Ok(account
-        .value
-        .is_some_and(|a| a.owner != solana_system_interface::program::ID))
+    use crate::mint::account_setup::{address_state, AddressState};
+    let state = address_state(chain, mint, 0).await?;
+    Ok(!matches!(
+        state,
+        AddressState::Empty | AddressState::Parked(_)
+    ))
 }
 
 /// What a listing sells, as the seller knows it.
