@@ -480,6 +480,7 @@ async fn discover(
                 continue;
             }
             super::fault::maybe_abort("seen");
+            tracing::debug!(sig = %info.signature, slot = info.slot, "seen");
             report.seen += 1;
             // a failure the history reports is judged from the transaction
             // itself (verified next), never from this list alone

@@ -28,7 +28,10 @@ pub async fn wake_on_logs(
         || {
             let _ = nudge.try_send(());
         },
-        |_| !(nudge.try_send(()).is_err() && nudge.is_closed()),
+        |sig| {
+            tracing::debug!(%sig, "notified");
+            !(nudge.try_send(()).is_err() && nudge.is_closed())
+        },
     )
     .await
 }

@@ -127,17 +127,23 @@ impl CpuAt {
     }
 }
 
+/// One buy: its signature, its slot, when its buyer saw it confirmed.
+type Buy = (String, u64, Instant);
+
 /// Each of `buyers` pays the listed price, all at once (`rate` `None`)
 /// or the i-th at i / `rate` seconds (each on its own, never waiting for
-/// the ones before); returns each buy's (signature, slot, when it was
-/// confirmed).
+/// the ones before), while the seller's state is watched from the first
+/// payment on (so a step is timed when it happens, not when the last
+/// buyer is done); returns each buy and its outcome, in confirmation order.
 fn pay(
     rt: &tokio::runtime::Runtime,
     chain: &Chain,
+    db: &Path,
     buyers: &[Wallet],
     target: &Target,
     rate: Option<f64>,
-) -> Vec<(String, u64, Instant)> {
+) -> (Vec<Buy>, Vec<Waited>) {
+    let (confirmed, arrivals) = std::sync::mpsc::channel::<Buy>();
     let start = tokio::time::Instant::now();
     let sends = buyers.iter().enumerate().map(|(i, w)| {
         let at = start + rate.map_or(Duration::ZERO, |r| Duration::from_secs_f64(i as f64 / r));
@@ -151,18 +157,26 @@ fn pay(
             &target.registry,
             None,
         );
+        let confirmed = confirmed.clone();
         async move {
             tokio::time::sleep_until(at).await;
             let sent = chain.send(&ixs, &[&k]).await.expect("buy");
-            (sent.signature.to_string(), sent.slot, Instant::now())
+            let _ = confirmed.send((sent.signature.to_string(), sent.slot, Instant::now()));
         }
     });
-    rt.block_on(futures_util::future::join_all(sends))
+    let sends: Vec<_> = sends.collect();
+    drop(confirmed);
+    std::thread::scope(|s| {
+        s.spawn(|| rt.block_on(futures_util::future::join_all(sends)));
+        wait_releases(rt, chain, db, buyers.len(), || {
+            arrivals.try_iter().collect()
+        })
+    })
 }
 
 /// Releases a second from the first release recorded to the last: the
 /// daemon's own rate, whatever the buys' landing took.
-fn daemon_rate(buys: &[(String, u64, Instant)], results: &[Waited]) -> f64 {
+fn daemon_rate(buys: &[Buy], results: &[Waited]) -> f64 {
     let mut released: Vec<Instant> = buys
         .iter()
         .zip(results)
@@ -191,13 +205,20 @@ fn wait_releases(
     rt: &tokio::runtime::Runtime,
     chain: &Chain,
     db: &Path,
-    buys: &[(String, u64, Instant)],
-) -> Vec<Waited> {
+    expected: usize,
+    mut arrived: impl FnMut() -> Vec<Buy>,
+) -> (Vec<Buy>, Vec<Waited>) {
     let state = ListenDb::open(db).expect("seller state");
-    let mut stages: Vec<[Option<Instant>; 4]> = vec![[None; 4]; buys.len()];
-    let mut released: Vec<Option<String>> = vec![None; buys.len()];
+    let mut buys: Vec<Buy> = Vec::with_capacity(expected);
+    let mut stages: Vec<[Option<Instant>; 4]> = Vec::with_capacity(expected);
+    let mut released: Vec<Option<String>> = Vec::with_capacity(expected);
     let deadline = Instant::now() + Duration::from_secs(300);
-    while released.iter().any(Option::is_none) {
+    while buys.len() < expected || released.iter().any(Option::is_none) {
+        for buy in arrived() {
+            buys.push(buy);
+            stages.push([None; 4]);
+            released.push(None);
+        }
         assert!(
             Instant::now() < deadline,
             "releases did not come within 300 s"
@@ -222,7 +243,8 @@ fn wait_releases(
         }
         std::thread::sleep(Duration::from_millis(20));
     }
-    buys.iter()
+    let results = buys
+        .iter()
         .zip(stages.iter().zip(released))
         .map(|((_, slot, confirmed), (at, rel))| {
             let rel = rel.expect("released");
@@ -237,7 +259,8 @@ fn wait_releases(
                 [ms(at[0]), ms(at[1]), ms(at[2]), ms(at[3])],
             )
         })
-        .collect()
+        .collect();
+    (buys, results)
 }
 
 fn summary(
@@ -355,8 +378,11 @@ fn main() {
                 None,
             );
             let sent = rt.block_on(chain.send(&ixs, &[&bk])).expect("buy");
-            let one = [(sent.signature.to_string(), sent.slot, Instant::now())];
-            results.extend(wait_releases(&rt, &chain, &seller.db(), &one));
+            let mut one = Some((sent.signature.to_string(), sent.slot, Instant::now()));
+            let (_, waited) = wait_releases(&rt, &chain, &seller.db(), 1, || {
+                one.take().into_iter().collect()
+            });
+            results.extend(waited);
         }
         let h = hostile_sent.load(Ordering::SeqCst);
         println!(
@@ -369,8 +395,7 @@ fn main() {
         fund_all(&rt, &chain, &whale, &buyers, 100_000_000);
         let cpu = CpuAt::now(pid);
         let start = Instant::now();
-        let buys = pay(&rt, &chain, &buyers, &target, None);
-        let results = wait_releases(&rt, &chain, &seller.db(), &buys);
+        let (buys, results) = pay(&rt, &chain, &seller.db(), &buyers, &target, None);
         let span = start.elapsed();
         let h = hostile_sent.load(Ordering::SeqCst);
         let mut line = summary(&format!("concurrent{label}"), h, &results, Some(span), cpu);
@@ -378,6 +403,19 @@ fn main() {
         // the first payment sent, so it includes the burst's own landing)
         line["daemon_releases_per_second"] =
             json!((daemon_rate(&buys, &results) * 10.0).round() / 10.0);
+        // the chain's view: the slots the burst's buys landed over, and
+        // from the first buy's slot to the last release's
+        let buy_slots = buys.iter().map(|b| b.1);
+        let first_buy = buy_slots.clone().min().unwrap_or(0);
+        let last_buy = buy_slots.max().unwrap_or(0);
+        let last_release = buys
+            .iter()
+            .zip(&results)
+            .map(|(b, r)| b.1 + r.1 as u64)
+            .max()
+            .unwrap_or(0);
+        line["buys_landed_over_slots"] = json!(last_buy - first_buy + 1);
+        line["slots_first_buy_to_last_release"] = json!(last_release - first_buy);
         println!("{line}");
 
         // sustained: buyers paying at --rate a second for --seconds: does
@@ -395,8 +433,8 @@ fn main() {
                 )
             };
             let (t0, s0) = slot_at(&rt);
-            let buys = pay(&rt, &chain, &buyers, &target, Some(a.rate as f64));
-            let results = wait_releases(&rt, &chain, &seller.db(), &buys);
+            let rate = Some(a.rate as f64);
+            let (buys, results) = pay(&rt, &chain, &seller.db(), &buyers, &target, rate);
             let (t1, s1) = slot_at(&rt);
             let steady = daemon_rate(&buys, &results);
             let h = hostile_sent.load(Ordering::SeqCst);
@@ -471,8 +509,7 @@ fn junk_flood(
     fund_all(rt, chain, whale, &buyers, 100_000_000);
     signal("-CONT");
     let cpu = CpuAt::now(pid);
-    let buys = pay(rt, chain, &buyers, target, None);
-    let results = wait_releases(rt, chain, &seller.db(), &buys);
+    let (_, results) = pay(rt, chain, &seller.db(), &buyers, target, None);
     let mut line = summary(&format!("junk-{n}"), n, &results, None, cpu);
     line["junk_landed_in_s"] = json!((landed_in.as_secs_f64() * 10.0).round() / 10.0);
     println!("{line}");
