@@ -422,6 +422,7 @@ impl Chain {
     ) -> Result<Sent, ChainError> {
         let skip_preflight = preflight != Preflight::Simulate;
         let accept_failed = preflight == Preflight::SkipAndAcceptFailure;
+        let send_started = std::time::Instant::now();
         let payer = signers
             .first()
             .ok_or_else(|| ChainError::Config("a transaction needs a fee payer".into()))?;
@@ -443,7 +444,7 @@ impl Chain {
                 self.rpc.send_transaction_with_config(&tx, config)
             })
             .await?;
-            tracing::debug!(%sig, last_valid, "sent; awaiting our commitment");
+            tracing::debug!(%sig, last_valid, ms = send_started.elapsed().as_millis() as u64, "sent; awaiting our commitment");
             let landed = match self
                 .wait_for_landing(&sig, last_valid, accept_failed)
                 .await?

@@ -737,13 +737,19 @@ impl<'a> Releases<'a> {
                 continue;
             }
             let goods = catalog.goods(&row.listing_id).map(|g| g.to_owned_goods());
-            self.flying.push(Box::pin(async move {
-                let result = match goods {
-                    Some(goods) => land_release(chain, seller, &row, &goods.goods()).await,
-                    None => Err(StateError::Unknown(format!("goods of {}", row.listing_id)).into()),
-                };
-                (row.signature, result)
-            }));
+            let span = tracing::debug_span!("release", buy = %row.signature);
+            self.flying.push(Box::pin(tracing::Instrument::instrument(
+                async move {
+                    let result = match goods {
+                        Some(goods) => land_release(chain, seller, &row, &goods.goods()).await,
+                        None => {
+                            Err(StateError::Unknown(format!("goods of {}", row.listing_id)).into())
+                        }
+                    };
+                    (row.signature, result)
+                },
+                span,
+            )));
         }
         Ok(())
     }

@@ -584,9 +584,11 @@ pub async fn land_release(
             return Ok(sig);
         }
     }
+    let started = std::time::Instant::now();
     let minted = mint_token(chain, seller, &seed, &buyer, goods, standard, extra).await;
     let sig = match minted {
         Ok(sent) => {
+            tracing::debug!(buy = %row.signature, release = %sent.signature, slot = sent.slot, ms = started.elapsed().as_millis() as u64, "release landed");
             super::fault::maybe_abort("release_sent");
             sent.signature.to_string()
         }

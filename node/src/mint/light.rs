@@ -43,6 +43,10 @@ pub const LOCALNET_OUTPUT_TREES: [Pubkey; 7] = [
     pubkey!("smt2rJAFdyJJupwMKAqTNAJwvjhmiZ4JYGZmbVRw1Ho"),
 ];
 
+/// How many of [`LOCALNET_OUTPUT_TREES`] (the first) are batched output
+/// queues, whose room is counted ([`super::output_room`]).
+const LOCALNET_BATCHED_QUEUES: usize = 5;
+
 /// The first of [`LOCALNET_OUTPUT_TREES`] not yet found full by this
 /// process: a full queue stays full (nothing empties it), so later mints
 /// start past it instead of being refused by it again.
@@ -337,29 +341,39 @@ pub async fn send_compressed_mint(
     let setup = account_setup::instructions(&p, &m, Derivation::Keypair, rent, base as u64, state);
     let mut ixs = compressed_mint_instructions(&p, &m, recipient, amount, spec, setup)?;
     ixs.extend(extra);
-    let sent = send_to_open_tree(chain, &ixs, &[&kp, &mint_kp]).await?;
+    // one output: the recipient's compressed token account
+    let sent = send_to_open_tree(chain, &ixs, &[&kp, &mint_kp], 1).await?;
     Ok(CompressedMint { mint: m, sent })
 }
 
-/// Sends `ixs` with their output to the first tree of
-/// [`LOCALNET_OUTPUT_TREES`] that takes it, moving past (and remembering)
-/// each one that is full.
+/// Sends `ixs` (making `outputs` compressed outputs) with their outputs
+/// to the first tree of [`LOCALNET_OUTPUT_TREES`] that takes them: a queue
+/// this process has no room left in ([`super::output_room`]) is passed
+/// over without a send, and one the chain refuses as full is moved past
+/// (and remembered).
 pub async fn send_to_open_tree(
     chain: &crate::chain::Chain,
     ixs: &[Instruction],
     signers: &[&solana_sdk::signer::keypair::Keypair],
+    outputs: u64,
 ) -> Result<crate::chain::Sent, crate::chain::ChainError> {
     use std::sync::atomic::Ordering;
     let last = LOCALNET_OUTPUT_TREES.len() - 1;
     let mut at = FIRST_OPEN_TREE.load(Ordering::Relaxed).min(last);
     loop {
         let tree = &LOCALNET_OUTPUT_TREES[at];
+        if at < LOCALNET_BATCHED_QUEUES && !super::output_room::take(chain, tree, outputs).await? {
+            at += 1;
+            FIRST_OPEN_TREE.fetch_max(at, Ordering::Relaxed);
+            continue;
+        }
         match chain
             .send_unsimulated(&with_output_queue(ixs, tree), signers)
             .await
         {
             Err(e) if queue_full(&e) && at < last => {
                 tracing::warn!(%tree, "compressed output queue full; using the next tree");
+                super::output_room::spent(tree).await;
                 at += 1;
                 FIRST_OPEN_TREE.fetch_max(at, Ordering::Relaxed);
             }

@@ -9,6 +9,7 @@
 pub mod account_setup;
 pub mod bundle_mint;
 pub mod light;
+pub mod output_room;
 pub mod token2022;
 
 /// What one release costs the seller (lamports): the rent of the fresh

@@ -208,10 +208,10 @@ fn main() {
             .collect();
         let before = balance(&me);
         let phase = begin();
-        let sends = txs.iter().map(|ixs| {
+        let sends = txs.iter().zip(buyers.chunks(k)).map(|(ixs, group)| {
             let (chain, kp) = (&chain, &kp);
             async move {
-                send_to_open_tree(chain, ixs, &[kp])
+                send_to_open_tree(chain, ixs, &[kp], group.len() as u64)
                     .await
                     .expect("batched release")
                     .signature

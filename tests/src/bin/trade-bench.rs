@@ -446,6 +446,12 @@ fn main() {
                 cpu,
             );
             line["releases_per_second"] = json!((steady * 10.0).round() / 10.0);
+            // the rate the buys were confirmed at (what the releases follow)
+            let mut confirmed: Vec<Instant> = buys.iter().map(|b| b.2).collect();
+            confirmed.sort();
+            let span = (confirmed[confirmed.len() - 1] - confirmed[0]).as_secs_f64();
+            line["buys_confirmed_per_second"] =
+                json!(((confirmed.len() - 1) as f64 / span.max(1e-9) * 10.0).round() / 10.0);
             // how long the chain's slots were meanwhile (400 ms nominal)
             line["chain_ms_per_slot"] =
                 json!(((t1 - t0).as_secs_f64() * 1e3 / (s1 - s0).max(1) as f64).round());
