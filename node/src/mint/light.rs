@@ -373,9 +373,19 @@ pub async fn send_to_open_tree(
         {
             Err(e) if queue_full(&e) && at < last => {
                 tracing::warn!(%tree, "compressed output queue full; using the next tree");
-                super::output_room::spent(tree).await;
+                super::output_room::spent(chain, tree).await;
                 at += 1;
                 FIRST_OPEN_TREE.fetch_max(at, Ordering::Relaxed);
+            }
+            // a transaction that landed failed, or never landed, appended
+            // nothing (one still in flight may yet: its room stays taken)
+            Err(
+                e @ (crate::chain::ChainError::TxFailed { .. } | crate::chain::ChainError::Expired),
+            ) => {
+                if at < LOCALNET_BATCHED_QUEUES {
+                    super::output_room::give_back(chain, tree, outputs).await;
+                }
+                return Err(e);
             }
             sent => return sent,
         }

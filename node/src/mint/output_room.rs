@@ -45,10 +45,11 @@ pub fn room_in(data: &[u8]) -> Option<u64> {
     Some((batches * size).saturating_sub(next))
 }
 
-/// What this process knows of each queue's room: outputs left, or `None`
-/// when its account says nothing (every send there is tried).
-static ROOM: tokio::sync::Mutex<Option<HashMap<Pubkey, Option<u64>>>> =
-    tokio::sync::Mutex::const_new(None);
+/// What this process knows of each queue's room, by RPC endpoint and
+/// queue (a process may talk to more than one localnet): outputs left, or
+/// `None` when its account says nothing (every send there is tried).
+type Rooms = HashMap<(String, Pubkey), Option<u64>>;
+static ROOM: tokio::sync::Mutex<Option<Rooms>> = tokio::sync::Mutex::const_new(None);
 
 /// Takes room for `outputs` outputs in `queue`, reading its counts the
 /// first time this process sends there. `false`: this process has
@@ -56,7 +57,8 @@ static ROOM: tokio::sync::Mutex<Option<HashMap<Pubkey, Option<u64>>>> =
 pub async fn take(chain: &Chain, queue: &Pubkey, outputs: u64) -> Result<bool, ChainError> {
     let mut known = ROOM.lock().await;
     let rooms = known.get_or_insert_with(HashMap::new);
-    let room = match rooms.get_mut(queue) {
+    let key = (chain.endpoint().rpc_url.clone(), *queue);
+    let room = match rooms.get_mut(&key) {
         Some(room) => room,
         None => {
             let account = crate::chain::client::with_retry("getAccountInfo", || {
@@ -67,7 +69,7 @@ pub async fn take(chain: &Chain, queue: &Pubkey, outputs: u64) -> Result<bool, C
             .await?;
             let left = account.value.and_then(|a| room_in(&a.data));
             tracing::debug!(%queue, ?left, "output queue room read");
-            rooms.entry(*queue).or_insert(left)
+            rooms.entry(key).or_insert(left)
         }
     };
     Ok(match room {
@@ -80,11 +82,21 @@ pub async fn take(chain: &Chain, queue: &Pubkey, outputs: u64) -> Result<bool, C
     })
 }
 
+/// Gives back room taken for `outputs` outputs in `queue` by a send that
+/// certainly appended nothing (it landed failed, or expired unlanded).
+pub async fn give_back(chain: &Chain, queue: &Pubkey, outputs: u64) {
+    if let Some(rooms) = ROOM.lock().await.as_mut() {
+        if let Some(Some(left)) = rooms.get_mut(&(chain.endpoint().rpc_url.clone(), *queue)) {
+            *left += outputs;
+        }
+    }
+}
+
 /// Forgets `queue`'s room: the chain refused it as full while this process
 /// thought it had some (another process sent there too).
-pub async fn spent(queue: &Pubkey) {
+pub async fn spent(chain: &Chain, queue: &Pubkey) {
     if let Some(rooms) = ROOM.lock().await.as_mut() {
-        rooms.insert(*queue, Some(0));
+        rooms.insert((chain.endpoint().rpc_url.clone(), *queue), Some(0));
     }
 }
 
