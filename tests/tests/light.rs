@@ -307,7 +307,9 @@ fn mints_go_on_to_a_v1_tree_once_every_batched_queue_is_full() {
         }
     };
     let batched = &light::LOCALNET_OUTPUT_TREES[..5];
-    for queue in batched {
+    // what each queue still took: none after the burst, the second the
+    // 80 the burst left, the three others all 100
+    for (queue, room_left) in batched.iter().zip([0, 80, 100, 100, 100]) {
         // ten outputs a transaction while they fit, then one at a time
         let mut filled = 0;
         for per_tx in [10, 1] {
@@ -327,6 +329,7 @@ fn mints_go_on_to_a_v1_tree_once_every_batched_queue_is_full() {
                 assert!(filled <= 100, "{queue} took more than 100 outputs");
             }
         }
+        assert_eq!(filled, room_left, "{queue} took what its room said");
         assert_eq!(room(&rt, &chain, queue), 0, "{queue} is full");
     }
     let v1_tree = light::LOCALNET_OUTPUT_TREES[5];

@@ -1,10 +1,15 @@
 //! Token-2022 NFT minting on a real validator: exactly one unit to the
 //! recipient, the metadata URI on the mint, supply frozen at 1, and a
-//! retried mint with the same seed refused by the chain itself.
+//! retried mint with the same seed refused (by the builder, which sees the
+//! mint, and by the chain itself when sent anyway).
 
 use e2e::{runtime, validator};
 use node::chain::{ChainError, Keypair, Pubkey, Signer};
-use node::mint::token2022::{mint_address, mint_nft, read_nft, seed_from, NftSpec, TOKEN_2022};
+use node::mint::account_setup::AddressState;
+use node::mint::token2022::{
+    mint_address, mint_nft, nft_instructions, read_nft, seed_from, NftAddresses, NftSpec,
+    TOKEN_2022,
+};
 
 fn spec(name: &str) -> NftSpec {
     NftSpec {
@@ -72,7 +77,7 @@ fn nft_mint_is_exactly_once_and_supply_is_fixed() {
         "metadata lives in the mint"
     );
 
-    // the same seed again: the chain refuses (account exists), nothing minted twice
+    // the same seed again: the builder sees the mint and sends nothing
     let again = rt.block_on(mint_nft(
         &chain,
         &seller,
@@ -82,11 +87,28 @@ fn nft_mint_is_exactly_once_and_supply_is_fixed() {
         vec![],
     ));
     assert!(
+        matches!(&again, Err(ChainError::AccountExists { address }) if *address == minted.mint.to_string()),
+        "{again:?}"
+    );
+    // and sent anyway (a stale read of the address), the chain refuses it
+    let at = NftAddresses::derive(&seller.pubkey(), &seed, &buyer.pubkey(), &spec).unwrap();
+    let fresh = [AddressState::Empty, AddressState::Empty];
+    let stale = nft_instructions(
+        &seller.pubkey(),
+        &at,
+        &buyer.pubkey(),
+        &spec,
+        [10_000_000; 2],
+        fresh,
+    )
+    .unwrap();
+    let sent = rt.block_on(chain.send(&stale, &[&seller]));
+    assert!(
         matches!(
-            again,
+            sent,
             Err(ChainError::Rpc { .. } | ChainError::TxFailed { .. })
         ),
-        "{again:?}"
+        "{sent:?}"
     );
     assert_eq!(
         rt.block_on(read_nft(&chain, &minted.mint, &minted.token_account))

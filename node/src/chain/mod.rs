@@ -63,6 +63,14 @@ pub enum ChainError {
         /// The budget.
         seconds: u64,
     },
+    /// An account is already at an address a transaction would create
+    /// (a mint made before: the chain would refuse the transaction, and its
+    /// fee be spent for nothing), so it was not sent.
+    #[error("an account already exists at {address}; not created again")]
+    AccountExists {
+        /// The address.
+        address: String,
+    },
     /// A fetched transaction had an unexpected shape.
     #[error(transparent)]
     Shape(#[from] parsed_tx::TxShapeError),

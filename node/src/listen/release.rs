@@ -276,17 +276,6 @@ pub async fn landed_release(
     Ok(None)
 }
 
-/// Whether an account is at `mint` that only a landed mint could have made
-/// (lamports a stranger parked there are no mint).
-async fn minted_before(chain: &Chain, mint: &Pubkey) -> Result<bool, ChainError> {
-    use crate::mint::account_setup::{address_state, AddressState};
-    let state = address_state(chain, mint, 0).await?;
-    Ok(!matches!(
-        state,
-        AddressState::Empty | AddressState::Parked(_)
-    ))
-}
-
 /// What a listing sells, as the seller knows it.
 #[derive(Debug, Clone)]
 pub struct Goods<'a> {
@@ -577,13 +566,10 @@ pub async fn land_release(
     }
     let me = payer.pubkey();
     // a release that landed before (a crash, a send that timed out) made
-    // the mint: only then is its history read, so a restart sends nothing
-    // new (a first release costs one account read, not a history read)
-    if minted_before(chain, &mint).await? {
-        if let Some(sig) = landed_release(chain, &mint, &memo_text, &me).await? {
-            return Ok(sig);
-        }
-    }
+    // the mint: the mint builder reads the mint's address and refuses to
+    // send (`AccountExists`), and only then is the mint's history read
+    // below, so a restart sends nothing new and a first release costs one
+    // account read, not a history read
     let started = std::time::Instant::now();
     let minted = mint_token(chain, seller, &seed, &buyer, goods, standard, extra).await;
     let sig = match minted {
@@ -592,8 +578,9 @@ pub async fn land_release(
             super::fault::maybe_abort("release_sent");
             sent.signature.to_string()
         }
-        // landed concurrently or before a crash: the chain refused a second
-        // mint; recorded only if our signed release memo proves it
+        // landed concurrently or before a crash: the builder found the mint
+        // (or the chain refused a second one); recorded only if our signed
+        // release memo proves it
         Err(e) => match landed_release(chain, &mint, &memo_text, &me).await? {
             Some(sig) => {
                 tracing::info!(error = %e, %mint, "release already on chain; recording it");

@@ -40,9 +40,10 @@ pub enum AddressState {
     /// an earlier transaction of ours (only our signature can assign it),
     /// not yet initialized.
     Prepared(u64),
-    /// Anything else (already initialized, another owner or size): left to
-    /// `create_account`, which fails on chain, so a retried mint can never
-    /// mint twice.
+    /// Anything else (already initialized, another owner or size): the
+    /// mint builders refuse to send ([`ChainError::AccountExists`]; a
+    /// `create_account` would fail on chain anyway, so a retried mint can
+    /// never mint twice).
     Taken,
 }
 
@@ -81,6 +82,17 @@ impl AddressState {
             }
             other => other,
         }
+    }
+}
+
+/// [`ChainError::AccountExists`] when `state` is [`AddressState::Taken`]:
+/// what a mint builder checks before it sends.
+pub fn refuse_taken(address: &Pubkey, state: AddressState) -> Result<(), ChainError> {
+    match state {
+        AddressState::Taken => Err(ChainError::AccountExists {
+            address: address.to_string(),
+        }),
+        _ => Ok(()),
     }
 }
 

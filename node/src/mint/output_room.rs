@@ -6,16 +6,20 @@
 //! under it (each refusal a failed transaction, its fee, and a send again
 //! one or two slots later).
 //!
-//! It only ever steers: the chain still judges every send, and a queue
-//! another process filled meanwhile is still found by its refusal
-//! ([`super::light::send_to_open_tree`]). It never reads anything but the
-//! queue's counts, and an account it cannot read or parse (not a batched
-//! output queue, or another cluster's) is "room unknown": the send is
-//! tried.
+//! Owns the process-wide map of that room, by RPC endpoint and queue. It
+//! only ever steers which queue is tried: the chain still judges every
+//! send, a queue another process filled meanwhile is still found by its
+//! refusal ([`super::light::send_to_open_tree`]), and exactly-once of
+//! releases never rests on it (that is the derived mint's and the signed
+//! `release` memo's). Counted only on a local cluster, where no forester
+//! empties the queues; elsewhere, or for an account it cannot read or
+//! parse, the room is unknown and the send is tried.
 
-use crate::chain::{Chain, ChainError, Pubkey};
+use crate::chain::{Chain, ClusterKind, Pubkey};
 use std::collections::HashMap;
 
+/// The discriminator of a batched queue account (`BatchedQueueAccount`).
+const QUEUE_DISCRIMINATOR: &[u8; 8] = b"queueacc";
 /// Where a batched output queue account (Light's `BatchedQueueMetadata`)
 /// keeps its `QueueBatches` counts: `num_batches`, `batch_size`, then
 /// (past `zkp_batch_size`, `bloom_filter_capacity`,
@@ -29,6 +33,9 @@ const NEXT_INDEX_AT: usize = 280;
 /// it (the localnet runs none): its batches' capacity less the outputs it
 /// has taken. `None` when `data` is not such an account.
 pub fn room_in(data: &[u8]) -> Option<u64> {
+    if data.get(..8)? != QUEUE_DISCRIMINATOR {
+        return None;
+    }
     let u64_at = |at: usize| {
         data.get(at..at + 8)
             .map(|b| u64::from_le_bytes(b.try_into().expect("8 bytes")))
@@ -45,59 +52,99 @@ pub fn room_in(data: &[u8]) -> Option<u64> {
     Some((batches * size).saturating_sub(next))
 }
 
-/// What this process knows of each queue's room, by RPC endpoint and
-/// queue (a process may talk to more than one localnet): outputs left, or
-/// `None` when its account says nothing (every send there is tried).
-type Rooms = HashMap<(String, Pubkey), Option<u64>>;
+/// What this process knows of one queue.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Room {
+    /// Its account says nothing (not a local cluster, or not a batched
+    /// queue): every send there is tried.
+    Unknown,
+    /// Outputs it still takes.
+    Left(u64),
+    /// The chain refused it as full: nothing given back revives it.
+    Full,
+}
+
+type Rooms = HashMap<(String, Pubkey), Room>;
 static ROOM: tokio::sync::Mutex<Option<Rooms>> = tokio::sync::Mutex::const_new(None);
+
+fn key(chain: &Chain, queue: &Pubkey) -> (String, Pubkey) {
+    (chain.endpoint().rpc_url.clone(), *queue)
+}
+
+/// What `queue`'s account says of its room: counted only on a local
+/// cluster and for the account-compression program's batched queues.
+/// `None`: it could not be read (tried again next time).
+async fn read_room(chain: &Chain, queue: &Pubkey) -> Option<Room> {
+    let local = matches!(chain.cluster_kind().await, Ok(ClusterKind::Local));
+    if !local {
+        return Some(Room::Unknown);
+    }
+    let read = crate::chain::client::with_retry("getAccountInfo", || {
+        chain
+            .rpc()
+            .get_account_with_commitment(queue, chain.commitment())
+    })
+    .await;
+    match read {
+        Ok(account) => Some(
+            account
+                .value
+                .filter(|a| a.owner == super::light::ACCOUNT_COMPRESSION)
+                .and_then(|a| room_in(&a.data))
+                .map_or(Room::Unknown, Room::Left),
+        ),
+        Err(e) => {
+            tracing::warn!(%queue, error = %e, "reading an output queue's room failed; sending there regardless");
+            None
+        }
+    }
+}
 
 /// Takes room for `outputs` outputs in `queue`, reading its counts the
 /// first time this process sends there. `false`: this process has
-/// already sent it as many outputs as it had room for (use another).
-pub async fn take(chain: &Chain, queue: &Pubkey, outputs: u64) -> Result<bool, ChainError> {
+/// already sent it as many outputs as it had room for, or the chain
+/// refused it as full (use another). A room that cannot be read is no
+/// reason not to send.
+pub async fn take(chain: &Chain, queue: &Pubkey, outputs: u64) -> bool {
     let mut known = ROOM.lock().await;
     let rooms = known.get_or_insert_with(HashMap::new);
-    let key = (chain.endpoint().rpc_url.clone(), *queue);
-    let room = match rooms.get_mut(&key) {
+    let room = match rooms.get_mut(&key(chain, queue)) {
         Some(room) => room,
-        None => {
-            let account = crate::chain::client::with_retry("getAccountInfo", || {
-                chain
-                    .rpc()
-                    .get_account_with_commitment(queue, chain.commitment())
-            })
-            .await?;
-            let left = account.value.and_then(|a| room_in(&a.data));
-            tracing::debug!(%queue, ?left, "output queue room read");
-            rooms.entry(key).or_insert(left)
-        }
+        None => match read_room(chain, queue).await {
+            Some(read) => {
+                tracing::debug!(%queue, ?read, "output queue room read");
+                rooms.entry(key(chain, queue)).or_insert(read)
+            }
+            None => return true,
+        },
     };
-    Ok(match room {
-        None => true,
-        Some(left) if *left >= outputs => {
+    match room {
+        Room::Unknown => true,
+        Room::Left(left) if *left >= outputs => {
             *left -= outputs;
             true
         }
-        Some(_) => false,
-    })
+        Room::Left(_) | Room::Full => false,
+    }
 }
 
 /// Gives back room taken for `outputs` outputs in `queue` by a send that
 /// certainly appended nothing (it landed failed, or expired unlanded).
 pub async fn give_back(chain: &Chain, queue: &Pubkey, outputs: u64) {
     if let Some(rooms) = ROOM.lock().await.as_mut() {
-        if let Some(Some(left)) = rooms.get_mut(&(chain.endpoint().rpc_url.clone(), *queue)) {
+        if let Some(Room::Left(left)) = rooms.get_mut(&key(chain, queue)) {
             *left += outputs;
         }
     }
 }
 
-/// Forgets `queue`'s room: the chain refused it as full while this process
-/// thought it had some (another process sent there too).
+/// Marks `queue` full: the chain refused it while this process thought it
+/// had room (another process sent there too).
 pub async fn spent(chain: &Chain, queue: &Pubkey) {
-    if let Some(rooms) = ROOM.lock().await.as_mut() {
-        rooms.insert((chain.endpoint().rpc_url.clone(), *queue), Some(0));
-    }
+    ROOM.lock()
+        .await
+        .get_or_insert_with(HashMap::new)
+        .insert(key(chain, queue), Room::Full);
 }
 
 #[cfg(test)]
@@ -108,6 +155,7 @@ mod tests {
     /// (2 batches of 50; `next_index` as given).
     fn queue(next_index: u64) -> Vec<u8> {
         let mut d = vec![0u8; 4136];
+        d[..8].copy_from_slice(QUEUE_DISCRIMINATOR);
         d[NUM_BATCHES_AT..NUM_BATCHES_AT + 8].copy_from_slice(&2u64.to_le_bytes());
         d[BATCH_SIZE_AT..BATCH_SIZE_AT + 8].copy_from_slice(&50u64.to_le_bytes());
         d[248..256].copy_from_slice(&10u64.to_le_bytes());
@@ -128,8 +176,13 @@ mod tests {
     fn anything_else_says_nothing() {
         assert_eq!(room_in(&[]), None);
         assert_eq!(room_in(&[0u8; 200]), None);
-        assert_eq!(room_in(&[0u8; 4136]), None, "no batches");
-        assert_eq!(room_in(&[0xff; 4136]), None, "garbage counts");
+        assert_eq!(room_in(&[0u8; 4136]), None, "no discriminator");
+        let mut no_batches = queue(0);
+        no_batches[NUM_BATCHES_AT..NUM_BATCHES_AT + 8].fill(0);
+        assert_eq!(room_in(&no_batches), None, "no batches");
+        let mut garbage = vec![0xff; 4136];
+        garbage[..8].copy_from_slice(QUEUE_DISCRIMINATOR);
+        assert_eq!(room_in(&garbage), None, "garbage counts");
     }
 
     /// The localnet's first queue account, as the CLI's accounts hold it

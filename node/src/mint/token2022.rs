@@ -268,6 +268,7 @@ pub async fn mint_nft(
         address_state(chain, &at.mint, at.mint_space).await?,
         address_state(chain, &at.token_account, TOKEN_ACCOUNT_LEN as u64).await?,
     ];
+    account_setup::refuse_taken(&at.mint, states[0])?;
     if states.iter().any(|s| s.is_parked()) {
         tracing::warn!(mint = %at.mint, token_account = %at.token_account, ?states,
             "lamports were parked at a derived address; preparing the accounts around them first");

@@ -169,7 +169,15 @@ fn pay(
     std::thread::scope(|s| {
         s.spawn(|| rt.block_on(futures_util::future::join_all(sends)));
         wait_releases(rt, chain, db, buyers.len(), || {
-            arrivals.try_iter().collect()
+            let mut got = Vec::new();
+            loop {
+                match arrivals.try_recv() {
+                    Ok(buy) => got.push(buy),
+                    Err(std::sync::mpsc::TryRecvError::Empty) => return (got, true),
+                    // every payment is done (or one panicked)
+                    Err(std::sync::mpsc::TryRecvError::Disconnected) => return (got, false),
+                }
+            }
         })
     })
 }
@@ -199,29 +207,42 @@ type Stages = [f64; 4];
 /// release, and when each step was first seen.
 type Waited = (f64, f64, Stages);
 
-/// Waits for each buy's release in the seller's state (watching each
-/// step as it comes, 20 ms apart).
+/// Waits for each of `expected` buys' release in the seller's state
+/// (watching each step as it comes, 20 ms apart), taking the buys as
+/// `arrived` hands them over (with whether more may come). A step the
+/// daemon reached before its buyer saw the buy confirmed is stamped at
+/// the confirmation: these times are never negative.
 fn wait_releases(
     rt: &tokio::runtime::Runtime,
     chain: &Chain,
     db: &Path,
     expected: usize,
-    mut arrived: impl FnMut() -> Vec<Buy>,
+    mut arrived: impl FnMut() -> (Vec<Buy>, bool),
 ) -> (Vec<Buy>, Vec<Waited>) {
     let state = ListenDb::open(db).expect("seller state");
     let mut buys: Vec<Buy> = Vec::with_capacity(expected);
     let mut stages: Vec<[Option<Instant>; 4]> = Vec::with_capacity(expected);
     let mut released: Vec<Option<String>> = Vec::with_capacity(expected);
-    let deadline = Instant::now() + Duration::from_secs(300);
+    let wait = Duration::from_secs(300);
+    let mut deadline = Instant::now() + wait;
     while buys.len() < expected || released.iter().any(Option::is_none) {
-        for buy in arrived() {
+        let (new, more) = arrived();
+        if !new.is_empty() {
+            deadline = Instant::now() + wait;
+        }
+        for buy in new {
             buys.push(buy);
             stages.push([None; 4]);
             released.push(None);
         }
         assert!(
+            more || buys.len() == expected,
+            "only {} of {expected} buys were paid (a payment failed: see above)",
+            buys.len()
+        );
+        assert!(
             Instant::now() < deadline,
-            "releases did not come within 300 s"
+            "releases did not come within 300 s of the last buy"
         );
         for (i, (sig, _, _)) in buys.iter().enumerate() {
             if released[i].is_some() {
@@ -380,7 +401,7 @@ fn main() {
             let sent = rt.block_on(chain.send(&ixs, &[&bk])).expect("buy");
             let mut one = Some((sent.signature.to_string(), sent.slot, Instant::now()));
             let (_, waited) = wait_releases(&rt, &chain, &seller.db(), 1, || {
-                one.take().into_iter().collect()
+                (one.take().into_iter().collect(), false)
             });
             results.extend(waited);
         }
