@@ -8,6 +8,12 @@
 //! the two) runs its call on the next try; one `sending` (the answer never
 //! came) is reconciled against the chain by sending it again.
 //!
+//! Several processes may share one ledger (more than one `mcp --http`
+//! beside one wallet): a request settling a payment first claims its row
+//! ([`CallLedger::claim`]), so a payment retried at two processes at once
+//! runs its call at one of them; a claim its process never released (it
+//! was killed) lapses after its lease.
+//!
 //! Owns: the SQLite file (WAL, 0600, beside the wallet). Never: talks to
 //! the chain or decides whether a payment is good.
 
@@ -27,9 +33,14 @@ CREATE TABLE IF NOT EXISTS paid_calls (
     state TEXT NOT NULL CHECK (state IN ('sending', 'paid', 'served', 'failed')),
     recorded_at INTEGER NOT NULL,
     settled_at INTEGER,
-    served_at INTEGER
+    served_at INTEGER,
+    claimed_by TEXT,
+    claimed_at INTEGER
 );
 ";
+
+/// The claim columns, added to a ledger made before them.
+const CLAIM_COLUMNS: [&str; 2] = ["claimed_by TEXT", "claimed_at INTEGER"];
 
 /// Where a payment stands.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -123,12 +134,64 @@ impl CallLedger {
     /// Opens (creating, 0600) the ledger at `path`.
     pub fn open(path: &Path) -> Result<CallLedger, LedgerError> {
         use crate::store::private_db::{self, PrivateDbError};
-        let conn = private_db::open(path).map_err(|e| match e {
+        let mut conn = private_db::open(path).map_err(|e| match e {
             PrivateDbError::Io { path, source } => LedgerError::Io { path, source },
             PrivateDbError::Sql(e) => LedgerError::Sql(e),
         })?;
-        conn.execute_batch(SCHEMA)?;
+        // one process at a time makes or upgrades the table
+        let tx = conn.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
+        tx.execute_batch(SCHEMA)?;
+        let has: Vec<String> = tx
+            .prepare("SELECT name FROM pragma_table_info('paid_calls')")?
+            .query_map([], |r| r.get(0))?
+            .collect::<Result<_, _>>()?;
+        for column in CLAIM_COLUMNS {
+            let name = column.split(' ').next().unwrap_or(column);
+            if !has.iter().any(|h| h == name) {
+                tx.execute_batch(&format!("ALTER TABLE paid_calls ADD COLUMN {column}"))?;
+            }
+        }
+        tx.commit()?;
         Ok(CallLedger { conn })
+    }
+
+    /// Claims `signature`'s row for `owner` (a process's id) to settle it
+    /// and run its call: whether it did. A row claimed by another owner
+    /// less than `lease_secs` ago is not taken; the same owner claiming
+    /// again renews its claim.
+    pub fn claim(
+        &self,
+        signature: &str,
+        owner: &str,
+        lease_secs: i64,
+    ) -> Result<bool, LedgerError> {
+        self.claim_at(signature, owner, lease_secs, now())
+    }
+
+    fn claim_at(
+        &self,
+        signature: &str,
+        owner: &str,
+        lease_secs: i64,
+        at: i64,
+    ) -> Result<bool, LedgerError> {
+        let n = self.conn.execute(
+            "UPDATE paid_calls SET claimed_by = ?2, claimed_at = ?3
+             WHERE signature = ?1
+               AND (claimed_by IS NULL OR claimed_by = ?2 OR claimed_at <= ?3 - ?4)",
+            params![signature, owner, at, lease_secs],
+        )?;
+        Ok(n == 1)
+    }
+
+    /// Releases `owner`'s claim on `signature` (another's is left alone).
+    pub fn release_claim(&self, signature: &str, owner: &str) -> Result<(), LedgerError> {
+        self.conn.execute(
+            "UPDATE paid_calls SET claimed_by = NULL, claimed_at = NULL
+             WHERE signature = ?1 AND claimed_by = ?2",
+            params![signature, owner],
+        )?;
+        Ok(())
     }
 
     /// Where `signature` stands (`None`: never recorded).
@@ -259,5 +322,63 @@ mod tests {
         assert_eq!(all.len(), 1);
         assert_eq!((all[0].units, all[0].state.as_str()), (10, "served"));
         assert!(all[0].settled_at.is_some() && all[0].served_at.is_some());
+    }
+
+    /// Two processes on one ledger: one claim at a time, the owner's
+    /// renewal and release, and a lapsed claim taken over.
+    #[test]
+    fn one_process_at_a_time_settles_a_payment() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join(LEDGER_FILE);
+        let (a, b) = (
+            CallLedger::open(&path).unwrap(),
+            CallLedger::open(&path).unwrap(),
+        );
+        assert!(!a.claim("s", "A", 600).unwrap(), "no row, no claim");
+        a.record_sending("s", "memory_search", "p", "m", 10)
+            .unwrap();
+        assert!(a.claim_at("s", "A", 600, 1_000).unwrap());
+        assert!(!b.claim_at("s", "B", 600, 1_001).unwrap(), "A holds it");
+        assert!(a.claim_at("s", "A", 600, 1_002).unwrap(), "A renews");
+        b.release_claim("s", "B").unwrap();
+        assert!(
+            !b.claim_at("s", "B", 600, 1_003).unwrap(),
+            "B cannot release A's claim"
+        );
+        a.release_claim("s", "A").unwrap();
+        assert!(
+            b.claim_at("s", "B", 600, 1_004).unwrap(),
+            "released: B takes it"
+        );
+        // B was killed holding it: A takes it once the lease lapsed
+        assert!(!a.claim_at("s", "A", 600, 1_603).unwrap());
+        assert!(a.claim_at("s", "A", 600, 1_604).unwrap());
+    }
+
+    /// A ledger made before the claim columns gets them on open, its rows
+    /// kept.
+    #[test]
+    fn an_older_ledger_gains_the_claim_columns() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join(LEDGER_FILE);
+        let old = Connection::open(&path).unwrap();
+        old.execute_batch(
+            "CREATE TABLE paid_calls (
+                signature TEXT PRIMARY KEY, tool TEXT NOT NULL, payer TEXT NOT NULL,
+                mint TEXT NOT NULL, units INTEGER NOT NULL CHECK (units > 0),
+                state TEXT NOT NULL CHECK (state IN ('sending', 'paid', 'served', 'failed')),
+                recorded_at INTEGER NOT NULL, settled_at INTEGER, served_at INTEGER);
+             INSERT INTO paid_calls (signature, tool, payer, mint, units, state, recorded_at)
+             VALUES ('s', 't', 'p', 'm', 5, 'paid', 1);",
+        )
+        .unwrap();
+        drop(old);
+        let l = CallLedger::open(&path).unwrap();
+        assert_eq!(l.state("s").unwrap(), Some(CallState::Paid));
+        assert!(l.claim("s", "A", 600).unwrap());
+        drop(l);
+        // and opening it again changes nothing
+        let l = CallLedger::open(&path).unwrap();
+        assert!(!l.claim("s", "B", 600).unwrap());
     }
 }

@@ -83,7 +83,13 @@ pub struct PaidCalls {
     ledger_path: PathBuf,
     /// Payments being settled (one request each).
     in_flight: Mutex<HashSet<String>>,
+    /// This process's name on the ledger's claims.
+    owner: String,
 }
+
+/// How long a claim on a payment holds when its process never releases
+/// it (killed while a call ran): longer than any tool call answers in.
+const CLAIM_LEASE_SECS: i64 = 600;
 
 impl PaidCalls {
     /// Paid calls under `list`, paid to its payee (the node's wallet by
@@ -135,6 +141,15 @@ impl PaidCalls {
             max_timeout_seconds: list.max_timeout_seconds,
             ledger_path,
             in_flight: Default::default(),
+            // the pid names a live process on this machine (a WAL ledger is
+            // shared only on one); the start time tells a reused pid apart
+            owner: format!(
+                "{}-{}",
+                std::process::id(),
+                std::time::SystemTime::now()
+                    .duration_since(std::time::UNIX_EPOCH)
+                    .map_or(0, |d| d.as_nanos())
+            ),
         })
     }
 
@@ -276,10 +291,21 @@ impl PaidCalls {
             payer.to_string(),
             self.mint.address.to_string(),
         );
-        let sig = signature.clone();
-        let (state, fresh) = self
-            .ledger(move |l| l.record_sending(&sig, &tool_name, &payer_s, &mint_s, units))
+        let (sig, owner) = (signature.clone(), self.owner.clone());
+        let (state, fresh, claimed) = self
+            .ledger(move |l| {
+                let (state, fresh) =
+                    l.record_sending(&sig, &tool_name, &payer_s, &mint_s, units)?;
+                Ok((state, fresh, l.claim(&sig, &owner, CLAIM_LEASE_SECS)?))
+            })
             .await?;
+        if !claimed {
+            return Err(CallRefusal::new(
+                "settlement_pending",
+                "this payment is being settled by another process; retry when that one answers",
+            ));
+        }
+        let claim = claim.durable();
         match state {
             CallState::Served => {
                 return Err(CallRefusal::new(
@@ -397,10 +423,12 @@ impl Settled<'_> {
     }
 }
 
-/// One request settling a payment; released when dropped.
+/// One request settling a payment; released when dropped (and its
+/// ledger claim, once taken, with it).
 struct Claim<'a> {
     calls: &'a PaidCalls,
     signature: String,
+    durable: bool,
 }
 
 impl<'a> Claim<'a> {
@@ -413,12 +441,38 @@ impl<'a> Claim<'a> {
         fresh.then(|| Claim {
             calls,
             signature: signature.to_string(),
+            durable: false,
         })
+    }
+
+    /// The claim now holds the payment's ledger row too.
+    fn durable(mut self) -> Self {
+        self.durable = true;
+        self
     }
 }
 
 impl Drop for Claim<'_> {
     fn drop(&mut self) {
+        if self.durable {
+            // released off the async threads; if it never runs (the process
+            // is killed), the claim lapses after its lease
+            let (path, sig, owner) = (
+                self.calls.ledger_path.clone(),
+                self.signature.clone(),
+                self.calls.owner.clone(),
+            );
+            let release = move || {
+                if let Err(e) = CallLedger::open(&path).and_then(|l| l.release_claim(&sig, &owner))
+                {
+                    tracing::warn!(error = %e, signature = %sig, "paid call: releasing the ledger claim failed; it lapses");
+                }
+            };
+            match tokio::runtime::Handle::try_current() {
+                Ok(rt) => drop(rt.spawn_blocking(release)),
+                Err(_) => release(),
+            }
+        }
         if let Ok(mut s) = self.calls.in_flight.lock() {
             s.remove(&self.signature);
         }
