@@ -4,7 +4,9 @@
 //! seller counts as received is what arrived in its own token account
 //! (the node's token balances) through a `transferChecked` the payer
 //! authorized: never the withheld fee, never a transfer that names no
-//! mint, never another owner's account.
+//! mint, never another owner's account. And paid tool calls: one x402
+//! payment sent to two servers sharing a wallet and ledger at once runs
+//! one call.
 
 use node::chain::parsed_tx::{TokenTransfer, TOKEN_2022_PROGRAM, TOKEN_PROGRAM};
 use node::chain::{Chain, Keypair, Pubkey, Signer};
@@ -339,4 +341,117 @@ fn a_token_buy_pays_the_sellers_associated_account_and_verifies() {
         )
         .unwrap();
     assert_eq!(held.amount, "1950000");
+}
+
+/// Two paid-call servers on one wallet and one ledger (two `mcp --http`
+/// processes beside one wallet): the same x402 payment sent to both at
+/// once settles at one of them and its call runs there only; the other
+/// answers `settlement_pending`, and once the call has answered the
+/// payment is refused everywhere (`duplicate_settlement`).
+#[test]
+fn one_payment_runs_one_paid_call_across_two_servers() {
+    use node::x402::paid_calls::PaidCalls;
+    use node::x402::prices::PriceList;
+    use solana_sdk::message::{v0, VersionedMessage};
+    use solana_sdk::transaction::VersionedTransaction;
+    let v = e2e::validator();
+    let rt = e2e::multi_thread_runtime();
+    let dir = tempfile::tempdir().unwrap();
+    let ledger = dir.path().join(node::x402::call_ledger::LEDGER_FILE);
+    let wallet = std::sync::Arc::new(node::wallet::Wallet::generate());
+    v.fund(&wallet.solana_keypair().pubkey(), 2);
+    let dollar = node::chain::test_dollar::mint();
+    let price = 10_000;
+    let list = PriceList {
+        mint: dollar.address,
+        tools: [("memory_search".to_string(), price)].into(),
+        pay_to: None,
+        network: None,
+        max_timeout_seconds: 60,
+    };
+    let server = |list: PriceList| {
+        rt.block_on(PaidCalls::start(
+            v.chain(),
+            wallet.clone(),
+            list,
+            ledger.clone(),
+        ))
+        .expect("paid calls start")
+    };
+    let (a, b) = (server(list.clone()), server(list));
+    // the payment an x402 client builds: v0, the node its fee payer,
+    // signed by the buyer alone, the memo its nonce
+    let buyer = Keypair::new();
+    v.fund_dollars(&buyer.pubkey(), 1);
+    let fee_payer = wallet.solana_keypair().pubkey();
+    let compute = solana_sdk::pubkey!("ComputeBudget111111111111111111111111111111");
+    let ixs = [
+        Instruction::new_with_bytes(compute, &[2, 0x20, 0x4e, 0, 0], vec![]),
+        Instruction::new_with_bytes(compute, &[3, 1, 0, 0, 0, 0, 0, 0, 0], vec![]),
+        node::chain::token::transfer_to(&buyer.pubkey(), &fee_payer, &dollar, price),
+        Instruction::new_with_bytes(
+            node::chain::instructions::MEMO_V3,
+            b"nonce0twoservers",
+            vec![],
+        ),
+    ];
+    let blockhash = rt.block_on(v.chain().rpc().get_latest_blockhash()).unwrap();
+    let message =
+        VersionedMessage::V0(v0::Message::try_compile(&fee_payer, &ixs, &[], blockhash).unwrap());
+    let tx = VersionedTransaction {
+        signatures: vec![
+            solana_sdk::signature::Signature::default(),
+            buyer.sign_message(&message.serialize()),
+        ],
+        message,
+    };
+    let accepted = serde_json::to_value(
+        &a.payment_required("memory_search", "")
+            .expect("a priced tool")
+            .accepts[0],
+    )
+    .unwrap();
+    let payment = serde_json::json!({
+        "x402Version": 2,
+        "payload": {"transaction": base64::Engine::encode(
+            &base64::engine::general_purpose::STANDARD,
+            bincode::serialize(&tx).unwrap(),
+        )},
+        "accepted": accepted,
+    });
+    let (at_a, at_b) = rt.block_on(futures_util::future::join(
+        a.settle("memory_search", &payment),
+        b.settle("memory_search", &payment),
+    ));
+    let refused = |r: &Result<_, node::x402::paid_calls::CallRefusal>| {
+        r.as_ref().err().map(|e| e.reason.clone())
+    };
+    let (ra, rb) = (refused(&at_a), refused(&at_b));
+    let settled = match (at_a, at_b) {
+        (Ok(s), Err(_)) | (Err(_), Ok(s)) => s,
+        (a, b) => panic!(
+            "one server settles, the other refuses: {:?} / {:?}",
+            refused(&a),
+            refused(&b)
+        ),
+    };
+    assert_eq!(
+        ra.or(rb).as_deref(),
+        Some("settlement_pending"),
+        "the other server waits for the first"
+    );
+    rt.block_on(settled.served()).expect("served");
+    for server in [&a, &b] {
+        let again = rt.block_on(server.settle("memory_search", &payment));
+        assert_eq!(
+            refused(&again).as_deref(),
+            Some("duplicate_settlement"),
+            "a payment whose call answered pays for nothing more"
+        );
+    }
+    // the payee got the price once
+    let paid = rt
+        .block_on(node::chain::token::balance(&v.chain(), &fee_payer, &dollar))
+        .unwrap();
+    assert_eq!(paid, price);
 }
