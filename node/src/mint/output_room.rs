@@ -16,6 +16,7 @@
 //! parse, the room is unknown and the send is tried.
 
 use crate::chain::{Chain, ClusterKind, Pubkey};
+use std::collections::hash_map::Entry;
 use std::collections::HashMap;
 
 /// The discriminator of a batched queue account (`BatchedQueueAccount`).
@@ -108,12 +109,12 @@ async fn read_room(chain: &Chain, queue: &Pubkey) -> Option<Room> {
 pub async fn take(chain: &Chain, queue: &Pubkey, outputs: u64) -> bool {
     let mut known = ROOM.lock().await;
     let rooms = known.get_or_insert_with(HashMap::new);
-    let room = match rooms.get_mut(&key(chain, queue)) {
-        Some(room) => room,
-        None => match read_room(chain, queue).await {
+    let room = match rooms.entry(key(chain, queue)) {
+        Entry::Occupied(room) => room.into_mut(),
+        Entry::Vacant(slot) => match read_room(chain, queue).await {
             Some(read) => {
                 tracing::debug!(%queue, ?read, "output queue room read");
-                rooms.entry(key(chain, queue)).or_insert(read)
+                slot.insert(read)
             }
             None => return true,
         },

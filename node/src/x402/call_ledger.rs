@@ -42,6 +42,21 @@ CREATE TABLE IF NOT EXISTS paid_calls (
 /// The claim columns, added to a ledger made before them.
 const CLAIM_COLUMNS: [&str; 2] = ["claimed_by TEXT", "claimed_at INTEGER"];
 
+/// The claim columns `conn`'s ledger lacks.
+fn missing_claim_columns(conn: &Connection) -> Result<Vec<&'static str>, LedgerError> {
+    let has: Vec<String> = conn
+        .prepare("SELECT name FROM pragma_table_info('paid_calls')")?
+        .query_map([], |r| r.get(0))?
+        .collect::<Result<_, _>>()?;
+    Ok(CLAIM_COLUMNS
+        .into_iter()
+        .filter(|column| {
+            let name = column.split(' ').next().unwrap_or(column);
+            !has.iter().any(|h| h == name)
+        })
+        .collect())
+}
+
 /// Where a payment stands.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum CallState {
@@ -138,20 +153,16 @@ impl CallLedger {
             PrivateDbError::Io { path, source } => LedgerError::Io { path, source },
             PrivateDbError::Sql(e) => LedgerError::Sql(e),
         })?;
-        // one process at a time makes or upgrades the table
-        let tx = conn.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
-        tx.execute_batch(SCHEMA)?;
-        let has: Vec<String> = tx
-            .prepare("SELECT name FROM pragma_table_info('paid_calls')")?
-            .query_map([], |r| r.get(0))?
-            .collect::<Result<_, _>>()?;
-        for column in CLAIM_COLUMNS {
-            let name = column.split(' ').next().unwrap_or(column);
-            if !has.iter().any(|h| h == name) {
+        conn.execute_batch(SCHEMA)?;
+        if !missing_claim_columns(&conn)?.is_empty() {
+            // a ledger made before the claims: one process at a time adds
+            // them (read again under the write lock)
+            let tx = conn.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
+            for column in missing_claim_columns(&tx)? {
                 tx.execute_batch(&format!("ALTER TABLE paid_calls ADD COLUMN {column}"))?;
             }
+            tx.commit()?;
         }
-        tx.commit()?;
         Ok(CallLedger { conn })
     }
 

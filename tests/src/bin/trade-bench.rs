@@ -182,21 +182,27 @@ fn pay(
     })
 }
 
-/// Releases a second from the first release recorded to the last: the
-/// daemon's own rate, whatever the buys' landing took.
-fn daemon_rate(buys: &[Buy], results: &[Waited]) -> f64 {
-    let mut released: Vec<Instant> = buys
-        .iter()
-        .zip(results)
-        .map(|((_, _, confirmed), (ms, _, _))| *confirmed + Duration::from_secs_f64(ms / 1e3))
-        .collect();
-    released.sort();
-    match (released.first(), released.last()) {
-        (Some(first), Some(last)) if released.len() > 1 => {
-            (released.len() - 1) as f64 / (*last - *first).as_secs_f64().max(1e-9)
+/// Events a second from the first of `at` to the last (0 for fewer than
+/// two).
+fn per_second(mut at: Vec<Instant>) -> f64 {
+    at.sort();
+    match (at.first(), at.last()) {
+        (Some(first), Some(last)) if at.len() > 1 => {
+            (at.len() - 1) as f64 / (*last - *first).as_secs_f64().max(1e-9)
         }
         _ => 0.0,
     }
+}
+
+/// Releases a second from the first release recorded to the last: the
+/// daemon's own rate, whatever the buys' landing took.
+fn daemon_rate(buys: &[Buy], results: &[Waited]) -> f64 {
+    per_second(
+        buys.iter()
+            .zip(results)
+            .map(|((_, _, confirmed), (ms, _, _))| *confirmed + Duration::from_secs_f64(ms / 1e3))
+            .collect(),
+    )
 }
 
 /// When the seller's state first showed a buy in each step, from the
@@ -468,11 +474,8 @@ fn main() {
             );
             line["releases_per_second"] = json!((steady * 10.0).round() / 10.0);
             // the rate the buys were confirmed at (what the releases follow)
-            let mut confirmed: Vec<Instant> = buys.iter().map(|b| b.2).collect();
-            confirmed.sort();
-            let span = (confirmed[confirmed.len() - 1] - confirmed[0]).as_secs_f64();
-            line["buys_confirmed_per_second"] =
-                json!(((confirmed.len() - 1) as f64 / span.max(1e-9) * 10.0).round() / 10.0);
+            let confirmed = per_second(buys.iter().map(|b| b.2).collect());
+            line["buys_confirmed_per_second"] = json!((confirmed * 10.0).round() / 10.0);
             // how long the chain's slots were meanwhile (400 ms nominal)
             line["chain_ms_per_slot"] =
                 json!(((t1 - t0).as_secs_f64() * 1e3 / (s1 - s0).max(1) as f64).round());
