@@ -299,7 +299,7 @@ impl PaidCalls {
                 Ok((state, fresh, l.claim(&sig, &owner, CLAIM_LEASE_SECS)?))
             })
             .await?;
-        if !claimed {
+        if !claimed && matches!(state, CallState::Paid | CallState::Sending) {
             return Err(CallRefusal::new(
                 "settlement_pending",
                 "this payment is being settled by another process; retry when that one answers",
