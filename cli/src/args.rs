@@ -419,8 +419,17 @@ pub struct ListArgs {
     #[arg(long)]
     pub escrow: bool,
     /// Stake (lamports) put up with an escrow listing, returned on cancel.
+    /// Each open escrow reserves one slash share of it (the program's
+    /// slash share of its stake floor), so the stake also bounds how many
+    /// buyers can have a deposit open at once.
     #[arg(long, requires = "escrow", default_value_t = 0)]
     pub stake_lamports: u64,
+    /// With --escrow: at most N escrows open at once (deposited and not
+    /// yet claimed, declined or refunded). While you are offline, at most N
+    /// slash shares of your stake can be lost to missed reveals. Default:
+    /// as many as the stake backs.
+    #[arg(long, requires = "escrow", value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
+    pub max_open_escrows: Option<u32>,
     /// List even at a price under what each release costs you (mint rent
     /// and fees; refused otherwise): every buy, junk ones included, then
     /// costs you more than it pays, so `listen` releases at most

@@ -325,6 +325,77 @@ fn honest_deposits_are_revealed_exactly_once_among_hostile_ones() {
         }
     }
     eprintln!("{why}: {by_shape:?}");
+
+    // deposits again at the same address: each declined buyer takes its
+    // deposit back and deposits again, now with the right B (a puppet that
+    // tries again, or a buyer whose client erred); and a revealed buyer's
+    // escrow is not touched. Each new deposit is a new buy: revealed, with
+    // its own state row and receipt, never left to be refunded with a
+    // share of the stake
+    let again: Vec<&Sent> = sent
+        .iter()
+        .filter(|s| s.shape == Shape::WrongBlind)
+        .collect();
+    for s in &again {
+        let kp = s.buyer.solana_keypair();
+        let me = kp.pubkey();
+        rt.block_on(chain.send(&[escrow::refund(&account, &me)], &[&kp]))
+            .unwrap_or_else(|e| panic!("{why}: refunding a declined deposit: {e}"));
+        let blind = blind_point_for(&s.buyer.x25519_secret(), &held, &account, &me).unwrap();
+        assert!(
+            deposit_with(
+                &rt,
+                &chain,
+                &account,
+                &s.buyer,
+                &terms,
+                blind,
+                s.buyer.x25519_public()
+            ),
+            "{why}: a deposit again at {}",
+            s.escrow
+        );
+    }
+    let deadline = Instant::now() + Duration::from_secs(120);
+    for s in &again {
+        loop {
+            let now = status(&s.escrow);
+            if now == Some(EscrowStatus::Revealed) {
+                break;
+            }
+            assert!(daemon.alive(), "{why}: listen died");
+            assert!(
+                Instant::now() < deadline,
+                "{why}: a deposit again at {} is {now:?}, never answered; listen's log ends:\n{}",
+                s.escrow,
+                daemon.tail()
+            );
+            std::thread::sleep(Duration::from_millis(300));
+        }
+        let key = node::seller::deposit_key(&s.escrow.to_string(), 1);
+        let recorded = Instant::now() + Duration::from_secs(30);
+        let row = loop {
+            let row = state.get(&key);
+            if row.as_ref().is_ok_and(|r| r.state.as_str() == "released")
+                || Instant::now() > recorded
+            {
+                break row.unwrap_or_else(|e| panic!("{why}: no row {key}: {e}"));
+            }
+            std::thread::sleep(Duration::from_millis(100));
+        };
+        assert_eq!(row.state.as_str(), "released", "{why}: {key}");
+        let first = state.get(&s.escrow.to_string()).unwrap();
+        assert_eq!(
+            first.state.as_str(),
+            "rejected",
+            "{why}: the first stays declined"
+        );
+        assert_ne!(
+            row.mint_address, first.mint_address,
+            "{why}: each deposit its own receipt"
+        );
+    }
+
     // the stake is whole: nothing hostile slashed it
     let after = rt
         .block_on(read_account(&chain, &account, ListingAccount::decode))

@@ -1309,6 +1309,76 @@ fn listen_wakes_on_logs_and_stops_on_sigterm() {
     assert!(String::from_utf8_lossy(&out.stderr).contains("stopping"));
 }
 
+/// A stop never waits for what is in flight: with another process holding
+/// the seller's state database's write lock, `listen` is stuck in a
+/// synchronous wait (SQLite's busy timeout, 10 s) when SIGTERM comes, and
+/// still ends within its stop grace (2 s), cleanly. Restarted, it resumes
+/// and releases a buy paid meanwhile.
+#[test]
+fn listen_stops_within_its_grace_whatever_it_waits_for() {
+    use std::time::{Duration, Instant};
+    let m = market(&["Stuck lesson"], "1", "100");
+    let (seller, buyer, listed) = (&m.seller, &m.buyer, &m.listed);
+    let dir = m.dir();
+    let v = e2e::validator();
+    let work = tempfile::tempdir().unwrap();
+    let mut daemon = util::services::listen(seller, &v.rpc_url, &dir, work.path(), &[], "info");
+    std::thread::sleep(Duration::from_secs(3)); // first rounds
+    assert!(daemon.alive(), "listen started: {}", daemon.tail());
+    let (locked, unlock) = std::sync::mpsc::channel();
+    let (release, released) = std::sync::mpsc::channel::<()>();
+    let path = seller.path(".brainctl/listen.db");
+    let holder = std::thread::spawn(move || {
+        let mut db = node::listen::ListenDb::open(&path).unwrap();
+        db.in_one_commit(|_| {
+            locked.send(()).unwrap();
+            let _ = released.recv_timeout(Duration::from_secs(30));
+            Ok(())
+        })
+        .unwrap();
+    });
+    unlock.recv().unwrap();
+    // the next rounds (every second) wait on the lock
+    std::thread::sleep(Duration::from_secs(2));
+    let asked = Instant::now();
+    let status = daemon.stop();
+    let took = asked.elapsed();
+    release.send(()).unwrap();
+    holder.join().unwrap();
+    let log = std::fs::read_to_string(work.path().join("listen.log")).unwrap();
+    assert!(status.success(), "a stop is clean: {status:?}\n{log}");
+    assert!(
+        took < Duration::from_secs(4),
+        "stopped {took:?} after SIGTERM\n{log}"
+    );
+    assert!(
+        log.contains("still running after the stop's grace"),
+        "the watchdog ended it (the daemon was stuck on the lock):\n{log}"
+    );
+    // nothing lost: restarted, it resumes and releases a buy
+    let daemon = util::services::listen(seller, &v.rpc_url, &dir, work.path(), &[], "info");
+    let manifest = listed["listing"]["manifest_id"].as_str().unwrap();
+    let bought = onchain(
+        buyer,
+        &[
+            "marketplace",
+            "buy",
+            manifest,
+            "--storage-dir",
+            &dir,
+            "--timeout",
+            "60",
+            "--json",
+        ],
+    );
+    assert_eq!(
+        bought.code, 0,
+        "released after the restart: {}",
+        bought.stderr
+    );
+    assert!(daemon.stop().success());
+}
+
 /// Escrow settlement where the program is not deployed (localnet: no SBF
 /// build): `list --escrow` and `refund` refuse before anything is uploaded
 /// or paid, and `buy --escrow` of a direct-payment listing pays nothing.

@@ -441,6 +441,7 @@ async fn connect(src: &SourceArgs) -> Result<(RpcSource, String, FoldConfig, Pub
 }
 
 async fn run(a: RunArgs) -> Result<()> {
+    let signals = stop_signals()?;
     let (source, cluster, cfg, registry) = connect(&a.src).await?;
     let ix = Arc::new(open_indexer(&a.db, cfg, Some(&cluster))?);
     let source = Arc::new(source);
@@ -467,7 +468,7 @@ async fn run(a: RunArgs) -> Result<()> {
         state,
         source,
         (interval, !a.no_wake_ups),
-        shutdown_signal(),
+        signals.signalled(),
     )
     .await?;
     Ok(())
@@ -475,6 +476,7 @@ async fn run(a: RunArgs) -> Result<()> {
 
 /// A read replica (see `Cmd::Serve`).
 async fn serve(a: ServeArgs) -> Result<()> {
+    let signals = stop_signals()?;
     let store = open_store(&a.db)?;
     let (cluster, cfg) = recorded_rules(&*store, &a.db)?;
     let ix = Arc::new(Indexer::open(store, cfg)?);
@@ -492,17 +494,15 @@ async fn serve(a: ServeArgs) -> Result<()> {
         Some(url) => indexer::service::Changes::Postgres(url),
         None => indexer::service::Changes::Every(Duration::from_millis(a.refold_ms.max(100))),
     };
-    indexer::service::run_replica(listener, state, changes, shutdown_signal()).await?;
+    indexer::service::run_replica(listener, state, changes, signals.signalled()).await?;
     Ok(())
 }
 
-async fn shutdown_signal() {
-    use tokio::signal::unix::{signal, SignalKind};
-    let mut term = signal(SignalKind::terminate()).expect("SIGTERM handler");
-    tokio::select! {
-        _ = tokio::signal::ctrl_c() => {}
-        _ = term.recv() => {}
-    }
+/// The stop handler (see [`node::stop`]): installed before the service
+/// starts; the first SIGINT or SIGTERM stops it, and the process ends
+/// within the grace whatever is in flight.
+fn stop_signals() -> Result<node::stop::Stop> {
+    node::stop::Stop::install().context("the stop handler")
 }
 
 async fn rebuild(a: RebuildArgs, json: bool) -> Result<()> {

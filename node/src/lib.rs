@@ -58,6 +58,8 @@ pub mod seller;
 #[cfg(feature = "chain")]
 pub mod settle;
 pub mod spend;
+#[cfg(feature = "net")]
+pub mod stop;
 pub mod store;
 pub mod wallet;
 #[cfg(feature = "chain")]

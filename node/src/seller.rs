@@ -354,6 +354,36 @@ fn ensure_parent(path: &Path) -> Result<(), StateError> {
     }
 }
 
+/// What a deposit the escrow program holds is to the seller's state.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum DepositCandidate {
+    /// A buy of this buyer on this listing is unanswered: this deposit.
+    Recorded,
+    /// Nothing was recorded at its escrow address: a new buy.
+    First,
+    /// Every deposit recorded at its escrow address is answered (revealed
+    /// or declined), yet the program holds one: the buyer closed the
+    /// escrow and deposited again, a new buy.
+    Repeat,
+}
+
+/// The state key of the `n`-th deposit (from 0) recorded at escrow
+/// account `escrow`: the address itself for the first (as every daemon
+/// before re-deposits were answered recorded it), `<escrow>#<n>` after.
+/// The key seeds the buyer's receipt mint, so each deposit's release mints
+/// its own.
+pub fn deposit_key(escrow: &str, n: u64) -> String {
+    match n {
+        0 => escrow.to_string(),
+        n => format!("{escrow}#{n}"),
+    }
+}
+
+/// The escrow account a deposit's state key names ([`deposit_key`]).
+pub fn escrow_of_key(key: &str) -> &str {
+    key.split_once('#').map_or(key, |(escrow, _)| escrow)
+}
+
 impl ListenDb {
     /// Opens (creating) the state at `path` for the seller's commands:
     /// no lock, safe beside a running daemon.
@@ -437,26 +467,62 @@ impl ListenDb {
         })
     }
 
-    /// Records a deposit the escrow program holds (keyed by its escrow
-    /// account, `b.signature`) straight as `verified`: the account is the
-    /// evidence. Nothing happens when this escrow, or a buy of the same
-    /// buyer on the same listing that was not rejected (one escrow per
-    /// buyer and listing can exist), is already recorded.
-    pub fn record_deposit(&mut self, b: &VerifiedBuy) -> Result<Step, StateError> {
+    /// What a deposit the program holds `Deposited` at escrow account
+    /// `b.signature` is to the state (see [`ListenDb::record_deposit`]).
+    pub fn deposit_candidate(&self, b: &VerifiedBuy) -> Result<DepositCandidate, StateError> {
+        let unanswered: bool = self.conn.query_row(
+            "SELECT EXISTS(SELECT 1 FROM buys WHERE listing_id = ?1 AND buyer = ?2
+               AND state IN ('seen', 'verified', 'envelope_uploaded'))",
+            params![b.listing_id, b.buyer],
+            |r| r.get(0),
+        )?;
+        if unanswered {
+            return Ok(DepositCandidate::Recorded);
+        }
+        Ok(match self.deposits_at(&b.signature)? {
+            0 => DepositCandidate::First,
+            _ => DepositCandidate::Repeat,
+        })
+    }
+
+    /// How many deposits are recorded at escrow account `escrow`.
+    fn deposits_at(&self, escrow: &str) -> Result<u64, StateError> {
+        // base58 has no '#', '%' or '_': the pattern matches this escrow's
+        // keys only
+        let n: i64 = self.conn.query_row(
+            "SELECT COUNT(*) FROM buys WHERE signature = ?1 OR signature LIKE ?1 || '#%'",
+            params![escrow],
+            |r| r.get(0),
+        )?;
+        Ok(n.max(0) as u64)
+    }
+
+    /// Records a deposit the escrow program holds at escrow account
+    /// `b.signature`, seen `Deposited` now, straight as `verified`: the
+    /// account is the evidence. Returns the key it is recorded under
+    /// ([`deposit_key`]), or `None` when it is a deposit already recorded.
+    ///
+    /// One escrow address serves every deposit of one buyer on one listing
+    /// in turn (the program lets the buyer close it and deposit again), so
+    /// the address alone does not name a deposit: while a buy of this buyer
+    /// on this listing is unanswered (`seen`, `verified`,
+    /// `envelope_uploaded`: this escrow's, or a memo buy of an older
+    /// daemon), the deposit is that buy; once every one is answered
+    /// (revealed or declined, landed: `released`, `rejected`), an escrow
+    /// the program still holds as `Deposited` is a new deposit, recorded
+    /// under the next key. A deposit left unanswered is refunded with a
+    /// share of the seller's stake, so a new one is never taken for an old.
+    pub fn record_deposit(&mut self, b: &VerifiedBuy) -> Result<Option<String>, StateError> {
         self.in_one_commit(|db| {
-            let counted: bool = db.conn.query_row(
-                "SELECT EXISTS(SELECT 1 FROM buys WHERE signature = ?1 OR (listing_id = ?2 AND buyer = ?3 AND state != 'rejected'))",
-                params![b.signature, b.listing_id, b.buyer],
-                |r| r.get(0),
-            )?;
-            if counted {
-                return Ok(Step::AlreadyDone);
+            if db.deposit_candidate(b)? == DepositCandidate::Recorded {
+                return Ok(None);
             }
+            let key = deposit_key(&b.signature, db.deposits_at(&b.signature)?);
             let now = crate::clock::now_iso();
             db.conn.execute(
                 "INSERT INTO buys(signature, listing_id, slot, state, buyer, buyer_x25519, paid_lamports, price_lamports, offer_id, seen_at, updated_at) VALUES (?1, ?2, ?3, 'verified', ?4, ?5, ?6, ?7, NULL, ?8, ?8)",
                 params![
-                    b.signature,
+                    key,
                     b.listing_id,
                     b.slot as i64,
                     b.buyer,
@@ -466,7 +532,7 @@ impl ListenDb {
                     now
                 ],
             )?;
-            Ok(Step::Applied)
+            Ok(Some(key))
         })
     }
 
@@ -551,24 +617,30 @@ impl ListenDb {
 
     /// How many buys paying under `floor` lamports went on towards their
     /// release (`envelope_uploaded` or `released`) at or after `since` (a
-    /// row timestamp).
+    /// row timestamp). Only direct buys of listings in SOL count: the
+    /// floor is lamports (a token's base units are another unit), and an
+    /// escrow deposit is never held back (a deposit left unanswered past
+    /// its release window is refunded with a share of the stake).
     pub fn below_cost_released_since(&self, floor: u64, since: &str) -> Result<u64, StateError> {
         let n: i64 = self.conn.query_row(
             "SELECT COUNT(*) FROM buys WHERE paid_lamports < ?1
-               AND state IN ('envelope_uploaded', 'released') AND updated_at >= ?2",
+               AND state IN ('envelope_uploaded', 'released') AND updated_at >= ?2
+               AND listing_id IN (SELECT listing_id FROM listings WHERE escrow = 0 AND mint IS NULL)",
             params![floor as i64, since],
             |r| r.get(0),
         )?;
         Ok(n.max(0) as u64)
     }
 
-    /// The `verified` buys paying under `floor` lamports.
+    /// The `verified` direct buys of listings in SOL paying under `floor`
+    /// lamports (as [`ListenDb::below_cost_released_since`] counts them).
     pub fn below_cost_verified(
         &self,
         floor: u64,
     ) -> Result<std::collections::HashSet<String>, StateError> {
         let mut st = self.conn.prepare(
-            "SELECT signature FROM buys WHERE state = 'verified' AND paid_lamports < ?1",
+            "SELECT signature FROM buys WHERE state = 'verified' AND paid_lamports < ?1
+               AND listing_id IN (SELECT listing_id FROM listings WHERE escrow = 0 AND mint IS NULL)",
         )?;
         let rows = st.query_map([floor as i64], |r| r.get(0))?;
         Ok(rows.collect::<rusqlite::Result<_>>()?)
@@ -952,7 +1024,7 @@ mod tests {
             db.mark_released(&sig, "r").unwrap();
             let mut deposit = buy(&format!("d{i}"));
             deposit.buyer = format!("buyer{i}");
-            db.record_deposit(&deposit).unwrap();
+            assert!(db.record_deposit(&deposit).unwrap().is_some());
         }
         stop.store(true, std::sync::atomic::Ordering::SeqCst);
         for w in writers {
@@ -1025,14 +1097,17 @@ mod tests {
         db.mark_verified(&buy("memo-sig")).unwrap();
         assert_eq!(
             db.record_deposit(&buy("EscrowAccount1")).unwrap(),
-            Step::AlreadyDone,
-            "the same buyer's escrow on the same listing is that buy"
+            None,
+            "the same buyer's unanswered buy on the same listing is that deposit"
         );
         // another buyer's deposit: recorded straight as verified, once
         let mut other = buy("EscrowAccount2");
         other.buyer = "Other".into();
-        assert_eq!(db.record_deposit(&other).unwrap(), Step::Applied);
-        assert_eq!(db.record_deposit(&other).unwrap(), Step::AlreadyDone);
+        assert_eq!(
+            db.record_deposit(&other).unwrap().as_deref(),
+            Some("EscrowAccount2")
+        );
+        assert_eq!(db.record_deposit(&other).unwrap(), None);
         let row = db.get("EscrowAccount2").unwrap();
         assert_eq!(
             (
@@ -1047,7 +1122,121 @@ mod tests {
         third.buyer = "Third".into();
         db.record_seen("bad", "20261101-0123456789ab", 6).unwrap();
         db.mark_rejected("bad", &Rejection::TxFailed).unwrap();
-        assert_eq!(db.record_deposit(&third).unwrap(), Step::Applied);
+        assert!(db.record_deposit(&third).unwrap().is_some());
+    }
+
+    /// The program lets a buyer close its escrow and deposit again at the
+    /// same address: once every deposit recorded there is answered, the
+    /// deposit held there is a new buy, under its own key (so its own
+    /// receipt mint); while one is unanswered, it is that one.
+    #[test]
+    fn a_deposit_again_at_an_answered_escrow_is_a_new_buy() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut db = ListenDb::open(&dir.path().join("l.db")).unwrap();
+        let mut deposit = buy("Escrow1");
+        deposit.buyer = "Repeat".into();
+        assert_eq!(
+            db.deposit_candidate(&deposit).unwrap(),
+            DepositCandidate::First
+        );
+        assert_eq!(
+            db.record_deposit(&deposit).unwrap().as_deref(),
+            Some("Escrow1")
+        );
+        // unanswered: the same deposit, every pass
+        for _ in 0..2 {
+            assert_eq!(
+                db.deposit_candidate(&deposit).unwrap(),
+                DepositCandidate::Recorded
+            );
+            assert_eq!(db.record_deposit(&deposit).unwrap(), None);
+        }
+        // revealed: a deposit held again is the buyer buying again
+        db.mark_envelope_uploaded("Escrow1", "Escrow1", "mint", "light")
+            .unwrap();
+        db.mark_released("Escrow1", "reveal").unwrap();
+        assert_eq!(
+            db.deposit_candidate(&deposit).unwrap(),
+            DepositCandidate::Repeat
+        );
+        assert_eq!(
+            db.record_deposit(&deposit).unwrap().as_deref(),
+            Some("Escrow1#1")
+        );
+        assert_eq!(db.record_deposit(&deposit).unwrap(), None);
+        // declined: and again
+        db.mark_abandoned("Escrow1#1", &Rejection::BlindingDeclined)
+            .unwrap();
+        assert_eq!(
+            db.record_deposit(&deposit).unwrap().as_deref(),
+            Some("Escrow1#2")
+        );
+        let row = db.get("Escrow1#2").unwrap();
+        assert_eq!(
+            (row.state.as_str(), escrow_of_key(&row.signature)),
+            ("verified", "Escrow1")
+        );
+        // another escrow whose address shares a prefix is not counted
+        let mut other = buy("Escrow");
+        other.buyer = "Other".into();
+        assert_eq!(
+            db.record_deposit(&other).unwrap().as_deref(),
+            Some("Escrow")
+        );
+        assert_eq!(deposit_key("E", 0), "E");
+        assert_eq!(deposit_key("E", 3), "E#3");
+        assert_eq!(escrow_of_key("E#3"), "E");
+    }
+
+    /// The below-cost budget holds back only direct buys of listings in
+    /// SOL: an escrow deposit is never held (the program slashes a missed
+    /// window), and a token listing's base units are not lamports.
+    #[test]
+    fn only_direct_sol_buys_are_held_below_cost() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut db = ListenDb::open(&dir.path().join("l.db")).unwrap();
+        let listing = |id: &str, escrow: bool, currency: crate::settle::Currency| ListingRecord {
+            listing_id: id.into(),
+            manifest_id: "m".into(),
+            bundle_hash: "h".into(),
+            blob_id: "b".into(),
+            metadata_uri: "ar://m".into(),
+            payment_address: "P".into(),
+            price_lamports: 10,
+            currency,
+            expires_at: i64::MAX,
+            cancelled_at_slot: None,
+            list_signature: "l".into(),
+            escrow,
+            usd: None,
+        };
+        let token = || crate::settle::Currency::Token { mint: "M".into() };
+        let ids = [
+            ("20261101-00000000000a", false, crate::settle::Currency::Sol),
+            ("20261101-00000000000b", true, crate::settle::Currency::Sol),
+            ("20261101-00000000000c", false, token()),
+            ("20261101-00000000000d", true, token()),
+        ];
+        for (i, (id, escrow, currency)) in ids.into_iter().enumerate() {
+            db.add_listing(&listing(id, escrow, currency)).unwrap();
+            let mut b = buy(&format!("buy{i}"));
+            b.listing_id = id.into();
+            b.buyer = format!("buyer{i}");
+            if escrow {
+                db.record_deposit(&b).unwrap();
+            } else {
+                db.record_seen(&b.signature, id, 5).unwrap();
+                db.mark_verified(&b).unwrap();
+            }
+        }
+        let held = db.below_cost_verified(1_000).unwrap();
+        assert_eq!(held, ["buy0".to_string()].into_iter().collect());
+        for i in 0..4 {
+            let sig = format!("buy{i}");
+            db.mark_envelope_uploaded(&sig, "env", "mint", "light")
+                .unwrap();
+        }
+        assert_eq!(db.below_cost_released_since(1_000, "").unwrap(), 1);
     }
 
     #[test]

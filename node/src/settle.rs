@@ -1217,6 +1217,7 @@ mod tests {
                 blind_point: [6; 32],
                 revealed: [0; 32],
                 revealed_at: 0,
+                share: 500,
             }
         }
 

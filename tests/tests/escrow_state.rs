@@ -26,6 +26,7 @@ fn escrow_bytes(listing: &Pubkey, buyer: &Pubkey, x25519: [u8; 32], status: u8) 
     d.extend_from_slice(&[u8::from(status == 1); 32]); // s
     d.extend_from_slice(&0i64.to_le_bytes());
     d.push(254); // bump
+    d.extend_from_slice(&5_000_000u64.to_le_bytes()); // share
     assert_eq!(d.len(), node::escrow::ESCROW_ACCOUNT_SPACE);
     d
 }
@@ -147,6 +148,8 @@ fn listing_bytes(seller: &Pubkey, l: &node::market::manifest::Listing, stake: u6
     d.extend_from_slice(&1u32.to_le_bytes()); // one open escrow
     d.push(253); // bump
     d.extend_from_slice(&[0; 32]); // mint: the default key (lamports)
+    d.extend_from_slice(&5_000_000u64.to_le_bytes()); // reserved: one share
+    d.extend_from_slice(&u32::MAX.to_le_bytes()); // max_open: no cap
     d
 }
 

@@ -71,9 +71,9 @@ fn configure_cmd(a: EscrowConfigArgs, ctx: &Context) -> CliResult<u8> {
     let done = ctx
         .block_on(configure(&chain, &wallet.solana_keypair(), &config))
         .map_err(|e| match e {
-            ConfigureError::Setting { .. } | ConfigureError::Differs { .. } => {
-                Failure::bad_input(e)
-            }
+            ConfigureError::Setting { .. }
+            | ConfigureError::Differs { .. }
+            | ConfigureError::TreasuryNotRentExempt { .. } => Failure::bad_input(e),
             other => other.into(),
         })?;
     let v = json!({"ok": true, "program_id": escrow::PROGRAM_ID, "result": done});

@@ -806,6 +806,7 @@ impl BrainctlServer {
                     description: a.description.unwrap_or_default(),
                     escrow: a.escrow,
                     stake_lamports: a.stake_lamports.unwrap_or(0),
+                    max_open_escrows: None,
                     below_cost: false,
                     mint: a
                         .mint
@@ -1239,11 +1240,8 @@ pub fn run(args: McpArgs, ctx: &Context) -> CliResult<u8> {
         };
         tracing::info!(policy = ?policy, tools = allowed.len(), priced = paid.is_some(), "brainctl mcp serving over HTTP");
         let make = move || BrainctlServer::new(settings.clone(), Some(&allowed), paid.clone());
-        rt.block_on(super::mcp_http::serve(
-            make,
-            config,
-            super::marketplace::shutdown_signal(),
-        ))?;
+        let signals = super::marketplace::stop_signals()?;
+        rt.block_on(super::mcp_http::serve(make, config, signals.signalled()))?;
         return Ok(0);
     }
     let tools_var = "BRAINCTL_ALLOWED_TOOLS";
@@ -1255,6 +1253,7 @@ pub fn run(args: McpArgs, ctx: &Context) -> CliResult<u8> {
     )
     .map_err(Failure::bad_input)?;
     tracing::info!(policy = ?policy, "brainctl mcp serving on stdio");
+    let signals = super::marketplace::stop_signals()?;
     rt.block_on(async move {
         let service = BrainctlServer::new(settings, allowed.as_ref(), None)
             .serve(rmcp::transport::stdio())
@@ -1263,7 +1262,7 @@ pub fn run(args: McpArgs, ctx: &Context) -> CliResult<u8> {
         let cancel = service.cancellation_token();
         tokio::select! {
             r = service.waiting() => { r.map_err(|e| anyhow!("MCP server: {e}"))?; }
-            _ = super::marketplace::shutdown_signal() => { cancel.cancel(); }
+            () = signals.signalled() => { cancel.cancel(); }
         }
         Ok::<_, Failure>(())
     })?;

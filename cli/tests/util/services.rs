@@ -49,14 +49,44 @@ impl Running {
         let _ = Command::new("kill")
             .args(["-TERM", &self.0.id().to_string()])
             .status();
-        let deadline = Instant::now() + Duration::from_secs(20);
+        let asked = Instant::now();
+        // node::stop: the process ends within its grace (2 s) whatever is
+        // in flight; the rest is room for a loaded machine
+        let deadline = asked + STOP_WITHIN;
         loop {
             if let Some(s) = self.0.try_wait().unwrap() {
                 return s;
             }
-            assert!(Instant::now() < deadline, "no clean stop on SIGTERM");
-            std::thread::sleep(Duration::from_millis(100));
+            if Instant::now() >= deadline {
+                panic!(
+                    "no stop within {STOP_WITHIN:?} of SIGTERM; where its threads are:\n{}\nits log ends:\n{}",
+                    backtraces(self.0.id()),
+                    self.tail()
+                );
+            }
+            std::thread::sleep(Duration::from_millis(50));
         }
+    }
+}
+
+/// How soon a service must have exited after SIGTERM.
+pub const STOP_WITHIN: Duration = Duration::from_secs(6);
+
+/// Every thread's stack of process `pid` (gdb), to say what a stop that
+/// did not come was waiting for.
+pub fn backtraces(pid: u32) -> String {
+    match Command::new("gdb")
+        .args([
+            "-p",
+            &pid.to_string(),
+            "-batch",
+            "-ex",
+            "thread apply all bt",
+        ])
+        .output()
+    {
+        Ok(o) => String::from_utf8_lossy(&o.stdout).into_owned(),
+        Err(e) => format!("(gdb: {e})"),
     }
 }
 

@@ -1,5 +1,5 @@
 //! The escrow family: the sealed escrow's events (deposit, reveal,
-//! decline, claim, refund, proven fraud) as the program emitted them in a
+//! decline, claim, expiry, refund, proven fraud) as the program emitted them in a
 //! successful transaction's logs, the deposits they describe, and the buy
 //! a refund or a fraud proof settles. Never reads memos.
 
@@ -20,7 +20,8 @@ pub struct EscrowState {
     pub buyer: String,
     /// Deposited: lamports, or base units of the listing's token.
     pub amount: u64,
-    /// deposited | revealed | declined | claimed | refunded | disputed.
+    /// deposited | revealed | declined | claimed | expired | refunded |
+    /// disputed.
     pub status: &'static str,
     /// Paid to the seller and to the treasury on claim.
     pub paid: Option<(u64, u64)>,
@@ -114,6 +115,14 @@ impl State {
                 slashed,
                 ..
             } => self.escrow_refunded(&escrow.to_string(), r, slashed, "disputed", Some(index)),
+            // left past its window: the share waits in the escrow for the
+            // buyer's refund (which settles the buy)
+            EscrowEvent::Expired { escrow, slashed } => {
+                if let Some(e) = self.escrows.get_mut(&escrow.to_string()) {
+                    e.status = "expired";
+                    e.slashed = (slashed > 0).then_some(slashed);
+                }
+            }
             // a buy's quote is read by its settlement (`UsdTerms::quoted`)
             EscrowEvent::UsdQuoted(_) | EscrowEvent::Other(_) => {}
         }

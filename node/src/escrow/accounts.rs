@@ -125,6 +125,10 @@ pub struct ListingAccount {
     pub open_escrows: u32,
     /// The mint deposits are in (`list_sealed_token`); `None`: lamports.
     pub mint: Option<Pubkey>,
+    /// Stake reserved for the open escrows' slash shares.
+    pub reserved: u64,
+    /// The seller's cap on open escrows.
+    pub max_open: u32,
 }
 
 /// An escrow's lifecycle on chain.
@@ -139,6 +143,9 @@ pub enum EscrowStatus {
     Declined,
     /// The seller was paid; the buyer may close it for the rent.
     Claimed,
+    /// Left past its window (or revealed on a convicted listing) and
+    /// expired by anyone: the buyer closes it for the deposit and share.
+    Expired,
 }
 
 /// `SealedEscrow`: one buyer's deposit.
@@ -163,6 +170,8 @@ pub struct EscrowAccount {
     pub revealed: [u8; 32],
     /// Unix seconds of the reveal.
     pub revealed_at: i64,
+    /// The slash share reserved for it at the deposit.
+    pub share: u64,
 }
 
 fn body<'a>(
@@ -195,7 +204,21 @@ fn array32(r: &mut Reader<'_>) -> Result<[u8; 32], ReadError> {
     Ok(r.take(32)?.try_into().expect("32"))
 }
 
+/// Seconds past the release window in which the program still takes a
+/// reveal or a decline (its `REVEAL_GRACE_SECS`); refunds and `expire`
+/// open after them.
+pub const REVEAL_GRACE_SECS: i64 = 90;
+
 impl SettingsAccount {
+    /// Unix seconds until which a deposit made at `deposited_at` takes a
+    /// reveal or a decline (the release window and [`REVEAL_GRACE_SECS`]);
+    /// its refund and `expire` open then.
+    pub fn answer_deadline(&self, deposited_at: i64) -> i64 {
+        deposited_at
+            .saturating_add(self.release_window_secs)
+            .saturating_add(REVEAL_GRACE_SECS)
+    }
+
     /// Decodes a `Settings` account owned by `owner`.
     pub fn decode(owner: &Pubkey, data: &[u8]) -> Result<SettingsAccount, AccountError> {
         const KIND: &str = "Settings";
@@ -229,6 +252,8 @@ impl ListingAccount {
             let open_escrows = r.u32()?;
             let _bump = r.u8()?;
             let mint = Some(r.key()?).filter(|m| *m != Pubkey::default());
+            let reserved = r.u64()?;
+            let max_open = r.u32()?;
             let l = ListingAccount {
                 seller,
                 listing_id,
@@ -237,6 +262,8 @@ impl ListingAccount {
                 status: ListingStatus::Live,
                 open_escrows,
                 mint,
+                reserved,
+                max_open,
             };
             Ok((l, tag))
         };
@@ -266,6 +293,8 @@ impl EscrowAccount {
             let tag = r.u8()?;
             let revealed = array32(r)?;
             let revealed_at = i64_of(r)?;
+            let _bump = r.u8()?;
+            let share = r.u64()?;
             let e = EscrowAccount {
                 listing,
                 buyer,
@@ -276,6 +305,7 @@ impl EscrowAccount {
                 status: EscrowStatus::Deposited,
                 revealed,
                 revealed_at,
+                share,
             };
             Ok((e, tag))
         };
@@ -285,6 +315,7 @@ impl EscrowAccount {
             1 => EscrowStatus::Revealed,
             2 => EscrowStatus::Declined,
             3 => EscrowStatus::Claimed,
+            4 => EscrowStatus::Expired,
             _ => return Err(AccountError::BadStatus(KIND)),
         };
         Ok(e)
@@ -304,5 +335,6 @@ pub fn status_tag(s: EscrowStatus) -> u8 {
         EscrowStatus::Revealed => 1,
         EscrowStatus::Declined => 2,
         EscrowStatus::Claimed => 3,
+        EscrowStatus::Expired => 4,
     }
 }

@@ -82,13 +82,21 @@ pub fn init_settings(admin: &Pubkey, c: &NewSettings) -> Instruction {
     )
 }
 
-/// `list_sealed` by `seller`.
-pub fn list_sealed(seller: &Pubkey, listing_id: &str, terms: &Terms, stake: u64) -> Instruction {
+/// `list_sealed` by `seller`, with at most `max_open` escrows open at
+/// once (`u32::MAX`: as many as the stake backs).
+pub fn list_sealed(
+    seller: &Pubkey,
+    listing_id: &str,
+    terms: &Terms,
+    stake: u64,
+    max_open: u32,
+) -> Instruction {
     ix(
         Args::new("list_sealed")
             .string(listing_id)
             .bytes(&terms.encode())
-            .u64(stake),
+            .u64(stake)
+            .u32(max_open),
         vec![
             AccountMeta::new_readonly(settings_address(), false),
             AccountMeta::new(listing_address(seller, listing_id), false),
@@ -175,14 +183,30 @@ pub fn refund(listing: &Pubkey, buyer: &Pubkey) -> Instruction {
     )
 }
 
+/// `expire` of `buyer`'s escrow (anyone may send it): a deposit past its
+/// release window and grace, or a reveal on a convicted listing, stops
+/// counting as open and its slash share moves into the escrow for the
+/// buyer. Serves listings in lamports and in tokens alike.
+pub fn expire(listing: &Pubkey, buyer: &Pubkey) -> Instruction {
+    ix(
+        Args::new("expire"),
+        vec![
+            AccountMeta::new_readonly(settings_address(), false),
+            AccountMeta::new(*listing, false),
+            AccountMeta::new(escrow_address(listing, buyer), false),
+        ],
+    )
+}
+
 /// `list_sealed_token` by `seller`: deposits in `mint` (the terms' price
-/// in its base units); `treasury`'s associated account of it is created
+/// in its base units), at most `max_open` escrows open at once; `treasury`'s associated account of it is created
 /// when missing, at the seller's cost.
 pub fn list_sealed_token(
     seller: &Pubkey,
     listing_id: &str,
     terms: &Terms,
     stake: u64,
+    max_open: u32,
     mint: &TokenMint,
     treasury: &Pubkey,
 ) -> Instruction {
@@ -190,7 +214,8 @@ pub fn list_sealed_token(
         Args::new("list_sealed_token")
             .string(listing_id)
             .bytes(&terms.encode())
-            .u64(stake),
+            .u64(stake)
+            .u32(max_open),
         vec![
             AccountMeta::new_readonly(settings_address(), false),
             AccountMeta::new(listing_address(seller, listing_id), false),

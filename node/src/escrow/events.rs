@@ -59,6 +59,14 @@ pub enum EscrowEvent {
         /// Stake paid.
         slashed: u64,
     },
+    /// Anyone expired a deposit left past its window (or a reveal on a
+    /// convicted listing): the share moved into the escrow for the buyer.
+    Expired {
+        /// Escrow account.
+        escrow: Pubkey,
+        /// Stake moved into the escrow.
+        slashed: u64,
+    },
     /// A buy's conversion of a listing's USD at its slot (`quote_usd`).
     UsdQuoted(UsdQuote),
     /// Another event of the program (listing created or retired).
@@ -152,6 +160,11 @@ pub fn decode_event(log_line: &str) -> Option<EscrowEvent> {
             escrow: r.key().ok()?,
             index: r.u32().ok()?,
             amount: r.u64().ok()?,
+            slashed: r.u64().ok()?,
+        })
+    } else if is("EscrowExpired") {
+        Some(EscrowEvent::Expired {
+            escrow: r.key().ok()?,
             slashed: r.u64().ok()?,
         })
     } else if is("UsdQuoted") {

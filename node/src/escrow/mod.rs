@@ -19,11 +19,12 @@ mod events;
 pub use crate::chain::anchor::discriminator;
 pub use accounts::{
     status_tag, AccountError, EscrowAccount, EscrowStatus, ListingAccount, ListingStatus,
-    SettingsAccount, Terms, ESCROW_LISTING_OFFSET, ESCROW_STATUS_OFFSET,
+    SettingsAccount, Terms, ESCROW_LISTING_OFFSET, ESCROW_STATUS_OFFSET, REVEAL_GRACE_SECS,
 };
 pub use builders::{
-    claim, claim_token, decline, deposit, deposit_token, dispute, dispute_token, init_settings,
-    list_sealed, list_sealed_token, refund, refund_token, retire, reveal, FraudProof, NewSettings,
+    claim, claim_token, decline, deposit, deposit_token, dispute, dispute_token, expire,
+    init_settings, list_sealed, list_sealed_token, refund, refund_token, retire, reveal,
+    FraudProof, NewSettings,
 };
 /// The protocol's math (`programs/escrow-math`), for callers of this module.
 pub use escrow_math as math;
@@ -88,8 +89,9 @@ use std::str::FromStr;
 
 /// Bytes of the program's `SealedEscrow` account (discriminator +
 /// `INIT_SPACE`: listing, buyer, X25519 key, B, amount, deposited_at,
-/// status, s, revealed_at, bump); checked against the program in its tests.
-pub const ESCROW_ACCOUNT_SPACE: usize = 8 + 32 * 4 + 8 + 8 + 1 + 32 + 8 + 1;
+/// status, s, revealed_at, bump, share); checked against the program in
+/// its tests.
+pub const ESCROW_ACCOUNT_SPACE: usize = 8 + 32 * 4 + 8 + 8 + 1 + 32 + 8 + 1 + 8;
 
 /// The program id (`declare_id!` of `programs/escrow`).
 pub const PROGRAM_ID: &str = "GupF9eVkWTDfA9Y6o3AwS1FniLXRAsyo1ucCFTwjrFmq";

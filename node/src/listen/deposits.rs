@@ -130,6 +130,7 @@ mod tests {
         d.extend_from_slice(&[0; 32]);
         d.extend_from_slice(&0i64.to_le_bytes());
         d.push(254);
+        d.extend_from_slice(&5_000u64.to_le_bytes()); // share
         assert_eq!(d.len(), crate::escrow::ESCROW_ACCOUNT_SPACE);
         d
     }

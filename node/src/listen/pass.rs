@@ -379,9 +379,13 @@ fn bought_listing(memo_field: Option<&str>, catalog: &dyn Catalog) -> Option<Str
 
 /// Records every deposit the escrow program holds for our escrow listings
 /// paid at `payment_address` and not recorded yet, as a `verified` buy
-/// keyed by its escrow account ([`ListenDb::record_deposit`]): the program
-/// took the listed price and the account names the buyer and the X25519
-/// key to seal to, memo or none.
+/// ([`ListenDb::record_deposit`]): the program took the listed price and
+/// the account names the buyer and the X25519 key to seal to, memo or
+/// none. A deposit at an escrow address whose earlier deposits are all
+/// answered is a new buy (a repeat buyer, or one declined before). One
+/// past its answer deadline can no longer be answered: it is expired
+/// instead (its share moves into the escrow for the buyer, and it stops
+/// holding the listing open), never recorded again each pass.
 async fn discover_deposits(
     chain: &Chain,
     db: &mut ListenDb,
@@ -391,6 +395,9 @@ async fn discover_deposits(
     report: &mut PassReport,
 ) -> Result<(), PassStep> {
     let me = seller.solana_keypair().pubkey();
+    // the settings and the cluster's clock, read once a pass when a
+    // deposit is held
+    let mut clock: Option<(crate::escrow::SettingsAccount, i64)> = None;
     for listing_id in catalog.escrow_listings(&payment_address.to_string()) {
         let Some(terms) = catalog.terms(&listing_id) else {
             continue;
@@ -399,11 +406,26 @@ async fn discover_deposits(
         let held =
             super::deposits::held_deposits(chain, &account, crate::escrow::EscrowStatus::Deposited)
                 .await?;
-        let slot = match held.is_empty() {
-            true => 0,
-            false => crate::chain::client::with_retry("getSlot", || chain.rpc().get_slot()).await?,
+        if held.is_empty() {
+            continue;
+        }
+        let slot = crate::chain::client::with_retry("getSlot", || chain.rpc().get_slot()).await?;
+        let (settings, now) = match &clock {
+            Some(c) => c.clone(),
+            None => {
+                let settings = crate::market::escrow_trade::read_settings(chain)
+                    .await
+                    .map_err(|e| PassStep::Chain(ChainError::Config(e.to_string())))?;
+                clock
+                    .insert((settings, chain.cluster_time().await?))
+                    .clone()
+            }
         };
         for h in held {
+            if now >= settings.answer_deadline(h.account.deposited_at) {
+                expire_deposit(chain, seller, &account, &h).await;
+                continue;
+            }
             let buy = VerifiedBuy {
                 signature: h.escrow.to_string(),
                 listing_id: listing_id.clone(),
@@ -414,14 +436,36 @@ async fn discover_deposits(
                 offer_id: None,
                 slot,
             };
-            if db.record_deposit(&buy)? == super::Step::Applied {
-                tracing::info!(escrow = %h.escrow, listing = %listing_id, buyer = %buy.buyer, "deposit held by the escrow program");
+            if let Some(key) = db.record_deposit(&buy)? {
+                tracing::info!(escrow = %h.escrow, %key, listing = %listing_id, buyer = %buy.buyer, "deposit held by the escrow program");
                 report.seen += 1;
                 report.verified += 1;
             }
         }
     }
     Ok(())
+}
+
+/// Expires a deposit left past its answer deadline (the program's
+/// `expire`: its share moves into the escrow for the buyer, and it stops
+/// holding the listing open, so the listing can be retired). A failure is
+/// logged and tried again next pass (the deposit is still held then).
+async fn expire_deposit(
+    chain: &Chain,
+    seller: &Wallet,
+    listing: &Pubkey,
+    h: &super::deposits::HeldDeposit,
+) {
+    let payer = seller.solana_keypair();
+    let ix = crate::escrow::expire(listing, &h.account.buyer);
+    match chain.send(&[ix], &[&payer]).await {
+        Ok(sent) => {
+            tracing::warn!(escrow = %h.escrow, signature = %sent.signature, "a deposit left past its window, expired: the buyer refunds it with its share")
+        }
+        Err(e) => {
+            tracing::warn!(escrow = %h.escrow, error = %e, "expiring a deposit past its window failed; will retry")
+        }
+    }
 }
 
 /// Backfills the address's history down to its checkpoint and records

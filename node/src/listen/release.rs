@@ -117,9 +117,11 @@ struct Pending {
     extra: Vec<solana_sdk::instruction::Instruction>,
 }
 
-/// Seconds of the release window a reveal must have left when sent: more
-/// than a blockhash lives (~60-90 s), so a reveal can never land after the
-/// window, where it would fail yet publish s to a buyer then owed a refund.
+/// Seconds a reveal must have left before the program's answer deadline
+/// (the release window and its 90 s grace) when sent: more than a
+/// blockhash lives (~60-90 s), so a reveal can never land after it, where
+/// it would fail yet publish s to a buyer then owed a refund. With the
+/// grace, a seller may reveal until 15 s past the nominal window.
 pub const REVEAL_MARGIN_SECS: i64 = 75;
 
 /// A sealed-escrow listing's release, as two transactions because the
@@ -163,13 +165,32 @@ async fn land_escrow_release(
         Some(e) if e.status == EscrowStatus::Declined => {
             return Err(ReleaseError::Abandoned(Rejection::BlindingDeclined))
         }
+        // left past its answer deadline and expired (by us or anyone):
+        // nothing can answer it, the buyer refunds it with its share
+        Some(e) if e.status == EscrowStatus::Expired => {
+            return Err(ReleaseError::Abandoned(Rejection::EscrowSettled {
+                status: e.status,
+            }))
+        }
         Some(e) if e.status != EscrowStatus::Deposited => {
-            released_by(chain, &at, &memo_text, &me).await?
+            match landed_release(chain, &at, &memo_text, &me).await? {
+                Some(sig) => sig,
+                // a deposit again at this address (`<escrow>#<n>`) that is
+                // no longer held, with no reveal of ours for it: another
+                // deposit's answer is what the account shows (read behind
+                // the chain when it was recorded), nothing is left to do
+                None if row.signature != crate::seller::escrow_of_key(&row.signature) => {
+                    return Err(ReleaseError::Abandoned(Rejection::EscrowSettled {
+                        status: e.status,
+                    }))
+                }
+                None => return Err(released_without_memo(&at).into()),
+            }
         }
         Some(e) => {
             let b = seller_blinding(&seller.x25519_secret(), &at, &e.buyer_x25519)?;
             let settings = crate::market::escrow_trade::read_settings(chain).await?;
-            let deadline = e.deposited_at.saturating_add(settings.release_window_secs);
+            let deadline = settings.answer_deadline(e.deposited_at);
             let late = chain.cluster_time().await? + REVEAL_MARGIN_SECS >= deadline;
             let why = match (escrow_math::client::point_of(&b) != e.blind_point, late) {
                 (true, _) => Some(Rejection::BlindingDeclined),
@@ -182,7 +203,15 @@ async fn land_escrow_release(
                 tracing::warn!(escrow = %at, reason = %why, "declining the deposit");
                 let decline = crate::escrow::decline(&listing, buyer, &me);
                 if let Err(err) = chain.send(&[decline], &[&payer]).await {
-                    tracing::warn!(escrow = %at, error = %err, "decline failed");
+                    // still held: answered only once the decline lands (a
+                    // deposit again at this address is then a new buy);
+                    // past the window nothing can answer it (the buyer
+                    // refunds it with the stake share)
+                    if chain.cluster_time().await? < deadline {
+                        tracing::warn!(escrow = %at, error = %err, "decline failed; will retry");
+                        return Err(err.into());
+                    }
+                    tracing::warn!(escrow = %at, error = %err, "decline failed after the release window");
                 }
                 return Err(ReleaseError::Abandoned(why));
             }
@@ -226,11 +255,15 @@ async fn released_by(
 ) -> Result<String, ChainError> {
     landed_release(chain, escrow, memo_text, seller)
         .await?
-        .ok_or_else(|| {
-            ChainError::Config(format!(
-                "escrow {escrow} is released but no transaction with our release memo is in its history"
-            ))
-        })
+        .ok_or_else(|| released_without_memo(escrow))
+}
+
+/// An escrow no longer held whose release memo of ours is not (yet) in
+/// its history.
+fn released_without_memo(escrow: &Pubkey) -> ChainError {
+    ChainError::Config(format!(
+        "escrow {escrow} is released but no transaction with our release memo is in its history"
+    ))
 }
 
 /// Successful entries of `history` whose memo field holds `memo_text`,

@@ -732,10 +732,42 @@ pub async fn dispute_escrow(
     buyer: &Wallet,
     listing: &Listing,
 ) -> Result<String, BuyError> {
+    use crate::market::escrow_trade::{EscrowPlanError, EscrowReadError};
+    let k = revealed_key(chain, buyer, listing).await?.ok_or_else(|| {
+        EscrowReadError::from(EscrowPlanError::NotDisputable(
+            "no key was revealed for this wallet's escrow".into(),
+        ))
+    })?;
+    let blob = fetch_committed_blob(source, listing).await?;
+    send_dispute(chain, buyer, listing, &blob, &k).await
+}
+
+/// The listing's blob, checked against its committed length and root on
+/// every fetch (a gateway serving other bytes is caught before they are
+/// opened or proven against).
+async fn fetch_committed_blob(source: &Source, listing: &Listing) -> Result<Vec<u8>, BuyError> {
+    use crate::market::escrow_trade::{check_blob, manifest_terms, EscrowReadError};
+    let blob = source
+        .fetch(blob_item(listing), crate::seal::MAX_BLOB_BYTES)
+        .await?;
+    let terms = manifest_terms(listing).map_err(EscrowReadError::from)?;
+    check_blob(&terms, &blob).map_err(EscrowReadError::from)?;
+    Ok(blob)
+}
+
+/// Sends the fraud proof of the first chunk of `blob` that `k` does not
+/// open, for this wallet's revealed escrow inside its dispute window (k
+/// goes on chain only then); returns the dispute's signature.
+async fn send_dispute(
+    chain: &Chain,
+    buyer: &Wallet,
+    listing: &Listing,
+    blob: &[u8],
+    k: &[u8; 32],
+) -> Result<String, BuyError> {
     use crate::market::escrow_trade::{
         fraud_proof, read_account, read_settings, EscrowPlanError, EscrowReadError,
     };
-    // k goes on chain only inside the window, for a revealed escrow
     let at = crate::escrow::escrow_address(&escrow_listing_account(listing)?, &buyer_pubkey(buyer));
     let e = read_account(chain, &at, crate::escrow::EscrowAccount::decode)
         .await?
@@ -752,13 +784,7 @@ pub async fn dispute_escrow(
     if chain.cluster_time().await? >= closes {
         return Err(refuse(format!("the dispute window closed at unix time {closes}")).into());
     }
-    let k = revealed_key(chain, buyer, listing).await?.ok_or_else(|| {
-        EscrowReadError::from(EscrowPlanError::NoEscrow(listing.listing_id.clone()))
-    })?;
-    let blob = source
-        .fetch(blob_item(listing), crate::seal::MAX_BLOB_BYTES)
-        .await?;
-    let proof = fraud_proof(&blob, &k).map_err(EscrowReadError::from)?;
+    let proof = fraud_proof(blob, k).map_err(EscrowReadError::from)?;
     let account = escrow_listing_account(listing)?;
     let kp = buyer.solana_keypair();
     let onchain = read_account(chain, &account, crate::escrow::ListingAccount::decode)
@@ -779,8 +805,12 @@ pub async fn dispute_escrow(
 }
 
 /// Waits for the seller's reveal on this buyer's sealed escrow, opens the
-/// blob chunk by chunk checked and imports it. A blob that lies is
-/// refused with the chunk named (then `marketplace dispute`).
+/// blob (checked against its committed root) chunk by chunk and imports
+/// it. A blob that lies is proven on chain at once, by this client, inside
+/// the dispute window (the deposit and a share of the stake come back):
+/// the buyer never has to notice and dispute by hand in time. If the proof
+/// cannot be sent, the lie is reported with the chunk named (then
+/// `marketplace dispute`).
 #[allow(clippy::too_many_arguments)]
 async fn fetch_and_import_sealed(
     chain: &Chain,
@@ -792,6 +822,7 @@ async fn fetch_and_import_sealed(
     timeout: Duration,
     mut on_wait: impl FnMut(Duration),
 ) -> Result<Imported, BuyError> {
+    use crate::market::escrow_trade::{EscrowPlanError, EscrowReadError};
     let start = Instant::now();
     let k = loop {
         if let Some(k) = revealed_key(chain, buyer, listing).await? {
@@ -803,23 +834,24 @@ async fn fetch_and_import_sealed(
         on_wait(start.elapsed());
         tokio::time::sleep(Duration::from_millis(500)).await;
     };
-    let blob = source
-        .fetch(blob_item(listing), crate::seal::MAX_BLOB_BYTES)
-        .await?;
-    let parsed = escrow_math::blob::Blob::parse(&blob).map_err(|e| {
-        crate::market::escrow_trade::EscrowReadError::from(
-            crate::market::escrow_trade::EscrowPlanError::from(e),
-        )
-    })?;
-    let inner = zeroize::Zeroizing::new(parsed.open(&k).map_err(|e| {
-        use crate::market::escrow_trade::{EscrowPlanError, EscrowReadError};
-        EscrowReadError::from(match e {
-            escrow_math::blob::BlobError::Misdelivery { index } => {
-                EscrowPlanError::Misdelivery { index }
-            }
-            other => EscrowPlanError::from(other),
-        })
-    })?);
+    let blob = fetch_committed_blob(source, listing).await?;
+    let parsed = escrow_math::blob::Blob::parse(&blob)
+        .map_err(|e| EscrowReadError::from(EscrowPlanError::from(e)))?;
+    let inner = match parsed.open(&k) {
+        Ok(inner) => zeroize::Zeroizing::new(inner),
+        Err(escrow_math::blob::BlobError::Misdelivery { index }) => {
+            tracing::warn!(listing = %listing.listing_id, index, "the revealed key does not open the committed blob: proving it on chain");
+            let lie = match send_dispute(chain, buyer, listing, &blob, &k).await {
+                Ok(signature) => EscrowPlanError::Disputed { index, signature },
+                Err(e) => {
+                    tracing::warn!(error = %e, "the fraud proof was not sent");
+                    EscrowPlanError::Misdelivery { index }
+                }
+            };
+            return Err(EscrowReadError::from(lie).into());
+        }
+        Err(other) => return Err(EscrowReadError::from(EscrowPlanError::from(other)).into()),
+    };
     import_opened(&inner, listing, target)
 }
 

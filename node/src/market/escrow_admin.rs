@@ -55,6 +55,17 @@ pub enum ConfigureError {
         /// Asked.
         asked: String,
     },
+    /// The treasury holds less than rent exemption: the program refuses it
+    /// (every fee that left it under rent would be waived).
+    #[error("treasury {treasury} holds {lamports} lamports, under the rent-exempt minimum of {minimum}; fund it first (e.g. `solana transfer {treasury} 0.01`, or `brainctl wallet airdrop` as the treasury on a test cluster)")]
+    TreasuryNotRentExempt {
+        /// The treasury.
+        treasury: Pubkey,
+        /// What it holds.
+        lamports: u64,
+        /// Rent exemption of an empty account.
+        minimum: u64,
+    },
     /// Reading the program's accounts.
     #[error(transparent)]
     Read(#[from] EscrowReadError),
@@ -203,6 +214,17 @@ pub async fn configure(
         return Err(ConfigureError::NotAuthority {
             wallet: admin.pubkey(),
             authority: authority.map_or("none: immutable".into(), |a| a.to_string()),
+        });
+    }
+    let (lamports, minimum) = (
+        chain.balance(&c.treasury).await?,
+        chain.rent_exemption(0).await?,
+    );
+    if lamports < minimum {
+        return Err(ConfigureError::TreasuryNotRentExempt {
+            treasury: c.treasury,
+            lamports,
+            minimum,
         });
     }
     let sent = chain

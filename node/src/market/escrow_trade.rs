@@ -70,6 +70,18 @@ pub enum EscrowPlanError {
         /// Minimum.
         min: u64,
     },
+    /// A cap on open escrows of zero.
+    #[error("--max-open-escrows must be at least 1")]
+    ZeroMaxOpen,
+    /// The listing takes no deposit now: as many escrows open as its
+    /// seller allows, or no unreserved stake left for another's share.
+    #[error("escrow listing {listing_id} takes no deposit now: {why}; try again when one of its escrows settles")]
+    Busy {
+        /// Listing id.
+        listing_id: String,
+        /// Which limit.
+        why: &'static str,
+    },
     /// The listing's stake fell under the floor (slashed): no deposits.
     #[error("escrow listing {listing_id} holds a stake of {stake}, under the program's floor of {min}: it takes no deposits")]
     StakeBelowFloor {
@@ -140,6 +152,15 @@ pub enum EscrowPlanError {
         /// The first lying chunk.
         index: u32,
     },
+    /// The revealed key opened a chunk to something other than its
+    /// commitment, and the buyer's client proved it on chain itself.
+    #[error("chunk {index} of the blob does not open to its commitment under the key the seller revealed: the fraud proof was sent and held ({signature}); your deposit is back with a share of the seller's stake, and the listing is convicted")]
+    Disputed {
+        /// The lying chunk.
+        index: u32,
+        /// The dispute transaction.
+        signature: String,
+    },
     /// The simulated deposit takes more than the quote (and the spend
     /// ledger's reservation).
     #[error("the deposit would take {simulated} lamports from this wallet, more than the {quoted} quoted and reserved; refusing")]
@@ -196,14 +217,24 @@ pub fn manifest_mint(listing: &Listing) -> Option<Pubkey> {
         .map(|t| Pubkey::new_from_array(t.mint))
 }
 
+/// The slash share each deposit reserves from its listing's stake (the
+/// program's `deposit_share`): the settings' share of the stake floor.
+pub fn deposit_share(settings: &SettingsAccount) -> u64 {
+    ((settings.min_stake as u128 * settings.slash_bps as u128) / 10_000) as u64
+}
+
 /// The `list_sealed` (or `list_sealed_token`, for a listing in a token) a
-/// seller sends with the `list` memo.
+/// seller sends with the `list` memo, at most `max_open` escrows open at
+/// once.
 pub fn list_instruction(
     seller: &Pubkey,
     listing: &Listing,
-    stake: u64,
+    (stake, max_open): (u64, u32),
     settings: &SettingsAccount,
 ) -> Result<Instruction, EscrowPlanError> {
+    if max_open == 0 {
+        return Err(EscrowPlanError::ZeroMaxOpen);
+    }
     if stake < settings.min_stake {
         return Err(EscrowPlanError::StakeTooLow {
             stake,
@@ -213,14 +244,15 @@ pub fn list_instruction(
     let terms = manifest_terms(listing)?;
     let id = &listing.listing_id;
     Ok(match &listing.settlement {
-        None => escrow::list_sealed(seller, id, &terms, stake),
+        None => escrow::list_sealed(seller, id, &terms, stake, max_open),
         Some(t) => {
             let mint = TokenMint {
                 address: Pubkey::new_from_array(t.mint),
                 program: Pubkey::new_from_array(t.token_program),
                 decimals: t.decimals,
             };
-            escrow::list_sealed_token(seller, id, &terms, stake, &mint, &settings.treasury)
+            let treasury = &settings.treasury;
+            escrow::list_sealed_token(seller, id, &terms, stake, max_open, &mint, treasury)
         }
     })
 }
@@ -327,6 +359,20 @@ pub fn check_listing(
             stake: onchain.stake,
             min: settings.min_stake,
         });
+    }
+    // what the program checks at the deposit, before anything is paid
+    let busy = |why| EscrowPlanError::Busy {
+        listing_id: listing.listing_id.clone(),
+        why,
+    };
+    if onchain.open_escrows >= onchain.max_open {
+        return Err(busy("as many escrows open as its seller allows"));
+    }
+    let share = deposit_share(settings);
+    if onchain.stake.saturating_sub(onchain.reserved) < share {
+        return Err(busy(
+            "its unreserved stake cannot cover another deposit's slash share",
+        ));
     }
     if !is_prime_order(&got.key_point) {
         return Err(EscrowPlanError::BadKeyPoint);
@@ -595,7 +641,7 @@ pub fn refund_instructions(
         .filter(|e| e.buyer == *buyer && e.listing == *listing_account)
         .ok_or_else(|| EscrowPlanError::NoEscrow(listing_id.into()))?;
     match e.status {
-        EscrowStatus::Declined | EscrowStatus::Claimed => {}
+        EscrowStatus::Declined | EscrowStatus::Claimed | EscrowStatus::Expired => {}
         EscrowStatus::Revealed if listing_status == Some(ListingStatus::Convicted) => {}
         EscrowStatus::Revealed => {
             return Err(EscrowPlanError::Revealed {
@@ -603,7 +649,7 @@ pub fn refund_instructions(
             })
         }
         EscrowStatus::Deposited => {
-            let opens_at = e.deposited_at.saturating_add(settings.release_window_secs);
+            let opens_at = settings.answer_deadline(e.deposited_at);
             if now < opens_at {
                 return Err(EscrowPlanError::WindowOpen { opens_at });
             }
@@ -783,6 +829,8 @@ mod tests {
             status: ListingStatus::Live,
             open_escrows: 0,
             mint: None,
+            reserved: 0,
+            max_open: u32::MAX,
         }
     }
 
@@ -828,6 +876,26 @@ mod tests {
             check_listing(&l, &a, &s, NOW),
             Err(EscrowPlanError::StakeBelowFloor { .. })
         ));
+        // the seller's cap reached, or no unreserved stake for a share
+        let mut a = good.clone();
+        a.max_open = a.open_escrows;
+        assert!(matches!(
+            check_listing(&l, &a, &s, NOW),
+            Err(EscrowPlanError::Busy { .. })
+        ));
+        let s = SettingsAccount {
+            slash_bps: 5_000,
+            ..s.clone()
+        };
+        assert_eq!(deposit_share(&s), 5);
+        let mut a = good.clone();
+        a.reserved = a.stake - deposit_share(&s) + 1;
+        assert!(matches!(
+            check_listing(&l, &a, &s, NOW),
+            Err(EscrowPlanError::Busy { .. })
+        ));
+        a.reserved -= 1;
+        assert!(check_listing(&l, &a, &s, NOW).is_ok());
     }
 
     #[test]
@@ -875,13 +943,19 @@ mod tests {
         let seller = Wallet::generate();
         let me: Pubkey = seller.address().parse().unwrap();
         assert!(matches!(
-            list_instruction(&me, &manifest(&seller, 0).0, 10, &settings()),
+            list_instruction(&me, &manifest(&seller, 0).0, (10, u32::MAX), &settings()),
             Err(EscrowPlanError::Manifest(_))
         ));
         assert!(matches!(
-            list_instruction(&me, &manifest(&seller, 1).0, 9, &settings()),
+            list_instruction(&me, &manifest(&seller, 1).0, (9, u32::MAX), &settings()),
             Err(EscrowPlanError::StakeTooLow { .. })
         ));
-        assert!(list_instruction(&me, &manifest(&seller, 1).0, 10, &settings()).is_ok());
+        assert!(
+            list_instruction(&me, &manifest(&seller, 1).0, (10, u32::MAX), &settings()).is_ok()
+        );
+        assert!(matches!(
+            list_instruction(&me, &manifest(&seller, 1).0, (10, 0), &settings()),
+            Err(EscrowPlanError::ZeroMaxOpen)
+        ));
     }
 }

@@ -134,6 +134,9 @@ pub struct ListOptions {
     /// Settle through the escrow program with this stake (lamports);
     /// `None`: direct payment.
     pub escrow_stake: Option<u64>,
+    /// With the escrow: at most this many escrows open at once
+    /// (`u32::MAX`: as many as the stake backs, one slash share each).
+    pub escrow_max_open: u32,
     /// List even when the price is under one release's cost.
     pub below_cost: bool,
     /// Settle in this token instead of SOL.
@@ -450,7 +453,7 @@ pub async fn list_bundle(
         (Some(stake), Some(settings)) => vec![crate::market::escrow_trade::list_instruction(
             &seller.solana_keypair().pubkey(),
             &listing,
-            stake,
+            (stake, o.escrow_max_open),
             settings,
         )
         .map_err(crate::market::escrow_trade::EscrowReadError::from)?],

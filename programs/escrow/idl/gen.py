@@ -103,7 +103,8 @@ INSTRUCTIONS = [
               pda={"seeds": [const("sealed-listing"), acc("seller"), arg("listing_id")]}),
       account("seller", writable=True, signer=True),
       SYS],
-     [("listing_id", "string"), ("terms", t_defined("SealedTerms")), ("stake", "u64")]),
+     [("listing_id", "string"), ("terms", t_defined("SealedTerms")), ("stake", "u64"),
+      ("max_open", "u32")]),
     # DepositSealed: settings, listing (mut), escrow (init, seeds of buyer), buyer (mut signer),
     # system_program
     ("deposit_sealed",
@@ -139,6 +140,10 @@ INSTRUCTIONS = [
      [settings(), listing(True, ["escrow"]), escrow(acc("buyer")),
       account("buyer", writable=True, signer=True, relations=["escrow"])],
      [("proof", t_defined("FraudProof"))]),
+    # Expire: settings, listing (mut), escrow (mut, has_one listing); anyone sends it
+    ("expire",
+     [settings(), listing(True, ["escrow"]), escrow(acc("escrow.buyer", "SealedEscrow"))],
+     []),
     # RetireSealed: listing (mut, has_one seller), seller (mut signer)
     ("retire_sealed",
      [listing(True), account("seller", writable=True, signer=True, relations=["listing"])],
@@ -155,7 +160,8 @@ INSTRUCTIONS = [
       account("mint"), account("treasury"), account("treasury_token", writable=True),
       account("token_program"), account("associated_token_program", address=ATA_PROGRAM),
       SYS],
-     [("listing_id", "string"), ("terms", t_defined("SealedTerms")), ("stake", "u64")]),
+     [("listing_id", "string"), ("terms", t_defined("SealedTerms")), ("stake", "u64"),
+      ("max_open", "u32")]),
     # DepositSealedToken: settings, listing (mut), escrow (init), buyer (mut signer),
     # mint (address = listing.mint), buyer_token (mut), vault (mut, the escrow's ATA),
     # token_program (the mint's owner), associated_token_program, system_program
@@ -212,11 +218,12 @@ ACCOUNTS = {
     "SealedListing": [("seller", "pubkey"), ("listing_id", "string"),
                       ("terms", t_defined("SealedTerms")), ("stake", "u64"),
                       ("status", t_defined("SealedListingStatus")), ("open_escrows", "u32"),
-                      ("bump", "u8"), ("mint", "pubkey")],
+                      ("bump", "u8"), ("mint", "pubkey"), ("reserved", "u64"),
+                      ("max_open", "u32")],
     "SealedEscrow": [("listing", "pubkey"), ("buyer", "pubkey"), ("buyer_x25519", B32),
                      ("blind_point", B32), ("amount", "u64"), ("deposited_at", "i64"),
                      ("status", t_defined("SealedEscrowStatus")), ("revealed", B32),
-                     ("revealed_at", "i64"), ("bump", "u8")],
+                     ("revealed_at", "i64"), ("bump", "u8"), ("share", "u64")],
 }
 # src/sealed/events.rs (#[event])
 EVENTS = {
@@ -229,6 +236,7 @@ EVENTS = {
     "PaymentClaimed": [("escrow", "pubkey"), ("to_seller", "u64"), ("fee", "u64")],
     "SealedRefunded": [("escrow", "pubkey"), ("amount", "u64"), ("slashed", "u64")],
     "FraudProven": [("escrow", "pubkey"), ("index", "u32"), ("amount", "u64"), ("slashed", "u64")],
+    "EscrowExpired": [("escrow", "pubkey"), ("slashed", "u64")],
     "SealedRetired": [("listing", "pubkey"), ("stake_returned", "u64")],
     # src/usd/mod.rs
     "UsdQuoted": [("price_update", "pubkey"), ("feed_id", B32), ("price", "i64"), ("conf", "u64"),
@@ -250,7 +258,7 @@ STRUCTS = {
 }
 ENUMS = {
     "SealedListingStatus": ["Live", "Retired", "Convicted"],
-    "SealedEscrowStatus": ["Deposited", "Revealed", "Declined", "Claimed"],
+    "SealedEscrowStatus": ["Deposited", "Revealed", "Declined", "Claimed", "Expired"],
 }
 # src/error.rs, in order (codes 6000 + index)
 ERRORS = [
@@ -308,6 +316,16 @@ ERRORS = [
      "the mint has a Token-2022 extension that could move, freeze, tax or block a held vault "
      "(permanent delegate, pause, transfer hook or fee, non-transferable, default account state, "
      "confidential transfers)"),
+    ("TooManyOpen",
+     "the listing has as many open escrows as its seller allows; try again when one settles"),
+    ("StakeReserved",
+     "the listing's unreserved stake cannot cover another deposit's slash share; "
+     "try again when an escrow settles"),
+    ("ZeroMaxOpen", "max_open must be at least 1"),
+    ("TreasuryNotRentExempt", "the treasury must hold at least the rent-exempt minimum"),
+    ("NotExpirable",
+     "only a deposit past its release window and grace, or a reveal on a convicted listing, "
+     "can be expired"),
 ]
 
 idl = {

@@ -17,6 +17,11 @@ pub const SEALED_ESCROW_SEED: &[u8] = b"sealed-escrow";
 /// margin and never have a reveal land after the window (where it would
 /// fail, yet publish s to a buyer then owed a refund).
 pub const MIN_RELEASE_WINDOW_SECS: i64 = 120;
+/// Seconds past the release window in which a reveal (or decline) is
+/// still taken, and after which refunds and `expire` open: a reveal sent
+/// inside the window lands inside the grace (a blockhash lives ~60-90 s),
+/// so it never fails after publishing s to a buyer then owed a refund.
+pub const REVEAL_GRACE_SECS: i64 = 90;
 /// Shortest dispute window, in seconds.
 pub const MIN_WINDOW_SECS: i64 = 10;
 /// Longest release or dispute window, in seconds (30 days).

@@ -155,4 +155,20 @@ pub enum EscrowError {
     /// a held vault.
     #[msg("the mint has a Token-2022 extension that could move, freeze, tax or block a held vault (permanent delegate, pause, transfer hook or fee, non-transferable, default account state, confidential transfers)")]
     MintExtension,
+    /// A deposit over the seller's cap on open escrows.
+    #[msg("the listing has as many open escrows as its seller allows; try again when one settles")]
+    TooManyOpen,
+    /// A deposit whose slash share the listing's unreserved stake cannot
+    /// cover.
+    #[msg("the listing's unreserved stake cannot cover another deposit's slash share; try again when an escrow settles")]
+    StakeReserved,
+    /// A cap on open escrows of zero.
+    #[msg("max_open must be at least 1")]
+    ZeroMaxOpen,
+    /// A treasury below rent exemption (fees under it would be waived).
+    #[msg("the treasury must hold at least the rent-exempt minimum")]
+    TreasuryNotRentExempt,
+    /// An escrow that cannot be expired (yet).
+    #[msg("only a deposit past its release window and grace, or a reveal on a convicted listing, can be expired")]
+    NotExpirable,
 }

@@ -10,6 +10,9 @@
 //!   buyer the key, then `claim` after the dispute window; or it declines;
 //! - a buyer refunds (with a stake share when the reveal never came) or
 //!   proves a misdelivery (`dispute`);
+//! - anyone `expire`s a deposit left past its window (the buyer's share
+//!   moves into the escrow), so a buyer that never refunds cannot keep a
+//!   listing open;
 //! - `retire_sealed` returns the stake when nothing is open.
 //! - the same escrow in an SPL token (`token`): the `_token` variants of
 //!   list, deposit, claim, refund and dispute hold the price in a vault;
@@ -55,8 +58,9 @@ pub mod escrow {
         listing_id: String,
         terms: SealedTerms,
         stake: u64,
+        max_open: u32,
     ) -> Result<()> {
-        ListSealed::handler(ctx, listing_id, terms, stake)
+        ListSealed::handler(ctx, listing_id, terms, stake, max_open)
     }
 
     /// Buyer: deposit under the terms checked, binding B.
@@ -94,6 +98,13 @@ pub mod escrow {
         Dispute::handler(ctx, proof)
     }
 
+    /// Anyone: expire a deposit past its release window and grace (or a
+    /// reveal on a convicted listing): its slash share moves into the
+    /// escrow for the buyer, and it stops counting as open.
+    pub fn expire(ctx: Context<Expire>) -> Result<()> {
+        Expire::handler(ctx)
+    }
+
     /// Seller: retire a listing with nothing open; stake returned.
     pub fn retire_sealed(ctx: Context<RetireSealed>) -> Result<()> {
         RetireSealed::handler(ctx)
@@ -105,8 +116,9 @@ pub mod escrow {
         listing_id: String,
         terms: SealedTerms,
         stake: u64,
+        max_open: u32,
     ) -> Result<()> {
-        ListSealedToken::handler(ctx, listing_id, terms, stake)
+        ListSealedToken::handler(ctx, listing_id, terms, stake, max_open)
     }
 
     /// Buyer: deposit the price in the listing's token into the vault.

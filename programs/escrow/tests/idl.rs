@@ -493,6 +493,15 @@ fn instructions_match_the_program() {
             }),
         ),
         (
+            "expire",
+            i::Expire::DISCRIMINATOR,
+            metas!(a::Expire {
+                settings,
+                listing,
+                escrow
+            }),
+        ),
+        (
             "retire_sealed",
             i::RetireSealed::DISCRIMINATOR,
             metas!(a::RetireSealed { listing, seller }),
@@ -603,6 +612,7 @@ fn instructions_match_the_program() {
             listing_id: String::from("20261123-abcdefabcdef"),
             terms: terms(),
             stake: u64::MAX - 9,
+            max_open: 0x0a0b_0c0du32,
         }),
     );
     check_instruction(
@@ -625,6 +635,7 @@ fn instructions_match_the_program() {
     check_instruction(&idl, "claim", both!(i::Claim {}));
     check_instruction(&idl, "refund_sealed", both!(i::RefundSealed {}));
     check_instruction(&idl, "dispute", both!(i::Dispute { proof: proof() }));
+    check_instruction(&idl, "expire", both!(i::Expire {}));
     check_instruction(&idl, "retire_sealed", both!(i::RetireSealed {}));
     check_instruction(
         &idl,
@@ -633,6 +644,7 @@ fn instructions_match_the_program() {
             listing_id: String::from("20261123-abcdefabcdef"),
             terms: terms(),
             stake: u64::MAX - 10,
+            max_open: 0x0e0f_1011u32,
         }),
     );
     check_instruction(
@@ -722,7 +734,7 @@ fn pda_seeds_match_the_program() {
             }
         }
     }
-    assert_eq!(seen, 37, "PDAs checked");
+    assert_eq!(seen, 40, "PDAs checked");
 }
 
 #[test]
@@ -763,6 +775,8 @@ fn accounts_events_and_types_match_the_program() {
                 open_escrows: 0x1415_1617u32,
                 bump: 24u8,
                 mint: k(),
+                reserved: u64::MAX - 51,
+                max_open: 0x5253_5455u32,
             }),
         );
     }
@@ -771,6 +785,7 @@ fn accounts_events_and_types_match_the_program() {
         SealedEscrowStatus::Revealed,
         SealedEscrowStatus::Declined,
         SealedEscrowStatus::Claimed,
+        SealedEscrowStatus::Expired,
     ] {
         check_account(
             &idl,
@@ -786,11 +801,12 @@ fn accounts_events_and_types_match_the_program() {
                 revealed: [29u8; 32],
                 revealed_at: -30i64,
                 bump: 31u8,
+                share: u64::MAX - 56,
             }),
         );
     }
 
-    for (name, n) in [("SealedListingStatus", 3), ("SealedEscrowStatus", 4)] {
+    for (name, n) in [("SealedListingStatus", 3), ("SealedEscrowStatus", 5)] {
         let variants = &named(&idl["types"], name)["type"]["variants"];
         assert_eq!(variants.as_array().unwrap().len(), n, "{name} variants");
     }
@@ -799,6 +815,7 @@ fn accounts_events_and_types_match_the_program() {
         names(&idl["events"]),
         [
             "DepositDeclined",
+            "EscrowExpired",
             "FraudProven",
             "KeyRevealed",
             "PaymentClaimed",
@@ -889,6 +906,14 @@ fn accounts_events_and_types_match_the_program() {
     );
     check_event(
         &idl,
+        "EscrowExpired",
+        both!(ev::EscrowExpired {
+            escrow: k(),
+            slashed: u64::MAX - 57,
+        }),
+    );
+    check_event(
+        &idl,
         "SealedRetired",
         both!(ev::SealedRetired {
             listing: k(),
@@ -901,6 +926,7 @@ fn accounts_events_and_types_match_the_program() {
     types.sort();
     let mut want: Vec<String> = [
         "DepositDeclined",
+        "EscrowExpired",
         "FraudProof",
         "FraudProven",
         "KeyRevealed",
@@ -932,16 +958,60 @@ fn accounts_events_and_types_match_the_program() {
 fn every_variant_is_listed(e: EscrowError, l: SealedListingStatus, s: SealedEscrowStatus) {
     use EscrowError::*;
     match e {
-        FeeTooHigh | SlashTooHigh | BadListingId | ZeroPrice | StakeTooLow | ExpiryInPast
-        | ListingClosed | ListingExpired | NotSeller | NotBuyer | ReleaseWindowOpen
-        | OpenEscrows | Overflow | WrongTreasury | WrongListing | NotUpgradeAuthority
-        | WindowOutOfRange | ZeroMinStake | ZeroSlash | BadPoint | LowOrderKey | BadPlainLen
-        | TermsMismatch | StakeBelowFloor | ReleaseWindowClosed | WrongReveal
-        | WrongEscrowState | DisputeWindowOpen | DisputeWindowClosed | ProofWrongKey
-        | ProofBadChunk | ProofBadPath | NoFraud | ListingConvicted | PriceNotPyth | PriceStale
-        | PriceUncertain | PriceOtherFeed | PriceUnusable | PriceMoved | ListingInToken
-        | ListingInLamports | WrongMint | NotAMint | WrongTokenProgram | WrongVault
-        | DepositShort | WrongSellerAccount | MintExtension => {}
+        FeeTooHigh
+        | SlashTooHigh
+        | BadListingId
+        | ZeroPrice
+        | StakeTooLow
+        | ExpiryInPast
+        | ListingClosed
+        | ListingExpired
+        | NotSeller
+        | NotBuyer
+        | ReleaseWindowOpen
+        | OpenEscrows
+        | Overflow
+        | WrongTreasury
+        | WrongListing
+        | NotUpgradeAuthority
+        | WindowOutOfRange
+        | ZeroMinStake
+        | ZeroSlash
+        | BadPoint
+        | LowOrderKey
+        | BadPlainLen
+        | TermsMismatch
+        | StakeBelowFloor
+        | ReleaseWindowClosed
+        | WrongReveal
+        | WrongEscrowState
+        | DisputeWindowOpen
+        | DisputeWindowClosed
+        | ProofWrongKey
+        | ProofBadChunk
+        | ProofBadPath
+        | NoFraud
+        | ListingConvicted
+        | PriceNotPyth
+        | PriceStale
+        | PriceUncertain
+        | PriceOtherFeed
+        | PriceUnusable
+        | PriceMoved
+        | ListingInToken
+        | ListingInLamports
+        | WrongMint
+        | NotAMint
+        | WrongTokenProgram
+        | WrongVault
+        | DepositShort
+        | WrongSellerAccount
+        | MintExtension
+        | TooManyOpen
+        | StakeReserved
+        | ZeroMaxOpen
+        | TreasuryNotRentExempt
+        | NotExpirable => {}
     }
     match l {
         SealedListingStatus::Live
@@ -952,7 +1022,8 @@ fn every_variant_is_listed(e: EscrowError, l: SealedListingStatus, s: SealedEscr
         SealedEscrowStatus::Deposited
         | SealedEscrowStatus::Revealed
         | SealedEscrowStatus::Declined
-        | SealedEscrowStatus::Claimed => {}
+        | SealedEscrowStatus::Claimed
+        | SealedEscrowStatus::Expired => {}
     }
 }
 
@@ -1010,6 +1081,11 @@ fn errors_match_the_program() {
         DepositShort,
         WrongSellerAccount,
         MintExtension,
+        TooManyOpen,
+        StakeReserved,
+        ZeroMaxOpen,
+        TreasuryNotRentExempt,
+        NotExpirable,
     ];
     let errors = idl["errors"].as_array().unwrap();
     assert_eq!(errors.len(), all.len());

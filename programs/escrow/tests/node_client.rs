@@ -142,7 +142,7 @@ fn the_node_builds_what_anchor_builds() {
     let t = terms();
     let stake = 0x3132_3334_3536_3738;
     assert_eq!(
-        client::list_sealed(&seller, ID, &t, stake),
+        client::list_sealed(&seller, ID, &t, stake, 0x4142_4344),
         anchor(
             a::ListSealed {
                 settings,
@@ -154,6 +154,7 @@ fn the_node_builds_what_anchor_builds() {
                 listing_id: ID.into(),
                 terms: sealed(&t),
                 stake,
+                max_open: 0x4142_4344,
             },
         ),
         "list_sealed"
@@ -308,6 +309,18 @@ fn the_node_builds_what_anchor_builds() {
         anchor(a::RetireSealed { listing, seller }, i::RetireSealed {}),
         "retire_sealed"
     );
+    assert_eq!(
+        client::expire(&listing, &buyer),
+        anchor(
+            a::Expire {
+                settings,
+                listing,
+                escrow,
+            },
+            i::Expire {},
+        ),
+        "expire"
+    );
 
     // in a token: the vault is the escrow's associated account of the mint,
     // the parties' accounts their associated accounts
@@ -325,7 +338,7 @@ fn the_node_builds_what_anchor_builds() {
         let vault = ata(&escrow);
         assert_eq!(client::vault_address(&listing, &buyer, &mint), vault);
         assert_eq!(
-            client::list_sealed_token(&seller, ID, &t, stake, &mint, &treasury),
+            client::list_sealed_token(&seller, ID, &t, stake, 0x5152_5354, &mint, &treasury),
             anchor(
                 a::ListSealedToken {
                     settings,
@@ -342,6 +355,7 @@ fn the_node_builds_what_anchor_builds() {
                     listing_id: ID.into(),
                     terms: sealed(&t),
                     stake,
+                    max_open: 0x5152_5354,
                 },
             ),
             "list_sealed_token"
@@ -483,6 +497,8 @@ fn listing_with(status: SealedListingStatus) -> SealedListing {
             SealedListingStatus::Retired => Pubkey::default(),
             _ => k(),
         },
+        reserved: 0x6162_6364_6566_6768,
+        max_open: 0x696a_6b6c,
     }
 }
 
@@ -501,6 +517,8 @@ fn check_listing(status: SealedListingStatus) {
             format!("{:?}", got.status),
             got.open_escrows,
             got.mint,
+            got.reserved,
+            got.max_open,
         ),
         (
             l.seller,
@@ -510,6 +528,8 @@ fn check_listing(status: SealedListingStatus) {
             format!("{:?}", l.status),
             l.open_escrows,
             Some(l.mint).filter(|m| *m != Pubkey::default()),
+            l.reserved,
+            l.max_open,
         ),
         "a {status:?} listing"
     );
@@ -536,6 +556,7 @@ fn the_node_reads_the_programs_escrows() {
         SealedEscrowStatus::Revealed,
         SealedEscrowStatus::Declined,
         SealedEscrowStatus::Claimed,
+        SealedEscrowStatus::Expired,
     ] {
         let e = SealedEscrow {
             listing: k(),
@@ -548,6 +569,7 @@ fn the_node_reads_the_programs_escrows() {
             revealed: [0x8b; 32],
             revealed_at: 0x1314_1516_1718_191a,
             bump: 0xfc,
+            share: 0x2122_2324_2526_2728,
         };
         let data = bytes(&e);
         assert_eq!(data.len(), client::ESCROW_ACCOUNT_SPACE, "{status:?}");
@@ -564,6 +586,7 @@ fn the_node_reads_the_programs_escrows() {
                 format!("{:?}", got.status),
                 got.revealed,
                 got.revealed_at,
+                got.share,
             ),
             (
                 e.listing,
@@ -575,6 +598,7 @@ fn the_node_reads_the_programs_escrows() {
                 format!("{:?}", e.status),
                 e.revealed,
                 e.revealed_at,
+                e.share,
             ),
             "a {status:?} escrow"
         );
@@ -690,6 +714,17 @@ fn the_node_decodes_the_programs_events() {
                 index: 0x7778_797a,
                 amount: 0x8182_8384_8586_8788,
                 slashed: 0x8990_9192_9394_9596,
+            },
+        ),
+        (
+            ev::EscrowExpired {
+                escrow,
+                slashed: 0x9192_9394_9596_9798,
+            }
+            .data(),
+            EscrowEvent::Expired {
+                escrow,
+                slashed: 0x9192_9394_9596_9798,
             },
         ),
         (

@@ -35,6 +35,7 @@ const FEE_BPS: u16 = 250;
 const SLASH_BPS: u16 = 5_000;
 const RELEASE: i64 = 600;
 const DISPUTE: i64 = 300;
+const GRACE: i64 = escrow::constants::REVEAL_GRACE_SECS;
 const SELLER_SEED: [u8; 32] = [11; 32];
 
 fn settings_pda() -> Pubkey {
@@ -236,6 +237,15 @@ impl T {
         terms: SealedTerms,
         stake: u64,
     ) -> Result<Pubkey, BanksClientError> {
+        self.list_capped(id, terms, stake, u32::MAX).await
+    }
+    async fn list_capped(
+        &mut self,
+        id: &str,
+        terms: SealedTerms,
+        stake: u64,
+        max_open: u32,
+    ) -> Result<Pubkey, BanksClientError> {
         let seller = self.seller.key.insecure_clone();
         let listing = listing_pda(&seller.pubkey(), id);
         let ix = Self::ix(
@@ -249,6 +259,7 @@ impl T {
                 listing_id: id.into(),
                 terms,
                 stake,
+                max_open,
             },
         );
         self.send("list_sealed", ix, &[&seller])
@@ -393,6 +404,18 @@ impl T {
             escrow::instruction::Dispute { proof },
         );
         self.send("dispute", ix, &[buyer]).await
+    }
+    /// `expire`, sent by nobody in particular (the payer signs alone).
+    async fn expire(&mut self, listing: Pubkey, escrow: Pubkey) -> Result<(), BanksClientError> {
+        let ix = Self::ix(
+            escrow::accounts::Expire {
+                settings: settings_pda(),
+                listing,
+                escrow,
+            },
+            escrow::instruction::Expire {},
+        );
+        self.send("expire", ix, &[]).await
     }
     async fn retire(&mut self, listing: Pubkey) -> Result<(), BanksClientError> {
         let seller = self.seller.key.insecure_clone();
@@ -703,6 +726,12 @@ async fn listings_and_settings_refuse_unusable_values() {
         custom(r),
         anchor_lang::error::ErrorCode::AccountNotSystemOwned as u32
     );
+    // one below rent exemption (here: empty), which would waive every fee
+    // that leaves it there
+    assert_eq!(
+        custom(t.init_settings(T::args(), Pubkey::new_unique()).await),
+        code(EscrowError::TreasuryNotRentExempt)
+    );
     t.init_settings(T::args(), treasury).await.unwrap();
 
     let terms = t.terms().await;
@@ -758,6 +787,127 @@ async fn listings_and_settings_refuse_unusable_values() {
         custom(t.list(ID, terms, STAKE - 1).await),
         code(EscrowError::StakeTooLow)
     );
+    assert_eq!(
+        custom(t.list_capped(ID, terms, STAKE, 0).await),
+        code(EscrowError::ZeroMaxOpen)
+    );
+}
+
+/// Each deposit reserves its slash share from the listing's stake, so
+/// however many puppets deposit while the seller is offline, N open
+/// escrows take at most N shares (never "half of what is left" each, in
+/// turn, down to nothing), and the seller's cap bounds N.
+#[tokio::test]
+async fn open_escrows_never_take_more_than_their_reserved_shares() {
+    let puppets: Vec<Party> = (50..55).map(Party::new).collect();
+    let keys: Vec<&Keypair> = puppets.iter().map(|p| &p.key).collect();
+    let mut t = T::ready_with(&keys).await;
+    let share = STAKE * SLASH_BPS as u64 / 10_000;
+    let terms = t.terms().await;
+    // a stake of three floors backs six shares
+    let listing = t.list(ID, terms, 3 * STAKE).await.unwrap();
+    let mut escrows = Vec::new();
+    for p in &puppets[..4] {
+        escrows.push(t.deposit(listing, p).await.unwrap());
+    }
+    let l: SealedListing = t.read(&listing).await;
+    assert_eq!((l.open_escrows, l.reserved), (4, 4 * share));
+    assert_eq!(t.read::<SealedEscrow>(&escrows[0]).await.share, share);
+    // the seller is offline: every window passes, every puppet refunds
+    t.advance(RELEASE + GRACE).await;
+    for p in &puppets[..4] {
+        let kp = p.key.insecure_clone();
+        t.refund(listing, &kp).await.unwrap();
+    }
+    let l: SealedListing = t.read(&listing).await;
+    assert_eq!(
+        (l.stake, l.reserved, l.open_escrows),
+        (3 * STAKE - 4 * share, 0, 0),
+        "four escrows took four shares, no more"
+    );
+    // a stake that covers no further share takes no deposit
+    let id2 = "20261125-0123456789ac";
+    let listing2 = t.list(id2, terms, STAKE).await.unwrap();
+    t.deposit(listing2, &puppets[0]).await.unwrap();
+    t.deposit(listing2, &puppets[1]).await.unwrap();
+    assert_eq!(
+        custom(t.deposit(listing2, &puppets[2]).await),
+        code(EscrowError::StakeReserved)
+    );
+    // an escrow that settles frees its share
+    let e = escrow_pda(&listing2, &puppets[0].key.pubkey());
+    t.reveal(listing2, e).await.unwrap();
+    t.advance(DISPUTE).await;
+    let treasury = t.treasury.pubkey();
+    t.claim(listing2, e, treasury).await.unwrap();
+    t.deposit(listing2, &puppets[2]).await.unwrap();
+    // the seller's cap
+    let id3 = "20261125-0123456789ad";
+    let listing3 = t.list_capped(id3, terms, 3 * STAKE, 1).await.unwrap();
+    let e3 = t.deposit(listing3, &puppets[3]).await.unwrap();
+    assert_eq!(
+        custom(t.deposit(listing3, &puppets[4]).await),
+        code(EscrowError::TooManyOpen)
+    );
+    t.decline(listing3, e3).await.unwrap();
+    t.deposit(listing3, &puppets[4]).await.unwrap();
+}
+
+/// A buyer that never comes back cannot keep a listing open: anyone
+/// expires its deposit once the window and its grace are over (the share
+/// moves into the escrow, nothing touches the buyer), the seller retires,
+/// and the buyer still takes its deposit and share whenever it returns.
+#[tokio::test]
+async fn anyone_expires_a_missed_deposit_and_the_buyer_keeps_its_due() {
+    let (buyer, revealed) = (Party::new(60), Party::new(61));
+    let mut t = T::ready_with(&[&buyer.key, &revealed.key]).await;
+    let share = STAKE * SLASH_BPS as u64 / 10_000;
+    let terms = t.terms().await;
+    let listing = t.list(ID, terms, STAKE).await.unwrap();
+    let escrow = t.deposit(listing, &buyer).await.unwrap();
+    let other = t.deposit(listing, &revealed).await.unwrap();
+    t.reveal(listing, other).await.unwrap();
+    assert_eq!(
+        custom(t.expire(listing, escrow).await),
+        code(EscrowError::NotExpirable),
+        "inside the window"
+    );
+    t.advance(RELEASE + GRACE).await;
+    assert_eq!(
+        custom(t.expire(listing, other).await),
+        code(EscrowError::NotExpirable),
+        "a reveal on a listing not convicted is claimed, not expired"
+    );
+    let (held, rent) = (t.lamports(&escrow).await, t.rent(ESCROW_SPACE).await);
+    assert_eq!(held, PRICE + rent);
+    t.expire(listing, escrow).await.unwrap();
+    let e: SealedEscrow = t.read(&escrow).await;
+    assert_eq!(e.status, SealedEscrowStatus::Expired);
+    assert_eq!(t.lamports(&escrow).await, PRICE + rent + share);
+    let l: SealedListing = t.read(&listing).await;
+    assert_eq!(
+        (l.stake, l.reserved, l.open_escrows),
+        (STAKE - share, share, 1)
+    );
+    assert_eq!(
+        custom(t.expire(listing, escrow).await),
+        code(EscrowError::NotExpirable),
+        "once"
+    );
+    // the revealed one is claimed; nothing open: the seller retires
+    t.advance(DISPUTE).await;
+    let treasury = t.treasury.pubkey();
+    t.claim(listing, other, treasury).await.unwrap();
+    let seller = t.seller.key.pubkey();
+    let s0 = t.lamports(&seller).await;
+    t.retire(listing).await.unwrap();
+    assert_eq!(t.lamports(&seller).await, s0 + STAKE - share);
+    // the buyer comes back: the deposit and the share, and the rent
+    let kp = buyer.key.insecure_clone();
+    let b0 = t.lamports(&kp.pubkey()).await;
+    t.refund(listing, &kp).await.unwrap();
+    assert_eq!(t.lamports(&kp.pubkey()).await, b0 + PRICE + rent + share);
+    assert_eq!(t.lamports(&escrow).await, 0);
 }
 
 #[tokio::test]
@@ -773,8 +923,19 @@ async fn a_missed_reveal_refunds_and_slashes_in_one_signed_call_and_the_windows_
         custom(t.refund(listing, &kp).await),
         code(EscrowError::ReleaseWindowOpen)
     );
-    t.advance(5).await;
-    // the window closed: no reveal, no decline (the key can never come after the refund opens)
+    // the window closed, its grace not: a reveal sent inside the window
+    // still lands, so the refund waits
+    t.advance(5 + GRACE - 1).await;
+    assert_eq!(
+        custom(t.refund(listing, &kp).await),
+        code(EscrowError::ReleaseWindowOpen)
+    );
+    assert_eq!(
+        custom(t.expire(listing, escrow).await),
+        code(EscrowError::NotExpirable)
+    );
+    t.advance(1).await;
+    // the grace closed: no reveal, no decline (the key can never come after the refund opens)
     assert_eq!(
         custom(t.reveal(listing, escrow).await),
         code(EscrowError::ReleaseWindowClosed)
@@ -917,7 +1078,8 @@ async fn a_fraud_proof_refunds_and_slashes_a_cheating_seller() {
     let sk = second.key.insecure_clone();
     let s0 = t.lamports(&sk.pubkey()).await;
     t.refund(listing, &sk).await.unwrap();
-    let second_slash = (STAKE - slash) * SLASH_BPS as u64 / 10_000;
+    // each escrow's share was reserved at its deposit: the same for both
+    let second_slash = STAKE * SLASH_BPS as u64 / 10_000;
     assert_eq!(
         t.lamports(&sk.pubkey()).await,
         s0 + PRICE + rent + second_slash

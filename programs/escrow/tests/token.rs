@@ -274,8 +274,15 @@ impl World {
         let terms = self.terms(blob_root).await;
         let seller = self.seller.key.insecure_clone();
         let treasury = self.treasury.pubkey();
-        let ix =
-            client::list_sealed_token(&seller.pubkey(), ID, &terms, STAKE, &self.mint, &treasury);
+        let ix = client::list_sealed_token(
+            &seller.pubkey(),
+            ID,
+            &terms,
+            STAKE,
+            u32::MAX,
+            &self.mint,
+            &treasury,
+        );
         let cu = self.send(&[ix], &[&seller]).await?;
         eprintln!("list_sealed_token ({}): {cu} CU", self.mint.program);
         Ok(client::listing_address(&seller.pubkey(), ID))
@@ -572,13 +579,21 @@ async fn a_token_deposit_comes_back_whole_on_every_way_out() {
     assert!(w.lamports(&w.buyer(2)).await > before + slash);
     assert!(w.account(&w.vault(&listing, 2)).await.is_none());
 
-    // never revealed: after the window, the deposit and the stake share
-    w.advance(RELEASE).await;
+    // never revealed: after the window and its grace, anyone expires it
+    // (the share moves into the escrow; the vault is not touched), and
+    // the buyer takes the deposit and the share
+    w.advance(RELEASE + escrow::constants::REVEAL_GRACE_SECS)
+        .await;
+    let escrow1 = client::escrow_address(&listing, &w.buyer(1));
+    let before_escrow = w.lamports(&escrow1).await;
+    let expire = client::expire(&listing, &w.buyer(1));
+    w.send(&[expire], &[]).await.unwrap();
+    assert_eq!(w.lamports(&escrow1).await, before_escrow + slash);
+    assert_eq!(w.units(&w.vault(&listing, 1)).await, PRICE);
     let before = w.lamports(&w.buyer(1)).await;
     w.refund(listing, 1).await.unwrap();
-    let second_slash = (STAKE - slash) * SLASH_BPS as u64 / 10_000;
     assert_eq!(w.units_of(&w.buyer(1)).await, FUNDS - 7);
-    assert!(w.lamports(&w.buyer(1)).await > before + second_slash);
+    assert!(w.lamports(&w.buyer(1)).await > before + slash);
     assert!(w.account(&w.vault(&listing, 1)).await.is_none());
     let l: SealedListing = w.read(&listing).await;
     assert_eq!(l.open_escrows, 0);
@@ -592,8 +607,8 @@ async fn a_token_deposit_comes_back_whole_on_every_way_out() {
 /// cannot take the fee (frozen) sends it to the seller, and the claim
 /// still pays. A mint with an extension that could move, freeze, tax or
 /// block a vault (a transfer fee, a permanent delegate) is refused at
-/// listing; a vault that would receive less than the price (a mint that
-/// came to take a fee) takes no deposit; a lamport listing takes no token
+/// listing, and at every deposit (a mint made again with one since takes
+/// no deposit); a lamport listing takes no token
 /// deposit; a "mint" that is none cannot be listed.
 #[tokio::test]
 async fn only_mints_that_cannot_touch_a_vault_are_listed_and_no_fee_blocks_a_claim() {
@@ -623,28 +638,34 @@ async fn only_mints_that_cannot_touch_a_vault_are_listed_and_no_fee_blocks_a_cla
             "{kind:?}"
         );
     }
-    // a fee mint the listing did not see (its bytes swapped in after):
-    // the vault would hold less than the price, and no deposit lands
-    let mut w = World::new(TOKEN_2022_PROGRAM, MintKind::TransferFee).await;
-    let mint = w.mint.address;
-    let fee_mint = w.account(&mint).await.unwrap();
-    let mut plain = fee_mint.clone();
-    plain.data = mint_bytes(&Pubkey::new_unique(), FUNDS * 3, 6);
-    w.ctx.set_account(&mint, &plain.into());
-    let root = w.blob.root;
-    let listing = w.list(root).await;
-    w.ctx.set_account(&mint, &fee_mint.into());
-    assert_eq!(
-        custom(w.deposit_with(listing, 0, |_| {}).await),
-        code(EscrowError::DepositShort)
-    );
-    assert_eq!(w.units_of(&w.buyer(0)).await, FUNDS, "nothing moved");
+    // a mint the listing did not see (its bytes swapped in after, as a
+    // mint closed by its close authority and made again at the same
+    // address would be): a transfer fee, a permanent delegate that could
+    // pull the vault. The extensions are checked at every deposit, and
+    // nothing moves
+    for kind in [MintKind::TransferFee, MintKind::PermanentDelegate] {
+        let mut w = World::new(TOKEN_2022_PROGRAM, kind).await;
+        let mint = w.mint.address;
+        let extended = w.account(&mint).await.unwrap();
+        let mut plain = extended.clone();
+        plain.data = mint_bytes(&Pubkey::new_unique(), FUNDS * 3, 6);
+        w.ctx.set_account(&mint, &plain.into());
+        let root = w.blob.root;
+        let listing = w.list(root).await;
+        w.ctx.set_account(&mint, &extended.into());
+        assert_eq!(
+            custom(w.deposit_with(listing, 0, |_| {}).await),
+            code(EscrowError::MintExtension),
+            "{kind:?}"
+        );
+        assert_eq!(w.units_of(&w.buyer(0)).await, FUNDS, "nothing moved");
+    }
 
     // a lamport listing refuses the token instructions
     let mut w = World::new(TOKEN_PROGRAM_ID, MintKind::Plain).await;
     let terms = w.terms(w.blob.root).await;
     let seller = w.seller.key.insecure_clone();
-    let ix = client::list_sealed(&seller.pubkey(), ID, &terms, STAKE);
+    let ix = client::list_sealed(&seller.pubkey(), ID, &terms, STAKE, u32::MAX);
     w.send(&[ix], &[&seller]).await.unwrap();
     let listing = client::listing_address(&seller.pubkey(), ID);
     let res = w
@@ -663,8 +684,15 @@ async fn only_mints_that_cannot_touch_a_vault_are_listed_and_no_fee_blocks_a_cla
         decimals: 6,
     };
     let treasury = w.treasury.pubkey();
-    let ix =
-        client::list_sealed_token(&seller.pubkey(), id2, &terms, STAKE, &not_a_mint, &treasury);
+    let ix = client::list_sealed_token(
+        &seller.pubkey(),
+        id2,
+        &terms,
+        STAKE,
+        u32::MAX,
+        &not_a_mint,
+        &treasury,
+    );
     assert_eq!(
         custom(w.send(&[ix], &[&seller]).await),
         code(EscrowError::NotAMint)

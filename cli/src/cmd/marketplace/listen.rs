@@ -21,6 +21,9 @@ pub(super) fn listen(a: ListenArgs, ctx: &Context) -> CliResult<()> {
         storage,
         seller,
     } = a;
+    // before anything starts: a signal from here on stops the daemon, and
+    // ends the process within the grace whatever is in flight
+    let signals = stop_signals()?;
     let wallet = ctx.wallet()?;
     // a release stuck below our commitment (a fork, a restart) is
     // retried next round instead of holding up every other buy
@@ -87,8 +90,9 @@ pub(super) fn listen(a: ListenArgs, ctx: &Context) -> CliResult<()> {
     };
     ctx.block_on(async {
         let signal_stop = stop.clone();
+        let signalled = signals.signalled();
         tokio::spawn(async move {
-            shutdown_signal().await;
+            signalled.await;
             let _ = signal_stop.send(true);
         });
         let endpoint = async {
@@ -181,19 +185,12 @@ fn rss_mib() -> Option<f64> {
     Some(kib / 1024.0)
 }
 
-/// Completes on SIGINT or SIGTERM (the daemon stops; its state is durable).
-pub(crate) async fn shutdown_signal() {
-    use tokio::signal::unix::{signal, SignalKind};
-    match (
-        signal(SignalKind::interrupt()),
-        signal(SignalKind::terminate()),
-    ) {
-        (Ok(mut int), Ok(mut term)) => {
-            tokio::select! {
-                _ = int.recv() => {}
-                _ = term.recv() => {}
-            }
-        }
-        _ => std::future::pending().await,
-    }
+/// The stop handler every service of the CLI installs before it starts
+/// (`listen`, `mcp`): the first SIGINT or SIGTERM stops it, and the process
+/// ends within the grace whatever is in flight (see [`node::stop`]).
+pub(crate) fn stop_signals() -> CliResult<node::stop::Stop> {
+    node::stop::Stop::install().map_err(|e| match e {
+        node::stop::StopError::BadGrace(_) => crate::failure::Failure::bad_input(e),
+        e => e.into(),
+    })
 }

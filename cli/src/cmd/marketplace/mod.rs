@@ -15,7 +15,7 @@ mod negotiate;
 mod sell;
 mod status;
 
-pub(crate) use listen::shutdown_signal;
+pub(crate) use listen::stop_signals;
 
 use crate::args::{MarketCmd, SellerState};
 use crate::context::Context;

@@ -102,7 +102,7 @@ pub fn claimed(
     fee: u64,
 ) -> Result<()> {
     escrow.status = SealedEscrowStatus::Claimed;
-    listing.open_escrows = sub(listing.open_escrows, 1)?;
+    listing.close_escrow(escrow)?;
     emit!(PaymentClaimed {
         escrow: escrow.key(),
         to_seller,

@@ -1,4 +1,4 @@
-//! `decline`: inside the release window the seller turns a deposit down
+//! `decline`: inside the release window (and its grace) the seller turns a deposit down
 //! (its B is not the blinding both parties derive, or the seller will not
 //! sell): the buyer takes it all back with `refund`, and no stake is
 //! slashed. Nothing moves here, so a buyer's account can never make it
@@ -6,9 +6,9 @@
 
 use crate::constants::{SEALED_ESCROW_SEED, SEALED_LISTING_SEED, SETTINGS_SEED};
 use crate::error::EscrowError;
-use crate::instructions::{now, sub};
+use crate::instructions::now;
+use crate::sealed::answer_deadline;
 use crate::sealed::events::DepositDeclined;
-use crate::sealed::release_deadline;
 use crate::sealed::state::{SealedEscrow, SealedEscrowStatus, SealedListing, Settings};
 use anchor_lang::prelude::*;
 
@@ -47,11 +47,11 @@ impl Decline<'_> {
             EscrowError::WrongEscrowState
         );
         require!(
-            now()? < release_deadline(&a.settings, a.escrow.deposited_at)?,
+            now()? < answer_deadline(&a.settings, a.escrow.deposited_at)?,
             EscrowError::ReleaseWindowClosed
         );
         a.escrow.status = SealedEscrowStatus::Declined;
-        a.listing.open_escrows = sub(a.listing.open_escrows, 1)?;
+        a.listing.close_escrow(&a.escrow)?;
         emit!(DepositDeclined {
             escrow: a.escrow.key(),
         });

@@ -7,7 +7,7 @@
 
 use crate::constants::{SEALED_ESCROW_SEED, SEALED_LISTING_SEED, SETTINGS_SEED};
 use crate::error::EscrowError;
-use crate::instructions::{add, now, sub};
+use crate::instructions::{add, now};
 use crate::sealed::events::FraudProven;
 use crate::sealed::sealed_refund::slash_to;
 use crate::sealed::state::{
@@ -109,12 +109,11 @@ pub fn convict(
         Err(ProofError::BadPath) => return err!(EscrowError::ProofBadPath),
         Err(ProofError::Honest) => return err!(EscrowError::NoFraud),
     }
-    listing.open_escrows = sub(listing.open_escrows, 1)?;
     // convicted: it takes no more deposits (k is public now)
     if listing.status == SealedListingStatus::Live {
         listing.status = SealedListingStatus::Convicted;
     }
-    let slashed = slash_to(settings, listing, buyer)?;
+    let slashed = slash_to(listing, escrow, buyer)?;
     emit!(FraudProven {
         escrow: escrow.key(),
         index: proof.index,

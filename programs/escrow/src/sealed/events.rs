@@ -81,6 +81,16 @@ pub struct FraudProven {
     pub slashed: u64,
 }
 
+/// Anyone expired a deposit left past its window (or a reveal on a
+/// convicted listing): the slash share moved into the escrow.
+#[event]
+pub struct EscrowExpired {
+    /// Escrow account.
+    pub escrow: Pubkey,
+    /// Stake moved into the escrow for the buyer.
+    pub slashed: u64,
+}
+
 /// The seller retired a listing; stake returned.
 #[event]
 pub struct SealedRetired {

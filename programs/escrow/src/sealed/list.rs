@@ -1,5 +1,5 @@
-//! `list_sealed`: the seller opens a sealed listing, commits to its terms
-//! and stakes at least the floor. The account outlives the listing
+//! `list_sealed`: the seller opens a sealed listing, commits to its terms,
+//! stakes at least the floor and caps its open escrows. The account outlives the listing
 //! (`retire_sealed` keeps it), so an id never comes back with other terms.
 
 use crate::constants::{SEALED_LISTING_SEED, SETTINGS_SEED};
@@ -59,6 +59,7 @@ impl ListSealed<'_> {
         listing_id: String,
         terms: SealedTerms,
         stake: u64,
+        max_open: u32,
     ) -> Result<()> {
         let bump = ctx.bumps.listing;
         let a = ctx.accounts;
@@ -66,6 +67,7 @@ impl ListSealed<'_> {
             listing_id,
             terms,
             stake,
+            max_open,
             mint: Pubkey::default(),
             bump,
         };
@@ -82,6 +84,9 @@ pub struct Opening {
     pub terms: SealedTerms,
     /// Lamports staked.
     pub stake: u64,
+    /// The seller's cap on open escrows (at least 1; `u32::MAX`: as many
+    /// as the stake covers).
+    pub max_open: u32,
     /// The currency of deposits (the default key: lamports).
     pub mint: Pubkey,
     /// The listing PDA's bump.
@@ -101,6 +106,7 @@ impl Opening {
         require!(is_listing_id(&self.listing_id), EscrowError::BadListingId);
         check_terms(&self.terms, now()?)?;
         require!(self.stake >= settings.min_stake, EscrowError::StakeTooLow);
+        require!(self.max_open > 0, EscrowError::ZeroMaxOpen);
         transfer(
             CpiContext::new(
                 system_program.key(),
@@ -121,6 +127,8 @@ impl Opening {
             open_escrows: 0,
             bump: self.bump,
             mint: self.mint,
+            reserved: 0,
+            max_open: self.max_open,
         });
         emit!(SealedListed {
             listing: listing.key(),

@@ -1,9 +1,9 @@
 //! `reveal`: the seller publishes s with s·G = K + B inside the release
-//! window. That s gives the escrow's buyer (who knows b) the listing's
+//! window (and its grace). That s gives the escrow's buyer (who knows b) the listing's
 //! k = s − b and nobody else anything; the payment then waits out the
 //! dispute window (`claim`).
 
-use crate::constants::{SEALED_ESCROW_SEED, SEALED_LISTING_SEED, SETTINGS_SEED};
+use crate::constants::{REVEAL_GRACE_SECS, SEALED_ESCROW_SEED, SEALED_LISTING_SEED, SETTINGS_SEED};
 use crate::error::EscrowError;
 use crate::instructions::{add, now};
 use crate::sealed::events::KeyRevealed;
@@ -35,10 +35,17 @@ pub struct Reveal<'info> {
     pub seller: Signer<'info>,
 }
 
-/// Unix seconds at which an escrow deposited at `deposited_at` stops
-/// taking reveals and starts taking refunds.
+/// Unix seconds at which the release window of an escrow deposited at
+/// `deposited_at` closes (the seller's clients aim to answer before it).
 pub fn release_deadline(settings: &Settings, deposited_at: i64) -> Result<i64> {
     add(deposited_at, settings.release_window_secs)
+}
+
+/// Unix seconds until which an escrow deposited at `deposited_at` takes a
+/// reveal or a decline (the window and [`REVEAL_GRACE_SECS`]), and from
+/// which its refund and `expire` open.
+pub fn answer_deadline(settings: &Settings, deposited_at: i64) -> Result<i64> {
+    add(release_deadline(settings, deposited_at)?, REVEAL_GRACE_SECS)
 }
 
 impl Reveal<'_> {
@@ -51,7 +58,7 @@ impl Reveal<'_> {
         );
         let at = now()?;
         require!(
-            at < release_deadline(&a.settings, a.escrow.deposited_at)?,
+            at < answer_deadline(&a.settings, a.escrow.deposited_at)?,
             EscrowError::ReleaseWindowClosed
         );
         require!(

@@ -5,7 +5,7 @@
 
 use crate::constants::{SEALED_ESCROW_SEED, SEALED_LISTING_SEED, SETTINGS_SEED};
 use crate::error::EscrowError;
-use crate::instructions::{add, now};
+use crate::instructions::{add, now, share_of, sub};
 use crate::sealed::events::SealedDeposited;
 use crate::sealed::state::{
     SealedEscrow, SealedEscrowStatus, SealedListing, SealedListingStatus, SealedTerms, Settings,
@@ -72,14 +72,23 @@ impl DepositSealed<'_> {
             amount: terms.price_lamports,
             at,
             bump,
+            share: deposit_share(&a.settings),
         };
         deposit.record(&mut a.listing, &mut a.escrow)
     }
 }
 
+/// The slash share each deposit reserves from its listing's stake: the
+/// settings' share of the stake floor, whatever the listing staked (a
+/// larger stake backs more open escrows, never a larger drain per escrow).
+pub fn deposit_share(settings: &Settings) -> u64 {
+    share_of(settings.min_stake, settings.slash_bps)
+}
+
 /// Checks a deposit before anything moves: the terms the buyer checked
-/// are the listing's, unexpired, its stake at the floor, B and the
-/// buyer's X25519 key usable. Returns now.
+/// are the listing's, unexpired, its stake at the floor, the seller's cap
+/// on open escrows not reached and the unreserved stake covering this
+/// deposit's share, B and the buyer's X25519 key usable. Returns now.
 pub fn check_deposit(
     settings: &Settings,
     listing: &SealedListing,
@@ -93,6 +102,14 @@ pub fn check_deposit(
     require!(
         listing.stake >= settings.min_stake,
         EscrowError::StakeBelowFloor
+    );
+    require!(
+        listing.open_escrows < listing.max_open,
+        EscrowError::TooManyOpen
+    );
+    require!(
+        sub(listing.stake, listing.reserved)? >= deposit_share(settings),
+        EscrowError::StakeReserved
     );
     require!(
         escrow_math::point::is_usable(blind_point),
@@ -119,6 +136,8 @@ pub struct NewDeposit {
     pub at: i64,
     /// The escrow PDA's bump.
     pub bump: u8,
+    /// The slash share reserved for it ([`deposit_share`]).
+    pub share: u64,
 }
 
 impl NewDeposit {
@@ -130,6 +149,7 @@ impl NewDeposit {
         escrow: &mut Account<'_, SealedEscrow>,
     ) -> Result<()> {
         listing.open_escrows = add(listing.open_escrows, 1)?;
+        listing.reserved = add(listing.reserved, self.share)?;
         escrow.set_inner(SealedEscrow {
             listing: listing.key(),
             buyer: self.buyer,
@@ -141,6 +161,7 @@ impl NewDeposit {
             revealed: [0; 32],
             revealed_at: 0,
             bump: self.bump,
+            share: self.share,
         });
         emit!(SealedDeposited {
             listing: listing.key(),

@@ -1,8 +1,11 @@
 //! `refund_sealed`: the buyer closes its escrow and takes what it holds:
 //! - declined: the whole deposit, no slash;
-//! - deposited and the release window closed without a reveal: the whole
-//!   deposit and the configured share of the listing's stake, in this one
-//!   instruction (no separate slash a buyer's account could block);
+//! - deposited and the release window (and its grace) closed without a
+//!   reveal: the whole deposit and the slash share reserved at the deposit,
+//!   in this one instruction (no separate slash a buyer's account could
+//!   block);
+//! - expired (anyone closed the window for it): the deposit and the share
+//!   `expire` moved into the escrow;
 //! - revealed, on a listing convicted of fraud (every reveal of it opened
 //!   the same lying blob): the whole deposit and the stake share;
 //! - claimed: the rent.
@@ -11,9 +14,9 @@
 
 use crate::constants::{SEALED_ESCROW_SEED, SEALED_LISTING_SEED, SETTINGS_SEED};
 use crate::error::EscrowError;
-use crate::instructions::{now, share_of, sub};
+use crate::instructions::now;
+use crate::sealed::answer_deadline;
 use crate::sealed::events::SealedRefunded;
-use crate::sealed::release_deadline;
 use crate::sealed::state::{
     SealedEscrow, SealedEscrowStatus, SealedListing, SealedListingStatus, Settings,
 };
@@ -48,16 +51,17 @@ pub struct RefundSealed<'info> {
     pub buyer: Signer<'info>,
 }
 
-/// Pays the buyer the settings' share of the listing's stake; returns it.
+/// Closes `escrow` on `listing` owing its buyer the share reserved at its
+/// deposit, and moves that share from the listing to `to` (the buyer, or
+/// the escrow itself when expired); returns it.
 pub fn slash_to(
-    settings: &Settings,
     listing: &mut Account<'_, SealedListing>,
-    buyer: &AccountInfo<'_>,
+    escrow: &SealedEscrow,
+    to: &AccountInfo<'_>,
 ) -> Result<u64> {
-    let share = share_of(listing.stake, settings.slash_bps);
-    listing.stake = sub(listing.stake, share)?;
+    let share = listing.close_escrow_slashed(escrow)?;
     listing.sub_lamports(share)?;
-    buyer.add_lamports(share)?;
+    to.add_lamports(share)?;
     Ok(share)
 }
 
@@ -73,9 +77,10 @@ impl RefundSealed<'_> {
 }
 
 /// What a refund of `escrow` returns now, and the stake share it pays
-/// `buyer` (moved here): the deposit when declined, or deposited past the
-/// release window (with the share), or revealed on a convicted listing
-/// (with the share); nothing but the rent once claimed.
+/// `buyer` (moved here, or at `expire`): the deposit when declined; the
+/// deposit and the share when deposited past the window and its grace, or
+/// revealed on a convicted listing, or expired (the share already in the
+/// escrow); nothing but the rent once claimed.
 pub fn refund_due(
     settings: &Settings,
     listing: &mut Account<'_, SealedListing>,
@@ -86,17 +91,16 @@ pub fn refund_due(
     Ok(match escrow.status {
         SealedEscrowStatus::Declined => (amount, 0),
         SealedEscrowStatus::Claimed => (0, 0),
+        SealedEscrowStatus::Expired => (amount, escrow.share),
         SealedEscrowStatus::Deposited => {
             require!(
-                now()? >= release_deadline(settings, escrow.deposited_at)?,
+                now()? >= answer_deadline(settings, escrow.deposited_at)?,
                 EscrowError::ReleaseWindowOpen
             );
-            listing.open_escrows = sub(listing.open_escrows, 1)?;
-            (amount, slash_to(settings, listing, buyer)?)
+            (amount, slash_to(listing, escrow, buyer)?)
         }
         SealedEscrowStatus::Revealed if listing.status == SealedListingStatus::Convicted => {
-            listing.open_escrows = sub(listing.open_escrows, 1)?;
-            (amount, slash_to(settings, listing, buyer)?)
+            (amount, slash_to(listing, escrow, buyer)?)
         }
         SealedEscrowStatus::Revealed => return err!(EscrowError::WrongEscrowState),
     })

@@ -2,7 +2,8 @@
 //! program's upgrade authority only, every value bounded: a fee of at most
 //! 1000 bps, a slash share of 1 to 10,000 bps, a release window of 120 s
 //! to 30 days and a dispute window of 10 s to 30 days,
-//! a positive stake floor and a treasury that is a system account.
+//! a positive stake floor and a treasury that is a rent-exempt system
+//! account.
 
 use crate::constants::{
     BPS, MAX_FEE_BPS, MAX_WINDOW_SECS, MIN_RELEASE_WINDOW_SECS, MIN_WINDOW_SECS, SETTINGS_SEED,
@@ -72,6 +73,13 @@ impl InitSettings<'_> {
     /// Checks the bounds and writes the settings.
     pub fn handler(ctx: Context<InitSettings>, args: SettingsArgs) -> Result<()> {
         check_settings(&args)?;
+        // a treasury under rent exemption would silently waive every fee
+        // that leaves it there (claims pay the seller instead)
+        let treasury = &ctx.accounts.treasury;
+        require!(
+            Rent::get()?.is_exempt(treasury.lamports(), treasury.data_len()),
+            EscrowError::TreasuryNotRentExempt
+        );
         ctx.accounts.settings.set_inner(Settings {
             admin: ctx.accounts.admin.key(),
             treasury: ctx.accounts.treasury.key(),

@@ -2,6 +2,7 @@
 //! stores its bump.
 
 use crate::constants::LISTING_ID_LEN;
+use crate::instructions::sub;
 use anchor_lang::prelude::*;
 
 /// Program-wide settings of the sealed escrow, set once by the upgrade
@@ -88,12 +89,34 @@ pub struct SealedListing {
     /// an SPL Token or Token-2022 mint (`list_sealed_token`; the terms'
     /// price is then in its base units, held in each escrow's vault).
     pub mint: Pubkey,
+    /// Stake reserved for the open escrows' slash shares (each reserved
+    /// at its deposit): `stake - reserved` is what a new deposit can be
+    /// backed by, so N open escrows can never take more than N shares.
+    pub reserved: u64,
+    /// The seller's cap on open escrows (at least 1).
+    pub max_open: u32,
 }
 
 impl SealedListing {
     /// Whether deposits are in lamports (not in a token).
     pub fn in_lamports(&self) -> bool {
         self.mint == Pubkey::default()
+    }
+
+    /// An escrow stops being open (claimed, declined, refunded, proven
+    /// fraudulent or expired): its reserved share is free again.
+    pub fn close_escrow(&mut self, escrow: &SealedEscrow) -> Result<()> {
+        self.open_escrows = sub(self.open_escrows, 1)?;
+        self.reserved = sub(self.reserved, escrow.share)?;
+        Ok(())
+    }
+
+    /// An escrow closes owing its buyer its reserved share: the share
+    /// leaves the stake (the caller moves the lamports). Returns it.
+    pub fn close_escrow_slashed(&mut self, escrow: &SealedEscrow) -> Result<u64> {
+        self.close_escrow(escrow)?;
+        self.stake = sub(self.stake, escrow.share)?;
+        Ok(escrow.share)
     }
 }
 
@@ -109,6 +132,11 @@ pub enum SealedEscrowStatus {
     Declined,
     /// The seller was paid; the buyer may close it for the rent.
     Claimed,
+    /// The release window (and its grace) closed without a reveal, or the
+    /// listing was convicted after the reveal, and anyone expired it: the
+    /// slash share moved into the escrow, which the buyer closes for the
+    /// deposit and the share whenever it comes back.
+    Expired,
 }
 
 /// One buyer's deposit on one sealed listing.
@@ -136,4 +164,7 @@ pub struct SealedEscrow {
     pub revealed_at: i64,
     /// PDA bump.
     pub bump: u8,
+    /// The slash share reserved from the listing's stake at the deposit:
+    /// what the buyer is paid for a missed reveal or a proven fraud.
+    pub share: u64,
 }

@@ -1,15 +1,16 @@
 //! `deposit_sealed_token`: `deposit_sealed` for a listing in a token. The
 //! escrow's vault (its associated token account of the mint) is created
 //! when missing and the buyer's `TransferChecked` moves the price into it;
-//! what the vault received must be the price exactly.
+//! what the vault received must be the price exactly. The mint's extensions
+//! are checked again at every deposit (the mint may have been made again).
 
 use crate::constants::{SEALED_ESCROW_SEED, SEALED_LISTING_SEED, SETTINGS_SEED};
 use crate::error::EscrowError;
-use crate::sealed::sealed_deposit::{check_deposit, NewDeposit};
+use crate::sealed::sealed_deposit::{check_deposit, deposit_share, NewDeposit};
 use crate::sealed::state::{
     SealedEscrow, SealedListing, SealedListingStatus, SealedTerms, Settings,
 };
-use crate::token::vault::{self, vault_balance, Token};
+use crate::token::vault::{self, check_escrow_mint, vault_balance, Token};
 use anchor_lang::prelude::*;
 
 /// Accounts of `deposit_sealed_token`.
@@ -76,6 +77,10 @@ impl DepositSealedToken<'_> {
         let bump = ctx.bumps.escrow;
         let a = ctx.accounts;
         let at = check_deposit(&a.settings, &a.listing, &terms, &blind_point, &buyer_x25519)?;
+        // again at every deposit, not only at listing: a mint with a close
+        // authority can be closed and made again at the same address with
+        // an extension that could pull or freeze the vault
+        check_escrow_mint(&a.mint)?;
         let token = Token::new(&a.token_program, &a.mint)?;
         let escrow = a.escrow.to_account_info();
         token.create_associated(
@@ -101,6 +106,7 @@ impl DepositSealedToken<'_> {
             amount: price,
             at,
             bump,
+            share: deposit_share(&a.settings),
         };
         deposit.record(&mut a.listing, &mut a.escrow)
     }

@@ -63,6 +63,7 @@ impl ListSealedToken<'_> {
         listing_id: String,
         terms: SealedTerms,
         stake: u64,
+        max_open: u32,
     ) -> Result<()> {
         let bump = ctx.bumps.listing;
         let a = ctx.accounts;
@@ -78,6 +79,7 @@ impl ListSealedToken<'_> {
             listing_id,
             terms,
             stake,
+            max_open,
             mint: a.mint.key(),
             bump,
         };
