@@ -24,7 +24,7 @@ use node::chain::{Keypair, Pubkey, Signer};
 use node::escrow::{self, EscrowAccount, EscrowStatus, ListingAccount};
 use serde_json::Value;
 use std::time::{Duration, Instant};
-use util::escrow::{address, buying, configured, escrow_seller, ok, STAKE};
+use util::escrow::{address, buying, configured, escrow_seller, ok, LISTING_STAKE, STAKE};
 use util::Env;
 
 /// The program's shortest release window.
@@ -164,7 +164,7 @@ fn the_escrow_trade_runs_through_the_binaries_on_the_deployed_program() {
     let terms = node::market::escrow_trade::manifest_terms(&signed).unwrap();
     assert_eq!(
         (held.terms, held.stake),
-        (terms, STAKE),
+        (terms, LISTING_STAKE),
         "the program holds what the manifest signs"
     );
     assert_eq!(terms.price_lamports, price);
@@ -303,7 +303,7 @@ fn the_escrow_trade_runs_through_the_binaries_on_the_deployed_program() {
     );
     assert_eq!(
         read(&v, &account, ListingAccount::decode).unwrap().stake,
-        STAKE,
+        LISTING_STAKE,
         "no slash"
     );
 
@@ -370,7 +370,8 @@ fn the_escrow_trade_runs_through_the_binaries_on_the_deployed_program() {
         &["marketplace", "refund", &manifest, "--storage-dir", &dir],
     );
     assert_ne!(early.code, 0, "refused inside the window: {}", early.stderr);
-    // the window by the chain's clock (on a loaded machine it lags the wall's)
+    // the window and the program's grace by the chain's clock (on a
+    // loaded machine it lags the wall's)
     let deposited = read(
         &v,
         &escrow::escrow_address(&account, &late_pk),
@@ -378,7 +379,7 @@ fn the_escrow_trade_runs_through_the_binaries_on_the_deployed_program() {
     )
     .expect("the late buyer's escrow")
     .deposited_at;
-    v.wait_block_time(deposited + WINDOW + 1);
+    v.wait_block_time(deposited + WINDOW + escrow::REVEAL_GRACE_SECS + 1);
     let before = balance(&late_pk);
     // the agent's way: the MCP tool market_refund, through the official SDK
     let py = e2e::mcp_python();
@@ -413,13 +414,17 @@ fn the_escrow_trade_runs_through_the_binaries_on_the_deployed_program() {
         refunded = refund();
     }
     assert_eq!(refunded["is_error"], false, "{refunded}");
+    // the share its deposit reserved: half the floor
     let slash = STAKE / 2;
     assert!(
         balance(&late_pk) + 10_000 >= before + price + slash,
-        "price back plus half the stake"
+        "price back plus the share its deposit reserved"
     );
     let onchain = read(&v, &account, ListingAccount::decode).unwrap();
-    assert_eq!((onchain.stake, onchain.open_escrows), (STAKE - slash, 0));
+    assert_eq!(
+        (onchain.stake, onchain.reserved, onchain.open_escrows),
+        (LISTING_STAKE - slash, 0, 0)
+    );
 
     // cancel retires the listing in the program (stake back, the id kept
     // for good); a deposit after it fails

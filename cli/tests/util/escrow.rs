@@ -7,8 +7,13 @@ use super::Env;
 use node::chain::{Keypair, Pubkey, Signer};
 use serde_json::Value;
 
-/// Stake the tests' sellers put up (and the configured floor).
+/// The configured stake floor (each open escrow reserves half of it:
+/// slash 5000 bps).
 pub const STAKE: u64 = 10_000_000;
+
+/// What [`escrow_seller`] stakes: the floor 16 times, so 32 escrows can be
+/// open at once (each reserves a share of half the floor).
+pub const LISTING_STAKE: u64 = 16 * STAKE;
 
 /// `brainctl -u <v> --commitment confirmed args`; asserts it succeeds.
 pub fn ok(v: &e2e::TestValidator, e: &Env, args: &[&str]) -> Value {
@@ -69,15 +74,15 @@ pub fn configured(extra: &[String], dispute_secs: u64) -> (e2e::TestValidator, K
 }
 
 /// A funded seller with `memory` exported, signed and listed through the
-/// program at 1 USD (100 USD/SOL) with [`STAKE`]; the seller and `list`'s
-/// JSON.
+/// program at 1 USD (100 USD/SOL) with [`LISTING_STAKE`]; the seller and
+/// `list`'s JSON.
 pub fn escrow_seller(v: &e2e::TestValidator, dir: &str, memory: &str) -> (Env, Value) {
     let seller = Env::new();
     seller.ok(&["wallet", "new"]);
     ok(v, &seller, &["wallet", "airdrop", "5", "--json"]);
     seller.ok(&["memory", "add", memory, "-c", "lesson"]);
     seller.ok(&["export", "--sign", "-o", "b.signed.json"]);
-    let stake = STAKE.to_string();
+    let stake = LISTING_STAKE.to_string();
     let listed = ok(
         v,
         &seller,
