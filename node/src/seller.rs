@@ -625,7 +625,7 @@ impl ListenDb {
         let n: i64 = self.conn.query_row(
             "SELECT COUNT(*) FROM buys WHERE paid_lamports < ?1
                AND state IN ('envelope_uploaded', 'released') AND updated_at >= ?2
-               AND listing_id IN (SELECT listing_id FROM listings WHERE escrow = 0 AND mint IS NULL)",
+               AND listing_id NOT IN (SELECT listing_id FROM listings WHERE escrow != 0 OR mint IS NOT NULL)",
             params![floor as i64, since],
             |r| r.get(0),
         )?;
@@ -640,7 +640,7 @@ impl ListenDb {
     ) -> Result<std::collections::HashSet<String>, StateError> {
         let mut st = self.conn.prepare(
             "SELECT signature FROM buys WHERE state = 'verified' AND paid_lamports < ?1
-               AND listing_id IN (SELECT listing_id FROM listings WHERE escrow = 0 AND mint IS NULL)",
+               AND listing_id NOT IN (SELECT listing_id FROM listings WHERE escrow != 0 OR mint IS NOT NULL)",
         )?;
         let rows = st.query_map([floor as i64], |r| r.get(0))?;
         Ok(rows.collect::<rusqlite::Result<_>>()?)

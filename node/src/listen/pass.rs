@@ -685,10 +685,19 @@ async fn upload_due(
         }
         None => None,
     };
+    // only a direct buy of a listing in SOL is ever held: an escrow deposit
+    // left unanswered past its window is refunded with a share of the
+    // stake, and a token's base units are not the floor's lamports
+    let holdable = |listing_id: &str| {
+        catalog.goods(listing_id).is_some_and(|g| !g.escrow)
+            && catalog
+                .terms(listing_id)
+                .is_some_and(|t| t.currency == crate::settle::Currency::Sol)
+    };
     let mut due = Vec::new();
     for row in db.due(BuyState::Verified, now_ms())? {
         if let Some((cheap, left)) = below.as_mut() {
-            if cheap.contains(&row.signature) {
+            if cheap.contains(&row.signature) && holdable(&row.listing_id) {
                 if *left == 0 {
                     report.deferred += 1;
                     continue;
