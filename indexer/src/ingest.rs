@@ -174,7 +174,7 @@ pub struct PollReport {
 /// the key is on chain, so there is nothing to fetch (and nothing to wait
 /// for).
 fn manifest_ids(tx: &ParsedTx) -> Vec<String> {
-    let revealed: Vec<String> = node::escrow::events_in_logs(&tx.logs)
+    let revealed: Vec<String> = node::escrow::events_in(tx)
         .into_iter()
         .filter_map(|e| match e {
             node::escrow::EscrowEvent::Revealed { escrow } => Some(escrow.to_string()),
@@ -261,7 +261,8 @@ fn is_x402_buy(tx: &ParsedTx) -> bool {
 }
 
 fn is_marketplace(tx: &ParsedTx) -> bool {
-    !tx.logs.is_empty()
+    !tx.calls.is_empty()
+        || !tx.inner_calls.is_empty()
         || tx
             .memos
             .iter()

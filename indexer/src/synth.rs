@@ -100,8 +100,8 @@ impl LogBuilder {
                 transfers,
                 token_transfers: Vec::new(),
                 token_balances: Vec::new(),
-                logs: vec![],
                 calls: vec![],
+                inner_calls: vec![],
                 legacy_deposits: vec![],
                 anomalies: vec![],
             },
@@ -127,6 +127,17 @@ impl LogBuilder {
     /// `buyer`'s escrow buy: the `deposit` into the listing's account and
     /// the `buy` memo, no transfer to the seller; returns the signature.
     pub fn escrow_buy(&mut self, buyer: &Wallet, listing: &Listing) -> String {
+        self.escrow_buy_holding(buyer, listing, None)
+    }
+
+    /// An escrow buy whose deposit holds `held` (the on-chain listing's
+    /// price, when it is not the manifest's) instead of the price.
+    pub fn escrow_buy_holding(
+        &mut self,
+        buyer: &Wallet,
+        listing: &Listing,
+        held: Option<u64>,
+    ) -> String {
         let memo = MemoOp::Buy {
             listing_id: listing.listing_id.clone(),
             buyer_x25519: buyer.x25519_address(),
@@ -145,17 +156,25 @@ impl LogBuilder {
         let blind = node::escrow::math::client::point_of(&b);
         let deposit =
             node::escrow::deposit(&account, &buyer_key, &terms, &blind, &buyer.x25519_public());
-        let escrow = node::escrow::escrow_address(&account, &buyer_key);
-        let event = [
-            account.as_ref(),
-            escrow.as_ref(),
-            buyer_key.as_ref(),
-            &terms.price_lamports.to_le_bytes()[..],
-        ]
-        .concat();
+        let event = node::escrow::EscrowEvent::Deposited {
+            listing: account,
+            escrow: node::escrow::escrow_address(&account, &buyer_key),
+            buyer: buyer_key,
+            amount: held.unwrap_or(terms.price_lamports),
+            mint: node::chain::Pubkey::default(),
+            deposited_at: self.now(),
+        };
         let r = self.push(&[buyer], memo.to_string(), vec![], vec![]);
         r.tx.calls = vec![node::chain::ProgramCall::of(&deposit)];
-        r.tx.logs = program_logs("SealedDeposited", &event);
+        r.tx.inner_calls = vec![event.emitted()];
+        r.tx.signature.clone()
+    }
+
+    /// A transaction of `signer` in which the escrow program emitted
+    /// `event` alone (a claim, refund or proof); returns the signature.
+    pub fn escrow_event(&mut self, signer: &Wallet, event: node::escrow::EscrowEvent) -> String {
+        let r = self.push(&[signer], String::new(), vec![], vec![]);
+        r.tx.inner_calls = vec![event.emitted()];
         r.tx.signature.clone()
     }
 
@@ -174,9 +193,8 @@ impl LogBuilder {
             envelope_arweave_id: escrow.to_string(),
             minted_token_address: seller.address(),
         };
-        let event = [escrow.as_ref(), &[5u8; 32][..]].concat();
         let r = self.push(&[seller], memo.to_string(), vec![], vec![]);
-        r.tx.logs = program_logs("KeyRevealed", &event);
+        r.tx.inner_calls = vec![node::escrow::EscrowEvent::Revealed { escrow }.emitted()];
         r.tx.signature.clone()
     }
 
@@ -405,21 +423,4 @@ pub fn trades(trades: u64, sellers: u64) -> Vec<TxRecord> {
         b.trade(n, sellers);
     }
     b.finish()
-}
-
-/// The log lines of one top-level call of the escrow program emitting
-/// event `name` with `body` (Anchor's encoding).
-fn program_logs(name: &str, body: &[u8]) -> Vec<String> {
-    use base64::Engine;
-    let program = node::escrow::PROGRAM_ID;
-    let mut data = node::escrow::discriminator("event", name).to_vec();
-    data.extend_from_slice(body);
-    vec![
-        format!("Program {program} invoke [1]"),
-        format!(
-            "Program data: {}",
-            base64::engine::general_purpose::STANDARD.encode(data)
-        ),
-        format!("Program {program} success"),
-    ]
 }

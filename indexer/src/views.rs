@@ -358,7 +358,8 @@ pub struct Reputation {
     pub seller_pubkey: String,
     /// Listings made.
     pub listings: u64,
-    /// Verified paid buys.
+    /// Verified paid buys (an escrow buy once its seller is paid: claimed
+    /// after the dispute window, never disputed).
     pub sales: u64,
     /// Of those, released.
     pub releases: u64,
@@ -366,6 +367,9 @@ pub struct Reputation {
     pub unreleased_paid_buys: u64,
     /// Escrow buys never released: the buyer took the deposit back.
     pub refunded_buys: u64,
+    /// Escrow buys not settled yet: deposited, or revealed and inside the
+    /// dispute window (a sale, with its volume, once claimed).
+    pub pending_escrow_buys: u64,
     /// Lamports of the seller's stakes paid to refunded buyers.
     pub slashed_lamports: u64,
     /// Buys by the seller's own wallet or payment address: in no figure.
@@ -449,6 +453,7 @@ pub fn reputation_with(
         releases: 0,
         unreleased_paid_buys: 0,
         refunded_buys: 0,
+        pending_escrow_buys: 0,
         slashed_lamports: 0,
         self_trades: 0,
         median_release_latency_secs: None,
@@ -479,6 +484,20 @@ pub fn reputation_with(
                 continue;
             }
             _ => {}
+        }
+        // an escrow buy is a sale once its seller is paid (claimed after
+        // the dispute window, undisputed); before, it may still be proven
+        // a lie or refunded
+        let escrow = l
+            .manifest
+            .get("escrow_program")
+            .is_some_and(|p| !p.is_null());
+        if escrow && s.claimed.is_none() {
+            if state.settlement_status(s, cfg) == "unreleased" {
+                r.unreleased_paid_buys += 1;
+            }
+            r.pending_escrow_buys += 1;
+            continue;
         }
         r.sales += 1;
         match &l.currency {

@@ -11,16 +11,6 @@ use indexer::synth::{wallet, LogBuilder};
 use node::chain::Signer;
 use std::sync::Arc;
 
-fn event_line(name: &str, body: &[u8]) -> String {
-    use base64::Engine;
-    let mut b = node::escrow::discriminator("event", name).to_vec();
-    b.extend_from_slice(body);
-    format!(
-        "Program data: {}",
-        base64::engine::general_purpose::STANDARD.encode(b)
-    )
-}
-
 struct Served {
     base: String,
     rt: tokio::runtime::Runtime,
@@ -78,22 +68,17 @@ fn pages_filters_privacy_and_escrow() {
     let account =
         node::escrow::listing_address(&seller.solana_keypair().pubkey(), &escrowed.listing_id);
     let (escrow, who) = ([9u8; 32], buyer.solana_keypair().pubkey());
-    let deposited = event_line(
-        "SealedDeposited",
-        &[
-            &account.to_bytes()[..],
-            &escrow[..],
-            &who.to_bytes()[..],
-            &7_000u64.to_le_bytes(),
-        ]
-        .concat(),
+    b.escrow_event(
+        &buyer,
+        node::escrow::EscrowEvent::Deposited {
+            listing: account,
+            escrow: node::chain::Pubkey::new_from_array(escrow),
+            buyer: who,
+            amount: 7_000,
+            mint: node::chain::Pubkey::default(),
+            deposited_at: 0,
+        },
     );
-    let program = node::escrow::PROGRAM_ID;
-    b.push(&[&buyer], String::new(), vec![], vec![]).tx.logs = vec![
-        format!("Program {program} invoke [1]"),
-        deposited,
-        format!("Program {program} success"),
-    ];
     let s = serve(b);
 
     // paging: 61 listings, 50 a page, the next link continues after the last
@@ -162,25 +147,17 @@ fn deposit(
 ) -> String {
     let seller = listing.seller_pubkey.parse().unwrap();
     let account = node::escrow::listing_address(&seller, &listing.listing_id);
-    let who = buyer.solana_keypair().pubkey();
-    let line = event_line(
-        "SealedDeposited",
-        &[
-            &account.to_bytes()[..],
-            &escrow[..],
-            &who.to_bytes()[..],
-            &lamports.to_le_bytes(),
-        ]
-        .concat(),
-    );
-    let program = node::escrow::PROGRAM_ID;
-    let r = b.push(&[buyer], String::new(), vec![], vec![]);
-    r.tx.logs = vec![
-        format!("Program {program} invoke [1]"),
-        line,
-        format!("Program {program} success"),
-    ];
-    r.tx.signature.clone()
+    b.escrow_event(
+        buyer,
+        node::escrow::EscrowEvent::Deposited {
+            listing: account,
+            escrow: node::chain::Pubkey::new_from_array(escrow),
+            buyer: buyer.solana_keypair().pubkey(),
+            amount: lamports,
+            mint: node::chain::Pubkey::default(),
+            deposited_at: 0,
+        },
+    )
 }
 
 /// The review's finding: a private listing's trades leaked through the

@@ -280,13 +280,16 @@ fn escrow_buys_settle_by_their_deposit_alone() {
     let evil = b.list_escrow(&seller, 1, "Evi1111111111111111111111111111111111111111");
     let into_evil = b.escrow_buy(&buyer, &evil);
     let mut records = b.finish();
-    records
+    let moved = &mut records
         .iter_mut()
         .find(|r| r.tx.signature == elsewhere)
         .unwrap()
-        .tx
-        .calls[0]
-        .accounts[1] = wallet(9, 9).address();
+        .tx;
+    let mut events = node::escrow::events_in(moved);
+    if let [node::escrow::EscrowEvent::Deposited { listing, .. }] = events.as_mut_slice() {
+        *listing = wallet(9, 9).address().parse().unwrap();
+    }
+    moved.inner_calls = events.iter().map(|e| e.emitted()).collect();
     let s = fold(&records);
     let status = |sig: &str| s.settlements[sig].status.clone();
     assert!(
@@ -462,61 +465,49 @@ proptest! {
     }
 }
 
-fn event_line(name: &str, body: &[u8]) -> String {
-    use base64::Engine;
-    let mut b = node::escrow::discriminator("event", name).to_vec();
-    b.extend_from_slice(body);
-    format!(
-        "Program data: {}",
-        base64::engine::general_purpose::STANDARD.encode(b)
-    )
-}
-
 #[test]
 fn escrow_program_events_fold_beside_the_memos() {
-    let (listing, escrow, buyer) = ([1u8; 32], [2u8; 32], [3u8; 32]);
-    let deposited = event_line(
-        "SealedDeposited",
-        &[
-            &listing[..],
-            &escrow[..],
-            &buyer[..],
-            &5_000u64.to_le_bytes(),
-        ]
-        .concat(),
+    use node::chain::Pubkey;
+    use node::escrow::EscrowEvent;
+    let (listing, escrow, buyer) = (
+        Pubkey::new_from_array([1; 32]),
+        Pubkey::new_from_array([2; 32]),
+        Pubkey::new_from_array([3; 32]),
     );
-    let revealed = event_line("KeyRevealed", &[&escrow[..], &[9u8; 32][..]].concat());
-    let released = event_line(
-        "PaymentClaimed",
-        &[&escrow[..], &4_950u64.to_le_bytes(), &50u64.to_le_bytes()].concat(),
-    );
-    let program = node::escrow::PROGRAM_ID;
-    let run = |line: &str| {
-        vec![
-            format!("Program {program} invoke [1]"),
-            line.to_string(),
-            format!("Program {program} success"),
-        ]
+    let deposited = EscrowEvent::Deposited {
+        listing,
+        escrow,
+        buyer,
+        amount: 5_000,
+        mint: Pubkey::default(),
+        deposited_at: 1,
+    };
+    let claimed = EscrowEvent::Claimed {
+        escrow,
+        to_seller: 4_950,
+        fee: 50,
     };
     let mut b = LogBuilder::new();
     let payer = wallet(2, 0);
-    b.push(&[&payer], String::new(), vec![], vec![]).tx.logs = run(&deposited);
-    // the same bytes logged by another program are not the escrow's
-    b.push(&[&payer], String::new(), vec![], vec![]).tx.logs = vec![
-        format!("Program {program} invoke [1]"),
-        "Program Evi1111111111111111111111111111111111111111 invoke [2]".into(),
-        released.clone(),
-        "Program Evi1111111111111111111111111111111111111111 success".into(),
-        format!("Program {program} success"),
-    ];
+    b.escrow_event(&payer, deposited);
+    // the same bytes as another program's call, or as the escrow
+    // program's call signed by another account than its event authority,
+    // are no event
+    let mut forged = claimed.emitted();
+    forged.program_id = "Evi1111111111111111111111111111111111111111".into();
+    let mut unsigned = claimed.emitted();
+    unsigned.accounts = vec![payer.address()];
+    b.push(&[&payer], String::new(), vec![], vec![])
+        .tx
+        .inner_calls = vec![forged, unsigned];
     let s = fold(b.records());
-    let key = node::chain::Pubkey::new_from_array(escrow).to_string();
+    let key = escrow.to_string();
     assert_eq!(s.escrows[&key].status, "deposited");
-    b.push(&[&payer], String::new(), vec![], vec![]).tx.logs = run(&revealed);
+    b.escrow_event(&payer, EscrowEvent::Revealed { escrow });
     let s = fold(b.records());
     assert_eq!(s.escrows[&key].status, "revealed");
     assert!(s.escrows[&key].revealed.is_some());
-    b.push(&[&payer], String::new(), vec![], vec![]).tx.logs = run(&released);
+    b.escrow_event(&payer, claimed);
     let s = fold(b.records());
     let e = &s.escrows[&key];
     assert_eq!(
@@ -527,10 +518,15 @@ fn escrow_program_events_fold_beside_the_memos() {
 
 /// A refund folds into the buy it undoes: the escrow buy turns
 /// `refunded` (with the stake share the same instruction paid), and the
-/// seller's record counts it as refunded, neither a sale nor unreleased.
+/// seller's record counts it as refunded, neither a sale nor unreleased;
+/// an escrow buy is a sale, with its volume, only once claimed; a buyer
+/// deposits at the same escrow account again after a claimed buy, and
+/// each event settles the deposit the account holds, never the buyer's
+/// earlier buy.
 #[test]
-fn refunds_and_slashes_fold_into_the_settlement_and_the_sellers_record() {
+fn refunds_claims_and_redeposits_fold_into_their_own_settlement() {
     use node::chain::Pubkey;
+    use node::escrow::EscrowEvent;
     let seller = wallet(1, 0);
     let (buyer, other) = (wallet(2, 0), wallet(2, 1));
     let mut b = LogBuilder::new();
@@ -541,45 +537,24 @@ fn refunds_and_slashes_fold_into_the_settlement_and_the_sellers_record() {
     let escrow_of = |w: &node::wallet::Wallet| {
         node::escrow::escrow_address(&account, &w.address().parse::<Pubkey>().unwrap())
     };
-    let program = node::escrow::PROGRAM_ID;
-    let run = |line: String| {
-        vec![
-            format!("Program {program} invoke [1]"),
-            line,
-            format!("Program {program} success"),
-        ]
-    };
-    let deposited = |w: &node::wallet::Wallet| {
-        let buyer: Pubkey = w.address().parse().unwrap();
-        event_line(
-            "SealedDeposited",
-            &[
-                account.as_ref(),
-                escrow_of(w).as_ref(),
-                buyer.as_ref(),
-                &LIST_PRICE_LAMPORTS.to_le_bytes()[..],
-            ]
-            .concat(),
-        )
-    };
-    let payer = wallet(3, 0);
-    for w in [&buyer, &other] {
-        b.push(&[w], String::new(), vec![], vec![]).tx.logs = run(deposited(w));
-    }
-    let escrow = escrow_of(&buyer);
-    let refund = event_line(
-        "SealedRefunded",
-        &[
-            escrow.as_ref(),
-            &LIST_PRICE_LAMPORTS.to_le_bytes()[..],
-            &50_000u64.to_le_bytes()[..],
-        ]
-        .concat(),
+    let refund_sig = b.escrow_event(
+        &buyer,
+        EscrowEvent::Refunded {
+            escrow: escrow_of(&buyer),
+            amount: LIST_PRICE_LAMPORTS,
+            slashed: 50_000,
+        },
     );
-    let refund_sig = {
-        let r = b.push(&[&buyer], String::new(), vec![], vec![]);
-        r.tx.logs = run(refund);
-        r.tx.signature.clone()
+    let cfg = FoldConfig::default();
+    let figures = |s: &State| {
+        let r = indexer::views::reputation(s, &seller.address(), &cfg, None);
+        (
+            r.sales,
+            r.pending_escrow_buys,
+            r.refunded_buys,
+            r.slashed_lamports,
+            r.volume_lamports,
+        )
     };
     let s = fold(b.records());
     match &s.settlements[&refunded].status {
@@ -592,23 +567,85 @@ fn refunds_and_slashes_fold_into_the_settlement_and_the_sellers_record() {
         ),
         other => panic!("{other:?}"),
     }
-    let _ = &payer;
     assert_eq!(s.settlements[&kept].status, SettlementStatus::Paid);
-    assert_eq!(s.escrows[&escrow.to_string()].slashed, Some(50_000));
-    let cfg = FoldConfig::default();
-    let r = indexer::views::reputation(&s, &seller.address(), &cfg, None);
     assert_eq!(
-        (
-            r.sales,
-            r.refunded_buys,
-            r.slashed_lamports,
-            r.volume_lamports
-        ),
-        (1, 1, 50_000, LIST_PRICE_LAMPORTS)
+        s.escrows[&escrow_of(&buyer).to_string()].slashed,
+        Some(50_000)
     );
+    assert_eq!(figures(&s), (0, 1, 1, 50_000, 0), "deposited: no sale yet");
     assert_eq!(
         indexer::views::settlement_for(&s, &l.listing_id, &buyer.address(), &cfg)["status"],
         "refunded"
+    );
+    // revealed: released, still no sale; claimed: a sale at what was held
+    b.escrow_reveal(&seller, &l, &other);
+    assert_eq!(figures(&fold(b.records())), (0, 1, 1, 50_000, 0));
+    let escrow = escrow_of(&other);
+    b.escrow_event(
+        &seller,
+        EscrowEvent::Claimed {
+            escrow,
+            to_seller: LIST_PRICE_LAMPORTS,
+            fee: 0,
+        },
+    );
+    let s = fold(b.records());
+    assert_eq!(figures(&s), (1, 0, 1, 50_000, LIST_PRICE_LAMPORTS));
+    assert!(s.settlements[&kept].claimed.is_some());
+    // the same buyer closes the claimed escrow (rent only), deposits
+    // again and is refunded: the claimed buy stays released and counted
+    let closed = EscrowEvent::Refunded {
+        escrow,
+        amount: 0,
+        slashed: 0,
+    };
+    b.escrow_event(&other, closed);
+    let again = b.escrow_buy(&other, &l);
+    b.escrow_event(
+        &other,
+        EscrowEvent::Refunded {
+            escrow,
+            amount: LIST_PRICE_LAMPORTS,
+            slashed: 50_000,
+        },
+    );
+    let s = fold(b.records());
+    assert!(
+        matches!(
+            s.settlements[&kept].status,
+            SettlementStatus::Released { .. }
+        ),
+        "{:?}",
+        s.settlements[&kept].status
+    );
+    assert!(matches!(
+        s.settlements[&again].status,
+        SettlementStatus::Refunded { .. }
+    ));
+    assert_eq!(figures(&s), (1, 0, 2, 100_000, LIST_PRICE_LAMPORTS));
+}
+
+/// A seller that signs a manifest at one price and lists on chain at
+/// another sells nothing that counts: the program's deposit event says
+/// what was held, and a buy holding anything but the manifest's price is
+/// refused with both figures.
+#[test]
+fn an_escrow_deposit_off_the_manifests_price_is_no_sale() {
+    let seller = wallet(1, 0);
+    let buyer = wallet(2, 0);
+    let mut b = LogBuilder::new();
+    let l = b.list_escrow(&seller, 0, node::escrow::PROGRAM_ID);
+    let cheap = b.escrow_buy_holding(&buyer, &l, Some(1));
+    let s = fold(b.records());
+    assert_eq!(
+        s.settlements[&cheap].status,
+        SettlementStatus::Rejected {
+            reason: BuyRefusal::Rules(Rejection::EscrowTermsDiffer {
+                held: 1,
+                held_mint: node::chain::Pubkey::default().to_string(),
+                price: LIST_PRICE_LAMPORTS,
+            })
+        }
     );
 }
 

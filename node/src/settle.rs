@@ -129,7 +129,7 @@ impl UsdTerms {
     /// at least as strict as the listing's (the highest, where a buy
     /// quoted more than once: it cannot choose the lower of two prices).
     pub fn quoted(&self, tx: &ParsedTx) -> Result<u64, Rejection> {
-        crate::escrow::events_in_logs(&tx.logs)
+        crate::escrow::events_in(tx)
             .into_iter()
             .filter_map(|e| match e {
                 crate::escrow::EscrowEvent::UsdQuoted(q)
@@ -274,6 +274,18 @@ pub enum Rejection {
         /// The listing account expected.
         listing_account: String,
     },
+    /// The program held another amount, or another mint, than the signed
+    /// manifest's price: the on-chain listing's terms are not the
+    /// manifest's.
+    #[error("the escrow holds {held} base units of {held_mint} (the default key: SOL), the manifest prices {price}: the on-chain listing's terms are not the manifest's")]
+    EscrowTermsDiffer {
+        /// What the program's deposit event says it holds.
+        held: u64,
+        /// In which mint.
+        held_mint: String,
+        /// The manifest's price.
+        price: u64,
+    },
     /// The escrow account is missing or not this buyer's on this listing.
     #[error("no escrow of this buyer on this listing on chain")]
     EscrowMissing,
@@ -386,33 +398,52 @@ pub fn x25519_of(pubkey: &str) -> Option<String> {
 }
 
 /// The part of an escrow buy the transaction alone shows: the claim as for
-/// any buy and the transaction's own `deposit` into
+/// any buy and the one deposit the program made in it, into
 /// `listing_account` by the buyer (one escrow per buyer and listing is open
 /// at a time, and each deposit is its own transaction, so no deposit is
-/// counted twice). The program holds
-/// the deposit to the on-chain listing's price, so negotiated prices (an
-/// accepted offer) never apply to escrow listings. What the indexer folds.
+/// counted twice), holding exactly the manifest's price in the manifest's
+/// currency by the program's own event: a seller that listed on chain at
+/// another price than its signed manifest names sells nothing that
+/// counts. The program holds the deposit to the on-chain listing's price,
+/// so negotiated prices (an accepted offer) never apply to escrow
+/// listings. What the indexer folds; the amount counted is the one held.
 pub fn verify_escrow_deposit(
     tx: &ParsedTx,
     listing: &ListingTerms,
     listing_account: &str,
 ) -> Result<VerifiedBuy, Rejection> {
     let c = claim(tx, listing)?;
-    let deposit = crate::escrow::Deposit {
-        listing: listing_account.into(),
-        buyer: c.buyer.clone(),
+    let held = match crate::escrow::deposits_in(tx).as_slice() {
+        [d] if d.listing == listing_account && d.buyer == c.buyer => d.held,
+        _ => {
+            return Err(Rejection::NoEscrowDeposit {
+                listing_account: listing_account.into(),
+            })
+        }
     };
-    if crate::escrow::deposits_in(tx) != [deposit] {
-        return Err(Rejection::NoEscrowDeposit {
-            listing_account: listing_account.into(),
-        });
-    }
+    let paid = match held {
+        Some(h) => {
+            let mint = match &listing.currency {
+                Currency::Sol => crate::chain::Pubkey::default().to_string(),
+                Currency::Token { mint } => mint.clone(),
+            };
+            if h.amount != listing.price_lamports || h.mint.to_string() != mint {
+                return Err(Rejection::EscrowTermsDiffer {
+                    held: h.amount,
+                    held_mint: h.mint.to_string(),
+                    price: listing.price_lamports,
+                });
+            }
+            h.amount
+        }
+        None => listing.price_lamports,
+    };
     Ok(VerifiedBuy {
         signature: tx.signature.clone(),
         listing_id: listing.listing_id.clone(),
         buyer: c.buyer,
         buyer_x25519: c.buyer_x25519,
-        paid_lamports: listing.price_lamports,
+        paid_lamports: paid,
         price_lamports: listing.price_lamports,
         offer_id: None,
         slot: tx.slot,
@@ -571,8 +602,8 @@ mod tests {
             }],
             token_transfers: vec![],
             token_balances: vec![],
-            logs: vec![],
             calls: vec![],
+            inner_calls: vec![],
             legacy_deposits: vec![],
             anomalies: vec![],
         }
@@ -592,12 +623,15 @@ mod tests {
         }
     }
 
-    /// A `quote_usd` log of `units` (the program's own event bytes) as the
-    /// escrow program's run in a transaction's logs, for `terms` with a
-    /// rule of `max_age_secs`.
-    fn quote_logs(terms: &UsdTerms, units: u64, max_age_secs: u32) -> Vec<String> {
-        use base64::Engine as _;
-        let mut data = crate::chain::anchor::discriminator("event", "UsdQuoted").to_vec();
+    /// A `quote_usd` event of `units` (the program's own event bytes) as
+    /// its self-CPI in a transaction, for `terms` with a rule of
+    /// `max_age_secs`.
+    fn quote_logs(
+        terms: &UsdTerms,
+        units: u64,
+        max_age_secs: u32,
+    ) -> Vec<crate::chain::ProgramCall> {
+        let mut data = Vec::new();
         let account: crate::chain::Pubkey = terms.price_account.parse().unwrap();
         data.extend_from_slice(account.as_ref());
         data.extend_from_slice(&terms.feed_id);
@@ -610,14 +644,7 @@ mod tests {
         data.extend_from_slice(&max_age_secs.to_le_bytes());
         data.extend_from_slice(&terms.max_conf_bps.to_le_bytes());
         data.extend_from_slice(&units.to_le_bytes());
-        vec![
-            format!("Program {} invoke [1]", crate::escrow::PROGRAM_ID),
-            format!(
-                "Program data: {}",
-                base64::engine::general_purpose::STANDARD.encode(data)
-            ),
-            format!("Program {} success", crate::escrow::PROGRAM_ID),
-        ]
+        vec![crate::escrow::emitted("UsdQuoted", &data)]
     }
 
     /// A listing priced in USD at settle time counts a buy by its own
@@ -632,9 +659,9 @@ mod tests {
             price_lamports: 0,
             ..listing()
         };
-        let with = |paid: u64, logs: Vec<String>| {
+        let with = |paid: u64, events: Vec<crate::chain::ProgramCall>| {
             let mut t = tx(paid);
-            t.logs = logs;
+            t.inner_calls = events;
             t
         };
         let q = |units| quote_logs(&usd_terms(), units, 60);
@@ -1183,26 +1210,35 @@ mod tests {
             }
         }
 
+        /// The program's `SealedDeposited` event of `buyer` into
+        /// `listing` holding `amount` of `mint`.
+        fn deposited(
+            listing: &Pubkey,
+            buyer: &Pubkey,
+            amount: u64,
+            mint: &Pubkey,
+        ) -> crate::chain::ProgramCall {
+            let escrow = crate::escrow::escrow_address(listing, buyer);
+            let mut body: Vec<u8> = [listing, &escrow, buyer]
+                .iter()
+                .flat_map(|k| k.to_bytes())
+                .collect();
+            body.extend_from_slice(&amount.to_le_bytes());
+            body.extend_from_slice(mint.as_ref());
+            body.extend_from_slice(&1_500i64.to_le_bytes());
+            crate::escrow::emitted("SealedDeposited", &body)
+        }
+
         fn escrow_tx(w: &World) -> ParsedTx {
             let mut t = tx(0);
             t.transfers.clear();
             t.signers = vec![w.buyer.to_string()];
-            let terms = crate::escrow::Terms {
-                price_lamports: 1_000,
-                key_point: [1; 32],
-                blob_root: [2; 32],
-                plain_len: 3,
-                bundle_hash: [4; 32],
-                seller_x25519: [5; 32],
-                expires_at: 6,
-            };
-            t.calls = vec![crate::chain::ProgramCall::of(&crate::escrow::deposit(
+            t.inner_calls = vec![deposited(
                 &w.listing_account,
                 &w.buyer,
-                &terms,
-                &[6; 32],
-                &w.x25519,
-            ))];
+                1_000,
+                &Pubkey::default(),
+            )];
             t
         }
 
@@ -1248,20 +1284,41 @@ mod tests {
             };
             // a second buy memo riding on the one deposit (replay), or a direct payment
             let mut replay = t.clone();
-            replay.calls.clear();
+            replay.inner_calls.clear();
             assert_eq!(check(&w, &replay, Some(&e)), Err(no_deposit.clone()));
             // a deposit into another listing's account
             let mut other = t.clone();
-            other.calls[0].accounts[1] = Pubkey::new_unique().to_string();
+            let elsewhere = Pubkey::new_unique();
+            other.inner_calls = vec![deposited(&elsewhere, &w.buyer, 1_000, &Pubkey::default())];
             assert_eq!(check(&w, &other, Some(&e)), Err(no_deposit.clone()));
             // a deposit by someone else than the signer
             let mut someone = t.clone();
-            someone.calls[0].accounts[3] = Pubkey::new_unique().to_string();
+            let stranger = Pubkey::new_unique();
+            someone.inner_calls = vec![deposited(
+                &w.listing_account,
+                &stranger,
+                1_000,
+                &Pubkey::default(),
+            )];
             assert_eq!(check(&w, &someone, Some(&e)), Err(no_deposit.clone()));
             // two deposits in one transaction
             let mut two = t.clone();
-            two.calls.push(t.calls[0].clone());
+            two.inner_calls.push(t.inner_calls[0].clone());
             assert_eq!(check(&w, &two, Some(&e)), Err(no_deposit));
+            // an on-chain listing at another price, or in a token, than
+            // the manifest's: the program held what the chain said
+            for (amount, mint) in [(1, Pubkey::default()), (1_000, Pubkey::new_unique())] {
+                let mut lied = t.clone();
+                lied.inner_calls = vec![deposited(&w.listing_account, &w.buyer, amount, &mint)];
+                assert_eq!(
+                    check(&w, &lied, Some(&e)),
+                    Err(Rejection::EscrowTermsDiffer {
+                        held: amount,
+                        held_mint: mint.to_string(),
+                        price: 1_000
+                    })
+                );
+            }
             // no escrow on chain (or another buyer's)
             assert_eq!(check(&w, &t, None), Err(Rejection::EscrowMissing));
             let mut theirs = e.clone();

@@ -1,7 +1,9 @@
 //! The escrow family: the sealed escrow's events (deposit, reveal,
-//! decline, claim, expiry, refund, proven fraud) as the program emitted them in a
-//! successful transaction's logs, the deposits they describe, and the buy
-//! a refund or a fraud proof settles. Never reads memos.
+//! decline, claim, expiry, refund, proven fraud) as the program emitted them
+//! (its self-CPIs) in a successful transaction, the deposits they describe,
+//! and the buy each settles: the one whose transaction made the deposit
+//! the escrow account holds (an account is deposited into again after a
+//! refund, and each deposit is its own buy). Never reads memos.
 
 use super::settlement::{Settlement, SettlementStatus};
 use super::{At, State};
@@ -20,6 +22,9 @@ pub struct EscrowState {
     pub buyer: String,
     /// Deposited: lamports, or base units of the listing's token.
     pub amount: u64,
+    /// The token held (absent: SOL).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub mint: Option<String>,
     /// deposited | revealed | declined | claimed | expired | refunded |
     /// disputed.
     pub status: &'static str,
@@ -48,6 +53,8 @@ impl State {
                 escrow,
                 buyer,
                 amount,
+                mint,
+                ..
             } => {
                 self.escrows.insert(
                     escrow.to_string(),
@@ -55,6 +62,7 @@ impl State {
                         listing: listing.to_string(),
                         buyer: buyer.to_string(),
                         amount,
+                        mint: (mint != node::chain::Pubkey::default()).then(|| mint.to_string()),
                         status: "deposited",
                         paid: None,
                         deposited: At::of(r),
@@ -93,10 +101,15 @@ impl State {
                 to_seller,
                 fee,
             } => {
-                if let Some(e) = self.escrows.get_mut(&escrow.to_string()) {
+                let escrow = escrow.to_string();
+                if let Some(e) = self.escrows.get_mut(&escrow) {
                     e.status = "claimed";
                     e.paid = Some((to_seller, fee));
                     e.settled = Some(At::of(r));
+                }
+                // the seller was paid: only now is it a sale
+                if let Some(s) = self.escrow_settlement(&escrow) {
+                    s.claimed = Some(At::of(r));
                 }
             }
             EscrowEvent::Refunded {
@@ -151,26 +164,14 @@ impl State {
         }
     }
 
-    /// The buy whose deposit `escrow` holds (or held): the paid or
-    /// refunded settlement of its buyer on the listing whose program
-    /// account it belongs to.
+    /// The buy whose deposit `escrow` holds: the verified settlement of
+    /// the transaction that made that deposit (an event names the escrow
+    /// account; the account's latest deposit is the one it holds, since
+    /// the program takes another only once the last is closed).
     fn escrow_settlement(&mut self, escrow: &str) -> Option<&mut Settlement> {
-        let e = self.escrows.get(escrow)?;
-        let buyer = e.buyer.clone();
-        let listing_id = self.escrow_listings.get(&e.listing)?.clone();
-        let sig = self
-            .settlements_of(&listing_id)
-            .find(|(_, s)| {
-                s.buyer == buyer
-                    && matches!(
-                        s.status,
-                        SettlementStatus::Paid
-                            | SettlementStatus::Released { .. }
-                            | SettlementStatus::Refunded { .. }
-                    )
-            })
-            .map(|(k, _)| k.clone())?;
-        self.settlements.get_mut(&sig).map(Arc::make_mut)
+        let sig = &self.escrows.get(escrow)?.deposited.signature;
+        let s = self.settlements.get_mut(sig).map(Arc::make_mut)?;
+        (!matches!(s.status, SettlementStatus::Rejected { .. })).then_some(s)
     }
 }
 

@@ -220,7 +220,7 @@ impl State {
             self.now = self.now.max(t);
         }
         if r.tx.succeeded {
-            for ev in node::escrow::events_in_logs(&r.tx.logs) {
+            for ev in node::escrow::events_in(&r.tx) {
                 self.apply_escrow(ev, r);
             }
         }

@@ -65,6 +65,11 @@ pub struct Settlement {
     pub offer_id: Option<String>,
     /// The buy.
     pub at: At,
+    /// An escrow buy whose payment reached the seller: the `claim` after
+    /// the dispute window (until then, and if the buyer proves fraud or
+    /// refunds, it is no sale).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub claimed: Option<At>,
     /// Status.
     #[serde(flatten)]
     pub status: SettlementStatus,
@@ -131,6 +136,7 @@ impl State {
             price_lamports: 0,
             offer_id: None,
             at: At::of(r),
+            claimed: None,
             status: SettlementStatus::Paid,
         };
         // priced at settle time: the buy's own quote prices it

@@ -2,8 +2,9 @@
 //! to what settlement and the indexer need: slot, block time, success,
 //! signers, fee payer, top-level memos, System transfers and token
 //! `transferChecked`s, the token balances the node reports, plus the
-//! top-level calls of the programs the caller watches (raw: program,
-//! accounts, data) and, when one of them ran, the log messages. What a
+//! top-level calls and the inner instructions (where self-CPI events
+//! live) of the programs the caller watches (raw: program, accounts,
+//! data); never the logs, which the node truncates. What a
 //! call means is its program's module's business (e.g. `escrow` reads its
 //! deposits from them); this module knows no program but System, Memo and
 //! the two token programs.
@@ -85,7 +86,7 @@ pub struct TokenBalance {
 }
 
 /// What we read from one transaction.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ParsedTx {
     /// First signature (the transaction id).
     pub signature: String,
@@ -107,13 +108,16 @@ pub struct ParsedTx {
     /// Token balances the transaction changed or touched.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub token_balances: Vec<TokenBalance>,
-    /// Log messages, kept only when a watched program ran (its events
-    /// live there); empty otherwise.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub logs: Vec<String>,
     /// Top-level calls of the watched programs, in order.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub calls: Vec<ProgramCall>,
+    /// Inner instructions (cross-program invocations, at any depth) to
+    /// the watched programs, in order: where a program's self-CPI events
+    /// (Anchor's `emit_cpi!`) live. The node records them whole, unlike
+    /// log lines, which it truncates, so nothing earlier in the
+    /// transaction can hide one.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub inner_calls: Vec<ProgramCall>,
     /// Account pairs an older build decoded into its log (the escrow
     /// program's deposits, as `deposits`); read and written back as they
     /// are, never produced by this build.
@@ -382,6 +386,44 @@ fn token_balances(meta: &Value, keys: &[Value], anomalies: &mut Vec<String>) -> 
     by_index.into_values().collect()
 }
 
+/// The watched programs' inner instructions (`meta.innerInstructions`),
+/// in order; one that cannot be read is an anomaly, never an error.
+fn inner_calls(
+    meta: &Value,
+    watched: &[impl AsRef<str>],
+    anomalies: &mut Vec<String>,
+) -> Vec<ProgramCall> {
+    let groups = meta
+        .get("innerInstructions")
+        .and_then(Value::as_array)
+        .map(Vec::as_slice)
+        .unwrap_or_default();
+    let mut out = Vec::new();
+    for group in groups {
+        let list = group
+            .get("instructions")
+            .and_then(Value::as_array)
+            .map(Vec::as_slice)
+            .unwrap_or_default();
+        for (i, ix) in list.iter().enumerate() {
+            let Some(program) = ix.get("programId").and_then(Value::as_str) else {
+                continue;
+            };
+            if !watched.iter().any(|w| w.as_ref() == program) {
+                continue;
+            }
+            match program_call(program, ix) {
+                Ok(c) => out.push(c),
+                Err(TxShapeError(why)) => {
+                    let at = group.get("index").and_then(Value::as_u64).unwrap_or(0);
+                    anomalies.push(format!("inner instruction {at}.{i}: {why}"))
+                }
+            }
+        }
+    }
+    out
+}
+
 impl ParsedTx {
     /// Decodes a `getTransaction` result in `jsonParsed` encoding,
     /// watching no program.
@@ -390,7 +432,7 @@ impl ParsedTx {
     }
 
     /// Decodes a `getTransaction` result in `jsonParsed` encoding, keeping
-    /// the calls of the `watched` programs (and the logs when one ran).
+    /// the top-level calls and inner instructions of the `watched` programs.
     pub fn from_json_watching(
         v: &Value,
         watched: &[impl AsRef<str>],
@@ -436,27 +478,8 @@ impl ParsedTx {
                 Err(TxShapeError(why)) => anomalies.push(format!("instruction {i}: {why}")),
             }
         }
-        let invokes: Vec<String> = watched
-            .iter()
-            .map(|p| format!("Program {} invoke", p.as_ref()))
-            .collect();
-        let logs: Vec<String> = meta
-            .get("logMessages")
-            .and_then(Value::as_array)
-            .map(|lines| {
-                lines
-                    .iter()
-                    .filter_map(Value::as_str)
-                    .map(String::from)
-                    .collect()
-            })
-            .filter(|lines: &Vec<String>| {
-                lines
-                    .iter()
-                    .any(|l| invokes.iter().any(|i| l.starts_with(i.as_str())))
-            })
-            .unwrap_or_default();
         let token_balances = token_balances(meta, keys, &mut anomalies);
+        let inner_calls = inner_calls(meta, watched, &mut anomalies);
         Ok(ParsedTx {
             signature,
             slot,
@@ -467,8 +490,8 @@ impl ParsedTx {
             transfers,
             token_transfers,
             token_balances,
-            logs,
             calls,
+            inner_calls,
             legacy_deposits: Vec::new(),
             anomalies,
         })
@@ -719,8 +742,13 @@ mod tests {
             .as_array_mut()
             .unwrap()
             .push(call);
-        raw["meta"]["logMessages"] =
-            json!([format!("Program {program} invoke [1]"), "Program log: hi"]);
+        let inner = |data: &str| json!({"programId": program, "accounts": [accounts[0]], "data": data, "stackHeight": 2});
+        let other = json!({"programId": "11111111111111111111111111111111",
+            "accounts": [], "data": "", "stackHeight": 2});
+        raw["meta"]["innerInstructions"] = json!([
+            {"index": 0, "instructions": [other, inner("5")]},
+            {"index": 2, "instructions": [inner("6")]}
+        ]);
         let t = ParsedTx::from_json_watching(&raw, &[program.as_str()]).unwrap();
         let want = ProgramCall {
             program_id: program.clone(),
@@ -728,14 +756,19 @@ mod tests {
             data: vec![1, 2, 3],
         };
         assert_eq!(t.calls, vec![want]);
-        assert_eq!(t.logs.len(), 2, "a watched program ran: its logs are kept");
+        let inner_data: Vec<Vec<u8>> = t.inner_calls.iter().map(|c| c.data.clone()).collect();
+        assert_eq!(
+            inner_data,
+            vec![vec![4], vec![5]],
+            "the watched program's, in order"
+        );
         // the log form round-trips (data as base58)
         let text = serde_json::to_string(&t).unwrap();
         assert!(text.contains(r#""data":"Ldp""#), "{text}");
         assert_eq!(serde_json::from_str::<ParsedTx>(&text).unwrap(), t);
-        // unwatched: neither the call nor the logs
+        // unwatched: neither the call nor its inner instructions
         let t = ParsedTx::from_json(&raw).unwrap();
-        assert!(t.calls.is_empty() && t.logs.is_empty() && t.anomalies.is_empty());
+        assert!(t.calls.is_empty() && t.inner_calls.is_empty() && t.anomalies.is_empty());
         // malformed shapes are anomalies naming the field, never errors
         raw["transaction"]["message"]["instructions"][2]["data"] = json!("0OIl");
         let t = ParsedTx::from_json_watching(&raw, &[program.as_str()]).unwrap();

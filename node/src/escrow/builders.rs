@@ -3,8 +3,8 @@
 //! of `programs/escrow/src/sealed/`.
 
 use super::{
-    escrow_address, listing_address, program_data_address, program_id, settings_address,
-    vault_address, Terms, SYSTEM,
+    escrow_address, event_authority_address, listing_address, program_data_address, program_id,
+    settings_address, vault_address, Terms, SYSTEM,
 };
 use crate::chain::token::{associated_account, TokenMint, ATA_PROGRAM};
 use solana_sdk::instruction::{AccountMeta, Instruction};
@@ -38,7 +38,16 @@ impl Args {
     }
 }
 
-fn ix(data: Args, accounts: Vec<AccountMeta>) -> Instruction {
+/// An instruction that emits an event: its accounts, then the two
+/// `#[event_cpi]` appends (the event authority, the program itself).
+fn ix(data: Args, mut accounts: Vec<AccountMeta>) -> Instruction {
+    accounts.push(AccountMeta::new_readonly(event_authority_address(), false));
+    accounts.push(AccountMeta::new_readonly(program_id(), false));
+    quiet_ix(data, accounts)
+}
+
+/// An instruction that emits no event (`init_settings`).
+fn quiet_ix(data: Args, accounts: Vec<AccountMeta>) -> Instruction {
     Instruction {
         program_id: program_id(),
         accounts,
@@ -65,7 +74,7 @@ pub struct NewSettings {
 
 /// `init_settings` by `admin`, who must be the upgrade authority.
 pub fn init_settings(admin: &Pubkey, c: &NewSettings) -> Instruction {
-    ix(
+    quiet_ix(
         Args::new("init_settings")
             .u16(c.fee_bps)
             .u16(c.slash_bps)

@@ -28,62 +28,55 @@ pub use builders::{
 };
 /// The protocol's math (`programs/escrow-math`), for callers of this module.
 pub use escrow_math as math;
-pub use events::{decode_event, events_in_logs, EscrowEvent, UsdQuote};
+pub use events::{decode_event, emitted, events_in, EscrowEvent, UsdQuote, EVENT_IX_TAG};
 
-/// A `deposit_sealed` instruction seen in a transaction.
-#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+/// A deposit into the program seen in a transaction.
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Deposit {
     /// The listing account deposited into (base58).
     pub listing: String,
     /// The depositing buyer (base58).
     pub buyer: String,
+    /// What it holds, as the program's own event says (`None`: a deposit
+    /// an older build recorded in its log, which did not say).
+    pub held: Option<Held>,
 }
 
-/// The deposits a transaction's top-level calls into this program make
-/// (the chain reader keeps them when asked to watch [`PROGRAM_ID`]), then
-/// those an older build recorded in its log, in order.
+/// What a deposit holds, by the program's `SealedDeposited` event.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Held {
+    /// Lamports, or base units of `mint`.
+    pub amount: u64,
+    /// The listing's token (the default key: SOL).
+    pub mint: Pubkey,
+}
+
+/// The deposits a transaction makes, by the program's own `SealedDeposited`
+/// events (so through any caller, and whatever else the transaction
+/// logs), then those an older build recorded in its log, in order.
 pub fn deposits_in(tx: &crate::chain::ParsedTx) -> Vec<Deposit> {
-    let called = tx
-        .calls
-        .iter()
-        .filter(|c| c.program_id == PROGRAM_ID)
-        .filter_map(|c| deposit_of(&c.account_keys(), &c.data));
+    let emitted = events_in(tx).into_iter().filter_map(|e| match e {
+        EscrowEvent::Deposited {
+            listing,
+            buyer,
+            amount,
+            mint,
+            ..
+        } => Some(Deposit {
+            listing: listing.to_string(),
+            buyer: buyer.to_string(),
+            held: Some(Held { amount, mint }),
+        }),
+        _ => None,
+    });
     let recorded = tx.legacy_deposits.iter().map(|d| Deposit {
         listing: d.listing.clone(),
         buyer: d.buyer.clone(),
+        held: None,
     });
-    called.chain(recorded).collect()
+    emitted.chain(recorded).collect()
 }
 
-/// Bytes of `deposit_sealed`'s (and `deposit_sealed_token`'s) arguments:
-/// the terms (3 × 8 + 4 × 32), B and the buyer's X25519 key.
-const DEPOSIT_ARGS_LEN: usize = 3 * 8 + 4 * 32 + 32 + 32;
-
-/// The deposit an escrow-program instruction makes, if it is a
-/// `deposit_sealed` (discriminator, its argument bytes, its five accounts)
-/// or a `deposit_sealed_token` (its ten).
-pub fn deposit_of(accounts: &[Pubkey], data: &[u8]) -> Option<Deposit> {
-    let (disc, args) = data.split_at_checked(8)?;
-    if args.len() != DEPOSIT_ARGS_LEN {
-        return None;
-    }
-    let accounts_of_call = if disc == discriminator("global", "deposit_sealed") {
-        5
-    } else if disc == discriminator("global", "deposit_sealed_token") {
-        10
-    } else {
-        return None;
-    };
-    match accounts {
-        [_settings, listing, _escrow, buyer, ..] if accounts.len() == accounts_of_call => {
-            Some(Deposit {
-                listing: listing.to_string(),
-                buyer: buyer.to_string(),
-            })
-        }
-        _ => None,
-    }
-}
 use solana_sdk::pubkey::Pubkey;
 use std::str::FromStr;
 
@@ -105,6 +98,12 @@ pub fn program_id() -> Pubkey {
 /// The Settings PDA.
 pub fn settings_address() -> Pubkey {
     Pubkey::find_program_address(&[b"settings"], &program_id()).0
+}
+
+/// The program's event authority (`#[event_cpi]`'s PDA of
+/// `__event_authority`): it signs each event's self-CPI.
+pub fn event_authority_address() -> Pubkey {
+    Pubkey::find_program_address(&[b"__event_authority"], &program_id()).0
 }
 
 /// The upgradeable loader, which holds the program's ProgramData.
@@ -160,15 +159,22 @@ mod tests {
     use crate::chain::ParsedTx;
     use serde_json::{json, Value};
 
-    /// A transaction whose only instruction is `ix`, as the node renders an
-    /// instruction it does not parse.
-    fn tx_with(accounts: Vec<String>, data: &[u8]) -> Value {
+    /// A transaction whose escrow instruction emitted `events` (as the
+    /// node renders its inner instructions).
+    fn tx_emitting(events: &[crate::chain::ProgramCall]) -> Value {
+        let inner: Vec<Value> = events
+            .iter()
+            .map(|c| {
+                json!({"programId": c.program_id, "accounts": c.accounts,
+                    "data": bs58::encode(&c.data).into_string(), "stackHeight": 2})
+            })
+            .collect();
         json!({
-            "slot": 1, "blockTime": 1, "meta": {"err": null},
+            "slot": 1, "blockTime": 1,
+            "meta": {"err": null, "innerInstructions": [{"index": 0, "instructions": inner}]},
             "transaction": {"signatures": ["s"], "message": {
                 "accountKeys": [{"pubkey": "P", "signer": true}],
-                "instructions": [{"programId": PROGRAM_ID, "accounts": accounts,
-                    "data": bs58::encode(data).into_string(), "stackHeight": null}]}}
+                "instructions": []}}
         })
     }
 
@@ -177,44 +183,50 @@ mod tests {
     }
 
     #[test]
-    fn deposits_are_decoded_and_hostile_ones_refused() {
-        let (listing, buyer) = (Pubkey::new_unique(), Pubkey::new_unique());
-        let terms = Terms {
-            price_lamports: 5,
-            key_point: [1; 32],
-            blob_root: [2; 32],
-            plain_len: 3,
-            bundle_hash: [4; 32],
-            seller_x25519: [5; 32],
-            expires_at: 6,
-        };
-        let ix = deposit(&listing, &buyer, &terms, &[8; 32], &[7; 32]);
-        let keys: Vec<String> = ix.accounts.iter().map(|m| m.pubkey.to_string()).collect();
+    fn deposits_are_the_programs_events_and_hostile_ones_are_none() {
+        let (listing, escrow, buyer, mint) = (
+            Pubkey::new_unique(),
+            Pubkey::new_unique(),
+            Pubkey::new_unique(),
+            Pubkey::new_unique(),
+        );
+        let mut body = [listing, escrow, buyer]
+            .iter()
+            .flat_map(|k| k.to_bytes())
+            .collect::<Vec<u8>>();
+        body.extend_from_slice(&5u64.to_le_bytes());
+        body.extend_from_slice(mint.as_ref());
+        body.extend_from_slice(&77i64.to_le_bytes());
+        let deposited = emitted("SealedDeposited", &body);
         let want = vec![Deposit {
             listing: listing.to_string(),
             buyer: buyer.to_string(),
+            held: Some(Held { amount: 5, mint }),
         }];
-        assert_eq!(deposits_in(&read(&tx_with(keys.clone(), &ix.data))), want);
-        // not watched: no call, no deposit
-        let unwatched = ParsedTx::from_json(&tx_with(keys.clone(), &ix.data)).unwrap();
+        assert_eq!(deposits_in(&read(&tx_emitting(&[deposited.clone()]))), want);
+        // not watched: no event, no deposit
+        let unwatched = ParsedTx::from_json(&tx_emitting(&[deposited.clone()])).unwrap();
         assert!(deposits_in(&unwatched).is_empty());
-        // another instruction of the program (reveal) is no deposit
-        let release = reveal(&listing, &buyer, &buyer, &[0; 32]);
-        let release_keys = release
-            .accounts
-            .iter()
-            .map(|m| m.pubkey.to_string())
-            .collect();
-        assert!(deposits_in(&read(&tx_with(release_keys, &release.data))).is_empty());
-        // a deposit with a short argument, or missing accounts, is no deposit
-        assert!(deposits_in(&read(&tx_with(keys.clone(), &ix.data[..20]))).is_empty());
-        assert!(deposits_in(&read(&tx_with(keys[..4].to_vec(), &ix.data))).is_empty());
-        // what an older build recorded still counts
-        let mut old = read(&tx_with(vec![], &[]));
+        // another event of the program is no deposit
+        let revealed = emitted("KeyRevealed", &[0; 64]);
+        assert!(deposits_in(&read(&tx_emitting(&[revealed]))).is_empty());
+        // a short body, or the call made as an instruction to another
+        // program, is no deposit
+        let mut short = deposited.clone();
+        short.data.truncate(short.data.len() - 1);
+        assert!(deposits_in(&read(&tx_emitting(&[short]))).is_empty());
+        // what an older build recorded still counts, saying nothing held
+        let mut old = read(&tx_emitting(&[]));
         old.legacy_deposits = vec![crate::chain::parsed_tx::LegacyDeposit {
             listing: listing.to_string(),
             buyer: buyer.to_string(),
         }];
-        assert_eq!(deposits_in(&old), want);
+        assert_eq!(
+            deposits_in(&old),
+            vec![Deposit {
+                held: None,
+                ..want[0].clone()
+            }]
+        );
     }
 }

@@ -186,7 +186,12 @@ pub fn quote_instruction(terms: &UsdTerms, paid: u64) -> Result<Instruction, Usd
     data.extend_from_slice(&usd::max_quote_paid_by(paid, terms.tolerance_bps).to_le_bytes());
     Ok(Instruction {
         program_id: program,
-        accounts: vec![AccountMeta::new_readonly(account, false)],
+        // the price account, then `#[event_cpi]`'s two: the quote is an event
+        accounts: vec![
+            AccountMeta::new_readonly(account, false),
+            AccountMeta::new_readonly(crate::escrow::event_authority_address(), false),
+            AccountMeta::new_readonly(program, false),
+        ],
         data,
     })
 }

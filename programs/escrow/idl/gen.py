@@ -76,6 +76,12 @@ def escrow(buyer_seed):
 
 SYS = account("system_program", address=SYSTEM)
 
+# #[event_cpi] appends these two to every instruction that emits an event
+# (all but init_settings): the event authority signs the self-CPI whose
+# data is the event; the program account is the self-CPI's callee
+EVENT_CPI = [account("event_authority", pda={"seeds": [const("__event_authority")]}),
+             account("program", address=ADDRESS)]
+
 def t_array(n):
     return {"array": ["u8", n]}
 
@@ -230,7 +236,7 @@ EVENTS = {
     "SealedListed": [("listing", "pubkey"), ("seller", "pubkey"), ("price_lamports", "u64"),
                      ("stake", "u64")],
     "SealedDeposited": [("listing", "pubkey"), ("escrow", "pubkey"), ("buyer", "pubkey"),
-                        ("amount", "u64")],
+                        ("amount", "u64"), ("mint", "pubkey"), ("deposited_at", "i64")],
     "KeyRevealed": [("escrow", "pubkey"), ("revealed", B32)],
     "DepositDeclined": [("escrow", "pubkey")],
     "PaymentClaimed": [("escrow", "pubkey"), ("to_seller", "u64"), ("fee", "u64")],
@@ -333,7 +339,8 @@ idl = {
     "metadata": {"name": "escrow", "version": "0.1.0", "spec": "0.1.0",
                  "description": "brainctl marketplace escrow prototype"},
     "instructions": [
-        {"name": n, "discriminator": disc("global", n), "accounts": a,
+        {"name": n, "discriminator": disc("global", n),
+         "accounts": a if n == "init_settings" else a + EVENT_CPI,
          "args": [{"name": an, "type": at} for an, at in args],
          **({"returns": RETURNS[n]} if n in RETURNS else {})}
         for n, a, args in INSTRUCTIONS

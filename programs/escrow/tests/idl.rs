@@ -427,7 +427,9 @@ fn instructions_match_the_program() {
                 settings,
                 listing,
                 seller,
-                system_program
+                system_program,
+                event_authority,
+                program
             }),
         ),
         (
@@ -438,7 +440,9 @@ fn instructions_match_the_program() {
                 listing,
                 escrow,
                 buyer,
-                system_program
+                system_program,
+                event_authority,
+                program
             }),
         ),
         (
@@ -448,7 +452,9 @@ fn instructions_match_the_program() {
                 settings,
                 listing,
                 escrow,
-                seller
+                seller,
+                event_authority,
+                program
             }),
         ),
         (
@@ -458,7 +464,9 @@ fn instructions_match_the_program() {
                 settings,
                 listing,
                 escrow,
-                seller
+                seller,
+                event_authority,
+                program
             }),
         ),
         (
@@ -469,7 +477,9 @@ fn instructions_match_the_program() {
                 listing,
                 escrow,
                 seller,
-                treasury
+                treasury,
+                event_authority,
+                program
             }),
         ),
         (
@@ -479,7 +489,9 @@ fn instructions_match_the_program() {
                 settings,
                 listing,
                 escrow,
-                buyer
+                buyer,
+                event_authority,
+                program
             }),
         ),
         (
@@ -489,7 +501,9 @@ fn instructions_match_the_program() {
                 settings,
                 listing,
                 escrow,
-                buyer
+                buyer,
+                event_authority,
+                program
             }),
         ),
         (
@@ -498,13 +512,20 @@ fn instructions_match_the_program() {
             metas!(a::Expire {
                 settings,
                 listing,
-                escrow
+                escrow,
+                event_authority,
+                program
             }),
         ),
         (
             "retire_sealed",
             i::RetireSealed::DISCRIMINATOR,
-            metas!(a::RetireSealed { listing, seller }),
+            metas!(a::RetireSealed {
+                listing,
+                seller,
+                event_authority,
+                program
+            }),
         ),
         (
             "list_sealed_token",
@@ -518,7 +539,9 @@ fn instructions_match_the_program() {
                 treasury_token,
                 token_program,
                 associated_token_program,
-                system_program
+                system_program,
+                event_authority,
+                program
             }),
         ),
         (
@@ -534,7 +557,9 @@ fn instructions_match_the_program() {
                 vault,
                 token_program,
                 associated_token_program,
-                system_program
+                system_program,
+                event_authority,
+                program
             }),
         ),
         (
@@ -549,7 +574,9 @@ fn instructions_match_the_program() {
                 vault,
                 seller_token,
                 treasury_token,
-                token_program
+                token_program,
+                event_authority,
+                program
             }),
         ),
         (
@@ -563,7 +590,9 @@ fn instructions_match_the_program() {
                 mint,
                 vault,
                 buyer_token,
-                token_program
+                token_program,
+                event_authority,
+                program
             }),
         ),
         (
@@ -577,13 +606,19 @@ fn instructions_match_the_program() {
                 mint,
                 vault,
                 buyer_token,
-                token_program
+                token_program,
+                event_authority,
+                program
             }),
         ),
         (
             "quote_usd",
             i::QuoteUsd::DISCRIMINATOR,
-            metas!(a::QuoteUsd { price_update }),
+            metas!(a::QuoteUsd {
+                price_update,
+                event_authority,
+                program
+            }),
         ),
     ];
     assert_eq!(
@@ -696,6 +731,7 @@ fn pda_seeds_match_the_program() {
                 &[escrow::ID.as_ref()],
                 &solana_sdk::pubkey!("BPFLoaderUpgradeab1e11111111111111111111111"),
             ),
+            "event_authority" => escrow::EVENT_AUTHORITY_AND_BUMP.0,
             other => panic!("{other} is no PDA of the program"),
         }
     };
@@ -715,11 +751,12 @@ fn pda_seeds_match_the_program() {
         for acc in ix["accounts"].as_array().unwrap() {
             let name = acc["name"].as_str().unwrap();
             match name {
-                "settings" | "listing" | "escrow" | "program_data" => {
+                "settings" | "listing" | "escrow" | "program_data" | "event_authority" => {
                     assert!(acc.get("pda").is_some(), "{ix_name}.{name} has no pda");
                     assert_eq!(idl_pda(&acc["pda"], &seed), want(name), "{ix_name}.{name}");
                     seen += 1;
                 }
+                "program" => assert_eq!(acc["address"], escrow::ID.to_string()),
                 "system_program" => {
                     assert_eq!(acc["address"], "11111111111111111111111111111111");
                     assert!(acc.get("pda").is_none(), "{ix_name}.{name}");
@@ -734,7 +771,7 @@ fn pda_seeds_match_the_program() {
             }
         }
     }
-    assert_eq!(seen, 40, "PDAs checked");
+    assert_eq!(seen, 55, "PDAs checked");
 }
 
 #[test]
@@ -861,6 +898,8 @@ fn accounts_events_and_types_match_the_program() {
             escrow: k(),
             buyer: k(),
             amount: u64::MAX - 34,
+            mint: k(),
+            deposited_at: i64::MIN + 35,
         }),
     );
     check_event(

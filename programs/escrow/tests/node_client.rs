@@ -7,7 +7,6 @@
 //! and offsets are the program's.
 
 use anchor_lang::{AccountSerialize, Event, InstructionData, Space, ToAccountMetas};
-use base64::Engine;
 use escrow::constants::{SEALED_ESCROW_SEED, SEALED_LISTING_SEED, SETTINGS_SEED};
 use escrow::sealed::events as ev;
 use escrow::sealed::state::{
@@ -149,6 +148,8 @@ fn the_node_builds_what_anchor_builds() {
                 listing,
                 seller,
                 system_program: SYSTEM,
+                event_authority: escrow::EVENT_AUTHORITY_AND_BUMP.0,
+                program: escrow::ID,
             },
             i::ListSealed {
                 listing_id: ID.into(),
@@ -168,6 +169,8 @@ fn the_node_builds_what_anchor_builds() {
             escrow,
             buyer,
             system_program: SYSTEM,
+            event_authority: escrow::EVENT_AUTHORITY_AND_BUMP.0,
+            program: escrow::ID,
         },
         i::DepositSealed {
             terms: sealed(&t),
@@ -180,15 +183,6 @@ fn the_node_builds_what_anchor_builds() {
         deposit,
         "deposit_sealed"
     );
-    // and the node recognises the deposit Anchor builds (the indexer's input)
-    let keys: Vec<Pubkey> = deposit.accounts.iter().map(|m| m.pubkey).collect();
-    assert_eq!(
-        client::deposit_of(&keys, &deposit.data),
-        Some(client::Deposit {
-            listing: listing.to_string(),
-            buyer: buyer.to_string(),
-        })
-    );
 
     let s = [0x51u8; 32];
     assert_eq!(
@@ -199,6 +193,8 @@ fn the_node_builds_what_anchor_builds() {
                 listing,
                 escrow,
                 seller,
+                event_authority: escrow::EVENT_AUTHORITY_AND_BUMP.0,
+                program: escrow::ID,
             },
             i::Reveal { revealed: s },
         ),
@@ -213,6 +209,8 @@ fn the_node_builds_what_anchor_builds() {
                 listing,
                 escrow,
                 seller,
+                event_authority: escrow::EVENT_AUTHORITY_AND_BUMP.0,
+                program: escrow::ID,
             },
             i::Decline {},
         ),
@@ -228,6 +226,8 @@ fn the_node_builds_what_anchor_builds() {
                 escrow,
                 seller,
                 treasury,
+                event_authority: escrow::EVENT_AUTHORITY_AND_BUMP.0,
+                program: escrow::ID,
             },
             i::Claim {},
         ),
@@ -242,6 +242,8 @@ fn the_node_builds_what_anchor_builds() {
                 listing,
                 escrow,
                 buyer,
+                event_authority: escrow::EVENT_AUTHORITY_AND_BUMP.0,
+                program: escrow::ID,
             },
             i::RefundSealed {},
         ),
@@ -263,6 +265,8 @@ fn the_node_builds_what_anchor_builds() {
                 listing,
                 escrow,
                 buyer,
+                event_authority: escrow::EVENT_AUTHORITY_AND_BUMP.0,
+                program: escrow::ID,
             },
             i::Dispute {
                 proof: FraudProof {
@@ -290,6 +294,8 @@ fn the_node_builds_what_anchor_builds() {
                 listing,
                 escrow,
                 buyer,
+                event_authority: escrow::EVENT_AUTHORITY_AND_BUMP.0,
+                program: escrow::ID,
             },
             i::Dispute {
                 proof: FraudProof {
@@ -306,7 +312,15 @@ fn the_node_builds_what_anchor_builds() {
 
     assert_eq!(
         client::retire(&seller, ID),
-        anchor(a::RetireSealed { listing, seller }, i::RetireSealed {}),
+        anchor(
+            a::RetireSealed {
+                listing,
+                seller,
+                event_authority: escrow::EVENT_AUTHORITY_AND_BUMP.0,
+                program: escrow::ID,
+            },
+            i::RetireSealed {}
+        ),
         "retire_sealed"
     );
     assert_eq!(
@@ -316,6 +330,8 @@ fn the_node_builds_what_anchor_builds() {
                 settings,
                 listing,
                 escrow,
+                event_authority: escrow::EVENT_AUTHORITY_AND_BUMP.0,
+                program: escrow::ID,
             },
             i::Expire {},
         ),
@@ -350,6 +366,8 @@ fn the_node_builds_what_anchor_builds() {
                     token_program: program,
                     associated_token_program: escrow::token::vault::ATA_PROGRAM,
                     system_program: SYSTEM,
+                    event_authority: escrow::EVENT_AUTHORITY_AND_BUMP.0,
+                    program: escrow::ID,
                 },
                 i::ListSealedToken {
                     listing_id: ID.into(),
@@ -372,6 +390,8 @@ fn the_node_builds_what_anchor_builds() {
                 token_program: program,
                 associated_token_program: escrow::token::vault::ATA_PROGRAM,
                 system_program: SYSTEM,
+                event_authority: escrow::EVENT_AUTHORITY_AND_BUMP.0,
+                program: escrow::ID,
             },
             i::DepositSealedToken {
                 terms: sealed(&t),
@@ -384,16 +404,6 @@ fn the_node_builds_what_anchor_builds() {
             deposit,
             "deposit_sealed_token"
         );
-        let keys: Vec<Pubkey> = deposit.accounts.iter().map(|m| m.pubkey).collect();
-        assert_eq!(
-            client::deposit_of(&keys, &deposit.data),
-            Some(client::Deposit {
-                listing: listing.to_string(),
-                buyer: buyer.to_string(),
-            }),
-            "a token deposit is a deposit"
-        );
-        assert_eq!(client::deposit_of(&keys[..5], &deposit.data), None);
         assert_eq!(
             client::claim_token(&listing, &buyer, &seller, &treasury, &mint),
             anchor(
@@ -407,6 +417,8 @@ fn the_node_builds_what_anchor_builds() {
                     seller_token: ata(&seller),
                     treasury_token: ata(&treasury),
                     token_program: program,
+                    event_authority: escrow::EVENT_AUTHORITY_AND_BUMP.0,
+                    program: escrow::ID,
                 },
                 i::ClaimToken {},
             ),
@@ -421,6 +433,8 @@ fn the_node_builds_what_anchor_builds() {
             vault,
             buyer_token: ata(&buyer),
             token_program: program,
+            event_authority: escrow::EVENT_AUTHORITY_AND_BUMP.0,
+            program: escrow::ID,
         };
         assert_eq!(
             client::refund_token(&listing, &buyer, &mint),
@@ -625,17 +639,11 @@ fn the_node_knows_the_escrow_account_size() {
     );
 }
 
-/// Anchor 1.2.2 drops `emit!` off-chain (sol_log_data is a no-op on native
-/// targets), so the decoder is checked against the program's own event
-/// encoding, exactly as it appears after `Program data: `.
+/// The decoder is checked against the program's own event encoding
+/// (Anchor's `Event::data`), exactly as it appears in a self-CPI after the
+/// event tag; the end-to-end tests read the same from the validator.
 #[test]
 fn the_node_decodes_the_programs_events() {
-    let line = |data: Vec<u8>| {
-        format!(
-            "Program data: {}",
-            base64::engine::general_purpose::STANDARD.encode(data)
-        )
-    };
     let (listing, escrow, seller, buyer) = (k(), k(), k(), k());
     let cases: Vec<(Vec<u8>, EscrowEvent)> = vec![
         (
@@ -654,6 +662,8 @@ fn the_node_decodes_the_programs_events() {
                 escrow,
                 buyer,
                 amount: 0x2122_2324_2526_2728,
+                mint: seller,
+                deposited_at: -0x3132_3334_3536_3738,
             }
             .data(),
             EscrowEvent::Deposited {
@@ -661,6 +671,8 @@ fn the_node_decodes_the_programs_events() {
                 escrow,
                 buyer,
                 amount: 0x2122_2324_2526_2728,
+                mint: seller,
+                deposited_at: -0x3132_3334_3536_3738,
             },
         ),
         (
@@ -765,19 +777,30 @@ fn the_node_decodes_the_programs_events() {
             }),
         ),
     ];
-    let mut logs = vec![format!("Program {} invoke [1]", escrow::ID)];
+    let mut calls = Vec::new();
     for (data, want) in &cases {
-        assert_eq!(
-            client::decode_event(&line(data.clone())),
-            Some(want.clone()),
-            "{want:?}"
-        );
-        logs.push(line(data.clone()));
+        assert_eq!(client::decode_event(data), Some(want.clone()), "{want:?}");
+        let mut tagged = anchor_lang::event::EVENT_IX_TAG_LE.to_vec();
+        tagged.extend_from_slice(data);
+        calls.push(node::chain::ProgramCall {
+            program_id: escrow::ID.to_string(),
+            accounts: vec![escrow::EVENT_AUTHORITY_AND_BUMP.0.to_string()],
+            data: tagged,
+        });
     }
-    logs.push(format!("Program {} success", escrow::ID));
-    // and in a transaction's logs, in order
+    // and as a transaction's inner instructions, in order: the event
+    // authority the node derives is the program's
     assert_eq!(
-        client::events_in_logs(&logs),
+        client::event_authority_address(),
+        escrow::EVENT_AUTHORITY_AND_BUMP.0
+    );
+    assert_eq!(client::EVENT_IX_TAG, anchor_lang::event::EVENT_IX_TAG_LE);
+    let tx = node::chain::ParsedTx {
+        inner_calls: calls,
+        ..Default::default()
+    };
+    assert_eq!(
+        client::events_in(&tx),
         cases.into_iter().map(|c| c.1).collect::<Vec<_>>()
     );
 }
@@ -801,6 +824,8 @@ fn the_node_builds_the_programs_usd_quote() {
     let theirs = anchor(
         escrow::accounts::QuoteUsd {
             price_update: terms.price_account.parse().unwrap(),
+            event_authority: escrow::EVENT_AUTHORITY_AND_BUMP.0,
+            program: escrow::ID,
         },
         escrow::instruction::QuoteUsd {
             args: escrow::UsdQuoteArgs {

@@ -254,6 +254,8 @@ impl T {
                 listing,
                 seller: seller.pubkey(),
                 system_program: SYSTEM,
+                event_authority: escrow::EVENT_AUTHORITY_AND_BUMP.0,
+                program: escrow::ID,
             },
             escrow::instruction::ListSealed {
                 listing_id: id.into(),
@@ -295,6 +297,8 @@ impl T {
                 escrow,
                 buyer: buyer.key.pubkey(),
                 system_program: SYSTEM,
+                event_authority: escrow::EVENT_AUTHORITY_AND_BUMP.0,
+                program: escrow::ID,
             },
             escrow::instruction::DepositSealed {
                 terms,
@@ -329,6 +333,8 @@ impl T {
                 listing,
                 escrow,
                 seller: signer.pubkey(),
+                event_authority: escrow::EVENT_AUTHORITY_AND_BUMP.0,
+                program: escrow::ID,
             },
             escrow::instruction::Reveal { revealed: s },
         );
@@ -353,6 +359,8 @@ impl T {
                 listing,
                 escrow,
                 seller: seller.pubkey(),
+                event_authority: escrow::EVENT_AUTHORITY_AND_BUMP.0,
+                program: escrow::ID,
             },
             escrow::instruction::Decline {},
         );
@@ -371,6 +379,8 @@ impl T {
                 escrow,
                 seller: self.seller.key.pubkey(),
                 treasury,
+                event_authority: escrow::EVENT_AUTHORITY_AND_BUMP.0,
+                program: escrow::ID,
             },
             escrow::instruction::Claim {},
         );
@@ -383,6 +393,8 @@ impl T {
                 listing,
                 escrow: escrow_pda(&listing, &buyer.pubkey()),
                 buyer: buyer.pubkey(),
+                event_authority: escrow::EVENT_AUTHORITY_AND_BUMP.0,
+                program: escrow::ID,
             },
             escrow::instruction::RefundSealed {},
         );
@@ -400,6 +412,8 @@ impl T {
                 listing,
                 escrow: escrow_pda(&listing, &buyer.pubkey()),
                 buyer: buyer.pubkey(),
+                event_authority: escrow::EVENT_AUTHORITY_AND_BUMP.0,
+                program: escrow::ID,
             },
             escrow::instruction::Dispute { proof },
         );
@@ -412,6 +426,8 @@ impl T {
                 settings: settings_pda(),
                 listing,
                 escrow,
+                event_authority: escrow::EVENT_AUTHORITY_AND_BUMP.0,
+                program: escrow::ID,
             },
             escrow::instruction::Expire {},
         );
@@ -423,6 +439,8 @@ impl T {
             escrow::accounts::RetireSealed {
                 listing,
                 seller: seller.pubkey(),
+                event_authority: escrow::EVENT_AUTHORITY_AND_BUMP.0,
+                program: escrow::ID,
             },
             escrow::instruction::RetireSealed {},
         );
@@ -1124,4 +1142,100 @@ async fn nothing_the_buyer_does_to_its_wallet_blocks_the_seller() {
     let treasury = t.treasury.pubkey();
     t.claim(listing, escrow, treasury).await.unwrap();
     t.retire(listing).await.unwrap();
+}
+
+/// A permissionless claim sent behind instructions that fill the log to
+/// the runtime's 10 KB cap (what a crank hostile to the seller's record
+/// sends) still shows `PaymentClaimed`: the event is the claim's
+/// self-CPI, which the runtime records whole, and the node reads it from
+/// there (an event read from the log lines is lost: the flood truncates
+/// them).
+#[tokio::test]
+async fn a_log_flood_before_a_claim_hides_no_event() {
+    let buyer = Party::new(32);
+    let mut t = T::ready_with(&[&buyer.key]).await;
+    let treasury = t.treasury.pubkey();
+    let terms = t.terms().await;
+    let listing = t.list(ID, terms, STAKE).await.unwrap();
+    let escrow = t.deposit(listing, &buyer).await.unwrap();
+    t.reveal(listing, escrow).await.unwrap();
+    t.advance(DISPUTE).await;
+
+    let memo = solana_sdk::pubkey!("MemoSq4gqABAXKb96qnH8TysNcWxMyWCqXgDLGmfcHr");
+    let mut ixs: Vec<Instruction> = (0..44u8)
+        .map(|i| Instruction {
+            program_id: memo,
+            accounts: vec![],
+            data: vec![b'a' + i % 26],
+        })
+        .collect();
+    ixs.push(T::ix(
+        escrow::accounts::Claim {
+            settings: settings_pda(),
+            listing,
+            escrow,
+            seller: t.seller.key.pubkey(),
+            treasury,
+            event_authority: escrow::EVENT_AUTHORITY_AND_BUMP.0,
+            program: escrow::ID,
+        },
+        escrow::instruction::Claim {},
+    ));
+    let blockhash = t.ctx.banks_client.get_latest_blockhash().await.unwrap();
+    let tx = Transaction::new_signed_with_payer(
+        &ixs,
+        Some(&t.ctx.payer.pubkey()),
+        &[&t.ctx.payer],
+        blockhash,
+    );
+    assert!(bincode_len(&tx) <= 1232);
+    let keys = tx.message.account_keys.clone();
+    let sim = t
+        .ctx
+        .banks_client
+        .simulate_transaction(tx.clone())
+        .await
+        .unwrap();
+    assert_eq!(sim.result, Some(Ok(())), "the flooded claim lands");
+    let details = sim.simulation_details.expect("simulated");
+    assert!(
+        details.logs.iter().any(|l| l == "Log truncated"),
+        "the flood reaches the log's cap: {} lines",
+        details.logs.len()
+    );
+    let inner_calls = details
+        .inner_instructions
+        .unwrap_or_default()
+        .into_iter()
+        .flatten()
+        .map(|i| node::chain::ProgramCall {
+            program_id: keys[i.instruction.program_id_index as usize].to_string(),
+            accounts: i
+                .instruction
+                .accounts
+                .iter()
+                .map(|a| keys[*a as usize].to_string())
+                .collect(),
+            data: i.instruction.data,
+        })
+        .collect();
+    let parsed = node::chain::ParsedTx {
+        inner_calls,
+        succeeded: true,
+        ..Default::default()
+    };
+    let fee = (PRICE * FEE_BPS as u64).div_ceil(10_000);
+    assert_eq!(
+        node::escrow::events_in(&parsed),
+        vec![node::escrow::EscrowEvent::Claimed {
+            escrow,
+            to_seller: PRICE - fee,
+            fee
+        }]
+    );
+    t.ctx.banks_client.process_transaction(tx).await.unwrap();
+    assert_eq!(
+        t.read::<SealedEscrow>(&escrow).await.status,
+        SealedEscrowStatus::Claimed
+    );
 }

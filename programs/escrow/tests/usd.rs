@@ -7,7 +7,6 @@
 //! partially verified update.
 
 use anchor_lang::{AnchorDeserialize, Discriminator, InstructionData, ToAccountMetas};
-use base64::Engine as _;
 use escrow::error::EscrowError;
 use escrow::{UsdQuoteArgs, UsdQuoted};
 use escrow_math::usd::{price_update_bytes, PriceUpdate, PYTH_RECEIVER};
@@ -63,9 +62,9 @@ fn put(ctx: &mut ProgramTestContext, owner: Pubkey, data: Vec<u8>) -> Pubkey {
     address
 }
 
-/// Runs `quote_usd` on `price_update`: the logged quote (`None` on
-/// program-test's native runtime, which collects neither `sol_log_data`
-/// nor return data; the SBF build must log it), or the error.
+/// Runs `quote_usd` on `price_update`: the quote it emitted (its self-CPI,
+/// read from a simulation's inner instructions; `None` where the runtime
+/// recorded none, which the SBF build must), or the error.
 async fn quote(
     ctx: &mut ProgramTestContext,
     price_update: Pubkey,
@@ -73,7 +72,12 @@ async fn quote(
 ) -> Result<Option<UsdQuoted>, BanksClientError> {
     let ix = Instruction {
         program_id: escrow::ID,
-        accounts: escrow::accounts::QuoteUsd { price_update }.to_account_metas(None),
+        accounts: escrow::accounts::QuoteUsd {
+            price_update,
+            event_authority: escrow::EVENT_AUTHORITY_AND_BUMP.0,
+            program: escrow::ID,
+        }
+        .to_account_metas(None),
         data: escrow::instruction::QuoteUsd { args }.data(),
     };
     let blockhash = ctx.banks_client.get_latest_blockhash().await.unwrap();
@@ -83,23 +87,27 @@ async fn quote(
         &[&ctx.payer],
         blockhash,
     );
+    let keys = tx.message.account_keys.clone();
+    let simulated = ctx.banks_client.simulate_transaction(tx.clone()).await?;
+    let inner = simulated
+        .simulation_details
+        .and_then(|d| d.inner_instructions)
+        .unwrap_or_default();
+    let logged = inner.iter().flatten().find_map(|i| {
+        let ix = &i.instruction;
+        if keys[ix.program_id_index as usize] != escrow::ID {
+            return None;
+        }
+        let bytes = ix.data.strip_prefix(anchor_lang::event::EVENT_IX_TAG_LE)?;
+        assert_eq!(&bytes[..8], UsdQuoted::DISCRIMINATOR);
+        Some(UsdQuoted::try_from_slice(&bytes[8..]).unwrap())
+    });
     let done = ctx
         .banks_client
         .process_transaction_with_metadata(tx)
         .await?;
     done.result.map_err(BanksClientError::TransactionError)?;
     let meta = done.metadata.expect("metadata");
-    let logged = meta
-        .log_messages
-        .iter()
-        .find_map(|l| l.strip_prefix("Program data: "))
-        .map(|data| {
-            let bytes = base64::engine::general_purpose::STANDARD
-                .decode(data)
-                .unwrap();
-            assert_eq!(&bytes[..8], UsdQuoted::DISCRIMINATOR);
-            UsdQuoted::try_from_slice(&bytes[8..]).unwrap()
-        });
     if common::sbf_program().is_some() {
         // what a buy's quote costs in compute (the buy's budget holds it)
         println!("quote_usd: {} compute units", meta.compute_units_consumed);
@@ -108,7 +116,7 @@ async fn quote(
             "{}",
             meta.compute_units_consumed
         );
-        let q = logged.as_ref().expect("the SBF build logs the quote");
+        let q = logged.as_ref().expect("the SBF build emits the quote");
         // and returns the units
         let returned = meta.return_data.expect("quote_usd returns the units");
         assert_eq!(returned.program_id, escrow::ID);

@@ -13,13 +13,14 @@
 use crate::constants::{SEALED_ESCROW_SEED, SEALED_LISTING_SEED, SETTINGS_SEED};
 use crate::error::EscrowError;
 use crate::instructions::{add, fee_of, now, sub};
-use crate::sealed::events::PaymentClaimed;
+use crate::sealed::events::{emit, PaymentClaimed};
 use crate::sealed::state::{
     SealedEscrow, SealedEscrowStatus, SealedListing, SealedListingStatus, Settings,
 };
 use anchor_lang::prelude::*;
 
 /// Accounts of `claim`.
+#[event_cpi]
 #[derive(Accounts)]
 pub struct Claim<'info> {
     /// Settings (fee, treasury, dispute window).
@@ -69,7 +70,13 @@ impl Claim<'_> {
         a.escrow.sub_lamports(amount)?;
         a.seller.add_lamports(to_seller)?;
         a.treasury.add_lamports(fee)?;
-        claimed(&mut a.listing, &mut a.escrow, to_seller, fee)
+        claimed(
+            &a.event_authority,
+            &mut a.listing,
+            &mut a.escrow,
+            to_seller,
+            fee,
+        )
     }
 }
 
@@ -96,6 +103,7 @@ pub fn claimable(
 /// Marks `escrow` claimed (paid `to_seller` and `fee`) and emits
 /// [`PaymentClaimed`].
 pub fn claimed(
+    event_authority: &AccountInfo<'_>,
     listing: &mut Account<'_, SealedListing>,
     escrow: &mut Account<'_, SealedEscrow>,
     to_seller: u64,
@@ -103,10 +111,12 @@ pub fn claimed(
 ) -> Result<()> {
     escrow.status = SealedEscrowStatus::Claimed;
     listing.close_escrow(escrow)?;
-    emit!(PaymentClaimed {
-        escrow: escrow.key(),
-        to_seller,
-        fee,
-    });
-    Ok(())
+    emit(
+        event_authority,
+        &PaymentClaimed {
+            escrow: escrow.key(),
+            to_seller,
+            fee,
+        },
+    )
 }

@@ -8,11 +8,12 @@ use crate::constants::{SEALED_ESCROW_SEED, SEALED_LISTING_SEED, SETTINGS_SEED};
 use crate::error::EscrowError;
 use crate::instructions::now;
 use crate::sealed::answer_deadline;
-use crate::sealed::events::DepositDeclined;
+use crate::sealed::events::{emit, DepositDeclined};
 use crate::sealed::state::{SealedEscrow, SealedEscrowStatus, SealedListing, Settings};
 use anchor_lang::prelude::*;
 
 /// Accounts of `decline`.
+#[event_cpi]
 #[derive(Accounts)]
 pub struct Decline<'info> {
     /// Settings (release window).
@@ -52,9 +53,11 @@ impl Decline<'_> {
         );
         a.escrow.status = SealedEscrowStatus::Declined;
         a.listing.close_escrow(&a.escrow)?;
-        emit!(DepositDeclined {
-            escrow: a.escrow.key(),
-        });
-        Ok(())
+        emit(
+            &a.event_authority,
+            &DepositDeclined {
+                escrow: a.escrow.key(),
+            },
+        )
     }
 }

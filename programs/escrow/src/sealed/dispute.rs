@@ -8,7 +8,7 @@
 use crate::constants::{SEALED_ESCROW_SEED, SEALED_LISTING_SEED, SETTINGS_SEED};
 use crate::error::EscrowError;
 use crate::instructions::{add, now};
-use crate::sealed::events::FraudProven;
+use crate::sealed::events::{emit, FraudProven};
 use crate::sealed::sealed_refund::slash_to;
 use crate::sealed::state::{
     SealedEscrow, SealedEscrowStatus, SealedListing, SealedListingStatus, Settings,
@@ -17,6 +17,7 @@ use anchor_lang::prelude::*;
 use escrow_math::fraud::{check, Commitments, Proof, ProofError};
 
 /// Accounts of `dispute`.
+#[event_cpi]
 #[derive(Accounts)]
 pub struct Dispute<'info> {
     /// Settings (dispute window, slash share).
@@ -66,7 +67,15 @@ impl Dispute<'_> {
         let a = ctx.accounts;
         let buyer = a.buyer.to_account_info();
         // the escrow's lamports (deposit and rent) close to the buyer
-        convict(&a.settings, &mut a.listing, &a.escrow, &buyer, &proof)
+        let events = a.event_authority.to_account_info();
+        convict(
+            &a.settings,
+            &mut a.listing,
+            &a.escrow,
+            &buyer,
+            &proof,
+            &events,
+        )
     }
 }
 
@@ -80,6 +89,7 @@ pub fn convict(
     escrow: &Account<'_, SealedEscrow>,
     buyer: &AccountInfo<'_>,
     proof: &FraudProof,
+    event_authority: &AccountInfo<'_>,
 ) -> Result<()> {
     require!(
         escrow.status == SealedEscrowStatus::Revealed,
@@ -114,11 +124,13 @@ pub fn convict(
         listing.status = SealedListingStatus::Convicted;
     }
     let slashed = slash_to(listing, escrow, buyer)?;
-    emit!(FraudProven {
-        escrow: escrow.key(),
-        index: proof.index,
-        amount: escrow.amount,
-        slashed,
-    });
-    Ok(())
+    emit(
+        event_authority,
+        &FraudProven {
+            escrow: escrow.key(),
+            index: proof.index,
+            amount: escrow.amount,
+            slashed,
+        },
+    )
 }

@@ -1,8 +1,35 @@
-//! One event per transition of the sealed escrow (Anchor event encoding in
-//! `Program data:` log lines): the indexer folds them, counting only lines
-//! emitted while this program itself runs, in successful transactions.
+//! One event per transition of the sealed escrow, emitted by a self-CPI
+//! (Anchor's `emit_cpi!` encoding): each is an inner instruction of the
+//! transaction, to this program, signed by its event authority PDA, whose
+//! data is the event tag, the event's discriminator and its Borsh body.
+//! Inner instructions are recorded whole, so no log flood earlier in the
+//! transaction can hide one (log lines are truncated at 10 KB); only this
+//! program can sign as its event authority, so nobody else can forge one.
+//! The node and the indexer read them from there, in successful
+//! transactions only.
 
 use anchor_lang::prelude::*;
+use anchor_lang::solana_program::instruction::{AccountMeta, Instruction};
+use anchor_lang::solana_program::program::invoke_signed;
+
+/// Emits `event` as an inner instruction (what `emit_cpi!` does, callable
+/// from the helpers every variant of an instruction shares):
+/// `event_authority` is the instruction's `#[event_cpi]` account.
+pub fn emit<E: anchor_lang::Event>(event_authority: &AccountInfo<'_>, event: &E) -> Result<()> {
+    let mut data = anchor_lang::event::EVENT_IX_TAG_LE.to_vec();
+    data.extend(event.data());
+    let ix = Instruction::new_with_bytes(
+        crate::ID,
+        &data,
+        vec![AccountMeta::new_readonly(*event_authority.key, true)],
+    );
+    invoke_signed(
+        &ix,
+        std::slice::from_ref(event_authority),
+        &[&[b"__event_authority", &[crate::EVENT_AUTHORITY_AND_BUMP.1]]],
+    )
+    .map_err(Into::into)
+}
 
 /// A sealed listing was created and staked.
 #[event]
@@ -26,8 +53,12 @@ pub struct SealedDeposited {
     pub escrow: Pubkey,
     /// Buyer.
     pub buyer: Pubkey,
-    /// Lamports held.
+    /// Held: lamports, or base units of `mint`.
     pub amount: u64,
+    /// The listing's token (the default key: SOL).
+    pub mint: Pubkey,
+    /// Unix seconds of the deposit (its windows run from here).
+    pub deposited_at: i64,
 }
 
 /// The seller revealed s for an escrow.

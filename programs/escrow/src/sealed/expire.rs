@@ -13,7 +13,7 @@ use crate::constants::{SEALED_ESCROW_SEED, SEALED_LISTING_SEED, SETTINGS_SEED};
 use crate::error::EscrowError;
 use crate::instructions::now;
 use crate::sealed::answer_deadline;
-use crate::sealed::events::EscrowExpired;
+use crate::sealed::events::{emit, EscrowExpired};
 use crate::sealed::sealed_refund::slash_to;
 use crate::sealed::state::{
     SealedEscrow, SealedEscrowStatus, SealedListing, SealedListingStatus, Settings,
@@ -21,6 +21,7 @@ use crate::sealed::state::{
 use anchor_lang::prelude::*;
 
 /// Accounts of `expire`.
+#[event_cpi]
 #[derive(Accounts)]
 pub struct Expire<'info> {
     /// Settings (release window).
@@ -69,10 +70,12 @@ impl Expire<'_> {
         let escrow = a.escrow.to_account_info();
         let slashed = slash_to(&mut a.listing, &a.escrow, &escrow)?;
         a.escrow.status = SealedEscrowStatus::Expired;
-        emit!(EscrowExpired {
-            escrow: a.escrow.key(),
-            slashed,
-        });
-        Ok(())
+        emit(
+            &a.event_authority,
+            &EscrowExpired {
+                escrow: a.escrow.key(),
+                slashed,
+            },
+        )
     }
 }

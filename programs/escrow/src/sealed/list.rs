@@ -5,12 +5,13 @@
 use crate::constants::{SEALED_LISTING_SEED, SETTINGS_SEED};
 use crate::error::EscrowError;
 use crate::instructions::{is_listing_id, now};
-use crate::sealed::events::SealedListed;
+use crate::sealed::events::{emit, SealedListed};
 use crate::sealed::state::{SealedListing, SealedListingStatus, SealedTerms, Settings};
 use anchor_lang::prelude::*;
 use anchor_lang::system_program::{transfer, Transfer};
 
 /// Accounts of `list_sealed`.
+#[event_cpi]
 #[derive(Accounts)]
 #[instruction(listing_id: String)]
 pub struct ListSealed<'info> {
@@ -71,7 +72,13 @@ impl ListSealed<'_> {
             mint: Pubkey::default(),
             bump,
         };
-        listing.open(&a.settings, &mut a.listing, &a.seller, &a.system_program)
+        listing.open(
+            &a.event_authority,
+            &a.settings,
+            &mut a.listing,
+            &a.seller,
+            &a.system_program,
+        )
     }
 }
 
@@ -98,6 +105,7 @@ impl Opening {
     /// writes the listing.
     pub fn open<'info>(
         self,
+        event_authority: &AccountInfo<'info>,
         settings: &Settings,
         listing: &mut Account<'info, SealedListing>,
         seller: &Signer<'info>,
@@ -130,12 +138,14 @@ impl Opening {
             reserved: 0,
             max_open: self.max_open,
         });
-        emit!(SealedListed {
-            listing: listing.key(),
-            seller,
-            price_lamports: self.terms.price_lamports,
-            stake: self.stake,
-        });
-        Ok(())
+        emit(
+            event_authority,
+            &SealedListed {
+                listing: listing.key(),
+                seller,
+                price_lamports: self.terms.price_lamports,
+                stake: self.stake,
+            },
+        )
     }
 }

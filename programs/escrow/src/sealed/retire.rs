@@ -4,11 +4,12 @@
 
 use crate::constants::SEALED_LISTING_SEED;
 use crate::error::EscrowError;
-use crate::sealed::events::SealedRetired;
+use crate::sealed::events::{emit, SealedRetired};
 use crate::sealed::state::{SealedListing, SealedListingStatus};
 use anchor_lang::prelude::*;
 
 /// Accounts of `retire_sealed`.
+#[event_cpi]
 #[derive(Accounts)]
 pub struct RetireSealed<'info> {
     /// The listing.
@@ -35,10 +36,12 @@ impl RetireSealed<'_> {
         a.seller.add_lamports(stake)?;
         a.listing.stake = 0;
         a.listing.status = SealedListingStatus::Retired;
-        emit!(SealedRetired {
-            listing: a.listing.key(),
-            stake_returned: stake,
-        });
-        Ok(())
+        emit(
+            &a.event_authority,
+            &SealedRetired {
+                listing: a.listing.key(),
+                stake_returned: stake,
+            },
+        )
     }
 }

@@ -6,11 +6,12 @@
 use crate::constants::{REVEAL_GRACE_SECS, SEALED_ESCROW_SEED, SEALED_LISTING_SEED, SETTINGS_SEED};
 use crate::error::EscrowError;
 use crate::instructions::{add, now};
-use crate::sealed::events::KeyRevealed;
+use crate::sealed::events::{emit, KeyRevealed};
 use crate::sealed::state::{SealedEscrow, SealedEscrowStatus, SealedListing, Settings};
 use anchor_lang::prelude::*;
 
 /// Accounts of `reveal`.
+#[event_cpi]
 #[derive(Accounts)]
 pub struct Reveal<'info> {
     /// Settings (release window).
@@ -72,10 +73,12 @@ impl Reveal<'_> {
         a.escrow.status = SealedEscrowStatus::Revealed;
         a.escrow.revealed = revealed;
         a.escrow.revealed_at = at;
-        emit!(KeyRevealed {
-            escrow: a.escrow.key(),
-            revealed,
-        });
-        Ok(())
+        emit(
+            &a.event_authority,
+            &KeyRevealed {
+                escrow: a.escrow.key(),
+                revealed,
+            },
+        )
     }
 }

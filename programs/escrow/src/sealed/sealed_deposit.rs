@@ -6,7 +6,7 @@
 use crate::constants::{SEALED_ESCROW_SEED, SEALED_LISTING_SEED, SETTINGS_SEED};
 use crate::error::EscrowError;
 use crate::instructions::{add, now, share_of, sub};
-use crate::sealed::events::SealedDeposited;
+use crate::sealed::events::{emit, SealedDeposited};
 use crate::sealed::state::{
     SealedEscrow, SealedEscrowStatus, SealedListing, SealedListingStatus, SealedTerms, Settings,
 };
@@ -14,6 +14,7 @@ use anchor_lang::prelude::*;
 use anchor_lang::system_program::{transfer, Transfer};
 
 /// Accounts of `deposit_sealed`.
+#[event_cpi]
 #[derive(Accounts)]
 pub struct DepositSealed<'info> {
     /// Settings (stake floor).
@@ -74,7 +75,7 @@ impl DepositSealed<'_> {
             bump,
             share: deposit_share(&a.settings),
         };
-        deposit.record(&mut a.listing, &mut a.escrow)
+        deposit.record(&a.event_authority, &mut a.listing, &mut a.escrow)
     }
 }
 
@@ -145,6 +146,7 @@ impl NewDeposit {
     /// [`SealedDeposited`].
     pub fn record(
         self,
+        event_authority: &AccountInfo<'_>,
         listing: &mut Account<'_, SealedListing>,
         escrow: &mut Account<'_, SealedEscrow>,
     ) -> Result<()> {
@@ -163,12 +165,16 @@ impl NewDeposit {
             bump: self.bump,
             share: self.share,
         });
-        emit!(SealedDeposited {
-            listing: listing.key(),
-            escrow: escrow.key(),
-            buyer: self.buyer,
-            amount: self.amount,
-        });
-        Ok(())
+        emit(
+            event_authority,
+            &SealedDeposited {
+                listing: listing.key(),
+                escrow: escrow.key(),
+                buyer: self.buyer,
+                amount: self.amount,
+                mint: listing.mint,
+                deposited_at: self.at,
+            },
+        )
     }
 }

@@ -16,13 +16,14 @@ use crate::constants::{SEALED_ESCROW_SEED, SEALED_LISTING_SEED, SETTINGS_SEED};
 use crate::error::EscrowError;
 use crate::instructions::now;
 use crate::sealed::answer_deadline;
-use crate::sealed::events::SealedRefunded;
+use crate::sealed::events::{emit, SealedRefunded};
 use crate::sealed::state::{
     SealedEscrow, SealedEscrowStatus, SealedListing, SealedListingStatus, Settings,
 };
 use anchor_lang::prelude::*;
 
 /// Accounts of `refund_sealed`.
+#[event_cpi]
 #[derive(Accounts)]
 pub struct RefundSealed<'info> {
     /// Settings (release window, slash share).
@@ -72,7 +73,7 @@ impl RefundSealed<'_> {
         let buyer = a.buyer.to_account_info();
         // the escrow's lamports (deposit and rent) close to the buyer
         let (returned, slashed) = refund_due(&a.settings, &mut a.listing, &a.escrow, &buyer)?;
-        refunded(&a.escrow, returned, slashed)
+        refunded(&a.event_authority, &a.escrow, returned, slashed)
     }
 }
 
@@ -107,11 +108,18 @@ pub fn refund_due(
 }
 
 /// Emits [`SealedRefunded`].
-pub fn refunded(escrow: &Account<'_, SealedEscrow>, amount: u64, slashed: u64) -> Result<()> {
-    emit!(SealedRefunded {
-        escrow: escrow.key(),
-        amount,
-        slashed,
-    });
-    Ok(())
+pub fn refunded(
+    event_authority: &AccountInfo<'_>,
+    escrow: &Account<'_, SealedEscrow>,
+    amount: u64,
+    slashed: u64,
+) -> Result<()> {
+    emit(
+        event_authority,
+        &SealedRefunded {
+            escrow: escrow.key(),
+            amount,
+            slashed,
+        },
+    )
 }

@@ -14,6 +14,7 @@ use crate::token::vault::{self, check_escrow_mint, vault_balance, Token};
 use anchor_lang::prelude::*;
 
 /// Accounts of `deposit_sealed_token`.
+#[event_cpi]
 #[derive(Accounts)]
 pub struct DepositSealedToken<'info> {
     /// Settings (stake floor).
@@ -108,6 +109,6 @@ impl DepositSealedToken<'_> {
             bump,
             share: deposit_share(&a.settings),
         };
-        deposit.record(&mut a.listing, &mut a.escrow)
+        deposit.record(&a.event_authority, &mut a.listing, &mut a.escrow)
     }
 }

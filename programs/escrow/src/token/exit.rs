@@ -15,6 +15,7 @@ use crate::token::vault::{self, vault_balance, Token};
 use anchor_lang::prelude::*;
 
 /// Accounts of `refund_sealed_token` and `dispute_token`.
+#[event_cpi]
 #[derive(Accounts)]
 pub struct ExitToken<'info> {
     /// Settings (windows, slash share).
@@ -82,7 +83,7 @@ impl ExitToken<'_> {
         a.empty_vault()?;
         let buyer = a.buyer.to_account_info();
         let (returned, slashed) = refund_due(&a.settings, &mut a.listing, &a.escrow, &buyer)?;
-        refunded(&a.escrow, returned, slashed)
+        refunded(&a.event_authority, &a.escrow, returned, slashed)
     }
 
     /// `dispute_token`: `dispute`, the deposit returned from the vault.
@@ -90,6 +91,14 @@ impl ExitToken<'_> {
         let a = ctx.accounts;
         a.empty_vault()?;
         let buyer = a.buyer.to_account_info();
-        convict(&a.settings, &mut a.listing, &a.escrow, &buyer, &proof)
+        let events = a.event_authority.to_account_info();
+        convict(
+            &a.settings,
+            &mut a.listing,
+            &a.escrow,
+            &buyer,
+            &proof,
+            &events,
+        )
     }
 }

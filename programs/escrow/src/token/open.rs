@@ -13,6 +13,7 @@ use crate::token::vault::{self, check_escrow_mint, Token};
 use anchor_lang::prelude::*;
 
 /// Accounts of `list_sealed_token`.
+#[event_cpi]
 #[derive(Accounts)]
 #[instruction(listing_id: String)]
 pub struct ListSealedToken<'info> {
@@ -83,6 +84,12 @@ impl ListSealedToken<'_> {
             mint: a.mint.key(),
             bump,
         };
-        listing.open(&a.settings, &mut a.listing, &a.seller, &a.system_program)
+        listing.open(
+            &a.event_authority,
+            &a.settings,
+            &mut a.listing,
+            &a.seller,
+            &a.system_program,
+        )
     }
 }

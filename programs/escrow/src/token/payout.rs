@@ -18,6 +18,7 @@ use crate::token::vault::{
 use anchor_lang::prelude::*;
 
 /// Accounts of `claim_token`.
+#[event_cpi]
 #[derive(Accounts)]
 pub struct ClaimToken<'info> {
     /// Settings (fee, treasury, dispute window).
@@ -99,6 +100,12 @@ impl ClaimToken<'_> {
             }
             Ok(())
         })?;
-        claimed(&mut a.listing, &mut a.escrow, to_seller, fee)
+        claimed(
+            &a.event_authority,
+            &mut a.listing,
+            &mut a.escrow,
+            to_seller,
+            fee,
+        )
     }
 }

@@ -33,6 +33,7 @@ pub struct UsdQuoteArgs {
 }
 
 /// Accounts of `quote_usd`.
+#[event_cpi]
 #[derive(Accounts)]
 pub struct QuoteUsd<'info> {
     /// CHECK: a Pyth `PriceUpdateV2` account: its owner (the Pyth
@@ -97,19 +98,22 @@ impl QuoteUsd<'_> {
         )
         .map_err(|_| error!(EscrowError::PriceUnusable))?;
         require!(units <= args.max_units, EscrowError::PriceMoved);
-        emit!(UsdQuoted {
-            price_update: account.key(),
-            feed_id: update.feed_id,
-            price: update.price,
-            conf: update.conf,
-            exponent: update.exponent,
-            publish_time: update.publish_time,
-            usd_micros: args.usd_micros,
-            decimals: args.decimals,
-            max_age_secs: args.max_age_secs,
-            max_conf_bps: args.max_conf_bps,
-            units,
-        });
+        crate::sealed::events::emit(
+            &ctx.accounts.event_authority,
+            &UsdQuoted {
+                price_update: account.key(),
+                feed_id: update.feed_id,
+                price: update.price,
+                conf: update.conf,
+                exponent: update.exponent,
+                publish_time: update.publish_time,
+                usd_micros: args.usd_micros,
+                decimals: args.decimals,
+                max_age_secs: args.max_age_secs,
+                max_conf_bps: args.max_conf_bps,
+                units,
+            },
+        )?;
         Ok(units)
     }
 }
