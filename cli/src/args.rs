@@ -1214,8 +1214,11 @@ pub struct EscrowConfigArgs {
     #[arg(long, default_value_t = 600)]
     pub release_window_secs: i64,
     /// Seconds a buyer has after the reveal to prove a misdelivery before
-    /// the seller may claim the payment (10 s to 30 days).
-    #[arg(long, default_value_t = 3_600)]
+    /// the seller may claim the payment: 6 h to 30 days (10 s on the
+    /// program's localnet build). The default, a day, lets a buyer whose
+    /// client is offline overnight still prove a lie; the seller is paid
+    /// that much later.
+    #[arg(long, default_value_t = 86_400)]
     pub dispute_window_secs: i64,
     /// Stake a listing must hold at every deposit, in lamports (above 0).
     #[arg(long = "min-stake-lamports", default_value_t = 10_000_000)]

@@ -22,7 +22,21 @@ pub const MIN_RELEASE_WINDOW_SECS: i64 = 120;
 /// inside the window lands inside the grace (a blockhash lives ~60-90 s),
 /// so it never fails after publishing s to a buyer then owed a refund.
 pub const REVEAL_GRACE_SECS: i64 = 90;
-/// Shortest dispute window, in seconds.
-pub const MIN_WINDOW_SECS: i64 = 10;
+/// Shortest dispute window of a cluster users trade on, in seconds (6
+/// hours): a buyer whose client is offline for a few hours (a laptop
+/// asleep, a restarted agent) still proves a lie when it comes back
+/// (`marketplace watch` resumes every pending escrow), so a lying seller
+/// is never paid for the buyer's absence.
+pub const MAINNET_MIN_WINDOW_SECS: i64 = 6 * 3_600;
+/// Shortest dispute window of the `localnet` build (what `localnet/
+/// install-sbf` builds for the tests and the demo, which run in seconds;
+/// never deploy that build where users trade).
+pub const LOCALNET_MIN_WINDOW_SECS: i64 = 10;
+/// Shortest dispute window of this build, in seconds.
+pub const MIN_WINDOW_SECS: i64 = if cfg!(feature = "localnet") {
+    LOCALNET_MIN_WINDOW_SECS
+} else {
+    MAINNET_MIN_WINDOW_SECS
+};
 /// Longest release or dispute window, in seconds (30 days).
 pub const MAX_WINDOW_SECS: i64 = 30 * 86_400;
