@@ -320,6 +320,21 @@ pub enum MarketCmd {
     /// the program alone decides, refunds the deposit and pays a share of
     /// the seller's stake. `buy` names the lying chunk when it finds one.
     Dispute(RefundArgs),
+    /// Buyer's service: finish every pending escrow buy of this wallet
+    /// without your action, across restarts.
+    ///
+    /// An escrow `buy` the seller has not answered when it returns is kept
+    /// pending (pending-escrows.db beside the wallet, with the blob checked
+    /// before paying). Each pass looks at each pending escrow once: a
+    /// revealed key is opened against the kept blob and imported, or, when
+    /// it lies, the fraud proof is sent inside the dispute window (deposit
+    /// and a share of the seller's stake back); a deposit left past the
+    /// seller's window, declined or expired is refunded. A failed step is
+    /// tried again next pass. Run it as a service (SIGTERM stops it at
+    /// once, nothing lost), or with --until-done from a script.
+    ///
+    ///   brainctl marketplace watch --json
+    Watch(WatchArgs),
     /// Cancel one of your listings (buys after the cancel are rejected, never
     /// released). An escrow listing is closed in the program in the same
     /// transaction (stake and rent back); refused while it holds deposits.
@@ -591,6 +606,20 @@ pub struct RefundArgs {
     pub listing: String,
     #[command(flatten)]
     pub storage: StorageOpts,
+}
+
+/// `brainctl marketplace watch`
+#[derive(Debug, Args, Clone)]
+pub struct WatchArgs {
+    /// Seconds between passes.
+    #[arg(long, default_value_t = 5, value_parser = clap::value_parser!(u64).range(1..=3600))]
+    pub every: u64,
+    /// Exit once nothing is pending (after at least one pass).
+    #[arg(long)]
+    pub until_done: bool,
+    /// List the pending (and newest finished) escrow buys and exit.
+    #[arg(long)]
+    pub list: bool,
 }
 
 /// `brainctl marketplace cancel`

@@ -229,6 +229,13 @@ impl Context {
         Ok(out)
     }
 
+    /// The wallet's pending escrow buys (created beside it, 0600).
+    pub fn pending_escrows(&self) -> CliResult<node::market::pending::PendingEscrows> {
+        let path = node::market::pending::pending_path(&self.wallet_path);
+        Ok(node::market::pending::PendingEscrows::open(&path)
+            .with_context(|| format!("pending escrows {}", path.display()))?)
+    }
+
     /// The wallet's spend ledger (created beside it, 0600).
     pub fn spend_ledger(&self) -> CliResult<node::spend::SpendLedger> {
         let path = node::spend::ledger_path(&self.wallet_path);

@@ -344,25 +344,36 @@ fn the_escrow_trade_runs_through_the_binaries_on_the_deployed_program() {
     )
     .is_none());
 
-    // the daemon stops; a buyer never revealed to takes a refund + the slash
+    // the daemon stops; a buyer never revealed to takes a refund + the
+    // slash: by hand (the MCP tool), or by its own `watch` service
     drop(daemon);
-    let late = Env::new();
-    late.ok(&["wallet", "new"]);
-    ok(&v, &late, &["wallet", "airdrop", "2", "--json"]);
-    let unreleased = onchain(
-        &v,
-        &late,
-        &[
-            "marketplace",
-            "buy",
-            &manifest,
-            "--storage-dir",
-            &dir,
-            "--timeout",
-            "3",
-        ],
-    );
-    assert_ne!(unreleased.code, 0, "no reveal without the daemon");
+    let unanswered = |who: &Env| {
+        who.ok(&["wallet", "new"]);
+        ok(&v, who, &["wallet", "airdrop", "2", "--json"]);
+        let unreleased = onchain(
+            &v,
+            who,
+            &[
+                "marketplace",
+                "buy",
+                &manifest,
+                "--storage-dir",
+                &dir,
+                "--timeout",
+                "3",
+                "--json",
+            ],
+        );
+        assert_eq!(unreleased.code, 0, "{}", unreleased.stderr);
+        assert_eq!(
+            unreleased.json()["status"],
+            "pending",
+            "no reveal without the daemon"
+        );
+    };
+    let (late, watcher) = (Env::new(), Env::new());
+    unanswered(&late);
+    unanswered(&watcher);
     let late_pk = pubkey_of(&v, &late);
     let early = onchain(
         &v,
@@ -420,10 +431,40 @@ fn the_escrow_trade_runs_through_the_binaries_on_the_deployed_program() {
         balance(&late_pk) + 10_000 >= before + price + slash,
         "price back plus the share its deposit reserved"
     );
+    // the other unanswered buyer does nothing by hand: its `watch`
+    // service refunds the missed window with the same share
+    let watcher_pk = pubkey_of(&v, &watcher);
+    let watcher_before = balance(&watcher_pk);
+    let watched = onchain(
+        &v,
+        &watcher,
+        &[
+            "marketplace",
+            "watch",
+            "--until-done",
+            "--every",
+            "1",
+            "--json",
+        ],
+    );
+    assert_eq!(watched.code, 0, "{}", watched.stderr);
+    assert!(
+        watched
+            .stdout
+            .lines()
+            .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+            .any(|o| o["outcome"]["state"] == "refunded"),
+        "{}",
+        watched.stdout
+    );
+    assert!(
+        balance(&watcher_pk) + 10_000 >= watcher_before + price + slash,
+        "the watch service's refund: price back plus the share"
+    );
     let onchain = read(&v, &account, ListingAccount::decode).unwrap();
     assert_eq!(
         (onchain.stake, onchain.reserved, onchain.open_escrows),
-        (LISTING_STAKE - slash, 0, 0)
+        (LISTING_STAKE - 2 * slash, 0, 0)
     );
 
     // cancel retires the listing in the program (stake back, the id kept
@@ -539,29 +580,69 @@ fn a_cheating_sellers_blob_is_proven_wrong_by_the_buyers_own_client() {
     ))
     .unwrap();
     let account = escrow::listing_address(&seller_pk, &id);
+    let balance = |k: &Pubkey| rt.block_on(chain.balance(k)).unwrap();
+    let rent = rt
+        .block_on(chain.rent_exemption(escrow::ESCROW_ACCOUNT_SPACE))
+        .unwrap();
+    // the seller reveals its key to a buyer's escrow (the lying blob's key)
+    let reveal_to = |buyer_pk: &Pubkey| {
+        let at = escrow::escrow_address(&account, buyer_pk);
+        let e = read(&v, &at, EscrowAccount::decode).unwrap();
+        let b = node::market::escrow_trade::seller_blinding(
+            &seller.x25519_secret(),
+            &at,
+            &e.buyer_x25519,
+        )
+        .unwrap();
+        let s = escrow::math::client::reveal(&k, &b);
+        rt.block_on(chain.send(
+            &[escrow::reveal(&account, buyer_pk, &seller_pk, &s)],
+            &[&seller.solana_keypair()],
+        ))
+        .unwrap();
+    };
 
-    // the buyer buys through the CLI; the seller reveals the right key
+    // a buyer whose `buy` returns before the seller answers: the buy is
+    // kept pending with the blob it checked, not failed
+    let patient = Env::new();
+    patient.ok(&["wallet", "new"]);
+    ok(&v, &patient, &["wallet", "airdrop", "2", "--json"]);
+    let pending = onchain(
+        &v,
+        &patient,
+        &[
+            "marketplace",
+            "buy",
+            &manifest,
+            "--storage-dir",
+            &dir,
+            "--timeout",
+            "1",
+            "--json",
+        ],
+    );
+    assert_eq!(pending.code, 0, "{}", pending.stderr);
+    assert_eq!(pending.json()["status"], "pending", "{}", pending.stdout);
+    let patient_pk = pubkey_of(&v, &patient);
+    let listed = onchain(&v, &patient, &["marketplace", "watch", "--list", "--json"]);
+    assert_eq!(
+        listed.json()["buys"][0]["state"],
+        "pending",
+        "{}",
+        listed.stdout
+    );
+    let patient_before = balance(&patient_pk);
+
+    // another buyer buys through the CLI and waits; the seller reveals
     let (buyer, buying) = buying(&v, &manifest, &dir, 90);
     let buyer_pk = pubkey_of(&v, &buyer);
     let at = escrow::escrow_address(&account, &buyer_pk);
     wait_for("the buyer's deposit", 60, || {
         read(&v, &at, EscrowAccount::decode).is_some()
     });
-    let balance = |k: &Pubkey| rt.block_on(chain.balance(k)).unwrap();
-    let rent = rt
-        .block_on(chain.rent_exemption(escrow::ESCROW_ACCOUNT_SPACE))
-        .unwrap();
     let before = balance(&buyer_pk);
-    let e = read(&v, &at, EscrowAccount::decode).unwrap();
-    let b =
-        node::market::escrow_trade::seller_blinding(&seller.x25519_secret(), &at, &e.buyer_x25519)
-            .unwrap();
-    let s = escrow::math::client::reveal(&k, &b);
-    rt.block_on(chain.send(
-        &[escrow::reveal(&account, &buyer_pk, &seller_pk, &s)],
-        &[&seller.solana_keypair()],
-    ))
-    .unwrap();
+    reveal_to(&patient_pk);
+    reveal_to(&buyer_pk);
     // the buyer's own `buy` finds chunk 0 lying and sends the fraud proof
     // itself: deposit, rent and half the stake back, nobody disputing by hand
     let out = buying.wait_with_output().unwrap();
@@ -596,10 +677,57 @@ fn a_cheating_sellers_blob_is_proven_wrong_by_the_buyers_own_client() {
         read(&v, &at, EscrowAccount::decode).is_none(),
         "the escrow closed to the buyer"
     );
+
+    // the patient buyer's service, with the gateway no longer serving the
+    // blob: it opens the reveal against the blob it kept, finds the lie
+    // and proves it, without the user's action
+    let blob_file = std::path::Path::new(&dir).join(&blob_id);
+    std::fs::remove_file(&blob_file).unwrap();
+    let watched = onchain(
+        &v,
+        &patient,
+        &[
+            "marketplace",
+            "watch",
+            "--until-done",
+            "--every",
+            "1",
+            "--json",
+        ],
+    );
+    assert_eq!(watched.code, 0, "{}", watched.stderr);
+    let outcome: serde_json::Value = watched
+        .stdout
+        .lines()
+        .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+        .find(|o| o["outcome"]["state"] != "pending")
+        .unwrap_or_else(|| panic!("no outcome: {}", watched.stdout));
+    assert_eq!(outcome["outcome"]["state"], "disputed", "{outcome}");
+    assert!(
+        outcome["outcome"]["detail"]
+            .as_str()
+            .unwrap()
+            .starts_with("chunk 0 lied"),
+        "{outcome}"
+    );
+    let network_fee = patient_before + PRICE + rent + STAKE / 2 - balance(&patient_pk);
+    assert!(
+        network_fee <= 10_000,
+        "made whole, less the fee: {network_fee}"
+    );
+    let listed = onchain(&v, &patient, &["marketplace", "watch", "--list", "--json"]);
+    assert_eq!(
+        listed.json()["buys"][0]["state"],
+        "disputed",
+        "{}",
+        listed.stdout
+    );
+
     let convicted = read(&v, &account, ListingAccount::decode).unwrap();
     assert_eq!(
         (convicted.status, convicted.stake, convicted.open_escrows),
-        (node::escrow::ListingStatus::Convicted, STAKE / 2, 0)
+        (node::escrow::ListingStatus::Convicted, 0, 0),
+        "each proven lie took its reserved share"
     );
     // nothing is left for the seller to claim
     let claim = escrow::claim(&account, &buyer_pk, &seller_pk, &treasury.pubkey());

@@ -63,6 +63,8 @@ pub mod stop;
 pub mod store;
 pub mod wallet;
 #[cfg(feature = "chain")]
+pub mod watch;
+#[cfg(feature = "chain")]
 pub mod x402;
 
 /// Any error of this crate.

@@ -31,7 +31,7 @@ const LAYERS: &[&[&str]] = &[
     &["seller"],
     &["market"],
     // the x402 endpoint serves beside `listen` (it reads its state)
-    &["listen", "x402"],
+    &["listen", "x402", "watch"],
 ];
 
 /// Upward edges still to remove: (from, to).

@@ -120,6 +120,18 @@ pub enum BuyError {
     /// The wallet's X25519 key does not decode.
     #[error("this wallet's X25519 key does not decode")]
     BadWalletKey,
+    /// An escrow buy not answered in time: its deposit stands, kept with
+    /// the checked blob among the pending escrows, and `marketplace watch`
+    /// (or `fetch`) finishes it (imports, proves a lie, or refunds a
+    /// missed window).
+    #[error("no answer to escrow buy {0} yet; the deposit is held by the program and this buy is kept pending: `brainctl marketplace watch` finishes it (imports the release, proves a lie, or refunds a missed window)")]
+    Pending(String),
+    /// The seller never revealed in its window (or declined): refunded.
+    #[error("the seller never revealed the key in its window (or declined): your deposit was refunded, with a share of the seller's stake when owed (tx {0})")]
+    Refunded(String),
+    /// Nothing left for this client to do on the escrow.
+    #[error("{0}")]
+    Closed(String),
     /// No release arrived in time (the payment stands; `marketplace fetch` resumes).
     #[error("no release for buy {0} within the timeout; the payment stands on chain; finish later with: brainctl marketplace fetch <LISTING> --buy-signature {0}")]
     Timeout(String),
@@ -264,6 +276,10 @@ pub struct BuyPlan {
     /// What it costs.
     pub quote: Quote,
     instructions: Vec<solana_sdk::instruction::Instruction>,
+    /// An escrow buy's blob, checked against the committed root before
+    /// paying: what the buyer keeps with its pending escrow
+    /// ([`crate::market::pending`]) to open and prove against later.
+    pub checked_blob: Option<Vec<u8>>,
 }
 
 /// The spend policy a buy runs under, and the ledger recording it.
@@ -376,6 +392,7 @@ pub async fn plan_buy(
         return Ok(BuyPlan {
             quote: q,
             instructions,
+            checked_blob: None,
         });
     };
     let mint = listing_mint(chain, &token).await?;
@@ -407,6 +424,7 @@ pub async fn plan_buy(
     Ok(BuyPlan {
         quote: q,
         instructions,
+        checked_blob: None,
     })
 }
 
@@ -566,6 +584,7 @@ async fn plan_escrow(
         return Ok(BuyPlan {
             quote: q,
             instructions,
+            checked_blob: Some(blob),
         });
     }
     let rent = chain
@@ -585,6 +604,7 @@ async fn plan_escrow(
     Ok(BuyPlan {
         quote,
         instructions,
+        checked_blob: Some(blob),
     })
 }
 
@@ -804,13 +824,102 @@ async fn send_dispute(
     Ok(chain.send(&ixs, &[&kp]).await?.signature.to_string())
 }
 
-/// Waits for the seller's reveal on this buyer's sealed escrow, opens the
-/// blob (checked against its committed root) chunk by chunk and imports
-/// it. A blob that lies is proven on chain at once, by this client, inside
-/// the dispute window (the deposit and a share of the stake come back):
-/// the buyer never has to notice and dispute by hand in time. If the proof
-/// cannot be sent, the lie is reported with the chunk named (then
-/// `marketplace dispute`).
+/// Where a sealed buy stands after one look at its escrow ([`advance_sealed`]).
+#[derive(Debug)]
+pub enum SealedStep {
+    /// Deposited, inside the seller's window: nothing to do yet.
+    Waiting,
+    /// Revealed: opened with the kept blob and imported.
+    Imported(Imported),
+    /// The revealed key opens another plaintext than committed: the fraud
+    /// proof landed (deposit, rent and the stake share back).
+    Disputed {
+        /// The lying chunk.
+        index: u32,
+        /// The dispute.
+        signature: String,
+    },
+    /// Never revealed in the window (or declined, or expired): refunded
+    /// (with the stake share when owed).
+    Refunded {
+        /// The refund.
+        signature: String,
+    },
+    /// Nothing left for this client: the escrow is gone (closed by hand),
+    /// or a lie was found after its dispute window.
+    Closed(String),
+}
+
+/// One look at this wallet's sealed escrow of `listing`, acting on what it
+/// finds, with `blob` (checked against the committed root here, again):
+/// a reveal is opened and imported, or, when it lies, proven on chain at
+/// once inside the dispute window (the buyer never has to notice and
+/// dispute by hand); a deposit left past its window, declined or expired
+/// is refunded. What `buy`, `fetch` and `marketplace watch` run.
+pub async fn advance_sealed(
+    chain: &Chain,
+    buyer: &Wallet,
+    listing: &Listing,
+    blob: &[u8],
+    target: ImportTarget<'_>,
+) -> Result<SealedStep, BuyError> {
+    use crate::escrow::EscrowStatus;
+    use crate::market::escrow_trade::{
+        check_blob, manifest_terms, read_account, read_settings, EscrowPlanError, EscrowReadError,
+    };
+    let at = crate::escrow::escrow_address(&escrow_listing_account(listing)?, &buyer_pubkey(buyer));
+    let Some(e) = read_account(chain, &at, crate::escrow::EscrowAccount::decode).await? else {
+        return Ok(SealedStep::Closed(format!("escrow {at} is closed")));
+    };
+    match e.status {
+        EscrowStatus::Deposited => {
+            let deadline = read_settings(chain).await?.answer_deadline(e.deposited_at);
+            if chain.cluster_time().await? < deadline {
+                return Ok(SealedStep::Waiting);
+            }
+        }
+        EscrowStatus::Declined | EscrowStatus::Expired => {}
+        EscrowStatus::Revealed | EscrowStatus::Claimed => {
+            let k = revealed_key(chain, buyer, listing).await?.ok_or_else(|| {
+                EscrowReadError::from(EscrowPlanError::NoEscrow(listing.listing_id.clone()))
+            })?;
+            let terms = manifest_terms(listing).map_err(EscrowReadError::from)?;
+            check_blob(&terms, blob).map_err(EscrowReadError::from)?;
+            let parsed = escrow_math::blob::Blob::parse(blob)
+                .map_err(|e| EscrowReadError::from(EscrowPlanError::from(e)))?;
+            return match parsed.open(&k) {
+                Ok(inner) => {
+                    let inner = zeroize::Zeroizing::new(inner);
+                    Ok(SealedStep::Imported(import_opened(&inner, listing, target)?))
+                }
+                Err(escrow_math::blob::BlobError::Misdelivery { index })
+                    if e.status == EscrowStatus::Revealed =>
+                {
+                    tracing::warn!(listing = %listing.listing_id, index, "the revealed key does not open the committed blob: proving it on chain");
+                    match send_dispute(chain, buyer, listing, blob, &k).await {
+                        Ok(signature) => Ok(SealedStep::Disputed { index, signature }),
+                        Err(e) => {
+                            tracing::warn!(error = %e, "the fraud proof was not sent");
+                            Err(EscrowReadError::from(EscrowPlanError::Misdelivery { index }).into())
+                        }
+                    }
+                }
+                Err(escrow_math::blob::BlobError::Misdelivery { index }) => Ok(SealedStep::Closed(format!(
+                    "chunk {index} of the blob does not open, found after the dispute window: the seller was paid"
+                ))),
+                Err(other) => Err(EscrowReadError::from(EscrowPlanError::from(other)).into()),
+            };
+        }
+    }
+    let signature = refund_escrow(chain, buyer, listing).await?;
+    Ok(SealedStep::Refunded { signature })
+}
+
+/// Waits for the seller's answer on this buyer's sealed escrow and acts on
+/// it ([`advance_sealed`]), with `kept` (the blob checked before paying)
+/// or else the blob fetched now and checked against its committed root.
+/// A proven lie, a refund or a closed escrow ends the buy with that error
+/// (the first two with their signatures).
 #[allow(clippy::too_many_arguments)]
 async fn fetch_and_import_sealed(
     chain: &Chain,
@@ -818,41 +927,46 @@ async fn fetch_and_import_sealed(
     source: &Source,
     listing: &Listing,
     buy_signature: &str,
-    target: ImportTarget<'_>,
+    mut target: ImportTarget<'_>,
+    kept_blob: Option<&[u8]>,
     timeout: Duration,
     mut on_wait: impl FnMut(Duration),
 ) -> Result<Imported, BuyError> {
     use crate::market::escrow_trade::{EscrowPlanError, EscrowReadError};
     let start = Instant::now();
-    let k = loop {
-        if let Some(k) = revealed_key(chain, buyer, listing).await? {
-            break k;
+    let mut blob: Option<Vec<u8>> = kept_blob.map(<[u8]>::to_vec);
+    loop {
+        // the blob is fetched once something is revealed (a deposit still
+        // waiting needs none)
+        let revealed = revealed_key(chain, buyer, listing).await?.is_some();
+        if revealed && blob.is_none() {
+            blob = Some(fetch_committed_blob(source, listing).await?);
+        }
+        let step = advance_sealed(
+            chain,
+            buyer,
+            listing,
+            blob.as_deref().unwrap_or_default(),
+            target.reborrow(),
+        )
+        .await?;
+        match step {
+            SealedStep::Waiting => {}
+            SealedStep::Imported(report) => return Ok(report),
+            SealedStep::Disputed { index, signature } => {
+                return Err(
+                    EscrowReadError::from(EscrowPlanError::Disputed { index, signature }).into(),
+                )
+            }
+            SealedStep::Refunded { signature } => return Err(BuyError::Refunded(signature)),
+            SealedStep::Closed(why) => return Err(BuyError::Closed(why)),
         }
         if start.elapsed() >= timeout {
-            return Err(BuyError::Timeout(buy_signature.into()));
+            return Err(BuyError::Pending(buy_signature.into()));
         }
         on_wait(start.elapsed());
         tokio::time::sleep(Duration::from_millis(500)).await;
-    };
-    let blob = fetch_committed_blob(source, listing).await?;
-    let parsed = escrow_math::blob::Blob::parse(&blob)
-        .map_err(|e| EscrowReadError::from(EscrowPlanError::from(e)))?;
-    let inner = match parsed.open(&k) {
-        Ok(inner) => zeroize::Zeroizing::new(inner),
-        Err(escrow_math::blob::BlobError::Misdelivery { index }) => {
-            tracing::warn!(listing = %listing.listing_id, index, "the revealed key does not open the committed blob: proving it on chain");
-            let lie = match send_dispute(chain, buyer, listing, &blob, &k).await {
-                Ok(signature) => EscrowPlanError::Disputed { index, signature },
-                Err(e) => {
-                    tracing::warn!(error = %e, "the fraud proof was not sent");
-                    EscrowPlanError::Misdelivery { index }
-                }
-            };
-            return Err(EscrowReadError::from(lie).into());
-        }
-        Err(other) => return Err(EscrowReadError::from(EscrowPlanError::from(other)).into()),
-    };
-    import_opened(&inner, listing, target)
+    }
 }
 
 fn import_opened(
@@ -901,6 +1015,16 @@ pub enum ImportTarget<'a> {
     BrainctlDb(&'a std::path::Path),
 }
 
+impl ImportTarget<'_> {
+    /// The same target, borrowed again (one per look at an escrow).
+    pub fn reborrow(&mut self) -> ImportTarget<'_> {
+        match self {
+            ImportTarget::Store(s) => ImportTarget::Store(s),
+            ImportTarget::BrainctlDb(p) => ImportTarget::BrainctlDb(p),
+        }
+    }
+}
+
 /// What a fetch imported, by target.
 #[derive(Debug, Clone, serde::Serialize)]
 #[serde(untagged)]
@@ -915,6 +1039,9 @@ pub enum Imported {
 const MAX_ENVELOPE_PAUSE: Duration = Duration::from_secs(30);
 
 /// Waits for the release of `buy_signature`, then decrypts and imports.
+/// An escrow buy opens `kept_blob` (the blob checked before paying, kept
+/// with the pending escrow) when given, else fetches the blob, and checks
+/// it against the committed root either way.
 #[allow(clippy::too_many_arguments)]
 pub async fn fetch_and_import(
     chain: &Chain,
@@ -923,6 +1050,7 @@ pub async fn fetch_and_import(
     listing: &Listing,
     buy_signature: &str,
     target: ImportTarget<'_>,
+    kept_blob: Option<&[u8]>,
     timeout: Duration,
     mut on_wait: impl FnMut(Duration),
 ) -> Result<Imported, BuyError> {
@@ -934,6 +1062,7 @@ pub async fn fetch_and_import(
             listing,
             buy_signature,
             target,
+            kept_blob,
             timeout,
             on_wait,
         )

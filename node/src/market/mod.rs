@@ -21,6 +21,7 @@ pub mod escrow_trade;
 #[cfg(feature = "chain")]
 pub mod list;
 pub mod manifest;
+pub mod pending;
 pub use crate::memo;
 #[cfg(feature = "chain")]
 pub mod negotiate;

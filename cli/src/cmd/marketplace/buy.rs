@@ -355,8 +355,20 @@ fn buy_or_fetch(
     let l = ctx
         .block_on(node::market::buy::fetch_listing(&src, listing))
         .map_err(Failure::bad_input)?;
+    // an escrow buy is kept pending (with the blob checked before paying)
+    // from the moment its deposit lands until it ends
+    let pending = match l.escrow_program {
+        Some(_) => Some(ctx.pending_escrows()?),
+        None => None,
+    };
+    let mut kept_blob: Option<Vec<u8>> = None;
     let sig = match how {
-        Payment::Already(sig) => sig,
+        Payment::Already(sig) => {
+            if let Some(p) = &pending {
+                kept_blob = p.get(&sig).map_err(anyhow::Error::from)?.map(|b| b.blob);
+            }
+            sig
+        }
         how => {
             let plan = plan_payment(ctx, &chain, &wallet, &src, &l, &how)?;
             let q = &plan.quote;
@@ -400,6 +412,23 @@ fn buy_or_fetch(
             if !ctx.json {
                 eprintln!("paid: {sig}");
             }
+            if let (Some(p), Some(blob)) = (&pending, &plan.checked_blob) {
+                let me = node::chain::Signer::pubkey(&wallet.solana_keypair());
+                let seller: node::chain::Pubkey = l.seller_pubkey.parse().map_err(|_| {
+                    Failure::bad_input(anyhow::anyhow!("the listing's seller_pubkey is not a key"))
+                })?;
+                let escrow = node::escrow::escrow_address(
+                    &node::escrow::listing_address(&seller, &l.listing_id),
+                    &me,
+                );
+                let target = match receive.into_brainctl_db.as_deref() {
+                    Some(path) => node::market::pending::Target::BrainctlDb(path.to_path_buf()),
+                    None => node::market::pending::Target::Store(ctx.db_path.clone()),
+                };
+                p.record(&sig, &escrow.to_string(), &l, blob, &target, unix_now())
+                    .map_err(anyhow::Error::from)?;
+            }
+            kept_blob = plan.checked_blob;
             sig
         }
     };
@@ -422,6 +451,7 @@ fn buy_or_fetch(
         &l,
         &sig,
         target,
+        kept_blob.as_deref(),
         wait,
         |elapsed| {
             if let Some(pb) = &spinner {
@@ -436,7 +466,43 @@ fn buy_or_fetch(
     if let Some(pb) = &spinner {
         pb.finish_and_clear();
     }
-    let report = report?;
+    let report = match (report, &pending) {
+        (report, None) => report?,
+        (Err(node::market::buy::BuyError::Pending(_)), Some(_)) => {
+            let v = json!({"ok": true, "status": "pending", "listing_id": l.listing_id,
+                "buy_signature": sig, "resume": "brainctl marketplace watch"});
+            ctx.emit(&v, || {
+                format!(
+                    "no answer from the seller yet: your deposit on {} is held by the escrow program and this buy is kept pending\n  buy          {sig}\n  `brainctl marketplace watch` finishes it: imports the release, proves a lie, or refunds a missed window",
+                    l.listing_id
+                )
+            });
+            return Ok(());
+        }
+        (report, Some(p)) => {
+            use node::market::buy::BuyError;
+            use node::market::escrow_trade::{EscrowPlanError, EscrowReadError};
+            use node::market::pending::State;
+            let ended = match &report {
+                Ok(r) => Some((
+                    State::Imported,
+                    serde_json::to_string(r).unwrap_or_default(),
+                )),
+                Err(BuyError::Escrow(EscrowReadError::Plan(EscrowPlanError::Disputed {
+                    signature,
+                    ..
+                }))) => Some((State::Disputed, signature.clone())),
+                Err(BuyError::Refunded(signature)) => Some((State::Refunded, signature.clone())),
+                Err(BuyError::Closed(why)) => Some((State::Closed, why.clone())),
+                Err(_) => None,
+            };
+            if let Some((state, detail)) = ended {
+                p.finish(&sig, state, &detail, unix_now())
+                    .map_err(anyhow::Error::from)?;
+            }
+            report.map_err(buy_failure)?
+        }
+    };
     let v = json!({"ok": true, "listing_id": l.listing_id, "buy_signature": sig, "import": report});
     ctx.emit(&v, || match &report {
         node::market::buy::Imported::Store(report) => format!(
@@ -456,4 +522,8 @@ fn buy_or_fetch(
         ),
     });
     Ok(())
+}
+
+fn unix_now() -> i64 {
+    time::OffsetDateTime::now_utc().unix_timestamp()
 }

@@ -14,6 +14,7 @@ mod listen;
 mod negotiate;
 mod sell;
 mod status;
+mod watch;
 
 pub(crate) use listen::stop_signals;
 
@@ -65,6 +66,7 @@ pub fn run(cmd: MarketCmd, ctx: &Context) -> CliResult<u8> {
         MarketCmd::Budget(a) => buy::budget(a, ctx)?,
         MarketCmd::Refund(a) => buy::refund(a, ctx)?,
         MarketCmd::Dispute(a) => buy::dispute(a, ctx)?,
+        MarketCmd::Watch(a) => watch::watch(a, ctx)?,
         MarketCmd::Browse(a) => super::browse::browse(
             ctx,
             &a.indexer,

@@ -1,0 +1,74 @@
+//! `marketplace watch`: the buyer's service over its pending escrow buys
+//! (`node::watch`), wired to the process's stop signals.
+
+use super::{CliResult, Context};
+use crate::args::WatchArgs;
+use serde_json::json;
+use std::time::Duration;
+
+/// Runs the service (or lists the pending buys with `--list`).
+pub(super) fn watch(a: WatchArgs, ctx: &Context) -> CliResult<()> {
+    if a.list {
+        let rows = ctx
+            .pending_escrows()?
+            .recent(50)
+            .map_err(anyhow::Error::from)?;
+        let shown: Vec<_> = rows
+            .iter()
+            .map(|p| {
+                json!({"buy_signature": p.buy_signature, "listing_id": p.listing.listing_id,
+                    "escrow": p.escrow, "state": p.state, "detail": p.detail})
+            })
+            .collect();
+        let v = json!({"ok": true, "buys": shown});
+        ctx.emit(&v, || {
+            if rows.is_empty() {
+                return "no escrow buys recorded for this wallet".to_string();
+            }
+            rows.iter()
+                .map(|p| {
+                    format!(
+                        "{:<9} {}  {}  {}",
+                        serde_json::to_value(p.state)
+                            .ok()
+                            .and_then(|s| s.as_str().map(str::to_string))
+                            .unwrap_or_default(),
+                        p.listing.listing_id,
+                        p.buy_signature,
+                        p.detail
+                    )
+                })
+                .collect::<Vec<_>>()
+                .join("\n")
+        });
+        return Ok(());
+    }
+    let signals = super::listen::stop_signals()?;
+    let wallet = ctx.wallet()?;
+    let chain = ctx.chain()?;
+    let path = node::market::pending::pending_path(&ctx.wallet_path);
+    let json = ctx.json;
+    let report = |outcomes: &[node::watch::Outcome]| {
+        for o in outcomes {
+            if json {
+                println!("{}", json!({"ok": true, "outcome": o}));
+            } else {
+                eprintln!(
+                    "{:?} {} (buy {}): {}",
+                    o.state, o.listing_id, o.buy_signature, o.detail
+                );
+            }
+        }
+    };
+    ctx.block_on(node::watch::run(
+        &chain,
+        &wallet,
+        path,
+        Duration::from_secs(a.every),
+        a.until_done,
+        report,
+        signals.signalled(),
+    ))
+    .map_err(anyhow::Error::from)?;
+    Ok(())
+}

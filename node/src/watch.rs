@@ -1,0 +1,149 @@
+//! The buyer's service: `marketplace watch` finishes every pending escrow
+//! buy of a wallet ([`crate::market::pending`]) without the user's
+//! action, across restarts: each pass looks at each escrow once and acts
+//! ([`crate::market::buy::advance_sealed`]): a reveal is opened with the
+//! blob kept from before the payment and imported, or, when it lies,
+//! proven on chain inside the dispute window; a deposit the seller left
+//! past its window, declined or expired is refunded with what it is owed.
+//! A failed step (RPC down, a proof not landed) stays pending and is tried
+//! again next pass.
+//!
+//! The loop runs until its shutdown future completes; durable state is
+//! the pending store's rows (one statement per change) and the chain, so
+//! a kill at any instant resumes: an import is idempotent (same bundle,
+//! same scope), a dispute or refund already landed finds the escrow
+//! closed. Never sells, never pays.
+
+use crate::chain::Chain;
+use crate::market::buy::{advance_sealed, BuyError, ImportTarget, SealedStep};
+use crate::market::pending::{PendingBuy, PendingError, PendingEscrows, State, Target};
+use crate::wallet::Wallet;
+use std::future::Future;
+use std::path::PathBuf;
+use std::time::Duration;
+
+/// What one look at one pending buy did.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct Outcome {
+    /// The buy (its deposit's signature).
+    pub buy_signature: String,
+    /// The listing.
+    pub listing_id: String,
+    /// Where it stands now.
+    pub state: State,
+    /// The outcome's signature, what was imported, or the error met.
+    pub detail: String,
+}
+
+/// Errors that stop the service (a step's own errors never do).
+#[derive(Debug, thiserror::Error)]
+pub enum WatchError {
+    /// The pending store.
+    #[error(transparent)]
+    Pending(#[from] PendingError),
+}
+
+/// One pass over every pending buy of `store`; returns what each did.
+pub async fn pass(
+    chain: &Chain,
+    buyer: &Wallet,
+    store: &PendingEscrows,
+    now: impl Fn() -> i64,
+) -> Result<Vec<Outcome>, WatchError> {
+    let mut out = Vec::new();
+    for p in store.pending()? {
+        let (state, detail) = match step(chain, buyer, &p).await {
+            Ok(SealedStep::Waiting) => continue,
+            Ok(SealedStep::Imported(report)) => (
+                State::Imported,
+                serde_json::to_string(&report).unwrap_or_default(),
+            ),
+            Ok(SealedStep::Disputed { index, signature }) => (
+                State::Disputed,
+                format!("chunk {index} lied; fraud proven in {signature}"),
+            ),
+            Ok(SealedStep::Refunded { signature }) => (State::Refunded, signature),
+            Ok(SealedStep::Closed(why)) => (State::Closed, why),
+            Err(e) => {
+                let why = e.to_string();
+                tracing::warn!(buy = %p.buy_signature, error = %why, "pending escrow: tried again next pass");
+                store.note(&p.buy_signature, &why, now())?;
+                out.push(Outcome {
+                    buy_signature: p.buy_signature.clone(),
+                    listing_id: p.listing.listing_id.clone(),
+                    state: State::Pending,
+                    detail: why,
+                });
+                continue;
+            }
+        };
+        store.finish(&p.buy_signature, state, &detail, now())?;
+        out.push(Outcome {
+            buy_signature: p.buy_signature.clone(),
+            listing_id: p.listing.listing_id.clone(),
+            state,
+            detail,
+        });
+    }
+    Ok(out)
+}
+
+/// One look at `p`, importing into its own target.
+async fn step(chain: &Chain, buyer: &Wallet, p: &PendingBuy) -> Result<SealedStep, BuyError> {
+    match &p.target {
+        Target::Store(path) => {
+            let mut store = crate::store::Store::open(path)
+                .map_err(|e| BuyError::Import(crate::import::ImportError::from(e)))?;
+            advance_sealed(
+                chain,
+                buyer,
+                &p.listing,
+                &p.blob,
+                ImportTarget::Store(&mut store),
+            )
+            .await
+        }
+        Target::BrainctlDb(path) => {
+            advance_sealed(
+                chain,
+                buyer,
+                &p.listing,
+                &p.blob,
+                ImportTarget::BrainctlDb(path),
+            )
+            .await
+        }
+    }
+}
+
+/// The service: a [`pass`] every `every` until `shutdown` completes (a
+/// pass in flight is dropped at its next await; see the module doc), each
+/// pass's outcomes handed to `report`. Returns after the first pass that
+/// leaves nothing pending when `until_done`.
+pub async fn run(
+    chain: &Chain,
+    buyer: &Wallet,
+    pending_path: PathBuf,
+    every: Duration,
+    until_done: bool,
+    mut report: impl FnMut(&[Outcome]),
+    shutdown: impl Future<Output = ()>,
+) -> Result<(), WatchError> {
+    let store = PendingEscrows::open(&pending_path)?;
+    let now = || time::OffsetDateTime::now_utc().unix_timestamp();
+    tokio::pin!(shutdown);
+    loop {
+        let outcomes = tokio::select! {
+            r = pass(chain, buyer, &store, now) => r?,
+            _ = &mut shutdown => return Ok(()),
+        };
+        report(&outcomes);
+        if until_done && store.pending()?.is_empty() {
+            return Ok(());
+        }
+        tokio::select! {
+            _ = tokio::time::sleep(every) => {}
+            _ = &mut shutdown => return Ok(()),
+        }
+    }
+}
