@@ -203,9 +203,13 @@ mod tests {
             buyer: buyer.to_string(),
             held: Some(Held { amount: 5, mint }),
         }];
-        assert_eq!(deposits_in(&read(&tx_emitting(&[deposited.clone()]))), want);
+        assert_eq!(
+            deposits_in(&read(&tx_emitting(std::slice::from_ref(&deposited)))),
+            want
+        );
         // not watched: no event, no deposit
-        let unwatched = ParsedTx::from_json(&tx_emitting(&[deposited.clone()])).unwrap();
+        let unwatched =
+            ParsedTx::from_json(&tx_emitting(std::slice::from_ref(&deposited))).unwrap();
         assert!(deposits_in(&unwatched).is_empty());
         // another event of the program is no deposit
         let revealed = emitted("KeyRevealed", &[0; 64]);

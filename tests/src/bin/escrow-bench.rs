@@ -248,6 +248,7 @@ fn main() {
             &listing,
             &d.escrow.to_string(),
             ImportTarget::Store(&mut store),
+            None,
             Duration::from_secs(30),
             |_| {},
         ))
