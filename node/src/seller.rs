@@ -354,19 +354,6 @@ fn ensure_parent(path: &Path) -> Result<(), StateError> {
     }
 }
 
-/// What a deposit the escrow program holds is to the seller's state.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum DepositCandidate {
-    /// A buy of this buyer on this listing is unanswered: this deposit.
-    Recorded,
-    /// Nothing was recorded at its escrow address: a new buy.
-    First,
-    /// Every deposit recorded at its escrow address is answered (revealed
-    /// or declined), yet the program holds one: the buyer closed the
-    /// escrow and deposited again, a new buy.
-    Repeat,
-}
-
 /// The state key of the `n`-th deposit (from 0) recorded at escrow
 /// account `escrow`: the address itself for the first (as every daemon
 /// before re-deposits were answered recorded it), `<escrow>#<n>` after.
@@ -467,22 +454,16 @@ impl ListenDb {
         })
     }
 
-    /// What a deposit the program holds `Deposited` at escrow account
-    /// `b.signature` is to the state (see [`ListenDb::record_deposit`]).
-    pub fn deposit_candidate(&self, b: &VerifiedBuy) -> Result<DepositCandidate, StateError> {
-        let unanswered: bool = self.conn.query_row(
+    /// Whether a buy of `b`'s buyer on its listing is unanswered: then a
+    /// deposit the program holds at its escrow address is that buy (see
+    /// [`ListenDb::record_deposit`]).
+    fn holds_unanswered(&self, b: &VerifiedBuy) -> Result<bool, StateError> {
+        Ok(self.conn.query_row(
             "SELECT EXISTS(SELECT 1 FROM buys WHERE listing_id = ?1 AND buyer = ?2
                AND state IN ('seen', 'verified', 'envelope_uploaded'))",
             params![b.listing_id, b.buyer],
             |r| r.get(0),
-        )?;
-        if unanswered {
-            return Ok(DepositCandidate::Recorded);
-        }
-        Ok(match self.deposits_at(&b.signature)? {
-            0 => DepositCandidate::First,
-            _ => DepositCandidate::Repeat,
-        })
+        )?)
     }
 
     /// How many deposits are recorded at escrow account `escrow`.
@@ -514,7 +495,7 @@ impl ListenDb {
     /// share of the seller's stake, so a new one is never taken for an old.
     pub fn record_deposit(&mut self, b: &VerifiedBuy) -> Result<Option<String>, StateError> {
         self.in_one_commit(|db| {
-            if db.deposit_candidate(b)? == DepositCandidate::Recorded {
+            if db.holds_unanswered(b)? {
                 return Ok(None);
             }
             let key = deposit_key(&b.signature, db.deposits_at(&b.signature)?);
@@ -1135,30 +1116,21 @@ mod tests {
         let mut db = ListenDb::open(&dir.path().join("l.db")).unwrap();
         let mut deposit = buy("Escrow1");
         deposit.buyer = "Repeat".into();
-        assert_eq!(
-            db.deposit_candidate(&deposit).unwrap(),
-            DepositCandidate::First
-        );
+        assert!(!db.holds_unanswered(&deposit).unwrap());
         assert_eq!(
             db.record_deposit(&deposit).unwrap().as_deref(),
             Some("Escrow1")
         );
         // unanswered: the same deposit, every pass
         for _ in 0..2 {
-            assert_eq!(
-                db.deposit_candidate(&deposit).unwrap(),
-                DepositCandidate::Recorded
-            );
+            assert!(db.holds_unanswered(&deposit).unwrap());
             assert_eq!(db.record_deposit(&deposit).unwrap(), None);
         }
         // revealed: a deposit held again is the buyer buying again
         db.mark_envelope_uploaded("Escrow1", "Escrow1", "mint", "light")
             .unwrap();
         db.mark_released("Escrow1", "reveal").unwrap();
-        assert_eq!(
-            db.deposit_candidate(&deposit).unwrap(),
-            DepositCandidate::Repeat
-        );
+        assert!(!db.holds_unanswered(&deposit).unwrap());
         assert_eq!(
             db.record_deposit(&deposit).unwrap().as_deref(),
             Some("Escrow1#1")

@@ -232,6 +232,21 @@ impl Wallet {
         escrow_math::client::listing_scalar(&self.signing.to_bytes(), listing_account)
     }
 
+    /// The same scalar bound to the cluster whose genesis hash is
+    /// `genesis_hash` (`escrow_math::client::cluster_listing_scalar`): what
+    /// new listings use.
+    pub fn escrow_cluster_listing_scalar(
+        &self,
+        genesis_hash: &[u8; 32],
+        listing_account: &[u8; 32],
+    ) -> Zeroizing<[u8; 32]> {
+        escrow_math::client::cluster_listing_scalar(
+            &self.signing.to_bytes(),
+            genesis_hash,
+            listing_account,
+        )
+    }
+
     /// libsodium `crypto_sign_ed25519_sk_to_curve25519`: clamp(SHA-512(seed)[..32]).
     pub fn x25519_secret(&self) -> Zeroizing<[u8; 32]> {
         let h = Sha512::digest(self.signing.to_bytes());

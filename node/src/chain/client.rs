@@ -52,6 +52,7 @@ pub struct Chain {
     endpoint: Endpoint,
     commitment: CommitmentConfig,
     kind: OnceCell<ClusterKind>,
+    genesis: OnceCell<[u8; 32]>,
     landing_budget: Option<Duration>,
     /// Programs whose calls (and logs) decoded transactions keep.
     watched: Vec<String>,
@@ -126,6 +127,7 @@ impl Chain {
             endpoint,
             commitment,
             kind: OnceCell::new(),
+            genesis: OnceCell::new(),
             landing_budget: None,
             watched: watched.iter().map(|p| p.to_string()).collect(),
             landing: Default::default(),
@@ -153,6 +155,9 @@ impl Chain {
         other.landing_budget = self.landing_budget;
         if let Some(kind) = self.kind.get() {
             let _ = other.kind.set(*kind);
+        }
+        if let Some(genesis) = self.genesis.get() {
+            let _ = other.genesis.set(*genesis);
         }
         other
     }
@@ -192,8 +197,20 @@ impl Chain {
     pub async fn cluster_kind(&self) -> Result<ClusterKind, ChainError> {
         self.kind
             .get_or_try_init(|| async {
-                let h = with_retry("getGenesisHash", || self.rpc.get_genesis_hash()).await?;
+                let h = solana_sdk::hash::Hash::new_from_array(self.genesis_hash().await?);
                 Ok(ClusterKind::from_genesis_hash(&h.to_string()))
+            })
+            .await
+            .copied()
+    }
+
+    /// The cluster's genesis hash (cached): what names a cluster (a sealed
+    /// escrow's k is bound to it).
+    pub async fn genesis_hash(&self) -> Result<[u8; 32], ChainError> {
+        self.genesis
+            .get_or_try_init(|| async {
+                let h = with_retry("getGenesisHash", || self.rpc.get_genesis_hash()).await?;
+                Ok(h.to_bytes())
             })
             .await
             .copied()

@@ -135,13 +135,45 @@ pub fn vault_address(
     crate::chain::token::associated_account(&escrow_address(listing, buyer), mint)
 }
 
-/// The sealed-escrow scalar k of `seller`'s listing `listing_id`.
+/// The sealed-escrow scalar k of `seller`'s listing `listing_id` by the
+/// first derivation (seed and account only): listings made before k was
+/// bound to its cluster, and tests that seal by hand.
 pub fn listing_scalar(
     seller: &crate::wallet::Wallet,
     listing_id: &str,
 ) -> zeroize::Zeroizing<[u8; 32]> {
     let me = Pubkey::from(seller.pubkey());
     seller.escrow_listing_scalar(&listing_address(&me, listing_id).to_bytes())
+}
+
+/// The sealed-escrow scalar k of `seller`'s listing `listing_id` on the
+/// cluster whose genesis hash is `genesis_hash`: what `list --escrow`
+/// derives, so the same id on another cluster (same program id, same
+/// account address) gets another k.
+pub fn cluster_listing_scalar(
+    seller: &crate::wallet::Wallet,
+    genesis_hash: &[u8; 32],
+    listing_id: &str,
+) -> zeroize::Zeroizing<[u8; 32]> {
+    let me = Pubkey::from(seller.pubkey());
+    seller.escrow_cluster_listing_scalar(genesis_hash, &listing_address(&me, listing_id).to_bytes())
+}
+
+/// The k whose point is the listing's committed `key_point`: the
+/// cluster-bound derivation, else the first one (a listing made before
+/// it); `None` when neither is (a listing this wallet did not derive).
+pub fn committed_scalar(
+    seller: &crate::wallet::Wallet,
+    genesis_hash: &[u8; 32],
+    listing_id: &str,
+    key_point: &[u8; 32],
+) -> Option<zeroize::Zeroizing<[u8; 32]>> {
+    [
+        cluster_listing_scalar(seller, genesis_hash, listing_id),
+        listing_scalar(seller, listing_id),
+    ]
+    .into_iter()
+    .find(|k| escrow_math::client::point_of(k) == *key_point)
 }
 
 /// The SealedEscrow PDA of (listing account, buyer).
@@ -180,6 +212,39 @@ mod tests {
 
     fn read(v: &Value) -> ParsedTx {
         ParsedTx::from_json_watching(v, &[PROGRAM_ID]).unwrap()
+    }
+
+    /// k is bound to its cluster: the same wallet and listing id on two
+    /// clusters (same program id, so the same account address) get two
+    /// keys; the seller finds the one a listing committed to, a listing
+    /// of the first derivation still opens, another wallet's never.
+    #[test]
+    fn the_listing_key_is_bound_to_its_cluster_and_found_by_its_point() {
+        let seller = crate::wallet::Wallet::generate();
+        let id = "20261128-0123456789ab";
+        let (here, there) = ([1u8; 32], [2u8; 32]);
+        let k_here = cluster_listing_scalar(&seller, &here, id);
+        let k_there = cluster_listing_scalar(&seller, &there, id);
+        assert_ne!(*k_here, *k_there);
+        let point = |k: &[u8; 32]| escrow_math::client::point_of(k);
+        let found = |genesis: &[u8; 32], key_point: &[u8; 32]| {
+            committed_scalar(&seller, genesis, id, key_point).map(|k| *k)
+        };
+        assert_eq!(found(&here, &point(&k_here)), Some(*k_here));
+        assert_eq!(
+            found(&there, &point(&k_here)),
+            None,
+            "another cluster's listing"
+        );
+        let v1 = listing_scalar(&seller, id);
+        assert_eq!(
+            found(&here, &point(&v1)),
+            Some(*v1),
+            "an older listing still opens"
+        );
+        let stranger = crate::wallet::Wallet::generate();
+        let theirs = cluster_listing_scalar(&stranger, &here, id);
+        assert_eq!(found(&here, &point(&theirs)), None);
     }
 
     #[test]

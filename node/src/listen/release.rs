@@ -54,6 +54,12 @@ pub enum ReleaseError {
     /// declined it.
     #[error("nothing to release: {0}")]
     Abandoned(crate::settle::Rejection),
+    /// The listing's committed key is none this wallet derives (listed by
+    /// another wallet, or on another cluster): no reveal can satisfy it.
+    #[error(
+        "listing {0}: its committed key point is not derived from this wallet on this cluster"
+    )]
+    ForeignKey(String),
     /// The mint recorded for the buy is none this seller derives for it.
     #[error("buy {signature}: recorded mint {mint} is not derived from this wallet for this buy")]
     ForeignMint {
@@ -215,7 +221,20 @@ async fn land_escrow_release(
                 }
                 return Err(ReleaseError::Abandoned(why));
             }
-            let k = crate::escrow::listing_scalar(seller, &row.listing_id);
+            // k by the derivation the listing committed to (bound to this
+            // cluster, or the first one for an older listing)
+            let genesis = chain.genesis_hash().await?;
+            let committed = read_account(chain, &listing, crate::escrow::ListingAccount::decode)
+                .await?
+                .and_then(|l| {
+                    crate::escrow::committed_scalar(
+                        seller,
+                        &genesis,
+                        &row.listing_id,
+                        &l.terms.key_point,
+                    )
+                });
+            let k = committed.ok_or_else(|| ReleaseError::ForeignKey(row.listing_id.clone()))?;
             let s = escrow_math::client::reveal(&k, &b);
             release.push(crate::escrow::reveal(&listing, buyer, &me, &s));
             // one blockhash only: a reveal is never rebuilt past the margin

@@ -220,7 +220,7 @@ pub fn manifest_mint(listing: &Listing) -> Option<Pubkey> {
 /// The slash share each deposit reserves from its listing's stake (the
 /// program's `deposit_share`): the settings' share of the stake floor.
 pub fn deposit_share(settings: &SettingsAccount) -> u64 {
-    ((settings.min_stake as u128 * settings.slash_bps as u128) / 10_000) as u64
+    escrow_math::slash_share(settings.min_stake, settings.slash_bps)
 }
 
 /// The `list_sealed` (or `list_sealed_token`, for a listing in a token) a

@@ -387,7 +387,8 @@ pub async fn list_bundle(
             None,
         ),
         Some(_) => {
-            let k = crate::escrow::listing_scalar(seller, &listing_id);
+            let genesis = chain.genesis_hash().await?;
+            let k = crate::escrow::cluster_listing_scalar(seller, &genesis, &listing_id);
             let (stored, blob_root, plain_len) = crate::publish::store_escrow_sealed(
                 seller,
                 uploader,

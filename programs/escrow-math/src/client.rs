@@ -10,8 +10,11 @@ use curve25519_dalek::{EdwardsPoint, MontgomeryPoint, Scalar as D};
 use sha2::{Digest, Sha512};
 use zeroize::Zeroizing;
 
-/// Domain of the listing scalar.
+/// Domain of the listing scalar of the first derivation (seed and
+/// account only; still opened for listings made with it).
 pub const KEY_DOMAIN: &[u8] = b"brainctl-escrow-key-v1";
+/// Domain of the listing scalar bound to its cluster.
+pub const CLUSTER_KEY_DOMAIN: &[u8] = b"brainctl-escrow-key-v2";
 /// Domain of the blinding scalar.
 pub const BLIND_DOMAIN: &[u8] = b"brainctl-escrow-blind-v1";
 
@@ -44,6 +47,27 @@ fn wide(domain: &[u8], parts: &[&[u8]]) -> D {
 /// listing id: the same id on another deployment gets another `k`).
 pub fn listing_scalar(seller_seed: &[u8; 32], listing_account: &[u8; 32]) -> Zeroizing<Scalar> {
     Zeroizing::new(wide(KEY_DOMAIN, &[seller_seed, listing_account]).to_bytes())
+}
+
+/// The listing's scalar `k` bound to its cluster too: a function of the
+/// seller's wallet seed, the cluster's genesis hash and the listing's
+/// program account, so a listing id reused on another cluster with the
+/// same program id (same account address) gets another `k`, and a
+/// reveal on one cluster opens nothing listed on another. What `list
+/// --escrow` derives; the seller finds which derivation a listing used by
+/// its committed `K` (`node::escrow::committed_scalar`).
+pub fn cluster_listing_scalar(
+    seller_seed: &[u8; 32],
+    genesis_hash: &[u8; 32],
+    listing_account: &[u8; 32],
+) -> Zeroizing<Scalar> {
+    Zeroizing::new(
+        wide(
+            CLUSTER_KEY_DOMAIN,
+            &[seller_seed, genesis_hash, listing_account],
+        )
+        .to_bytes(),
+    )
 }
 
 /// X25519(secret, public), refusing low-order keys and a zero result.
@@ -114,6 +138,11 @@ mod tests {
             let b_buyer = blind_scalar(&x25519_shared(&buyer, &sx).unwrap(), &escrow);
             prop_assert_eq!(&*b_seller, &*b_buyer);
             let k = listing_scalar(&seller, &[9; 32]);
+            // bound to the cluster: another genesis, another k, and never the first derivation's
+            let on_a = cluster_listing_scalar(&seller, &[1; 32], &[9; 32]);
+            let on_b = cluster_listing_scalar(&seller, &[2; 32], &[9; 32]);
+            prop_assert_ne!(&*on_a, &*on_b);
+            prop_assert_ne!(&*on_a, &*k);
             let (kp, bp) = (point_of(&k), point_of(&b_buyer));
             let s = reveal(&k, &b_seller);
             prop_assert!(crate::point::reveals(&s, &kp, &bp));

@@ -44,6 +44,14 @@ pub const MAX_DEPTH: u32 = 17;
 /// Most chunks a committed blob may have.
 pub const MAX_CHUNKS: u64 = 1 << MAX_DEPTH;
 
+/// The slash share each escrow deposit reserves from its listing's stake:
+/// `⌊min_stake · slash_bps / 10⁴⌋`, the settings' share of the stake
+/// floor whatever the listing staked (the program's `deposit_share`, the
+/// node's plan before paying).
+pub fn slash_share(min_stake: u64, slash_bps: u16) -> u64 {
+    ((u128::from(min_stake) * u128::from(slash_bps)) / 10_000) as u64
+}
+
 /// SHA-256 of the concatenation of `parts` (the `sol_sha256` syscall on SBF).
 pub fn sha256(parts: &[&[u8]]) -> [u8; 32] {
     solana_sha256_hasher::hashv(parts).to_bytes()

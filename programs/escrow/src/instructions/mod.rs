@@ -45,11 +45,6 @@ pub fn fee_of(amount: u64, bps: u16) -> u64 {
     ((amount as u128 * bps as u128).div_ceil(crate::constants::BPS as u128)) as u64
 }
 
-/// floor(amount × bps / 10,000), without overflow.
-pub fn share_of(amount: u64, bps: u16) -> u64 {
-    ((amount as u128 * bps as u128) / crate::constants::BPS as u128) as u64
-}
-
 /// Whether `id` is `YYYYMMDD-<12 lowercase hex>`.
 pub fn is_listing_id(id: &str) -> bool {
     let b = id.as_bytes();

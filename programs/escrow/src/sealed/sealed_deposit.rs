@@ -5,7 +5,7 @@
 
 use crate::constants::{SEALED_ESCROW_SEED, SEALED_LISTING_SEED, SETTINGS_SEED};
 use crate::error::EscrowError;
-use crate::instructions::{add, now, share_of, sub};
+use crate::instructions::{add, now, sub};
 use crate::sealed::events::{emit, SealedDeposited};
 use crate::sealed::state::{
     SealedEscrow, SealedEscrowStatus, SealedListing, SealedListingStatus, SealedTerms, Settings,
@@ -83,7 +83,7 @@ impl DepositSealed<'_> {
 /// settings' share of the stake floor, whatever the listing staked (a
 /// larger stake backs more open escrows, never a larger drain per escrow).
 pub fn deposit_share(settings: &Settings) -> u64 {
-    share_of(settings.min_stake, settings.slash_bps)
+    escrow_math::slash_share(settings.min_stake, settings.slash_bps)
 }
 
 /// Checks a deposit before anything moves: the terms the buyer checked
