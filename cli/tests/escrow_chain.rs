@@ -910,6 +910,13 @@ fn an_escrow_listing_in_test_dollars_pays_the_seller_from_the_vault() {
         listing["listing_id"].as_str().unwrap().to_string(),
         listing["manifest_id"].as_str().unwrap().to_string(),
     );
+    // the stake at the floor backs two deposits at a time: each reserves
+    // half the floor
+    assert_eq!(
+        listed["escrow_backs"],
+        serde_json::json!({"open_escrows": 2, "share_lamports": STAKE / 2}),
+        "{listed}"
+    );
     let price = 2 * test_dollar::UNITS_PER_DOLLAR;
     let seller_pk = pubkey_of(&v, &seller);
     let account = escrow::listing_address(&seller_pk, &id);

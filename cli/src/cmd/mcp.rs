@@ -240,6 +240,10 @@ pub struct SellArgs {
     /// The stake (lamports) put up with an escrow listing, returned on cancel.
     #[serde(default)]
     pub stake_lamports: Option<u64>,
+    /// At most this many escrow deposits open at once (each reserves one
+    /// slash share of the stake); default: as many as the stake backs.
+    #[serde(default)]
+    pub max_open_escrows: Option<u32>,
     /// Settle in this SPL token mint instead of SOL (`SOL` for SOL);
     /// default: the server's BRAINCTL_SETTLE_MINT, else SOL.
     #[serde(default)]
@@ -806,7 +810,7 @@ impl BrainctlServer {
                     description: a.description.unwrap_or_default(),
                     escrow: a.escrow,
                     stake_lamports: a.stake_lamports.unwrap_or(0),
-                    max_open_escrows: None,
+                    max_open_escrows: a.max_open_escrows,
                     below_cost: false,
                     mint: a
                         .mint

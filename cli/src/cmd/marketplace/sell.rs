@@ -100,7 +100,21 @@ pub(super) fn list(a: ListArgs, ctx: &Context) -> CliResult<()> {
             .map_err(list_failure)
         },
     )?;
-    let v = json!({"ok": true, "listing": rec});
+    // how many deposits the stake backs at once: each reserves one slash
+    // share (the settings' share of the floor), capped by the listing's
+    let backs = match opts.escrow_stake {
+        Some(stake) => {
+            let settings = ctx
+                .block_on(node::market::escrow_trade::read_settings(&chain))
+                .map_err(anyhow::Error::from)?;
+            let share = node::market::escrow_trade::deposit_share(&settings);
+            let n = stake.checked_div(share).unwrap_or(u64::MAX);
+            Some((n.min(u64::from(opts.escrow_max_open)), share))
+        }
+        None => None,
+    };
+    let v = json!({"ok": true, "listing": rec,
+        "escrow_backs": backs.map(|(n, share)| json!({"open_escrows": n, "share_lamports": share}))});
     let price = match &rec.currency {
         node::settle::Currency::Sol if rec.usd.is_some() => format!(
             "{price_usd} USD in SOL at settle time ({} lamports at the oracle's price now)",
@@ -121,10 +135,16 @@ pub(super) fn list(a: ListArgs, ctx: &Context) -> CliResult<()> {
         }
     };
     ctx.emit(&v, || {
-        format!(
+        let mut out = format!(
             "listed {} at {price}\n  manifest     {}   <- buyers run: brainctl marketplace buy {}\n  bundle hash  {}\n  list tx      {}",
             rec.listing_id, rec.manifest_id, rec.manifest_id, rec.bundle_hash, rec.list_signature
-        )
+        );
+        if let Some((n, share)) = backs {
+            out.push_str(&format!(
+                "\n  escrow       the stake backs {n} deposits open at once (each reserves {share} lamports: what a buyer takes if you miss its window); keep `brainctl marketplace listen` running"
+            ));
+        }
+        out
     });
     Ok(())
 }
