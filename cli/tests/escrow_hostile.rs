@@ -432,3 +432,194 @@ fn honest_deposits_are_revealed_exactly_once_among_hostile_ones() {
     assert!(daemon.stop().success());
     assert!(indexer.stop().success());
 }
+
+/// Puppets with a wrong B deposit in a burst while `listen` is down,
+/// beside honest buyers; started again, `listen` declines every puppet
+/// (nothing slashed) and reveals every honest deposit. Then, with `listen`
+/// down again, past the dispute window a stranger cranks each honest
+/// escrow's permissionless `claim` behind memos that fill the log to the
+/// runtime's cap: the claims land, and the live indexer shows each escrow
+/// claimed and counts it as the seller's sale (the events are self-CPIs,
+/// which no log flood hides), and ends where a rebuild does.
+#[test]
+fn puppet_bursts_while_listen_is_down_and_flooded_claims_hide_nothing() {
+    const DISPUTE: i64 = 30;
+    let (mut rng, seed) = Rng::from_env();
+    let (v, treasury) = configured(&e2e::light_args(), DISPUTE as u64);
+    let (rt, chain) = (e2e::runtime(), v.chain());
+    let shared = tempfile::tempdir().unwrap();
+    let dir = shared.path().join("items").display().to_string();
+    let (seller, listed) = escrow_seller(&v, &dir, "Flooded claim lesson");
+    let manifest = listed["listing"]["manifest_id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let src = node::arweave::Source::Fs(node::arweave::FsStore::new(&dir));
+    let listing = rt
+        .block_on(node::market::buy::fetch_listing(&src, &manifest))
+        .unwrap();
+    let seller_pk: Pubkey = listing.seller_pubkey.parse().unwrap();
+    let account = escrow::listing_address(&seller_pk, &listing.listing_id);
+    let held = rt
+        .block_on(read_account(&chain, &account, ListingAccount::decode))
+        .unwrap()
+        .unwrap();
+    let why = format!("seed {seed}");
+    let (indexer, base) = util::services::indexer(&v.rpc_url, &dir, shared.path());
+    let mut indexer = indexer;
+
+    // listen down: a burst of puppets, and honest buyers
+    let whale = v.funded_keypair(20);
+    let funded = || {
+        let w = Wallet::generate();
+        let to = w.solana_keypair().pubkey();
+        rt.block_on(chain.send(
+            &[node::chain::instructions::transfer(
+                &whale.pubkey(),
+                &to,
+                200_000_000,
+            )],
+            &[&whale],
+        ))
+        .unwrap();
+        w
+    };
+    let puppets: Vec<Wallet> = (0..3 + rng.below(4)).map(|_| funded()).collect();
+    for p in &puppets {
+        let wrong = escrow::math::client::point_of(&[rng.below(250) as u8 + 1; 32]);
+        assert!(
+            deposit_with(
+                &rt,
+                &chain,
+                &account,
+                p,
+                &held.terms,
+                wrong,
+                p.x25519_public()
+            ),
+            "{why}: a puppet's deposit"
+        );
+    }
+    let honest: Vec<Wallet> = (0..2).map(|_| funded()).collect();
+    for h in &honest {
+        let plan = rt
+            .block_on(node::market::buy::plan_buy(
+                &chain,
+                &src,
+                h,
+                &listing,
+                node::market::buy::Terms::Listed,
+            ))
+            .unwrap_or_else(|e| panic!("{why}: plan: {e}"));
+        rt.block_on(node::market::buy::execute(&chain, h, &plan, None))
+            .unwrap_or_else(|e| panic!("{why}: an honest deposit: {e}"));
+    }
+    let escrow_of = |w: &Wallet| escrow::escrow_address(&account, &w.solana_keypair().pubkey());
+    let status = |at: &Pubkey| {
+        rt.block_on(read_account(&chain, at, EscrowAccount::decode))
+            .unwrap()
+            .map(|e| e.status)
+    };
+
+    // listen up: every puppet declined, every honest deposit revealed
+    let daemon = util::services::listen(
+        &seller,
+        &v.rpc_url,
+        &dir,
+        shared.path(),
+        &[],
+        "warn,node::listen=debug",
+    );
+    let deadline = Instant::now() + Duration::from_secs(120);
+    let want: Vec<(Pubkey, EscrowStatus)> = puppets
+        .iter()
+        .map(|p| (escrow_of(p), EscrowStatus::Declined))
+        .chain(
+            honest
+                .iter()
+                .map(|h| (escrow_of(h), EscrowStatus::Revealed)),
+        )
+        .collect();
+    for (at, state) in &want {
+        while status(at) != Some(*state) {
+            assert!(
+                Instant::now() < deadline,
+                "{why}: {at} is {:?}, not {state:?}; listen's log ends:\n{}",
+                status(at),
+                daemon.tail()
+            );
+            std::thread::sleep(Duration::from_millis(300));
+        }
+    }
+    // down again before the dispute window ends (its claims are ours now)
+    assert!(daemon.stop().success(), "{why}: listen stops");
+    let after = rt
+        .block_on(read_account(&chain, &account, ListingAccount::decode))
+        .unwrap()
+        .unwrap();
+    assert_eq!(
+        after.stake, LISTING_STAKE,
+        "{why}: no puppet slashed the stake"
+    );
+
+    // past the window: each claim behind a log flood, by a stranger
+    let revealed_at = honest
+        .iter()
+        .filter_map(|h| {
+            rt.block_on(read_account(&chain, &escrow_of(h), EscrowAccount::decode))
+                .unwrap()
+        })
+        .map(|e| e.revealed_at)
+        .max()
+        .unwrap();
+    v.wait_block_time(revealed_at + DISPUTE + 1);
+    let mut cranked = Vec::new();
+    for h in &honest {
+        let at = escrow_of(h);
+        if status(&at) != Some(EscrowStatus::Revealed) {
+            continue; // listen claimed it before it stopped
+        }
+        let mut ixs: Vec<_> = (0..50)
+            .map(|i| node::chain::instructions::memo(&format!("flood {i}"), &whale.pubkey()))
+            .collect();
+        ixs.push(escrow::claim(
+            &account,
+            &h.solana_keypair().pubkey(),
+            &seller_pk,
+            &treasury.pubkey(),
+        ));
+        rt.block_on(chain.send(&ixs, &[&whale]))
+            .unwrap_or_else(|e| panic!("{why}: the flooded claim: {e}"));
+        assert_eq!(status(&at), Some(EscrowStatus::Claimed), "{why}");
+        cranked.push(at);
+    }
+    assert!(
+        !cranked.is_empty(),
+        "{why}: listen claimed every escrow before it stopped"
+    );
+
+    // the indexer saw every claim, and counts each as a sale
+    let deadline = Instant::now() + Duration::from_secs(60);
+    for at in &cranked {
+        loop {
+            let got = get(&format!("{base}/escrows/{at}"));
+            if got
+                .as_ref()
+                .is_some_and(|v| v["escrow"]["status"] == "claimed")
+            {
+                break;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "{why}: the indexer shows {got:?} for a flooded claim"
+            );
+            std::thread::sleep(Duration::from_millis(300));
+        }
+    }
+    let rep = get(&format!("{base}/sellers/{seller_pk}")).expect("the seller's record");
+    assert_eq!(rep["sales"], honest.len(), "{why}: {rep}");
+    assert_eq!(rep["pending_escrow_buys"], 0, "{why}: {rep}");
+    util::services::indexer_matches_rebuild(&v.rpc_url, &base, &dir, shared.path(), &why);
+    assert!(indexer.alive(), "{why}: the indexer died");
+    assert!(indexer.stop().success());
+}
