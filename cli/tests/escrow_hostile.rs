@@ -588,9 +588,36 @@ fn puppet_bursts_while_listen_is_down_and_flooded_claims_hide_nothing() {
             &seller_pk,
             &treasury.pubkey(),
         ));
-        rt.block_on(chain.send(&ixs, &[&whale]))
+        let sent = rt
+            .block_on(chain.send(&ixs, &[&whale]))
             .unwrap_or_else(|e| panic!("{why}: the flooded claim: {e}"));
         assert_eq!(status(&at), Some(EscrowStatus::Claimed), "{why}");
+        // the flood reached the log's cap: a log-borne event was lost
+        let tx: serde_json::Value = rt.block_on(async {
+            reqwest::Client::new()
+                .post(&v.rpc_url)
+                .json(
+                    &serde_json::json!({"jsonrpc": "2.0", "id": 1, "method": "getTransaction",
+                    "params": [sent.signature.to_string(),
+                        {"encoding": "json", "commitment": "confirmed",
+                         "maxSupportedTransactionVersion": 0}]}),
+                )
+                .send()
+                .await
+                .unwrap()
+                .json()
+                .await
+                .unwrap()
+        });
+        let logs = tx["result"]["meta"]["logMessages"]
+            .as_array()
+            .cloned()
+            .unwrap_or_default();
+        assert!(
+            logs.iter().any(|l| l == "Log truncated"),
+            "{why}: the flood did not fill the log ({} lines)",
+            logs.len()
+        );
         cranked.push(at);
     }
     assert!(
