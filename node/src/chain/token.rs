@@ -82,6 +82,71 @@ pub async fn read_mint(
     mint_from_account(address, &owner, &data)
 }
 
+/// Reads `address` as a mint an escrow vault may hold: [`read_mint`]'s
+/// refusals, and every Token-2022 extension the escrow program refuses
+/// at each deposit ([`escrow_mint_refusal`]), checked before paying.
+pub async fn read_escrow_mint(
+    chain: &crate::chain::Chain,
+    address: &Pubkey,
+) -> Result<TokenMint, MintRefusal> {
+    let (owner, data) = fetch_mint(chain, address).await?;
+    let mint = mint_from_account(address, &owner, &data)?;
+    match escrow_mint_refusal(address, &data) {
+        Some(refusal) => Err(refusal),
+        None => Ok(mint),
+    }
+}
+
+/// Why the escrow program would refuse `data`'s mint (`None`: it takes
+/// it): only the extensions of its `MINT_EXTENSIONS_TAKEN` (a close
+/// authority, metadata, groups, display-only interest and scaling) are
+/// taken; a permanent delegate could pull a vault, a pause stop a refund,
+/// confidential transfers hide what a vault holds, and the rest change
+/// what a transfer delivers.
+pub fn escrow_mint_refusal(address: &Pubkey, data: &[u8]) -> Option<MintRefusal> {
+    use spl_token_2022_interface::extension::{
+        BaseStateWithExtensions, ExtensionType as E, StateWithExtensions,
+    };
+    use spl_token_2022_interface::state::Mint;
+    let state = StateWithExtensions::<Mint>::unpack(data).ok()?;
+    let types = state.get_extension_types().unwrap_or_default();
+    let taken = [
+        E::MintCloseAuthority,
+        E::InterestBearingConfig,
+        E::MetadataPointer,
+        E::TokenMetadata,
+        E::GroupPointer,
+        E::TokenGroup,
+        E::GroupMemberPointer,
+        E::TokenGroupMember,
+        E::ScaledUiAmount,
+    ];
+    let refused = types.into_iter().find(|t| !taken.contains(t))?;
+    let (extension, why) = match refused {
+        E::PermanentDelegate => (
+            "PermanentDelegate",
+            "lets its delegate move any holder's tokens, an escrow's vault too",
+        ),
+        E::Pausable => (
+            "Pausable",
+            "lets its authority stop every transfer, a refund too",
+        ),
+        E::ConfidentialTransferMint => (
+            "ConfidentialTransferMint",
+            "hides what a transfer moves, so a vault's holding cannot be checked",
+        ),
+        _ => (
+            "Token-2022 extension",
+            "is none the escrow program takes (see its MINT_EXTENSIONS_TAKEN)",
+        ),
+    };
+    Some(MintRefusal::Extension {
+        mint: *address,
+        extension,
+        why,
+    })
+}
+
 /// Reads `address` as a mint whatever its extensions: its program and
 /// decimals, what a transfer out of tokens already held (an escrow's
 /// vault) states. Never for a new payment: that is [`read_mint`].
@@ -302,6 +367,37 @@ mod tests {
             state.init_account_type().unwrap();
         }
         data
+    }
+
+    /// An escrow vault's mint: what the program takes (a close authority,
+    /// metadata) passes; a permanent delegate, a pause or confidential
+    /// transfers are refused before paying, each named; a plain mint and
+    /// an SPL Token one pass.
+    #[test]
+    fn escrow_mints_are_refused_as_the_program_refuses_them() {
+        use spl_token_2022_interface::extension::{
+            mint_close_authority::MintCloseAuthority, pausable::PausableConfig,
+            permanent_delegate::PermanentDelegate, BaseStateWithExtensionsMut, ExtensionType,
+        };
+        let address = Pubkey::new_unique();
+        assert!(escrow_mint_refusal(&address, &mint_bytes(&[], |_| {})).is_none());
+        let closable = mint_bytes(&[ExtensionType::MintCloseAuthority], |s| {
+            s.init_extension::<MintCloseAuthority>(true).unwrap();
+        });
+        assert!(escrow_mint_refusal(&address, &closable).is_none());
+        let delegated = mint_bytes(&[ExtensionType::PermanentDelegate], |s| {
+            let d = s.init_extension::<PermanentDelegate>(true).unwrap();
+            d.delegate = Some(Pubkey::new_unique()).try_into().unwrap();
+        });
+        let pausable = mint_bytes(&[ExtensionType::Pausable], |s| {
+            s.init_extension::<PausableConfig>(true).unwrap();
+        });
+        for (bytes, named) in [(&delegated, "PermanentDelegate"), (&pausable, "Pausable")] {
+            match escrow_mint_refusal(&address, bytes) {
+                Some(MintRefusal::Extension { extension, .. }) => assert_eq!(extension, named),
+                other => panic!("{named}: {other:?}"),
+            }
+        }
     }
 
     /// Which mints settle: SPL Token and Token-2022 mints whose transfers

@@ -479,8 +479,10 @@ pub async fn checked_listing(
 
 /// The mint a deposit into an escrow listing in a token pays in, as the
 /// chain has it (`None`: lamports): refused as a direct buy refuses a
-/// mint (transfer fees, hooks, frozen accounts), and held to the program
-/// and decimals the signed manifest states.
+/// mint (transfer fees, hooks, frozen accounts) and as the program would
+/// refuse the deposit (a permanent delegate, a pause, confidential
+/// transfers: [`crate::chain::token::escrow_mint_refusal`]), before
+/// paying, and held to the program and decimals the signed manifest states.
 pub async fn escrow_mint(
     chain: &Chain,
     onchain: &ListingAccount,
@@ -489,7 +491,7 @@ pub async fn escrow_mint(
     let Some(address) = onchain.mint else {
         return Ok(None);
     };
-    let mint = match read_mint(chain, &address).await {
+    let mint = match crate::chain::token::read_escrow_mint(chain, &address).await {
         Ok(mint) => mint,
         Err(MintRefusal::Chain(e)) => return Err(e.into()),
         Err(refusal) => return Err(EscrowReadError::Mint(refusal)),

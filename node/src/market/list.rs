@@ -345,6 +345,13 @@ pub async fn list_bundle(
         (Some(t), None) => Some(token_price(chain, o.price_usd, t).await?),
         _ => None,
     };
+    // an escrow vault in a token: the program refuses a mint whose
+    // extensions could move, stop or hide a vault; say so before listing
+    if let (Some(_), Some(t)) = (o.escrow_stake, &o.settle_in) {
+        crate::chain::token::read_escrow_mint(chain, &t.mint)
+            .await
+            .map_err(InputError::from)?;
+    }
     if !o.below_cost {
         // the dearer receipt: `listen` may be run with either standard
         let cost =
