@@ -24,7 +24,9 @@ use node::chain::{Keypair, Pubkey, Signer};
 use node::escrow::{self, EscrowAccount, EscrowStatus, ListingAccount};
 use serde_json::Value;
 use std::time::{Duration, Instant};
-use util::escrow::{address, buying, configured, escrow_seller, ok, LISTING_STAKE, STAKE};
+use util::escrow::{
+    address, buyer_buys, buying, configured, escrow_seller, ok, LISTING_STAKE, STAKE,
+};
 use util::Env;
 
 /// The program's shortest release window.
@@ -181,23 +183,7 @@ fn the_escrow_trade_runs_through_the_binaries_on_the_deployed_program() {
     let balance = |k: &Pubkey| rt.block_on(chain.balance(k)).unwrap();
 
     // an honest buyer: deposit, released, imported
-    let buyer = Env::new();
-    buyer.ok(&["wallet", "new"]);
-    ok(&v, &buyer, &["wallet", "airdrop", "2", "--json"]);
-    let bought = onchain(
-        &v,
-        &buyer,
-        &[
-            "marketplace",
-            "buy",
-            &manifest,
-            "--storage-dir",
-            &dir,
-            "--timeout",
-            "120",
-            "--json",
-        ],
-    );
+    let (buyer, bought) = buyer_buys(&v, &manifest, &dir, 120);
     let log = || std::fs::read_to_string(work.path().join("listen.log")).unwrap_or_default();
     assert_eq!(
         bought.code,
@@ -347,33 +333,17 @@ fn the_escrow_trade_runs_through_the_binaries_on_the_deployed_program() {
     // the daemon stops; a buyer never revealed to takes a refund + the
     // slash: by hand (the MCP tool), or by its own `watch` service
     drop(daemon);
-    let unanswered = |who: &Env| {
-        who.ok(&["wallet", "new"]);
-        ok(&v, who, &["wallet", "airdrop", "2", "--json"]);
-        let unreleased = onchain(
-            &v,
-            who,
-            &[
-                "marketplace",
-                "buy",
-                &manifest,
-                "--storage-dir",
-                &dir,
-                "--timeout",
-                "3",
-                "--json",
-            ],
-        );
+    let unanswered = || {
+        let (who, unreleased) = buyer_buys(&v, &manifest, &dir, 3);
         assert_eq!(unreleased.code, 0, "{}", unreleased.stderr);
         assert_eq!(
             unreleased.json()["status"],
             "pending",
             "no reveal without the daemon"
         );
+        who
     };
-    let (late, watcher) = (Env::new(), Env::new());
-    unanswered(&late);
-    unanswered(&watcher);
+    let (late, watcher) = (unanswered(), unanswered());
     let late_pk = pubkey_of(&v, &late);
     let early = onchain(
         &v,
@@ -604,23 +574,7 @@ fn a_cheating_sellers_blob_is_proven_wrong_by_the_buyers_own_client() {
 
     // a buyer whose `buy` returns before the seller answers: the buy is
     // kept pending with the blob it checked, not failed
-    let patient = Env::new();
-    patient.ok(&["wallet", "new"]);
-    ok(&v, &patient, &["wallet", "airdrop", "2", "--json"]);
-    let pending = onchain(
-        &v,
-        &patient,
-        &[
-            "marketplace",
-            "buy",
-            &manifest,
-            "--storage-dir",
-            &dir,
-            "--timeout",
-            "1",
-            "--json",
-        ],
-    );
+    let (patient, pending) = buyer_buys(&v, &manifest, &dir, 1);
     assert_eq!(pending.code, 0, "{}", pending.stderr);
     assert_eq!(pending.json()["status"], "pending", "{}", pending.stdout);
     let patient_pk = pubkey_of(&v, &patient);

@@ -98,6 +98,46 @@ fn deposit_with(
         .is_ok()
 }
 
+/// A seller's escrow listing of `memory` (through the CLI, staked
+/// [`LISTING_STAKE`]) on `v`, its blob and manifest under `dir`.
+struct Listed {
+    seller: util::Env,
+    src: node::arweave::Source,
+    listing: node::market::manifest::Listing,
+    seller_pk: Pubkey,
+    account: Pubkey,
+    held: ListingAccount,
+}
+
+fn listed(
+    v: &e2e::TestValidator,
+    rt: &tokio::runtime::Runtime,
+    chain: &Chain,
+    dir: &str,
+    memory: &str,
+) -> Listed {
+    let (seller, listed) = escrow_seller(v, dir, memory);
+    let manifest = listed["listing"]["manifest_id"].as_str().unwrap();
+    let src = node::arweave::Source::Fs(node::arweave::FsStore::new(dir));
+    let listing = rt
+        .block_on(node::market::buy::fetch_listing(&src, manifest))
+        .unwrap();
+    let seller_pk: Pubkey = listing.seller_pubkey.parse().unwrap();
+    let account = escrow::listing_address(&seller_pk, &listing.listing_id);
+    let held = rt
+        .block_on(read_account(chain, &account, ListingAccount::decode))
+        .unwrap()
+        .unwrap();
+    Listed {
+        seller,
+        src,
+        listing,
+        seller_pk,
+        account,
+        held,
+    }
+}
+
 #[test]
 fn honest_deposits_are_revealed_exactly_once_among_hostile_ones() {
     let (mut rng, seed) = Rng::from_env();
@@ -105,25 +145,15 @@ fn honest_deposits_are_revealed_exactly_once_among_hostile_ones() {
     let (rt, chain) = (e2e::runtime(), v.chain());
     let shared = tempfile::tempdir().unwrap();
     let dir = shared.path().join("items").display().to_string();
-    let (seller, listed) = escrow_seller(&v, &dir, "Hostile escrow lesson");
-    let manifest = listed["listing"]["manifest_id"]
-        .as_str()
-        .unwrap()
-        .to_string();
-    let id = listed["listing"]["listing_id"]
-        .as_str()
-        .unwrap()
-        .to_string();
-    let src = node::arweave::Source::Fs(node::arweave::FsStore::new(&dir));
-    let listing = rt
-        .block_on(node::market::buy::fetch_listing(&src, &manifest))
-        .unwrap();
-    let seller_pk: Pubkey = listing.seller_pubkey.parse().unwrap();
-    let account = escrow::listing_address(&seller_pk, &id);
-    let held = rt
-        .block_on(read_account(&chain, &account, ListingAccount::decode))
-        .unwrap()
-        .unwrap();
+    let Listed {
+        seller,
+        src,
+        listing,
+        seller_pk,
+        account,
+        held,
+    } = listed(&v, &rt, &chain, &dir, "Hostile escrow lesson");
+    let id = listing.listing_id.clone();
     let terms = held.terms;
 
     let (mut daemon, mut indexer, base) = services(&seller, &v.rpc_url, &dir, shared.path());
@@ -449,21 +479,14 @@ fn puppet_bursts_while_listen_is_down_and_flooded_claims_hide_nothing() {
     let (rt, chain) = (e2e::runtime(), v.chain());
     let shared = tempfile::tempdir().unwrap();
     let dir = shared.path().join("items").display().to_string();
-    let (seller, listed) = escrow_seller(&v, &dir, "Flooded claim lesson");
-    let manifest = listed["listing"]["manifest_id"]
-        .as_str()
-        .unwrap()
-        .to_string();
-    let src = node::arweave::Source::Fs(node::arweave::FsStore::new(&dir));
-    let listing = rt
-        .block_on(node::market::buy::fetch_listing(&src, &manifest))
-        .unwrap();
-    let seller_pk: Pubkey = listing.seller_pubkey.parse().unwrap();
-    let account = escrow::listing_address(&seller_pk, &listing.listing_id);
-    let held = rt
-        .block_on(read_account(&chain, &account, ListingAccount::decode))
-        .unwrap()
-        .unwrap();
+    let Listed {
+        seller,
+        src,
+        listing,
+        seller_pk,
+        account,
+        held,
+    } = listed(&v, &rt, &chain, &dir, "Flooded claim lesson");
     let why = format!("seed {seed}");
     let (indexer, base) = util::services::indexer(&v.rpc_url, &dir, shared.path());
     let mut indexer = indexer;

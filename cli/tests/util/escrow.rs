@@ -24,6 +24,36 @@ pub fn ok(v: &e2e::TestValidator, e: &Env, args: &[&str]) -> Value {
     r.json()
 }
 
+/// A new buyer (a wallet with 2 SOL) running `marketplace buy <manifest>
+/// --json` to its end, waiting at most `timeout_secs` for an answer: the
+/// buyer and the run (not asserted: a buy may be refused on purpose).
+pub fn buyer_buys(
+    v: &e2e::TestValidator,
+    manifest: &str,
+    dir: &str,
+    timeout_secs: u64,
+) -> (Env, super::Run) {
+    let buyer = Env::new();
+    buyer.ok(&["wallet", "new"]);
+    ok(v, &buyer, &["wallet", "airdrop", "2", "--json"]);
+    let timeout = timeout_secs.to_string();
+    let run = buyer.run(&[
+        "-u",
+        v.rpc_url.as_str(),
+        "--commitment",
+        "confirmed",
+        "marketplace",
+        "buy",
+        manifest,
+        "--storage-dir",
+        dir,
+        "--timeout",
+        &timeout,
+        "--json",
+    ]);
+    (buyer, run)
+}
+
 /// The address of `e`'s wallet, read without a validator.
 pub fn address(e: &Env) -> Pubkey {
     e.ok(&["wallet", "address", "--json"]).json()["address"]

@@ -13,9 +13,7 @@
 //! refused with the field that differs.
 
 use crate::chain::instructions::{discovery, memo, DEFAULT_CU_LIMIT};
-use crate::chain::token::{
-    create_associated_account, read_held_mint, read_mint, MintRefusal, TokenMint,
-};
+use crate::chain::token::{create_associated_account, read_held_mint, MintRefusal, TokenMint};
 use crate::chain::{Chain, ChainError, Pubkey};
 use crate::escrow::{
     self, AccountError, EscrowAccount, EscrowStatus, ListingAccount, ListingStatus,
