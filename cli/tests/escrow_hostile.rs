@@ -673,3 +673,128 @@ fn puppet_bursts_while_listen_is_down_and_flooded_claims_hide_nothing() {
     assert!(indexer.alive(), "{why}: the indexer died");
     assert!(indexer.stop().success());
 }
+
+/// A listing's mint closed by its close authority and made again at the
+/// same address with a permanent delegate (who could pull every vault)
+/// while `listen` runs: the buyer's own client refuses to pay, naming the
+/// extension; a deposit sent by hand is refused by the program, which
+/// checks the mint's extensions at every deposit; nothing moves, no escrow
+/// exists, `listen` stays up and the stake is whole.
+#[test]
+fn a_mint_remade_with_a_permanent_delegate_takes_no_deposit() {
+    let (v, _treasury) = configured(&e2e::light_args(), 3600);
+    let (rt, chain) = (e2e::runtime(), v.chain());
+    let shared = tempfile::tempdir().unwrap();
+    let dir = shared.path().join("items").display().to_string();
+    let issuer = v.funded_keypair(5);
+    let mint_key = node::chain::Keypair::new();
+    let mint = v.create_token_2022_mint(&mint_key, &issuer, false);
+    let mint_s = mint.address.to_string();
+    let (seller, listed) = util::escrow::escrow_seller_with(
+        &v,
+        &dir,
+        "Remade mint lesson",
+        &["--mint", &mint_s, "--token-usd", "1"],
+    );
+    let manifest = listed["listing"]["manifest_id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let src = node::arweave::Source::Fs(node::arweave::FsStore::new(&dir));
+    let listing = rt
+        .block_on(node::market::buy::fetch_listing(&src, &manifest))
+        .unwrap();
+    let seller_pk: Pubkey = listing.seller_pubkey.parse().unwrap();
+    let account = escrow::listing_address(&seller_pk, &listing.listing_id);
+    let held = rt
+        .block_on(read_account(&chain, &account, ListingAccount::decode))
+        .unwrap()
+        .unwrap();
+    assert_eq!(held.mint, Some(mint.address));
+    let mut daemon = util::services::listen(
+        &seller,
+        &v.rpc_url,
+        &dir,
+        shared.path(),
+        &[],
+        "warn,node::listen=debug",
+    );
+
+    // the issuer closes the mint (no supply yet) and makes it again at
+    // its address with a permanent delegate, then funds a buyer
+    v.close_token_2022_mint(&mint.address, &issuer);
+    let remade = v.create_token_2022_mint(&mint_key, &issuer, true);
+    assert_eq!(remade.address, mint.address);
+    let buyer = util::Env::new();
+    buyer.ok(&["wallet", "new"]);
+    util::escrow::ok(&v, &buyer, &["wallet", "airdrop", "2", "--json"]);
+    let buyer_pk = util::escrow::address(&buyer);
+    let price = held.terms.price_lamports;
+    rt.block_on(chain.send(
+        &node::chain::test_dollar::mint_to(&issuer.pubkey(), &buyer_pk, &remade, 10 * price),
+        &[&issuer],
+    ))
+    .unwrap();
+    let units = || {
+        rt.block_on(node::chain::token::balance(&chain, &buyer_pk, &remade))
+            .unwrap()
+    };
+    let before = units();
+
+    // the buyer's client refuses before paying, naming the extension
+    let run = buyer.run(&[
+        "-u",
+        v.rpc_url.as_str(),
+        "--commitment",
+        "confirmed",
+        "marketplace",
+        "buy",
+        &manifest,
+        "--storage-dir",
+        &dir,
+        "--timeout",
+        "5",
+        "--json",
+    ]);
+    assert_ne!(run.code, 0, "{}", run.stdout);
+    assert!(
+        format!("{}{}", run.stdout, run.stderr).contains("PermanentDelegate"),
+        "{}\n{}",
+        run.stdout,
+        run.stderr
+    );
+    // by hand: the program refuses the deposit
+    let wallet = node::wallet::Wallet::load(&buyer.path(".brainctl/wallet.json")).unwrap();
+    let blind = blind_point_for(&wallet.x25519_secret(), &held, &account, &buyer_pk).unwrap();
+    let ix = escrow::deposit_token(
+        &account,
+        &buyer_pk,
+        &held.terms,
+        &blind,
+        &wallet.x25519_public(),
+        &remade,
+    );
+    assert!(
+        rt.block_on(chain.send(&[ix], &[&wallet.solana_keypair()]))
+            .is_err(),
+        "the program took a deposit in a remade mint"
+    );
+    assert_eq!(units(), before, "nothing moved");
+    let at = escrow::escrow_address(&account, &buyer_pk);
+    assert!(rt
+        .block_on(read_account(&chain, &at, EscrowAccount::decode))
+        .unwrap()
+        .is_none());
+    std::thread::sleep(Duration::from_secs(3));
+    assert!(
+        daemon.alive(),
+        "listen died; its log ends:\n{}",
+        daemon.tail()
+    );
+    let after = rt
+        .block_on(read_account(&chain, &account, ListingAccount::decode))
+        .unwrap()
+        .unwrap();
+    assert_eq!(after.stake, LISTING_STAKE);
+    assert!(daemon.stop().success());
+}

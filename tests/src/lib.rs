@@ -575,6 +575,80 @@ impl TestValidator {
         mint.pubkey()
     }
 
+    /// A Token-2022 mint at `mint`'s address (6 decimals), `authority`
+    /// its mint and close authority, and its permanent delegate too when
+    /// `permanent_delegate`: what a hostile issuer makes, closes (supply
+    /// 0) and makes again with other extensions at the same address.
+    pub fn create_token_2022_mint(
+        &self,
+        mint: &Keypair,
+        authority: &Keypair,
+        permanent_delegate: bool,
+    ) -> node::chain::token::TokenMint {
+        use spl_token_2022_interface::extension::ExtensionType;
+        use spl_token_2022_interface::instruction as t22;
+        let program = spl_token_2022_interface::ID;
+        let mut kinds = vec![ExtensionType::MintCloseAuthority];
+        if permanent_delegate {
+            kinds.push(ExtensionType::PermanentDelegate);
+        }
+        let space =
+            ExtensionType::try_calculate_account_len::<spl_token_2022_interface::state::Mint>(
+                &kinds,
+            )
+            .expect("mint length");
+        let (chain, rt) = (self.chain(), runtime());
+        let rent = rt.block_on(chain.rent_exemption(space)).expect("rent");
+        let mut ixs = vec![
+            solana_system_interface::instruction::create_account(
+                &authority.pubkey(),
+                &mint.pubkey(),
+                rent,
+                space as u64,
+                &program,
+            ),
+            t22::initialize_mint_close_authority(
+                &program,
+                &mint.pubkey(),
+                Some(&authority.pubkey()),
+            )
+            .expect("close authority"),
+        ];
+        if permanent_delegate {
+            ixs.push(
+                t22::initialize_permanent_delegate(&program, &mint.pubkey(), &authority.pubkey())
+                    .expect("permanent delegate"),
+            );
+        }
+        ixs.push(
+            t22::initialize_mint2(&program, &mint.pubkey(), &authority.pubkey(), None, 6)
+                .expect("initialize_mint2"),
+        );
+        rt.block_on(chain.send(&ixs, &[authority, mint]))
+            .expect("create the Token-2022 mint");
+        node::chain::token::TokenMint {
+            address: mint.pubkey(),
+            program,
+            decimals: 6,
+        }
+    }
+
+    /// Closes the Token-2022 mint `mint` (its supply 0) by its close
+    /// authority `authority`, its rent to `authority`.
+    pub fn close_token_2022_mint(&self, mint: &Pubkey, authority: &Keypair) {
+        let ix = spl_token_2022_interface::instruction::close_account(
+            &spl_token_2022_interface::ID,
+            mint,
+            &authority.pubkey(),
+            &authority.pubkey(),
+            &[],
+        )
+        .expect("close_account");
+        runtime()
+            .block_on(self.chain().send(&[ix], &[authority]))
+            .expect("close the mint");
+    }
+
     /// Airdrops `sol` to `to` and waits for it.
     pub fn fund(&self, to: &Pubkey, sol: u64) {
         let chain = self.chain();

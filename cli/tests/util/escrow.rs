@@ -107,31 +107,39 @@ pub fn configured(extra: &[String], dispute_secs: u64) -> (e2e::TestValidator, K
 /// program at 1 USD (100 USD/SOL) with [`LISTING_STAKE`]; the seller and
 /// `list`'s JSON.
 pub fn escrow_seller(v: &e2e::TestValidator, dir: &str, memory: &str) -> (Env, Value) {
+    escrow_seller_with(v, dir, memory, &[])
+}
+
+/// [`escrow_seller`] with `extra` flags for `list` (e.g. `--mint`).
+pub fn escrow_seller_with(
+    v: &e2e::TestValidator,
+    dir: &str,
+    memory: &str,
+    extra: &[&str],
+) -> (Env, Value) {
     let seller = Env::new();
     seller.ok(&["wallet", "new"]);
     ok(v, &seller, &["wallet", "airdrop", "5", "--json"]);
     seller.ok(&["memory", "add", memory, "-c", "lesson"]);
     seller.ok(&["export", "--sign", "-o", "b.signed.json"]);
     let stake = LISTING_STAKE.to_string();
-    let listed = ok(
-        v,
-        &seller,
-        &[
-            "marketplace",
-            "list",
-            "b.signed.json",
-            "--price-usd",
-            "1",
-            "--sol-usd",
-            "100",
-            "--escrow",
-            "--stake-lamports",
-            &stake,
-            "--storage-dir",
-            dir,
-            "--json",
-        ],
-    );
+    let mut args = vec![
+        "marketplace",
+        "list",
+        "b.signed.json",
+        "--price-usd",
+        "1",
+        "--sol-usd",
+        "100",
+        "--escrow",
+        "--stake-lamports",
+        &stake,
+        "--storage-dir",
+        dir,
+        "--json",
+    ];
+    args.extend_from_slice(extra);
+    let listed = ok(v, &seller, &args);
     (seller, listed)
 }
 
