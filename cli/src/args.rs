@@ -617,6 +617,9 @@ pub struct WatchArgs {
     /// Exit once nothing is pending (after at least one pass).
     #[arg(long)]
     pub until_done: bool,
+    /// One pass, then exit with what it did (`{outcomes: [...]}`).
+    #[arg(long, conflicts_with = "until_done")]
+    pub once: bool,
     /// List the pending (and newest finished) escrow buys and exit.
     #[arg(long)]
     pub list: bool,

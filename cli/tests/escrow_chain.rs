@@ -395,6 +395,17 @@ fn the_escrow_trade_runs_through_the_binaries_on_the_deployed_program() {
         refunded = refund();
     }
     assert_eq!(refunded["is_error"], false, "{refunded}");
+    // its pending buy ends there: the agent's market_pending finds the
+    // escrow closed by hand
+    let pending = util::mcp::session(
+        &py,
+        late.dir.path(),
+        &server,
+        serde_json::json!([["call", "market_pending", {}]]),
+    );
+    let result = &pending["steps"][0]["result"];
+    assert_eq!(result["outcomes"][0]["state"], "closed", "{pending}");
+    assert_eq!(result["still_pending"], 0, "{pending}");
     // the share its deposit reserved: half the floor
     let slash = STAKE / 2;
     assert!(

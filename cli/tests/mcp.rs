@@ -163,6 +163,7 @@ fn an_agent_buys_within_its_budget_and_never_over_it() {
         "market_quote",
         "market_buy",
         "market_fetch",
+        "market_pending",
         "market_budget",
         "market_status",
         "market_list",

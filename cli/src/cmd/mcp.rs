@@ -69,7 +69,7 @@ pub struct BrainctlServer {
 
 const INSTRUCTIONS: &str = "brainctl: this agent's memory store and a marketplace of signed memory bundles settled on Solana.
 Memory: memory_search / memory_list read the store, memory_add writes one memory.
-Buying: market_browse (an indexer's listings) -> market_show (one listing, its preview and sales) -> market_quote (the full cost and whether the spend policy allows it; sends nothing) -> market_buy (pays, waits for the seller's release, verifies and imports the memories into scope imported:<listing id>). A buy over the spend policy is refused with the reason and spends nothing; market_budget shows the policy and what the last 24 h spent. If market_buy times out, the payment stands: finish with market_fetch and the buy_signature it returned.
+Buying: market_browse (an indexer's listings) -> market_show (one listing, its preview and sales) -> market_quote (the full cost and whether the spend policy allows it; sends nothing) -> market_buy (pays, waits for the seller's release, verifies and imports the memories into scope imported:<listing id>). A buy over the spend policy is refused with the reason and spends nothing; market_budget shows the policy and what the last 24 h spent. If market_buy times out, the payment stands: finish with market_fetch and the buy_signature it returned. An escrow buy the seller has not answered yet returns status pending: market_pending (one pass over every pending escrow buy: imports a release, proves a lying seller's fraud on chain, refunds a missed window) finishes it; call it again later, or run `brainctl marketplace watch` as a service.
 Negotiating: market_offer proposes a price; once the seller accepts, market_buy with the offer id pays the agreed price.
 Selling: market_list (a signed bundle of memories, chosen by category/scope/ids), then the seller's `brainctl marketplace listen` service releases each paid buy; market_status shows listings, buys and offers; market_accept / market_reject / market_counter answer offers; market_cancel withdraws a listing.
 Reviewing: bought memories wait in quarantine (quarantine_list); read a scope with memory_list {scope}, then quarantine_promote (flagged rows only when named by id) or quarantine_purge.
@@ -720,6 +720,22 @@ impl BrainctlServer {
                 listing: a.manifest_id,
                 buy_signature: a.buy_signature,
                 receive: s.receive(),
+            }))
+        })
+        .await
+    }
+
+    /// One pass over this wallet's pending escrow buys.
+    #[tool(
+        description = "Finish your pending escrow buys (those market_buy returned as pending): one look at each escrow. A revealed key is opened against the blob checked before paying and imported; a key that does not open the committed blob is proven on chain (deposit and a share of the seller's stake back); a deposit the seller left past its window, declined or expired is refunded. Spends only network fees. Returns {outcomes: [{buy_signature, listing_id, state, detail}], still_pending}."
+    )]
+    async fn market_pending(&self) -> Result<CallToolResult, McpError> {
+        self.market(|_| {
+            Ok(MarketCmd::Watch(crate::args::WatchArgs {
+                every: 5,
+                until_done: false,
+                once: true,
+                list: false,
             }))
         })
         .await

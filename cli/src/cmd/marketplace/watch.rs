@@ -43,10 +43,33 @@ pub(super) fn watch(a: WatchArgs, ctx: &Context) -> CliResult<()> {
         });
         return Ok(());
     }
-    let signals = super::listen::stop_signals()?;
     let wallet = ctx.wallet()?;
     let chain = ctx.chain()?;
     let path = node::market::pending::pending_path(&ctx.wallet_path);
+    if a.once {
+        let store = ctx.pending_escrows()?;
+        let now = || time::OffsetDateTime::now_utc().unix_timestamp();
+        let outcomes = ctx
+            .block_on(node::watch::pass(&chain, &wallet, &store, now))
+            .map_err(anyhow::Error::from)?;
+        let still = store.pending().map_err(anyhow::Error::from)?.len();
+        let v = json!({"ok": true, "outcomes": outcomes, "still_pending": still});
+        ctx.emit(&v, || {
+            let mut out: Vec<String> = outcomes
+                .iter()
+                .map(|o| {
+                    format!(
+                        "{:?} {} (buy {}): {}",
+                        o.state, o.listing_id, o.buy_signature, o.detail
+                    )
+                })
+                .collect();
+            out.push(format!("{still} escrow buys still pending"));
+            out.join("\n")
+        });
+        return Ok(());
+    }
+    let signals = super::listen::stop_signals()?;
     let json = ctx.json;
     let report = |outcomes: &[node::watch::Outcome]| {
         for o in outcomes {
