@@ -35,6 +35,7 @@ pub const GROUPS: &[(&str, &[&str])] = &[
         &[
             "market_buy",
             "market_fetch",
+            "market_pending",
             "market_list",
             "market_offer",
             "market_counter",
@@ -155,6 +156,6 @@ mod tests {
                 assert!(seen.insert(*t), "{t} in two groups");
             }
         }
-        assert_eq!(seen.len(), 24);
+        assert_eq!(seen.len(), 25);
     }
 }
