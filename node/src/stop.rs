@@ -167,5 +167,23 @@ fn watchdog(
             "still running after the stop's grace: exiting now (state is durable; a restart resumes)"
         );
     }
-    std::process::exit(FORCED_EXIT_CODE);
+    end_now(FORCED_EXIT_CODE);
+}
+
+/// Ends the process at once: `_exit`, never `exit`. `exit` runs the
+/// process's exit handlers and flushes its streams under their locks, and
+/// a service whose main thread is returning at the same instant (its
+/// graceful stop finishing just at the grace) runs them too: two `exit`s
+/// in one process can wait on each other forever (seen: `brainctl-indexer
+/// run` alive 4 s after the watchdog's "exiting now"). Durable state is
+/// SQLite transactions, so skipping the handlers loses nothing.
+fn end_now(code: i32) -> ! {
+    #[cfg(unix)]
+    // SAFETY: `_exit` takes no pointers and never returns; it ends every
+    // thread of the process without running any handler.
+    unsafe {
+        libc::_exit(code)
+    }
+    #[cfg(not(unix))]
+    std::process::exit(code)
 }
