@@ -699,14 +699,21 @@ pub struct ListenArgs {
     /// release in any hour; the rest wait, oldest first.
     #[arg(long, default_value_t = 10)]
     pub below_cost_per_hour: u64,
-    /// Also sell your token listings to x402 clients on this address
-    /// (e.g. 127.0.0.1:8402; port 0 picks a free one, logged):
-    /// `GET /x402/listings/<ID>?buyer=<PUBKEY>` answers 402 with the
-    /// price, then takes the client's payment (this wallet co-signs and
-    /// pays its fee: about 10,000 lamports a sale) and answers with the key
-    /// sealed to the buyer once this daemon has released the buy.
+    /// Also sell your direct token listings to x402 clients (v2 and v1)
+    /// on this address (e.g. 127.0.0.1:8402; port 0 picks a free one,
+    /// logged): `GET /x402/listings/<ID>` answers 402 with the price, then
+    /// takes the client's payment (this wallet co-signs and pays its fee:
+    /// about 10,000 lamports a sale) and answers within 4 s with the key
+    /// sealed to the payer once this daemon has released the buy, or 202
+    /// with the payment's signature and a `poll` URL
+    /// (`/x402/payments/<SIGNATURE>`) that answers the key once released.
     #[arg(long, value_name = "ADDR", conflicts_with = "once")]
     pub x402: Option<String>,
+    /// The URL x402 clients reach the endpoint at, as its answers name
+    /// it (e.g. https://seller.example; default: http:// and the
+    /// request's Host).
+    #[arg(long, value_name = "URL", requires = "x402")]
+    pub x402_public_url: Option<String>,
     /// The CAIP-2 network id the x402 endpoint advertises (default: the
     /// cluster's own, `solana:<genesis hash prefix>`; x402 clients know
     /// only mainnet's, devnet's and testnet's, so a local validator

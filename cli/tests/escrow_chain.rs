@@ -171,16 +171,42 @@ fn the_escrow_trade_runs_through_the_binaries_on_the_deployed_program() {
     );
     assert_eq!(terms.price_lamports, price);
 
-    // the daemon, as sellers run it
+    // the daemon, as sellers run it (with its x402 endpoint)
     let daemon = util::services::listen(
         &seller,
         &v.rpc_url,
         &dir,
         work.path(),
-        &["--token-standard", "token2022"],
-        "warn",
+        &[
+            "--token-standard",
+            "token2022",
+            "--x402",
+            "127.0.0.1:0",
+            "--x402-network",
+            "solana:EtWTRABZaYq6iMfeYKouRu166VU2xqa1",
+        ],
+        "warn,node::x402=info",
     );
     let balance = |k: &Pubkey| rt.block_on(chain.balance(k)).unwrap();
+    // x402 never offers an escrow listing: a direct payment for it would
+    // never be released
+    let x402 = format!(
+        "http://{}/x402/listings/{id}",
+        e2e::logged_listen_address(&daemon.1)
+    );
+    let (status, body) = rt.block_on(async {
+        let r = reqwest::get(&x402).await.unwrap();
+        (
+            r.status().as_u16(),
+            r.json::<serde_json::Value>().await.unwrap(),
+        )
+    });
+    assert_eq!(status, 409, "{body}");
+    assert!(
+        body["error"].as_str().unwrap().contains("escrow program")
+            && body["error"].as_str().unwrap().contains("marketplace buy"),
+        "{body}"
+    );
 
     // an honest buyer: deposit, released, imported
     let (buyer, bought) = buyer_buys(&v, &manifest, &dir, 120);

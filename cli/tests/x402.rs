@@ -84,28 +84,7 @@ fn an_x402_client_buys_a_token_listing_and_opens_its_key() {
     let dollar = test_dollar::ADDRESS.to_string();
     // another mint, made first: the SDK reads mints at `finalized`
     let other = v.create_mint(6);
-    let seller = Env::new();
-    seller.ok(&["wallet", "new"]);
-    onchain(&seller, &["wallet", "airdrop", "2", "--json"]);
-    seller.ok(&["memory", "add", "Paid by an x402 client", "-c", "lesson"]);
-    seller.ok(&["export", "--sign", "-o", "b.signed.json"]);
-    let listed = onchain(
-        &seller,
-        &[
-            "marketplace",
-            "list",
-            "b.signed.json",
-            "--price-usd",
-            "2",
-            "--sol-usd",
-            "150",
-            "--mint",
-            &dollar,
-            "--storage-dir",
-            &dir,
-            "--json",
-        ],
-    );
+    let (seller, listed) = x402_seller(&dir, "Paid by an x402 client");
     let listing = &listed["listing"];
     let (listing_id, bundle_hash) = (
         listing["listing_id"].as_str().unwrap(),
@@ -116,15 +95,9 @@ fn an_x402_client_buys_a_token_listing_and_opens_its_key() {
         .unwrap()
         .parse()
         .unwrap();
-
     // the buyer: a keypair file and test dollars, no SOL at all
     let buyer = Keypair::new();
-    let secret = shared.path().join("buyer.json");
-    std::fs::write(
-        &secret,
-        serde_json::to_string(&buyer.to_bytes().to_vec()).unwrap(),
-    )
-    .unwrap();
+    let secret = keypair_file(shared.path(), &buyer);
     v.fund_dollars(&buyer.pubkey(), 10);
 
     let work = shared.path();
@@ -141,7 +114,8 @@ fn an_x402_client_buys_a_token_listing_and_opens_its_key() {
     );
     let base = format!("http://{}", e2e::logged_listen_address(&daemon.1));
 
-    // unpaid: the requirements, the buy memo bound to the buyer's X25519 key
+    // unpaid, given only the listing's URL: the requirements (v2 in the
+    // header, with the resource's absolute URL; v1's shape in the body)
     let bare = client(&daemon, (&base, listing_id), &secret, &["--mode", "bare"]);
     assert_eq!(bare["status"], 402, "{bare}");
     let req = &bare["required"]["accepts"][0];
@@ -149,6 +123,10 @@ fn an_x402_client_buys_a_token_listing_and_opens_its_key() {
         node::wallet::ed25519_pub_to_x25519(&buyer.pubkey().to_bytes()).unwrap(),
     )
     .to_string();
+    assert_eq!(
+        bare["required"]["resource"]["url"],
+        format!("{base}/x402/listings/{listing_id}")
+    );
     assert_eq!(req["scheme"], "exact");
     assert_eq!(req["network"], DEVNET);
     assert_eq!(req["amount"], "2000000");
@@ -156,8 +134,24 @@ fn an_x402_client_buys_a_token_listing_and_opens_its_key() {
     assert_eq!(req["payTo"], seller_pk.to_string());
     assert_eq!(req["extra"]["feePayer"], seller_pk.to_string());
     // the compact x402 buy memo (the full one exceeds the client's
-    // compute budget); the key is sealed to the X25519 form of the buyer's key
+    // compute budget); the key is sealed to the X25519 form of the payer's key
     assert_eq!(req["extra"]["memo"], format!("x402:buy:{listing_id}"));
+    let v1 = &bare["body"];
+    assert_eq!(v1["x402Version"], 1, "{v1}");
+    assert_eq!(
+        (
+            &v1["accepts"][0]["network"],
+            &v1["accepts"][0]["maxAmountRequired"]
+        ),
+        (
+            &serde_json::json!("solana-devnet"),
+            &serde_json::json!("2000000")
+        )
+    );
+    assert_eq!(
+        v1["accepts"][0]["resource"],
+        format!("{base}/x402/listings/{listing_id}")
+    );
 
     // refusals: the SDK pays what it is told; our check holds the listing's terms
     wait_finalized(&other);
@@ -187,11 +181,17 @@ fn an_x402_client_buys_a_token_listing_and_opens_its_key() {
     }
     assert_eq!(units(&buyer.pubkey()), 10_000_000, "nothing was sent");
 
-    // paid: the SDK's own httpx client pays the 402 by itself
+    // paid: the SDK's own httpx client pays the 402 by itself, with its
+    // default 5 s timeout (the node answers within 4 s: the release, or
+    // 202 with a poll URL that answers it)
     let seller_lamports = rt.block_on(chain.balance(&seller_pk)).unwrap();
     let paid = client(&daemon, (&base, listing_id), &secret, &[]);
     assert_eq!(paid["status"], 200, "{paid}");
-    assert_eq!(paid["settle"]["success"], true);
+    assert!(
+        paid["first_status"] == 200 || paid["first_status"] == 202,
+        "{paid}"
+    );
+    assert_eq!(paid["settle"]["success"], true, "{paid}");
     assert_eq!(paid["settle"]["payer"], buyer.pubkey().to_string());
     assert_eq!(paid["settle"]["network"], DEVNET);
     let body = &paid["body"];
@@ -282,12 +282,59 @@ fn an_x402_client_buys_a_token_listing_and_opens_its_key() {
         6_000_000,
         "a replay pays nothing more"
     );
+    // the payment's own URL answers its release too
+    let polled: Value = rt.block_on(async {
+        http.get(format!(
+            "{base}/x402/payments/{}",
+            first.1["buy_signature"].as_str().unwrap()
+        ))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap()
+    });
+    assert_eq!(
+        (&polled["status"], &polled["release_signature"]),
+        (
+            &serde_json::json!("released"),
+            &first.1["release_signature"]
+        ),
+        "{polled}"
+    );
+    // a `?buyer=` naming someone else than the payer is refused
+    let (status, body) = rt.block_on(async {
+        let r = http
+            .get(format!(
+                "{base}/x402/listings/{listing_id}?buyer={}",
+                Keypair::new().pubkey()
+            ))
+            .header("PAYMENT-SIGNATURE", &header)
+            .send()
+            .await
+            .unwrap();
+        (r.status().as_u16(), r.json::<Value>().await.unwrap())
+    });
+    assert_eq!(status, 402, "{body}");
+    assert_eq!(
+        body["error"],
+        "invalid_exact_svm_payload_transaction_signature"
+    );
 
-    let shown = util::services::listing_with_releases(&indexer_url, listing_id, 2);
+    // a v1 client (the SDK's v1 scheme) pays the body's v1 requirements
+    let old = client(&daemon, (&base, listing_id), &secret, &["--mode", "v1"]);
+    assert_eq!(old["status"], 200, "{old}");
+    assert_eq!(old["settle"]["network"], "solana-devnet", "{old}");
+    assert!(old["sent"]["X-PAYMENT"].is_string(), "{old}");
+    assert!(old["key_hex"].is_string(), "{old}");
+    assert_eq!(units(&buyer.pubkey()), 4_000_000, "a third purchase");
+
+    let shown = util::services::listing_with_releases(&indexer_url, listing_id, 3);
     assert_eq!(
         (&shown["listing"]["sales"], &shown["listing"]["releases"]),
-        (&serde_json::json!(2), &serde_json::json!(2)),
-        "the indexer counts both x402 purchases: {shown}\n{}",
+        (&serde_json::json!(3), &serde_json::json!(3)),
+        "the indexer counts the three x402 purchases: {shown}\n{}",
         indexer.tail()
     );
     util::services::indexer_matches_rebuild(
@@ -310,7 +357,7 @@ fn an_x402_client_buys_a_token_listing_and_opens_its_key() {
     );
     assert_eq!(
         units(&seller_pk),
-        5_000_000,
+        7_000_000,
         "the seller's tokens did not move"
     );
 
@@ -346,6 +393,255 @@ fn an_x402_client_buys_a_token_listing_and_opens_its_key() {
         "{}",
         refused.stdout
     );
+}
+
+/// A seller with a wallet, SOL and a listing of one memory (`text`) for
+/// two test dollars, stored in `dir`: its home, and `list`'s answer.
+fn x402_seller(dir: &str, text: &str) -> (Env, Value) {
+    let dollar = test_dollar::ADDRESS.to_string();
+    let seller = Env::new();
+    seller.ok(&["wallet", "new"]);
+    onchain(&seller, &["wallet", "airdrop", "2", "--json"]);
+    seller.ok(&["memory", "add", text, "-c", "lesson"]);
+    seller.ok(&["export", "--sign", "-o", "b.signed.json"]);
+    let listed = onchain(
+        &seller,
+        &[
+            "marketplace",
+            "list",
+            "b.signed.json",
+            "--price-usd",
+            "2",
+            "--sol-usd",
+            "150",
+            "--mint",
+            &dollar,
+            "--storage-dir",
+            dir,
+            "--json",
+        ],
+    );
+    (seller, listed)
+}
+
+/// A keypair file for `who` in `dir` (solana-keygen's JSON array).
+fn keypair_file(dir: &std::path::Path, who: &Keypair) -> std::path::PathBuf {
+    let path = dir.join(format!("{}.json", who.pubkey()));
+    std::fs::write(
+        &path,
+        serde_json::to_string(&who.to_bytes().to_vec()).unwrap(),
+    )
+    .unwrap();
+    path
+}
+
+/// One GET of `url`, with `payment` as its `PAYMENT-SIGNATURE`: the
+/// status, the `PAYMENT-REQUIRED` header decoded, and the body.
+fn get(url: &str, payment: Option<&str>) -> (u16, Value, Value) {
+    use base64::Engine as _;
+    e2e::runtime().block_on(async {
+        let mut r = reqwest::Client::new().get(url);
+        if let Some(p) = payment {
+            r = r.header("PAYMENT-SIGNATURE", p);
+        }
+        let r = r.send().await.unwrap();
+        let required = r
+            .headers()
+            .get("PAYMENT-REQUIRED")
+            .and_then(|h| base64::engine::general_purpose::STANDARD.decode(h).ok())
+            .and_then(|b| serde_json::from_slice(&b).ok())
+            .unwrap_or(Value::Null);
+        let status = r.status().as_u16();
+        (status, required, r.json().await.unwrap_or(Value::Null))
+    })
+}
+
+/// Hostile x402 payers while the real `listen` runs, its RPC behind a
+/// fault proxy: one source account spent by five payments at once lands
+/// one and sends no other; a payer whose source is emptied between the
+/// node's check and the landing (sends held 6 s by the proxy) costs the
+/// node a failed payment's fee twice, then its next payment is refused
+/// unsent (its budget, 2 an hour), while its honest neighbour still pays;
+/// an honest buyer on that slow chain gets 202 within its client's
+/// default timeout (the Python SDK's httpx client, 5 s) and its key by
+/// polling; a flood of unpaid requests costs no RPC call each and is
+/// rate limited per client.
+#[test]
+fn hostile_x402_payers_pay_for_their_own_failures_and_honest_buyers_are_served() {
+    use e2e::proxy::{Fault, FaultProxy};
+    use std::time::{Duration, Instant};
+    let v = e2e::validator();
+    let rt = e2e::runtime();
+    let chain = v.chain();
+    let shared = tempfile::tempdir().unwrap();
+    let dir = shared.path().join("items").display().to_string();
+    let dollar = test_dollar::mint();
+    let (seller, listed) = x402_seller(&dir, "Sold to honest x402 buyers only");
+    let listing_id = listed["listing"]["listing_id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let seller_pk: Pubkey = listed["listing"]["payment_address"]
+        .as_str()
+        .unwrap()
+        .parse()
+        .unwrap();
+    let proxy = FaultProxy::start(&v.rpc_url);
+    let mut daemon = util::services::listen(
+        &seller,
+        &proxy.url,
+        &dir,
+        shared.path(),
+        &["--x402", "127.0.0.1:0", "--x402-network", DEVNET],
+        "warn,node::x402=info,node::listen=info",
+    );
+    let base = format!("http://{}", e2e::logged_listen_address(&daemon.1));
+    let url = format!("{base}/x402/listings/{listing_id}");
+    let (status, required, _) = get(&url, None);
+    assert_eq!(status, 402);
+    let req = required["accepts"][0].clone();
+    let units = |owner: &Pubkey| {
+        rt.block_on(node::chain::token::balance(&chain, owner, &dollar))
+            .unwrap()
+    };
+    let blockhash = || rt.block_on(chain.rpc().get_latest_blockhash()).unwrap();
+    let pay = |payer: &Keypair, cu_price: u64| {
+        e2e::x402::payment(&seller_pk, payer, &dollar, &req, cu_price, blockhash())
+    };
+
+    // 1. one source account, five payments of it at once
+    let mallory = Keypair::new();
+    v.fund_dollars(&mallory.pubkey(), 2);
+    let payments: Vec<String> = (1..=5).map(|p| pay(&mallory, p)).collect();
+    let answers: Vec<u16> = std::thread::scope(|s| {
+        let joins: Vec<_> = payments
+            .iter()
+            .map(|h| s.spawn(|| get(&url, Some(h)).0))
+            .collect();
+        joins.into_iter().map(|j| j.join().unwrap()).collect()
+    });
+    assert_eq!(
+        answers.iter().filter(|s| [200, 202].contains(*s)).count(),
+        1,
+        "one payment taken: {answers:?}"
+    );
+    assert!(
+        answers.iter().all(|s| [200, 202, 402, 429].contains(s)),
+        "{answers:?}"
+    );
+    // the others, once the first is answered: refused by the simulation
+    // (the source is empty), never sent
+    std::thread::sleep(Duration::from_secs(3));
+    for h in &payments {
+        let (status, _, body) = get(&url, Some(h));
+        assert!(
+            status == 200 || (status == 402 && body["reason"] == "transaction_simulation_failed"),
+            "{status} {body}"
+        );
+    }
+    let mallory_source = node::chain::token::associated_account(&mallory.pubkey(), &dollar);
+    let history = rt
+        .block_on(chain.signatures_for(&mallory_source, None))
+        .unwrap();
+    assert_eq!(
+        history.len(),
+        2,
+        "its funding and one payment landed, nothing else: {history:?}"
+    );
+    assert!(history.iter().all(|h| h.err.is_none()), "{history:?}");
+    assert_eq!(units(&mallory.pubkey()), 0);
+
+    // 2. a payer who empties its source after the node's check: each
+    // payment lands failed, at the node's cost, until its budget is spent
+    proxy.set(Fault::StallSends(Duration::from_secs(6)));
+    let eve = Keypair::new();
+    let funder = v.funded_keypair(1);
+    let sink = Keypair::new().pubkey();
+    let mut failed_fees = 0;
+    for round in 0..2 {
+        v.fund_dollars(&eve.pubkey(), 2);
+        let h = pay(&eve, 10 + round);
+        let (status, body) = std::thread::scope(|s| {
+            let answer = s.spawn(|| get(&url, Some(&h)));
+            std::thread::sleep(Duration::from_millis(1_500));
+            let drain = node::chain::token::transfer_to(&eve.pubkey(), &sink, &dollar, 2_000_000);
+            let create =
+                node::chain::token::create_associated_account(&funder.pubkey(), &sink, &dollar);
+            rt.block_on(chain.send(&[create, drain], &[&funder, &eve]))
+                .expect("the payer empties its source");
+            let (status, _, body) = answer.join().unwrap();
+            (status, body)
+        });
+        assert_eq!(status, 202, "answered pending within 4 s: {body}");
+        let poll = body["poll"].as_str().unwrap().to_string();
+        let deadline = Instant::now() + Duration::from_secs(60);
+        let failed = loop {
+            let (status, _, polled) = get(&poll, None);
+            if status == 402 {
+                break polled;
+            }
+            assert!(Instant::now() < deadline, "never failed: {status} {polled}");
+            std::thread::sleep(Duration::from_millis(500));
+        };
+        assert_eq!(
+            (&failed["status"], &failed["reason"]),
+            (
+                &serde_json::json!("failed"),
+                &serde_json::json!("transaction_failed")
+            ),
+            "{failed}"
+        );
+        let sig = body["buy_signature"].as_str().unwrap().parse().unwrap();
+        let landed = rt.block_on(chain.transaction_json(&sig)).unwrap().unwrap();
+        assert!(!landed["meta"]["err"].is_null(), "it landed failed");
+        failed_fees += landed["meta"]["fee"].as_u64().unwrap();
+    }
+    v.fund_dollars(&eve.pubkey(), 2);
+    let (status, _, body) = get(&url, Some(&pay(&eve, 20)));
+    assert_eq!(status, 429, "the payer's budget is spent: {body}");
+    assert!(
+        body["error"]
+            .as_str()
+            .unwrap()
+            .contains("failed on chain 2 times"),
+        "{body}"
+    );
+    assert_eq!(units(&eve.pubkey()), 2_000_000, "refused unsent");
+    eprintln!("x402 hostile payers: the node paid {failed_fees} lamports for 2 failed payments, then refused the payer");
+    assert!(failed_fees <= 2 * 10_100, "{failed_fees}");
+
+    // 3. an honest buyer on the same slow chain, with the SDK's client and
+    // its default timeout: 202 at once, its key by polling
+    let honest = Keypair::new();
+    v.fund_dollars(&honest.pubkey(), 2);
+    let secret = keypair_file(shared.path(), &honest);
+    let bought = client(&daemon, (&base, &listing_id), &secret, &[]);
+    assert_eq!(
+        (&bought["first_status"], &bought["status"]),
+        (&serde_json::json!(202), &serde_json::json!(200)),
+        "{bought}"
+    );
+    assert!(bought["key_hex"].is_string(), "{bought}");
+    assert_eq!(units(&honest.pubkey()), 0);
+    proxy.set(Fault::None);
+
+    // 4. a flood of unpaid requests: no RPC call each, rate limited
+    let (seen_before, _) = proxy.stats();
+    let statuses: Vec<u16> = (0..300).map(|_| get(&url, None).0).collect();
+    let (seen_after, _) = proxy.stats();
+    let limited = statuses.iter().filter(|s| **s == 429).count();
+    assert!(
+        statuses.iter().all(|s| [402, 429].contains(s)),
+        "{statuses:?}"
+    );
+    assert!(limited > 0, "rate limited per client");
+    assert!(
+        seen_after - seen_before < 100,
+        "300 unpaid requests read the chain {} times (listen's own reads included)",
+        seen_after - seen_before
+    );
+    assert!(daemon.alive(), "listen died:\n{}", daemon.tail());
+    assert!(daemon.stop().success());
 }
 
 /// Paid tool calls (x402's MCP binding) over `brainctl mcp --http` with a

@@ -9,6 +9,8 @@
 //! - [`Fault::HideStatuses`]: `getSignatureStatuses` always says "not
 //!   found" (the rest is forwarded);
 //! - [`Fault::NoBlockTime`]: `getTransaction` answers lack `blockTime`;
+//! - [`Fault::StallSends`]: every `sendTransaction` waits that long before
+//!   it is forwarded (slow-landing transactions; the rest is forwarded);
 //! - [`Fault::None`]: requests are forwarded unchanged;
 //!
 //! and, beside the fault, [`FaultProxy::substitute`]: a lying node that
@@ -37,6 +39,10 @@ pub enum Fault {
     /// Answer every `getSignatureStatuses` with "not found" (a lying
     /// node); forward the rest.
     HideStatuses,
+    /// Wait this long before forwarding each `sendTransaction` (a
+    /// transaction lands that much later than its simulation ran);
+    /// forward the rest at once.
+    StallSends(Duration),
     /// Forward everything, but answer `getTransaction` without its block
     /// time (`"blockTime": null`, as nodes do for blocks whose time they
     /// have not got).
@@ -197,11 +203,18 @@ async fn connection(
             && String::from_utf8_lossy(&body).contains("\"getSignatureStatuses\"");
         let timeless = now == Fault::NoBlockTime
             && String::from_utf8_lossy(&body).contains("\"getTransaction\"");
+        let sending = matches!(now, Fault::StallSends(_))
+            && String::from_utf8_lossy(&body).contains("\"sendTransaction\"");
         let faulted = hidden
             || timeless
+            || sending
             || !matches!(
                 now,
-                Fault::None | Fault::Stall(_) | Fault::HideStatuses | Fault::NoBlockTime
+                Fault::None
+                    | Fault::Stall(_)
+                    | Fault::HideStatuses
+                    | Fault::NoBlockTime
+                    | Fault::StallSends(_)
             );
         {
             let mut s = stats.lock().expect("stats lock");
@@ -217,6 +230,12 @@ async fn connection(
             ),
             Fault::Stall(d) => {
                 tokio::time::sleep(d).await;
+                forward(&client, &upstream, &path, body).await
+            }
+            Fault::StallSends(d) => {
+                if sending {
+                    tokio::time::sleep(d).await;
+                }
                 forward(&client, &upstream, &path, body).await
             }
             Fault::HideStatuses if hidden => {

@@ -25,51 +25,37 @@ pub fn python() -> std::path::PathBuf {
     py
 }
 
-/// A `PAYMENT-SIGNATURE` header for `requirements` (the 402's, as JSON)
-/// whose transaction moves the fee payer's own tokens (the fee payer as
-/// the transfer's owner and authority), signed by `buyer` as the second
-/// signer with the buy memo.
-pub fn payment_spending_fee_payer(
-    fee_payer: &Pubkey,
-    buyer: &Keypair,
-    mint: &TokenMint,
+/// The compute-budget program.
+const COMPUTE_BUDGET: &str = "ComputeBudget111111111111111111111111111111";
+/// SPL Memo.
+const MEMO: &str = "MemoSq4gqABAXKb96qnH8TysNcWxMyWCqXgDLGmfcHr";
+
+/// A `PAYMENT-SIGNATURE` header (v2) paying `requirements` (the 402's, as
+/// JSON) with `transfer` as its third instruction, the buy memo after it,
+/// and a compute-unit price of `cu_price` micro-lamports (distinct prices
+/// make distinct payments of the same terms), on `blockhash`, signed by
+/// `payer` as the second signer.
+fn payment_with(
+    (fee_payer, payer): (&Pubkey, &Keypair),
+    transfer: Instruction,
+    memo_accounts: Vec<AccountMeta>,
     requirements: &Value,
+    (cu_price, blockhash): (u64, solana_sdk::hash::Hash),
 ) -> String {
     use base64::Engine as _;
-    let amount: u64 = requirements["amount"].as_str().unwrap().parse().unwrap();
     let memo = requirements["extra"]["memo"].as_str().unwrap();
-    let mut data = vec![12];
-    data.extend_from_slice(&amount.to_le_bytes());
-    data.push(mint.decimals);
-    let compute_budget: Pubkey = "ComputeBudget111111111111111111111111111111"
-        .parse()
-        .unwrap();
-    let memo_program: Pubkey = "MemoSq4gqABAXKb96qnH8TysNcWxMyWCqXgDLGmfcHr"
-        .parse()
-        .unwrap();
+    let compute_budget: Pubkey = COMPUTE_BUDGET.parse().unwrap();
+    let mut price = vec![3];
+    price.extend_from_slice(&cu_price.to_le_bytes());
     let ixs = [
         Instruction::new_with_bytes(compute_budget, &[2, 0x20, 0x4e, 0, 0], vec![]),
-        Instruction::new_with_bytes(compute_budget, &[3, 1, 0, 0, 0, 0, 0, 0, 0], vec![]),
-        Instruction {
-            program_id: mint.program,
-            accounts: vec![
-                AccountMeta::new(associated_account(fee_payer, mint), false),
-                AccountMeta::new_readonly(mint.address, false),
-                AccountMeta::new(associated_account(fee_payer, mint), false),
-                AccountMeta::new_readonly(*fee_payer, true),
-            ],
-            data,
-        },
-        Instruction::new_with_bytes(
-            memo_program,
-            memo.as_bytes(),
-            vec![AccountMeta::new_readonly(buyer.pubkey(), true)],
-        ),
+        Instruction::new_with_bytes(compute_budget, &price, vec![]),
+        transfer,
+        Instruction::new_with_bytes(MEMO.parse().unwrap(), memo.as_bytes(), memo_accounts),
     ];
-    let blockhash = solana_sdk::hash::Hash::new_unique();
     let message =
         VersionedMessage::V0(v0::Message::try_compile(fee_payer, &ixs, &[], blockhash).unwrap());
-    let sig = buyer.sign_message(&message.serialize());
+    let sig = payer.sign_message(&message.serialize());
     let tx = VersionedTransaction {
         signatures: vec![Signature::default(), sig],
         message,
@@ -80,4 +66,72 @@ pub fn payment_spending_fee_payer(
         "accepted": requirements,
     });
     base64::engine::general_purpose::STANDARD.encode(payload.to_string())
+}
+
+/// `TransferChecked` of `requirements`' amount of `mint` from `owner`'s
+/// associated account to the payee's, by `authority`.
+fn transfer_of(
+    owner: &Pubkey,
+    authority: &Pubkey,
+    mint: &TokenMint,
+    requirements: &Value,
+) -> Instruction {
+    let amount: u64 = requirements["amount"].as_str().unwrap().parse().unwrap();
+    let pay_to: Pubkey = requirements["payTo"].as_str().unwrap().parse().unwrap();
+    let mut data = vec![12];
+    data.extend_from_slice(&amount.to_le_bytes());
+    data.push(mint.decimals);
+    Instruction {
+        program_id: mint.program,
+        accounts: vec![
+            AccountMeta::new(associated_account(owner, mint), false),
+            AccountMeta::new_readonly(mint.address, false),
+            AccountMeta::new(associated_account(&pay_to, mint), false),
+            AccountMeta::new_readonly(*authority, true),
+        ],
+        data,
+    }
+}
+
+/// An honest payment of `requirements` by `payer` from its own associated
+/// account (what the SDK's client builds), at compute-unit price
+/// `cu_price`, on `blockhash` (a recent one: it is meant to land).
+pub fn payment(
+    fee_payer: &Pubkey,
+    payer: &Keypair,
+    mint: &TokenMint,
+    requirements: &Value,
+    cu_price: u64,
+    blockhash: solana_sdk::hash::Hash,
+) -> String {
+    let transfer = transfer_of(&payer.pubkey(), &payer.pubkey(), mint, requirements);
+    payment_with(
+        (fee_payer, payer),
+        transfer,
+        vec![],
+        requirements,
+        (cu_price, blockhash),
+    )
+}
+
+/// A `PAYMENT-SIGNATURE` header for `requirements` whose transaction
+/// moves the fee payer's own tokens (the fee payer as the transfer's
+/// owner and authority), signed by `buyer` as the second signer with the
+/// buy memo.
+pub fn payment_spending_fee_payer(
+    fee_payer: &Pubkey,
+    buyer: &Keypair,
+    mint: &TokenMint,
+    requirements: &Value,
+) -> String {
+    // the payee is the fee payer: its own account is paid back to itself
+    let transfer = transfer_of(fee_payer, fee_payer, mint, requirements);
+    payment_with(
+        (fee_payer, buyer),
+        transfer,
+        // the buyer still signs (the memo names it)
+        vec![AccountMeta::new_readonly(buyer.pubkey(), true)],
+        requirements,
+        (1, solana_sdk::hash::Hash::new_unique()),
+    )
 }

@@ -6,6 +6,9 @@
 //! - [`verify`]: the facilitator's check of a client's transaction
 //!   (pure), and co-signing as fee payer.
 //! - [`serve`]: the endpoint selling a listing's key, beside `listen`.
+//! - [`reads`]: the clock and mints, cached briefly.
+//! - [`guard`]: who may have a payment settled (one in flight per payer
+//!   and source account, failure budgets, requests per client).
 //! - [`prices`], [`paid_calls`], [`call_ledger`]: paid MCP tool calls
 //!   (x402's MCP binding): the operator's price list, the settlement of a
 //!   payment for one call, and the durable record that runs each paid call
@@ -18,8 +21,10 @@
 //! payee, recorded in the node's own ledger.
 
 pub mod call_ledger;
+pub mod guard;
 pub mod paid_calls;
 pub mod prices;
+pub mod reads;
 pub mod serve;
 pub mod verify;
 pub mod wire;

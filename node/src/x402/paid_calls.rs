@@ -14,13 +14,22 @@
 //! process stopped) runs its call when sent again, and one payment is
 //! settled by one request at a time.
 //!
+//! Who pays for failures: one payment in flight per payer and per source
+//! account, and failure budgets per payer, per source and in all
+//! ([`super::guard`]); the mint is screened again for each payment (read
+//! at most [`super::reads::MINT_TTL`] before), and what arrived at the
+//! payee is read from the landed transaction: a payment that arrived
+//! short runs nothing.
+//!
 //! Owns: the requirements of a priced tool and the settlement of a
 //! payment for it. Never: runs the tool (the MCP server does, between
 //! [`PaidCalls::settle`] and [`Settled::served`]), logs a payment's
 //! transaction, or lets a payment make the fee payer move funds.
 
 use super::call_ledger::{CallLedger, CallState, LedgerError};
+use super::guard::{Guard, GuardConfig};
 use super::prices::PriceList;
+use super::reads::Reads;
 use super::verify::{self, Expected, MemoRule};
 use super::wire::{self, PaymentPayload, PaymentRequired, Requirements, Resource, SettleResponse};
 use crate::chain::token::{associated_account, create_associated_account, MintRefusal, TokenMint};
@@ -83,6 +92,10 @@ pub struct PaidCalls {
     ledger_path: PathBuf,
     /// Payments being settled (one request each).
     in_flight: Mutex<HashSet<String>>,
+    /// Who may have a payment sent now.
+    guard: Arc<Guard>,
+    /// The mint, screened again per payment.
+    reads: Reads,
     /// This process's name on the ledger's claims.
     owner: String,
 }
@@ -141,6 +154,8 @@ impl PaidCalls {
             max_timeout_seconds: list.max_timeout_seconds,
             ledger_path,
             in_flight: Default::default(),
+            guard: Guard::new(GuardConfig::default()),
+            reads: Reads::default(),
             // the pid names a live process on this machine (a WAL ledger is
             // shared only on one); the start time tells a reused pid apart
             owner: format!(
@@ -243,21 +258,23 @@ impl PaidCalls {
         let mut tx = verify::decode(&payload.payload.transaction)
             .map_err(|r| CallRefusal::new(r.reason(), &r))?;
         let fee_payer = self.wallet.solana_keypair();
-        let payer = tx
-            .message
-            .static_account_keys()
-            .get(1)
-            .copied()
-            .ok_or_else(|| {
-                let r = verify::Refusal::Signatures(1);
-                CallRefusal::new(r.reason(), r)
-            })?;
+        let payer = verify::payer_of(&tx).ok_or_else(|| {
+            let r = verify::Refusal::Signatures(1);
+            CallRefusal::new(r.reason(), r)
+        })?;
+        // the mint as it is now: a transfer fee, a hook or a pause added
+        // since the start would make this payment arrive short or fail
+        let mint = self
+            .reads
+            .mint(&self.chain, &self.mint.address)
+            .await
+            .map_err(|e| CallRefusal::new("unsupported_mint", e))?;
         verify::check(
             &tx,
             &Expected {
                 fee_payer: fee_payer.pubkey(),
                 payer,
-                mint: self.mint,
+                mint,
                 pay_to: self.pay_to,
                 amount: units,
                 memo: MemoRule::Nonce,
@@ -331,15 +348,37 @@ impl PaidCalls {
                     format!("payment {signature} is already on chain: it paid for something else; pay again for this call"),
                 ));
             }
-            CallState::Sending => match self.chain.send_cosigned(&tx).await {
+            CallState::Sending => {
+                let admission = self
+                    .guard
+                    .admit(payer, verify::source_of(&tx).unwrap_or_default())
+                    .map_err(|r| CallRefusal::new("settlement_refused", r))?;
+                match self.chain.send_cosigned(&tx).await {
                 Ok(_) => {
+                    let arrived = self.arrived(&signature, &mint).await?;
                     let sig = signature.clone();
+                    if arrived < units {
+                        admission.failed();
+                        self.ledger(move |l| l.advance(&sig, CallState::Sending, CallState::Failed))
+                            .await?;
+                        tracing::warn!(%tool, %payer, %signature, arrived, units, "paid call: the payment arrived short");
+                        let mut r = CallRefusal::new(
+                            "invalid_exact_svm_payload_amount_insufficient",
+                            format!("payment {signature} landed, but {arrived} of {units} base units arrived at the payee (the mint withholds part of a transfer); the call does not run"),
+                        );
+                        r.settlement = Some(response(false, Some("amount_insufficient")));
+                        return Err(r);
+                    }
+                    admission.landed();
                     self.ledger(move |l| l.advance(&sig, CallState::Sending, CallState::Paid))
                         .await?;
                     tracing::info!(%tool, %payer, %signature, units, "paid call: payment landed");
                 }
                 Err(e) => {
                     let landed_failed = matches!(e, ChainError::TxFailed { .. });
+                    if landed_failed {
+                        admission.failed();
+                    }
                     let never_sent = fresh && matches!(e, ChainError::Config(_));
                     let sig = signature.clone();
                     self.ledger(move |l| {
@@ -365,7 +404,8 @@ impl PaidCalls {
                     r.settlement = Some(response(false, Some(reason)));
                     return Err(r);
                 }
-            },
+                }
+            }
         }
         Ok(Settled {
             calls: self,
@@ -373,6 +413,30 @@ impl PaidCalls {
             signature,
             _claim: claim,
         })
+    }
+
+    /// What payment `signature` (landed) delivered to the payee's account,
+    /// by the transaction's token balances.
+    async fn arrived(&self, signature: &str, mint: &TokenMint) -> Result<u64, CallRefusal> {
+        let pending = |e: &dyn std::fmt::Display| {
+            CallRefusal::new(
+                "settlement_pending",
+                format!("payment {signature} landed; reading what arrived failed ({e}): send the same payment again"),
+            )
+        };
+        let sig = signature.parse().map_err(|e| pending(&e))?;
+        let tx = self
+            .chain
+            .transaction(&sig)
+            .await
+            .map_err(|e| pending(&e))?
+            .ok_or_else(|| pending(&"not found yet"))?;
+        let account = associated_account(&self.pay_to, mint).to_string();
+        Ok(tx
+            .token_balances
+            .iter()
+            .find(|b| b.account == account)
+            .map_or(0, |b| b.post.saturating_sub(b.pre)))
     }
 
     /// Whether `tx` (co-signed) is on chain already.

@@ -1,43 +1,61 @@
-//! The seller's x402 endpoint: `GET /x402/listings/{listing_id}?buyer=<pubkey>`
-//! sells a listing's key to anyone with an x402 client. Unpaid, it answers
-//! 402 with the requirements (the listing's mint and price, the seller as
-//! payee and fee payer, the buy memo binding the buyer's X25519 key, which
-//! is derived from the `buyer` pubkey). Paid (`PAYMENT-SIGNATURE`, or v1's
-//! `X-PAYMENT`), it checks the transaction as a facilitator
-//! ([`super::verify`]), co-signs, simulates, sends and waits for it, then
-//! waits for `listen` (running in the same process, on the same state) to
-//! release that buy, and answers with the release: the sealed envelope
-//! (the key sealed to the buyer), the blob and the bundle hash.
+//! The seller's x402 endpoint: `GET /x402/listings/{listing_id}` sells a
+//! listing's key to anyone with an x402 client, given only that URL.
+//! Unpaid, it answers 402 with the requirements (the listing's mint and
+//! price, the seller as payee and fee payer, the compact buy memo) in the
+//! `PAYMENT-REQUIRED` header (v2) and, for v1 clients, in the body (v1's
+//! shape). Paid (`PAYMENT-SIGNATURE`, or v1's `X-PAYMENT`), it checks the
+//! transaction as a facilitator ([`super::verify`]); the buyer is the
+//! payment's signer (the key is sealed to its X25519 form; an optional
+//! `?buyer=` must name the same key). Admitted by [`super::guard`], the
+//! payment is co-signed, simulated and sent by a task of its own, and the
+//! request waits at most [`X402Config::answer_within`] (under the 5 s
+//! default timeout of common HTTP clients) for `listen`, running in the
+//! same process on the same state, to release that buy:
+//!
+//! - 200: the release (the sealed envelope, the blob, the bundle hash);
+//! - 202: not released yet (`status: pending`, the payment's signature
+//!   in `PAYMENT-RESPONSE`, `success` once it landed): the client finishes
+//!   at `GET /x402/payments/{signature}` (`poll` in the body), or sends
+//!   the same payment again, which is the same transaction;
+//! - 409: it landed and the settlement rules refused it; 402: it was
+//!   refused before being sent, or landed failed (nothing was paid).
 //!
 //! Exactly once by construction: the endpoint never releases anything.
 //! The payment is an ordinary buy on chain (the buy memo, the seller's
 //! token account; co-signed by the seller as fee payer), which `listen`
 //! discovers, verifies and releases like any other, crash-safe. The same
 //! payment sent again is the same transaction (the co-signature is
-//! deterministic) and gets the same release.
+//! deterministic) and gets the same release. Only what `listen` releases
+//! is offered: cancelled, expiring, USD-priced, SOL, escrow and foreign
+//! payee listings are refused before any payment.
 //!
 //! Never: holds a write transaction, lets a request make the fee payer
-//! move funds (the check refuses it in any instruction), or waits past
-//! its budgets (a release not yet made is answered 202 with the buy's
-//! signature, to finish with `marketplace fetch`; a payment `listen`
-//! refused, 409 with its reason).
+//! move funds (the check refuses it in any instruction), sends a payment
+//! the guard did not admit, or holds a request past its budget.
 
+use super::guard::{Guard, GuardConfig, Refused};
+use super::reads::Reads;
 use super::verify::{self, Expected, Refusal};
-use super::wire::{self, PaymentPayload, PaymentRequired, Requirements, Resource, SettleResponse};
+use super::wire::{
+    self, PaymentPayload, PaymentRequired, PaymentRequiredV1, Requirements, Resource,
+    SettleResponse,
+};
 use crate::arweave::Source;
 use crate::chain::token::TokenMint;
-use crate::chain::{Chain, Pubkey, Signer};
+use crate::chain::{Chain, ChainError, Pubkey, Signer};
 use crate::seller::{BuyState, ListenDb, ListingRecord};
 use crate::settle::Currency;
 use crate::wallet::Wallet;
-use axum::extract::{Path, Query, State};
+use axum::extract::{ConnectInfo, Path, Query, State};
 use axum::http::{HeaderMap, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use serde_json::{json, Value};
+use std::collections::HashMap;
 use std::future::Future;
+use std::net::SocketAddr;
 use std::path::PathBuf;
-use std::sync::Arc;
-use std::time::Duration;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
 
 /// How the endpoint runs.
 #[derive(Debug, Clone)]
@@ -47,14 +65,17 @@ pub struct X402Config {
     pub network: String,
     /// How long a payment may take (`maxTimeoutSeconds`).
     pub max_timeout_secs: u64,
-    /// How long a paid request waits for `listen`'s release.
-    pub release_wait: Duration,
-    /// Requests served at once (more are answered 503).
+    /// How long a paid request waits for the release before answering
+    /// 202 (pending): under the default timeout of common clients
+    /// (httpx's 5 s).
+    pub answer_within: Duration,
+    /// Payments being settled at once (more are answered 503).
     pub concurrency: usize,
-    /// Co-signed payments that may land failed in an hour (each costs the
-    /// node its fee) before the endpoint stops taking payments for the
-    /// rest of that hour.
-    pub failures_per_hour: usize,
+    /// The URL clients reach the endpoint at (`resource.url`, `poll`);
+    /// `None`: `http://` and the request's `Host`.
+    pub public_url: Option<String>,
+    /// Failure budgets and request rates.
+    pub guard: GuardConfig,
 }
 
 impl X402Config {
@@ -63,12 +84,34 @@ impl X402Config {
         X402Config {
             network,
             max_timeout_secs: 60,
-            release_wait: Duration::from_secs(90),
+            answer_within: Duration::from_secs(4),
             concurrency: 64,
-            failures_per_hour: 20,
+            public_url: None,
+            guard: GuardConfig::default(),
         }
     }
 }
+
+/// Where a payment this process sent stands.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Sending {
+    /// Sent (or being simulated); not known to have landed.
+    InFlight,
+    /// Landed and paid.
+    Landed,
+    /// Landed failed: nothing was paid (the node paid the fee).
+    Failed(String),
+    /// Refused by the simulation: never sent, nothing paid.
+    Unsent(String),
+    /// Not seen landing within its life; it may still have (then
+    /// `listen` releases it).
+    Unknown(String),
+}
+
+/// Payments sent, kept this long for their answers.
+const SENT_KEPT: Duration = Duration::from_secs(900);
+/// Payments remembered at most.
+const MAX_SENT: usize = 50_000;
 
 /// What the handlers share.
 pub struct X402State {
@@ -77,11 +120,14 @@ pub struct X402State {
     db_path: PathBuf,
     source: Source,
     config: X402Config,
+    /// Requests answered at once (more are answered 503).
     permits: tokio::sync::Semaphore,
-    /// Buyers with a payment in flight (one each).
-    in_flight: std::sync::Mutex<std::collections::HashSet<Pubkey>>,
-    /// When co-signed payments failed to settle, within the last hour.
-    failures: std::sync::Mutex<std::collections::VecDeque<std::time::Instant>>,
+    /// Payments being settled at once.
+    settling: Arc<tokio::sync::Semaphore>,
+    guard: Arc<Guard>,
+    reads: Reads,
+    /// The payments this process sent, by signature.
+    sent: Mutex<HashMap<String, (Sending, Instant)>>,
 }
 
 impl X402State {
@@ -94,17 +140,32 @@ impl X402State {
         source: Source,
         config: X402Config,
     ) -> Arc<X402State> {
-        let permits = tokio::sync::Semaphore::new(config.concurrency.max(1));
+        let concurrency = config.concurrency.max(1);
         Arc::new(X402State {
+            reads: Reads::default(),
+            guard: Guard::new(config.guard),
             chain,
             seller,
             db_path,
             source,
+            permits: tokio::sync::Semaphore::new(concurrency * 4),
+            settling: Arc::new(tokio::sync::Semaphore::new(concurrency)),
             config,
-            permits,
-            in_flight: Default::default(),
-            failures: Default::default(),
+            sent: Mutex::new(HashMap::new()),
         })
+    }
+
+    fn sending(&self, signature: &str) -> Option<Sending> {
+        let sent = self.sent.lock().unwrap_or_else(|p| p.into_inner());
+        sent.get(signature).map(|(s, _)| s.clone())
+    }
+
+    fn set_sending(&self, signature: &str, state: Sending) {
+        let mut sent = self.sent.lock().unwrap_or_else(|p| p.into_inner());
+        if sent.len() >= MAX_SENT {
+            sent.retain(|_, (s, at)| *s == Sending::InFlight || at.elapsed() < SENT_KEPT);
+        }
+        sent.insert(signature.to_string(), (state, Instant::now()));
     }
 }
 
@@ -112,6 +173,7 @@ impl X402State {
 pub fn router(state: Arc<X402State>) -> axum::Router {
     axum::Router::new()
         .route("/x402/listings/{listing_id}", axum::routing::get(key))
+        .route("/x402/payments/{signature}", axum::routing::get(payment))
         .with_state(state)
 }
 
@@ -122,9 +184,12 @@ pub async fn serve(
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> std::io::Result<()> {
     tracing::info!(listen = %listener.local_addr()?, "x402 endpoint serving");
-    axum::serve(listener, router(state))
-        .with_graceful_shutdown(shutdown)
-        .await
+    axum::serve(
+        listener,
+        router(state).into_make_service_with_connect_info::<SocketAddr>(),
+    )
+    .with_graceful_shutdown(shutdown)
+    .await
 }
 
 /// An answer that is not a release.
@@ -141,6 +206,13 @@ impl Problem {
             body: json!({"ok": false, "field": field, "error": error.to_string()}),
             headers: vec![],
         }
+    }
+
+    fn busy(why: impl std::fmt::Display, retry_after: Duration) -> Problem {
+        let mut p = Problem::new(StatusCode::TOO_MANY_REQUESTS, None, why);
+        p.headers
+            .push(("retry-after", retry_after.as_secs().max(1).to_string()));
+        p
     }
 }
 
@@ -163,49 +235,173 @@ struct KeyQuery {
     buyer: Option<String>,
 }
 
-/// The listing, its mint and the buyer, or why this request is refused.
+/// The listing, its mint and the requirements of paying for it.
 struct Sale {
     listing: ListingRecord,
     mint: TokenMint,
-    buyer: Pubkey,
     memo: String,
     requirements: Requirements,
+    /// The resource's absolute URL.
+    url: String,
+    /// Where a payment's answer is polled (`{base}/x402/payments/`).
+    poll_base: String,
+}
+
+/// The endpoint's base URL as clients reach it.
+fn base_url(st: &X402State, headers: &HeaderMap) -> String {
+    if let Some(url) = &st.config.public_url {
+        return url.trim_end_matches('/').to_string();
+    }
+    let host = headers
+        .get(axum::http::header::HOST)
+        .and_then(|h| h.to_str().ok())
+        .filter(|h| {
+            !h.is_empty()
+                && h.bytes()
+                    .all(|b| b.is_ascii_alphanumeric() || b".-:[]".contains(&b))
+        })
+        .unwrap_or("localhost");
+    format!("http://{host}")
+}
+
+/// The request's budget: nothing a request does may hold a permit (and
+/// the daemon's shutdown) longer than this.
+fn request_budget(st: &X402State) -> Duration {
+    st.config.answer_within + Duration::from_secs(30)
+}
+
+/// Refuses a request over its client's rate, or when the endpoint is full.
+fn admit_request<'a>(
+    st: &'a X402State,
+    peer: SocketAddr,
+) -> Result<tokio::sync::SemaphorePermit<'a>, Problem> {
+    if !st.guard.allow_request(peer.ip()) {
+        return Err(Problem::busy(
+            "too many requests from this client; slow down",
+            Duration::from_secs(1),
+        ));
+    }
+    st.permits
+        .try_acquire()
+        .map_err(|_| Problem::new(StatusCode::SERVICE_UNAVAILABLE, None, "busy; retry shortly"))
 }
 
 async fn key(
     State(st): State<Arc<X402State>>,
+    ConnectInfo(peer): ConnectInfo<SocketAddr>,
     Path(listing_id): Path<String>,
     Query(q): Query<KeyQuery>,
     headers: HeaderMap,
 ) -> Response {
-    let Ok(_permit) = st.permits.try_acquire() else {
-        return Problem::new(StatusCode::SERVICE_UNAVAILABLE, None, "busy; retry shortly")
-            .into_response();
+    let _permit = match admit_request(&st, peer) {
+        Ok(p) => p,
+        Err(p) => return p.into_response(),
     };
-    // nothing a request does may hold a permit (and the daemon's
-    // shutdown) longer than a payment's whole budget
-    let budget = Duration::from_secs(st.config.max_timeout_secs)
-        + st.config.release_wait
-        + Duration::from_secs(30);
-    match tokio::time::timeout(budget, sell(&st, &listing_id, q.buyer.as_deref(), &headers)).await {
+    let sold = sell(&st, &listing_id, q.buyer.as_deref(), &headers);
+    match tokio::time::timeout(request_budget(&st), sold).await {
         Ok(Ok(r)) => r,
         Ok(Err(p)) => p.into_response(),
         Err(_) => Problem::new(
             StatusCode::GATEWAY_TIMEOUT,
             None,
-            "the payment did not settle in time; if it landed, `listen` releases it: retry with the same payment to get the key",
+            "no answer in time; if the payment was sent, `listen` releases it: send the same payment again to get the key",
+        )
+        .into_response(),
+    }
+}
+
+/// `GET /x402/payments/{signature}`: where a payment stands, without
+/// waiting (the release when `listen` made it).
+async fn payment(
+    State(st): State<Arc<X402State>>,
+    ConnectInfo(peer): ConnectInfo<SocketAddr>,
+    Path(signature): Path<String>,
+    headers: HeaderMap,
+) -> Response {
+    let _permit = match admit_request(&st, peer) {
+        Ok(p) => p,
+        Err(p) => return p.into_response(),
+    };
+    if signature
+        .parse::<solana_sdk::signature::Signature>()
+        .is_err()
+    {
+        return Problem::new(
+            StatusCode::BAD_REQUEST,
+            Some("signature"),
+            "not a base58 transaction signature",
+        )
+        .into_response();
+    }
+    let answered = async {
+        let (outcome, listing_id) = release_of(&st, &signature).await?;
+        let listing = match listing_id {
+            Some(id) => listing_record(&st, &id).await?,
+            None => None,
+        };
+        // sent here and judged before `listen` saw it (or never to be)
+        let unpaid = |reason: &str, why: &str, landed: bool| {
+            let mut p = Problem::new(
+                StatusCode::PAYMENT_REQUIRED,
+                Some("signature"),
+                format!("{reason}: {why}; nothing was paid"),
+            );
+            p.body["status"] = json!(if landed { "failed" } else { "unsent" });
+            p.body["reason"] = json!(reason);
+            p
+        };
+        let listing = match (listing, st.sending(&signature)) {
+            (_, Some(Sending::Failed(why))) => {
+                return Err(unpaid("transaction_failed", &why, true))
+            }
+            (_, Some(Sending::Unsent(why))) => {
+                return Err(unpaid("transaction_simulation_failed", &why, false))
+            }
+            (None, Some(_)) => {
+                return Ok(pending_answer(&st, &signature, None, &base_url(&st, &headers)))
+            }
+            (None, None) => {
+                return Err(Problem::new(
+                    StatusCode::NOT_FOUND,
+                    Some("signature"),
+                    format!("no payment {signature} is known here (yet: `listen` records a landed one within seconds)"),
+                ))
+            }
+            (Some(listing), _) => listing,
+        };
+        answer(&st, &signature, outcome, &listing, &base_url(&st, &headers)).await
+    };
+    match tokio::time::timeout(request_budget(&st), answered).await {
+        Ok(Ok(r)) => r,
+        Ok(Err(p)) => p.into_response(),
+        Err(_) => Problem::new(
+            StatusCode::GATEWAY_TIMEOUT,
+            None,
+            "no answer in time; retry",
         )
         .into_response(),
     }
 }
 
 async fn sell(
-    st: &X402State,
+    st: &Arc<X402State>,
     listing_id: &str,
     buyer: Option<&str>,
     headers: &HeaderMap,
 ) -> Result<Response, Problem> {
-    let sale = sale(st, listing_id, buyer).await?;
+    let base = base_url(st, headers);
+    let named_buyer = buyer
+        .map(|b| {
+            b.parse::<Pubkey>().map_err(|_| {
+                Problem::new(
+                    StatusCode::BAD_REQUEST,
+                    Some("buyer"),
+                    "not a base58 public key",
+                )
+            })
+        })
+        .transpose()?;
+    let sale = sale(st, listing_id, &base, buyer).await?;
     let payment = headers
         .get(wire::PAYMENT_SIGNATURE)
         .or_else(|| headers.get(wire::X_PAYMENT))
@@ -224,11 +420,24 @@ async fn sell(
     wire::matches_requirements(&payload, &sale.requirements)
         .map_err(|why| payment_required(&sale, why))?;
     let mut tx = verify::decode(&payload.payload.transaction).map_err(|r| refused(&sale, &r))?;
+    // the buyer is whoever signed the payment; a `?buyer=` must be them
+    let payer = verify::payer_of(&tx).ok_or_else(|| refused(&sale, &Refusal::Signatures(1)))?;
+    if let Some(named) = named_buyer.filter(|n| *n != payer) {
+        return Err(refused(&sale, &Refusal::Payer(named)));
+    }
+    // the key is sealed to the payer's X25519 form: it must have one
+    crate::wallet::ed25519_pub_to_x25519(&payer.to_bytes()).ok_or_else(|| {
+        Problem::new(
+            StatusCode::BAD_REQUEST,
+            Some("payer"),
+            "the payer is not an Ed25519 public key (no X25519 form to seal the key to)",
+        )
+    })?;
     verify::check(
         &tx,
         &Expected {
             fee_payer: st.seller.solana_keypair().pubkey(),
-            payer: sale.buyer,
+            payer,
             mint: sale.mint,
             pay_to: sale.requirements.pay_to.parse().expect("our payee"),
             amount: sale.listing.price_lamports,
@@ -238,16 +447,6 @@ async fn sell(
     .map_err(|r| refused(&sale, &r))?;
     verify::cosign(&mut tx, &st.seller.solana_keypair());
     let signature = tx.signatures[0].to_string();
-    // one payment in flight per buyer, and none while failed ones have
-    // cost the node its hourly budget
-    let _in_flight = InFlight::claim(st, sale.buyer)?;
-    if st.recent_failures() >= st.config.failures_per_hour {
-        return Err(Problem::new(
-            StatusCode::SERVICE_UNAVAILABLE,
-            None,
-            "too many payments failed on chain in the last hour; payments resume later",
-        ));
-    }
     let network = if v1 {
         wire::v1_network(&st.config.network)
             .unwrap_or_default()
@@ -255,155 +454,229 @@ async fn sell(
     } else {
         st.config.network.clone()
     };
-    let settled = SettleResponse {
-        success: true,
-        transaction: signature.clone(),
-        network: network.clone(),
-        payer: Some(sale.buyer.to_string()),
-        error_reason: None,
+    let ctx = Paid {
+        sale: &sale,
+        signature: &signature,
+        payer,
+        network: &network,
     };
     // a payment already released (the same one sent again) is answered
-    // from the state; otherwise it is sent and waited for
-    if !matches!(release_of(st, &signature).await?, Outcome::Released { .. }) {
-        if let Err(e) = st.chain.send_cosigned(&tx).await {
-            tracing::warn!(listing = %listing_id, buyer = %sale.buyer, error = %e, "x402 payment not settled");
-            if matches!(e, crate::chain::ChainError::TxFailed { .. }) {
-                st.failed_now();
-            }
-            let failed = SettleResponse {
-                success: false,
-                transaction: String::new(),
-                network,
-                payer: Some(sale.buyer.to_string()),
-                error_reason: Some("transaction_failed".into()),
-            };
-            let mut p = Problem::new(StatusCode::PAYMENT_REQUIRED, None, e);
-            p.headers
-                .push((wire::PAYMENT_RESPONSE, wire::encode_header(&failed)));
-            return Err(p);
-        }
-        tracing::info!(listing = %listing_id, buyer = %sale.buyer, %signature, "x402 payment landed");
+    // from the state; one this process is sending is waited for; an
+    // unsent one is sent
+    let (outcome, _) = release_of(st, &signature).await?;
+    let resend = matches!(
+        st.sending(&signature),
+        None | Some(Sending::Unsent(_)) | Some(Sending::Unknown(_))
+    );
+    if matches!(outcome, Outcome::Pending) && resend {
+        send(st, tx, &ctx)?;
     }
-    let deadline = tokio::time::Instant::now() + st.config.release_wait;
-    let released = loop {
-        match release_of(st, &signature).await? {
-            Outcome::Released {
-                envelope_id,
-                release_sig,
-            } => break Some((envelope_id, release_sig)),
-            // landed, and `listen` refused it (the listing closed as it
-            // landed): said at once, with its reason
-            Outcome::Rejected(reason) => {
-                let mut p = Problem::new(
-                    StatusCode::CONFLICT,
-                    None,
-                    format!("the payment {signature} landed but the seller's settlement rules refused it: {reason}"),
-                );
-                p.headers
-                    .push((wire::PAYMENT_RESPONSE, wire::encode_header(&settled)));
-                return Err(p);
+    let deadline = tokio::time::Instant::now() + st.config.answer_within;
+    loop {
+        let (outcome, _) = release_of(st, &signature).await?;
+        let sending = st.sending(&signature);
+        match (&outcome, &sending) {
+            (Outcome::Released { .. } | Outcome::Rejected(_), _) => break,
+            (_, Some(Sending::Failed(why))) => {
+                return Err(not_paid(&ctx, "transaction_failed", why, true))
             }
-            Outcome::Pending if tokio::time::Instant::now() >= deadline => break None,
-            Outcome::Pending => tokio::time::sleep(Duration::from_millis(250)).await,
+            (_, Some(Sending::Unsent(why))) => {
+                return Err(not_paid(&ctx, "transaction_simulation_failed", why, false))
+            }
+            _ if tokio::time::Instant::now() >= deadline => break,
+            _ => tokio::time::sleep(Duration::from_millis(200)).await,
         }
+    }
+    let (outcome, _) = release_of(st, &signature).await?;
+    let landed = !matches!(outcome, Outcome::Pending)
+        || matches!(st.sending(&signature), Some(Sending::Landed));
+    let mut response = match outcome {
+        Outcome::Pending => pending_answer(st, &signature, Some(&sale.listing), &sale.poll_base),
+        outcome => answer(st, &signature, outcome, &sale.listing, &sale.poll_base)
+            .await
+            .unwrap_or_else(IntoResponse::into_response),
     };
-    let settle_header = wire::encode_header(&settled);
-    let mut response = match released {
-        Some((envelope_id, release_sig)) => {
+    let settled = SettleResponse {
+        success: landed,
+        transaction: signature.clone(),
+        network,
+        payer: Some(payer.to_string()),
+        error_reason: (!landed).then(|| "settlement_pending".into()),
+    };
+    let header = wire::encode_header(&settled);
+    let name = if v1 {
+        wire::X_PAYMENT_RESPONSE
+    } else {
+        wire::PAYMENT_RESPONSE
+    };
+    if let Ok(v) = HeaderValue::from_str(&header) {
+        response.headers_mut().insert(name, v);
+    }
+    Ok(response)
+}
+
+/// A checked, co-signed payment for a sale.
+struct Paid<'a> {
+    sale: &'a Sale,
+    signature: &'a str,
+    payer: Pubkey,
+    network: &'a str,
+}
+
+/// Admits `tx` and sends it from a task of its own, which records how it
+/// ended (the request may answer before it does).
+fn send(
+    st: &Arc<X402State>,
+    tx: solana_sdk::transaction::VersionedTransaction,
+    ctx: &Paid<'_>,
+) -> Result<(), Problem> {
+    let source = verify::source_of(&tx).unwrap_or_default();
+    let admission = st
+        .guard
+        .admit(ctx.payer, source)
+        .map_err(|r: Refused| Problem::busy(&r, r.retry_after()))?;
+    let permit = st.settling.clone().try_acquire_owned().map_err(|_| {
+        Problem::new(
+            StatusCode::SERVICE_UNAVAILABLE,
+            None,
+            "too many payments being settled; retry shortly",
+        )
+    })?;
+    let signature = ctx.signature.to_string();
+    st.set_sending(&signature, Sending::InFlight);
+    let (st, listing) = (st.clone(), ctx.sale.listing.listing_id.clone());
+    let payer = ctx.payer;
+    tokio::spawn(async move {
+        let _permit = permit;
+        let state = match st.chain.send_cosigned(&tx).await {
+            Ok(_) => {
+                admission.landed();
+                tracing::info!(%listing, buyer = %payer, %signature, "x402 payment landed");
+                Sending::Landed
+            }
+            Err(ChainError::TxFailed { error: err, .. }) => {
+                admission.failed();
+                tracing::warn!(%listing, buyer = %payer, %signature, error = %err, "x402 payment landed failed (the node paid its fee)");
+                Sending::Failed(err)
+            }
+            Err(ChainError::Config(why)) => {
+                tracing::info!(%listing, buyer = %payer, reason = %why, "x402 payment refused by the simulation");
+                Sending::Unsent(why)
+            }
+            Err(e) => {
+                tracing::warn!(%listing, buyer = %payer, %signature, error = %e, "x402 payment not seen landing");
+                Sending::Unknown(e.to_string())
+            }
+        };
+        st.set_sending(&signature, state);
+    });
+    Ok(())
+}
+
+/// A 402 for a payment that paid nothing: refused by the simulation
+/// (never sent) or landed failed.
+fn not_paid(ctx: &Paid<'_>, reason: &str, why: &str, landed: bool) -> Problem {
+    let failed = SettleResponse {
+        success: false,
+        transaction: if landed {
+            ctx.signature.to_string()
+        } else {
+            String::new()
+        },
+        network: ctx.network.to_string(),
+        payer: Some(ctx.payer.to_string()),
+        error_reason: Some(reason.into()),
+    };
+    let mut p = Problem::new(
+        StatusCode::PAYMENT_REQUIRED,
+        None,
+        format!("{reason}: {why}; nothing was paid"),
+    );
+    p.body["reason"] = json!(reason);
+    p.headers
+        .push((wire::PAYMENT_RESPONSE, wire::encode_header(&failed)));
+    p
+}
+
+/// 202: the payment `signature` is on its way (landing, or landed and
+/// waiting for its release).
+fn pending_answer(
+    st: &X402State,
+    signature: &str,
+    listing: Option<&ListingRecord>,
+    base: &str,
+) -> Response {
+    let landed = matches!(st.sending(signature), Some(Sending::Landed));
+    let mut body = json!({
+        "ok": true,
+        "status": "pending",
+        "buy_signature": signature,
+        "landed": landed,
+        "released": false,
+        "poll": format!("{base}/x402/payments/{signature}"),
+    });
+    if let Some(l) = listing {
+        body["listing_id"] = json!(l.listing_id);
+        body["finish_with"] = json!(format!(
+            "brainctl marketplace fetch {} --buy-signature {signature}",
+            l.manifest_id
+        ));
+    }
+    let mut r = (StatusCode::ACCEPTED, axum::Json(body)).into_response();
+    r.headers_mut()
+        .insert("cache-control", HeaderValue::from_static("no-store"));
+    r
+}
+
+/// The answer for a payment `listen` has judged: its release, or 409
+/// with the reason it was refused; pending otherwise.
+async fn answer(
+    st: &X402State,
+    signature: &str,
+    outcome: Outcome,
+    listing: &ListingRecord,
+    base: &str,
+) -> Result<Response, Problem> {
+    match outcome {
+        Outcome::Released {
+            envelope_id,
+            release_sig,
+        } => {
             let envelope = st
                 .source
                 .fetch(&envelope_id, 256 * 1024)
                 .await
                 .ok()
                 .and_then(|b| serde_json::from_slice::<Value>(&b).ok());
-            (
+            Ok((
                 StatusCode::OK,
                 axum::Json(json!({
                     "ok": true,
-                    "listing_id": listing_id,
+                    "status": "released",
+                    "listing_id": listing.listing_id,
                     "buy_signature": signature,
                     "release_signature": release_sig,
                     "envelope_id": envelope_id,
                     "envelope": envelope,
-                    "encrypted_bundle_uri": format!("ar://{}", sale.listing.blob_id),
-                    "bundle_hash": sale.listing.bundle_hash,
-                    "manifest_id": sale.listing.manifest_id,
+                    "encrypted_bundle_uri": format!("ar://{}", listing.blob_id),
+                    "bundle_hash": listing.bundle_hash,
+                    "manifest_id": listing.manifest_id,
                 })),
             )
-                .into_response()
+                .into_response())
         }
-        None => (
-            StatusCode::ACCEPTED,
-            axum::Json(json!({
-                "ok": true,
-                "listing_id": listing_id,
-                "buy_signature": signature,
-                "released": false,
-                "finish_with": format!(
-                    "brainctl marketplace fetch {} --buy-signature {signature}",
-                    sale.listing.manifest_id
-                ),
-            })),
-        )
-            .into_response(),
-    };
-    for name in [wire::PAYMENT_RESPONSE, wire::X_PAYMENT_RESPONSE] {
-        if let Ok(v) = HeaderValue::from_str(&settle_header) {
-            response.headers_mut().insert(name, v);
+        // landed, and `listen` refused it (the listing closed as it
+        // landed): said at once, with its reason
+        Outcome::Rejected(reason) => {
+            let mut p = Problem::new(
+                StatusCode::CONFLICT,
+                None,
+                format!("the payment {signature} landed but the seller's settlement rules refused it: {reason}"),
+            );
+            p.body["status"] = json!("rejected");
+            Err(p)
         }
-    }
-    Ok(response)
-}
-
-/// A buyer's payment in flight; the claim ends when it drops.
-struct InFlight<'a> {
-    st: &'a X402State,
-    buyer: Pubkey,
-}
-
-impl<'a> InFlight<'a> {
-    fn claim(st: &'a X402State, buyer: Pubkey) -> Result<InFlight<'a>, Problem> {
-        let fresh = st
-            .in_flight
-            .lock()
-            .map(|mut s| s.insert(buyer))
-            .unwrap_or(false);
-        if !fresh {
-            return Err(Problem::new(
-                StatusCode::TOO_MANY_REQUESTS,
-                Some("buyer"),
-                "a payment of this buyer is in flight; retry once it is answered",
-            ));
-        }
-        Ok(InFlight { st, buyer })
-    }
-}
-
-impl Drop for InFlight<'_> {
-    fn drop(&mut self) {
-        if let Ok(mut s) = self.st.in_flight.lock() {
-            s.remove(&self.buyer);
-        }
-    }
-}
-
-impl X402State {
-    /// Co-signed payments that landed failed in the last hour.
-    fn recent_failures(&self) -> usize {
-        let Ok(mut f) = self.failures.lock() else {
-            return usize::MAX;
-        };
-        let hour = Duration::from_secs(3600);
-        while f.front().is_some_and(|t| t.elapsed() > hour) {
-            f.pop_front();
-        }
-        f.len()
-    }
-
-    fn failed_now(&self) {
-        if let Ok(mut f) = self.failures.lock() {
-            f.push_back(std::time::Instant::now());
-        }
+        Outcome::Pending => Ok(pending_answer(st, signature, Some(listing), base)),
     }
 }
 
@@ -413,32 +686,32 @@ impl X402State {
 /// the listing expires.
 const EXPIRY_MARGIN_SECS: i64 = 180;
 
-/// The listing (ours, live, in a token, paid to the node's own wallet),
-/// its mint, the buyer and the requirements of paying for it.
-async fn sale(st: &X402State, listing_id: &str, buyer: Option<&str>) -> Result<Sale, Problem> {
-    let bad = |field, why: String| Problem::new(StatusCode::BAD_REQUEST, Some(field), why);
-    let buyer: Pubkey = buyer
-        .ok_or_else(|| {
-            bad(
-                "buyer",
-                "add ?buyer=<your Solana pubkey>: the key is sealed to it".into(),
-            )
-        })?
-        .parse()
-        .map_err(|_| bad("buyer", "not a base58 public key".into()))?;
-    // the key is sealed to the buyer's X25519 form: it must have one
-    crate::wallet::ed25519_pub_to_x25519(&buyer.to_bytes())
-        .ok_or_else(|| bad("buyer", "not an Ed25519 public key (no X25519 form)".into()))?;
+/// Our listing `listing_id` as recorded, if it is one.
+async fn listing_record(
+    st: &X402State,
+    listing_id: &str,
+) -> Result<Option<ListingRecord>, Problem> {
     let db_path = st.db_path.clone();
     let id = listing_id.to_string();
-    let listing = tokio::task::spawn_blocking(move || {
+    tokio::task::spawn_blocking(move || {
         let db = ListenDb::open(&db_path)?;
         Ok::<_, crate::seller::StateError>(db.listings()?.into_iter().find(|l| l.listing_id == id))
     })
     .await
     .map_err(|e| Problem::new(StatusCode::INTERNAL_SERVER_ERROR, None, e))?
-    .map_err(|e| Problem::new(StatusCode::INTERNAL_SERVER_ERROR, None, e))?
-    .ok_or_else(|| {
+    .map_err(|e| Problem::new(StatusCode::INTERNAL_SERVER_ERROR, None, e))
+}
+
+/// The listing (ours, live, a direct sale in a token, paid to the node's
+/// own wallet: exactly what `listen` releases on a direct payment), its
+/// mint (screened now) and the requirements of paying for it.
+async fn sale(
+    st: &X402State,
+    listing_id: &str,
+    base: &str,
+    buyer: Option<&str>,
+) -> Result<Sale, Problem> {
+    let listing = listing_record(st, listing_id).await?.ok_or_else(|| {
         Problem::new(
             StatusCode::NOT_FOUND,
             Some("listing_id"),
@@ -446,12 +719,35 @@ async fn sale(st: &X402State, listing_id: &str, buyer: Option<&str>) -> Result<S
         )
     })?;
     let gone = |why: String| Problem::new(StatusCode::GONE, Some("listing_id"), why);
+    let conflict = |why: String| Problem::new(StatusCode::CONFLICT, Some("listing_id"), why);
     if let Some(slot) = listing.cancelled_at_slot {
         return Err(gone(format!("{listing_id} was cancelled at slot {slot}")));
     }
+    if listing.escrow {
+        // `listen` answers an escrow listing's buyers through the escrow
+        // program only: a direct payment would never be released
+        return Err(conflict(format!(
+            "{listing_id} is sold through the escrow program (the buyer's deposit is refunded unless the key is revealed), which x402's exact scheme cannot pay: buy it with `brainctl marketplace buy {listing_id}`"
+        )));
+    }
+    if listing.usd.is_some() {
+        return Err(conflict(format!("{listing_id} is priced in USD at settle time (its buy carries the program's quote); x402's exact scheme pays a fixed amount: buy it with `brainctl marketplace buy`")));
+    }
+    let Currency::Token { mint } = &listing.currency else {
+        return Err(conflict(format!(
+            "{listing_id} settles in SOL; x402 pays in SPL tokens (buy it with `brainctl marketplace buy`)"
+        )));
+    };
+    let seller = st.seller.solana_keypair().pubkey();
+    if listing.payment_address != seller.to_string() {
+        return Err(conflict(format!(
+            "{listing_id} is paid to {}, not to this node's wallet (the x402 fee payer)",
+            listing.payment_address
+        )));
+    }
     let now = st
-        .chain
-        .cluster_time()
+        .reads
+        .now(&st.chain)
         .await
         .map_err(|e| Problem::new(StatusCode::SERVICE_UNAVAILABLE, None, e))?;
     // the payment must land, and be judged by its block time, before expiry
@@ -460,31 +756,6 @@ async fn sale(st: &X402State, listing_id: &str, buyer: Option<&str>) -> Result<S
             "{listing_id} has expired or expires within the payment's timeout"
         )));
     }
-    if listing.usd.is_some() {
-        return Err(Problem::new(
-            StatusCode::CONFLICT,
-            Some("listing_id"),
-            format!("{listing_id} is priced in USD at settle time (its buy carries the program's quote); x402's exact scheme pays a fixed amount: buy it with `brainctl marketplace buy`"),
-        ));
-    }
-    let Currency::Token { mint } = &listing.currency else {
-        return Err(Problem::new(
-            StatusCode::CONFLICT,
-            Some("listing_id"),
-            format!("{listing_id} settles in SOL; x402 pays in SPL tokens (buy it with `brainctl marketplace buy`)"),
-        ));
-    };
-    let seller = st.seller.solana_keypair().pubkey();
-    if listing.payment_address != seller.to_string() {
-        return Err(Problem::new(
-            StatusCode::CONFLICT,
-            Some("listing_id"),
-            format!(
-                "{listing_id} is paid to {}, not to this node's wallet (the x402 fee payer)",
-                listing.payment_address
-            ),
-        ));
-    }
     let mint_address: Pubkey = mint.parse().map_err(|_| {
         Problem::new(
             StatusCode::INTERNAL_SERVER_ERROR,
@@ -492,11 +763,21 @@ async fn sale(st: &X402State, listing_id: &str, buyer: Option<&str>) -> Result<S
             "bad mint on record",
         )
     })?;
-    let mint = crate::chain::token::read_mint(&st.chain, &mint_address)
+    let mint = st
+        .reads
+        .mint(&st.chain, &mint_address)
         .await
-        .map_err(|e| Problem::new(StatusCode::SERVICE_UNAVAILABLE, None, e))?;
+        .map_err(|e| match &*e {
+            crate::chain::token::MintRefusal::Chain(_) => {
+                Problem::new(StatusCode::SERVICE_UNAVAILABLE, None, e)
+            }
+            // a mint that gained a fee, a hook or a pause since it was listed
+            refusal => conflict(format!(
+                "{listing_id} cannot be paid in its mint now: {refusal}"
+            )),
+        })?;
     // the compact x402 buy memo: the full one would not fit the client's
-    // compute budget; the key is sealed to the buyer's own key's X25519 form
+    // compute budget; the key is sealed to the payer's own key's X25519 form
     let memo = format!("{}{listing_id}", crate::memo::X402_BUY_PREFIX);
     let requirements = Requirements {
         scheme: "exact".into(),
@@ -510,43 +791,58 @@ async fn sale(st: &X402State, listing_id: &str, buyer: Option<&str>) -> Result<S
             memo: Some(memo.clone()),
         },
     };
+    let url = match buyer {
+        Some(b) => format!("{base}/x402/listings/{listing_id}?buyer={b}"),
+        None => format!("{base}/x402/listings/{listing_id}"),
+    };
     Ok(Sale {
         listing,
         mint,
-        buyer,
         memo,
         requirements,
+        url,
+        poll_base: base.to_string(),
     })
 }
 
-/// A 402 with the requirements of `sale` and `error` saying why.
+/// A 402 with the requirements of `sale` and `error` saying why: v2 in
+/// the `PAYMENT-REQUIRED` header (which v2 clients read first), v1's
+/// shape in the body (which v1 clients read) where the network has a v1
+/// name.
 fn payment_required(sale: &Sale, error: impl Into<String>) -> Problem {
+    let resource = Resource {
+        url: sale.url.clone(),
+        description: Some(format!(
+            "the key of brainctl listing {} (bundle {}), sealed to the payer",
+            sale.listing.listing_id, sale.listing.bundle_hash
+        )),
+        mime_type: Some("application/json".into()),
+    };
     let required = PaymentRequired {
         x402_version: 2,
         error: error.into(),
-        resource: Some(Resource {
-            url: format!(
-                "/x402/listings/{}?buyer={}",
-                sale.listing.listing_id, sale.buyer
-            ),
-            description: Some(format!(
-                "the key of brainctl listing {} (bundle {}), sealed to the buyer",
-                sale.listing.listing_id, sale.listing.bundle_hash
-            )),
-            mime_type: Some("application/json".into()),
-        }),
+        resource: Some(resource.clone()),
         accepts: vec![sale.requirements.clone()],
     };
+    let body = match sale.requirements.to_v1(&resource) {
+        Some(v1) => serde_json::to_value(PaymentRequiredV1 {
+            x402_version: 1,
+            error: required.error.clone(),
+            accepts: vec![v1],
+        }),
+        None => serde_json::to_value(&required),
+    }
+    .expect("serializes");
     Problem {
         status: StatusCode::PAYMENT_REQUIRED,
-        body: serde_json::to_value(&required).expect("serializes"),
+        body,
         headers: vec![(wire::PAYMENT_REQUIRED, wire::encode_header(&required))],
     }
 }
 
 /// A 402 for a payment the check refused, with x402's reason.
 fn refused(sale: &Sale, r: &Refusal) -> Problem {
-    tracing::info!(listing = %sale.listing.listing_id, buyer = %sale.buyer, reason = r.reason(), error = %r, "x402 payment refused");
+    tracing::info!(listing = %sale.listing.listing_id, reason = r.reason(), error = %r, "x402 payment refused");
     let mut p = payment_required(sale, r.reason());
     p.body["message"] = json!(r.to_string());
     p
@@ -567,27 +863,28 @@ enum Outcome {
     Pending,
 }
 
-/// What `listen` has done with buy `signature`.
-async fn release_of(st: &X402State, signature: &str) -> Result<Outcome, Problem> {
+/// What `listen` has done with buy `signature`, and the listing it names
+/// (`None`: not recorded).
+async fn release_of(st: &X402State, signature: &str) -> Result<(Outcome, Option<String>), Problem> {
     let db_path = st.db_path.clone();
     let sig = signature.to_string();
     tokio::task::spawn_blocking(move || {
         let db = ListenDb::open(&db_path)?;
-        Ok::<_, crate::seller::StateError>(match db.get(&sig) {
-            Ok(row) if row.state == BuyState::Released => {
-                match row.envelope_id.zip(row.release_sig) {
-                    Some((envelope_id, release_sig)) => Outcome::Released {
-                        envelope_id,
-                        release_sig,
-                    },
-                    None => Outcome::Pending,
-                }
-            }
-            Ok(row) if row.state == BuyState::Rejected => {
-                Outcome::Rejected(row.reason.unwrap_or_default())
-            }
+        let Ok(row) = db.get(&sig) else {
+            return Ok((Outcome::Pending, None));
+        };
+        let outcome = match row.state {
+            BuyState::Released => match row.envelope_id.zip(row.release_sig) {
+                Some((envelope_id, release_sig)) => Outcome::Released {
+                    envelope_id,
+                    release_sig,
+                },
+                None => Outcome::Pending,
+            },
+            BuyState::Rejected => Outcome::Rejected(row.reason.unwrap_or_default()),
             _ => Outcome::Pending,
-        })
+        };
+        Ok::<_, crate::seller::StateError>((outcome, Some(row.listing_id)))
     })
     .await
     .map_err(|e| Problem::new(StatusCode::INTERNAL_SERVER_ERROR, None, e))?

@@ -1,14 +1,16 @@
 //! The facilitator's check of an x402 `exact` payment on Solana: the
 //! client's partially signed transaction must be exactly a payment of the
 //! listing's price, in its mint, into the seller's associated token
-//! account, authorized and signed by the payer the request named, with
-//! the buy memo, and nothing the seller's node (its fee payer) could be
-//! made to pay for beyond the fee. Stricter than the Python SDK's
-//! facilitator (x402 2.25.0), never refusing what its client builds:
-//! the fee payer must be account 0 and in no instruction, no lookup
-//! tables, capped compute (at most 40 lamports of priority fee), no
-//! instruction but the memo after the transfer, the mint's decimals, the
-//! exact amount, the payer's signature checked here.
+//! account, authorized and signed by its payer, with the buy memo, and
+//! nothing the seller's node (its fee payer) could be made to pay for
+//! beyond the fee. The specification's rules (x402 `exact` on SVM,
+//! "Facilitator Verification Rules"), stricter where it allows: the fee
+//! payer must be account 0 and in no instruction, no lookup tables,
+//! capped compute (at most 40 lamports of priority fee), after the
+//! transfer only the optional instructions the specification allows
+//! (wallets' Lighthouse assertions, at most two, in places 4 and 5; one
+//! memo), the mint's decimals, the exact amount, the payer's signature
+//! checked here.
 //!
 //! Pure: decodes and checks; co-signing is [`cosign`]. Never sends.
 
@@ -19,6 +21,10 @@ use solana_sdk::transaction::VersionedTransaction;
 
 /// The compute-budget program.
 const COMPUTE_BUDGET: Pubkey = solana_sdk::pubkey!("ComputeBudget111111111111111111111111111111");
+/// Lighthouse, whose assertions wallets (Phantom: one, Solflare: two)
+/// add after the transfer to protect their user; the specification
+/// requires a facilitator to allow them.
+pub const LIGHTHOUSE: Pubkey = solana_sdk::pubkey!("L2TExMFKdjpN9kozasaurPirfHy9P8sbXoAN1qA3S95");
 /// SPL Memo v3.
 const MEMO: Pubkey = solana_sdk::pubkey!("MemoSq4gqABAXKb96qnH8TysNcWxMyWCqXgDLGmfcHr");
 /// The highest compute-unit price the fee payer pays (micro-lamports;
@@ -99,10 +105,11 @@ pub enum Refusal {
         "the third instruction must be a TransferChecked of the SPL Token or Token-2022 program"
     )]
     NoTransfer,
-    /// An instruction after the transfer is not a memo (Lighthouse's
-    /// assertions are refused too: one can pass the simulation and fail on
-    /// chain, at the fee payer's cost).
-    #[error("instruction {0} is not a memo")]
+    /// An instruction after the transfer is neither a memo nor, in places
+    /// 4 and 5, a Lighthouse assertion. (An assertion can pass the
+    /// simulation and fail on chain at the fee payer's cost: the payer's
+    /// failure budget, `super::guard`, bounds that.)
+    #[error("instruction {} is not one the specification allows after the transfer (a memo; a Lighthouse assertion in places 4 and 5)", .0 + 1)]
     UnknownInstruction(usize),
     /// Not exactly one memo, or not the memo asked for.
     #[error("the transaction must carry exactly one memo (the buy memo where one is asked for)")]
@@ -160,9 +167,11 @@ impl Refusal {
             Refusal::NoTransfer | Refusal::TokenProgram(_) | Refusal::Decimals(_) => {
                 "invalid_exact_svm_payload_no_transfer_instruction"
             }
-            Refusal::UnknownInstruction(_) => {
+            Refusal::UnknownInstruction(3) => {
                 "invalid_exact_svm_payload_unknown_fourth_instruction"
             }
+            Refusal::UnknownInstruction(4) => "invalid_exact_svm_payload_unknown_fifth_instruction",
+            Refusal::UnknownInstruction(_) => "invalid_exact_svm_payload_unknown_sixth_instruction",
             Refusal::Memo => "invalid_exact_svm_payload_memo_mismatch",
             Refusal::FeePayerInInstruction | Refusal::Authority(_) => {
                 "invalid_exact_svm_payload_transaction_fee_payer_transferring_funds"
@@ -237,6 +246,8 @@ pub fn check(tx: &VersionedTransaction, e: &Expected<'_>) -> Result<(), Refusal>
     let mut memos = 0;
     for (i, ix) in ixs.iter().enumerate().skip(3) {
         match program(i)? {
+            // the wallet's own assertions, before the memo's last place
+            p if p == LIGHTHOUSE && i <= 4 => {}
             p if p == MEMO => {
                 memos += 1;
                 let said = match e.memo {
@@ -260,6 +271,21 @@ pub fn check(tx: &VersionedTransaction, e: &Expected<'_>) -> Result<(), Refusal>
         return Err(Refusal::PayerSignature);
     }
     Ok(())
+}
+
+/// The payer a payment names: its second signer (the transfer's
+/// authority, once [`check`] passed).
+pub fn payer_of(tx: &VersionedTransaction) -> Option<Pubkey> {
+    tx.message.static_account_keys().get(1).copied()
+}
+
+/// The token account a checked payment spends (its transfer's source).
+pub fn source_of(tx: &VersionedTransaction) -> Option<Pubkey> {
+    let m = &tx.message;
+    let ix = m.instructions().get(2)?;
+    m.static_account_keys()
+        .get(usize::from(*ix.accounts.first()?))
+        .copied()
 }
 
 /// The third instruction: `TransferChecked` of exactly the price, in the
@@ -402,6 +428,68 @@ mod tests {
         );
     }
 
+    /// Wallets' own Lighthouse assertions after the transfer: Phantom's
+    /// one, Solflare's two, before the memo or around it, as the
+    /// specification places them; a third, one in the last place, or one
+    /// naming the fee payer is refused.
+    #[test]
+    fn wallets_lighthouse_assertions_pass_within_the_specs_places() {
+        let c = Case::new();
+        let e = c.expected();
+        // an assertion on the buyer's token account, as a wallet writes one
+        let assertion = || {
+            Instruction::new_with_bytes(
+                LIGHTHOUSE,
+                &[4, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0],
+                vec![AccountMeta::new_readonly(
+                    associated_account(&c.buyer.pubkey(), &c.mint),
+                    false,
+                )],
+            )
+        };
+        let shaped = |tail: &[&str]| {
+            let mut ixs = c.honest();
+            let memo = ixs.pop().unwrap();
+            for t in tail {
+                ixs.push(if *t == "lh" {
+                    assertion()
+                } else {
+                    memo.clone()
+                });
+            }
+            check(&c.tx(&ixs), &e)
+        };
+        assert_eq!(shaped(&["lh", "memo"]), Ok(()), "Phantom");
+        assert_eq!(shaped(&["lh", "lh", "memo"]), Ok(()), "Solflare");
+        assert_eq!(shaped(&["memo", "lh"]), Ok(()), "memo first");
+        assert_eq!(
+            shaped(&["lh", "memo", "lh"]),
+            Err(Refusal::UnknownInstruction(5))
+        );
+        assert_eq!(
+            Refusal::UnknownInstruction(5).reason(),
+            "invalid_exact_svm_payload_unknown_sixth_instruction"
+        );
+        assert_eq!(
+            shaped(&["lh", "lh", "lh", "memo"]),
+            Err(Refusal::InstructionCount(7))
+        );
+        assert_eq!(shaped(&["lh", "lh"]), Err(Refusal::Memo), "no memo");
+        let mut ixs = c.honest();
+        let mut naming_fee_payer = assertion();
+        naming_fee_payer
+            .accounts
+            .push(AccountMeta::new_readonly(c.fee_payer.pubkey(), false));
+        ixs.insert(3, naming_fee_payer);
+        assert_eq!(check(&c.tx(&ixs), &e), Err(Refusal::FeePayerInInstruction));
+        let tx = c.tx(&c.honest());
+        assert_eq!(payer_of(&tx), Some(c.buyer.pubkey()));
+        assert_eq!(
+            source_of(&tx),
+            Some(associated_account(&c.buyer.pubkey(), &c.mint))
+        );
+    }
+
     /// A paid tool call takes one memo that is a nonce: letters and
     /// digits, bounded; never a marketplace action the node would sign.
     #[test]
@@ -501,14 +589,6 @@ mod tests {
             with(&|ixs| ixs.push(ixs[3].clone())),
             Err(Refusal::Memo),
             "two memos"
-        );
-        let lighthouse: Pubkey = "L2TExMFKdjpN9kozasaurPirfHy9P8sbXoAN1qA3S95"
-            .parse()
-            .unwrap();
-        assert_eq!(
-            with(&|ixs| ixs.push(Instruction::new_with_bytes(lighthouse, &[0], vec![]))),
-            Err(Refusal::UnknownInstruction(4)),
-            "an assertion that may fail on chain after passing the simulation"
         );
         assert_eq!(
             with(&|ixs| ixs.push(crate::chain::instructions::transfer(

@@ -126,6 +126,40 @@ pub struct RequirementsV1 {
     pub extra: Extra,
 }
 
+/// The body of a v1 402 (`x402Version: 1`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct PaymentRequiredV1 {
+    /// 1.
+    pub x402_version: u32,
+    /// Why payment is asked for.
+    pub error: String,
+    /// The ways to pay, in v1's shape.
+    pub accepts: Vec<RequirementsV1>,
+}
+
+impl Requirements {
+    /// These requirements in v1's shape for `resource` (`None`: the
+    /// network has no v1 name).
+    pub fn to_v1(&self, resource: &Resource) -> Option<RequirementsV1> {
+        Some(RequirementsV1 {
+            scheme: self.scheme.clone(),
+            network: v1_network(&self.network)?.to_string(),
+            max_amount_required: self.amount.clone(),
+            resource: resource.url.clone(),
+            description: resource.description.clone().unwrap_or_default(),
+            mime_type: resource
+                .mime_type
+                .clone()
+                .unwrap_or_else(|| "application/json".into()),
+            pay_to: self.pay_to.clone(),
+            max_timeout_seconds: self.max_timeout_seconds,
+            asset: self.asset.clone(),
+            extra: self.extra.clone(),
+        })
+    }
+}
+
 /// The transaction a client signed.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct SvmPayload {

@@ -18,6 +18,7 @@ pub(super) fn listen(a: ListenArgs, ctx: &Context) -> CliResult<()> {
         below_cost_per_hour,
         x402,
         x402_network,
+        x402_public_url,
         storage,
         seller,
     } = a;
@@ -48,7 +49,14 @@ pub(super) fn listen(a: ListenArgs, ctx: &Context) -> CliResult<()> {
                 "--x402: the protocol fee applies on this cluster, and x402's exact scheme pays the seller alone, so every x402 buy would be refused as not paying the fee; not started"
             )))
         }
-        Some(addr) => Some(x402_endpoint(ctx, &db_path, &storage, &addr, x402_network)?),
+        Some(addr) => Some(x402_endpoint(
+            ctx,
+            &db_path,
+            &storage,
+            &addr,
+            x402_network,
+            x402_public_url,
+        )?),
     };
     let config = node::listen::daemon::DaemonConfig {
         keys,
@@ -138,6 +146,7 @@ fn x402_endpoint(
     storage: &crate::args::StorageOpts,
     addr: &str,
     network: Option<String>,
+    public_url: Option<String>,
 ) -> CliResult<(
     std::net::TcpListener,
     std::sync::Arc<node::x402::serve::X402State>,
@@ -167,7 +176,10 @@ fn x402_endpoint(
         std::sync::Arc::new(wallet),
         db_path.to_path_buf(),
         source,
-        node::x402::serve::X402Config::new(network),
+        node::x402::serve::X402Config {
+            public_url,
+            ..node::x402::serve::X402Config::new(network)
+        },
     );
     Ok((listener, state))
 }

@@ -1,0 +1,57 @@
+// Buys a brainctl listing's key with nothing but the official TypeScript
+// x402 client (@x402/fetch 2.27.0 with @x402/svm 2.27.0's exact scheme),
+// given only the listing's URL, with fetch's default timeouts.
+//
+// Used by cli/tests/x402.rs against a seller's `marketplace listen --x402`
+// on the localnet: the node advertises devnet's CAIP-2 id while the client
+// talks to the local validator (--rpc).
+//
+// Usage: node buy.mjs --url BASE --listing ID --rpc URL --secret FILE
+//   FILE holds the buyer's 64-byte keypair as a JSON array (solana-keygen).
+// A 202 (pending) is finished by polling its `poll` URL, as the endpoint's
+// documentation says. Prints one JSON object on stdout: the first status,
+// the final status and body (its sealed envelope, which the test opens
+// with the buyer's key), and the settlement header decoded.
+
+import { readFileSync } from "node:fs";
+import { parseArgs } from "node:util";
+import { createKeyPairSignerFromBytes } from "@solana/kit";
+import { decodePaymentResponseHeader, wrapFetchWithPaymentFromConfig } from "@x402/fetch";
+import { ExactSvmScheme } from "@x402/svm";
+
+const DEVNET = "solana:EtWTRABZaYq6iMfeYKouRu166VU2xqa1";
+
+const { values: a } = parseArgs({
+  options: {
+    url: { type: "string" },
+    listing: { type: "string" },
+    rpc: { type: "string" },
+    secret: { type: "string" },
+  },
+});
+const signer = await createKeyPairSignerFromBytes(
+  new Uint8Array(JSON.parse(readFileSync(a.secret, "utf8"))),
+);
+const pay = wrapFetchWithPaymentFromConfig(fetch, {
+  schemes: [{ network: DEVNET, client: new ExactSvmScheme(signer, { rpcUrl: a.rpc }) }],
+});
+const r = await pay(`${a.url}/x402/listings/${a.listing}`, { method: "GET" });
+const out = { first_status: r.status, status: r.status, payer: signer.address };
+out.body = await r.json();
+const header = r.headers.get("PAYMENT-RESPONSE");
+if (header) {
+  out.settle = decodePaymentResponseHeader(header);
+}
+if (r.status === 202) {
+  for (let i = 0; i < 240; i += 1) {
+    const p = await fetch(out.body.poll);
+    const body = await p.json();
+    if (p.status === 200 && body.status === "released") {
+      out.status = 200;
+      out.body = body;
+      break;
+    }
+    await new Promise((done) => setTimeout(done, 500));
+  }
+}
+console.log(JSON.stringify(out));
