@@ -644,6 +644,124 @@ fn hostile_x402_payers_pay_for_their_own_failures_and_honest_buyers_are_served()
     assert!(daemon.stop().success());
 }
 
+/// A Token-2022 listing bought end to end by the official TypeScript
+/// client (`@x402/fetch` with `@x402/svm`) and by the Python SDK, each
+/// given only the listing's URL with its default timeouts: each opens
+/// the key sealed to its payer, which decrypts the blob to the listed
+/// bundle; the seller is paid twice in the mint.
+#[test]
+fn the_typescript_and_python_clients_buy_a_token_2022_listing() {
+    let v = e2e::validator();
+    let rt = e2e::runtime();
+    let chain = v.chain();
+    let shared = tempfile::tempdir().unwrap();
+    let dir = shared.path().join("items").display().to_string();
+    let authority = e2e::test_dollar_authority();
+    v.fund(&authority.pubkey(), 1);
+    let mint = v.create_token_2022_mint(&Keypair::new(), &authority, false);
+    wait_finalized(&mint.address);
+    let seller = Env::new();
+    seller.ok(&["wallet", "new"]);
+    onchain(&seller, &["wallet", "airdrop", "2", "--json"]);
+    seller.ok(&["memory", "add", "Paid in a Token-2022 mint", "-c", "lesson"]);
+    seller.ok(&["export", "--sign", "-o", "b.signed.json"]);
+    let listed = onchain(
+        &seller,
+        &[
+            "marketplace",
+            "list",
+            "b.signed.json",
+            "--price-usd",
+            "2",
+            "--sol-usd",
+            "150",
+            "--mint",
+            &mint.address.to_string(),
+            "--token-usd",
+            "1",
+            "--storage-dir",
+            &dir,
+            "--json",
+        ],
+    );
+    let listing = &listed["listing"];
+    let (listing_id, bundle_hash) = (
+        listing["listing_id"].as_str().unwrap(),
+        listing["bundle_hash"].as_str().unwrap(),
+    );
+    let seller_pk: Pubkey = listing["payment_address"]
+        .as_str()
+        .unwrap()
+        .parse()
+        .unwrap();
+    let mut daemon = util::services::listen(
+        &seller,
+        &v.rpc_url,
+        &dir,
+        shared.path(),
+        &["--x402", "127.0.0.1:0", "--x402-network", DEVNET],
+        "warn,node::x402=info,node::listen=info",
+    );
+    let base = format!("http://{}", e2e::logged_listen_address(&daemon.1));
+    let units = |owner: &Pubkey| {
+        rt.block_on(node::chain::token::balance(&chain, owner, &mint))
+            .unwrap()
+    };
+    let source = node::arweave::Source::Fs(node::arweave::FsStore::new(&dir));
+    // the key sealed to `buyer` opens the blob to the listed bundle
+    let opens = |buyer: &Keypair, body: &Value| {
+        let wallet = node::wallet::Wallet::from_keypair_bytes(&buyer.to_bytes()).unwrap();
+        use base64::Engine as _;
+        let sealed = base64::engine::general_purpose::STANDARD
+            .decode(body["envelope"]["sealed_key_b64"].as_str().unwrap())
+            .unwrap();
+        let key = node::seal::open_sealed_key(&wallet.x25519_secret(), &sealed).unwrap();
+        let blob_id = body["encrypted_bundle_uri"]
+            .as_str()
+            .unwrap()
+            .trim_start_matches("ar://");
+        let blob = rt.block_on(source.fetch(blob_id, 16 << 20)).unwrap();
+        let plain = node::seal::decrypt_blob(&key, &blob).unwrap();
+        assert_eq!(hex::encode(node::crypto::sha256(&plain)), bundle_hash);
+    };
+
+    // the TypeScript client
+    let ts_buyer = Keypair::new();
+    v.mint_tokens(&mint, &ts_buyer.pubkey(), 5_000_000);
+    let out = e2e::x402::ts_client(shared.path())
+        .args(["--url", &base, "--listing", listing_id, "--rpc", &v.rpc_url])
+        .arg("--secret")
+        .arg(keypair_file(shared.path(), &ts_buyer))
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "buy.mjs: {}\n{}\nlisten's log ends:\n{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr),
+        daemon.tail()
+    );
+    let ts: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(ts["status"], 200, "{ts}");
+    assert_eq!(ts["settle"]["success"], true, "{ts}");
+    assert_eq!(ts["settle"]["payer"], ts_buyer.pubkey().to_string(), "{ts}");
+    opens(&ts_buyer, &ts["body"]);
+    assert_eq!(units(&ts_buyer.pubkey()), 3_000_000);
+
+    // the Python SDK
+    let py_buyer = Keypair::new();
+    v.mint_tokens(&mint, &py_buyer.pubkey(), 5_000_000);
+    let secret = keypair_file(shared.path(), &py_buyer);
+    let py = client(&daemon, (&base, listing_id), &secret, &[]);
+    assert_eq!(py["status"], 200, "{py}");
+    assert!(py["key_hex"].is_string(), "{py}");
+    opens(&py_buyer, &py["body"]);
+    assert_eq!(units(&py_buyer.pubkey()), 3_000_000);
+    assert_eq!(units(&seller_pk), 4_000_000, "paid twice, in the mint");
+    assert!(daemon.alive(), "listen died:\n{}", daemon.tail());
+    assert!(daemon.stop().success());
+}
+
 /// Paid tool calls (x402's MCP binding) over `brainctl mcp --http` with a
 /// price list: the Python SDK's SVM client pays for `memory_search` over
 /// the MCP SDK's streamable HTTP transport. Unpaid, the call answers the

@@ -25,6 +25,40 @@ pub fn python() -> std::path::PathBuf {
     py
 }
 
+/// The official TypeScript x402 client (`tests/x402/buy.mjs` with
+/// `@x402/fetch` and `@x402/svm` from the cache): a command running the
+/// script from `work` (a copy beside a link to the installed packages;
+/// Node resolves an ES module's imports from where the file is).
+/// `localnet/install` installs the packages; missing fails and names it.
+pub fn ts_client(work: &std::path::Path) -> std::process::Command {
+    let cache = std::env::var("BRAINCTL_CACHE")
+        .map(std::path::PathBuf::from)
+        .unwrap_or_else(|_| {
+            std::path::PathBuf::from(std::env::var("HOME").expect("HOME")).join(".cache/brainctl")
+        });
+    let modules = cache.join("x402-js/node_modules");
+    assert!(
+        modules.join("@x402/fetch").is_dir() && modules.join("@x402/svm").is_dir(),
+        "{} has no @x402/fetch or @x402/svm: run ./localnet/install (its step installing the TypeScript x402 client)",
+        modules.display()
+    );
+    let dir = work.join("ts-client");
+    std::fs::create_dir_all(&dir).unwrap();
+    let link = dir.join("node_modules");
+    if !link.exists() {
+        std::os::unix::fs::symlink(&modules, &link).unwrap();
+    }
+    let script = dir.join("buy.mjs");
+    std::fs::copy(
+        concat!(env!("CARGO_MANIFEST_DIR"), "/x402/buy.mjs"),
+        &script,
+    )
+    .unwrap();
+    let mut cmd = std::process::Command::new("node");
+    cmd.arg(script);
+    cmd
+}
+
 /// The compute-budget program.
 const COMPUTE_BUDGET: &str = "ComputeBudget111111111111111111111111111111";
 /// SPL Memo.
