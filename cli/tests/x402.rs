@@ -758,6 +758,18 @@ fn the_typescript_and_python_clients_buy_a_token_2022_listing() {
     opens(&py_buyer, &py["body"]);
     assert_eq!(units(&py_buyer.pubkey()), 3_000_000);
     assert_eq!(units(&seller_pk), 4_000_000, "paid twice, in the mint");
+
+    // the seller's account now requires a memo before each incoming
+    // transfer, which an x402 payment carries after it: no longer offered
+    let wallet = node::wallet::Wallet::load(&seller.path(".brainctl/wallet.json")).unwrap();
+    v.require_transfer_memos(&wallet.solana_keypair(), &mint, &wallet.solana_keypair());
+    std::thread::sleep(node::x402::reads::MINT_TTL);
+    let (status, _, body) = get(&format!("{base}/x402/listings/{listing_id}"), None);
+    assert_eq!(status, 409, "{body}");
+    assert!(
+        body["error"].as_str().unwrap().contains("requires a memo"),
+        "{body}"
+    );
     assert!(daemon.alive(), "listen died:\n{}", daemon.tail());
     assert!(daemon.stop().success());
 }

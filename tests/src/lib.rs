@@ -633,6 +633,39 @@ impl TestValidator {
         }
     }
 
+    /// Makes `owner`'s associated Token-2022 account of `mint` require a
+    /// memo before every incoming transfer (`MemoTransfer`), as its owner
+    /// may at any time; `payer` pays the fee.
+    pub fn require_transfer_memos(
+        &self,
+        owner: &Keypair,
+        mint: &node::chain::token::TokenMint,
+        payer: &Keypair,
+    ) {
+        use spl_token_2022_interface::extension::memo_transfer::instruction::enable_required_transfer_memos;
+        let account = node::chain::token::associated_account(&owner.pubkey(), mint);
+        let ix = enable_required_transfer_memos(
+            &spl_token_2022_interface::ID,
+            &account,
+            &owner.pubkey(),
+            &[],
+        )
+        .expect("memo transfer instruction");
+        // room for the extension first
+        let grow = spl_token_2022_interface::instruction::reallocate(
+            &spl_token_2022_interface::ID,
+            &account,
+            &payer.pubkey(),
+            &owner.pubkey(),
+            &[],
+            &[spl_token_2022_interface::extension::ExtensionType::MemoTransfer],
+        )
+        .expect("reallocate instruction");
+        runtime()
+            .block_on(self.chain().send(&[grow, ix], &[payer, owner]))
+            .expect("require transfer memos");
+    }
+
     /// Closes the Token-2022 mint `mint` (its supply 0) by its close
     /// authority `authority`, its rent to `authority`.
     pub fn close_token_2022_mint(&self, mint: &Pubkey, authority: &Keypair) {

@@ -191,12 +191,16 @@ async fn fetch_mint(
     Ok((account.owner, account.data))
 }
 
-/// The mint an account holds, if a payment in it delivers what it says:
-/// Token-2022 mints with a transfer fee (in force or scheduled), a
-/// transfer hook, non-transferable tokens or accounts frozen by default
-/// are refused (a buyer's payment would arrive short, run foreign code or
-/// fail). Other extensions (metadata, interest shown in the UI amount, a
-/// close or freeze authority) leave a checked transfer's amount intact.
+/// The mint an account holds, if a payment in it delivers what it says
+/// and stays paid: Token-2022 mints with a transfer fee (in force or
+/// scheduled), a transfer hook, non-transferable tokens or accounts frozen
+/// by default are refused (a buyer's payment would arrive short, run
+/// foreign code or fail), and so are a permanent delegate (it can take a
+/// payment back), a pause (a checked payment can fail as it lands) and a
+/// UI amount other than the raw one (interest-bearing or scaled: a wallet
+/// would show the buyer another price than the one paid). Other
+/// extensions (metadata, groups, a close or freeze authority) leave a
+/// checked transfer's amount intact.
 pub fn mint_from_account(
     address: &Pubkey,
     owner: &Pubkey,
@@ -255,6 +259,33 @@ pub fn mint_from_account(
                 "freezes new token accounts, so a payment to one fails",
             ));
         }
+    }
+    use spl_token_2022_interface::extension::ExtensionType as E;
+    for kind in state.get_extension_types().unwrap_or_default() {
+        let why = match kind {
+            E::PermanentDelegate
+                if state
+                    .get_extension::<spl_token_2022_interface::extension::permanent_delegate::PermanentDelegate>()
+                    .is_ok_and(|d| Option::<Pubkey>::from(d.delegate).is_some()) =>
+            (
+                "PermanentDelegate",
+                "lets its delegate take any holder's tokens back, so a payment is never final",
+            ),
+            E::Pausable => (
+                "Pausable",
+                "lets its authority stop every transfer, so a payment checked now can fail when it lands",
+            ),
+            E::ScaledUiAmount => (
+                "ScaledUiAmount",
+                "shows holders a scaled amount, so the price a wallet shows is not the amount paid",
+            ),
+            E::InterestBearingConfig => (
+                "InterestBearingConfig",
+                "shows holders an amount accruing interest, so the price a wallet shows is not the amount paid",
+            ),
+            _ => continue,
+        };
+        return Err(refuse(why.0, why.1));
     }
     Ok(TokenMint {
         address: *address,
@@ -451,6 +482,43 @@ mod tests {
         for (bytes, named) in [
             (&scheduled_fee, "TransferFeeConfig"),
             (&hooked, "TransferHook"),
+        ] {
+            match mint_from_account(&address, &t22, bytes) {
+                Err(MintRefusal::Extension { extension, .. }) => assert_eq!(extension, named),
+                other => panic!("{named}: {other:?}"),
+            }
+        }
+        // a payment that could be taken back, fail as it lands, or show
+        // the buyer another price
+        use spl_token_2022_interface::extension::{
+            interest_bearing_mint::InterestBearingConfig, pausable::PausableConfig,
+            permanent_delegate::PermanentDelegate, scaled_ui_amount::ScaledUiAmountConfig,
+        };
+        let delegated = mint_bytes(&[ExtensionType::PermanentDelegate], |s| {
+            let d = s.init_extension::<PermanentDelegate>(true).unwrap();
+            d.delegate = Some(Pubkey::new_unique()).try_into().unwrap();
+        });
+        let undelegated = mint_bytes(&[ExtensionType::PermanentDelegate], |s| {
+            s.init_extension::<PermanentDelegate>(true).unwrap();
+        });
+        assert!(
+            mint_from_account(&address, &t22, &undelegated).is_ok(),
+            "no delegate set"
+        );
+        let pausable = mint_bytes(&[ExtensionType::Pausable], |s| {
+            s.init_extension::<PausableConfig>(true).unwrap();
+        });
+        let scaled = mint_bytes(&[ExtensionType::ScaledUiAmount], |s| {
+            s.init_extension::<ScaledUiAmountConfig>(true).unwrap();
+        });
+        let interest = mint_bytes(&[ExtensionType::InterestBearingConfig], |s| {
+            s.init_extension::<InterestBearingConfig>(true).unwrap();
+        });
+        for (bytes, named) in [
+            (&delegated, "PermanentDelegate"),
+            (&pausable, "Pausable"),
+            (&scaled, "ScaledUiAmount"),
+            (&interest, "InterestBearingConfig"),
         ] {
             match mint_from_account(&address, &t22, bytes) {
                 Err(MintRefusal::Extension { extension, .. }) => assert_eq!(extension, named),

@@ -28,6 +28,8 @@ type MintRead = Result<TokenMint, Arc<MintRefusal>>;
 pub struct Reads {
     clock: Mutex<Option<(i64, Instant)>>,
     mints: Mutex<HashMap<Pubkey, (MintRead, Instant)>>,
+    /// Token accounts that require a memo before each incoming transfer.
+    memo_required: Mutex<HashMap<Pubkey, (bool, Instant)>>,
 }
 
 impl Reads {
@@ -40,6 +42,53 @@ impl Reads {
         let at = chain.cluster_time().await?;
         *self.clock.lock().unwrap_or_else(|p| p.into_inner()) = Some((at, Instant::now()));
         Ok(at)
+    }
+
+    /// Whether the token account `account` requires a memo before every
+    /// incoming transfer (Token-2022's `MemoTransfer`: an x402 payment's
+    /// memo comes after its transfer, so it would fail), as of a read at
+    /// most [`MINT_TTL`] old. A missing account requires none.
+    pub async fn requires_memo(&self, chain: &Chain, account: &Pubkey) -> Result<bool, ChainError> {
+        if let Some((required, at)) = self
+            .memo_required
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .get(account)
+        {
+            if at.elapsed() < MINT_TTL {
+                return Ok(*required);
+            }
+        }
+        use spl_token_2022_interface::extension::{
+            memo_transfer::MemoTransfer, BaseStateWithExtensions, StateWithExtensions,
+        };
+        let data = crate::chain::client::with_retry("getAccountInfo", || async {
+            chain
+                .rpc()
+                .get_account_with_commitment(account, chain.commitment())
+                .await
+                .map(|r| r.value)
+        })
+        .await?
+        .map(|a| a.data)
+        .unwrap_or_default();
+        let required =
+            StateWithExtensions::<spl_token_2022_interface::state::Account>::unpack(&data)
+                .ok()
+                .and_then(|s| {
+                    s.get_extension::<MemoTransfer>()
+                        .ok()
+                        .map(|m| bool::from(m.require_incoming_transfer_memos))
+                })
+                .unwrap_or(false);
+        let mut cache = self.memo_required.lock().unwrap_or_else(|p| p.into_inner());
+        if cache.len() >= MAX_MINTS {
+            cache.retain(|_, (_, at)| at.elapsed() < MINT_TTL);
+        }
+        if cache.len() < MAX_MINTS {
+            cache.insert(*account, (required, Instant::now()));
+        }
+        Ok(required)
     }
 
     /// `address` screened as a mint a new payment may be made in, as of a

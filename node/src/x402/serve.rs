@@ -776,6 +776,17 @@ async fn sale(
                 "{listing_id} cannot be paid in its mint now: {refusal}"
             )),
         })?;
+    let payee = crate::chain::token::associated_account(&seller, &mint);
+    if st
+        .reads
+        .requires_memo(&st.chain, &payee)
+        .await
+        .map_err(|e| Problem::new(StatusCode::SERVICE_UNAVAILABLE, None, e))?
+    {
+        return Err(conflict(format!(
+            "{listing_id}: the seller's token account {payee} requires a memo before each incoming transfer, and an x402 payment's memo follows its transfer (the seller can run `spl-token disable-required-transfer-memos {payee}`)"
+        )));
+    }
     // the compact x402 buy memo: the full one would not fit the client's
     // compute budget; the key is sealed to the payer's own key's X25519 form
     let memo = format!("{}{listing_id}", crate::memo::X402_BUY_PREFIX);
