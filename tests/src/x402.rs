@@ -1,7 +1,7 @@
 //! x402 helpers for tests: the client venv's python (the `x402` SDK) and
 //! payments no honest client builds.
 
-use node::chain::token::{associated_account, TokenMint};
+use node::chain::token::TokenMint;
 use node::chain::{Keypair, Pubkey, Signer};
 use serde_json::{json, Value};
 use solana_sdk::instruction::{AccountMeta, Instruction};
@@ -103,28 +103,11 @@ fn payment_with(
 }
 
 /// `TransferChecked` of `requirements`' amount of `mint` from `owner`'s
-/// associated account to the payee's, by `authority`.
-fn transfer_of(
-    owner: &Pubkey,
-    authority: &Pubkey,
-    mint: &TokenMint,
-    requirements: &Value,
-) -> Instruction {
+/// associated account to the payee's, by `owner`.
+fn transfer_of(owner: &Pubkey, mint: &TokenMint, requirements: &Value) -> Instruction {
     let amount: u64 = requirements["amount"].as_str().unwrap().parse().unwrap();
     let pay_to: Pubkey = requirements["payTo"].as_str().unwrap().parse().unwrap();
-    let mut data = vec![12];
-    data.extend_from_slice(&amount.to_le_bytes());
-    data.push(mint.decimals);
-    Instruction {
-        program_id: mint.program,
-        accounts: vec![
-            AccountMeta::new(associated_account(owner, mint), false),
-            AccountMeta::new_readonly(mint.address, false),
-            AccountMeta::new(associated_account(&pay_to, mint), false),
-            AccountMeta::new_readonly(*authority, true),
-        ],
-        data,
-    }
+    node::chain::token::transfer_to(owner, &pay_to, mint, amount)
 }
 
 /// An honest payment of `requirements` by `payer` from its own associated
@@ -138,7 +121,7 @@ pub fn payment(
     cu_price: u64,
     blockhash: solana_sdk::hash::Hash,
 ) -> String {
-    let transfer = transfer_of(&payer.pubkey(), &payer.pubkey(), mint, requirements);
+    let transfer = transfer_of(&payer.pubkey(), mint, requirements);
     payment_with(
         (fee_payer, payer),
         transfer,
@@ -159,7 +142,7 @@ pub fn payment_spending_fee_payer(
     requirements: &Value,
 ) -> String {
     // the payee is the fee payer: its own account is paid back to itself
-    let transfer = transfer_of(fee_payer, fee_payer, mint, requirements);
+    let transfer = transfer_of(fee_payer, mint, requirements);
     payment_with(
         (fee_payer, buyer),
         transfer,
