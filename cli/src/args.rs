@@ -381,7 +381,9 @@ pub struct ListArgs {
     /// one that is not a dollar: the feed then prices one whole token) at
     /// the Pyth price in this PriceUpdateV2 account, converted by the escrow
     /// program's `quote_usd` inside the buy (so `listen` and the indexer
-    /// check it from the chain), instead of a price fixed now. The localnet
+    /// check it from the chain), instead of a price fixed now. It must be
+    /// Pyth's push-oracle account of the feed (buyers refuse any other:
+    /// anyone can post an old update into an account of their own). The localnet
     /// loads a SOL/USD account at 7UVimffxr9ow1uXYxsr4LHAcV58mLzhmwaeKvJ1pjLiE
     /// (Pyth's SOL/USD feed account address), published when it started.
     #[arg(long, value_name = "PRICE_ACCOUNT", conflicts_with = "escrow")]
@@ -390,11 +392,13 @@ pub struct ListArgs {
     /// carry (default SOL/USD's).
     #[arg(long, value_name = "HEX", requires = "usd_at_settle")]
     pub price_feed: Option<String>,
-    /// With --usd-at-settle: the oldest price a buy may use, in seconds.
-    #[arg(long, default_value_t = 60)]
+    /// With --usd-at-settle: the oldest price a buy may use, in seconds
+    /// (default: the sponsored feeds' 60 s heartbeat and the time a price
+    /// takes to land; buyers' clients take at most 90 s on public clusters).
+    #[arg(long, default_value_t = 90)]
     pub price_max_age_secs: u32,
     /// With --usd-at-settle: the widest confidence interval a buy may use,
-    /// in basis points of the price.
+    /// in basis points of the price (buyers' clients take at most 200).
     #[arg(long, default_value_t = 100)]
     pub price_max_conf_bps: u16,
     /// With --usd-at-settle: how far below its own quote a buy's payment

@@ -809,7 +809,7 @@ impl BrainctlServer {
                     sol_usd: Some(sol_usd),
                     usd_at_settle: None,
                     price_feed: None,
-                    price_max_age_secs: 60,
+                    price_max_age_secs: 90,
                     price_max_conf_bps: 100,
                     price_tolerance_bps: 100,
                     duration_hours: a.duration_hours.unwrap_or(72.0),

@@ -47,6 +47,26 @@ pub enum UsdPriceError {
     /// A malformed address.
     #[error("price account {0:?} is not a base58 address")]
     BadAddress(String),
+    /// Not the push oracle's account of the feed.
+    #[error("price account {account} is not Pyth's push-oracle account of the listing's feed ({expected}); refusing a price from an account the seller chose")]
+    NotFeedAccount {
+        /// The listing's account.
+        account: String,
+        /// The feed's.
+        expected: String,
+    },
+    /// The listing takes prices less certain than a buyer's client does.
+    #[error("the listing takes a price with a confidence interval up to {stated} bps; a buyer's client takes at most {MAX_CONF_BPS}")]
+    ConfidenceTooWide {
+        /// What the listing states.
+        stated: u16,
+    },
+    /// Older than the public clusters' feeds ever are.
+    #[error("the price is {age_secs} s old; on this cluster the feed publishes at least every 60 s, so a buyer takes at most {MAX_PUBLIC_AGE_SECS} s")]
+    Stale {
+        /// Its age.
+        age_secs: i64,
+    },
     /// A SOL price read from another feed than SOL/USD.
     #[error("the listing converts its USD to SOL at feed {0}, not Pyth's SOL/USD feed; refusing to pay at another asset's price")]
     NotSolFeed(String),
@@ -84,9 +104,33 @@ pub struct UsdQuoteNow {
     pub tolerance_bps: u16,
 }
 
-/// Refuses terms that convert to SOL at another feed than SOL/USD: a
-/// listing could name any asset's feed, and so any price. (A token's feed
-/// is the listing's to state; the quote shows it, and a spend policy
+/// Pyth's push-oracle program, which keeps each sponsored feed's
+/// `PriceUpdateV2` account fresh on the public clusters.
+pub const PUSH_ORACLE: Pubkey = solana_sdk::pubkey!("pythWSnswVUd12oZpeFP8e9CVaEqJg25g1Vtc2biRsT");
+
+/// The push oracle's account of `feed_id` (shard 0): the one account a
+/// buyer takes a price from. Any other receiver-owned `PriceUpdateV2`
+/// (anyone may post one, of any past moment, into an account of their
+/// own) could hold an old price the seller picked.
+pub fn feed_account(feed_id: &[u8; 32]) -> Pubkey {
+    Pubkey::find_program_address(&[&0u16.to_le_bytes(), feed_id], &PUSH_ORACLE).0
+}
+
+/// The widest confidence interval a buyer's client takes, whatever the
+/// listing states (basis points of the price).
+pub const MAX_CONF_BPS: u16 = 200;
+
+/// The oldest price a buyer's client takes on a public cluster, whatever
+/// the listing states: the sponsored feeds publish at least every 60 s
+/// (their heartbeat), and a price lands within seconds of it. (On a local
+/// validator nothing updates the account; the listing's own bound holds.)
+pub const MAX_PUBLIC_AGE_SECS: i64 = 90;
+
+/// Refuses terms a buyer must not pay by: a price account other than the
+/// push oracle's for the feed ([`feed_account`]), a confidence bound over
+/// [`MAX_CONF_BPS`], and a conversion to SOL at another feed than SOL/USD
+/// (a listing could name any asset's feed, and so any price). (A token's
+/// feed is the listing's to state; the quote shows it, and a spend policy
 /// bounds what a buy in the token may take.)
 pub fn check_feed(
     terms: &UsdTerms,
@@ -94,6 +138,18 @@ pub fn check_feed(
 ) -> Result<(), UsdPriceError> {
     if currency.is_sol() && terms.feed_id != SOL_USD_FEED {
         return Err(UsdPriceError::NotSolFeed(hex::encode(terms.feed_id)));
+    }
+    let expected = feed_account(&terms.feed_id);
+    if terms.price_account != expected.to_string() {
+        return Err(UsdPriceError::NotFeedAccount {
+            account: terms.price_account.clone(),
+            expected: expected.to_string(),
+        });
+    }
+    if terms.max_conf_bps > MAX_CONF_BPS {
+        return Err(UsdPriceError::ConfidenceTooWide {
+            stated: terms.max_conf_bps,
+        });
     }
     Ok(())
 }
@@ -134,6 +190,12 @@ pub async fn quote_now(
     check_feed(terms, currency)?;
     let update = read_price(chain, &terms.price_account).await?;
     let now = chain.cluster_time().await?;
+    let age_secs = now - update.publish_time;
+    if age_secs > MAX_PUBLIC_AGE_SECS
+        && chain.cluster_kind().await? != crate::chain::ClusterKind::Local
+    {
+        return Err(UsdPriceError::Stale { age_secs });
+    }
     let unusable = |why| UsdPriceError::Unusable {
         account: terms.price_account.clone(),
         why,
@@ -159,7 +221,7 @@ pub async fn quote_now(
         conf: update.conf,
         exponent: update.exponent,
         publish_time: update.publish_time,
-        age_secs: now - update.publish_time,
+        age_secs,
         usd_micros: terms.usd_micros,
         units,
         decimals: terms.decimals,
@@ -203,7 +265,7 @@ mod tests {
 
     fn terms(feed_id: [u8; 32]) -> UsdTerms {
         UsdTerms {
-            price_account: "11111111111111111111111111111111".into(),
+            price_account: feed_account(&feed_id).to_string(),
             feed_id,
             usd_micros: 1_000_000,
             max_age_secs: 60,
@@ -226,5 +288,44 @@ mod tests {
             mint: "So11111111111111111111111111111111111111112".into(),
         };
         assert!(check_feed(&terms(other), &token).is_ok());
+    }
+
+    /// The push oracle's SOL/USD account is Pyth's sponsored SOL/USD
+    /// feed account (where the localnet loads its price).
+    #[test]
+    fn the_sol_usd_feed_account_is_the_sponsored_one() {
+        assert_eq!(
+            feed_account(&SOL_USD_FEED),
+            crate::chain::test_price::ADDRESS
+        );
+    }
+
+    /// A price account the seller chose (any receiver-owned update, of
+    /// any past moment) and a confidence bound wider than a buyer takes
+    /// are refused before any read.
+    #[test]
+    fn a_seller_chosen_price_account_or_a_wide_confidence_is_refused() {
+        let chosen = UsdTerms {
+            price_account: "11111111111111111111111111111111".into(),
+            ..terms(SOL_USD_FEED)
+        };
+        assert!(matches!(
+            check_feed(&chosen, &Currency::Sol),
+            Err(UsdPriceError::NotFeedAccount { expected, .. })
+                if expected == crate::chain::test_price::ADDRESS.to_string()
+        ));
+        let wide = UsdTerms {
+            max_conf_bps: MAX_CONF_BPS + 1,
+            ..terms(SOL_USD_FEED)
+        };
+        assert!(matches!(
+            check_feed(&wide, &Currency::Sol),
+            Err(UsdPriceError::ConfidenceTooWide { stated: 201 })
+        ));
+        let at_cap = UsdTerms {
+            max_conf_bps: MAX_CONF_BPS,
+            ..terms(SOL_USD_FEED)
+        };
+        assert!(check_feed(&at_cap, &Currency::Sol).is_ok());
     }
 }
