@@ -440,8 +440,12 @@ impl TestValidator {
     /// Kills the validator (SIGKILL, as a crash) and starts it again on the
     /// same ledger and ports; returns once it is healthy. What clients see
     /// is a validator restart mid-run: refused connections, then the same
-    /// chain, continued.
+    /// chain, continued. Everything confirmed before the call is rooted
+    /// first: a lone validator killed before its newest slots are rooted
+    /// restarts without them (a cluster would keep them), and a test's
+    /// funding lost that way is not what it means to test.
     pub fn restart(&mut self) {
+        self.wait_rooted();
         unsafe { libc::kill(self.pid as i32, libc::SIGKILL) };
         let deadline = Instant::now() + Duration::from_secs(30);
         while unsafe { libc::kill(self.pid as i32, 0) } == 0 {
@@ -462,6 +466,34 @@ impl TestValidator {
             }
         }
         self.wait_healthy(&log);
+    }
+
+    /// Waits (up to 60 s) until the slot confirmed now is finalized.
+    fn wait_rooted(&self) {
+        let rt = runtime();
+        let chain = self.chain();
+        let confirmed = rt
+            .block_on(
+                chain.rpc().get_slot_with_commitment(
+                    solana_commitment_config::CommitmentConfig::confirmed(),
+                ),
+            )
+            .expect("the confirmed slot");
+        let deadline = Instant::now() + Duration::from_secs(60);
+        while rt
+            .block_on(
+                chain.rpc().get_slot_with_commitment(
+                    solana_commitment_config::CommitmentConfig::finalized(),
+                ),
+            )
+            .is_ok_and(|rooted| rooted < confirmed)
+        {
+            assert!(
+                Instant::now() < deadline,
+                "slot {confirmed} was not finalized within 60 s"
+            );
+            std::thread::sleep(Duration::from_millis(200));
+        }
     }
 
     fn wait_healthy(&self, log: &std::path::Path) {
