@@ -472,30 +472,26 @@ async fn sell(
         send(st, tx, &ctx)?;
     }
     let deadline = tokio::time::Instant::now() + st.config.answer_within;
-    loop {
+    let outcome = loop {
         let (outcome, _) = release_of(st, &signature).await?;
-        let sending = st.sending(&signature);
-        match (&outcome, &sending) {
-            (Outcome::Released { .. } | Outcome::Rejected(_), _) => break,
+        match (&outcome, st.sending(&signature)) {
+            (Outcome::Released { .. } | Outcome::Rejected(_), _) => break outcome,
             (_, Some(Sending::Failed(why))) => {
-                return Err(not_paid(&ctx, "transaction_failed", why, true))
+                return Err(not_paid(&ctx, "transaction_failed", &why, true))
             }
             (_, Some(Sending::Unsent(why))) => {
-                return Err(not_paid(&ctx, "transaction_simulation_failed", why, false))
+                return Err(not_paid(&ctx, "transaction_simulation_failed", &why, false))
             }
-            _ if tokio::time::Instant::now() >= deadline => break,
+            _ if tokio::time::Instant::now() >= deadline => break outcome,
             _ => tokio::time::sleep(Duration::from_millis(200)).await,
         }
-    }
-    let (outcome, _) = release_of(st, &signature).await?;
+    };
     let landed = !matches!(outcome, Outcome::Pending)
         || matches!(st.sending(&signature), Some(Sending::Landed));
-    let mut response = match outcome {
-        Outcome::Pending => pending_answer(st, &signature, Some(&sale.listing), &sale.poll_base),
-        outcome => answer(st, &signature, outcome, &sale.listing, &sale.poll_base)
-            .await
-            .unwrap_or_else(IntoResponse::into_response),
-    };
+    // the release, 409 with `listen`'s reason, or 202 pending
+    let mut response = answer(st, &signature, outcome, &sale.listing, &sale.poll_base)
+        .await
+        .unwrap_or_else(IntoResponse::into_response);
     let settled = SettleResponse {
         success: landed,
         transaction: signature.clone(),
