@@ -695,7 +695,18 @@ pub struct ListenArgs {
     /// Seconds between passes.
     #[arg(long, default_value_t = 2)]
     pub interval: u64,
-    /// The buyer's token: `light` (compressed, default) or `token2022` (NFT).
+    /// The receipt each release gives the buyer beside the key:
+    /// `listing` (default: one Light compressed mint per listing, made by
+    /// its first release; each release mints the buyer one unit of it and
+    /// costs about 10,000 lamports), `per-buy` (a fresh mint per buy,
+    /// supply 1, as the reference does: about 5.8M lamports of rent each),
+    /// or `none` (the signed `release` memo is the record: 5,000 lamports).
+    /// Escrow listings always get a mint per buy.
+    #[arg(long, value_enum, default_value_t = ReceiptFlag::Listing)]
+    pub receipt: ReceiptFlag,
+    /// The token of a mint per buy (`--receipt per-buy`, and escrow
+    /// listings'): `light` (compressed, default) or `token2022` (an NFT
+    /// wallets show without a compression-aware RPC).
     #[arg(long, value_enum, default_value_t = TokenFlag::Light)]
     pub token_standard: TokenFlag,
     /// Most buys paying less than a release costs you (a free or
@@ -1083,6 +1094,27 @@ pub enum StorageKind {
     Bundler,
     /// An Arweave gateway that takes transactions (arlocal on localnet).
     Gateway,
+}
+
+/// `--receipt`: what a release gives the buyer beside the key.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum ReceiptFlag {
+    /// A compressed unit of the listing's own mint.
+    Listing,
+    /// A fresh mint per buy.
+    PerBuy,
+    /// No token: the release memo alone.
+    None,
+}
+
+impl From<ReceiptFlag> for node::listen::receipt::ReceiptMode {
+    fn from(f: ReceiptFlag) -> Self {
+        match f {
+            ReceiptFlag::Listing => node::listen::receipt::ReceiptMode::Listing,
+            ReceiptFlag::PerBuy => node::listen::receipt::ReceiptMode::PerBuy,
+            ReceiptFlag::None => node::listen::receipt::ReceiptMode::None,
+        }
+    }
 }
 
 /// `--token-standard`: the token a buyer or recipient gets.

@@ -119,7 +119,12 @@ fn indexer_on(
 }
 
 fn market(memories: &[&str], price_usd: &str, sol_usd: &str) -> Market {
-    let (seller, buyer) = (Env::new(), Env::new());
+    market_with(memories, price_usd, sol_usd, &[])
+}
+
+/// [`market`] with `vars` set for both sides (e.g. gateway storage).
+fn market_with(memories: &[&str], price_usd: &str, sol_usd: &str, vars: &[(&str, &str)]) -> Market {
+    let (seller, buyer) = (Env::new().with_vars(vars), Env::new().with_vars(vars));
     let shared = tempfile::tempdir().unwrap();
     let dir = shared.path().join("items").display().to_string();
     for e in [&seller, &buyer] {
@@ -682,16 +687,25 @@ fn a_token_listing_trades_in_test_dollars() {
 }
 
 /// Kill the daemon (abort, like SIGKILL) after each step of a release,
-/// from `seen` on, restart it each time: exactly one token to the buyer,
-/// one release memo.
-#[test]
-fn listen_killed_at_each_step_releases_exactly_once() {
+/// from `seen` on, restart it each time: exactly one release memo and one
+/// receipt of the mode (`listen --receipt`), and what was released opens
+/// in the reference's own buyer pipeline
+/// (`agentmemory.marketplace_buy.post_release_pipeline`, its gateway the
+/// local arlocal) and imports into a reference brain.db.
+fn listen_killed_at_each_step(receipt: &str) {
     let v = e2e::validator();
-    let m = market(&["One lesson"], "1", "100");
+    let gw = e2e::gateway();
+    let storage = [
+        ("BRAINCTL_STORAGE", "gateway"),
+        ("BRAINCTL_GATEWAY_URL", gw.url.as_str()),
+    ];
+    let m = market_with(&["One lesson", "Another lesson"], "1", "100", &storage);
     let (seller, buyer, listed) = (&m.seller, &m.buyer, &m.listed);
-    let dir = m.dir();
-    let dir = dir.as_str();
     let manifest = listed["listing"]["manifest_id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let listing_id = listed["listing"]["listing_id"]
         .as_str()
         .unwrap()
         .to_string();
@@ -705,10 +719,8 @@ fn listen_killed_at_each_step_releases_exactly_once() {
             "marketplace",
             "buy",
             &manifest,
-            "--storage-dir",
-            dir,
             "--timeout",
-            "90",
+            "120",
             "--json",
         ])
         .stdout(std::process::Stdio::piped())
@@ -726,8 +738,8 @@ fn listen_killed_at_each_step_releases_exactly_once() {
             "marketplace",
             "listen",
             "--once",
-            "--storage-dir",
-            dir,
+            "--receipt",
+            receipt,
             "--json",
         ]);
         if let Some(f) = fault {
@@ -750,12 +762,18 @@ fn listen_killed_at_each_step_releases_exactly_once() {
         "the daemon saw the buy and died right after recording it"
     );
     // each restart resumes the buy where the last one died (`seen`
-    // included: it is never skipped as "already done")
-    for step in ["verified", "envelope_uploaded", "release_sent"] {
+    // included: it is never skipped as "already done"); a release the
+    // chain would take twice dies once kept and not yet sent too
+    let mut steps = vec!["verified", "envelope_uploaded"];
+    if receipt != "per-buy" {
+        steps.push("release_signed");
+    }
+    steps.push("release_sent");
+    for step in steps {
         let out = listen(Some(step));
         assert!(
             !out.status.success(),
-            "died after {step}: {}",
+            "{receipt}: died after {step}: {}",
             String::from_utf8_lossy(&out.stderr)
         );
     }
@@ -776,7 +794,7 @@ fn listen_killed_at_each_step_releases_exactly_once() {
         String::from_utf8_lossy(&done.stderr)
     );
 
-    // the chain holds exactly one release memo and the buyer exactly one token
+    // the chain holds exactly one release memo and the buyer exactly one receipt
     let chain = v.chain();
     let rt = e2e::runtime();
     let seller_pk: node::chain::Pubkey = seller
@@ -785,31 +803,161 @@ fn listen_killed_at_each_step_releases_exactly_once() {
         .trim()
         .parse()
         .unwrap();
-    let txs: Vec<node::chain::ParsedTx> = rt
+    let buyer_pk: node::chain::Pubkey = buyer
+        .ok(&["wallet", "address"])
+        .stdout
+        .trim()
+        .parse()
+        .unwrap();
+    let txs: Vec<(String, node::chain::ParsedTx)> = rt
         .block_on(chain.signatures_for(&seller_pk, None))
         .unwrap()
         .iter()
         .filter_map(|s| {
             rt.block_on(chain.transaction(&s.signature.parse().unwrap()))
                 .unwrap()
+                .map(|t| (s.signature.clone(), t))
         })
         .collect();
-    let releases: Vec<&String> = txs
+    let releases: Vec<(&String, String, String)> = txs
         .iter()
-        .flat_map(|t| &t.memos)
-        .filter(|m| {
-            matches!(
-                node::market::MemoOp::parse(m),
-                Ok(node::market::MemoOp::Release { .. })
-            )
+        .filter(|(_, t)| t.succeeded)
+        .flat_map(|(sig, t)| t.memos.iter().map(move |m| (sig, m)))
+        .filter_map(|(sig, m)| match node::market::MemoOp::parse(m) {
+            Ok(node::market::MemoOp::Release {
+                envelope_arweave_id,
+                minted_token_address,
+                ..
+            }) => Some((sig, envelope_arweave_id, minted_token_address)),
+            _ => None,
         })
         .collect();
     assert_eq!(releases.len(), 1, "exactly one release memo: {releases:?}");
-    let mints: usize = txs
+    let (release_sig, envelope_id, receipt_address) = &releases[0];
+    let outputs = rt
+        .block_on(node::mint::light::minted_outputs(
+            &chain,
+            &release_sig.parse().unwrap(),
+        ))
+        .unwrap();
+    let receipt_mint: node::chain::Pubkey = receipt_address.parse().unwrap();
+    let manifest_file = buyer.path("listing.json");
+    buyer.ok(&[
+        "storage",
+        "get",
+        &manifest,
+        "-o",
+        manifest_file.to_str().unwrap(),
+    ]);
+    let listing: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(&manifest_file).unwrap()).unwrap();
+    match receipt {
+        "none" => {
+            assert_eq!(receipt_address, "11111111111111111111111111111111");
+            assert!(outputs.is_empty(), "no token: {outputs:?}");
+        }
+        _ => {
+            assert_eq!(
+                outputs,
+                vec![node::mint::light::TokenOutput {
+                    mint: receipt_mint,
+                    owner: buyer_pk,
+                    amount: 1,
+                    delegate: None,
+                }],
+                "{receipt}: one compressed unit of the named mint to the buyer"
+            );
+            let state = rt
+                .block_on(node::mint::token2022::read_mint(&chain, &receipt_mint))
+                .unwrap();
+            let authority = (receipt == "listing").then_some(seller_pk);
+            assert_eq!(
+                (state.mint_authority, state.supply),
+                (authority, 1),
+                "{receipt}: the listing's mint stays open to its next buyers; a buy's own is closed"
+            );
+            assert_eq!(state.uri, listing["metadata_uri"].as_str().unwrap());
+        }
+    }
+
+    // the reference's buyer opens it with the buyer's wallet file, and
+    // imports it into its own brain.db
+    let brain = e2e::RefBrain::init(&buyer.path("ref-brain"));
+    // the agent its ingest writes as, registered as the reference's CLI does
+    brain.json(&[
+        "agent",
+        "register",
+        "marketplace-buyer",
+        "Marketplace buyer",
+        "marketplace",
+    ]);
+    let script = r#"
+import json, sys
+from agentmemory import marketplace_buy as mb
+gateway, envelope, uri, keystore, listing_id = sys.argv[1:6]
+mb.ARWEAVE_GATEWAY = gateway
+# brainctl 2.8.0's own ingest hands memory_add `agent_id` where it reads
+# `agent`, and none of its optional flags: given as its CLI's parser would
+class Args(mb._SimpleArgs):
+    def __getattr__(self, name):
+        return self.__dict__.get("agent_id") if name == "agent" else None
+mb._SimpleArgs = Args
+opened = mb.post_release_pipeline(envelope_arweave_id=envelope, encrypted_bundle_uri=uri, keystore_path=keystore)
+ingested = mb.ingest_into_quarantine(opened["bundle"], listing_id=listing_id)
+print(json.dumps({"bundle": opened["bundle"], "ingested": ingested}))
+"#;
+    let out = std::process::Command::new(e2e::ref_python())
+        .arg("-c")
+        .arg(script)
+        .arg(&gw.url)
+        .arg(envelope_id)
+        .arg(listing["encrypted_bundle_uri"].as_str().unwrap())
+        .arg(buyer.path(".brainctl/wallet.json"))
+        .arg(&listing_id)
+        .env("BRAINCTL_DB", &brain.db)
+        .env("BRAINCTL_HOME", &brain.home)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{receipt}: the reference's pipeline: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    // its memory_add prints a line per memory; ours is the last
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let opened: serde_json::Value =
+        serde_json::from_str(stdout.lines().last().unwrap_or_default()).unwrap();
+    let contents: Vec<&str> = opened["bundle"]["memories"]
+        .as_array()
+        .unwrap()
         .iter()
-        .filter(|t| t.succeeded && t.memos.iter().any(|m| m.contains(":release:")))
-        .count();
-    assert_eq!(mints, 1, "exactly one successful mint+release transaction");
+        .map(|m| m["content"].as_str().unwrap())
+        .collect();
+    assert_eq!(contents.len(), 2, "{opened}");
+    assert!(contents.contains(&"One lesson") && contents.contains(&"Another lesson"));
+    assert_eq!(
+        (
+            &opened["ingested"]["ingested"],
+            &opened["ingested"]["errors"]
+        ),
+        (&serde_json::json!(2), &serde_json::json!([])),
+        "{opened}"
+    );
+}
+
+#[test]
+fn listen_killed_at_each_step_releases_exactly_once_with_a_mint_per_buy() {
+    listen_killed_at_each_step("per-buy");
+}
+
+#[test]
+fn listen_killed_at_each_step_releases_exactly_once_with_the_listings_receipt() {
+    listen_killed_at_each_step("listing");
+}
+
+#[test]
+fn listen_killed_at_each_step_releases_exactly_once_with_no_receipt() {
+    listen_killed_at_each_step("none");
 }
 
 #[test]

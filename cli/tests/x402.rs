@@ -364,36 +364,115 @@ fn an_x402_client_buys_a_token_listing_and_opens_its_key() {
 
     assert!(daemon.alive(), "listen died:\n{}", daemon.tail());
     assert!(daemon.stop().success());
+}
 
-    // where the protocol fee applies, x402 (one recipient) would underpay
-    // it on every buy: the endpoint refuses to start, naming why
-    let treasury = Keypair::new().pubkey().to_string();
+/// Where the protocol fee applies (forced on here, as on mainnet), x402
+/// pays the seller the whole price (`exact` pays one recipient) and the
+/// seller's release pays the treasury its share in the same transaction:
+/// `listen --x402` starts, the buyer gets the key, the treasury holds the
+/// share, and the indexer (under the same fee) counts the sale, as a
+/// rebuild does.
+#[test]
+fn where_the_fee_applies_an_x402_sales_release_pays_the_treasury() {
+    let v = e2e::validator();
+    let rt = e2e::runtime();
+    let chain = v.chain();
+    let shared = tempfile::tempdir().unwrap();
+    let dir = shared.path().join("items").display().to_string();
+    let work = shared.path();
+    let treasury = Keypair::new().pubkey();
+    let treasury_s = treasury.to_string();
     let fees = [
         ("BRAINCTL_PROTOCOL_FEE_FORCE", "1"),
-        ("BRAINCTL_TREASURY_PUBKEY", treasury.as_str()),
+        ("BRAINCTL_TREASURY_PUBKEY", treasury_s.as_str()),
     ];
-    let feed = seller.with_vars(&fees);
-    let refused = feed.run(&[
-        "-u",
-        &v.rpc_url,
-        "--commitment",
-        "confirmed",
-        "--json",
-        "marketplace",
-        "listen",
-        "--x402",
-        "127.0.0.1:0",
-        "--storage-dir",
+    let (seller, listed) = x402_seller(
         &dir,
-    ]);
-    assert_eq!(refused.code, 2, "{}{}", refused.stdout, refused.stderr);
-    assert!(
-        refused
-            .stdout
-            .contains("x402's exact scheme pays the seller alone"),
-        "{}",
-        refused.stdout
+        "Sold where the fee applies",
+        &test_dollar::mint().address,
     );
+    let seller = seller.with_vars(&fees);
+    let listing_id = listed["listing"]["listing_id"].as_str().unwrap();
+    let seller_pk: Pubkey = listed["listing"]["payment_address"]
+        .as_str()
+        .unwrap()
+        .parse()
+        .unwrap();
+    let buyer = Keypair::new();
+    let secret = keypair_file(work, &buyer);
+    v.fund_dollars(&buyer.pubkey(), 10);
+    let (indexer, indexer_url) = util::services::indexer_with(&v.rpc_url, &dir, work, &fees);
+    let mut daemon = util::services::listen(
+        &seller,
+        &v.rpc_url,
+        &dir,
+        work,
+        &["--x402", "127.0.0.1:0", "--x402-network", DEVNET],
+        "warn,node::x402=debug,node::listen=info",
+    );
+    let base = format!("http://{}", e2e::logged_listen_address(&daemon.1));
+    let units = |owner: &Pubkey| {
+        rt.block_on(node::chain::token::balance(
+            &chain,
+            owner,
+            &test_dollar::mint(),
+        ))
+        .unwrap()
+    };
+    let paid = client(&daemon, (&base, listing_id), &secret, &[]);
+    assert_eq!(paid["status"], 200, "{paid}");
+    assert!(paid["key_hex"].is_string(), "{paid}");
+    let buy_sig = paid["body"]["buy_signature"].as_str().unwrap();
+    let release_sig = paid["body"]["release_signature"].as_str().unwrap();
+    let (seller_share, fee) =
+        node::chain::fees::split_with_fee(2_000_000, node::chain::fees::SETTLE_FEE_BPS);
+    assert_eq!(fee, 50_000, "2.5% of two dollars");
+    assert_eq!(
+        units(&buyer.pubkey()),
+        8_000_000,
+        "the buyer paid the price once"
+    );
+    assert_eq!(units(&treasury), fee, "the treasury holds its share");
+    assert_eq!(units(&seller_pk), seller_share, "the seller keeps the rest");
+    // the share moved in the release itself, beside its memo
+    let release = rt
+        .block_on(chain.transaction(&release_sig.parse().unwrap()))
+        .unwrap()
+        .unwrap();
+    assert!(
+        release.memos.iter().any(|m| m.contains(":release:")),
+        "{release:?}"
+    );
+    assert_eq!(
+        node::settle::Currency::Token {
+            mint: test_dollar::ADDRESS.to_string()
+        }
+        .paid(&release, &seller_pk.to_string(), &treasury_s),
+        fee,
+        "the release pays the treasury"
+    );
+    let recorded = node::listen::ListenDb::open(&seller.path(".brainctl/listen.db"))
+        .unwrap()
+        .get(buy_sig)
+        .unwrap();
+    assert_eq!(recorded.fee_at_release, fee);
+    let shown = util::services::listing_with_releases(&indexer_url, listing_id, 1);
+    assert_eq!(
+        (&shown["listing"]["sales"], &shown["listing"]["releases"]),
+        (&serde_json::json!(1), &serde_json::json!(1)),
+        "the indexer counts the sale, its fee paid at release: {shown}\n{}",
+        indexer.tail()
+    );
+    util::services::indexer_matches_rebuild_with(
+        &v.rpc_url,
+        &indexer_url,
+        &dir,
+        work,
+        "a rebuild under the same fee counts it too",
+        &fees,
+    );
+    assert!(daemon.alive(), "listen died:\n{}", daemon.tail());
+    assert!(daemon.stop().success());
 }
 
 /// A seller with a wallet, SOL and a listing of one memory (`text`) for

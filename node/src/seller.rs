@@ -29,6 +29,8 @@ const MIGRATIONS: &[&str] = &[
     include_str!("../../migrations/listen/0006_listing_mint.sql"),
     include_str!("../../migrations/listen/0007_listing_usd.sql"),
     include_str!("../../migrations/listen/0008_token_offers_expire.sql"),
+    include_str!("../../migrations/listen/0009_release_sends.sql"),
+    include_str!("../../migrations/listen/0010_fee_at_release.sql"),
 ];
 
 /// First retry delay of a buy; doubles per attempt up to [`RETRY_CAP_MS`].
@@ -228,8 +230,12 @@ pub struct BuyRow {
     pub last_error: Option<String>,
     /// When the next attempt is due (unix ms).
     pub retry_at: i64,
-    /// Token standard of `mint_address` (`light` | `token2022`).
+    /// The receipt `mint_address` is: `light` | `token2022` (a mint for
+    /// this buy), `light-listing` (a unit of the listing's mint), `none`.
     pub token_standard: Option<String>,
+    /// The treasury's share its release must pay
+    /// ([`VerifiedBuy::fee_at_release`]).
+    pub fee_at_release: u64,
 }
 
 /// An offer as the seller decided it.
@@ -312,7 +318,7 @@ pub struct ListenDb {
     _lock: Option<File>,
 }
 
-const BUY_COLUMNS: &str = "signature, listing_id, slot, state, buyer, buyer_x25519, envelope_id, mint_address, release_sig, reason, attempts, last_error, retry_at, token_standard";
+const BUY_COLUMNS: &str = "signature, listing_id, slot, state, buyer, buyer_x25519, envelope_id, mint_address, release_sig, reason, attempts, last_error, retry_at, token_standard, fee_at_release";
 
 fn buy_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<BuyRow> {
     Ok(BuyRow {
@@ -330,6 +336,7 @@ fn buy_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<BuyRow> {
         last_error: r.get(11)?,
         retry_at: r.get(12)?,
         token_standard: r.get(13)?,
+        fee_at_release: r.get::<_, i64>(14)?.max(0) as u64,
     })
 }
 
@@ -433,6 +440,11 @@ impl ListenDb {
         }
         crate::store::migrate::apply(&mut conn, MIGRATIONS, None)?;
         Ok(conn)
+    }
+
+    /// The file this state lives in (`None` for an in-memory one).
+    pub fn path(&self) -> Option<&str> {
+        self.conn.path().filter(|p| !p.is_empty())
     }
 
     /// Records a buy signature as seen (idempotent).
@@ -676,8 +688,8 @@ impl ListenDb {
             BuyState::Seen,
             BuyState::Verified,
             "verify",
-            ", buyer = ?3, buyer_x25519 = ?4, paid_lamports = ?5, price_lamports = ?6, offer_id = ?7",
-            &[&b.buyer, &b.buyer_x25519, &(b.paid_lamports as i64), &(b.price_lamports as i64), &b.offer_id],
+            ", buyer = ?3, buyer_x25519 = ?4, paid_lamports = ?5, price_lamports = ?6, offer_id = ?7, fee_at_release = ?8",
+            &[&b.buyer, &b.buyer_x25519, &(b.paid_lamports as i64), &(b.price_lamports as i64), &b.offer_id, &(b.fee_at_release as i64)],
         )
     }
 
@@ -962,6 +974,7 @@ mod tests {
             price_lamports: 10,
             offer_id: None,
             slot: 5,
+            fee_at_release: 0,
         }
     }
 

@@ -188,6 +188,10 @@ pub struct VerifiedBuy {
     pub offer_id: Option<String>,
     /// Slot.
     pub slot: u64,
+    /// The treasury's share the seller's release must pay (an x402
+    /// payment where the protocol fee applies: it paid the seller the
+    /// whole price, x402 paying one recipient); 0 otherwise.
+    pub fee_at_release: u64,
 }
 
 /// Why a transaction does not count as a buy.
@@ -447,6 +451,7 @@ pub fn verify_escrow_deposit(
         price_lamports: listing.price_lamports,
         offer_id: None,
         slot: tx.slot,
+        fee_at_release: 0,
     })
 }
 
@@ -541,10 +546,18 @@ pub fn verify_buy(
         None => (due, 0),
     };
     let paid = listing.currency.paid(tx, buyer, &listing.payment_address);
+    // an x402 payment pays one recipient: the whole price to the seller,
+    // whose release then carries the treasury's share
+    // (docs/token-settlement.md: the release carries the fee)
+    let x402 = fee_due > 0 && is_x402_payment(tx, listing);
+    let (seller_due, fee_at_release) = match x402 {
+        true => (due, fee_due),
+        false => (seller_due, 0),
+    };
     if paid < seller_due {
         return Err(listing.currency.underpaid(paid, seller_due));
     }
-    if let Some((treasury, _)) = listing.fee.as_ref().filter(|_| fee_due > 0) {
+    if let Some((treasury, _)) = listing.fee.as_ref().filter(|_| fee_due > 0 && !x402) {
         let fee_paid = listing.currency.paid(tx, buyer, treasury);
         if fee_paid < fee_due {
             return Err(listing.currency.fee_unpaid(fee_paid, fee_due));
@@ -559,7 +572,30 @@ pub fn verify_buy(
         price_lamports: price,
         offer_id,
         slot: tx.slot,
+        fee_at_release,
     })
+}
+
+/// Whether `tx` is an x402 payment for `listing`: its compact buy memo,
+/// co-signed by the payment address as fee payer.
+fn is_x402_payment(tx: &ParsedTx, listing: &ListingTerms) -> bool {
+    tx.fee_payer() == Some(listing.payment_address.as_str())
+        && tx
+            .memos
+            .iter()
+            .any(|m| crate::memo::x402_buy_listing(m) == Some(listing.listing_id.as_str()))
+}
+
+/// What the seller's release transaction `release` paid the treasury
+/// toward a buy's [`VerifiedBuy::fee_at_release`]: what arrived at
+/// `treasury` from `seller` in the listing's currency.
+pub fn fee_paid_at_release(
+    release: &ParsedTx,
+    currency: &Currency,
+    seller: &str,
+    treasury: &str,
+) -> u64 {
+    currency.paid(release, seller, treasury)
 }
 
 #[cfg(test)]

@@ -56,6 +56,11 @@ impl Seller {
     /// goes at `RUST_LOG`, default `info`), killed when the guard drops (a
     /// panicking benchmark leaves nothing running).
     pub fn listen(&self) -> Listening {
+        self.listen_with(&[])
+    }
+
+    /// [`Seller::listen`] with `extra` flags (e.g. `--receipt none`).
+    pub fn listen_with(&self, extra: &[&str]) -> Listening {
         let log = std::env::var_os("BRAINCTL_LISTEN_LOG");
         let stderr = match &log {
             Some(path) => Stdio::from(std::fs::File::create(path).expect("BRAINCTL_LISTEN_LOG")),
@@ -72,6 +77,7 @@ impl Seller {
                 .args(["-u", &self.rpc, "--commitment", "confirmed"])
                 .args(["marketplace", "listen", "--interval", "2", "--storage-dir"])
                 .arg(self.items())
+                .args(extra)
                 .stdout(Stdio::null())
                 .stderr(stderr)
                 .spawn()

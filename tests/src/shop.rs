@@ -162,7 +162,9 @@ impl node::listen::pass::Catalog for TestCatalog {
                 uri: "ar://meta".into(),
             },
             standard: node::mint::bundle_mint::TokenStandard::LightCompressed,
+            receipt: node::listen::receipt::ReceiptMode::PerBuy,
             escrow: false,
+            fee_to: None,
         })
     }
     fn negotiated(&self, _: &str, _: &str) -> Vec<node::listen::NegotiatedTerms> {

@@ -127,7 +127,9 @@ impl Catalog for IndexedCatalog<'_> {
                 uri: "ar://meta".into(),
             },
             standard: node::mint::bundle_mint::TokenStandard::LightCompressed,
+            receipt: node::listen::receipt::ReceiptMode::PerBuy,
             escrow: false,
+            fee_to: None,
         })
     }
     fn negotiated(&self, id: &str, buyer: &str) -> Vec<NegotiatedTerms> {

@@ -152,7 +152,9 @@ impl Trade {
                 uri: format!("ar://{}", self.blob_id),
             },
             standard: TokenStandard::Token2022,
+            receipt: node::listen::receipt::ReceiptMode::PerBuy,
             escrow: false,
+            fee_to: None,
         }
     }
 

@@ -145,8 +145,19 @@ pub fn log(path: &std::path::Path) -> std::fs::File {
 /// `brainctl-indexer run` reading the chain at `rpc` and the items in
 /// `items`; returns it and its URL.
 pub fn indexer(rpc: &str, items: &str, work: &std::path::Path) -> (Running, String) {
+    indexer_with(rpc, items, work, &[])
+}
+
+/// [`indexer`] with `vars` in its environment (e.g. the protocol fee forced on).
+pub fn indexer_with(
+    rpc: &str,
+    items: &str,
+    work: &std::path::Path,
+    vars: &[(&str, &str)],
+) -> (Running, String) {
     let indexer = Running(
         Command::new(indexer_bin())
+            .envs(vars.iter().copied())
             .args(["run", "--rpc", rpc, "--fs-store", items, "--db"])
             .arg(work.join("indexer.db"))
             // port 0: the indexer binds a free port itself and logs it
@@ -241,12 +252,26 @@ pub fn indexer_matches_rebuild(
     work: &std::path::Path,
     why: &str,
 ) {
+    indexer_matches_rebuild_with(rpc, base, items, work, why, &[])
+}
+
+/// [`indexer_matches_rebuild`], the rebuild run with `vars` (as its live
+/// indexer was).
+pub fn indexer_matches_rebuild_with(
+    rpc: &str,
+    base: &str,
+    items: &str,
+    work: &std::path::Path,
+    why: &str,
+    vars: &[(&str, &str)],
+) {
     // the live indexer and a rebuild from scratch converge once the chain
     // is quiet: rebuild (into a fresh db each time) until both have read
     // the same transactions, then the hashes must be equal
     let deadline = Instant::now() + Duration::from_secs(90);
     for attempt in 0.. {
         let rebuilt = Command::new(indexer_bin())
+            .envs(vars.iter().copied())
             .args([
                 "--json",
                 "rebuild",

@@ -290,6 +290,7 @@ impl State {
                 minted_token_address,
                 r,
                 book,
+                cfg,
             ),
             MemoOp::Cancel { listing_id } => self.cancel(listing_id, r),
         }

@@ -223,6 +223,17 @@ pub enum Refusal {
         /// The buy signature.
         signature: String,
     },
+    /// The release of an x402 buy where the protocol fee applies did not
+    /// pay the treasury its share (the buy paid the seller the whole price).
+    #[error("release of {signature} pays the treasury {paid} of the {due} its buy owes it")]
+    FeeUnpaidAtRelease {
+        /// The buy.
+        signature: String,
+        /// What the release owes the treasury.
+        due: u64,
+        /// What it paid.
+        paid: u64,
+    },
     /// A bare release with no paid buy to settle.
     #[error("no paid buy of this listing awaits release")]
     NoPaidBuy,

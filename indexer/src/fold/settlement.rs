@@ -70,9 +70,18 @@ pub struct Settlement {
     /// refunds, it is no sale).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub claimed: Option<At>,
+    /// The treasury's share the seller's release must carry (an x402
+    /// payment where the protocol fee applies pays the seller the whole
+    /// price); a release without it releases nothing.
+    #[serde(skip_serializing_if = "is_zero")]
+    pub fee_at_release: u64,
     /// Status.
     #[serde(flatten)]
     pub status: SettlementStatus,
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
 }
 
 impl State {
@@ -137,6 +146,7 @@ impl State {
             offer_id: None,
             at: At::of(r),
             claimed: None,
+            fee_at_release: 0,
             status: SettlementStatus::Paid,
         };
         // priced at settle time: the buy's own quote prices it
@@ -185,6 +195,7 @@ impl State {
             Ok(v) => {
                 settlement.price_lamports = v.price_lamports;
                 settlement.offer_id = v.offer_id;
+                settlement.fee_at_release = v.fee_at_release;
             }
             Err(reason) => settlement.status = SettlementStatus::Rejected { reason },
         }
@@ -204,6 +215,7 @@ impl State {
         minted_token: &str,
         r: &TxRecord,
         book: &ManifestBook,
+        cfg: &FoldConfig,
     ) -> Result<(), Refusal> {
         let listing = self.listing(listing_id)?;
         let (seller, bundle_hash) = (listing.seller.clone(), listing.bundle_hash.clone());
@@ -267,6 +279,22 @@ impl State {
                 .map(|(k, _)| k.clone())
                 .ok_or(Refusal::NoPaidBuy)?,
         };
+        let due = self.settlements[&target].fee_at_release;
+        if due > 0 {
+            let paid = match &cfg.fee_treasury {
+                Some(treasury) => {
+                    node::settle::fee_paid_at_release(&r.tx, &listing.currency, &seller, treasury)
+                }
+                None => 0,
+            };
+            if paid < due {
+                return Err(Refusal::FeeUnpaidAtRelease {
+                    signature: target,
+                    due,
+                    paid,
+                });
+            }
+        }
         let s = Arc::make_mut(self.settlements.get_mut(&target).expect("found above"));
         s.status = SettlementStatus::Released {
             at: At::of(r),

@@ -34,6 +34,14 @@ enum Preflight {
     SkipAndAcceptFailure,
 }
 
+/// Called with each transaction signed for a send, before it is sent:
+/// its signature, the last block height its blockhash is valid at, and
+/// its wire bytes. An error stops the send (nothing is sent). For senders
+/// whose repeat the chain would not refuse: they keep what they are about
+/// to send durably first, and after a crash finish it with
+/// [`Chain::finish_recorded`] instead of signing anew.
+pub type RecordSend<'a> = &'a (dyn Fn(&Signature, u64, &[u8]) -> Result<(), ChainError> + Sync);
+
 /// A transaction that landed.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Sent {
@@ -311,7 +319,8 @@ impl Chain {
         ixs: &[Instruction],
         signers: &[&Keypair],
     ) -> Result<Sent, ChainError> {
-        self.send_inner(ixs, signers, Preflight::Simulate, 3).await
+        self.send_inner(ixs, signers, Preflight::Simulate, 3, None)
+            .await
     }
 
     /// Like [`Chain::send`] but without the node simulating the
@@ -326,7 +335,74 @@ impl Chain {
         ixs: &[Instruction],
         signers: &[&Keypair],
     ) -> Result<Sent, ChainError> {
-        self.send_inner(ixs, signers, Preflight::Skip, 3).await
+        self.send_inner(ixs, signers, Preflight::Skip, 3, None)
+            .await
+    }
+
+    /// [`Chain::send_unsimulated`], each signed transaction handed to
+    /// `record` before it is sent.
+    pub async fn send_unsimulated_recorded(
+        &self,
+        ixs: &[Instruction],
+        signers: &[&Keypair],
+        record: RecordSend<'_>,
+    ) -> Result<Sent, ChainError> {
+        self.send_inner(ixs, signers, Preflight::Skip, 3, Some(record))
+            .await
+    }
+
+    /// Finishes a transaction kept by a [`RecordSend`] before a crash:
+    /// `Some` once it landed (sent again, the very same bytes, while its
+    /// blockhash is valid: a copy is the same signature and lands once);
+    /// `None` when it failed on chain or can no longer land (its blockhash
+    /// expired without it, asked of the whole history), so a new one may
+    /// be signed.
+    pub async fn finish_recorded(
+        &self,
+        sig: &Signature,
+        last_valid: u64,
+        wire: &[u8],
+    ) -> Result<Option<Sent>, ChainError> {
+        let height = self.landing.read(&self.rpc, sig).await?.1;
+        if height <= last_valid {
+            let tx: solana_sdk::transaction::VersionedTransaction = bincode::deserialize(wire)
+                .map_err(|e| {
+                    ChainError::Config(format!("a recorded transaction does not decode: {e}"))
+                })?;
+            if tx.signatures.first() != Some(sig) {
+                return Err(ChainError::Config(format!(
+                    "the recorded transaction is not {sig}"
+                )));
+            }
+            let config = solana_rpc_client_api::config::RpcSendTransactionConfig {
+                skip_preflight: true,
+                max_retries: Some(0),
+                ..Default::default()
+            };
+            // refused (e.g. already processed): its status decides below
+            if let Err(e) = self.rpc.send_transaction_with_config(&tx, config).await {
+                tracing::debug!(%sig, error = %e, "a recorded transaction was not sent again");
+            }
+        }
+        let landed = match self.wait_for_landing(sig, last_valid, false).await {
+            Ok(Some(slot)) => Some(slot),
+            Ok(None) => match self.landed_after_all(sig, false).await {
+                Err(ChainError::TxFailed { error, .. }) => {
+                    tracing::warn!(%sig, %error, "a recorded transaction failed on chain");
+                    None
+                }
+                other => other?,
+            },
+            Err(ChainError::TxFailed { error, .. }) => {
+                tracing::warn!(%sig, %error, "a recorded transaction failed on chain");
+                None
+            }
+            Err(e) => return Err(e),
+        };
+        Ok(landed.map(|slot| Sent {
+            signature: *sig,
+            slot,
+        }))
     }
 
     /// Sends a transaction someone else built and signed with us (an x402
@@ -415,7 +491,8 @@ impl Chain {
         ixs: &[Instruction],
         signers: &[&Keypair],
     ) -> Result<Sent, ChainError> {
-        self.send_inner(ixs, signers, Preflight::Simulate, 1).await
+        self.send_inner(ixs, signers, Preflight::Simulate, 1, None)
+            .await
     }
 
     /// Like [`Chain::send`] but skips preflight, so a transaction that
@@ -426,7 +503,7 @@ impl Chain {
         ixs: &[Instruction],
         signers: &[&Keypair],
     ) -> Result<Sent, ChainError> {
-        self.send_inner(ixs, signers, Preflight::SkipAndAcceptFailure, 3)
+        self.send_inner(ixs, signers, Preflight::SkipAndAcceptFailure, 3, None)
             .await
     }
 
@@ -436,6 +513,7 @@ impl Chain {
         signers: &[&Keypair],
         preflight: Preflight,
         attempts: usize,
+        record: Option<RecordSend<'_>>,
     ) -> Result<Sent, ChainError> {
         let skip_preflight = preflight != Preflight::Simulate;
         let accept_failed = preflight == Preflight::SkipAndAcceptFailure;
@@ -457,6 +535,12 @@ impl Chain {
                 max_retries: Some(0),
                 ..Default::default()
             };
+            if let Some(record) = record {
+                let wire = bincode::serialize(&tx).map_err(|e| {
+                    ChainError::Config(format!("a transaction does not encode: {e}"))
+                })?;
+                record(&tx.signatures[0], last_valid, &wire)?;
+            }
             let sig = with_retry("sendTransaction", || {
                 self.rpc.send_transaction_with_config(&tx, config)
             })

@@ -3,6 +3,7 @@
 //! [`super::pass::Catalog`]).
 
 use super::pass::{BelowCost, Catalog};
+use super::receipt::ReceiptMode;
 use super::release::Goods;
 use crate::keys::KeyDir;
 use crate::mint::bundle_mint::TokenStandard;
@@ -17,6 +18,7 @@ pub struct DbCatalog {
     accepted: Vec<NegotiatedTerms>,
     accepted_listing: Vec<String>,
     standard: TokenStandard,
+    receipt: ReceiptMode,
     below_cost: Option<BelowCost>,
 }
 
@@ -55,6 +57,7 @@ impl DbCatalog {
             accepted,
             accepted_listing,
             standard: TokenStandard::LightCompressed,
+            receipt: ReceiptMode::default(),
             below_cost: None,
         })
     }
@@ -62,6 +65,12 @@ impl DbCatalog {
     /// Releases mint tokens of `standard` (default: Light compressed).
     pub fn with_standard(mut self, standard: TokenStandard) -> DbCatalog {
         self.standard = standard;
+        self
+    }
+
+    /// Releases carry receipts of `mode` (default: a unit of the listing's mint).
+    pub fn with_receipt(mut self, mode: ReceiptMode) -> DbCatalog {
+        self.receipt = mode;
         self
     }
 
@@ -110,7 +119,14 @@ impl Catalog for DbCatalog {
                 uri: l.metadata_uri.clone(),
             },
             standard: self.standard,
+            receipt: self.receipt,
             escrow: l.escrow,
+            fee_to: match (&self.fee, &l.currency) {
+                (Some((treasury, _)), crate::settle::Currency::Token { mint }) => {
+                    Some((treasury.clone(), mint.clone()))
+                }
+                _ => None,
+            },
         })
     }
 

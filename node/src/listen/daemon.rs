@@ -41,8 +41,10 @@ pub struct DaemonConfig {
     pub keys: KeyDir,
     /// The protocol fee in force (treasury, fee_bps), `None` off mainnet.
     pub fee: Option<(String, u64)>,
-    /// The token standard of new releases.
+    /// The token standard of new releases' per-buy mints.
     pub standard: TokenStandard,
+    /// The receipt new releases carry.
+    pub receipt: super::receipt::ReceiptMode,
     /// The hourly budget of buys paying under a release's cost.
     pub below_cost: Option<super::pass::BelowCost>,
     /// Time between rounds when nothing wakes it.
@@ -197,6 +199,7 @@ pub async fn run(
         let round = async {
             let catalog = DbCatalog::load(db, &config.keys, config.fee.clone())?
                 .with_standard(config.standard)
+                .with_receipt(config.receipt)
                 .with_below_cost(config.below_cost);
             for address in &addresses {
                 let started = std::time::Instant::now();

@@ -1,8 +1,9 @@
 //! Fault injection for crash tests: with `BRAINCTL_FAULT_ABORT_AFTER=<step>`
 //! the process aborts right after that step (no destructors, no flushes:
 //! the same as SIGKILL). Steps: `seen` (a new buy recorded, not yet
-//! fetched), `verified`, `envelope_uploaded`, `release_sent` (the release
-//! transaction landed but is not yet recorded).
+//! fetched), `verified`, `envelope_uploaded`, `release_signed` (a release
+//! the chain would take twice kept in the journal, not yet sent),
+//! `release_sent` (the release transaction landed but is not yet recorded).
 //!
 //! Compiled in only with the `fault-injection` feature (the CLI's tests
 //! turn it on through a dev-dependency); every other build has a no-op, so

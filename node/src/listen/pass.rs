@@ -427,6 +427,7 @@ async fn discover_deposits(
                 continue;
             }
             let buy = VerifiedBuy {
+                fee_at_release: 0,
                 signature: h.escrow.to_string(),
                 listing_id: listing_id.clone(),
                 buyer: h.account.buyer.to_string(),
@@ -758,6 +759,9 @@ type Outcome = (String, Result<String, ReleaseError>);
 /// outlives the catalog it was launched from).
 #[derive(Default)]
 pub struct Releases<'a> {
+    /// Where releases the chain would not refuse to repeat are kept
+    /// before they are sent (opened beside the state at the first launch).
+    journal: Option<std::rc::Rc<super::journal::SendJournal>>,
     flying:
         futures_util::stream::FuturesUnordered<futures_util::future::LocalBoxFuture<'a, Outcome>>,
     in_flight: std::collections::HashSet<String>,
@@ -781,6 +785,13 @@ impl<'a> Releases<'a> {
             return Ok(());
         }
         self.more_due = false;
+        let journal = match &self.journal {
+            Some(j) => j.clone(),
+            None => self
+                .journal
+                .insert(std::rc::Rc::new(super::journal::SendJournal::beside(db)?))
+                .clone(),
+        };
         for row in db.due(BuyState::EnvelopeUploaded, now_ms())? {
             if self.in_flight.len() >= RELEASE_CONCURRENCY {
                 self.more_due = true;
@@ -791,10 +802,13 @@ impl<'a> Releases<'a> {
             }
             let goods = catalog.goods(&row.listing_id).map(|g| g.to_owned_goods());
             let span = tracing::debug_span!("release", buy = %row.signature);
+            let journal = journal.clone();
             self.flying.push(Box::pin(tracing::Instrument::instrument(
                 async move {
                     let result = match goods {
-                        Some(goods) => land_release(chain, seller, &row, &goods.goods()).await,
+                        Some(goods) => {
+                            land_release(chain, seller, &journal, &row, &goods.goods()).await
+                        }
                         None => {
                             Err(StateError::Unknown(format!("goods of {}", row.listing_id)).into())
                         }

@@ -18,6 +18,8 @@
 //!    is two transactions (memo + the program's `release`, then the
 //!    token), each refused on chain if repeated: see [`land_release`].
 
+use super::journal::SendJournal;
+use super::receipt::{listing_mint, Receipt, ReceiptMode, NO_RECEIPT};
 use crate::arweave::Uploader;
 use crate::chain::instructions::{discovery, memo, registry_from_env, DEFAULT_CU_LIMIT};
 use crate::chain::{Chain, ChainError, Pubkey, Signature, Signer};
@@ -337,11 +339,17 @@ pub struct Goods<'a> {
     pub key: &'a [u8; 32],
     /// Token name/symbol/URI for the buyer's token.
     pub token: NftSpec,
-    /// Light compressed token (default) or Token-2022 NFT.
+    /// Light compressed token (default) or Token-2022 NFT, for a receipt
+    /// minted per buy.
     pub standard: TokenStandard,
+    /// Which receipt releases carry (escrow listings: a mint per buy).
+    pub receipt: ReceiptMode,
     /// Settled through the escrow program: the release transaction also
     /// releases the buyer's escrow (the seller is paid there).
     pub escrow: bool,
+    /// Where a release pays a buy's [`crate::settle::VerifiedBuy::fee_at_release`]
+    /// (the treasury, and the listing's mint); `None` where no fee applies.
+    pub fee_to: Option<(String, String)>,
 }
 
 impl Goods<'_> {
@@ -353,7 +361,9 @@ impl Goods<'_> {
             key: zeroize::Zeroizing::new(*self.key),
             token: self.token.clone(),
             standard: self.standard,
+            receipt: self.receipt,
             escrow: self.escrow,
+            fee_to: self.fee_to.clone(),
         }
     }
 }
@@ -365,7 +375,9 @@ pub struct OwnedGoods {
     key: zeroize::Zeroizing<[u8; 32]>,
     token: NftSpec,
     standard: TokenStandard,
+    receipt: ReceiptMode,
     escrow: bool,
+    fee_to: Option<(String, String)>,
 }
 
 impl OwnedGoods {
@@ -376,9 +388,52 @@ impl OwnedGoods {
             key: &self.key,
             token: self.token.clone(),
             standard: self.standard,
+            receipt: self.receipt,
             escrow: self.escrow,
+            fee_to: self.fee_to.clone(),
         }
     }
+}
+
+/// The instructions paying the treasury `row`'s share at its release (an
+/// x402 buy where the protocol fee applies), creating the treasury's
+/// token account first if it is missing (a transaction of its own, once
+/// per mint: the release stays within a packet); none otherwise.
+async fn fee_instructions(
+    chain: &Chain,
+    seller: &Wallet,
+    row: &crate::seller::BuyRow,
+    goods: &Goods<'_>,
+) -> Result<Vec<solana_sdk::instruction::Instruction>, ReleaseError> {
+    if row.fee_at_release == 0 {
+        return Ok(vec![]);
+    }
+    let Some((treasury, mint)) = &goods.fee_to else {
+        return Err(ChainError::Config(format!(
+            "buy {} owes the treasury {} at its release, but no protocol fee is configured: run `listen` with the fee settings it was verified under",
+            row.signature, row.fee_at_release
+        ))
+        .into());
+    };
+    let bad = |what: &str| ChainError::Config(format!("{what} is not a pubkey"));
+    let treasury = Pubkey::from_str(treasury).map_err(|_| bad("the treasury"))?;
+    let mint = Pubkey::from_str(mint).map_err(|_| bad("the listing's mint"))?;
+    let mint = crate::chain::token::read_held_mint(chain, &mint)
+        .await
+        .map_err(|e| ChainError::Config(e.to_string()))?;
+    let payer = seller.solana_keypair();
+    let account = crate::chain::token::associated_account(&treasury, &mint);
+    if chain.balance(&account).await? == 0 {
+        let create =
+            crate::chain::token::create_associated_account(&payer.pubkey(), &treasury, &mint);
+        chain.send(&[create], &[&payer]).await?;
+    }
+    Ok(vec![crate::chain::token::transfer_to(
+        &payer.pubkey(),
+        &treasury,
+        &mint,
+        row.fee_at_release,
+    )])
 }
 
 /// The seed of a release's mint: from the seller's secret key and the buy
@@ -446,6 +501,42 @@ fn mint_for_row(
     })
 }
 
+/// The receipt of `row`'s release: the one recorded for the buy when
+/// there is one (whatever this process was started with), else one of
+/// `goods`' mode (a mint per buy for an escrow listing: its token is sent
+/// after the program's reveal, and only its own mint makes that repeat
+/// refused on chain).
+fn receipt_for_row(
+    seller: &Wallet,
+    row: &crate::seller::BuyRow,
+    goods: &Goods<'_>,
+) -> Result<Receipt, ReleaseError> {
+    let listing = || listing_mint(seller, &row.listing_id);
+    match row.mint_address.as_deref() {
+        Some(recorded) if recorded == NO_RECEIPT.to_string() => Ok(Receipt::None),
+        Some(recorded) if recorded == listing().to_string() => {
+            Ok(Receipt::Listing { mint: listing() })
+        }
+        // the treasury's share rides in the release, which a fresh mint
+        // per buy leaves no room for: a unit of the listing's mint then
+        None if !goods.escrow
+            && (goods.receipt == ReceiptMode::Listing
+                || (goods.receipt == ReceiptMode::PerBuy && row.fee_at_release > 0)) =>
+        {
+            Ok(Receipt::Listing { mint: listing() })
+        }
+        None if !goods.escrow && goods.receipt == ReceiptMode::None => Ok(Receipt::None),
+        _ => {
+            let (mint, seed, standard) = mint_for_row(seller, row, goods.standard)?;
+            Ok(Receipt::PerBuy {
+                mint,
+                seed,
+                standard,
+            })
+        }
+    }
+}
+
 /// Whether `mint` is a finished release mint: owned by Token-2022, supply
 /// exactly 1, mint authority revoked. Lamports parked at the address by a
 /// stranger, or a half-made mint, are not.
@@ -477,9 +568,9 @@ async fn is_our_mint(chain: &Chain, mint: &Pubkey) -> Result<bool, ChainError> {
 pub struct Prepared {
     /// Envelope item id (or escrow account).
     pub envelope_id: String,
-    /// The receipt's mint.
+    /// The receipt's address ([`NO_RECEIPT`] for none).
     pub mint: String,
-    /// The receipt's token standard.
+    /// The receipt's kind ([`Receipt::kind`]).
     pub standard: &'static str,
 }
 
@@ -505,7 +596,8 @@ pub async fn prepare_envelope(
     };
     let x25519 = crate::crypto::b58_array::<32>(buyer_x25519)
         .ok_or_else(|| ReleaseError::BadBuyerKey(signature.into()))?;
-    let (mint, _, standard) = mint_for_row(seller, row, goods.standard)?;
+    let receipt = receipt_for_row(seller, row, goods)?;
+    let mint = receipt.address();
     let envelope_id = if goods.escrow {
         let listing =
             crate::escrow::listing_address(&seller.solana_keypair().pubkey(), &row.listing_id);
@@ -536,7 +628,7 @@ pub async fn prepare_envelope(
     Ok(Prepared {
         envelope_id,
         mint: mint.to_string(),
-        standard: standard.as_str(),
+        standard: receipt.kind(),
     })
 }
 
@@ -566,20 +658,25 @@ pub async fn send_release(
     if let Some(sig) = row.release_sig {
         return Ok(sig);
     }
-    let sig = land_release(chain, seller, &row, goods).await?;
+    let journal = SendJournal::beside(db)?;
+    let sig = land_release(chain, seller, &journal, &row, goods).await?;
     db.mark_released(buy_signature, &sig)?;
     Ok(sig)
 }
 
 /// Lands the release of `row` (state `envelope_uploaded`) without touching
-/// the state database, so several can be in flight at once: if its mint
-/// exists the release landed before (the transaction in the mint's
-/// history carrying our memo is returned: [`landed_release`]); otherwise
-/// ONE transaction mints and posts `release` (refused on chain if a copy
-/// landed meanwhile, which is then looked for the same way).
+/// the buy's state, so several can be in flight at once. With a mint per
+/// buy: if its mint exists the release landed before (the transaction in
+/// the mint's history carrying our memo is returned: [`landed_release`]);
+/// otherwise ONE transaction mints and posts `release` (refused on chain
+/// if a copy landed meanwhile, which is then looked for the same way).
+/// With a unit of the listing's mint or no receipt, the chain would take a
+/// repeat, so what `journal` kept for the buy is finished first and a new
+/// release is kept before it is sent ([`land_kept_release`]).
 pub async fn land_release(
     chain: &Chain,
     seller: &Wallet,
+    journal: &SendJournal,
     row: &crate::seller::BuyRow,
     goods: &Goods<'_>,
 ) -> Result<String, ReleaseError> {
@@ -592,19 +689,31 @@ pub async fn land_release(
         .into());
     };
     let payer = seller.solana_keypair();
-    let (mint, seed, standard) = mint_for_row(seller, row, goods.standard)?;
+    let receipt = receipt_for_row(seller, row, goods)?;
     let buyer = Pubkey::from_str(&buyer)
         .map_err(|_| ChainError::Config(format!("buyer {buyer} is not a pubkey")))?;
     let op = MemoOp::Release {
         listing_id: row.listing_id.clone(),
         envelope_arweave_id: envelope_id,
-        minted_token_address: mint.to_string(),
+        minted_token_address: receipt.address().to_string(),
     };
     let memo_text = op.to_string();
-    let extra = vec![
+    let mut extra = vec![
         memo(&memo_text, &payer.pubkey()),
         discovery(&registry_from_env()?, DEFAULT_CU_LIMIT),
     ];
+    // an x402 buy's release pays the treasury's share, in the same
+    // transaction as the release memo (both land, or neither)
+    extra.extend(fee_instructions(chain, seller, row, goods).await?);
+    let Receipt::PerBuy {
+        mint,
+        seed,
+        standard,
+    } = receipt
+    else {
+        return land_kept_release(chain, seller, journal, row, goods, &receipt, &buyer, extra)
+            .await;
+    };
     if goods.escrow {
         let p = Pending {
             buyer,
@@ -643,6 +752,63 @@ pub async fn land_release(
     };
     Signature::from_str(&sig).map_err(|_| ChainError::Config("bad release signature".into()))?;
     Ok(sig)
+}
+
+/// A release the chain would not refuse to repeat (a unit of the
+/// listing's mint, or the memo alone): every transaction `journal` kept
+/// for the buy is finished first (sent again while it can land; the first
+/// that landed is the release), and only when none did is a new one
+/// signed, kept, then sent. The listing's mint is created first if no
+/// release has made it yet.
+#[allow(clippy::too_many_arguments)]
+async fn land_kept_release(
+    chain: &Chain,
+    seller: &Wallet,
+    journal: &SendJournal,
+    row: &crate::seller::BuyRow,
+    goods: &Goods<'_>,
+    receipt: &Receipt,
+    buyer: &Pubkey,
+    extra: Vec<solana_sdk::instruction::Instruction>,
+) -> Result<String, ReleaseError> {
+    for kept in journal.kept(&row.signature)? {
+        if let Some(sent) = chain
+            .finish_recorded(&kept.signature, kept.last_valid, &kept.wire)
+            .await?
+        {
+            tracing::info!(buy = %row.signature, release = %sent.signature, "a release kept before a restart landed; recording it");
+            super::fault::maybe_abort("release_sent");
+            return Ok(sent.signature.to_string());
+        }
+    }
+    let payer = seller.solana_keypair();
+    let me = payer.pubkey();
+    let record = journal.recorder(&row.signature);
+    let sent = match receipt {
+        Receipt::Listing { mint } => {
+            super::receipt::ensure_listing_mint(chain, seller, &row.listing_id, &goods.token)
+                .await?;
+            let mut ixs = vec![crate::mint::light::mint_to(
+                &me,
+                &me,
+                mint,
+                buyer,
+                1,
+                &crate::mint::light::LOCALNET_STATE_TREE,
+                true,
+            )];
+            ixs.extend(extra);
+            crate::mint::light::send_to_open_tree_recorded(chain, &ixs, &[&payer], 1, Some(&record))
+                .await?
+        }
+        _ => {
+            chain
+                .send_unsimulated_recorded(&extra, &[&payer], &record)
+                .await?
+        }
+    };
+    super::fault::maybe_abort("release_sent");
+    Ok(sent.signature.to_string())
 }
 
 #[cfg(test)]
@@ -712,6 +878,23 @@ mod tests {
             size(&first)
         );
         assert!(size(mint_ixs) <= 1232, "mint: {} bytes", size(mint_ixs));
+        // an x402 buy's release where the protocol fee applies carries
+        // the treasury's share in the listing's (Token-2022) mint: beside
+        // a fresh mint it would not fit, which is why such a buy's receipt
+        // is a unit of the listing's mint
+        let paid_in = crate::chain::token::TokenMint {
+            address: Pubkey::new_unique(),
+            program: spl_token_2022_interface::ID,
+            decimals: 6,
+        };
+        let fee =
+            crate::chain::token::transfer_to(&seller, &Pubkey::new_unique(), &paid_in, 50_000);
+        let with_fee = [&ixs[..8], std::slice::from_ref(&fee)].concat();
+        assert!(
+            size(&with_fee) > 1232,
+            "a fresh mint with the treasury's share: {} bytes",
+            size(&with_fee)
+        );
         // lamports parked at the mint address: top-up + allocate + assign
         // instead of create_account, and the release still fits
         let mut parked = setup(Parked(1));
@@ -786,6 +969,88 @@ mod tests {
         );
     }
 
+    /// A release with a unit of the listing's mint (`mint_to` + memo +
+    /// discovery) or none is a fraction of a packet, and the listing's
+    /// mint itself (created by its first release) fits one.
+    #[test]
+    fn listing_and_memo_only_releases_fit_with_room_to_spare() {
+        let (seller, mint, buyer) = (
+            Pubkey::new_unique(),
+            Pubkey::new_unique(),
+            Pubkey::new_unique(),
+        );
+        let size = |ixs: &[solana_sdk::instruction::Instruction]| {
+            let m = Message::new(ixs, Some(&seller));
+            1 + 64 * m.header.num_required_signatures as usize + m.serialize().len()
+        };
+        let release = |minted: Pubkey| {
+            let op = MemoOp::Release {
+                listing_id: "20261123-0123456789ab".into(),
+                envelope_arweave_id: "x".repeat(43),
+                minted_token_address: minted.to_string(),
+            };
+            vec![
+                memo(&op.to_string(), &seller),
+                discovery(
+                    &crate::chain::instructions::default_registry(),
+                    DEFAULT_CU_LIMIT,
+                ),
+            ]
+        };
+        let mut listing = vec![crate::mint::light::mint_to(
+            &seller,
+            &seller,
+            &mint,
+            &buyer,
+            1,
+            &crate::mint::light::LOCALNET_STATE_TREE,
+            true,
+        )];
+        listing.extend(release(mint));
+        // an x402 buy owing the treasury its share at release
+        let paid_in = crate::chain::token::TokenMint {
+            address: Pubkey::new_unique(),
+            program: spl_token_2022_interface::ID,
+            decimals: 6,
+        };
+        listing.push(crate::chain::token::transfer_to(
+            &seller,
+            &Pubkey::new_unique(),
+            &paid_in,
+            50_000,
+        ));
+        let none = release(NO_RECEIPT);
+        assert!(
+            size(&listing) <= 1_000,
+            "listing receipt with the treasury's share: {} bytes",
+            size(&listing)
+        );
+        assert!(size(&none) <= 400, "no receipt: {} bytes", size(&none));
+        let spec = NftSpec {
+            name: "brainctl bundle 0123456789ab".into(),
+            symbol: crate::mint::bundle_mint::SYMBOL.into(),
+            uri: format!("ar://{}", "x".repeat(43)),
+        };
+        let setup =
+            account_setup::instructions(&seller, &mint, Derivation::Keypair, 10, 234, Parked(1));
+        let mut create = setup;
+        create.extend(
+            crate::mint::token2022::metadata_mint_instructions(&seller, &mint, &spec).unwrap(),
+        );
+        create.push(crate::mint::light::create_token_pool(&seller, &mint, true));
+        assert!(
+            size(&create) <= 1232,
+            "listing mint: {} bytes",
+            size(&create)
+        );
+        eprintln!(
+            "release bytes: listing receipt {}, none {}; listing mint {}",
+            size(&listing),
+            size(&none),
+            size(&create)
+        );
+    }
+
     #[test]
     fn a_landed_release_is_a_candidate_by_its_memo_not_by_a_failed_copy() {
         let text = "brainctl-marketplace/v1:release:20261123-0123456789ab:env:mint";
@@ -844,6 +1109,7 @@ mod tests {
             last_error: None,
             retry_at: 0,
             token_standard: None,
+            fee_at_release: 0,
         };
         // restarted with the other standard: the recorded mint wins
         let (m, _, std) = mint_for_row(

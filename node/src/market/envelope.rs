@@ -1,8 +1,10 @@
 //! The release envelope (PROTOCOL.md §7, extension and fix): a manifest
 //! signed by the seller that binds the sealed bundle key to one listing,
 //! one buyer, one buy transaction, one bundle hash and the minted token.
-//! Readers also accept the reference's bare envelope (just the base64
-//! sealed key); its only proof is that the key then decrypts a blob to the
+//! The sealed key is under two names: `sealed_key_b64` (ours) and
+//! `envelope_b64` (what the reference's buyer reads). Readers also accept
+//! the reference's envelopes (its unsigned JSON with `envelope_b64`, or
+//! just the base64 sealed key); their only proof is that the key then decrypts a blob to the
 //! listing's bundle hash, which the buyer always checks.
 
 use crate::bundle::{sign_manifest, verify_manifest_by, ManifestError};
@@ -73,7 +75,10 @@ pub fn seal_envelope(
         "buyer_pubkey": buyer,
         "buy_signature": buy_signature,
         "bundle_hash": bundle_hash,
-        "sealed_key_b64": STANDARD.encode(sealed),
+        "sealed_key_b64": STANDARD.encode(&sealed),
+        // the same sealed key under the name the reference's buyer reads
+        // (`marketplace_buy.fetch_and_decrypt_envelope`)
+        "envelope_b64": STANDARD.encode(sealed),
         "minted_token": minted_token,
     });
     sign_manifest(&mut m, seller)?;
@@ -94,6 +99,9 @@ pub fn open_envelope(
     if let Ok(v) = serde_json::from_str::<Value>(text) {
         if v.get("schema").and_then(Value::as_str) != Some(ENVELOPE_SCHEMA) {
             return Err(EnvelopeError::Malformed("JSON without the envelope schema"));
+        }
+        if v.get("signature_b58").is_none() {
+            return open_reference_envelope(&v, buyer, want);
         }
         verify_manifest_by(&v, want.seller)?;
         for (field, expected) in [
@@ -118,6 +126,37 @@ pub fn open_envelope(
         return Ok((open_b64(sealed_b64, buyer)?, true));
     }
     Ok((open_b64(text, buyer)?, false))
+}
+
+/// The reference seller's envelope (`marketplace_listen.py`): unsigned
+/// JSON naming the listing and the buyer, the sealed key in
+/// `envelope_b64`. As unproven as a bare one (only the blob's hash proves
+/// the key), but its listing and buyer must be ours.
+fn open_reference_envelope(
+    v: &Value,
+    buyer: &Wallet,
+    want: &Expected<'_>,
+) -> Result<(BlobKey, bool), EnvelopeError> {
+    for (field, expected) in [
+        ("listing_id", want.listing_id),
+        ("buyer_pubkey", want.buyer),
+    ] {
+        let got = v.get(field).and_then(Value::as_str).unwrap_or_default();
+        if got != expected {
+            return Err(EnvelopeError::Mismatch {
+                field,
+                want: expected.into(),
+                got: got.chars().take(100).collect(),
+            });
+        }
+    }
+    let sealed_b64 =
+        v.get("envelope_b64")
+            .and_then(Value::as_str)
+            .ok_or(EnvelopeError::Malformed(
+                "an unsigned envelope without envelope_b64",
+            ))?;
+    Ok((open_b64(sealed_b64, buyer)?, false))
 }
 
 fn open_b64(b64: &str, buyer: &Wallet) -> Result<BlobKey, EnvelopeError> {
@@ -169,6 +208,33 @@ mod tests {
         let (key, signed) =
             open_envelope(env.to_string().as_bytes(), &buyer, &expected(&s, &b, &hash)).unwrap();
         assert_eq!((*key, signed), ([9u8; 32], true));
+    }
+
+    #[test]
+    fn the_reference_reads_our_envelope_and_we_read_the_references() {
+        let (seller, buyer, env) = setup();
+        assert_eq!(env["envelope_b64"], env["sealed_key_b64"]);
+        let hash = "ab".repeat(32);
+        let (s, b) = (seller.address(), buyer.address());
+        let want = expected(&s, &b, &hash);
+        let reference = json!({
+            "schema": ENVELOPE_SCHEMA,
+            "listing_id": "20261101-0123456789ab",
+            "buyer_pubkey": b,
+            "envelope_b64": env["envelope_b64"],
+            "created_at": "2026-11-28T00:00:00Z",
+        });
+        let (key, signed) = open_envelope(reference.to_string().as_bytes(), &buyer, &want).unwrap();
+        assert_eq!((*key, signed), ([9u8; 32], false));
+        let mut other = reference.clone();
+        other["buyer_pubkey"] = Wallet::from_seed(&[4u8; 32]).address().into();
+        assert!(matches!(
+            open_envelope(other.to_string().as_bytes(), &buyer, &want),
+            Err(EnvelopeError::Mismatch {
+                field: "buyer_pubkey",
+                ..
+            })
+        ));
     }
 
     #[test]

@@ -75,7 +75,7 @@ pub enum InputError {
     #[error("bad payment address on record")]
     BadPaymentAddress,
     /// The price is under what each release costs the seller.
-    #[error("a listing at {price} lamports earns less than the {cost} lamports each release costs you (mint rent and fees): every buy, junk buys anyone sends for a 5,000-lamport fee included, would cost you more than it pays; raise --price-usd, or pass --below-cost to list it anyway (`listen` then releases at most --below-cost-per-hour such buys an hour)")]
+    #[error("a listing at {price} lamports earns less than the {cost} lamports each release costs you (its signature and receipt: see `listen --receipt`): every buy, junk buys anyone sends for a 5,000-lamport fee included, would cost you more than it pays; raise --price-usd, or pass --below-cost to list it anyway (`listen` then releases at most --below-cost-per-hour such buys an hour)")]
     BelowCost {
         /// The listing's price.
         price: u64,
@@ -353,10 +353,16 @@ pub async fn list_bundle(
             .map_err(InputError::from)?;
     }
     if !o.below_cost {
-        // the dearer receipt: `listen` may be run with either standard
-        let cost =
-            crate::mint::release_cost(chain, crate::mint::bundle_mint::TokenStandard::Token2022)
-                .await?;
+        // what a release of it costs by default: a unit of the listing's
+        // receipt mint (an escrow listing's: a Light mint per buy); a
+        // seller running `listen --receipt per-buy` pays more, which its
+        // own below-cost guard then counts
+        let mode = match o.escrow_stake {
+            Some(_) => crate::listen::receipt::ReceiptMode::PerBuy,
+            None => crate::listen::receipt::ReceiptMode::default(),
+        };
+        let light = crate::mint::bundle_mint::TokenStandard::LightCompressed;
+        let cost = crate::listen::receipt::release_cost(chain, mode, light).await?;
         if price_lamports < cost {
             return Err(InputError::BelowCost {
                 price: price_lamports,

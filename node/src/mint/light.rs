@@ -274,6 +274,33 @@ pub fn compressed_mint_instructions(
     Ok(ixs)
 }
 
+/// One transaction creating a Token-2022 mint with its metadata (`spec`)
+/// and its compressed-token pool, its mint authority kept by `payer`, so
+/// receipts are minted into it later (`mint_to`), one per release. The
+/// mint's key derives from `seed` as [`mint_keypair`]'s: a second creation
+/// is refused (the account exists). Lamports a stranger parked at the
+/// address are taken in, as for any mint of ours.
+pub async fn create_open_mint(
+    chain: &crate::chain::Chain,
+    payer: &crate::wallet::Wallet,
+    seed: &str,
+    spec: &NftSpec,
+) -> Result<crate::chain::Sent, crate::chain::ChainError> {
+    use solana_sdk::signer::Signer;
+    let kp = payer.solana_keypair();
+    let mint_kp = mint_keypair(payer, seed);
+    let (p, m) = (kp.pubkey(), mint_kp.pubkey());
+    let (base, total) = mint_sizes(&p, &m, spec)?;
+    let rent = chain.rent_exemption(total).await?;
+    let state = address_state(chain, &m, base as u64).await?;
+    account_setup::refuse_taken(&m, state)?;
+    let mut ixs =
+        account_setup::instructions(&p, &m, Derivation::Keypair, rent, base as u64, state);
+    ixs.extend(metadata_mint_instructions(&p, &m, spec)?);
+    ixs.push(create_token_pool(&p, &m, true));
+    chain.send(&ixs, &[&kp, &mint_kp]).await
+}
+
 /// A compressed mint done.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct CompressedMint {
@@ -358,6 +385,18 @@ pub async fn send_to_open_tree(
     signers: &[&solana_sdk::signer::keypair::Keypair],
     outputs: u64,
 ) -> Result<crate::chain::Sent, crate::chain::ChainError> {
+    send_to_open_tree_recorded(chain, ixs, signers, outputs, None).await
+}
+
+/// [`send_to_open_tree`], each signed transaction handed to `record`
+/// before it is sent (see [`crate::chain::client::RecordSend`]).
+pub async fn send_to_open_tree_recorded(
+    chain: &crate::chain::Chain,
+    ixs: &[Instruction],
+    signers: &[&solana_sdk::signer::keypair::Keypair],
+    outputs: u64,
+    record: Option<crate::chain::client::RecordSend<'_>>,
+) -> Result<crate::chain::Sent, crate::chain::ChainError> {
     use std::sync::atomic::Ordering;
     let last = LOCALNET_OUTPUT_TREES.len() - 1;
     let mut at = FIRST_OPEN_TREE.load(Ordering::Relaxed).min(last);
@@ -368,10 +407,12 @@ pub async fn send_to_open_tree(
             FIRST_OPEN_TREE.fetch_max(at, Ordering::Relaxed);
             continue;
         }
-        match chain
-            .send_unsimulated(&with_output_queue(ixs, tree), signers)
-            .await
-        {
+        let ixs = with_output_queue(ixs, tree);
+        let sent = match record {
+            Some(record) => chain.send_unsimulated_recorded(&ixs, signers, record).await,
+            None => chain.send_unsimulated(&ixs, signers).await,
+        };
+        match sent {
             Err(e) if queue_full(&e) && at < last => {
                 tracing::warn!(%tree, "compressed output queue full; using the next tree");
                 super::output_room::spent(chain, tree).await;

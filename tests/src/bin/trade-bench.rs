@@ -17,8 +17,13 @@
 //!   listing; about a cent of fees per hundred) land first, then 5 honest
 //!   buyers pay at once: the honest releases' slots after their buys.
 //!
+//! - what a release costs the seller, from its balance over the
+//!   sequential buys after the first (`seller_lamports_per_release`), in
+//!   the receipt mode of `--receipt` (`listen`'s flag; default `listing`).
+//!
 //! `cargo run -p e2e --bin trade-bench -- [--sequential N]
-//! [--concurrent M] [--rate R [--seconds S]] [--hostile] [--junk N] [--brainctl PATH]` (defaults 20, 100; the
+//! [--concurrent M] [--rate R [--seconds S]] [--hostile] [--junk N]
+//! [--receipt MODE] [--brainctl PATH]` (defaults 20, 100; the
 //! brainctl binary next to this one unless `--brainctl`/`BRAINCTL_BIN`;
 //! `localnet/bench` builds both).
 //! Prints one JSON line per phase.
@@ -45,6 +50,7 @@ struct Args {
     junk: usize,
     rate: usize,
     seconds: usize,
+    receipt: String,
     brainctl: PathBuf,
 }
 
@@ -56,6 +62,7 @@ fn args() -> Args {
         junk: 0,
         rate: 0,
         seconds: 5,
+        receipt: "listing".into(),
         brainctl: std::env::var_os("BRAINCTL_BIN")
             .map(PathBuf::from)
             .unwrap_or_else(|| {
@@ -79,6 +86,7 @@ fn args() -> Args {
             "--rate" => a.rate = num("--rate"),
             "--seconds" => a.seconds = num("--seconds").max(1),
             "--brainctl" => a.brainctl = it.next().expect("--brainctl takes a path").into(),
+            "--receipt" => a.receipt = it.next().expect("--receipt takes listing|per-buy|none"),
             other => panic!("unknown argument {other} (see the module doc)"),
         }
     }
@@ -350,7 +358,7 @@ fn main() {
         expired_listing: None,
         expiring_listing: None,
     };
-    let mut daemon = seller.listen();
+    let mut daemon = seller.listen_with(&["--receipt", &a.receipt]);
     let pid = daemon.id();
     std::thread::sleep(Duration::from_secs(2));
 
@@ -394,7 +402,12 @@ fn main() {
         let bk = buyer.solana_keypair();
         let mut results = Vec::new();
         let cpu = CpuAt::now(pid);
-        for _ in 0..a.sequential {
+        // what the seller's releases cost, from the chain's balances: the
+        // payment address is the seller's wallet, so over the buys after
+        // the first (whose release may make the listing's receipt mint)
+        // it gains the prices less what the releases spent
+        let mut balance_after_first = None;
+        for i in 0..a.sequential {
             let ixs = buy_instructions(
                 &bk.pubkey(),
                 &target.pay_to,
@@ -410,12 +423,27 @@ fn main() {
                 (one.take().into_iter().collect(), false)
             });
             results.extend(waited);
+            if i == 0 {
+                balance_after_first =
+                    Some(rt.block_on(chain.balance(&seller_pk)).expect("balance"));
+            }
         }
         let h = hostile_sent.load(Ordering::SeqCst);
-        println!(
-            "{}",
-            summary(&format!("sequential{label}"), h, &results, None, cpu)
-        );
+        let mut line = summary(&format!("sequential{label}"), h, &results, None, cpu);
+        line["receipt"] = json!(a.receipt);
+        if let (Some(first), n @ 2..) = (balance_after_first, a.sequential) {
+            let last = rt.block_on(chain.balance(&seller_pk)).expect("balance");
+            let paid = match target.pay_to == seller_pk {
+                true => (n as u64 - 1) * target.price,
+                false => 0,
+            };
+            let spent = (first + paid).saturating_sub(last);
+            line["seller_lamports_per_release"] = json!(spent / (n as u64 - 1));
+        }
+        println!("{line}");
+        if a.concurrent == 0 {
+            continue;
+        }
 
         // concurrent: M buyers pay at once
         let buyers: Vec<Wallet> = (0..a.concurrent).map(|_| Wallet::generate()).collect();

@@ -14,6 +14,7 @@ pub(super) fn listen(a: ListenArgs, ctx: &Context) -> CliResult<()> {
     let ListenArgs {
         once,
         interval,
+        receipt,
         token_standard,
         below_cost_per_hour,
         x402,
@@ -41,14 +42,9 @@ pub(super) fn listen(a: ListenArgs, ctx: &Context) -> CliResult<()> {
     let policy = node::chain::FeePolicy::from_env(kind)?;
     let x402 = match x402 {
         None => None,
-        // x402's `exact` scheme pays one recipient: where the protocol fee
-        // applies, every x402 buy would lack the treasury's share and be
-        // refused after the buyer paid
-        Some(_) if policy.settle_terms().is_some() => {
-            return Err(crate::failure::Failure::bad_input(anyhow::anyhow!(
-                "--x402: the protocol fee applies on this cluster, and x402's exact scheme pays the seller alone, so every x402 buy would be refused as not paying the fee; not started"
-            )))
-        }
+        // x402's `exact` scheme pays one recipient, the seller: where the
+        // protocol fee applies, the buy's release pays the treasury its
+        // share (docs/token-settlement.md)
         Some(addr) => Some(x402_endpoint(
             ctx,
             &db_path,
@@ -62,9 +58,13 @@ pub(super) fn listen(a: ListenArgs, ctx: &Context) -> CliResult<()> {
         keys,
         fee: policy.settle_terms(),
         standard: token_standard.into(),
+        receipt: receipt.into(),
         below_cost: Some(node::listen::pass::BelowCost {
-            floor_lamports: ctx
-                .block_on(node::mint::release_cost(&chain, token_standard.into()))?,
+            floor_lamports: ctx.block_on(node::listen::receipt::release_cost(
+                &chain,
+                receipt.into(),
+                token_standard.into(),
+            ))?,
             per_hour: below_cost_per_hour,
         }),
         interval: Duration::from_secs(interval.max(1)),
