@@ -16,6 +16,8 @@ Environment:
   BRAINCTL_RPC_URL         cluster for on-chain commands (default mainnet-beta)
   BRAINCTL_PROTOCOL_FEE_DISABLE=1, BRAINCTL_OP_FEE_LAMPORTS, BRAINCTL_TREASURY_PUBKEY
                            protocol fee settings (fees apply on mainnet-beta only)
+  BRAINCTL_PRIORITY_FEE_PERCENTILE
+                           the percentile of recent fees a transaction's price takes (default 75)
   RUST_LOG                 log filter for -v output (e.g. brainctl=debug)";
 
 /// brainctl: keep, sign, verify and trade agent memories.
@@ -53,6 +55,28 @@ pub struct Cli {
     /// Commitment for reads and confirmations (localnet may use confirmed).
     #[arg(long, global = true, help_heading = "Global options", env = "BRAINCTL_COMMITMENT", value_enum, default_value_t = Commitment::Finalized)]
     pub commitment: Commitment,
+    /// Compute-unit price of every transaction sent (micro-lamports per
+    /// unit) instead of the estimate from the cluster's recent fees for the
+    /// accounts it writes (their 75th percentile); still capped by
+    /// --priority-fee-cap.
+    #[arg(
+        long,
+        global = true,
+        help_heading = "Global options",
+        value_name = "MICRO_LAMPORTS",
+        env = "BRAINCTL_PRIORITY_FEE"
+    )]
+    pub priority_fee: Option<u64>,
+    /// The most priority fee one transaction may pay, in lamports
+    /// (default 10,000: two signatures' worth); the price is lowered to fit.
+    #[arg(
+        long,
+        global = true,
+        help_heading = "Global options",
+        value_name = "LAMPORTS",
+        env = "BRAINCTL_PRIORITY_FEE_CAP_LAMPORTS"
+    )]
+    pub priority_fee_cap: Option<u64>,
     /// Print machine-readable JSON on stdout (errors too: {"ok":false,"error":...}).
     #[arg(long, global = true, help_heading = "Global options")]
     pub json: bool,

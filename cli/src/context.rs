@@ -25,6 +25,9 @@ pub struct Context {
     pub url: String,
     /// `--commitment`.
     pub commitment: crate::args::Commitment,
+    /// How transactions' compute is priced (`--priority-fee`,
+    /// `--priority-fee-cap`, `BRAINCTL_PRIORITY_FEE_PERCENTILE`).
+    pub priority: node::chain::priority::PriorityPolicy,
     /// Limits that tighten the wallet's spend policy file (`brainctl mcp`
     /// flags); `None` for plain commands.
     pub spend_limits: Option<node::spend::SpendPolicy>,
@@ -84,7 +87,16 @@ impl Context {
             Some(p) => p.clone(),
             None => node::wallet::default_wallet_path(home.as_deref())?,
         };
+        let mut priority = node::chain::priority::PriorityPolicy::from_env()
+            .map_err(crate::failure::Failure::bad_input)?;
+        if let Some(price) = cli.priority_fee {
+            priority.fixed_micro_lamports = Some(price);
+        }
+        if let Some(cap) = cli.priority_fee_cap {
+            priority.max_lamports = cap;
+        }
         Ok(Context {
+            priority,
             home,
             db_path,
             wallet_path,
@@ -139,11 +151,8 @@ impl Context {
         let commitment = node::chain::parse_commitment(self.commitment.as_str())
             .map_err(crate::failure::Failure::bad_input)?;
         // escrow buys are verified from the program's calls in the buy itself
-        Ok(node::chain::Chain::new(
-            endpoint,
-            commitment,
-            &[node::escrow::PROGRAM_ID],
-        ))
+        Ok(node::chain::Chain::new(endpoint, commitment, &[node::escrow::PROGRAM_ID])
+            .with_priority(self.priority))
     }
 
     /// `~/.brainctl/<rel>`; without a home directory, bad input naming

@@ -1997,22 +1997,23 @@ fn actions_spend_inside_the_24h_budget() {
     );
 }
 
-/// A listing priced under what one release costs the seller (mint rent and
-/// fees) is refused unless the seller says --below-cost: every junk `buy`
-/// would cost the seller more than it pays.
+/// A listing priced under what one release costs the seller (its
+/// signature and the default receipt: a unit of the listing's mint, about
+/// 10,000 lamports) is refused unless the seller says --below-cost: every
+/// junk `buy` would cost the seller more than it pays. A cent is above it.
 #[test]
 fn a_below_cost_listing_needs_to_be_asked_for() {
     let seller = funded_with_memory("Cheap lesson", "lesson");
     seller.ok(&["export", "--sign", "-o", "b.signed.json"]);
     let items = tempfile::tempdir().unwrap();
     let dir = items.path().display().to_string();
-    let list = |extra: &[&str]| {
+    let list = |usd: &str, extra: &[&str]| {
         let mut args = vec![
             "marketplace",
             "list",
             "b.signed.json",
             "--price-usd",
-            "0.5",
+            usd,
             "--sol-usd",
             "150",
             "--storage-dir",
@@ -2021,21 +2022,25 @@ fn a_below_cost_listing_needs_to_be_asked_for() {
         args.extend_from_slice(extra);
         onchain(&seller, &args)
     };
-    let refused = list(&[]);
+    let refused = list("0.001", &[]);
     assert_eq!(refused.code, 2, "{}", refused.stderr);
     assert!(
         refused
             .stderr
-            .contains("a listing at 3333334 lamports earns less than the")
+            .contains("a listing at 6667 lamports earns less than the 10300 lamports each release costs you")
             && refused.stderr.contains("--below-cost"),
         "{}",
         refused.stderr
     );
     let status = ok(&seller, &["marketplace", "status", "--json"]);
     assert_eq!(status["listings"].as_array().map(Vec::len), Some(0));
-    let listed = list(&["--below-cost", "--json"]);
+    let listed = list("0.001", &["--below-cost", "--json"]);
     assert_eq!(listed.code, 0, "{}", listed.stderr);
-    assert_eq!(listed.json()["listing"]["price_lamports"], 3_333_334);
+    assert_eq!(listed.json()["listing"]["price_lamports"], 6_667);
+    // a cent needs no flag
+    let cent = list("0.01", &["--json"]);
+    assert_eq!(cent.code, 0, "{}", cent.stderr);
+    assert_eq!(cent.json()["listing"]["price_lamports"], 66_667);
 }
 
 /// The buyer judges time by the chain's clock with a margin, and sees the

@@ -188,6 +188,20 @@ fn a_listing_priced_in_usd_settles_at_the_slots_pyth_price() {
     assert_eq!(q["usd"]["exponent"], -8);
     assert!(q["usd"]["age_secs"].as_i64().unwrap() >= 2, "{quote}");
     assert_eq!(q["terms"], "usd_at_settle");
+    // the implied rate, before paying; and the priority fee's cap
+    assert_eq!(q["usd"]["usd_per_whole"], "150.00000000", "{quote}");
+    assert_eq!(q["priority_fee_max_lamports"], 10_000, "{quote}");
+    let human = run(
+        &v,
+        &buyer,
+        &["marketplace", "quote", &manifest, "--storage-dir", &dir],
+    );
+    assert!(
+        human.stdout.contains("at 150.00000000 USD") && human.stdout.contains("priority fee at most 10000 lamports"),
+        "{}{}",
+        human.stdout,
+        human.stderr
+    );
 
     let (indexer, base) = util::services::indexer(&v.rpc_url, &dir, work.path());
     let mut daemon = util::services::listen(

@@ -11,6 +11,8 @@
 //! - [`Fault::NoBlockTime`]: `getTransaction` answers lack `blockTime`;
 //! - [`Fault::StallSends`]: every `sendTransaction` waits that long before
 //!   it is forwarded (slow-landing transactions; the rest is forwarded);
+//! - [`Fault::PriorityFees`]: `getRecentPrioritizationFees` answers
+//!   that fee in every recent slot (a congested cluster);
 //! - [`Fault::None`]: requests are forwarded unchanged;
 //!
 //! and, beside the fault, [`FaultProxy::substitute`]: a lying node that
@@ -47,6 +49,10 @@ pub enum Fault {
     /// time (`"blockTime": null`, as nodes do for blocks whose time they
     /// have not got).
     NoBlockTime,
+    /// Answer every `getRecentPrioritizationFees` with this fee
+    /// (micro-lamports per compute unit) in each of 150 recent slots (a
+    /// congested cluster); forward the rest.
+    PriorityFees(u64),
 }
 
 /// A running proxy (its own thread and runtime; stops with the process).
@@ -205,9 +211,12 @@ async fn connection(
             && String::from_utf8_lossy(&body).contains("\"getTransaction\"");
         let sending = matches!(now, Fault::StallSends(_))
             && String::from_utf8_lossy(&body).contains("\"sendTransaction\"");
+        let pricing = matches!(now, Fault::PriorityFees(_))
+            && String::from_utf8_lossy(&body).contains("\"getRecentPrioritizationFees\"");
         let faulted = hidden
             || timeless
             || sending
+            || pricing
             || !matches!(
                 now,
                 Fault::None
@@ -215,6 +224,7 @@ async fn connection(
                     | Fault::HideStatuses
                     | Fault::NoBlockTime
                     | Fault::StallSends(_)
+                    | Fault::PriorityFees(_)
             );
         {
             let mut s = stats.lock().expect("stats lock");
@@ -257,7 +267,18 @@ async fn connection(
                     _ => (status, reply),
                 }
             }
-            Fault::None | Fault::HideStatuses | Fault::NoBlockTime => {
+            Fault::PriorityFees(fee) if pricing => {
+                let id = serde_json::from_slice::<serde_json::Value>(&body)
+                    .ok()
+                    .and_then(|v| v.get("id").cloned())
+                    .unwrap_or(serde_json::Value::Null);
+                let fees: Vec<serde_json::Value> = (0..150u64)
+                    .map(|slot| serde_json::json!({"slot": slot, "prioritizationFee": fee}))
+                    .collect();
+                let reply = serde_json::json!({"jsonrpc": "2.0", "id": id, "result": fees});
+                (200, reply.to_string().into_bytes())
+            }
+            Fault::None | Fault::HideStatuses | Fault::NoBlockTime | Fault::PriorityFees(_) => {
                 forward(&client, &upstream, &path, body).await
             }
         };

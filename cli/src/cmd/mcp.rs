@@ -35,6 +35,7 @@ struct Settings {
     wallet_path: PathBuf,
     url: String,
     commitment: crate::args::Commitment,
+    priority: node::chain::priority::PriorityPolicy,
     limits: node::spend::SpendPolicy,
     args: McpArgs,
     /// One store for every memory tool call (warm ranking, no reopen).
@@ -51,6 +52,7 @@ impl Settings {
             json: true,
             url: self.url.clone(),
             commitment: self.commitment,
+            priority: self.priority,
             spend_limits: Some(self.limits.clone()),
             captured: Some(Default::default()),
             kept_store: Some(self.store.clone()),
@@ -1199,6 +1201,7 @@ pub fn run(args: McpArgs, ctx: &Context) -> CliResult<u8> {
         json: ctx.json,
         url: ctx.url.clone(),
         commitment: ctx.commitment,
+        priority: ctx.priority,
         kept_store: None,
     };
     // the policy is checked once here (a bad file is a start-up error)
@@ -1219,6 +1222,7 @@ pub fn run(args: McpArgs, ctx: &Context) -> CliResult<u8> {
         wallet_path: ctx.wallet_path.clone(),
         url: ctx.url.clone(),
         commitment: ctx.commitment,
+        priority: ctx.priority,
         limits: limits.unwrap_or_default(),
         args,
         store: Default::default(),

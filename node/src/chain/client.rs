@@ -68,6 +68,27 @@ pub struct Chain {
     landing: super::landing::LandingWatch,
     /// Rent-exempt minimums by data size, with when each was read.
     rents: std::sync::Mutex<std::collections::HashMap<usize, (u64, std::time::Instant)>>,
+    /// How transactions' compute-unit prices are chosen.
+    priority: super::priority::PriorityPolicy,
+    /// Compute units a transaction shape simulated at.
+    units_by_shape: std::sync::Mutex<std::collections::HashMap<Shape, u64>>,
+    /// Recent fees per set of written accounts, with when each was read.
+    recent_fees: std::sync::Mutex<std::collections::HashMap<Vec<Pubkey>, RecentFees>>,
+}
+
+type Shape = Vec<(Pubkey, Vec<Pubkey>, usize)>;
+type RecentFees = (std::time::Instant, Vec<(u64, u64)>);
+
+/// How long recent prioritization fees are reused (a few slots).
+const RECENT_FEES_TTL: Duration = Duration::from_secs(2);
+
+/// What a compute budget came to: the limit and the price it set.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Budget {
+    /// Compute-unit limit.
+    pub limit: u32,
+    /// Micro-lamports per compute unit.
+    pub price: u64,
 }
 
 /// How long a rent-exempt minimum is reused before it is read again (it
@@ -140,7 +161,131 @@ impl Chain {
             watched: watched.iter().map(|p| p.to_string()).collect(),
             landing: Default::default(),
             rents: Default::default(),
+            priority: Default::default(),
+            units_by_shape: Default::default(),
+            recent_fees: Default::default(),
         }
+    }
+
+    /// This handle, pricing its transactions' compute by `policy`
+    /// ([`super::priority`]).
+    pub fn with_priority(mut self, policy: super::priority::PriorityPolicy) -> Chain {
+        self.priority = policy;
+        self
+    }
+
+    /// How this handle prices compute.
+    pub fn priority(&self) -> &super::priority::PriorityPolicy {
+        &self.priority
+    }
+
+    /// The recent `(slot, micro-lamports)` prioritization fees of
+    /// transactions writing `accounts` (read again after a couple of
+    /// seconds).
+    pub async fn recent_fees(&self, accounts: &[Pubkey]) -> Result<Vec<(u64, u64)>, ChainError> {
+        let key = accounts.to_vec();
+        if let Some((at, fees)) = self
+            .recent_fees
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .get(&key)
+        {
+            if at.elapsed() < RECENT_FEES_TTL {
+                return Ok(fees.clone());
+            }
+        }
+        let fees: Vec<(u64, u64)> = with_retry("getRecentPrioritizationFees", || {
+            self.rpc.get_recent_prioritization_fees(accounts)
+        })
+        .await?
+        .into_iter()
+        .map(|f| (f.slot, f.prioritization_fee))
+        .collect();
+        let mut cache = self.recent_fees.lock().unwrap_or_else(|p| p.into_inner());
+        if cache.len() > 256 {
+            cache.clear();
+        }
+        cache.insert(key, (std::time::Instant::now(), fees.clone()));
+        Ok(fees)
+    }
+
+    /// The compute units transactions shaped as `ixs` take: simulated
+    /// once per shape (at the most units a transaction may ask), reused
+    /// after; `None` when the simulation failed (a transaction that would
+    /// fail: its send decides).
+    async fn units_of(&self, ixs: &[Instruction], payer: &Pubkey) -> Result<Option<u64>, ChainError> {
+        use solana_rpc_client_api::config::RpcSimulateTransactionConfig;
+        let shape = super::priority::shape(ixs);
+        if let Some(units) = self
+            .units_by_shape
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .get(&shape)
+        {
+            return Ok(Some(*units));
+        }
+        let probe = super::priority::with_budget(ixs, super::priority::MAX_CU_LIMIT, 0);
+        let tx = Transaction::new_unsigned(solana_sdk::message::Message::new(&probe, Some(payer)));
+        let sim = with_retry("simulateTransaction", || {
+            self.rpc.simulate_transaction_with_config(
+                &tx,
+                RpcSimulateTransactionConfig {
+                    sig_verify: false,
+                    replace_recent_blockhash: true,
+                    commitment: Some(CommitmentConfig::confirmed()),
+                    ..Default::default()
+                },
+            )
+        })
+        .await?
+        .value;
+        match (sim.err, sim.units_consumed) {
+            (None, Some(units)) => {
+                self.units_by_shape
+                    .lock()
+                    .unwrap_or_else(|p| p.into_inner())
+                    .insert(shape, units);
+                Ok(Some(units))
+            }
+            (err, _) => {
+                tracing::debug!(?err, "a transaction's simulation failed; its limit is the default");
+                Ok(None)
+            }
+        }
+    }
+
+    /// The compute budget of `ixs` (signed by `signers` with `payer`
+    /// paying) under this handle's policy: the simulated limit with its
+    /// margin, the price from the recent fees of what it writes, capped.
+    /// A price that would push the transaction past a packet is left out.
+    pub async fn budget_for(
+        &self,
+        ixs: &[Instruction],
+        payer: &Pubkey,
+        signers: usize,
+    ) -> Result<(Vec<Instruction>, Budget), ChainError> {
+        use super::priority::{fits, limit_for, with_budget, written, FALLBACK_CU_LIMIT};
+        let limit = match self.units_of(ixs, payer).await? {
+            Some(units) => limit_for(units),
+            None => FALLBACK_CU_LIMIT,
+        };
+        let price = match self.priority.fixed_micro_lamports {
+            Some(_) => self.priority.price(&[], limit),
+            None => {
+                let recent = self.recent_fees(&written(ixs, payer)).await?;
+                self.priority.price(&recent, limit)
+            }
+        };
+        let budgeted = with_budget(ixs, limit, price);
+        if !fits(&with_budget(ixs, limit, 0), payer, signers) {
+            tracing::warn!("no room in the packet for a compute budget; sent as built");
+            return Ok((ixs.to_vec(), Budget { limit: FALLBACK_CU_LIMIT, price: 0 }));
+        }
+        if price > 0 && !fits(&budgeted, payer, signers) {
+            tracing::warn!(price, "no room in the packet for a compute-unit price; sent without one");
+            return Ok((with_budget(ixs, limit, 0), Budget { limit, price: 0 }));
+        }
+        Ok((budgeted, Budget { limit, price }))
     }
 
     /// This handle, keeping the top-level calls of `program_id` (and the
@@ -161,6 +306,7 @@ impl Chain {
         let mut other = Chain::new(self.endpoint.clone(), commitment, &[]);
         other.watched = self.watched.clone();
         other.landing_budget = self.landing_budget;
+        other.priority = self.priority;
         if let Some(kind) = self.kind.get() {
             let _ = other.kind.set(*kind);
         }
@@ -521,6 +667,16 @@ impl Chain {
         let payer = signers
             .first()
             .ok_or_else(|| ChainError::Config("a transaction needs a fee payer".into()))?;
+        // every transaction of ours carries its compute budget; a hostile
+        // test transaction is sent exactly as built
+        let budgeted;
+        let ixs = match accept_failed {
+            true => ixs,
+            false => {
+                budgeted = self.budget_for(ixs, &payer.pubkey(), signers.len()).await?.0;
+                &budgeted[..]
+            }
+        };
         for _ in 0..attempts {
             let (blockhash, last_valid) = with_retry("getLatestBlockhash", || {
                 self.rpc
@@ -546,10 +702,20 @@ impl Chain {
             })
             .await?;
             tracing::debug!(%sig, last_valid, ms = send_started.elapsed().as_millis() as u64, "sent; awaiting our commitment");
-            let landed = match self
+            let waited = self
                 .wait_for_landing(&sig, last_valid, accept_failed)
-                .await?
-            {
+                .await
+                .inspect_err(|e| {
+                    // out of compute units: the shape's simulation is stale
+                    if matches!(e, ChainError::TxFailed { error, .. } if error.contains("ComputationalBudgetExceeded") || error.contains("exceeded CUs"))
+                    {
+                        self.units_by_shape
+                            .lock()
+                            .unwrap_or_else(|p| p.into_inner())
+                            .remove(&super::priority::shape(ixs));
+                    }
+                })?;
+            let landed = match waited {
                 Some(slot) => Some(slot),
                 // a status query that wrongly said "not found" must not
                 // make us pay twice: ask the history and the ledger again

@@ -13,7 +13,8 @@ use solana_sdk::instruction::Instruction;
 use solana_sdk::pubkey::Pubkey;
 use std::str::FromStr;
 
-/// Lamports per transaction signature (no priority fee is set).
+/// Lamports per transaction signature (the priority fee, set per
+/// transaction by `chain::priority`, comes on top).
 pub const LAMPORTS_PER_SIGNATURE: u64 = 5_000;
 
 /// Default treasury.

@@ -14,11 +14,12 @@ mod landing;
 pub mod memo_field;
 pub mod parsed_tx;
 pub mod pin;
+pub mod priority;
 pub mod test_dollar;
 pub mod test_price;
 pub mod token;
 
-pub use client::{Chain, Sent, SigInfo};
+pub use client::{Budget, Chain, Sent, SigInfo};
 pub use cluster::{parse_commitment, ClusterKind, Endpoint};
 pub use fees::{FeeOp, FeePolicy};
 pub use parsed_tx::{ParsedTx, ProgramCall};

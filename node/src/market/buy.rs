@@ -194,6 +194,10 @@ pub struct Quote {
     pub escrow_rent_lamports: u64,
     /// The transaction fee (signatures).
     pub network_fee_lamports: u64,
+    /// The most the buy's priority fee may add (compute-unit price ×
+    /// limit: the cluster's recent fees, capped by `--priority-fee-cap`),
+    /// not in `total_lamports`.
+    pub priority_fee_max_lamports: u64,
     /// Everything the buyer's SOL balance loses (for a token buy: the
     /// network fee and the rent of any token account it creates).
     pub total_lamports: u64,
@@ -237,9 +241,19 @@ impl Quote {
                 self.total_lamports
             ),
         };
+        let rate = match &self.usd {
+            Some(u) => format!(
+                "; at {} USD (±{}) per whole {}, a price {} s old",
+                u.usd_per_whole,
+                u.usd_conf,
+                if self.token.is_some() { "token" } else { "SOL" },
+                u.age_secs
+            ),
+            None => String::new(),
+        };
         format!(
-            "{} ({}, {}): {paid}",
-            self.listing_id, self.settles, self.terms
+            "{} ({}, {}): {paid}{rate}; priority fee at most {} lamports",
+            self.listing_id, self.settles, self.terms, self.priority_fee_max_lamports
         )
     }
 }
@@ -304,6 +318,19 @@ pub const BUY_MARGIN_SECS: i64 = 30;
 /// listing's on-chain account must match its manifest, negotiated terms
 /// must be this buyer's and accepted on chain.
 pub async fn plan_buy(
+    chain: &Chain,
+    source: &Source,
+    buyer: &Wallet,
+    listing: &Listing,
+    terms: Terms<'_>,
+) -> Result<BuyPlan, BuyError> {
+    let mut plan = plan_priced(chain, source, buyer, listing, terms).await?;
+    plan.quote.priority_fee_max_lamports = chain.priority().max_lamports;
+    Ok(plan)
+}
+
+/// [`plan_buy`] before the priority fee's cap is named.
+async fn plan_priced(
     chain: &Chain,
     source: &Source,
     buyer: &Wallet,
@@ -471,6 +498,7 @@ fn quote(
         protocol_fee_lamports: fee,
         escrow_rent_lamports: rent,
         network_fee_lamports: LAMPORTS_PER_SIGNATURE,
+        priority_fee_max_lamports: 0,
         // the fee is the treasury's share of the price, not on top of it
         total_lamports: price
             .saturating_add(rent)

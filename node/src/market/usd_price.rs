@@ -102,6 +102,25 @@ pub struct UsdQuoteNow {
     pub decimals: u8,
     /// The least the seller takes against the buy's own quote (bps below it).
     pub tolerance_bps: u16,
+    /// The implied rate, shown before paying: USD per whole SOL or token
+    /// (price × 10^exponent, as a decimal).
+    pub usd_per_whole: String,
+    /// Its confidence interval in USD (conf × 10^exponent).
+    pub usd_conf: String,
+}
+
+/// `mantissa` × 10^`exponent` written out exactly (`15000000000`, -8 →
+/// `150.00000000`).
+pub fn decimal(mantissa: i128, exponent: i32) -> String {
+    let sign = if mantissa < 0 { "-" } else { "" };
+    let digits = mantissa.unsigned_abs().to_string();
+    if exponent >= 0 {
+        return format!("{sign}{digits}{}", "0".repeat(exponent as usize));
+    }
+    let places = exponent.unsigned_abs() as usize;
+    let padded = format!("{digits:0>width$}", width = places + 1);
+    let (whole, frac) = padded.split_at(padded.len() - places);
+    format!("{sign}{whole}.{frac}")
 }
 
 /// Pyth's push-oracle program, which keeps each sponsored feed's
@@ -226,6 +245,8 @@ pub async fn quote_now(
         units,
         decimals: terms.decimals,
         tolerance_bps: terms.tolerance_bps,
+        usd_per_whole: decimal(i128::from(update.price), update.exponent),
+        usd_conf: decimal(i128::from(update.conf), update.exponent),
     })
 }
 
@@ -260,6 +281,14 @@ pub fn quote_instruction(terms: &UsdTerms, paid: u64) -> Result<Instruction, Usd
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn the_implied_rate_is_written_out_exactly() {
+        assert_eq!(super::decimal(15_000_000_000, -8), "150.00000000");
+        assert_eq!(super::decimal(5, -3), "0.005");
+        assert_eq!(super::decimal(-123, -1), "-12.3");
+        assert_eq!(super::decimal(42, 2), "4200");
+    }
+
     use super::*;
     use crate::settle::Currency;
 
