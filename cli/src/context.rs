@@ -151,8 +151,10 @@ impl Context {
         let commitment = node::chain::parse_commitment(self.commitment.as_str())
             .map_err(crate::failure::Failure::bad_input)?;
         // escrow buys are verified from the program's calls in the buy itself
-        Ok(node::chain::Chain::new(endpoint, commitment, &[node::escrow::PROGRAM_ID])
-            .with_priority(self.priority))
+        Ok(
+            node::chain::Chain::new(endpoint, commitment, &[node::escrow::PROGRAM_ID])
+                .with_priority(self.priority),
+        )
     }
 
     /// `~/.brainctl/<rel>`; without a home directory, bad input naming

@@ -2025,10 +2025,9 @@ fn a_below_cost_listing_needs_to_be_asked_for() {
     let refused = list("0.001", &[]);
     assert_eq!(refused.code, 2, "{}", refused.stderr);
     assert!(
-        refused
-            .stderr
-            .contains("a listing at 6667 lamports earns less than the 10300 lamports each release costs you")
-            && refused.stderr.contains("--below-cost"),
+        refused.stderr.contains(
+            "a listing at 6667 lamports earns less than the 10300 lamports each release costs you"
+        ) && refused.stderr.contains("--below-cost"),
         "{}",
         refused.stderr
     );

@@ -197,7 +197,8 @@ fn a_listing_priced_in_usd_settles_at_the_slots_pyth_price() {
         &["marketplace", "quote", &manifest, "--storage-dir", &dir],
     );
     assert!(
-        human.stdout.contains("at 150.00000000 USD") && human.stdout.contains("priority fee at most 10000 lamports"),
+        human.stdout.contains("at 150.00000000 USD")
+            && human.stdout.contains("priority fee at most 10000 lamports"),
         "{}{}",
         human.stdout,
         human.stderr

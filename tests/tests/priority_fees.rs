@@ -16,16 +16,14 @@ fn budget_of(rt: &tokio::runtime::Runtime, chain: &Chain, sig: &Signature) -> (u
         .block_on(chain.transaction_json(sig))
         .unwrap()
         .expect("landed");
-    let keys: Vec<String> = tx["transaction"]["message"]["accountKeys"]
+    // jsonParsed: the compute budget program has no parser, so its
+    // instructions keep their program id and base58 data
+    let (mut limit, mut price) = (0u32, 0u64);
+    for ix in tx["transaction"]["message"]["instructions"]
         .as_array()
         .unwrap()
-        .iter()
-        .map(|k| k.as_str().unwrap().to_string())
-        .collect();
-    let (mut limit, mut price) = (0u32, 0u64);
-    for ix in tx["transaction"]["message"]["instructions"].as_array().unwrap() {
-        let program = &keys[ix["programIdIndex"].as_u64().unwrap() as usize];
-        if program != &COMPUTE_BUDGET.to_string() {
+    {
+        if ix["programId"] != COMPUTE_BUDGET.to_string() {
             continue;
         }
         let data = bs58::decode(ix["data"].as_str().unwrap())
@@ -46,10 +44,15 @@ fn budget_of(rt: &tokio::runtime::Runtime, chain: &Chain, sig: &Signature) -> (u
 fn send(rt: &tokio::runtime::Runtime, chain: &Chain, actor: &Keypair, to: &Keypair) -> Signature {
     let ixs = [
         transfer(&actor.pubkey(), &to.pubkey(), 1),
-        memo("brainctl-marketplace/v1:cancel:20261128-0123456789ab", &actor.pubkey()),
+        memo(
+            "brainctl-marketplace/v1:cancel:20261128-0123456789ab",
+            &actor.pubkey(),
+        ),
         discovery(&default_registry(), 200_000),
     ];
-    rt.block_on(chain.send(&ixs, &[actor])).expect("lands").signature
+    rt.block_on(chain.send(&ixs, &[actor]))
+        .expect("lands")
+        .signature
 }
 
 #[test]
@@ -62,8 +65,15 @@ fn the_price_follows_the_clusters_recent_fees_and_stops_at_the_cap() {
     // it used, far under the 200,000 the discovery reference asked), no price
     let chain = v.chain();
     let (limit, price, used) = budget_of(&rt, &chain, &send(&rt, &chain, &actor, &hot));
-    assert!(used < u64::from(limit) && u64::from(limit) < 200_000, "limit {limit}, used {used}");
-    assert_eq!(limit, node::chain::priority::limit_for(used), "15% and 1,000 units of margin");
+    assert!(
+        used < u64::from(limit) && u64::from(limit) < 200_000,
+        "limit {limit}, used {used}"
+    );
+    assert_eq!(
+        limit,
+        node::chain::priority::limit_for(used),
+        "15% and 1,000 units of margin"
+    );
     assert_eq!(price, 0, "nobody pays for these accounts");
 
     // fees raised with paid transactions writing the same account, one a
@@ -75,7 +85,8 @@ fn the_price_follows_the_clusters_recent_fees_and_stops_at_the_cap() {
             node::chain::priority::set_price(7_777),
             transfer(&payer.pubkey(), &hot.pubkey(), 1),
         ];
-        rt.block_on(chain.send_skip_preflight(&ixs, &[&payer])).unwrap();
+        rt.block_on(chain.send_skip_preflight(&ixs, &[&payer]))
+            .unwrap();
     }
     let following = v.chain().with_priority(PriorityPolicy {
         percentile: 100,
@@ -83,9 +94,12 @@ fn the_price_follows_the_clusters_recent_fees_and_stops_at_the_cap() {
         ..Default::default()
     });
     let recent = rt.block_on(following.recent_fees(&[hot.pubkey()])).unwrap();
-    assert!(recent.iter().any(|(_, f)| *f == 7_777), "{recent:?}");
+    // the validator reports the fee those transactions paid per unit of
+    // their (default) limit: about what they set
+    let highest = recent.iter().map(|(_, f)| *f).max().unwrap_or(0);
+    assert!((7_777..8_000).contains(&highest), "{recent:?}");
     let (_, price, _) = budget_of(&rt, &following, &send(&rt, &following, &actor, &hot));
-    assert_eq!(price, 7_777, "the price follows the recent fees");
+    assert_eq!(price, highest, "the price follows the recent fees");
 
     // a congested cluster (the proxy answers every slot at 50,000): the
     // default policy pays it; then a cap of 1 lamport stops it
@@ -99,7 +113,11 @@ fn the_price_follows_the_clusters_recent_fees_and_stops_at_the_cap() {
         ..Default::default()
     });
     let (limit, price, _) = budget_of(&rt, &capped, &send(&rt, &capped, &actor, &hot));
-    assert_eq!(price, 1_000_000 / u64::from(limit), "at the cap: 1 lamport in all");
+    assert_eq!(
+        price,
+        1_000_000 / u64::from(limit),
+        "at the cap: 1 lamport in all"
+    );
     assert!(price * u64::from(limit) <= 1_000_000);
     // a fixed price is taken as given, under the same cap
     let fixed = proxy.chain().with_priority(PriorityPolicy {

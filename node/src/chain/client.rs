@@ -213,7 +213,11 @@ impl Chain {
     /// once per shape (at the most units a transaction may ask), reused
     /// after; `None` when the simulation failed (a transaction that would
     /// fail: its send decides).
-    async fn units_of(&self, ixs: &[Instruction], payer: &Pubkey) -> Result<Option<u64>, ChainError> {
+    async fn units_of(
+        &self,
+        ixs: &[Instruction],
+        payer: &Pubkey,
+    ) -> Result<Option<u64>, ChainError> {
         use solana_rpc_client_api::config::RpcSimulateTransactionConfig;
         let shape = super::priority::shape(ixs);
         if let Some(units) = self
@@ -248,7 +252,10 @@ impl Chain {
                 Ok(Some(units))
             }
             (err, _) => {
-                tracing::debug!(?err, "a transaction's simulation failed; its limit is the default");
+                tracing::debug!(
+                    ?err,
+                    "a transaction's simulation failed; its limit is the default"
+                );
                 Ok(None)
             }
         }
@@ -279,10 +286,19 @@ impl Chain {
         let budgeted = with_budget(ixs, limit, price);
         if !fits(&with_budget(ixs, limit, 0), payer, signers) {
             tracing::warn!("no room in the packet for a compute budget; sent as built");
-            return Ok((ixs.to_vec(), Budget { limit: FALLBACK_CU_LIMIT, price: 0 }));
+            return Ok((
+                ixs.to_vec(),
+                Budget {
+                    limit: FALLBACK_CU_LIMIT,
+                    price: 0,
+                },
+            ));
         }
         if price > 0 && !fits(&budgeted, payer, signers) {
-            tracing::warn!(price, "no room in the packet for a compute-unit price; sent without one");
+            tracing::warn!(
+                price,
+                "no room in the packet for a compute-unit price; sent without one"
+            );
             return Ok((with_budget(ixs, limit, 0), Budget { limit, price: 0 }));
         }
         Ok((budgeted, Budget { limit, price }))
@@ -673,7 +689,10 @@ impl Chain {
         let ixs = match accept_failed {
             true => ixs,
             false => {
-                budgeted = self.budget_for(ixs, &payer.pubkey(), signers.len()).await?.0;
+                budgeted = self
+                    .budget_for(ixs, &payer.pubkey(), signers.len())
+                    .await?
+                    .0;
                 &budgeted[..]
             }
         };

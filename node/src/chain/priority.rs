@@ -71,9 +71,9 @@ impl PriorityPolicy {
         let num = |k: &str| -> Result<Option<u64>, ChainError> {
             env(k)
                 .map(|v| {
-                    v.trim().parse::<u64>().map_err(|_| {
-                        ChainError::Config(format!("{k}={v} is not a whole number"))
-                    })
+                    v.trim()
+                        .parse::<u64>()
+                        .map_err(|_| ChainError::Config(format!("{k}={v} is not a whole number")))
                 })
                 .transpose()
         };
@@ -89,7 +89,9 @@ impl PriorityPolicy {
                 .ok()
                 .filter(|p| *p <= 100)
                 .ok_or_else(|| {
-                    ChainError::Config(format!("{PERCENTILE_ENV}={pct} is not a percentile (0-100)"))
+                    ChainError::Config(format!(
+                        "{PERCENTILE_ENV}={pct} is not a percentile (0-100)"
+                    ))
                 })?;
         }
         Ok(p)
@@ -114,7 +116,7 @@ impl PriorityPolicy {
             Some(fixed) => fixed,
             None => {
                 let mut newest: Vec<(u64, u64)> = recent.to_vec();
-                newest.sort_unstable_by(|a, b| b.0.cmp(&a.0));
+                newest.sort_unstable_by_key(|&(slot, _)| std::cmp::Reverse(slot));
                 newest.truncate(self.window_slots.max(1));
                 let mut fees: Vec<u64> = newest.into_iter().map(|(_, f)| f).collect();
                 fees.sort_unstable();
@@ -164,14 +166,21 @@ pub fn with_budget(ixs: &[Instruction], limit: u32, price: u64) -> Vec<Instructi
 
 /// `SetComputeUnitPrice` of `micro_lamports` per unit.
 pub fn set_price(micro_lamports: u64) -> Instruction {
-    solana_compute_budget_interface::ComputeBudgetInstruction::set_compute_unit_price(micro_lamports)
+    solana_compute_budget_interface::ComputeBudgetInstruction::set_compute_unit_price(
+        micro_lamports,
+    )
 }
 
 /// The accounts `ixs` write (the fee payer first), as many as the fee
 /// query takes.
 pub fn written(ixs: &[Instruction], payer: &Pubkey) -> Vec<Pubkey> {
     let mut out = vec![*payer];
-    for AccountMeta { pubkey, is_writable, .. } in ixs.iter().flat_map(|ix| &ix.accounts) {
+    for AccountMeta {
+        pubkey,
+        is_writable,
+        ..
+    } in ixs.iter().flat_map(|ix| &ix.accounts)
+    {
         if *is_writable && !out.contains(pubkey) {
             out.push(*pubkey);
         }
@@ -218,29 +227,60 @@ mod tests {
             .collect();
         assert_eq!(p.price(&recent, 100_000), 2_000);
         // the newest slots quiet but a fifth: p75 is 0
-        let quiet: Vec<(u64, u64)> = (0..50).map(|s| (s, if s % 5 == 0 { 5_000 } else { 0 })).collect();
+        let quiet: Vec<(u64, u64)> = (0..50)
+            .map(|s| (s, if s % 5 == 0 { 5_000 } else { 0 }))
+            .collect();
         assert_eq!(p.price(&quiet, 100_000), 0);
-        assert_eq!(PriorityPolicy { percentile: 100, ..p }.price(&quiet, 100_000), 5_000);
+        assert_eq!(
+            PriorityPolicy {
+                percentile: 100,
+                ..p
+            }
+            .price(&quiet, 100_000),
+            5_000
+        );
         // the cap: 10,000 lamports at 100,000 units is 100,000 micro-lamports a unit
         let hot: Vec<(u64, u64)> = (0..50).map(|s| (s, 5_000_000)).collect();
         assert_eq!(p.max_price(100_000), 100_000);
         assert_eq!(p.price(&hot, 100_000), 100_000);
         assert_eq!(p.price(&[], 100_000), 0);
         // a fixed price is taken as is, under the same cap
-        let fixed = PriorityPolicy { fixed_micro_lamports: Some(7), ..p };
+        let fixed = PriorityPolicy {
+            fixed_micro_lamports: Some(7),
+            ..p
+        };
         assert_eq!(fixed.price(&hot, 100_000), 7);
-        let over = PriorityPolicy { fixed_micro_lamports: Some(1_000_000), ..p };
+        let over = PriorityPolicy {
+            fixed_micro_lamports: Some(1_000_000),
+            ..p
+        };
         assert_eq!(over.price(&[], 100_000), 100_000);
     }
 
     #[test]
     fn settings_are_read_and_bad_ones_named() {
         let env = |pairs: &'static [(&'static str, &'static str)]| {
-            move |k: &str| pairs.iter().find(|(n, _)| *n == k).map(|(_, v)| v.to_string())
+            move |k: &str| {
+                pairs
+                    .iter()
+                    .find(|(n, _)| *n == k)
+                    .map(|(_, v)| v.to_string())
+            }
         };
-        assert_eq!(PriorityPolicy::from(env(&[])).unwrap(), PriorityPolicy::default());
-        let p = PriorityPolicy::from(env(&[(FIXED_ENV, "42"), (CAP_ENV, "500"), (PERCENTILE_ENV, "50")])).unwrap();
-        assert_eq!((p.fixed_micro_lamports, p.max_lamports, p.percentile), (Some(42), 500, 50));
+        assert_eq!(
+            PriorityPolicy::from(env(&[])).unwrap(),
+            PriorityPolicy::default()
+        );
+        let p = PriorityPolicy::from(env(&[
+            (FIXED_ENV, "42"),
+            (CAP_ENV, "500"),
+            (PERCENTILE_ENV, "50"),
+        ]))
+        .unwrap();
+        assert_eq!(
+            (p.fixed_micro_lamports, p.max_lamports, p.percentile),
+            (Some(42), 500, 50)
+        );
         let bad = PriorityPolicy::from(env(&[(PERCENTILE_ENV, "101")])).unwrap_err();
         assert!(bad.to_string().contains(PERCENTILE_ENV), "{bad}");
         let bad = PriorityPolicy::from(env(&[(CAP_ENV, "lots")])).unwrap_err();
@@ -257,7 +297,10 @@ mod tests {
         let ixs = with_budget(&[memo.clone(), discovery, old_price], 31_000, 1_234);
         assert_eq!(ixs.len(), 3);
         assert_eq!(ixs[0], memo);
-        assert!(is_budget(&ixs[1], 2) && ixs[1].accounts.len() == 1, "the registry stays");
+        assert!(
+            is_budget(&ixs[1], 2) && ixs[1].accounts.len() == 1,
+            "the registry stays"
+        );
         assert_eq!(ixs[1].data[1..5], 31_000u32.to_le_bytes());
         assert!(is_budget(&ixs[2], 3));
         assert_eq!(ixs[2].data[1..9], 1_234u64.to_le_bytes());
