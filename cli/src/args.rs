@@ -473,12 +473,19 @@ pub struct ListArgs {
     /// as many as the stake backs.
     #[arg(long, requires = "escrow", value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
     pub max_open_escrows: Option<u32>,
-    /// List even at a price under what each release costs you (mint rent
-    /// and fees; refused otherwise): every buy, junk ones included, then
-    /// costs you more than it pays, so `listen` releases at most
-    /// --below-cost-per-hour of them an hour.
+    /// List even at a price under what each release costs you (its
+    /// signature and receipt; refused otherwise): every buy, junk ones
+    /// included, then costs you more than it pays, so `listen` releases at
+    /// most --below-cost-per-hour of them an hour.
     #[arg(long)]
     pub below_cost: bool,
+    /// The receipt your releases of it give (run `listen --receipt` the
+    /// same): `listing` (default) makes the listing's own receipt mint now
+    /// (about 5.8M lamports of rent, once), so each release costs about
+    /// 10,000 lamports; `per-buy` and `none` make nothing now (a release
+    /// then costs about 5.8M lamports, or 5,000). Escrow listings: per buy.
+    #[arg(long, value_enum, default_value_t = ReceiptFlag::Listing)]
+    pub receipt: ReceiptFlag,
     #[command(flatten)]
     pub storage: StorageOpts,
     #[command(flatten)]
@@ -1131,12 +1138,12 @@ pub enum ReceiptFlag {
     None,
 }
 
-impl From<ReceiptFlag> for node::listen::receipt::ReceiptMode {
+impl From<ReceiptFlag> for node::mint::receipt::ReceiptMode {
     fn from(f: ReceiptFlag) -> Self {
         match f {
-            ReceiptFlag::Listing => node::listen::receipt::ReceiptMode::Listing,
-            ReceiptFlag::PerBuy => node::listen::receipt::ReceiptMode::PerBuy,
-            ReceiptFlag::None => node::listen::receipt::ReceiptMode::None,
+            ReceiptFlag::Listing => node::mint::receipt::ReceiptMode::Listing,
+            ReceiptFlag::PerBuy => node::mint::receipt::ReceiptMode::PerBuy,
+            ReceiptFlag::None => node::mint::receipt::ReceiptMode::None,
         }
     }
 }

@@ -162,7 +162,7 @@ impl node::listen::pass::Catalog for TestCatalog {
                 uri: "ar://meta".into(),
             },
             standard: node::mint::bundle_mint::TokenStandard::LightCompressed,
-            receipt: node::listen::receipt::ReceiptMode::PerBuy,
+            receipt: node::mint::receipt::ReceiptMode::PerBuy,
             escrow: false,
             fee_to: None,
         })

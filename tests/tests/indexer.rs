@@ -127,7 +127,7 @@ impl Catalog for IndexedCatalog<'_> {
                 uri: "ar://meta".into(),
             },
             standard: node::mint::bundle_mint::TokenStandard::LightCompressed,
-            receipt: node::listen::receipt::ReceiptMode::PerBuy,
+            receipt: node::mint::receipt::ReceiptMode::PerBuy,
             escrow: false,
             fee_to: None,
         })

@@ -152,7 +152,7 @@ impl Trade {
                 uri: format!("ar://{}", self.blob_id),
             },
             standard: TokenStandard::Token2022,
-            receipt: node::listen::receipt::ReceiptMode::PerBuy,
+            receipt: node::mint::receipt::ReceiptMode::PerBuy,
             escrow: false,
             fee_to: None,
         }

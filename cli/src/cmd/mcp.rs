@@ -830,6 +830,7 @@ impl BrainctlServer {
                     stake_lamports: a.stake_lamports.unwrap_or(0),
                     max_open_escrows: a.max_open_escrows,
                     below_cost: false,
+                    receipt: crate::args::ReceiptFlag::Listing,
                     mint: a
                         .mint
                         .clone()

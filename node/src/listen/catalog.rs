@@ -3,10 +3,10 @@
 //! [`super::pass::Catalog`]).
 
 use super::pass::{BelowCost, Catalog};
-use super::receipt::ReceiptMode;
 use super::release::Goods;
 use crate::keys::KeyDir;
 use crate::mint::bundle_mint::TokenStandard;
+use crate::mint::receipt::ReceiptMode;
 use crate::mint::token2022::NftSpec;
 use crate::seller::{ListenDb, ListingRecord, StateError};
 use crate::settle::{ListingTerms, NegotiatedTerms};

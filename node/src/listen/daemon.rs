@@ -44,7 +44,7 @@ pub struct DaemonConfig {
     /// The token standard of new releases' per-buy mints.
     pub standard: TokenStandard,
     /// The receipt new releases carry.
-    pub receipt: super::receipt::ReceiptMode,
+    pub receipt: crate::mint::receipt::ReceiptMode,
     /// The hourly budget of buys paying under a release's cost.
     pub below_cost: Option<super::pass::BelowCost>,
     /// Time between rounds when nothing wakes it.

@@ -1,5 +1,5 @@
 //! The journal of release transactions the chain would not refuse to
-//! repeat ([`super::receipt::Receipt::needs_journal`]): each one signed is
+//! repeat ([`crate::mint::receipt::Receipt::needs_journal`]): each one signed is
 //! written here, durably, before it is sent, and a release of that buy
 //! after a crash first finishes what was kept
 //! ([`crate::chain::Chain::finish_recorded`]) and signs a new one only once

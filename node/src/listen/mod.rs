@@ -1,7 +1,7 @@
 //! The settlement daemon: the seller's catalog ([`catalog`]), the deposits
 //! the escrow program holds ([`deposits`]), one pass over a payment
-//! address ([`pass`]), releasing ([`release`]) with its receipt
-//! ([`receipt`]) and the journal of releases in flight ([`journal`]), wake-ups ([`wake`]) and the
+//! address ([`pass`]), releasing ([`release`]) with the journal of releases in flight
+//! ([`journal`]), wake-ups ([`wake`]) and the
 //! service loop that runs them until shut down ([`daemon`]).
 //!
 //! It applies the settlement rules of [`crate::settle`] (shared with the
@@ -14,7 +14,6 @@ pub mod deposits;
 pub mod fault;
 pub mod journal;
 pub mod pass;
-pub mod receipt;
 pub mod release;
 pub mod wake;
 

@@ -19,13 +19,13 @@
 //!    token), each refused on chain if repeated: see [`land_release`].
 
 use super::journal::SendJournal;
-use super::receipt::{listing_mint, Receipt, ReceiptMode, NO_RECEIPT};
 use crate::arweave::Uploader;
 use crate::chain::instructions::{discovery, memo, registry_from_env, DEFAULT_CU_LIMIT};
 use crate::chain::{Chain, ChainError, Pubkey, Signature, Signer};
 use crate::market::envelope::seal_envelope;
 use crate::memo::MemoOp;
 use crate::mint::bundle_mint::TokenStandard;
+use crate::mint::receipt::{listing_mint, Receipt, ReceiptMode, NO_RECEIPT};
 use crate::mint::token2022::{mint_address, mint_nft, seed_from, NftSpec};
 use crate::seller::{ListenDb, StateError, Step};
 use crate::wallet::Wallet;
@@ -786,7 +786,7 @@ async fn land_kept_release(
     let record = journal.recorder(&row.signature);
     let sent = match receipt {
         Receipt::Listing { mint } => {
-            super::receipt::ensure_listing_mint(chain, seller, &row.listing_id, &goods.token)
+            crate::mint::receipt::ensure_listing_mint(chain, seller, &row.listing_id, &goods.token)
                 .await?;
             let mut ixs = vec![crate::mint::light::mint_to(
                 &me,

@@ -139,6 +139,11 @@ pub struct ListOptions {
     pub escrow_max_open: u32,
     /// List even when the price is under one release's cost.
     pub below_cost: bool,
+    /// The receipt its releases give: with a listing's own
+    /// ([`ReceiptMode::Listing`](crate::mint::receipt::ReceiptMode)), its
+    /// mint is made before the listing is posted (escrow listings: a mint
+    /// per buy, nothing made now).
+    pub receipt: crate::mint::receipt::ReceiptMode,
     /// Settle in this token instead of SOL.
     pub settle_in: Option<SettleIn>,
     /// Price in USD at settle time (SOL paid at each buy's Pyth price)
@@ -358,11 +363,11 @@ pub async fn list_bundle(
         // seller running `listen --receipt per-buy` pays more, which its
         // own below-cost guard then counts
         let mode = match o.escrow_stake {
-            Some(_) => crate::listen::receipt::ReceiptMode::PerBuy,
-            None => crate::listen::receipt::ReceiptMode::default(),
+            Some(_) => crate::mint::receipt::ReceiptMode::PerBuy,
+            None => o.receipt,
         };
         let light = crate::mint::bundle_mint::TokenStandard::LightCompressed;
-        let cost = crate::listen::receipt::release_cost(chain, mode, light).await?;
+        let cost = crate::mint::receipt::release_cost(chain, mode, light).await?;
         if price_lamports < cost {
             return Err(InputError::BelowCost {
                 price: price_lamports,
@@ -521,6 +526,16 @@ pub async fn list_bundle(
             .map(|u| u.terms(listing.price_usd)),
     };
     db.add_listing(&record)?;
+    // the listing's receipt mint before the listing is seen: a release
+    // then costs its signature (`listen` makes it if this one never landed)
+    if !record.escrow && o.receipt == crate::mint::receipt::ReceiptMode::Listing {
+        let spec = crate::mint::token2022::NftSpec {
+            name: format!("brainctl bundle {}", &record.bundle_hash[..12]),
+            symbol: crate::mint::bundle_mint::SYMBOL.into(),
+            uri: record.metadata_uri.clone(),
+        };
+        crate::mint::receipt::ensure_listing_mint(chain, seller, &record.listing_id, &spec).await?;
+    }
     // the seller signs; a separate payment address is not referenced (as before)
     let sent = post_memo_with(
         chain,

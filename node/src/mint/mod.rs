@@ -10,6 +10,7 @@ pub mod account_setup;
 pub mod bundle_mint;
 pub mod light;
 pub mod output_room;
+pub mod receipt;
 pub mod token2022;
 
 /// What one release costs the seller (lamports): the rent of the fresh

@@ -60,7 +60,7 @@ pub(super) fn listen(a: ListenArgs, ctx: &Context) -> CliResult<()> {
         standard: token_standard.into(),
         receipt: receipt.into(),
         below_cost: Some(node::listen::pass::BelowCost {
-            floor_lamports: ctx.block_on(node::listen::receipt::release_cost(
+            floor_lamports: ctx.block_on(node::mint::receipt::release_cost(
                 &chain,
                 receipt.into(),
                 token_standard.into(),

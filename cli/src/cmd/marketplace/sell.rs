@@ -37,6 +37,7 @@ pub(super) fn list(a: ListArgs, ctx: &Context) -> CliResult<()> {
         stake_lamports,
         max_open_escrows,
         below_cost,
+        receipt,
         storage,
         seller,
         usd_at_settle,
@@ -84,6 +85,7 @@ pub(super) fn list(a: ListArgs, ctx: &Context) -> CliResult<()> {
         escrow_stake: escrow.then_some(stake_lamports),
         escrow_max_open: max_open_escrows.unwrap_or(u32::MAX),
         below_cost,
+        receipt: receipt.into(),
         settle_in,
         usd_at_settle,
     };

@@ -3,9 +3,10 @@
 //!
 //! - [`ReceiptMode::Listing`] (default): one Light compressed mint per
 //!   listing (Token-2022, its metadata the listing's `ar://` URI, its mint
-//!   authority kept by the seller), created by the first release that needs
-//!   it; each release mints one compressed unit of it to the buyer. A
-//!   release costs its signature and Light's fees for one output.
+//!   authority kept by the seller), made by `list` before the listing is
+//!   posted (or by its first release, for a listing made without it);
+//!   each release mints one compressed unit of it to the buyer. A release
+//!   costs its signature and Light's fees for one output.
 //! - [`ReceiptMode::PerBuy`]: a fresh mint per buy, supply 1, authority
 //!   revoked (what the reference does; about 5.8M lamports of rent each).
 //! - [`ReceiptMode::None`]: no token; the seller-signed `release` memo is
@@ -158,18 +159,35 @@ pub async fn ensure_listing_mint(
     listing_id: &str,
     spec: &NftSpec,
 ) -> Result<Pubkey, ChainError> {
+    // once seen made, a mint stays made: releases after the first read nothing
+    static MADE: std::sync::Mutex<Vec<Pubkey>> = std::sync::Mutex::new(Vec::new());
+    let made = |mint: Pubkey| {
+        let mut m = MADE.lock().unwrap_or_else(|p| p.into_inner());
+        if m.len() >= 4_096 {
+            m.clear();
+        }
+        m.push(mint);
+        mint
+    };
     let me = seller.solana_keypair().pubkey();
     let mint = listing_mint(seller, listing_id);
-    if is_open_mint(chain, &mint, &me).await? {
+    if MADE
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .contains(&mint)
+    {
         return Ok(mint);
+    }
+    if is_open_mint(chain, &mint, &me).await? {
+        return Ok(made(mint));
     }
     match crate::mint::light::create_open_mint(chain, seller, &listing_seed(listing_id), spec).await
     {
         Ok(sent) => {
             tracing::info!(listing = listing_id, %mint, signature = %sent.signature, "created the listing's receipt mint");
-            Ok(mint)
+            Ok(made(mint))
         }
-        Err(_) if is_open_mint(chain, &mint, &me).await? => Ok(mint),
+        Err(_) if is_open_mint(chain, &mint, &me).await? => Ok(made(mint)),
         Err(e) => Err(e),
     }
 }
