@@ -13,6 +13,16 @@ use std::process::ExitCode;
 
 fn main() -> ExitCode {
     let cli = args::Cli::parse();
+    if !cli.command.is_service() {
+        // `brainctl memory list | head`: the reader went away, so end
+        // quietly as Unix tools do (Rust ignores SIGPIPE, and a print to
+        // the closed pipe would panic). Services keep ignoring it: a peer
+        // closing a socket must never end them.
+        // SAFETY: called before any thread starts; SIG_DFL is a valid handler.
+        unsafe {
+            libc::signal(libc::SIGPIPE, libc::SIG_DFL);
+        }
+    }
     init_logging(cli.verbose);
     let json = cli.json;
     match context::Context::new(&cli).and_then(|ctx| cmd::run(cli.command, &ctx)) {

@@ -812,3 +812,39 @@ fn a_mem0_export_comes_in_through_quarantine() {
     assert_eq!(bad.code, 2, "{}", bad.stderr);
     assert!(bad.stderr.contains("use mem0 or json"), "{}", bad.stderr);
 }
+
+/// `brainctl memory list | head -1`: the reader leaves after one line and
+/// the command ends quietly (the pipe's signal, no panic, nothing on
+/// stderr), as Unix tools do.
+#[test]
+fn a_closed_pipe_ends_a_listing_quietly() {
+    use std::io::{BufRead, BufReader};
+    use std::os::unix::process::ExitStatusExt;
+    let e = Env::new();
+    // more output than a pipe buffers (64 KiB)
+    let long = "a lesson about pipes ".repeat(200);
+    for i in 0..40 {
+        e.ok(&["memory", "add", &format!("{i}: {long}"), "-c", "lesson"]);
+    }
+    let mut child = e
+        .cmd()
+        .args(["memory", "list"])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut first = String::new();
+    BufReader::new(child.stdout.take().unwrap())
+        .read_line(&mut first)
+        .unwrap();
+    let out = child.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!first.is_empty());
+    assert!(stderr.is_empty(), "{stderr}");
+    const SIGPIPE: i32 = 13;
+    assert!(
+        out.status.success() || out.status.signal() == Some(SIGPIPE),
+        "{:?}: {stderr}",
+        out.status
+    );
+}

@@ -74,6 +74,9 @@ pub struct Chain {
     units_by_shape: std::sync::Mutex<std::collections::HashMap<Shape, u64>>,
     /// Recent fees per set of written accounts, with when each was read.
     recent_fees: std::sync::Mutex<std::collections::HashMap<Vec<Pubkey>, RecentFees>>,
+    /// Held while a budget's missing simulation or fee reading is made,
+    /// so sends in flight together make it once.
+    budget_gate: tokio::sync::Mutex<()>,
 }
 
 type Shape = Vec<(Pubkey, Vec<Pubkey>, usize)>;
@@ -164,6 +167,7 @@ impl Chain {
             priority: Default::default(),
             units_by_shape: Default::default(),
             recent_fees: Default::default(),
+            budget_gate: Default::default(),
         }
     }
 
@@ -184,15 +188,20 @@ impl Chain {
     /// seconds).
     pub async fn recent_fees(&self, accounts: &[Pubkey]) -> Result<Vec<(u64, u64)>, ChainError> {
         let key = accounts.to_vec();
-        if let Some((at, fees)) = self
-            .recent_fees
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .get(&key)
-        {
-            if at.elapsed() < RECENT_FEES_TTL {
-                return Ok(fees.clone());
-            }
+        let cached = || {
+            self.recent_fees
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .get(&key)
+                .filter(|(at, _)| at.elapsed() < RECENT_FEES_TTL)
+                .map(|(_, fees)| fees.clone())
+        };
+        if let Some(fees) = cached() {
+            return Ok(fees);
+        }
+        let _gate = self.budget_gate.lock().await;
+        if let Some(fees) = cached() {
+            return Ok(fees);
         }
         let fees: Vec<(u64, u64)> = with_retry("getRecentPrioritizationFees", || {
             self.rpc.get_recent_prioritization_fees(accounts)
@@ -220,13 +229,19 @@ impl Chain {
     ) -> Result<Option<u64>, ChainError> {
         use solana_rpc_client_api::config::RpcSimulateTransactionConfig;
         let shape = super::priority::shape(ixs);
-        if let Some(units) = self
-            .units_by_shape
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .get(&shape)
-        {
-            return Ok(Some(*units));
+        let cached = || {
+            self.units_by_shape
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .get(&shape)
+                .copied()
+        };
+        if let Some(units) = cached() {
+            return Ok(Some(units));
+        }
+        let _gate = self.budget_gate.lock().await;
+        if let Some(units) = cached() {
+            return Ok(Some(units));
         }
         let probe = super::priority::with_budget(ixs, super::priority::MAX_CU_LIMIT, 0);
         let tx = Transaction::new_unsigned(solana_sdk::message::Message::new(&probe, Some(payer)));
@@ -279,7 +294,7 @@ impl Chain {
         let price = match self.priority.fixed_micro_lamports {
             Some(_) => self.priority.price(&[], limit),
             None => {
-                let recent = self.recent_fees(&written(ixs, payer)).await?;
+                let recent = self.recent_fees(&written(ixs)).await?;
                 self.priority.price(&recent, limit)
             }
         };

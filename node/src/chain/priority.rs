@@ -13,7 +13,7 @@
 //! and `SetComputeUnitPrice` instructions.
 
 use super::ChainError;
-use solana_sdk::instruction::{AccountMeta, Instruction};
+use solana_sdk::instruction::Instruction;
 use solana_sdk::pubkey::Pubkey;
 
 /// The compute budget program.
@@ -171,33 +171,37 @@ pub fn set_price(micro_lamports: u64) -> Instruction {
     )
 }
 
-/// The accounts `ixs` write (the fee payer first), as many as the fee
-/// query takes.
-pub fn written(ixs: &[Instruction], payer: &Pubkey) -> Vec<Pubkey> {
-    let mut out = vec![*payer];
-    for AccountMeta {
-        pubkey,
-        is_writable,
-        ..
-    } in ixs.iter().flat_map(|ix| &ix.accounts)
-    {
-        if *is_writable && !out.contains(pubkey) {
-            out.push(*pubkey);
+/// The accounts `ixs` write that no signer of theirs holds (the ones
+/// others contend for: a tree, a pool, a listing, a payee; a signer's own
+/// account is rarely anyone else's), sorted, as many as the fee query
+/// takes. Sends that write the same shared accounts share one reading.
+pub fn written(ixs: &[Instruction]) -> Vec<Pubkey> {
+    let mut out: Vec<Pubkey> = Vec::new();
+    for meta in ixs.iter().flat_map(|ix| &ix.accounts) {
+        if meta.is_writable && !meta.is_signer && !out.contains(&meta.pubkey) {
+            out.push(meta.pubkey);
         }
     }
+    out.sort_unstable();
     out.truncate(MAX_FEE_ACCOUNTS);
     out
 }
 
 /// What identifies transactions of one shape for the simulated limit:
-/// each instruction's program, accounts and data length (the same
-/// instruction on another account, e.g. a compressed output to another
-/// tree, may take other work).
+/// each instruction's program, the accounts no signer holds, and its data
+/// length (the same instruction on another account, e.g. a compressed
+/// output to another tree, may take other work; who signs does not
+/// change it), so transfers from many payers to one payee simulate once.
 pub fn shape(ixs: &[Instruction]) -> Vec<(Pubkey, Vec<Pubkey>, usize)> {
     ixs.iter()
         .filter(|ix| ix.program_id != COMPUTE_BUDGET)
         .map(|ix| {
-            let accounts = ix.accounts.iter().map(|a| a.pubkey).collect();
+            let accounts = ix
+                .accounts
+                .iter()
+                .filter(|a| !a.is_signer)
+                .map(|a| a.pubkey)
+                .collect();
             (ix.program_id, accounts, ix.data.len())
         })
         .collect()
@@ -310,6 +314,18 @@ mod tests {
         assert!(is_budget(&bare[1], 2));
         assert_eq!(limit_for(100_000), 116_000);
         assert_eq!(limit_for(2_000_000), MAX_CU_LIMIT);
-        assert_eq!(written(&[memo], &payer), vec![payer]);
+        assert!(
+            written(&[memo]).is_empty(),
+            "the payer's own account is not asked about"
+        );
+        let to = Pubkey::new_unique();
+        let pay = super::super::instructions::transfer(&payer, &to, 1);
+        assert_eq!(written(std::slice::from_ref(&pay)), vec![to]);
+        let other = super::super::instructions::transfer(&Pubkey::new_unique(), &to, 1);
+        assert_eq!(
+            shape(&[pay]),
+            shape(&[other]),
+            "who pays does not change the shape"
+        );
     }
 }

@@ -74,7 +74,7 @@ static PATTERNS: LazyLock<Patterns> = LazyLock::new(|| {
     ))
     .unwrap(),
     assignment: Regex::new(
-        r#"(?i)\b(?:api[_-]?key|secret(?:[_-]?key)?|access[_-]?token|auth[_-]?token|password|passwd|private[_-]?key)\s*[:=]\s*["']?[^\s"']{8,}"#,
+        r#"(?i)(?:\b|_)(?:api[_-]?key|secret(?:[_-]?key)?|access[_-]?token|auth[_-]?token|password|passwd|pwd|private[_-]?key)\s*[:=]\s*["']?[^\s"']{6,}"#,
     )
     .unwrap(),
     email: Regex::new(r"\b[A-Za-z0-9._%+-]+@[A-Za-z0-9.-]+\.[A-Za-z]{2,}\b").unwrap(),
@@ -328,6 +328,15 @@ mod tests {
             kinds("password = hunter2hunter2"),
             vec![SensitiveKind::SecretAssignment]
         );
+        // env-style lines: a prefix before the name, a short value
+        for line in [
+            "DB_PASSWORD=s3cret!",
+            "export AWS_SECRET_KEY=abc123xyz",
+            "password=hunter",
+            "SMTP_PWD: letmein",
+        ] {
+            assert_eq!(kinds(line), vec![SensitiveKind::SecretAssignment], "{line}");
+        }
         assert_eq!(kinds("mail alice@example.com"), vec![SensitiveKind::Email]);
         assert_eq!(
             kinds("call +1 415-555-2671 now"),
@@ -367,6 +376,7 @@ mod tests {
         "\u{664}\u{661}\u{661}\u{661} \u{661}\u{661}\u{661}\u{661} \u{661}\u{661}\u{661}\u{661} \u{661}\u{661}\u{661}\u{661}",
         "\u{661}\u{662}\u{663} \u{664}\u{665}\u{666} \u{667}\u{668}\u{669}\u{660}",
         "[", ",", "12, ", "]", " ", "\n", "\u{e9}", "key", "token", "secret", "private_key = zzzzzzzzzz",
+        "DB_PASSWORD=s3cret!", "MY_PWD: abcdef", "_", "=",
     ];
 
     #[test]
