@@ -781,17 +781,31 @@ fn a_sealed_release_killed_at_every_step_reveals_and_mints_once() {
         String::from_utf8_lossy(&out.stderr)
     );
     // a clean pass records the landed reveal and mints the receipt once
-    let out = listen(None);
+    // (one that meets the chain still catching up, e.g. the reveal not yet
+    // in the escrow's history, leaves the buy to the next pass, as the
+    // daemon's next round would)
+    let mut passes = Vec::new();
+    for _ in 0..10 {
+        let out = listen(None);
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let pass: Value = serde_json::from_slice(&out.stdout).unwrap();
+        let released = pass["counts"] == serde_json::json!([["released", 1]]);
+        passes.push(format!("{pass}\n{}", String::from_utf8_lossy(&out.stderr)));
+        if released {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(500));
+    }
     assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let pass: Value = serde_json::from_slice(&out.stdout).unwrap();
-    assert_eq!(
-        pass["counts"],
-        serde_json::json!([["released", 1]]),
-        "{pass}"
+        passes
+            .last()
+            .unwrap()
+            .contains(r#""counts":[["released",1]]"#),
+        "{passes:#?}"
     );
     let done = buying.wait_with_output().unwrap();
     assert!(
