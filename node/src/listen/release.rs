@@ -541,25 +541,9 @@ fn receipt_for_row(
 /// exactly 1, mint authority revoked. Lamports parked at the address by a
 /// stranger, or a half-made mint, are not.
 async fn is_our_mint(chain: &Chain, mint: &Pubkey) -> Result<bool, ChainError> {
-    use spl_token_2022_interface::extension::StateWithExtensions;
-    use spl_token_2022_interface::state::Mint;
-    let acct = crate::chain::client::with_retry("getAccountInfo", || {
-        chain
-            .rpc()
-            .get_account_with_commitment(mint, chain.commitment())
-    })
-    .await?;
-    let Some(acct) = acct.value else {
-        return Ok(false);
-    };
-    if acct.owner != crate::mint::token2022::TOKEN_2022 {
-        return Ok(false);
-    }
-    Ok(
-        StateWithExtensions::<Mint>::unpack(&acct.data).is_ok_and(|m| {
-            m.base.is_initialized && m.base.supply == 1 && m.base.mint_authority.is_none()
-        }),
-    )
+    Ok(crate::mint::token2022::mint_base(chain, mint)
+        .await?
+        .is_some_and(|m| m.supply == 1 && m.mint_authority.is_none()))
 }
 
 /// What step 1 leaves for a buy: the envelope its release memo names (the

@@ -104,21 +104,15 @@ pub fn open_envelope(
             return open_reference_envelope(&v, buyer, want);
         }
         verify_manifest_by(&v, want.seller)?;
-        for (field, expected) in [
-            ("listing_id", want.listing_id),
-            ("buyer_pubkey", want.buyer),
-            ("buy_signature", want.buy_signature),
-            ("bundle_hash", want.bundle_hash),
-        ] {
-            let got = v.get(field).and_then(Value::as_str).unwrap_or_default();
-            if got != expected {
-                return Err(EnvelopeError::Mismatch {
-                    field,
-                    want: expected.into(),
-                    got: got.chars().take(100).collect(),
-                });
-            }
-        }
+        bound_to(
+            &v,
+            &[
+                ("listing_id", want.listing_id),
+                ("buyer_pubkey", want.buyer),
+                ("buy_signature", want.buy_signature),
+                ("bundle_hash", want.bundle_hash),
+            ],
+        )?;
         let sealed_b64 = v
             .get("sealed_key_b64")
             .and_then(Value::as_str)
@@ -137,10 +131,22 @@ fn open_reference_envelope(
     buyer: &Wallet,
     want: &Expected<'_>,
 ) -> Result<(BlobKey, bool), EnvelopeError> {
-    for (field, expected) in [
-        ("listing_id", want.listing_id),
-        ("buyer_pubkey", want.buyer),
-    ] {
+    bound_to(
+        v,
+        &[("listing_id", want.listing_id), ("buyer_pubkey", want.buyer)],
+    )?;
+    let sealed_b64 =
+        v.get("envelope_b64")
+            .and_then(Value::as_str)
+            .ok_or(EnvelopeError::Malformed(
+                "an unsigned envelope without envelope_b64",
+            ))?;
+    Ok((open_b64(sealed_b64, buyer)?, false))
+}
+
+/// Each of `fields` of `v` is the value the buyer expects.
+fn bound_to(v: &Value, fields: &[(&'static str, &str)]) -> Result<(), EnvelopeError> {
+    for &(field, expected) in fields {
         let got = v.get(field).and_then(Value::as_str).unwrap_or_default();
         if got != expected {
             return Err(EnvelopeError::Mismatch {
@@ -150,13 +156,7 @@ fn open_reference_envelope(
             });
         }
     }
-    let sealed_b64 =
-        v.get("envelope_b64")
-            .and_then(Value::as_str)
-            .ok_or(EnvelopeError::Malformed(
-                "an unsigned envelope without envelope_b64",
-            ))?;
-    Ok((open_b64(sealed_b64, buyer)?, false))
+    Ok(())
 }
 
 fn open_b64(b64: &str, buyer: &Wallet) -> Result<BlobKey, EnvelopeError> {

@@ -16,6 +16,7 @@ use crate::crypto::sha256;
 use solana_sdk::instruction::{AccountMeta, Instruction};
 use solana_sdk::pubkey;
 use solana_sdk::pubkey::Pubkey;
+use solana_sdk::signer::Signer;
 
 /// The compressed-token program.
 pub const COMPRESSED_TOKEN: Pubkey = pubkey!("cTokenmWW8bLPjZEBAUgYy3zKxQZW6VKi7bqNFEVv3m");
@@ -286,7 +287,29 @@ pub async fn create_open_mint(
     seed: &str,
     spec: &NftSpec,
 ) -> Result<crate::chain::Sent, crate::chain::ChainError> {
-    use solana_sdk::signer::Signer;
+    let (kp, mint_kp, mut ixs) = mint_account_setup(chain, payer, seed, spec).await?;
+    let (p, m) = (kp.pubkey(), mint_kp.pubkey());
+    ixs.extend(metadata_mint_instructions(&p, &m, spec)?);
+    ixs.push(create_token_pool(&p, &m, true));
+    chain.send(&ixs, &[&kp, &mint_kp]).await
+}
+
+/// The payer's and the mint's keys for `seed`, and the instructions that
+/// make the mint's address an account of the size `spec` needs (around
+/// lamports a stranger parked there; refused if someone else holds it).
+async fn mint_account_setup(
+    chain: &crate::chain::Chain,
+    payer: &crate::wallet::Wallet,
+    seed: &str,
+    spec: &NftSpec,
+) -> Result<
+    (
+        solana_sdk::signature::Keypair,
+        solana_sdk::signature::Keypair,
+        Vec<Instruction>,
+    ),
+    crate::chain::ChainError,
+> {
     let kp = payer.solana_keypair();
     let mint_kp = mint_keypair(payer, seed);
     let (p, m) = (kp.pubkey(), mint_kp.pubkey());
@@ -294,11 +317,11 @@ pub async fn create_open_mint(
     let rent = chain.rent_exemption(total).await?;
     let state = address_state(chain, &m, base as u64).await?;
     account_setup::refuse_taken(&m, state)?;
-    let mut ixs =
-        account_setup::instructions(&p, &m, Derivation::Keypair, rent, base as u64, state);
-    ixs.extend(metadata_mint_instructions(&p, &m, spec)?);
-    ixs.push(create_token_pool(&p, &m, true));
-    chain.send(&ixs, &[&kp, &mint_kp]).await
+    if state.is_parked() {
+        tracing::warn!(mint = %m, ?state, "lamports were parked at the mint address; creating it around them");
+    }
+    let setup = account_setup::instructions(&p, &m, Derivation::Keypair, rent, base as u64, state);
+    Ok((kp, mint_kp, setup))
 }
 
 /// A compressed mint done.
@@ -355,18 +378,8 @@ pub async fn send_compressed_mint(
     spec: &NftSpec,
     extra: Vec<Instruction>,
 ) -> Result<CompressedMint, crate::chain::ChainError> {
-    use solana_sdk::signer::Signer;
-    let kp = payer.solana_keypair();
-    let mint_kp = mint_keypair(payer, seed);
+    let (kp, mint_kp, setup) = mint_account_setup(chain, payer, seed, spec).await?;
     let (p, m) = (kp.pubkey(), mint_kp.pubkey());
-    let (base, total) = mint_sizes(&p, &m, spec)?;
-    let rent = chain.rent_exemption(total).await?;
-    let state = address_state(chain, &m, base as u64).await?;
-    account_setup::refuse_taken(&m, state)?;
-    if state.is_parked() {
-        tracing::warn!(mint = %m, ?state, "lamports were parked at the mint address; creating it around them");
-    }
-    let setup = account_setup::instructions(&p, &m, Derivation::Keypair, rent, base as u64, state);
     let mut ixs = compressed_mint_instructions(&p, &m, recipient, amount, spec, setup)?;
     ixs.extend(extra);
     // one output: the recipient's compressed token account

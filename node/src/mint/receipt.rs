@@ -127,27 +127,9 @@ pub fn listing_mint(seller: &Wallet, listing_id: &str) -> Pubkey {
 /// mint of 0 decimals whose mint authority is the seller (lamports parked
 /// at the address by a stranger are not).
 async fn is_open_mint(chain: &Chain, mint: &Pubkey, seller: &Pubkey) -> Result<bool, ChainError> {
-    use spl_token_2022_interface::extension::StateWithExtensions;
-    use spl_token_2022_interface::state::Mint;
-    let acct = crate::chain::client::with_retry("getAccountInfo", || {
-        chain
-            .rpc()
-            .get_account_with_commitment(mint, chain.commitment())
-    })
-    .await?;
-    let Some(acct) = acct.value else {
-        return Ok(false);
-    };
-    if acct.owner != crate::mint::token2022::TOKEN_2022 {
-        return Ok(false);
-    }
-    Ok(
-        StateWithExtensions::<Mint>::unpack(&acct.data).is_ok_and(|m| {
-            m.base.is_initialized
-                && m.base.decimals == 0
-                && Option::<Pubkey>::from(m.base.mint_authority) == Some(*seller)
-        }),
-    )
+    Ok(crate::mint::token2022::mint_base(chain, mint)
+        .await?
+        .is_some_and(|m| m.decimals == 0 && Option::<Pubkey>::from(m.mint_authority) == Some(*seller)))
 }
 
 /// Makes sure `listing_id`'s receipt mint exists (created with `spec`,

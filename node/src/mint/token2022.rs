@@ -322,6 +322,26 @@ pub struct NftState {
     pub holder: Pubkey,
 }
 
+/// The base state of the Token-2022 mint at `mint`, read at the chain's
+/// commitment: `None` if no initialized Token-2022 mint is there (nothing,
+/// another owner, lamports a stranger parked).
+pub async fn mint_base(
+    chain: &Chain,
+    mint: &Pubkey,
+) -> Result<Option<Mint>, ChainError> {
+    let acct = crate::chain::client::with_retry("getAccountInfo", || {
+        chain
+            .rpc()
+            .get_account_with_commitment(mint, chain.commitment())
+    })
+    .await?;
+    Ok(acct
+        .value
+        .filter(|a| a.owner == TOKEN_2022)
+        .and_then(|a| StateWithExtensions::<Mint>::unpack(&a.data).ok().map(|m| m.base))
+        .filter(|m| m.is_initialized))
+}
+
 /// Reads a Token-2022 mint and its TokenMetadata back from the chain.
 pub async fn read_mint(chain: &Chain, mint: &Pubkey) -> Result<MintState, ChainError> {
     let bad = |w: &str| ChainError::Config(format!("mint {mint}: {w}"));
