@@ -133,7 +133,10 @@ fn open_reference_envelope(
 ) -> Result<(BlobKey, bool), EnvelopeError> {
     bound_to(
         v,
-        &[("listing_id", want.listing_id), ("buyer_pubkey", want.buyer)],
+        &[
+            ("listing_id", want.listing_id),
+            ("buyer_pubkey", want.buyer),
+        ],
     )?;
     let sealed_b64 =
         v.get("envelope_b64")

@@ -129,7 +129,9 @@ pub fn listing_mint(seller: &Wallet, listing_id: &str) -> Pubkey {
 async fn is_open_mint(chain: &Chain, mint: &Pubkey, seller: &Pubkey) -> Result<bool, ChainError> {
     Ok(crate::mint::token2022::mint_base(chain, mint)
         .await?
-        .is_some_and(|m| m.decimals == 0 && Option::<Pubkey>::from(m.mint_authority) == Some(*seller)))
+        .is_some_and(|m| {
+            m.decimals == 0 && Option::<Pubkey>::from(m.mint_authority) == Some(*seller)
+        }))
 }
 
 /// Makes sure `listing_id`'s receipt mint exists (created with `spec`,

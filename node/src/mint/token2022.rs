@@ -325,10 +325,7 @@ pub struct NftState {
 /// The base state of the Token-2022 mint at `mint`, read at the chain's
 /// commitment: `None` if no initialized Token-2022 mint is there (nothing,
 /// another owner, lamports a stranger parked).
-pub async fn mint_base(
-    chain: &Chain,
-    mint: &Pubkey,
-) -> Result<Option<Mint>, ChainError> {
+pub async fn mint_base(chain: &Chain, mint: &Pubkey) -> Result<Option<Mint>, ChainError> {
     let acct = crate::chain::client::with_retry("getAccountInfo", || {
         chain
             .rpc()
@@ -338,7 +335,11 @@ pub async fn mint_base(
     Ok(acct
         .value
         .filter(|a| a.owner == TOKEN_2022)
-        .and_then(|a| StateWithExtensions::<Mint>::unpack(&a.data).ok().map(|m| m.base))
+        .and_then(|a| {
+            StateWithExtensions::<Mint>::unpack(&a.data)
+                .ok()
+                .map(|m| m.base)
+        })
         .filter(|m| m.is_initialized))
 }
 
