@@ -199,17 +199,6 @@ so restarting the server never resets the budget."
     Mcp(McpArgs),
 }
 
-impl Command {
-    /// Whether it runs as a long-lived service (`marketplace listen`,
-    /// `marketplace watch`, `mcp`) rather than a one-shot command.
-    pub fn is_service(&self) -> bool {
-        matches!(
-            self,
-            Command::Mcp(_) | Command::Marketplace(MarketCmd::Listen(_) | MarketCmd::Watch(_))
-        )
-    }
-}
-
 /// `brainctl mcp`
 #[derive(Debug, Args, Clone)]
 pub struct McpArgs {

@@ -13,16 +13,7 @@ use std::process::ExitCode;
 
 fn main() -> ExitCode {
     let cli = args::Cli::parse();
-    if !cli.command.is_service() {
-        // `brainctl memory list | head`: the reader went away, so end
-        // quietly as Unix tools do (Rust ignores SIGPIPE, and a print to
-        // the closed pipe would panic). Services keep ignoring it: a peer
-        // closing a socket must never end them.
-        // SAFETY: called before any thread starts; SIG_DFL is a valid handler.
-        unsafe {
-            libc::signal(libc::SIGPIPE, libc::SIG_DFL);
-        }
-    }
+    quiet_on_closed_stdout();
     init_logging(cli.verbose);
     let json = cli.json;
     match context::Context::new(&cli).and_then(|ctx| cmd::run(cli.command, &ctx)) {
@@ -44,6 +35,26 @@ fn main() -> ExitCode {
             ExitCode::from(f.code)
         }
     }
+}
+
+/// `brainctl memory list | head`: once the reader is gone, a print to the
+/// closed pipe ends the command quietly (exit 0, as ripgrep does) instead
+/// of a panic's backtrace. SIGPIPE stays ignored (Rust's default): a peer
+/// closing a socket must never kill a command mid-payment.
+fn quiet_on_closed_stdout() {
+    let default = std::panic::take_hook();
+    std::panic::set_hook(Box::new(move |info| {
+        let text = info
+            .payload()
+            .downcast_ref::<String>()
+            .map(String::as_str)
+            .or_else(|| info.payload().downcast_ref::<&str>().copied())
+            .unwrap_or_default();
+        if text.starts_with("failed printing to stdout") && text.contains("Broken pipe") {
+            std::process::exit(0);
+        }
+        default(info);
+    }));
 }
 
 fn init_logging(verbose: u8) {

@@ -757,10 +757,16 @@ fn listen_killed_at_each_step(receipt: &str) {
         }
         std::thread::sleep(std::time::Duration::from_millis(500));
     }
-    assert!(
-        crashed_after_seen,
-        "the daemon saw the buy and died right after recording it"
-    );
+    if !crashed_after_seen {
+        let mut buy = buy;
+        let _ = buy.kill();
+        let out = buy.wait_with_output().unwrap();
+        panic!(
+            "{receipt}: the daemon never saw the buy; the buyer said: {}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
     // each restart resumes the buy where the last one died (`seen`
     // included: it is never skipped as "already done"); a release the
     // chain would take twice dies once kept and not yet sent too
@@ -790,7 +796,9 @@ fn listen_killed_at_each_step(receipt: &str) {
     let done = buy.wait_with_output().unwrap();
     assert!(
         done.status.success(),
-        "buyer: {}",
+        "buyer ({:?}): {}{}",
+        done.status,
+        String::from_utf8_lossy(&done.stdout),
         String::from_utf8_lossy(&done.stderr)
     );
 

@@ -215,7 +215,19 @@ impl Gateway {
                 body.chars().take(300).collect::<String>()
             )));
         }
-        self.get_text("/mine").await?;
+        // arlocal mines on request (a real gateway has no `/mine`: its
+        // miners take the transaction by themselves); arlocal answers a
+        // mine asked while another runs with 404, so ask again a few
+        // times, and never fail an upload the gateway took
+        for attempt in 1..=5u64 {
+            match self.get_text("/mine").await {
+                Ok(_) => break,
+                Err(e) if attempt == 5 => {
+                    tracing::warn!(error = %e, item = %item.id(), "the gateway did not mine on request; the item waits for its miners");
+                }
+                Err(_) => tokio::time::sleep(std::time::Duration::from_millis(100 * attempt)).await,
+            }
+        }
         Ok(item.id())
     }
 }
