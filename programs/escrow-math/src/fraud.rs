@@ -5,8 +5,18 @@
 //! opens the listing's key commitment (`k·G = K`) and the path holds, the
 //! chunk decrypts deterministically: to the committed plaintext (the
 //! seller was honest, the proof is refused) or to something else (fraud).
+//!
+//! Against a v2 blob (midstate commitments, `crate::midstate`) two more
+//! proofs bind the plaintext to `bundle_hash`: a step proof (one chunk's
+//! committed states are not SHA-256's step over its plaintext) and a link
+//! proof (one chunk's state after is not the next one's state before).
+//! Whenever the plaintext `k` opens does not hash to `bundle_hash`, one of
+//! them holds: if every step and link were honest, the chain would run
+//! from the IV through every chunk to the digest of the plaintext, and the
+//! last step would end at `bundle_hash`.
 
 use crate::merkle::{self, Hash};
+use crate::midstate::{self, Side, State};
 use crate::{chunk_count, chunk_len, plain_hash, point, sha256, stream, CHUNK_LEN};
 
 /// What a listing committed to, as the program holds it.
@@ -18,6 +28,9 @@ pub struct Commitments {
     pub blob_root: Hash,
     /// Plaintext length in bytes (fixes the chunk count and each length).
     pub plain_len: u64,
+    /// SHA-256 of the plaintext the listing promised (the last step of a
+    /// v2 blob must end at it).
+    pub bundle_hash: Hash,
 }
 
 /// One fraud proof.
@@ -52,12 +65,130 @@ pub enum ProofError {
     Honest,
 }
 
+/// A step proof against a v2 blob (midstate commitments): chunk `index`
+/// does not take its committed `before` state to its committed `after`
+/// (nor open to its plaintext hash, nor start at SHA-256's IV for chunk 0,
+/// nor end at `bundle_hash` for the last).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StepProof<'a> {
+    /// The listing's scalar.
+    pub k: point::Scalar,
+    /// Which chunk.
+    pub index: u32,
+    /// That chunk of the committed ciphertext.
+    pub cipher: &'a [u8],
+    /// Its committed plaintext hash.
+    pub plain_hash: Hash,
+    /// Its committed masked state before.
+    pub before: State,
+    /// Its committed masked state after.
+    pub after: State,
+    /// Its Merkle path.
+    pub path: &'a [Hash],
+}
+
+/// One v2 leaf's parts, as a link proof carries them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct LeafParts {
+    /// Masked state before the chunk.
+    pub before: State,
+    /// Masked state after it.
+    pub after: State,
+    /// `SHA-256(cipher ‖ plain_hash)`.
+    pub body: Hash,
+}
+
+/// A link proof against a v2 blob: chunk `index`'s committed `after`
+/// state is not chunk `index + 1`'s committed `before`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LinkProof<'a> {
+    /// The listing's scalar (the masks are keyed by it).
+    pub k: point::Scalar,
+    /// The first of the two chunks.
+    pub index: u32,
+    /// Leaf `index`.
+    pub left: LeafParts,
+    /// Leaf `index + 1`.
+    pub right: LeafParts,
+    /// Leaf `index`'s whole path.
+    pub path: &'a [Hash],
+    /// Leaf `index + 1`'s path below where it joins (`merkle::next_path`).
+    pub next: &'a [Hash],
+}
+
+/// `Ok(())` when the step proof shows fraud (see [`StepProof`]).
+pub fn check_step(c: &Commitments, p: &StepProof<'_>) -> Result<(), ProofError> {
+    check_key(c, &p.k)?;
+    let count = chunk_count(c.plain_len).ok_or(ProofError::BadChunk)?;
+    if chunk_len(c.plain_len, p.index) != Some(p.cipher.len()) {
+        return Err(ProofError::BadChunk);
+    }
+    let leaf = merkle::leaf_v2(
+        p.index,
+        &p.before,
+        &p.after,
+        &merkle::body(p.cipher, &p.plain_hash),
+    );
+    if !merkle::verify(&c.blob_root, count, p.index, &leaf, p.path) {
+        return Err(ProofError::BadPath);
+    }
+    let mut plain = [0u8; CHUNK_LEN];
+    let plain = &mut plain[..p.cipher.len()];
+    plain.copy_from_slice(p.cipher);
+    stream::apply(&p.k, p.index, plain);
+    let before = midstate::xor(&p.before, &midstate::mask(&p.k, p.index, Side::Before));
+    let after = midstate::xor(&p.after, &midstate::mask(&p.k, p.index, Side::After));
+    let is_last = p.index + 1 == count;
+    let stepped = midstate::step(&before, plain, is_last, c.plain_len);
+    let honest = plain_hash(&p.k, p.index, plain) == p.plain_hash
+        && stepped == after
+        && (p.index != 0 || before == midstate::IV)
+        && (!is_last || stepped == c.bundle_hash);
+    if honest {
+        return Err(ProofError::Honest);
+    }
+    Ok(())
+}
+
+/// `Ok(())` when the link proof shows fraud (see [`LinkProof`]).
+pub fn check_link(c: &Commitments, p: &LinkProof<'_>) -> Result<(), ProofError> {
+    check_key(c, &p.k)?;
+    let count = chunk_count(c.plain_len).ok_or(ProofError::BadChunk)?;
+    let next = p.index.checked_add(1).ok_or(ProofError::BadChunk)?;
+    if next >= count {
+        return Err(ProofError::BadChunk);
+    }
+    let leaf = |i: u32, l: &LeafParts| merkle::leaf_v2(i, &l.before, &l.after, &l.body);
+    if !merkle::verify_adjacent(
+        &c.blob_root,
+        count,
+        p.index,
+        &leaf(p.index, &p.left),
+        &leaf(next, &p.right),
+        p.path,
+        p.next,
+    ) {
+        return Err(ProofError::BadPath);
+    }
+    let after = midstate::xor(&p.left.after, &midstate::mask(&p.k, p.index, Side::After));
+    let before = midstate::xor(&p.right.before, &midstate::mask(&p.k, next, Side::Before));
+    if after == before {
+        return Err(ProofError::Honest);
+    }
+    Ok(())
+}
+
+fn check_key(c: &Commitments, k: &point::Scalar) -> Result<(), ProofError> {
+    if point::mul_base(k) != Some(c.key_point) {
+        return Err(ProofError::WrongKey);
+    }
+    Ok(())
+}
+
 /// `Ok(())` when the proof shows the committed ciphertext does not decrypt
 /// under the committed key to the committed plaintext.
 pub fn check(c: &Commitments, p: &Proof<'_>) -> Result<(), ProofError> {
-    if point::mul_base(&p.k) != Some(c.key_point) {
-        return Err(ProofError::WrongKey);
-    }
+    check_key(c, &p.k)?;
     let count = chunk_count(c.plain_len).ok_or(ProofError::BadChunk)?;
     if chunk_len(c.plain_len, p.index) != Some(p.cipher.len()) {
         return Err(ProofError::BadChunk);

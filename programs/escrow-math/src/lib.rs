@@ -11,7 +11,9 @@
 //!   under the listing's scalar `k`.
 //! - [`merkle`]: the commitment to a blob: one leaf per chunk binding its
 //!   ciphertext and plaintext hashes, a padded binary tree, paths.
-//! - [`fraud`]: the fraud-proof check the program runs alone.
+//! - [`midstate`]: SHA-256's compression in software and the masked
+//!   chaining states a v2 blob commits at chunk boundaries.
+//! - [`fraud`]: the fraud-proof checks the program runs alone.
 //! - [`x25519`]: low-order X25519 keys, refused.
 //! - [`usd`]: USD at settle time: a Pyth `PriceUpdateV2` account read and
 //!   checked, and the one conversion rule the program and the clients run.
@@ -22,6 +24,7 @@
 
 pub mod fraud;
 pub mod merkle;
+pub mod midstate;
 pub mod point;
 pub mod stream;
 pub mod usd;

@@ -19,6 +19,22 @@ pub fn leaf(index: u32, cipher_hash: &Hash, plain_hash: &Hash) -> Hash {
     sha256(&[&[0x00], &index.to_le_bytes(), cipher_hash, plain_hash])
 }
 
+/// Leaf `index` of a v2 blob (with midstate commitments):
+/// `SHA-256(0x02 ‖ le32(i) ‖ before ‖ after ‖ body)`, `before` and `after`
+/// the chunk's masked chaining states and `body = SHA-256(cipher_i ‖
+/// plain_hash_i)` ([`body`]), so a link proof carries 96 bytes a leaf. Its
+/// prefix differs from a v1 leaf's and a node's: no v2 proof reaches a v1
+/// root.
+pub fn leaf_v2(index: u32, before: &Hash, after: &Hash, body: &Hash) -> Hash {
+    sha256(&[&[0x02], &index.to_le_bytes(), before, after, body])
+}
+
+/// A v2 leaf's body: `SHA-256(cipher ‖ plain_hash)` (the plain hash is a
+/// fixed 32 bytes at the end, so the split is unambiguous).
+pub fn body(cipher: &[u8], plain_hash: &Hash) -> Hash {
+    sha256(&[cipher, plain_hash])
+}
+
 /// An inner node.
 pub fn node(left: &Hash, right: &Hash) -> Hash {
     sha256(&[&[0x01], left, right])
@@ -70,9 +86,11 @@ pub fn path(leaves: &[Hash], index: u32) -> Vec<Hash> {
 
 /// Whether `leaf` sits at `index` under `root` in a tree of `count` leaves.
 pub fn verify(root: &Hash, count: u32, index: u32, leaf: &Hash, path: &[Hash]) -> bool {
-    if index >= count || path.len() != depth(count) as usize {
-        return false;
-    }
+    index < count && path.len() == depth(count) as usize && fold(index, leaf, path) == *root
+}
+
+/// The node `path.len()` levels above `leaf` at `index`.
+fn fold(index: u32, leaf: &Hash, path: &[Hash]) -> Hash {
     let mut at = index;
     let mut acc = *leaf;
     for sibling in path {
@@ -83,7 +101,42 @@ pub fn verify(root: &Hash, count: u32, index: u32, leaf: &Hash, path: &[Hash]) -
         };
         at >>= 1;
     }
-    acc == *root
+    acc
+}
+
+/// How many levels above leaves `index` and `index + 1` their paths join:
+/// the trailing ones of `index` (0 when they are siblings).
+pub fn join_level(index: u32) -> u32 {
+    index.trailing_ones()
+}
+
+/// The part of leaf `index + 1`'s path below where it joins leaf
+/// `index`'s ([`join_level`] hashes): with `index`'s whole path it proves
+/// both leaves.
+pub fn next_path(leaves: &[Hash], index: u32) -> Vec<Hash> {
+    let mut p = path(leaves, index + 1);
+    p.truncate(join_level(index) as usize);
+    p
+}
+
+/// Whether leaves `left` at `index` and `right` at `index + 1` both sit
+/// under `root` in a tree of `count` leaves: `path` is `index`'s whole
+/// path, `next` the [`next_path`] of `index + 1`, whose fold must be the
+/// sibling `path` names at the level they join.
+pub fn verify_adjacent(
+    root: &Hash,
+    count: u32,
+    index: u32,
+    left: &Hash,
+    right: &Hash,
+    path: &[Hash],
+    next: &[Hash],
+) -> bool {
+    let join = join_level(index) as usize;
+    index.checked_add(1).is_some_and(|n| n < count)
+        && next.len() == join
+        && path.get(join) == Some(&fold(index + 1, right, next))
+        && verify(root, count, index, left, path)
 }
 
 #[cfg(test)]
@@ -108,6 +161,24 @@ mod tests {
             if !p.is_empty() {
                 prop_assert!(!verify(&r, n, i, &leaves[i as usize], &p[1..]));
             }
+        }
+    }
+
+    proptest! {
+        #[test]
+        fn adjacent_leaves_verify_with_a_shared_path(n in 2u32..70, pick in any::<u32>()) {
+            let leaves: Vec<Hash> = (0..n).map(|i| leaf(i, &[i as u8; 32], &[7; 32])).collect();
+            let r = root(&leaves);
+            let i = pick % (n - 1);
+            let (p, q) = (path(&leaves, i), next_path(&leaves, i));
+            let (a, b) = (leaves[i as usize], leaves[i as usize + 1]);
+            prop_assert!(verify_adjacent(&r, n, i, &a, &b, &p, &q));
+            prop_assert!(!verify_adjacent(&r, n, i, &b, &a, &p, &q));
+            prop_assert!(!verify_adjacent(&r, n, i, &a, &a, &p, &q));
+            prop_assert!(!verify_adjacent(&r, n, n - 1, &a, &b, &p, &q));
+            let mut longer = q.clone();
+            longer.push([0; 32]);
+            prop_assert!(!verify_adjacent(&r, n, i, &a, &b, &p, &longer));
         }
     }
 
