@@ -294,6 +294,34 @@ pub fn mint_from_account(
     })
 }
 
+/// `owner`'s associated account of `mint`, if it exists.
+async fn fetch_associated(
+    chain: &crate::chain::Chain,
+    owner: &Pubkey,
+    mint: &TokenMint,
+) -> Result<Option<solana_sdk::account::Account>, crate::chain::ChainError> {
+    let address = associated_account(owner, mint);
+    Ok(
+        crate::chain::client::with_retry("getAccountInfo", || async {
+            chain
+                .rpc()
+                .get_account_with_commitment(&address, chain.commitment())
+                .await
+                .map(|r| r.value)
+        })
+        .await?,
+    )
+}
+
+/// Whether `owner`'s associated account of `mint` exists.
+pub async fn has_associated(
+    chain: &crate::chain::Chain,
+    owner: &Pubkey,
+    mint: &TokenMint,
+) -> Result<bool, crate::chain::ChainError> {
+    Ok(fetch_associated(chain, owner, mint).await?.is_some())
+}
+
 /// What `owner`'s associated account of `mint` holds, in base units (0
 /// when it does not exist).
 pub async fn balance(
@@ -303,15 +331,7 @@ pub async fn balance(
 ) -> Result<u64, crate::chain::ChainError> {
     use spl_token_2022_interface::extension::StateWithExtensions;
     use spl_token_2022_interface::state::Account;
-    let address = associated_account(owner, mint);
-    let account = crate::chain::client::with_retry("getAccountInfo", || async {
-        chain
-            .rpc()
-            .get_account_with_commitment(&address, chain.commitment())
-            .await
-            .map(|r| r.value)
-    })
-    .await?;
+    let account = fetch_associated(chain, owner, mint).await?;
     Ok(account
         .and_then(|a| {
             StateWithExtensions::<Account>::unpack(&a.data)

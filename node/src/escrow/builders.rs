@@ -317,39 +317,137 @@ pub fn refund_token(listing: &Pubkey, buyer: &Pubkey, mint: &TokenMint) -> Instr
     )
 }
 
-/// A fraud proof's arguments (the program's `FraudProof`).
+/// A fraud proof's arguments: the program's `FraudProof` (a chunk that
+/// does not open to its hash, any blob), `StepFraud` or `LinkFraud` (a v2
+/// blob's plaintext that is not the promised bundle).
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct FraudProof {
-    /// The listing's scalar k.
-    pub k: [u8; 32],
-    /// The lying chunk.
-    pub index: u32,
-    /// Its committed ciphertext.
-    pub cipher: Vec<u8>,
-    /// Its committed plaintext hash.
-    pub plain_hash: [u8; 32],
-    /// Its Merkle path.
-    pub path: Vec<[u8; 32]>,
+pub enum FraudProof {
+    /// `dispute`: chunk `index` does not open to its plaintext hash.
+    Chunk {
+        /// The listing's scalar k.
+        k: [u8; 32],
+        /// The lying chunk.
+        index: u32,
+        /// Its committed ciphertext.
+        cipher: Vec<u8>,
+        /// Its committed plaintext hash.
+        plain_hash: [u8; 32],
+        /// Its Merkle path.
+        path: Vec<[u8; 32]>,
+    },
+    /// `dispute_step`: chunk `index` is not its SHA-256 step.
+    Step {
+        /// The listing's scalar k.
+        k: [u8; 32],
+        /// The lying chunk.
+        index: u32,
+        /// Its committed ciphertext.
+        cipher: Vec<u8>,
+        /// Its committed plaintext hash.
+        plain_hash: [u8; 32],
+        /// Its committed masked states before and after.
+        states: ([u8; 32], [u8; 32]),
+        /// Its Merkle path.
+        path: Vec<[u8; 32]>,
+    },
+    /// `dispute_link`: chunks `index` and `index + 1` do not join.
+    Link {
+        /// The listing's scalar k.
+        k: [u8; 32],
+        /// The first chunk.
+        index: u32,
+        /// Both leaves' parts (masked before, masked after, body).
+        leaves: [[[u8; 32]; 3]; 2],
+        /// Leaf `index`'s path.
+        path: Vec<[u8; 32]>,
+        /// Leaf `index + 1`'s path below the join.
+        next: Vec<[u8; 32]>,
+    },
 }
 
 impl FraudProof {
-    /// The Borsh arguments of `instruction` (`dispute`, `dispute_token`).
-    fn args(&self, instruction: &str) -> Args {
-        let mut args = Args::new(instruction)
-            .bytes(&self.k)
-            .u32(self.index)
-            .u32(self.cipher.len() as u32)
-            .bytes(&self.cipher)
-            .bytes(&self.plain_hash)
-            .u32(self.path.len() as u32);
-        for node in &self.path {
-            args = args.bytes(node);
+    /// The chunk the proof names.
+    pub fn index(&self) -> u32 {
+        match self {
+            FraudProof::Chunk { index, .. }
+            | FraudProof::Step { index, .. }
+            | FraudProof::Link { index, .. } => *index,
         }
-        args
+    }
+
+    /// Which proof, as its instruction names it (`chunk`, `step`, `link`).
+    pub fn kind(&self) -> &'static str {
+        match self {
+            FraudProof::Chunk { .. } => "chunk",
+            FraudProof::Step { .. } => "step",
+            FraudProof::Link { .. } => "link",
+        }
+    }
+
+    /// The Borsh arguments of its instruction, with `suffix` (`""` or
+    /// `"_token"`).
+    fn args(&self, suffix: &str) -> Args {
+        let paths = |mut args: Args, path: &[[u8; 32]]| {
+            args = args.u32(path.len() as u32);
+            for node in path {
+                args = args.bytes(node);
+            }
+            args
+        };
+        match self {
+            FraudProof::Chunk {
+                k,
+                index,
+                cipher,
+                plain_hash,
+                path,
+            } => paths(
+                Args::new(&format!("dispute{suffix}"))
+                    .bytes(k)
+                    .u32(*index)
+                    .u32(cipher.len() as u32)
+                    .bytes(cipher)
+                    .bytes(plain_hash),
+                path,
+            ),
+            FraudProof::Step {
+                k,
+                index,
+                cipher,
+                plain_hash,
+                states,
+                path,
+            } => paths(
+                Args::new(&format!("dispute_step{suffix}"))
+                    .bytes(k)
+                    .u32(*index)
+                    .u32(cipher.len() as u32)
+                    .bytes(cipher)
+                    .bytes(plain_hash)
+                    .bytes(&states.0)
+                    .bytes(&states.1),
+                path,
+            ),
+            FraudProof::Link {
+                k,
+                index,
+                leaves,
+                path,
+                next,
+            } => {
+                let mut args = Args::new(&format!("dispute_link{suffix}"))
+                    .bytes(k)
+                    .u32(*index);
+                for part in leaves.iter().flatten() {
+                    args = args.bytes(part);
+                }
+                paths(paths(args, path), next)
+            }
+        }
     }
 }
 
-/// `dispute_token` by `buyer` with `proof`.
+/// `dispute_token` (or its step or link form) by `buyer` with `proof`.
 pub fn dispute_token(
     listing: &Pubkey,
     buyer: &Pubkey,
@@ -357,16 +455,15 @@ pub fn dispute_token(
     proof: &FraudProof,
 ) -> Instruction {
     ix(
-        proof.args("dispute_token"),
+        proof.args("_token"),
         exit_token_accounts(listing, buyer, mint),
     )
 }
 
-/// `dispute` by `buyer` with `proof`.
+/// `dispute` (or `dispute_step`, `dispute_link`) by `buyer` with `proof`.
 pub fn dispute(listing: &Pubkey, buyer: &Pubkey, proof: &FraudProof) -> Instruction {
-    let args = proof.args("dispute");
     ix(
-        args,
+        proof.args(""),
         vec![
             AccountMeta::new_readonly(settings_address(), false),
             AccountMeta::new(*listing, false),

@@ -832,7 +832,10 @@ async fn send_dispute(
     if chain.cluster_time().await? >= closes {
         return Err(refuse(format!("the dispute window closed at unix time {closes}")).into());
     }
-    let proof = fraud_proof(blob, k).map_err(EscrowReadError::from)?;
+    let bundle_hash = crate::market::escrow_trade::manifest_terms(listing)
+        .map_err(EscrowReadError::from)?
+        .bundle_hash;
+    let proof = fraud_proof(blob, k, &bundle_hash).map_err(EscrowReadError::from)?;
     let account = escrow_listing_account(listing)?;
     let kp = buyer.solana_keypair();
     let onchain = read_account(chain, &account, crate::escrow::ListingAccount::decode)
@@ -843,13 +846,28 @@ async fn send_dispute(
             ))
         })?;
     let token = crate::market::escrow_trade::vault_mint(chain, &onchain).await?;
-    let ixs = crate::market::escrow_trade::dispute_instructions(
+    if let Some(mint) = &token {
+        // the deposit returns to the buyer's associated account: made
+        // first, alone, if it was closed since (a deep proof fills a
+        // transaction by itself)
+        if !crate::chain::token::has_associated(chain, &kp.pubkey(), mint).await? {
+            let create =
+                crate::chain::token::create_associated_account(&kp.pubkey(), &kp.pubkey(), mint);
+            chain.send(&[create], &[&kp]).await?;
+        }
+    }
+    let ix = crate::market::escrow_trade::dispute_instruction(
         &kp.pubkey(),
         &account,
         &proof,
         token.as_ref(),
     );
-    Ok(chain.send(&ixs, &[&kp]).await?.signature.to_string())
+    tracing::info!(
+        kind = proof.kind(),
+        index = proof.index(),
+        "sending the fraud proof"
+    );
+    Ok(chain.send(&[ix], &[&kp]).await?.signature.to_string())
 }
 
 /// Where a sealed buy stands after one look at its escrow ([`advance_sealed`]).
@@ -915,14 +933,15 @@ pub async fn advance_sealed(
             check_blob(&terms, blob).map_err(EscrowReadError::from)?;
             let parsed = escrow_math::blob::Blob::parse(blob)
                 .map_err(|e| EscrowReadError::from(EscrowPlanError::from(e)))?;
-            return match parsed.open(&k) {
+            return match parsed.open(&k, &terms.bundle_hash) {
                 Ok(inner) => {
                     let inner = zeroize::Zeroizing::new(inner);
                     Ok(SealedStep::Imported(import_opened(&inner, listing, target)?))
                 }
-                Err(escrow_math::blob::BlobError::Misdelivery { index })
-                    if e.status == EscrowStatus::Revealed =>
-                {
+                Err(
+                    escrow_math::blob::BlobError::Misdelivery { index }
+                    | escrow_math::blob::BlobError::BrokenLink { index },
+                ) if e.status == EscrowStatus::Revealed => {
                     tracing::warn!(listing = %listing.listing_id, index, "the revealed key does not open the committed blob: proving it on chain");
                     match send_dispute(chain, buyer, listing, blob, &k).await {
                         Ok(signature) => Ok(SealedStep::Disputed { index, signature }),
@@ -932,7 +951,10 @@ pub async fn advance_sealed(
                         }
                     }
                 }
-                Err(escrow_math::blob::BlobError::Misdelivery { index }) => Ok(SealedStep::Closed(format!(
+                Err(
+                    escrow_math::blob::BlobError::Misdelivery { index }
+                    | escrow_math::blob::BlobError::BrokenLink { index },
+                ) => Ok(SealedStep::Closed(format!(
                     "chunk {index} of the blob does not open, found after the dispute window: the seller was paid"
                 ))),
                 Err(other) => Err(EscrowReadError::from(EscrowPlanError::from(other)).into()),

@@ -539,20 +539,19 @@ pub fn claim_instructions(
     }
 }
 
-/// `buyer`'s `dispute` with `proof`, or in a token its associated
-/// account (created if it was closed since) and `dispute_token`.
-pub fn dispute_instructions(
+/// `buyer`'s `dispute` (or step or link form) with `proof`, or in a
+/// token `dispute_token` (the buyer's associated account must exist: a
+/// deep proof and the account's creation do not fit one transaction, so
+/// [`create_associated_account`] goes first, alone, when it was closed).
+pub fn dispute_instruction(
     buyer: &Pubkey,
     account: &Pubkey,
     proof: &escrow::FraudProof,
     token: Option<&TokenMint>,
-) -> Vec<Instruction> {
+) -> Instruction {
     match token {
-        None => vec![escrow::dispute(account, buyer, proof)],
-        Some(mint) => vec![
-            create_associated_account(buyer, buyer, mint),
-            escrow::dispute_token(account, buyer, mint, proof),
-        ],
+        None => escrow::dispute(account, buyer, proof),
+        Some(mint) => escrow::dispute_token(account, buyer, mint, proof),
     }
 }
 
@@ -688,23 +687,52 @@ pub fn cancel_instructions(
     Ok(vec![escrow::retire(seller, listing_id)])
 }
 
-/// The fraud proof for the first chunk of `blob` that `k` does not open
-/// to its commitment.
-pub fn fraud_proof(blob: &[u8], k: &[u8; 32]) -> Result<escrow::FraudProof, EscrowPlanError> {
+/// The fraud proof for the first chunk (or link) of `blob` that `k` does
+/// not open to its commitments, `bundle_hash` the listing's: a v1 blob's
+/// lying chunk, a v2 blob's lying step or link.
+pub fn fraud_proof(
+    blob: &[u8],
+    k: &[u8; 32],
+    bundle_hash: &[u8; 32],
+) -> Result<escrow::FraudProof, EscrowPlanError> {
+    use escrow_math::blob::Format;
     let parsed = Blob::parse(blob)?;
-    let index = match parsed.open(k) {
-        Ok(_) => return Err(EscrowPlanError::NothingToDispute),
-        Err(BlobError::Misdelivery { index }) => index,
-        Err(e) => return Err(e.into()),
-    };
-    let (cipher, plain_hash, path) = parsed.proof_parts(index);
-    Ok(escrow::FraudProof {
-        k: *k,
-        index,
-        cipher: cipher.to_vec(),
-        plain_hash,
-        path,
-    })
+    match (parsed.open(k, bundle_hash), parsed.format) {
+        (Ok(_), _) => Err(EscrowPlanError::NothingToDispute),
+        (Err(BlobError::Misdelivery { index }), Format::V1) => {
+            let (cipher, plain_hash, path) = parsed.proof_parts(index);
+            Ok(escrow::FraudProof::Chunk {
+                k: *k,
+                index,
+                cipher: cipher.to_vec(),
+                plain_hash,
+                path,
+            })
+        }
+        (Err(BlobError::Misdelivery { index }), Format::V2) => {
+            let (cipher, plain_hash, before, after, path) = parsed.step_parts(index);
+            Ok(escrow::FraudProof::Step {
+                k: *k,
+                index,
+                cipher: cipher.to_vec(),
+                plain_hash,
+                states: (before, after),
+                path,
+            })
+        }
+        (Err(BlobError::BrokenLink { index }), _) => {
+            let (left, right, path, next) = parsed.link_parts(index);
+            let parts = |l: escrow_math::fraud::LeafParts| [l.before, l.after, l.body];
+            Ok(escrow::FraudProof::Link {
+                k: *k,
+                index,
+                leaves: [parts(left), parts(right)],
+                path,
+                next,
+            })
+        }
+        (Err(e), _) => Err(e.into()),
+    }
 }
 
 /// Reads and decodes one of the program's accounts (`None`: no account).

@@ -146,6 +146,15 @@ INSTRUCTIONS = [
      [settings(), listing(True, ["escrow"]), escrow(acc("buyer")),
       account("buyer", writable=True, signer=True, relations=["escrow"])],
      [("proof", t_defined("FraudProof"))]),
+    # dispute_step, dispute_link: Dispute's accounts, a v2 blob's proofs
+    ("dispute_step",
+     [settings(), listing(True, ["escrow"]), escrow(acc("buyer")),
+      account("buyer", writable=True, signer=True, relations=["escrow"])],
+     [("proof", t_defined("StepFraud"))]),
+    ("dispute_link",
+     [settings(), listing(True, ["escrow"]), escrow(acc("buyer")),
+      account("buyer", writable=True, signer=True, relations=["escrow"])],
+     [("proof", t_defined("LinkFraud"))]),
     # Expire: settings, listing (mut), escrow (mut, has_one listing); anyone sends it
     ("expire",
      [settings(), listing(True, ["escrow"]), escrow(acc("escrow.buyer", "SealedEscrow"))],
@@ -201,6 +210,18 @@ INSTRUCTIONS = [
       account("mint"), account("vault", writable=True), account("buyer_token", writable=True),
       account("token_program")],
      [("proof", t_defined("FraudProof"))]),
+    ("dispute_step_token",
+     [settings(), listing(True, ["escrow"]), escrow(acc("buyer")),
+      account("buyer", writable=True, signer=True, relations=["escrow"]),
+      account("mint"), account("vault", writable=True), account("buyer_token", writable=True),
+      account("token_program")],
+     [("proof", t_defined("StepFraud"))]),
+    ("dispute_link_token",
+     [settings(), listing(True, ["escrow"]), escrow(acc("buyer")),
+      account("buyer", writable=True, signer=True, relations=["escrow"]),
+      account("mint"), account("vault", writable=True), account("buyer_token", writable=True),
+      account("token_program")],
+     [("proof", t_defined("LinkFraud"))]),
     # QuoteUsd (src/usd/mod.rs): price_update (unchecked: owner and bytes checked by the handler)
     ("quote_usd",
      [account("price_update")],
@@ -250,7 +271,8 @@ EVENTS = {
                   ("decimals", "u8"), ("max_age_secs", "u32"), ("max_conf_bps", "u16"),
                   ("units", "u64")],
 }
-# argument types: SettingsArgs (settings.rs), SealedTerms (state.rs), FraudProof (dispute.rs)
+# argument types: SettingsArgs (settings.rs), SealedTerms (state.rs), FraudProof, StepFraud,
+# LeafFields, LinkFraud (dispute.rs)
 STRUCTS = {
     "SettingsArgs": [("fee_bps", "u16"), ("slash_bps", "u16"), ("release_window_secs", "i64"),
                      ("dispute_window_secs", "i64"), ("min_stake", "u64")],
@@ -259,6 +281,12 @@ STRUCTS = {
                     ("expires_at", "i64")],
     "FraudProof": [("k", B32), ("index", "u32"), ("cipher", "bytes"), ("plain_hash", B32),
                    ("path", {"vec": B32})],
+    "StepFraud": [("k", B32), ("index", "u32"), ("cipher", "bytes"), ("plain_hash", B32),
+                  ("before", B32), ("after", B32), ("path", {"vec": B32})],
+    "LeafFields": [("before", B32), ("after", B32), ("body", B32)],
+    "LinkFraud": [("k", B32), ("index", "u32"), ("left", t_defined("LeafFields")),
+                  ("right", t_defined("LeafFields")), ("path", {"vec": B32}),
+                  ("next", {"vec": B32})],
     "UsdQuoteArgs": [("feed_id", B32), ("usd_micros", "u64"), ("decimals", "u8"),
                      ("max_age_secs", "u32"), ("max_conf_bps", "u16"), ("max_units", "u64")],
 }

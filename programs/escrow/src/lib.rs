@@ -9,7 +9,8 @@
 //! - the seller is paid only through `reveal`, whose scalar gives that
 //!   buyer the key, then `claim` after the dispute window; or it declines;
 //! - a buyer refunds (with a stake share when the reveal never came) or
-//!   proves a misdelivery (`dispute`);
+//!   proves a misdelivery (`dispute`; against a v2 blob also a plaintext
+//!   other than the promised bundle: `dispute_step`, `dispute_link`);
 //! - anyone `expire`s a deposit left past its window (the buyer's share
 //!   moves into the escrow), so a buyer that never refunds cannot keep a
 //!   listing open;
@@ -95,7 +96,18 @@ pub mod escrow {
 
     /// Buyer: prove a misdelivery.
     pub fn dispute(ctx: Context<Dispute>, proof: FraudProof) -> Result<()> {
-        Dispute::handler(ctx, proof)
+        Dispute::handler(ctx, &proof)
+    }
+
+    /// Buyer: prove a v2 blob's chunk is not its SHA-256 step (or does
+    /// not start at the IV, or end at `bundle_hash`).
+    pub fn dispute_step(ctx: Context<Dispute>, proof: StepFraud) -> Result<()> {
+        Dispute::handler(ctx, &proof)
+    }
+
+    /// Buyer: prove a v2 blob's chunks' committed states do not join.
+    pub fn dispute_link(ctx: Context<Dispute>, proof: LinkFraud) -> Result<()> {
+        Dispute::handler(ctx, &proof)
     }
 
     /// Anyone: expire a deposit past its release window and grace (or a
@@ -143,7 +155,17 @@ pub mod escrow {
 
     /// Buyer: prove a misdelivery; the vault returns the deposit.
     pub fn dispute_token(ctx: Context<ExitToken>, proof: FraudProof) -> Result<()> {
-        ExitToken::dispute(ctx, proof)
+        ExitToken::dispute(ctx, &proof)
+    }
+
+    /// Buyer: `dispute_step` for a listing in a token.
+    pub fn dispute_step_token(ctx: Context<ExitToken>, proof: StepFraud) -> Result<()> {
+        ExitToken::dispute(ctx, &proof)
+    }
+
+    /// Buyer: `dispute_link` for a listing in a token.
+    pub fn dispute_link_token(ctx: Context<ExitToken>, proof: LinkFraud) -> Result<()> {
+        ExitToken::dispute(ctx, &proof)
     }
 
     /// Buyer: the listing's USD in the currency paid, at this slot's

@@ -10,7 +10,7 @@ use anchor_lang::{AccountSerialize, Discriminator, Event, InstructionData, ToAcc
 use escrow::error::EscrowError;
 use escrow::sealed::events as ev;
 use escrow::sealed::state::{self as st, SealedEscrowStatus, SealedListingStatus, SealedTerms};
-use escrow::sealed::{FraudProof, SettingsArgs};
+use escrow::sealed::{FraudProof, LeafFields, LinkFraud, SettingsArgs, StepFraud};
 use serde_json::{json, Map, Value};
 use solana_sdk::pubkey::Pubkey;
 use std::str::FromStr;
@@ -186,6 +186,37 @@ fn proof() -> Pair<FraudProof> {
         cipher: vec![1u8, 2, 3],
         plain_hash: [10u8; 32],
         path: vec![[11u8; 32], [12u8; 32]],
+    })
+}
+
+fn step_proof() -> Pair<StepFraud> {
+    both!(StepFraud {
+        k: [19u8; 32],
+        index: 0x1a1b_1c1du32,
+        cipher: vec![4u8, 5, 6, 7],
+        plain_hash: [20u8; 32],
+        before: [21u8; 32],
+        after: [22u8; 32],
+        path: vec![[23u8; 32]],
+    })
+}
+
+fn leaf_fields(seed: u8) -> Pair<LeafFields> {
+    both!(LeafFields {
+        before: [seed; 32],
+        after: [seed + 1; 32],
+        body: [seed + 2; 32],
+    })
+}
+
+fn link_proof() -> Pair<LinkFraud> {
+    both!(LinkFraud {
+        k: [24u8; 32],
+        index: 0x2a2b_2c2du32,
+        left: leaf_fields(25),
+        right: leaf_fields(30),
+        path: vec![[35u8; 32], [36u8; 32]],
+        next: vec![[37u8; 32]],
     })
 }
 
@@ -507,6 +538,30 @@ fn instructions_match_the_program() {
             }),
         ),
         (
+            "dispute_step",
+            i::DisputeStep::DISCRIMINATOR,
+            metas!(a::Dispute {
+                settings,
+                listing,
+                escrow,
+                buyer,
+                event_authority,
+                program
+            }),
+        ),
+        (
+            "dispute_link",
+            i::DisputeLink::DISCRIMINATOR,
+            metas!(a::Dispute {
+                settings,
+                listing,
+                escrow,
+                buyer,
+                event_authority,
+                program
+            }),
+        ),
+        (
             "expire",
             i::Expire::DISCRIMINATOR,
             metas!(a::Expire {
@@ -612,6 +667,38 @@ fn instructions_match_the_program() {
             }),
         ),
         (
+            "dispute_step_token",
+            i::DisputeStepToken::DISCRIMINATOR,
+            metas!(a::ExitToken {
+                settings,
+                listing,
+                escrow,
+                buyer,
+                mint,
+                vault,
+                buyer_token,
+                token_program,
+                event_authority,
+                program
+            }),
+        ),
+        (
+            "dispute_link_token",
+            i::DisputeLinkToken::DISCRIMINATOR,
+            metas!(a::ExitToken {
+                settings,
+                listing,
+                escrow,
+                buyer,
+                mint,
+                vault,
+                buyer_token,
+                token_program,
+                event_authority,
+                program
+            }),
+        ),
+        (
             "quote_usd",
             i::QuoteUsd::DISCRIMINATOR,
             metas!(a::QuoteUsd {
@@ -670,6 +757,20 @@ fn instructions_match_the_program() {
     check_instruction(&idl, "claim", both!(i::Claim {}));
     check_instruction(&idl, "refund_sealed", both!(i::RefundSealed {}));
     check_instruction(&idl, "dispute", both!(i::Dispute { proof: proof() }));
+    check_instruction(
+        &idl,
+        "dispute_step",
+        both!(i::DisputeStep {
+            proof: step_proof()
+        }),
+    );
+    check_instruction(
+        &idl,
+        "dispute_link",
+        both!(i::DisputeLink {
+            proof: link_proof()
+        }),
+    );
     check_instruction(&idl, "expire", both!(i::Expire {}));
     check_instruction(&idl, "retire_sealed", both!(i::RetireSealed {}));
     check_instruction(
@@ -697,6 +798,20 @@ fn instructions_match_the_program() {
         &idl,
         "dispute_token",
         both!(i::DisputeToken { proof: proof() }),
+    );
+    check_instruction(
+        &idl,
+        "dispute_step_token",
+        both!(i::DisputeStepToken {
+            proof: step_proof()
+        }),
+    );
+    check_instruction(
+        &idl,
+        "dispute_link_token",
+        both!(i::DisputeLinkToken {
+            proof: link_proof()
+        }),
     );
     check_instruction(
         &idl,
@@ -771,7 +886,7 @@ fn pda_seeds_match_the_program() {
             }
         }
     }
-    assert_eq!(seen, 55, "PDAs checked");
+    assert_eq!(seen, 71, "PDAs checked");
 }
 
 #[test]
@@ -969,6 +1084,8 @@ fn accounts_events_and_types_match_the_program() {
         "FraudProof",
         "FraudProven",
         "KeyRevealed",
+        "LeafFields",
+        "LinkFraud",
         "PaymentClaimed",
         "SealedDeposited",
         "SealedEscrow",
@@ -981,6 +1098,7 @@ fn accounts_events_and_types_match_the_program() {
         "SealedTerms",
         "Settings",
         "SettingsArgs",
+        "StepFraud",
         "UsdQuoteArgs",
         "UsdQuoted",
     ]

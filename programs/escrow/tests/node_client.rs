@@ -12,7 +12,7 @@ use escrow::sealed::events as ev;
 use escrow::sealed::state::{
     SealedEscrow, SealedEscrowStatus, SealedListing, SealedListingStatus, SealedTerms, Settings,
 };
-use escrow::sealed::{FraudProof, SettingsArgs};
+use escrow::sealed::{FraudProof, LeafFields, LinkFraud, SettingsArgs, StepFraud};
 use node::escrow::{self as client, EscrowEvent};
 use solana_sdk::instruction::Instruction;
 use solana_sdk::pubkey::Pubkey;
@@ -36,6 +36,14 @@ fn anchor(accounts: impl ToAccountMetas, data: impl InstructionData) -> Instruct
         program_id: escrow::ID,
         accounts: accounts.to_account_metas(None),
         data: data.data(),
+    }
+}
+
+fn with_data(accounts: &impl ToAccountMetas, data: Vec<u8>) -> Instruction {
+    Instruction {
+        program_id: escrow::ID,
+        accounts: accounts.to_account_metas(None),
+        data,
     }
 }
 
@@ -66,6 +74,105 @@ fn sealed(t: &client::Terms) -> SealedTerms {
 }
 
 /// An account's bytes as the program writes them (discriminator + Borsh).
+/// The program's instruction for a proof, lamport or token.
+enum Want {
+    Chunk(FraudProof),
+    Step(StepFraud),
+    Link(LinkFraud),
+}
+
+impl Want {
+    fn lamports(self) -> Vec<u8> {
+        use escrow::instruction as i;
+        match self {
+            Want::Chunk(proof) => i::Dispute { proof }.data(),
+            Want::Step(proof) => i::DisputeStep { proof }.data(),
+            Want::Link(proof) => i::DisputeLink { proof }.data(),
+        }
+    }
+    fn token(self) -> Vec<u8> {
+        use escrow::instruction as i;
+        match self {
+            Want::Chunk(proof) => i::DisputeToken { proof }.data(),
+            Want::Step(proof) => i::DisputeStepToken { proof }.data(),
+            Want::Link(proof) => i::DisputeLinkToken { proof }.data(),
+        }
+    }
+}
+
+/// The node's three proofs from the same parts, each with the program's.
+fn proof_pairs(
+    k: [u8; 32],
+    index: u32,
+    cipher: &[u8],
+    plain_hash: [u8; 32],
+    path: &[[u8; 32]],
+) -> Vec<(client::FraudProof, Want)> {
+    let leaf = |b: u8| LeafFields {
+        before: [b; 32],
+        after: [b + 1; 32],
+        body: [b + 2; 32],
+    };
+    let next: Vec<[u8; 32]> = path.iter().rev().copied().collect();
+    vec![
+        (
+            client::FraudProof::Chunk {
+                k,
+                index,
+                cipher: cipher.to_vec(),
+                plain_hash,
+                path: path.to_vec(),
+            },
+            Want::Chunk(FraudProof {
+                k,
+                index,
+                cipher: cipher.to_vec(),
+                plain_hash,
+                path: path.to_vec(),
+            }),
+        ),
+        (
+            client::FraudProof::Step {
+                k,
+                index,
+                cipher: cipher.to_vec(),
+                plain_hash,
+                states: ([0x74; 32], [0x75; 32]),
+                path: path.to_vec(),
+            },
+            Want::Step(StepFraud {
+                k,
+                index,
+                cipher: cipher.to_vec(),
+                plain_hash,
+                before: [0x74; 32],
+                after: [0x75; 32],
+                path: path.to_vec(),
+            }),
+        ),
+        (
+            client::FraudProof::Link {
+                k,
+                index,
+                leaves: [
+                    [[0x10; 32], [0x11; 32], [0x12; 32]],
+                    [[0x20; 32], [0x21; 32], [0x22; 32]],
+                ],
+                path: path.to_vec(),
+                next: next.clone(),
+            },
+            Want::Link(LinkFraud {
+                k,
+                index,
+                left: leaf(0x10),
+                right: leaf(0x20),
+                path: path.to_vec(),
+                next,
+            }),
+        ),
+    ]
+}
+
 fn bytes<T: AccountSerialize>(account: &T) -> Vec<u8> {
     let mut data = Vec::new();
     account.try_serialize(&mut data).unwrap();
@@ -250,65 +357,31 @@ fn the_node_builds_what_anchor_builds() {
         "refund_sealed"
     );
 
-    let proof = client::FraudProof {
-        k: [0x61; 32],
-        index: 0x6263_6465,
-        cipher: vec![0x66, 0x67, 0x68],
-        plain_hash: [0x69; 32],
-        path: vec![[0x6a; 32], [0x6b; 32]],
+    let dispute_accounts = a::Dispute {
+        settings,
+        listing,
+        escrow,
+        buyer,
+        event_authority: escrow::EVENT_AUTHORITY_AND_BUMP.0,
+        program: escrow::ID,
     };
-    assert_eq!(
-        client::dispute(&listing, &buyer, &proof),
-        anchor(
-            a::Dispute {
-                settings,
-                listing,
-                escrow,
-                buyer,
-                event_authority: escrow::EVENT_AUTHORITY_AND_BUMP.0,
-                program: escrow::ID,
-            },
-            i::Dispute {
-                proof: FraudProof {
-                    k: proof.k,
-                    index: proof.index,
-                    cipher: proof.cipher.clone(),
-                    plain_hash: proof.plain_hash,
-                    path: proof.path.clone(),
-                },
-            },
-        ),
-        "dispute"
-    );
-    // an empty proof too (zero-length vectors)
-    let empty = client::FraudProof {
-        cipher: vec![],
-        path: vec![],
-        ..proof
-    };
-    assert_eq!(
-        client::dispute(&listing, &buyer, &empty),
-        anchor(
-            a::Dispute {
-                settings,
-                listing,
-                escrow,
-                buyer,
-                event_authority: escrow::EVENT_AUTHORITY_AND_BUMP.0,
-                program: escrow::ID,
-            },
-            i::Dispute {
-                proof: FraudProof {
-                    k: empty.k,
-                    index: empty.index,
-                    cipher: vec![],
-                    plain_hash: empty.plain_hash,
-                    path: vec![],
-                },
-            },
-        ),
-        "dispute, empty vectors"
-    );
+    // each proof, and each with empty vectors, as Anchor's types build it
+    for empty in [false, true] {
+        let (cipher, path) = if empty {
+            (vec![], vec![])
+        } else {
+            (vec![0x66, 0x67, 0x68], vec![[0x6a; 32], [0x6b; 32]])
+        };
+        let (k, index, plain_hash) = ([0x61; 32], 0x6263_6465, [0x69; 32]);
+        for (proof, want) in proof_pairs(k, index, &cipher, plain_hash, &path) {
+            assert_eq!(
+                client::dispute(&listing, &buyer, &proof),
+                with_data(&dispute_accounts, want.lamports()),
+                "dispute ({}), empty vectors: {empty}",
+                proof.kind()
+            );
+        }
+    }
 
     assert_eq!(
         client::retire(&seller, ID),
@@ -441,22 +514,14 @@ fn the_node_builds_what_anchor_builds() {
             anchor(exit, i::RefundSealedToken {}),
             "refund_sealed_token"
         );
-        assert_eq!(
-            client::dispute_token(&listing, &buyer, &mint, &proof),
-            anchor(
-                exit,
-                i::DisputeToken {
-                    proof: FraudProof {
-                        k: proof.k,
-                        index: proof.index,
-                        cipher: proof.cipher.clone(),
-                        plain_hash: proof.plain_hash,
-                        path: proof.path.clone(),
-                    },
-                },
-            ),
-            "dispute_token"
-        );
+        for (proof, want) in proof_pairs([0x71; 32], 7, &[1, 2], [0x72; 32], &[[0x73; 32]]) {
+            assert_eq!(
+                client::dispute_token(&listing, &buyer, &mint, &proof),
+                with_data(&exit, want.token()),
+                "dispute_token ({})",
+                proof.kind()
+            );
+        }
     }
 }
 

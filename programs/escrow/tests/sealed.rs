@@ -10,8 +10,8 @@ use escrow::error::EscrowError;
 use escrow::sealed::state::{
     SealedEscrow, SealedEscrowStatus, SealedListing, SealedListingStatus, SealedTerms,
 };
-use escrow::sealed::{FraudProof, SettingsArgs};
-use escrow_math::blob::{seal, Blob, Sealed};
+use escrow::sealed::{FraudProof, LeafFields, LinkFraud, SettingsArgs, StepFraud};
+use escrow_math::blob::{seal, seal_v1, Blob, BlobError, Sealed};
 use escrow_math::client::{blind_scalar, listing_scalar, open, point_of, reveal, x25519_shared};
 mod common;
 use common::{code, custom, Party};
@@ -406,7 +406,11 @@ impl T {
         buyer: &Keypair,
         proof: FraudProof,
     ) -> Result<(), BanksClientError> {
-        let ix = Self::ix(
+        let ix = Self::dispute_ix(listing, buyer, escrow::instruction::Dispute { proof });
+        self.send("dispute", ix, &[buyer]).await
+    }
+    fn dispute_ix(listing: Pubkey, buyer: &Keypair, data: impl InstructionData) -> Instruction {
+        Self::ix(
             escrow::accounts::Dispute {
                 settings: settings_pda(),
                 listing,
@@ -415,9 +419,18 @@ impl T {
                 event_authority: escrow::EVENT_AUTHORITY_AND_BUMP.0,
                 program: escrow::ID,
             },
-            escrow::instruction::Dispute { proof },
-        );
-        self.send("dispute", ix, &[buyer]).await
+            data,
+        )
+    }
+    /// `dispute_step` or `dispute_link` with `proof`.
+    async fn dispute_v2(
+        &mut self,
+        listing: Pubkey,
+        buyer: &Keypair,
+        proof: V2Proof,
+    ) -> Result<(), BanksClientError> {
+        let (name, ix) = proof.ix(listing, buyer);
+        self.send(name, ix, &[buyer]).await
     }
     /// `expire`, sent by nobody in particular (the payer signs alone).
     async fn expire(&mut self, listing: Pubkey, escrow: Pubkey) -> Result<(), BanksClientError> {
@@ -458,6 +471,16 @@ impl T {
         )
         .unwrap()
     }
+    /// The v2 proof the buyer's client builds for what opening `blob`
+    /// under `k` names, with the promised `bundle_hash`.
+    fn v2_proof(blob: &[u8], k: [u8; 32], bundle_hash: &[u8; 32]) -> Option<V2Proof> {
+        match Blob::parse(blob).unwrap().open(&k, bundle_hash) {
+            Ok(_) => None,
+            Err(BlobError::Misdelivery { index }) => Some(V2Proof::step(blob, k, index)),
+            Err(BlobError::BrokenLink { index }) => Some(V2Proof::link(blob, k, index)),
+            Err(e) => panic!("{e}"),
+        }
+    }
     fn proof(blob: &[u8], k: [u8; 32], index: u32) -> FraudProof {
         let blob = Blob::parse(blob).unwrap();
         let (cipher, plain_hash, path) = blob.proof_parts(index);
@@ -468,6 +491,79 @@ impl T {
             plain_hash,
             path,
         }
+    }
+}
+
+/// A v2 blob's proof, as the program takes it.
+#[derive(Clone, Debug)]
+enum V2Proof {
+    Step(StepFraud),
+    Link(LinkFraud),
+}
+
+impl V2Proof {
+    fn step(blob: &[u8], k: [u8; 32], index: u32) -> V2Proof {
+        let (cipher, plain_hash, before, after, path) =
+            Blob::parse(blob).unwrap().step_parts(index);
+        V2Proof::Step(StepFraud {
+            k,
+            index,
+            cipher: cipher.to_vec(),
+            plain_hash,
+            before,
+            after,
+            path,
+        })
+    }
+    fn link(blob: &[u8], k: [u8; 32], index: u32) -> V2Proof {
+        let (l, r, path, next) = Blob::parse(blob).unwrap().link_parts(index);
+        let fields = |p: escrow_math::fraud::LeafParts| LeafFields {
+            before: p.before,
+            after: p.after,
+            body: p.body,
+        };
+        V2Proof::Link(LinkFraud {
+            k,
+            index,
+            left: fields(l),
+            right: fields(r),
+            path,
+            next,
+        })
+    }
+    fn ix(self, listing: Pubkey, buyer: &Keypair) -> (&'static str, Instruction) {
+        match self {
+            V2Proof::Step(proof) => (
+                "dispute_step",
+                T::dispute_ix(listing, buyer, escrow::instruction::DisputeStep { proof }),
+            ),
+            V2Proof::Link(proof) => (
+                "dispute_link",
+                T::dispute_ix(listing, buyer, escrow::instruction::DisputeLink { proof }),
+            ),
+        }
+    }
+    /// Bytes of the transaction the buyer's client sends with it: the
+    /// buyer signs and pays alone, with a compute-unit limit and price.
+    fn buyer_tx_len(self, listing: Pubkey, buyer: &Keypair) -> usize {
+        let budget = solana_sdk::pubkey!("ComputeBudget111111111111111111111111111111");
+        let mut limit = vec![2u8];
+        limit.extend_from_slice(&200_000u32.to_le_bytes());
+        let mut price = vec![3u8];
+        price.extend_from_slice(&1_000u64.to_le_bytes());
+        let budget_ix = |data| Instruction {
+            program_id: budget,
+            accounts: vec![],
+            data,
+        };
+        let (_, ix) = self.ix(listing, buyer);
+        let tx = Transaction::new_signed_with_payer(
+            &[budget_ix(limit), budget_ix(price), ix],
+            Some(&buyer.pubkey()),
+            &[buyer],
+            solana_sdk::hash::Hash::default(),
+        );
+        bincode_len(&tx)
     }
 }
 
@@ -506,19 +602,38 @@ async fn a_sealed_trade_pays_only_through_the_reveal_and_the_buyer_opens_the_blo
     assert_eq!(t.lamports(&seller).await, s1);
     let k = t.opened_k(listing, &buyer).await;
     let blob = t.blob.bytes.clone();
-    assert_eq!(Blob::parse(&blob).unwrap().open(&k).unwrap(), t.plain);
+    let bundle_hash = escrow_math::sha256(&[&t.plain]);
+    assert_eq!(
+        Blob::parse(&blob).unwrap().open(&k, &bundle_hash).unwrap(),
+        t.plain
+    );
     assert_eq!(
         custom(t.reveal(listing, escrow).await),
         code(EscrowError::WrongEscrowState),
         "one reveal"
     );
 
-    // an honest seller: every chunk's proof is refused
-    for i in 0..Blob::parse(&blob).unwrap().count() {
+    // an honest seller: every step and every link proof is refused, and
+    // a v1 chunk proof reaches no v2 root
+    let count = Blob::parse(&blob).unwrap().count();
+    for i in 0..count {
         let kp = buyer.key.insecure_clone();
         assert_eq!(
-            custom(t.dispute(listing, &kp, T::proof(&blob, k, i)).await),
+            custom(t.dispute_v2(listing, &kp, V2Proof::step(&blob, k, i)).await),
             code(EscrowError::NoFraud),
+            "step {i}"
+        );
+        if i + 1 < count {
+            assert_eq!(
+                custom(t.dispute_v2(listing, &kp, V2Proof::link(&blob, k, i)).await),
+                code(EscrowError::NoFraud),
+                "link {i}"
+            );
+        }
+        let v1 = seal_v1(&k, &t.plain).unwrap();
+        assert_eq!(
+            custom(t.dispute(listing, &kp, T::proof(&v1.bytes, k, i)).await),
+            code(EscrowError::ProofBadPath),
             "chunk {i}"
         );
     }
@@ -588,6 +703,8 @@ async fn a_sealed_trade_pays_only_through_the_reveal_and_the_buyer_opens_the_blo
         ("deposit_sealed", 60_000),
         ("reveal", 60_000),
         ("dispute", 200_000),
+        ("dispute_step", 200_000),
+        ("dispute_link", 200_000),
         ("claim", 30_000),
     ] {
         let used = t.cu.get(name).copied().unwrap_or(0);
@@ -1030,11 +1147,12 @@ async fn a_wrong_blinding_is_declined_in_full_and_a_reveal_never_replays() {
 async fn a_fraud_proof_refunds_and_slashes_a_cheating_seller() {
     let (buyer, second) = (Party::new(37), Party::new(40));
     let mut t = T::ready_with(&[&buyer.key, &second.key]).await;
-    // the seller commits to a blob whose chunk 2 does not decrypt to its committed hash
+    // a listing made before v2 (a v1 blob, still traded): the seller
+    // commits to a blob whose chunk 2 does not decrypt to its committed hash
     let k = t.k();
-    let mut lying = t.blob.bytes.clone();
-    let count = Blob::parse(&lying).unwrap().count() as usize;
-    lying[escrow_math::blob::HEADER_LEN + count * 32 + 2 * 256 + 9] ^= 0x40;
+    let mut lying = seal_v1(&k, &t.plain).unwrap().bytes;
+    let at = Blob::parse(&lying).unwrap().cipher_offset();
+    lying[at + 2 * 256 + 9] ^= 0x40;
     let root = Blob::parse(&lying).unwrap().root();
     let terms = SealedTerms {
         blob_root: root,
@@ -1049,8 +1167,8 @@ async fn a_fraud_proof_refunds_and_slashes_a_cheating_seller() {
     let opened = t.opened_k(listing, &buyer).await;
     assert_eq!(opened, k);
     assert_eq!(
-        Blob::parse(&lying).unwrap().open(&opened),
-        Err(escrow_math::blob::BlobError::Misdelivery { index: 2 })
+        Blob::parse(&lying).unwrap().open(&opened, &[0; 32]),
+        Err(BlobError::Misdelivery { index: 2 })
     );
     let kp = buyer.key.insecure_clone();
     // proofs that prove nothing: an honest chunk, a wrong key, a wrong path
@@ -1238,4 +1356,227 @@ async fn a_log_flood_before_a_claim_hides_no_event() {
         t.read::<SealedEscrow>(&escrow).await.status,
         SealedEscrowStatus::Claimed
     );
+}
+
+/// `plain` sealed as v2 under `k`, each chunk's committed states then
+/// taken from `states_of`'s chain instead (the seller ships one plaintext
+/// and commits the hash chain of another), the root recomputed.
+fn sealed_with_states_of(k: &[u8; 32], plain: &[u8], states_of: &[u8]) -> Sealed {
+    use escrow_math::midstate::{chain, mask, xor, Side};
+    let mut bytes = seal(k, plain).unwrap().bytes;
+    for (i, (before, after)) in chain(states_of).enumerate() {
+        let at = escrow_math::blob::HEADER_LEN + i * 96 + 32;
+        let i = i as u32;
+        bytes[at..at + 32].copy_from_slice(&xor(&before, &mask(k, i, Side::Before)));
+        bytes[at + 32..at + 64].copy_from_slice(&xor(&after, &mask(k, i, Side::After)));
+    }
+    let root = Blob::parse(&bytes).unwrap().root();
+    Sealed {
+        bytes,
+        root,
+        plain_len: plain.len() as u64,
+    }
+}
+
+/// Issue 45's cases at the shallowest tree (one chunk, or two for a link)
+/// and at the deepest the node accepts (232 chunks: the largest v2 blob
+/// under `MAX_BLOB_BYTES`, depth 8): a seller who seals anything but the
+/// bundle its `bundle_hash` names is convicted by the proof the buyer's
+/// client builds (deposit, rent and the slash share back; the listing
+/// convicted), after an honest proof at another index is refused. Prints
+/// each proof's compute units and the size of the transaction the buyer
+/// sends (signed and paid by the buyer alone, with a compute-unit limit
+/// and price), and bounds both.
+#[tokio::test]
+async fn a_plaintext_other_than_the_promised_bundle_is_convicted_at_every_depth() {
+    // the deepest: 232 chunks, a blob of at most 81,920 bytes
+    let deep_len = 232 * 256 - 50;
+    let blob_len = escrow_math::blob::HEADER_LEN + 232 * 96 + deep_len;
+    assert!(blob_len <= 81_920, "{blob_len}");
+    type Case = (
+        &'static str,
+        Vec<u8>,
+        Box<dyn Fn(&[u8; 32], &[u8]) -> Sealed>,
+        &'static str,
+    );
+    let cases = |len: usize| -> Vec<Case> {
+        let promised: Vec<u8> = (0..len as u32).map(|i| (i * 31 % 253) as u8).collect();
+        let last_of = |p: &[u8]| (p.len() - 1) / 256;
+        vec![
+            (
+                "one byte changed, sealed consistently",
+                promised.clone(),
+                Box::new(move |k: &[u8; 32], p: &[u8]| {
+                    let mut other = p.to_vec();
+                    other[p.len() / 2] ^= 1;
+                    seal(k, &other).unwrap()
+                }),
+                "step",
+            ),
+            (
+                "one byte changed, the promised bundle's states committed",
+                promised.clone(),
+                Box::new(move |k: &[u8; 32], p: &[u8]| {
+                    let mut other = p.to_vec();
+                    other[p.len() / 2] ^= 1;
+                    sealed_with_states_of(k, &other, p)
+                }),
+                "step",
+            ),
+            (
+                "the first and last chunks swapped",
+                promised.clone(),
+                Box::new(move |k: &[u8; 32], p: &[u8]| {
+                    let mut other = p.to_vec();
+                    let last = last_of(p);
+                    if last > 0 {
+                        let tail = other[last * 256..].to_vec();
+                        let head: Vec<u8> = other[..tail.len()].to_vec();
+                        other[..tail.len()].copy_from_slice(&tail);
+                        other[last * 256..].copy_from_slice(&head);
+                    } else {
+                        other.reverse();
+                    }
+                    seal(k, &other).unwrap()
+                }),
+                "step",
+            ),
+            (
+                "truncated",
+                promised.clone(),
+                Box::new(move |k: &[u8; 32], p: &[u8]| seal(k, &p[..p.len() - 1]).unwrap()),
+                "step",
+            ),
+            // the listing's bundle_hash is another's (set below)
+            (
+                "the right bundle under a wrong bundle_hash",
+                promised.clone(),
+                Box::new(move |k: &[u8; 32], p: &[u8]| seal(k, p).unwrap()),
+                "step",
+            ),
+            (
+                "the right bundle, one chunk's states forged consistently",
+                promised.clone(),
+                Box::new(move |k: &[u8; 32], p: &[u8]| {
+                    // chunk `last` (or 128: the link at 127 carries the
+                    // longest paths, 8 + 7 hashes) gets another state before and
+                    // the step from it after
+                    let last = last_of(p).min(128);
+                    let mut other_chain_source = vec![0xeeu8; last * 256];
+                    other_chain_source.extend_from_slice(&p[last * 256..]);
+                    let forged = sealed_with_states_of(k, p, &other_chain_source);
+                    let honest = seal(k, p).unwrap();
+                    // keep every other chunk's honest states: only chunk `last` forged
+                    let mut bytes = honest.bytes.clone();
+                    let at = escrow_math::blob::HEADER_LEN + last * 96;
+                    bytes[at..at + 96].copy_from_slice(&forged.bytes[at..at + 96]);
+                    let root = Blob::parse(&bytes).unwrap().root();
+                    Sealed {
+                        bytes,
+                        root,
+                        plain_len: p.len() as u64,
+                    }
+                }),
+                "link",
+            ),
+        ]
+    };
+    let buyers: Vec<Party> = (0..12).map(|i| Party::new(60 + i)).collect();
+    let keys: Vec<&Keypair> = buyers.iter().map(|b| &b.key).collect();
+    let mut t = T::ready_with(&keys).await;
+    let mut report = Vec::new();
+    let mut n = 0;
+    for (depth_name, len) in [("shallowest", 300usize), ("deepest", deep_len)] {
+        for (name, promised, make, kind) in cases(len) {
+            // the shallowest tree: one chunk for a step, two for a link
+            let promised = if depth_name == "shallowest" && kind == "step" {
+                promised[..200].to_vec()
+            } else {
+                promised
+            };
+            let id = format!("20261128-{n:012x}");
+            let listing = listing_pda(&t.seller.key.pubkey(), &id);
+            let k = *listing_scalar(&SELLER_SEED, &listing.to_bytes());
+            let sealed = make(&k, &promised);
+            let bundle_hash = if name.contains("wrong bundle_hash") {
+                escrow_math::sha256(&[b"another bundle"])
+            } else {
+                escrow_math::sha256(&[&promised])
+            };
+            let terms = SealedTerms {
+                key_point: point_of(&k),
+                blob_root: sealed.root,
+                plain_len: sealed.plain_len,
+                bundle_hash,
+                ..t.terms().await
+            };
+            t.list(&id, terms, STAKE).await.unwrap();
+            let buyer = &buyers[n];
+            n += 1;
+            let escrow = t.deposit(listing, buyer).await.unwrap();
+            let e: SealedEscrow = t.read(&escrow).await;
+            let b = t.seller_blinding(&listing, &e.buyer, &e.buyer_x25519);
+            let seller = t.seller.key.insecure_clone();
+            t.reveal_as(&seller, listing, escrow, reveal(&k, &b))
+                .await
+                .unwrap();
+            let opened = *open(
+                &t.read::<SealedEscrow>(&escrow).await.revealed,
+                &t.blinding(&listing, buyer),
+                &point_of(&k),
+            )
+            .unwrap();
+            assert_eq!(opened, k);
+            let count = Blob::parse(&sealed.bytes).unwrap().count();
+            let depth = escrow_math::merkle::depth(count);
+            let proof = T::v2_proof(&sealed.bytes, opened, &bundle_hash)
+                .unwrap_or_else(|| panic!("{depth_name} {name}: the blob opened"));
+            let (got_kind, index) = match &proof {
+                V2Proof::Step(p) => ("step", p.index),
+                V2Proof::Link(p) => ("link", p.index),
+            };
+            assert_eq!(got_kind, kind, "{depth_name} {name}");
+            let kp = buyer.key.insecure_clone();
+            // an honest index proves nothing (when there is one)
+            if count > 2 {
+                let honest = if index == 0 { 1 } else { 0 };
+                assert_eq!(
+                    custom(
+                        t.dispute_v2(listing, &kp, V2Proof::step(&sealed.bytes, opened, honest))
+                            .await
+                    ),
+                    code(EscrowError::NoFraud),
+                    "{depth_name} {name}: honest step {honest}"
+                );
+            }
+            let bytes = proof.clone().buyer_tx_len(listing, &kp);
+            assert!(bytes <= 1232, "{depth_name} {name}: {bytes} bytes");
+            let (b0, rent) = (t.lamports(&kp.pubkey()).await, t.rent(ESCROW_SPACE).await);
+            let before_cu = t.cu.clone();
+            t.cu.clear();
+            t.dispute_v2(listing, &kp, proof)
+                .await
+                .unwrap_or_else(|e| panic!("{depth_name} {name}: {e}"));
+            let cu = t.cu.values().copied().max().unwrap_or(0);
+            t.cu = before_cu;
+            let slash = STAKE * SLASH_BPS as u64 / 10_000;
+            assert_eq!(
+                t.lamports(&kp.pubkey()).await,
+                b0 + PRICE + rent + slash,
+                "{depth_name} {name}"
+            );
+            let l: SealedListing = t.read(&listing).await;
+            assert_eq!(
+                l.status,
+                SealedListingStatus::Convicted,
+                "{depth_name} {name}"
+            );
+            report.push(format!("  {depth_name:<10} depth {depth} {got_kind} at {index:>3}: {cu:>6} CU, {bytes:>4} bytes  ({name})"));
+            assert!(cu > 0 && cu < 200_000, "{depth_name} {name}: {cu} CU");
+        }
+    }
+    eprintln!("v2 fraud proofs that convicted (compute units; bytes of the buyer's transaction):");
+    for line in &report {
+        eprintln!("{line}");
+    }
 }

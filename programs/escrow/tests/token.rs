@@ -441,8 +441,12 @@ async fn trade_in(program: Pubkey) {
     let shared = x25519_shared(&w.buyers[0].x_secret, &w.seller.x_public()).unwrap();
     let b = blind_scalar(&shared, &escrow.to_bytes());
     let k = open(&e.revealed, &b, &point_of(&w.k())).unwrap();
+    let bundle_hash = escrow_math::sha256(&[&w.plain]);
     assert_eq!(
-        Blob::parse(&w.blob.bytes).unwrap().open(&k).unwrap(),
+        Blob::parse(&w.blob.bytes)
+            .unwrap()
+            .open(&k, &bundle_hash)
+            .unwrap(),
         w.plain
     );
 
@@ -513,8 +517,8 @@ async fn a_token_deposit_comes_back_whole_on_every_way_out() {
     let mut w = World::new(TOKEN_PROGRAM_ID, MintKind::Plain).await;
     // the seller commits to a blob whose chunk 2 lies
     let mut lying = w.blob.bytes.clone();
-    let count = Blob::parse(&lying).unwrap().count() as usize;
-    lying[escrow_math::blob::HEADER_LEN + count * 32 + 2 * 256 + 9] ^= 0x40;
+    let at = Blob::parse(&lying).unwrap().cipher_offset();
+    lying[at + 2 * 256 + 9] ^= 0x40;
     let root = Blob::parse(&lying).unwrap().root();
     let listing = w.list(root).await;
 
@@ -552,18 +556,21 @@ async fn a_token_deposit_comes_back_whole_on_every_way_out() {
     let shared = x25519_shared(&w.buyers[2].x_secret, &w.seller.x_public()).unwrap();
     let b = blind_scalar(&shared, &escrow.to_bytes());
     let k = open(&e.revealed, &b, &point_of(&w.k())).unwrap();
+    // the proof the buyer's client builds (a step proof: a v2 blob), and
+    // the same shape at an honest chunk
+    let bundle_hash = escrow_math::sha256(&[&w.plain]);
+    let proof = node::market::escrow_trade::fraud_proof(&lying, &k, &bundle_hash).unwrap();
+    assert_eq!((proof.kind(), proof.index()), ("step", 2));
     let blob = Blob::parse(&lying).unwrap();
-    let proof_of = |index: u32| {
-        let (cipher, plain_hash, path) = blob.proof_parts(index);
-        client::FraudProof {
-            k: *k,
-            index,
-            cipher: cipher.to_vec(),
-            plain_hash,
-            path,
-        }
+    let (cipher, plain_hash, before, after, path) = blob.step_parts(1);
+    let honest = client::FraudProof::Step {
+        k: *k,
+        index: 1,
+        cipher: cipher.to_vec(),
+        plain_hash,
+        states: (before, after),
+        path,
     };
-    let (proof, honest) = (proof_of(2), proof_of(1));
     let b2 = w.buyers[2].key.insecure_clone();
     let no_fraud = client::dispute_token(&listing, &b2.pubkey(), &w.mint, &honest);
     assert_eq!(
@@ -573,7 +580,7 @@ async fn a_token_deposit_comes_back_whole_on_every_way_out() {
     let before = w.lamports(&w.buyer(2)).await;
     let dispute = client::dispute_token(&listing, &b2.pubkey(), &w.mint, &proof);
     let cu = w.send(&[dispute], &[&b2]).await.unwrap();
-    eprintln!("dispute_token: {cu} CU");
+    eprintln!("dispute_step_token: {cu} CU");
     let slash = STAKE * SLASH_BPS as u64 / 10_000;
     assert_eq!(w.units_of(&w.buyer(2)).await, FUNDS);
     assert!(w.lamports(&w.buyer(2)).await > before + slash);
@@ -697,4 +704,101 @@ async fn only_mints_that_cannot_touch_a_vault_are_listed_and_no_fee_blocks_a_cla
         custom(w.send(&[ix], &[&seller]).await),
         code(EscrowError::NotAMint)
     );
+}
+
+/// The largest token disputes the buyer's client sends, at the deepest
+/// tree the node accepts (232 chunks: depth 8): a step proof at a full
+/// chunk and the link proof with the longest paths (at 127: 8 + 7
+/// hashes), each built by the node's own `fraud_proof` from the lying
+/// blob, convicting on the SBF build; the transaction the node sends
+/// (the buyer signs and pays alone, a compute-unit limit and price, the
+/// dispute) fits 1,232 bytes. Prints compute units and bytes.
+#[tokio::test]
+async fn the_deepest_token_proofs_fit_one_transaction_and_convict() {
+    use escrow_math::midstate::{chain, mask, xor, Side};
+    let len = 232 * 256 - 50;
+    let promised: Vec<u8> = (0..len as u32).map(|i| (i * 13 % 241) as u8).collect();
+    // (name, chunk whose committed states are another chain's, the expected proof)
+    for (name, forged_at, want) in [
+        ("step", 115usize, ("step", 115u32)),
+        ("link", 128, ("link", 127)),
+    ] {
+        let mut w = World::new(TOKEN_PROGRAM_ID, MintKind::Plain).await;
+        let k = w.k();
+        // step: chunk 115 ships another byte under the promised chain's
+        // states; link: chunk 128's states come from another chain
+        let mut shipped = promised.clone();
+        let mut states_of = promised.clone();
+        if name == "step" {
+            shipped[forged_at * 256 + 3] ^= 1;
+        } else {
+            states_of[..forged_at * 256].fill(0xee);
+        }
+        let mut bytes = escrow_math::blob::seal(&k, &shipped).unwrap().bytes;
+        let (before, after) = chain(&states_of).nth(forged_at).unwrap();
+        let at = escrow_math::blob::HEADER_LEN + forged_at * 96 + 32;
+        let i = forged_at as u32;
+        bytes[at..at + 32].copy_from_slice(&xor(&before, &mask(&k, i, Side::Before)));
+        bytes[at + 32..at + 64].copy_from_slice(&xor(&after, &mask(&k, i, Side::After)));
+        assert!(bytes.len() <= 81_920);
+        let root = Blob::parse(&bytes).unwrap().root();
+        w.plain = promised.clone();
+        w.blob = Sealed {
+            bytes: bytes.clone(),
+            root,
+            plain_len: len as u64,
+        };
+        let listing = w.list(root).await;
+        let escrow = w.deposit(listing, 0).await;
+        w.reveal(listing, escrow).await;
+        let e: SealedEscrow = w.read(&escrow).await;
+        let shared = x25519_shared(&w.buyers[0].x_secret, &w.seller.x_public()).unwrap();
+        let b = blind_scalar(&shared, &escrow.to_bytes());
+        let opened = open(&e.revealed, &b, &point_of(&k)).unwrap();
+        let proof = node::market::escrow_trade::fraud_proof(
+            &bytes,
+            &opened,
+            &escrow_math::sha256(&[&promised]),
+        )
+        .unwrap();
+        assert_eq!((proof.kind(), proof.index()), want, "{name}");
+        let b0 = w.buyers[0].key.insecure_clone();
+        let ix = node::market::escrow_trade::dispute_instruction(
+            &b0.pubkey(),
+            &listing,
+            &proof,
+            Some(&w.mint),
+        );
+        // what the node sends: the buyer alone, a compute-unit limit and price
+        let budget = solana_sdk::pubkey!("ComputeBudget111111111111111111111111111111");
+        let mut limit = vec![2u8];
+        limit.extend_from_slice(&200_000u32.to_le_bytes());
+        let mut price = vec![3u8];
+        price.extend_from_slice(&1_000u64.to_le_bytes());
+        let budget_ix = |data| Instruction {
+            program_id: budget,
+            accounts: vec![],
+            data,
+        };
+        let tx = Transaction::new_signed_with_payer(
+            &[budget_ix(limit), budget_ix(price), ix.clone()],
+            Some(&b0.pubkey()),
+            &[&b0],
+            solana_sdk::hash::Hash::default(),
+        );
+        let size = 1 + 64 + tx.message_data().len();
+        assert!(size <= 1232, "{name}: {size} bytes");
+        let cu = w.send(&[ix], &[&b0]).await.unwrap();
+        eprintln!(
+            "dispute_{name}_token at depth 8, chunk {}: {cu} CU, {size} bytes",
+            want.1
+        );
+        assert!(cu < 200_000, "{name}: {cu} CU");
+        assert_eq!(w.units_of(&w.buyer(0)).await, FUNDS);
+        let l: SealedListing = w.read(&listing).await;
+        assert_eq!(
+            l.status,
+            escrow::sealed::state::SealedListingStatus::Convicted
+        );
+    }
 }

@@ -1,6 +1,9 @@
-//! `dispute`: inside the dispute window, the buyer proves that the
-//! revealed key does not open the committed ciphertext to the committed
-//! plaintext (`escrow_math::fraud`). A proof that holds closes the escrow
+//! `dispute`, `dispute_step`, `dispute_link`: inside the dispute window,
+//! the buyer proves that the revealed key does not open the committed
+//! ciphertext to the committed plaintext (`dispute`, any blob), or, against
+//! a v2 blob's midstate commitments, that the plaintext is not the bundle
+//! the listing's `bundle_hash` names (`dispute_step`: one chunk's SHA-256
+//! step; `dispute_link`: two chunks' states do not join) (`escrow_math::fraud`). A proof that holds closes the escrow
 //! to the buyer (the whole deposit) and pays it the stake share; one that
 //! does not fails, costing the disputer its transaction fee and nothing
 //! else (the seller's claim only waits for the window).
@@ -14,7 +17,9 @@ use crate::sealed::state::{
     SealedEscrow, SealedEscrowStatus, SealedListing, SealedListingStatus, Settings,
 };
 use anchor_lang::prelude::*;
-use escrow_math::fraud::{check, Commitments, Proof, ProofError};
+use escrow_math::fraud::{
+    check, check_link, check_step, Commitments, LeafParts, LinkProof, Proof, ProofError, StepProof,
+};
 
 /// Accounts of `dispute`.
 #[event_cpi]
@@ -61,9 +66,126 @@ pub struct FraudProof {
     pub path: Vec<[u8; 32]>,
 }
 
+/// A step proof's arguments (v2 blobs).
+#[derive(AnchorSerialize, AnchorDeserialize, Clone, PartialEq, Eq, Debug)]
+pub struct StepFraud {
+    /// The listing's scalar k.
+    pub k: [u8; 32],
+    /// The chunk.
+    pub index: u32,
+    /// Its committed ciphertext.
+    pub cipher: Vec<u8>,
+    /// Its committed plaintext hash.
+    pub plain_hash: [u8; 32],
+    /// Its committed masked state before.
+    pub before: [u8; 32],
+    /// Its committed masked state after.
+    pub after: [u8; 32],
+    /// Its Merkle path.
+    pub path: Vec<[u8; 32]>,
+}
+
+/// One v2 leaf's parts in a link proof.
+#[derive(AnchorSerialize, AnchorDeserialize, Clone, Copy, PartialEq, Eq, Debug)]
+pub struct LeafFields {
+    /// Masked state before the chunk.
+    pub before: [u8; 32],
+    /// Masked state after it.
+    pub after: [u8; 32],
+    /// SHA-256(cipher ‖ plain_hash).
+    pub body: [u8; 32],
+}
+
+/// A link proof's arguments (v2 blobs).
+#[derive(AnchorSerialize, AnchorDeserialize, Clone, PartialEq, Eq, Debug)]
+pub struct LinkFraud {
+    /// The listing's scalar k.
+    pub k: [u8; 32],
+    /// The first of the two chunks.
+    pub index: u32,
+    /// Leaf `index`.
+    pub left: LeafFields,
+    /// Leaf `index + 1`.
+    pub right: LeafFields,
+    /// Leaf `index`'s path.
+    pub path: Vec<[u8; 32]>,
+    /// Leaf `index + 1`'s path below where the two join.
+    pub next: Vec<[u8; 32]>,
+}
+
+/// A proof the program decides against a listing's commitments.
+pub trait Decide {
+    /// The chunk it names.
+    fn index(&self) -> u32;
+    /// `Ok(())` when it shows fraud.
+    fn decide(&self, c: &Commitments) -> core::result::Result<(), ProofError>;
+}
+
+impl Decide for FraudProof {
+    fn index(&self) -> u32 {
+        self.index
+    }
+    fn decide(&self, c: &Commitments) -> core::result::Result<(), ProofError> {
+        check(
+            c,
+            &Proof {
+                k: self.k,
+                index: self.index,
+                cipher: &self.cipher,
+                plain_hash: self.plain_hash,
+                path: &self.path,
+            },
+        )
+    }
+}
+
+impl Decide for StepFraud {
+    fn index(&self) -> u32 {
+        self.index
+    }
+    fn decide(&self, c: &Commitments) -> core::result::Result<(), ProofError> {
+        check_step(
+            c,
+            &StepProof {
+                k: self.k,
+                index: self.index,
+                cipher: &self.cipher,
+                plain_hash: self.plain_hash,
+                before: self.before,
+                after: self.after,
+                path: &self.path,
+            },
+        )
+    }
+}
+
+impl Decide for LinkFraud {
+    fn index(&self) -> u32 {
+        self.index
+    }
+    fn decide(&self, c: &Commitments) -> core::result::Result<(), ProofError> {
+        let parts = |l: &LeafFields| LeafParts {
+            before: l.before,
+            after: l.after,
+            body: l.body,
+        };
+        check_link(
+            c,
+            &LinkProof {
+                k: self.k,
+                index: self.index,
+                left: parts(&self.left),
+                right: parts(&self.right),
+                path: &self.path,
+                next: &self.next,
+            },
+        )
+    }
+}
+
 impl Dispute<'_> {
     /// Decides the proof; on fraud, refunds and slashes.
-    pub fn handler(ctx: Context<Dispute>, proof: FraudProof) -> Result<()> {
+    pub fn handler(ctx: Context<Dispute>, proof: &impl Decide) -> Result<()> {
         let a = ctx.accounts;
         let buyer = a.buyer.to_account_info();
         // the escrow's lamports (deposit and rent) close to the buyer
@@ -73,7 +195,7 @@ impl Dispute<'_> {
             &mut a.listing,
             &a.escrow,
             &buyer,
-            &proof,
+            proof,
             &events,
         )
     }
@@ -88,7 +210,7 @@ pub fn convict(
     listing: &mut Account<'_, SealedListing>,
     escrow: &Account<'_, SealedEscrow>,
     buyer: &AccountInfo<'_>,
-    proof: &FraudProof,
+    proof: &impl Decide,
     event_authority: &AccountInfo<'_>,
 ) -> Result<()> {
     require!(
@@ -98,20 +220,12 @@ pub fn convict(
     let closes = add(escrow.revealed_at, settings.dispute_window_secs)?;
     require!(now()? < closes, EscrowError::DisputeWindowClosed);
     let terms = &listing.terms;
-    let verdict = check(
-        &Commitments {
-            key_point: terms.key_point,
-            blob_root: terms.blob_root,
-            plain_len: terms.plain_len,
-        },
-        &Proof {
-            k: proof.k,
-            index: proof.index,
-            cipher: &proof.cipher,
-            plain_hash: proof.plain_hash,
-            path: &proof.path,
-        },
-    );
+    let verdict = proof.decide(&Commitments {
+        key_point: terms.key_point,
+        blob_root: terms.blob_root,
+        plain_len: terms.plain_len,
+        bundle_hash: terms.bundle_hash,
+    });
     match verdict {
         Ok(()) => {}
         Err(ProofError::WrongKey) => return err!(EscrowError::ProofWrongKey),
@@ -128,7 +242,7 @@ pub fn convict(
         event_authority,
         &FraudProven {
             escrow: escrow.key(),
-            index: proof.index,
+            index: proof.index(),
             amount: escrow.amount,
             slashed,
         },

@@ -1,4 +1,5 @@
-//! `refund_sealed_token` and `dispute_token`: `refund_sealed` and
+//! `refund_sealed_token` and `dispute_token` (with `dispute_step_token`,
+//! `dispute_link_token`): `refund_sealed` and
 //! `dispute` for a listing in a token. Both first return everything the
 //! vault holds to the buyer's token account and close the vault to the
 //! buyer (its rent), signed by the escrow PDA, then decide as the lamport
@@ -7,7 +8,7 @@
 
 use crate::constants::{SEALED_ESCROW_SEED, SEALED_LISTING_SEED, SETTINGS_SEED};
 use crate::error::EscrowError;
-use crate::sealed::dispute::{convict, FraudProof};
+use crate::sealed::dispute::{convict, Decide};
 use crate::sealed::sealed_refund::{refund_due, refunded};
 use crate::sealed::state::{SealedEscrow, SealedListing, Settings};
 use crate::token::as_escrow;
@@ -86,8 +87,9 @@ impl ExitToken<'_> {
         refunded(&a.event_authority, &a.escrow, returned, slashed)
     }
 
-    /// `dispute_token`: `dispute`, the deposit returned from the vault.
-    pub fn dispute(ctx: Context<ExitToken>, proof: FraudProof) -> Result<()> {
+    /// `dispute_token` (and its step and link forms): `dispute`, the
+    /// deposit returned from the vault.
+    pub fn dispute(ctx: Context<ExitToken>, proof: &impl Decide) -> Result<()> {
         let a = ctx.accounts;
         a.empty_vault()?;
         let buyer = a.buyer.to_account_info();
@@ -97,7 +99,7 @@ impl ExitToken<'_> {
             &mut a.listing,
             &a.escrow,
             &buyer,
-            &proof,
+            proof,
             &events,
         )
     }
