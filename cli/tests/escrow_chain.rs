@@ -549,6 +549,7 @@ fn a_cheating_sellers_blob_is_proven_wrong_by_the_buyers_own_client() {
                 blob_root: lying_root,
                 plain_len: sealed.plain_len,
                 seller_x25519: seller.x25519_public(),
+                midstates: false,
             }),
             settlement: None,
             usd_at_settle: None,

@@ -222,6 +222,7 @@ impl LogBuilder {
                 blob_root: sealed.root,
                 plain_len: sealed.plain_len,
                 seller_x25519: seller.x25519_public(),
+                midstates: true,
             }
         });
         let manifest = build_listing(

@@ -208,6 +208,7 @@ fn the_indexer_settles_an_escrow_listing_with_the_programs_deposit() {
                 blob_root: sealed.root,
                 plain_len: sealed.plain_len,
                 seller_x25519: seller.x25519_public(),
+                midstates: true,
             }),
             settlement: None,
             usd_at_settle: None,

@@ -839,6 +839,7 @@ mod tests {
                     blob_root: sealed.root,
                     plain_len: sealed.plain_len,
                     seller_x25519: seller.x25519_public(),
+                    midstates: true,
                 }),
                 settlement: None,
                 usd_at_settle: None,

@@ -422,6 +422,7 @@ pub async fn list_bundle(
                 blob_root,
                 plain_len,
                 seller_x25519: seller.x25519_public(),
+                midstates: true,
             };
             (stored, Some(terms))
         }

@@ -750,16 +750,24 @@ pub struct EscrowCommitments {
     pub plain_len: u64,
     /// The seller's X25519 key (hex).
     pub seller_x25519: [u8; 32],
+    /// Whether the blob commits SHA-256's midstates (`"blob_format": 2`:
+    /// a plaintext other than the bundle `bundle_hash` names is provable
+    /// fraud); absent or 1 in listings made before, whose blobs do not.
+    pub midstates: bool,
 }
 
 impl EscrowCommitments {
     fn to_json(self) -> Value {
-        json!({
+        let mut v = json!({
             "key_point": hex::encode(self.key_point),
             "blob_root": hex::encode(self.blob_root),
             "plain_len": self.plain_len,
             "seller_x25519": hex::encode(self.seller_x25519),
-        })
+        });
+        if self.midstates {
+            v["blob_format"] = json!(2);
+        }
+        v
     }
 
     fn from_json(v: &Value) -> Result<EscrowCommitments, ManifestRuleError> {
@@ -780,6 +788,19 @@ impl EscrowCommitments {
                 .and_then(Value::as_u64)
                 .ok_or_else(|| field_err("escrow_terms", "`plain_len` is not an integer"))?,
             seller_x25519: hex32("seller_x25519")?,
+            midstates: match v.get("blob_format") {
+                None => false,
+                Some(f) => match f.as_u64() {
+                    Some(1) => false,
+                    Some(2) => true,
+                    _ => {
+                        return Err(field_err(
+                            "escrow_terms",
+                            "`blob_format` must be 1 or 2 (a newer brainctl's format?)",
+                        ))
+                    }
+                },
+            },
         })
     }
 }
