@@ -153,6 +153,21 @@ fn browse_pages_and_show_reads_one_listing() {
         "{}",
         escrowed.stdout
     );
+    // what its blob proves about the bundle (the synthetic log's escrow
+    // listings are v2); a direct listing says nothing of it
+    assert!(
+        escrowed.stdout.contains("  bundle proof on chain"),
+        "{}",
+        escrowed.stdout
+    );
+    assert!(!direct.stdout.contains("bundle proof"), "{}", direct.stdout);
+    let shown = env.run(&["--json", "marketplace", "show", &ids[3], "--indexer", &base]);
+    assert_eq!(
+        shown.json()["listing"]["bundle_proof"],
+        "on_chain",
+        "{}",
+        shown.stdout
+    );
 }
 
 #[test]

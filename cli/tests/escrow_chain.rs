@@ -488,16 +488,42 @@ fn the_escrow_trade_runs_through_the_binaries_on_the_deployed_program() {
     assert!(rt.block_on(chain.send(&[deposit], &[&after])).is_err());
 }
 
-/// A cheating seller (its own tooling, through the node's library: our CLI
-/// lists honestly) commits to a blob whose first chunk does not decrypt to
-/// its committed plaintext, and reveals a correct key. The buyer's `buy`
-/// refuses the bundle naming the chunk; `marketplace dispute` proves it:
-/// the program alone returns the deposit and a share of the stake,
-/// convicts the listing, and the seller can never claim.
+/// How the cheating seller lies.
+#[derive(Clone, Copy, PartialEq)]
+enum Lie {
+    /// A listing made before midstate commitments (a v1 blob, no
+    /// `blob_format`): chunk 0's ciphertext altered, the root recomputed.
+    OldListingChunk,
+    /// A v2 blob sealed consistently (every chunk opens to its hashes and
+    /// states) of another plaintext than the bundle `bundle_hash` names.
+    AnotherBundle,
+}
+
+/// A listing made before midstate commitments still trades as before:
+/// its lying chunk is proven by the buyer's own client (a chunk proof).
 #[test]
-fn a_cheating_sellers_blob_is_proven_wrong_by_the_buyers_own_client() {
+fn an_old_listings_lying_chunk_is_proven_by_the_buyers_own_client() {
+    cheating_seller(Lie::OldListingChunk);
+}
+
+/// Issue 45 through the binaries: a seller whose blob opens, chunk by
+/// chunk, to its own commitments but is not the bundle the signed
+/// manifest's `bundle_hash` names is convicted by the step proof the
+/// buyer's client builds and sends without the user's action.
+#[test]
+fn a_seller_who_seals_another_bundle_is_convicted_by_the_buyers_own_client() {
+    cheating_seller(Lie::AnotherBundle);
+}
+
+/// A cheating seller (its own tooling, through the node's library: our CLI
+/// lists honestly) commits to a blob that `lie` makes dishonest, and
+/// reveals a correct key. The buyer's `buy` proves the lie itself: the
+/// program alone returns the deposit and a share of the stake, convicts
+/// the listing, and the seller can never claim; a patient buyer's
+/// `marketplace watch` does the same later from the blob it kept.
+fn cheating_seller(lie: Lie) {
     use node::arweave::{FsStore, Uploader};
-    use node::escrow::math::blob::{seal, Blob, HEADER_LEN};
+    use node::escrow::math::blob::{seal, seal_v1, Blob};
     use node::market::manifest::{build_listing, EscrowCommitments, Listing, NewListing};
     const PRICE: u64 = 50_000_000;
     let (v, treasury) = configured(&[], 300);
@@ -515,10 +541,20 @@ fn a_cheating_sellers_blob_is_proven_wrong_by_the_buyers_own_client() {
     let plain: Vec<u8> = (0..2_000u32).map(|i| (i % 251) as u8).collect();
     let bundle_hash = hex::encode(escrow::math::sha256(&[&plain]));
     let k = escrow::listing_scalar(&seller, &id);
-    let sealed = seal(&k, &plain).unwrap();
+    let (sealed, lying_index) = match lie {
+        Lie::OldListingChunk => (seal_v1(&k, &plain).unwrap(), 0),
+        Lie::AnotherBundle => {
+            let mut shipped = plain.clone();
+            shipped[1_000] ^= 0x55;
+            // sealed honestly, so the last chunk's step ends at another hash
+            (seal(&k, &shipped).unwrap(), (plain.len() as u32 - 1) / 256)
+        }
+    };
     let mut bytes = sealed.bytes;
-    let count = Blob::parse(&bytes).unwrap().count() as usize;
-    bytes[HEADER_LEN + count * 32 + 3] ^= 0x20;
+    if lie == Lie::OldListingChunk {
+        let at = Blob::parse(&bytes).unwrap().cipher_offset();
+        bytes[at + 3] ^= 0x20;
+    }
     let lying_root = Blob::parse(&bytes).unwrap().root();
     let blob_id = rt
         .block_on(uploader.put_signed(
@@ -549,7 +585,7 @@ fn a_cheating_sellers_blob_is_proven_wrong_by_the_buyers_own_client() {
                 blob_root: lying_root,
                 plain_len: sealed.plain_len,
                 seller_x25519: seller.x25519_public(),
-                midstates: false,
+                midstates: lie == Lie::AnotherBundle,
             }),
             settlement: None,
             usd_at_settle: None,
@@ -635,13 +671,14 @@ fn a_cheating_sellers_blob_is_proven_wrong_by_the_buyers_own_client() {
     let before = balance(&buyer_pk);
     reveal_to(&patient_pk);
     reveal_to(&buyer_pk);
-    // the buyer's own `buy` finds chunk 0 lying and sends the fraud proof
-    // itself: deposit, rent and half the stake back, nobody disputing by hand
+    // the buyer's own `buy` finds the lie (chunk 0's hash; the last
+    // chunk's step) and sends the fraud proof itself: deposit, rent and
+    // half the stake back, nobody disputing by hand
     let out = buying.wait_with_output().unwrap();
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert_ne!(out.status.code(), Some(0), "nothing imported: {stdout}");
     assert!(
-        stdout.contains("chunk 0 of the blob does not open")
+        stdout.contains(&format!("chunk {lying_index} of the blob does not open"))
             && stdout.contains("the fraud proof was sent and held"),
         "{stdout}\n{}",
         String::from_utf8_lossy(&out.stderr)
@@ -699,7 +736,7 @@ fn a_cheating_sellers_blob_is_proven_wrong_by_the_buyers_own_client() {
         outcome["outcome"]["detail"]
             .as_str()
             .unwrap()
-            .starts_with("chunk 0 lied"),
+            .starts_with(&format!("chunk {lying_index} lied")),
         "{outcome}"
     );
     let network_fee = patient_before + PRICE + rent + STAKE / 2 - balance(&patient_pk);

@@ -131,6 +131,19 @@ fn withhold_messages(v: &mut Value) {
 }
 
 /// `show`.
+/// What an escrow listing's blob proves on chain about the bundle, from
+/// its signed manifest: `on_chain` (`escrow_terms.blob_format` 2: its
+/// midstates are committed) or `client_only` (an older listing); `None`
+/// for a listing paid directly.
+fn bundle_proof(manifest: &serde_json::Value) -> Option<&'static str> {
+    let terms = manifest.get("escrow_terms")?;
+    Some(if terms["blob_format"] == 2 {
+        "on_chain"
+    } else {
+        "client_only"
+    })
+}
+
 pub fn show(
     ctx: &Context,
     opts: &IndexerOpts,
@@ -145,6 +158,9 @@ pub fn show(
     let mut v = get(ctx, opts, &format!("/listings/{listing_id}"), &[])?;
     if !include_messages {
         withhold_messages(&mut v);
+    }
+    if let Some(proof) = bundle_proof(&v["listing"]["manifest"]) {
+        v["listing"]["bundle_proof"] = serde_json::json!(proof);
     }
     ctx.emit(&v, || {
         let l = &v["listing"];
@@ -170,8 +186,19 @@ pub fn show(
             },
             format!("  categories   {}", p["categories_summary"]),
             format!("  description  {}", p["description"].as_str().unwrap_or("")),
-            format!("  sales {} / releases {}", l["sales"], l["releases"]),
         ];
+        match bundle_proof(&l["manifest"]) {
+            Some("on_chain") => out.push(
+                "  bundle proof on chain: a plaintext other than the bundle hash above is fraud the program convicts (blob format 2)".into(),
+            ),
+            Some(_) => out.push(
+                "  bundle proof none: listed before midstate commitments (blob format 1); a lying chunk is provable, a plaintext other than the bundle hash is only detected by your client".into(),
+            ),
+            None => {}
+        }
+        out.extend([
+            format!("  sales {} / releases {}", l["sales"], l["releases"]),
+        ]);
         for o in v["offers"].as_array().into_iter().flatten() {
             out.push(format!(
                 "  offer {}  {}  {}",
@@ -183,4 +210,26 @@ pub fn show(
         out.join("\n")
     });
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::bundle_proof;
+    use serde_json::json;
+
+    #[test]
+    fn the_bundle_proof_follows_the_signed_blob_format() {
+        let terms = |t| json!({"escrow_program": "x", "escrow_terms": t});
+        assert_eq!(
+            bundle_proof(&terms(json!({"blob_format": 2}))),
+            Some("on_chain")
+        );
+        // listed before midstate commitments: no blob_format, or 1
+        assert_eq!(bundle_proof(&terms(json!({}))), Some("client_only"));
+        assert_eq!(
+            bundle_proof(&terms(json!({"blob_format": 1}))),
+            Some("client_only")
+        );
+        assert_eq!(bundle_proof(&json!({"payment_address": "x"})), None);
+    }
 }

@@ -301,16 +301,14 @@ async fn fetch_associated(
     mint: &TokenMint,
 ) -> Result<Option<solana_sdk::account::Account>, crate::chain::ChainError> {
     let address = associated_account(owner, mint);
-    Ok(
-        crate::chain::client::with_retry("getAccountInfo", || async {
-            chain
-                .rpc()
-                .get_account_with_commitment(&address, chain.commitment())
-                .await
-                .map(|r| r.value)
-        })
-        .await?,
-    )
+    crate::chain::client::with_retry("getAccountInfo", || async {
+        chain
+            .rpc()
+            .get_account_with_commitment(&address, chain.commitment())
+            .await
+            .map(|r| r.value)
+    })
+    .await
 }
 
 /// Whether `owner`'s associated account of `mint` exists.

@@ -577,7 +577,7 @@ async fn plan_escrow(
     let blob = source
         .fetch(blob_item(listing), crate::seal::MAX_BLOB_BYTES)
         .await?;
-    check_blob(&onchain.terms, &blob)
+    check_blob(&onchain.terms, midstates_promised(listing), &blob)
         .map_err(crate::market::escrow_trade::EscrowReadError::from)?;
     let blind = blind_point_for(&buyer.x25519_secret(), &onchain, &account, &kp.pubkey())
         .map_err(crate::market::escrow_trade::EscrowReadError::from)?;
@@ -790,6 +790,11 @@ pub async fn dispute_escrow(
     send_dispute(chain, buyer, listing, &blob, &k).await
 }
 
+/// Whether the listing's manifest promises a v2 blob (midstates).
+fn midstates_promised(listing: &Listing) -> bool {
+    listing.escrow_terms.is_some_and(|t| t.midstates)
+}
+
 /// The listing's blob, checked against its committed length and root on
 /// every fetch (a gateway serving other bytes is caught before they are
 /// opened or proven against).
@@ -799,7 +804,7 @@ async fn fetch_committed_blob(source: &Source, listing: &Listing) -> Result<Vec<
         .fetch(blob_item(listing), crate::seal::MAX_BLOB_BYTES)
         .await?;
     let terms = manifest_terms(listing).map_err(EscrowReadError::from)?;
-    check_blob(&terms, &blob).map_err(EscrowReadError::from)?;
+    check_blob(&terms, midstates_promised(listing), &blob).map_err(EscrowReadError::from)?;
     Ok(blob)
 }
 
@@ -930,7 +935,7 @@ pub async fn advance_sealed(
                 EscrowReadError::from(EscrowPlanError::NoEscrow(listing.listing_id.clone()))
             })?;
             let terms = manifest_terms(listing).map_err(EscrowReadError::from)?;
-            check_blob(&terms, blob).map_err(EscrowReadError::from)?;
+            check_blob(&terms, midstates_promised(listing), blob).map_err(EscrowReadError::from)?;
             let parsed = escrow_math::blob::Blob::parse(blob)
                 .map_err(|e| EscrowReadError::from(EscrowPlanError::from(e)))?;
             return match parsed.open(&k, &terms.bundle_hash) {

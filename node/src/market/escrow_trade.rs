@@ -137,6 +137,10 @@ pub enum EscrowPlanError {
         /// Recomputed.
         blob: String,
     },
+    /// The manifest promises a v2 blob (midstates committed) and the
+    /// blob is v1: the protection it names is not there.
+    #[error("the manifest's escrow_terms.blob_format promises midstate commitments (2) and the blob on Arweave has none (v1): a plaintext other than the promised bundle could not be proven; refusing to pay")]
+    BlobFormat,
     /// The key commitment is not a prime-order point.
     #[error("the listing's key commitment is not a prime-order point: no reveal could ever open it; refusing to pay")]
     BadKeyPoint,
@@ -145,14 +149,14 @@ pub enum EscrowPlanError {
     Key(#[from] ClientError),
     /// The revealed key opened a chunk to something other than its
     /// commitment: provable.
-    #[error("chunk {index} of the blob does not open to its commitment under the key the seller revealed: prove it with `brainctl marketplace dispute <manifest>` inside the dispute window (your deposit comes back with a share of the seller's stake)")]
+    #[error("chunk {index} of the blob does not open, under the key the seller revealed, to what the seller committed (its plaintext hash, its SHA-256 states, the bundle_hash it promised): prove it with `brainctl marketplace dispute <manifest>` inside the dispute window (your deposit comes back with a share of the seller's stake)")]
     Misdelivery {
         /// The first lying chunk.
         index: u32,
     },
     /// The revealed key opened a chunk to something other than its
     /// commitment, and the buyer's client proved it on chain itself.
-    #[error("chunk {index} of the blob does not open to its commitment under the key the seller revealed: the fraud proof was sent and held ({signature}); your deposit is back with a share of the seller's stake, and the listing is convicted")]
+    #[error("chunk {index} of the blob does not open, under the key the seller revealed, to what the seller committed (its plaintext hash, its SHA-256 states, the bundle_hash it promised): the fraud proof was sent and held ({signature}); your deposit is back with a share of the seller's stake, and the listing is convicted")]
     Disputed {
         /// The lying chunk.
         index: u32,
@@ -379,9 +383,15 @@ pub fn check_listing(
 }
 
 /// Checks the blob on Arweave is the committed ciphertext: an escrow blob
-/// of the committed length hashing to the committed root.
-pub fn check_blob(terms: &Terms, blob: &[u8]) -> Result<(), EscrowPlanError> {
+/// of the committed length hashing to the committed root, with the
+/// midstate commitments the manifest promises (`midstates`: its
+/// `escrow_terms.blob_format` is 2; a v2 blob under an older manifest is
+/// fine: more than it promised).
+pub fn check_blob(terms: &Terms, midstates: bool, blob: &[u8]) -> Result<(), EscrowPlanError> {
     let parsed = Blob::parse(blob)?;
+    if midstates && parsed.format != escrow_math::blob::Format::V2 {
+        return Err(EscrowPlanError::BlobFormat);
+    }
     if parsed.plain_len != terms.plain_len {
         return Err(mismatch("plain_len", terms.plain_len, parsed.plain_len));
     }
@@ -932,18 +942,32 @@ mod tests {
         let seller = Wallet::generate();
         let (l, blob) = manifest(&seller, 5_000);
         let terms = manifest_terms(&l).unwrap();
-        assert_eq!(check_blob(&terms, &blob), Ok(()));
+        assert_eq!(check_blob(&terms, true, &blob), Ok(()));
         let mut other = blob.clone();
         let last = other.len() - 1;
         other[last] ^= 1;
         assert!(matches!(
-            check_blob(&terms, &other),
+            check_blob(&terms, true, &other),
             Err(EscrowPlanError::BlobRoot { .. })
         ));
         assert!(matches!(
-            check_blob(&terms, b"not a blob"),
+            check_blob(&terms, true, b"not a blob"),
             Err(EscrowPlanError::Blob(_))
         ));
+        // a v1 blob under a manifest promising midstates is refused; under
+        // an older manifest (no blob_format) it is what was promised
+        let plain = vec![7u8; 700];
+        let v1 = escrow_math::blob::seal_v1(&[3; 32], &plain).unwrap();
+        let v1_terms = Terms {
+            blob_root: v1.root,
+            plain_len: v1.plain_len,
+            ..terms
+        };
+        assert_eq!(
+            check_blob(&v1_terms, true, &v1.bytes),
+            Err(EscrowPlanError::BlobFormat)
+        );
+        assert_eq!(check_blob(&v1_terms, false, &v1.bytes), Ok(()));
     }
 
     #[test]

@@ -949,6 +949,32 @@ mod tests {
     }
 
     #[test]
+    fn escrow_terms_name_their_blob_format() {
+        let c = EscrowCommitments {
+            key_point: [1; 32],
+            blob_root: [2; 32],
+            plain_len: 300,
+            seller_x25519: [3; 32],
+            midstates: true,
+        };
+        let v = c.to_json();
+        assert_eq!(v["blob_format"], 2);
+        assert_eq!(EscrowCommitments::from_json(&v).unwrap(), c);
+        let old = EscrowCommitments {
+            midstates: false,
+            ..c
+        };
+        assert!(old.to_json().get("blob_format").is_none());
+        assert_eq!(EscrowCommitments::from_json(&old.to_json()).unwrap(), old);
+        let mut newer = v.clone();
+        newer["blob_format"] = serde_json::json!(3);
+        let e = EscrowCommitments::from_json(&newer)
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("blob_format"), "{e}");
+    }
+
+    #[test]
     fn tampered_or_out_of_range_manifests_are_refused() {
         let mut l = fixture("listing.manifest.json");
         l["pricing"]["price_usd"] = json!(1.0);

@@ -362,13 +362,11 @@ mod tests {
         }
     }
 
+    type Verdicts = Vec<Result<(), ProofError>>;
+
     /// Every step and every link proof against `sealed`, as the program
     /// decides them: the verdicts, index by index.
-    fn verdicts(
-        k: &[u8; 32],
-        sealed: &Sealed,
-        bundle_hash: Hash,
-    ) -> (Vec<Result<(), ProofError>>, Vec<Result<(), ProofError>>) {
+    fn verdicts(k: &[u8; 32], sealed: &Sealed, bundle_hash: Hash) -> (Verdicts, Verdicts) {
         let c = commitments(k, sealed, bundle_hash);
         let blob = Blob::parse(&sealed.bytes).unwrap();
         let steps = (0..blob.count())

@@ -1,13 +1,16 @@
 //! The demo's lying seller (a test helper, never part of the product):
-//! lists a sealed-escrow listing through the program whose blob lies in
-//! chunk 0 (the chunk altered, the Merkle root recomputed over it, so the
-//! buyer's check of the blob against the root before paying passes), then
+//! lists a sealed-escrow listing through the program whose blob lies
+//! (`--lie chunk`, the default: chunk 0's ciphertext altered, the Merkle
+//! root recomputed over it; `--lie bundle`: a blob sealed consistently,
+//! every chunk opening to its hashes and states, of another plaintext than
+//! the bundle the manifest's `bundle_hash` names; either way the buyer's
+//! check of the blob against the root before paying passes), then
 //! reveals the listing's true key to each deposit as an honest `listen`
 //! would, and so would be paid after the dispute window for a blob that
 //! does not open, unless the buyer proves it.
 //!
 //! `lying-seller --rpc URL --home DIR --gateway URL [--stake LAMPORTS]
-//! [--reveals N] [--timeout SECS]`: the wallet is `DIR/.brainctl/wallet.json`
+//! [--reveals N] [--timeout SECS] [--lie chunk|bundle]`: the wallet is `DIR/.brainctl/wallet.json`
 //! (funded), the Arweave key `DIR/.brainctl/arweave-wallet.pkcs8`. Prints
 //! `{"manifest": …, "listing_id": …}` once listed, then a line per reveal,
 //! and exits after N reveals (default 1) or the timeout (default 120 s).
@@ -15,7 +18,7 @@
 use node::arweave::gateway::Gateway;
 use node::arweave::Uploader;
 use node::chain::{Chain, Endpoint, Pubkey};
-use node::escrow::math::blob::{seal, Blob, HEADER_LEN};
+use node::escrow::math::blob::{seal, Blob};
 use node::escrow::{self, EscrowStatus};
 use node::market::manifest::{build_listing, EscrowCommitments, Listing, NewListing};
 use node::wallet::Wallet;
@@ -29,16 +32,19 @@ struct Args {
     stake: u64,
     reveals: usize,
     timeout: Duration,
+    /// `chunk` or `bundle`.
+    lie: String,
 }
 
 fn usage(why: &str) -> ! {
-    eprintln!("lying-seller: {why}\nusage: lying-seller --rpc URL --home DIR --gateway URL [--stake LAMPORTS] [--reveals N] [--timeout SECS]");
+    eprintln!("lying-seller: {why}\nusage: lying-seller --rpc URL --home DIR --gateway URL [--stake LAMPORTS] [--reveals N] [--timeout SECS] [--lie chunk|bundle]");
     std::process::exit(2)
 }
 
 fn args() -> Args {
     let (mut rpc, mut home, mut gateway) = (None, None, None);
     let (mut stake, mut reveals, mut timeout) = (2_000_000u64, 1usize, 120u64);
+    let mut lie = String::from("chunk");
     let mut it = std::env::args().skip(1);
     while let Some(flag) = it.next() {
         let value = it
@@ -55,6 +61,8 @@ fn args() -> Args {
             "--stake" => stake = number(&value),
             "--reveals" => reveals = number(&value) as usize,
             "--timeout" => timeout = number(&value),
+            "--lie" if value == "chunk" || value == "bundle" => lie = value,
+            "--lie" => usage(&format!("--lie {value}: chunk or bundle")),
             other => usage(&format!("unknown flag {other}")),
         }
     }
@@ -65,6 +73,7 @@ fn args() -> Args {
         stake,
         reveals,
         timeout: Duration::from_secs(timeout),
+        lie,
     }
 }
 
@@ -86,7 +95,7 @@ fn main() {
     let seller_pk: Pubkey = seller.address().parse().expect("address");
 
     // the lie: chunk 0's ciphertext altered after sealing, the root
-    // recomputed over the altered blob
+    // recomputed over the altered blob; or another plaintext sealed whole
     let id = node::market::list::new_listing_id();
     let plain: Vec<u8> = br#"{"memories":[{"content":"a lesson that was never written"}]}"#
         .iter()
@@ -96,10 +105,19 @@ fn main() {
         .collect();
     let bundle_hash = hex::encode(escrow::math::sha256(&[&plain]));
     let k = escrow::listing_scalar(&seller, &id);
-    let sealed = seal(&k, &plain).expect("seal");
+    let sealed = if a.lie == "bundle" {
+        // the same length, one memory's words changed
+        let mut shipped = plain.clone();
+        shipped[40..47].copy_from_slice(b"NOTHING");
+        seal(&k, &shipped).expect("seal")
+    } else {
+        seal(&k, &plain).expect("seal")
+    };
     let mut bytes = sealed.bytes;
-    let count = Blob::parse(&bytes).expect("blob").count() as usize;
-    bytes[HEADER_LEN + count * 32 + 3] ^= 0x20;
+    if a.lie == "chunk" {
+        let at = Blob::parse(&bytes).expect("blob").cipher_offset();
+        bytes[at + 3] ^= 0x20;
+    }
     let lying_root = Blob::parse(&bytes).expect("blob").root();
     let blob_id = rt
         .block_on(uploader.put_signed(
