@@ -12,8 +12,15 @@ Exit codes:
 
 Environment:
   BRAINCTL_DB, BRAIN_DB    memory store path (default ~/.brainctl/brain.db)
-  BRAINCTL_WALLET_PATH     wallet path (default ~/.brainctl/wallet.json)
-  BRAINCTL_RPC_URL         cluster for on-chain commands (default mainnet-beta)
+  BRAINCTL_WALLET_PATH     wallet path (default ~/.brainctl/wallet.json, or the
+                           Solana CLI config's keypair when brainctl has none)
+  BRAINCTL_RPC_URL         cluster for on-chain commands (default: the Solana CLI
+                           config's json_rpc_url, else mainnet-beta)
+  BRAINCTL_COMMITMENT      commitment (default: the Solana CLI config's, else finalized)
+
+Solana CLI config (~/.config/solana/cli/config.yml, `solana config set`): when
+present, its json_rpc_url, commitment and keypair_path are the defaults, below
+the flags and their BRAINCTL_* variables, as in solana, anchor and spl-token.
   BRAINCTL_PROTOCOL_FEE_DISABLE=1, BRAINCTL_OP_FEE_LAMPORTS, BRAINCTL_TREASURY_PUBKEY
                            protocol fee settings (fees apply on mainnet-beta only)
   BRAINCTL_PRIORITY_FEE_PERCENTILE
@@ -32,7 +39,10 @@ pub struct Cli {
         value_name = "PATH"
     )]
     pub db: Option<PathBuf>,
-    /// Wallet keystore (Solana CLI JSON array of 64 bytes).
+    /// Wallet keystore (Solana CLI JSON array of 64 bytes). Default:
+    /// $BRAINCTL_WALLET_PATH, else ~/.brainctl/wallet.json if it exists, else
+    /// the Solana CLI config's keypair_path if that exists, else
+    /// ~/.brainctl/wallet.json (where `wallet new` creates one).
     #[arg(
         long,
         global = true,
@@ -42,19 +52,22 @@ pub struct Cli {
     )]
     pub keystore: Option<PathBuf>,
     /// Cluster: mainnet-beta, devnet, testnet, localhost, or an RPC URL (like the Solana CLI's -u).
+    /// Default: $BRAINCTL_RPC_URL, else the Solana CLI config's json_rpc_url
+    /// (~/.config/solana/cli/config.yml), else mainnet-beta.
     #[arg(
         short = 'u',
         long = "url",
+        visible_alias = "rpc-url",
         global = true,
         help_heading = "Global options",
         value_name = "URL_OR_MONIKER",
-        env = "BRAINCTL_RPC_URL",
-        default_value = "mainnet-beta"
+        env = "BRAINCTL_RPC_URL"
     )]
-    pub url: String,
+    pub url: Option<String>,
     /// Commitment for reads and confirmations (localnet may use confirmed).
-    #[arg(long, global = true, help_heading = "Global options", env = "BRAINCTL_COMMITMENT", value_enum, default_value_t = Commitment::Finalized)]
-    pub commitment: Commitment,
+    /// Default: $BRAINCTL_COMMITMENT, else the Solana CLI config's, else finalized.
+    #[arg(long, global = true, help_heading = "Global options", env = "BRAINCTL_COMMITMENT", value_enum)]
+    pub commitment: Option<Commitment>,
     /// Compute-unit price of every transaction sent (micro-lamports per
     /// unit) instead of the estimate from the cluster's recent fees for the
     /// accounts it writes (their 75th percentile); still capped by
@@ -197,6 +210,33 @@ the file). Every buy is reserved in ~/.brainctl/spend.db before it is sent,
 so restarting the server never resets the budget."
     )]
     Mcp(McpArgs),
+    /// Check this set-up: the RPC and its cluster, the wallet and its
+    /// balance, the memory store, the storage, the escrow program and the
+    /// indexer, each failure with what to do (exit 1 if any failed).
+    #[command(after_help = "Examples:
+  brainctl -u devnet doctor
+  brainctl -u localhost --commitment confirmed doctor --storage gateway --gateway-url http://127.0.0.1:1984
+  brainctl --json doctor | jq '.checks[] | select(.status != \"ok\")'")]
+    Doctor(DoctorArgs),
+    /// Print a shell completion script (bash, zsh, fish, elvish, powershell).
+    #[command(after_help = "Examples:
+  brainctl completions bash > ~/.local/share/bash-completion/completions/brainctl
+  brainctl completions zsh > \"${fpath[1]}/_brainctl\"
+  brainctl completions fish > ~/.config/fish/completions/brainctl.fish")]
+    Completions {
+        /// The shell.
+        #[arg(value_enum)]
+        shell: clap_complete::Shell,
+    },
+    /// Print the man page (roff), or write one per command into a directory.
+    #[command(after_help = "Examples:
+  brainctl man | man -l -
+  brainctl man --out-dir ~/.local/share/man/man1   # brainctl.1, brainctl-marketplace-buy.1, ...")]
+    Man {
+        /// Write brainctl.1 and a page per subcommand here instead.
+        #[arg(long, value_name = "DIR")]
+        out_dir: Option<std::path::PathBuf>,
+    },
 }
 
 /// `brainctl mcp`
@@ -829,6 +869,15 @@ pub enum StorageCmd {
     },
 }
 
+/// `brainctl doctor`.
+#[derive(Debug, Args)]
+pub struct DoctorArgs {
+    #[command(flatten)]
+    pub storage: StorageOpts,
+    #[command(flatten)]
+    pub indexer: IndexerOpts,
+}
+
 /// `brainctl wallet ...`
 #[derive(Debug, Subcommand)]
 pub enum WalletCmd {
@@ -961,7 +1010,7 @@ pub struct MemoryFilter {
     #[arg(long)]
     pub include_imported: bool,
     /// At most this many rows.
-    #[arg(short = 'n', long, default_value_t = 20, value_parser = clap::value_parser!(u32).range(1..=10_000))]
+    #[arg(short = 'n', visible_short_alias = 'l', long, default_value_t = 20, value_parser = clap::value_parser!(u32).range(1..=10_000))]
     pub limit: u32,
 }
 
@@ -1046,6 +1095,9 @@ pub struct ExportArgs {
     /// Output file (default ./bundle-<hash prefix>.signed.json; `-` for stdout).
     #[arg(short = 'o', long)]
     pub output: Option<PathBuf>,
+    /// Replace the output file if it exists (refused otherwise).
+    #[arg(long)]
+    pub force: bool,
     /// Sign even though secrets or personal data were found.
     #[arg(long)]
     pub allow_sensitive: bool,
@@ -1222,6 +1274,16 @@ pub enum Commitment {
 }
 
 impl Commitment {
+    /// From the name the Solana CLI config uses (its older names too).
+    pub fn from_config(name: &str) -> Option<Commitment> {
+        match name {
+            "processed" | "recent" => Some(Commitment::Processed),
+            "confirmed" | "single" | "singleGossip" => Some(Commitment::Confirmed),
+            "finalized" | "max" | "root" => Some(Commitment::Finalized),
+            _ => None,
+        }
+    }
+
     /// Its name (as the RPC spells it).
     pub fn as_str(self) -> &'static str {
         match self {

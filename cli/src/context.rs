@@ -83,9 +83,34 @@ impl Context {
             home.as_deref(),
         )
         .context("cannot find a home directory; pass --db PATH")?;
+        let solana = match home.as_deref() {
+            Some(h) => crate::solana_config::read(h).map_err(crate::failure::Failure::bad_input)?,
+            None => None,
+        };
         let wallet_path = match &cli.keystore {
             Some(p) => p.clone(),
-            None => node::wallet::default_wallet_path(home.as_deref())?,
+            None => {
+                let ours = node::wallet::default_wallet_path(home.as_deref())?;
+                match solana.as_ref().and_then(|c| c.keypair_path.clone()) {
+                    Some(theirs) if !ours.exists() && theirs.exists() => theirs,
+                    _ => ours,
+                }
+            }
+        };
+        let url = cli
+            .url
+            .clone()
+            .or_else(|| solana.as_ref().and_then(|c| c.json_rpc_url.clone()))
+            .unwrap_or_else(|| "mainnet-beta".to_string());
+        let commitment = match (cli.commitment, solana.as_ref().and_then(|c| c.commitment.as_deref())) {
+            (Some(c), _) => c,
+            (None, Some(name)) => crate::args::Commitment::from_config(name).ok_or_else(|| {
+                crate::failure::Failure::bad_input(anyhow::anyhow!(
+                    "commitment {name:?} in the Solana CLI config ({}) is not processed, confirmed or finalized",
+                    crate::solana_config::default_path(home.as_deref().unwrap_or(std::path::Path::new("~"))).display()
+                ))
+            })?,
+            (None, None) => crate::args::Commitment::Finalized,
         };
         let mut priority = node::chain::priority::PriorityPolicy::from_env()
             .map_err(crate::failure::Failure::bad_input)?;
@@ -101,8 +126,8 @@ impl Context {
             db_path,
             wallet_path,
             json: cli.json,
-            url: cli.url.clone(),
-            commitment: cli.commitment,
+            url,
+            commitment,
             spend_limits: None,
             captured: None,
             kept_store: None,
@@ -268,7 +293,7 @@ impl Context {
         } else {
             let text = human();
             if !text.is_empty() {
-                println!("{text}");
+                println!("{}", crate::terminal::safe(&text));
             }
         }
     }

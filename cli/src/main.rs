@@ -6,13 +6,23 @@ mod args;
 mod cmd;
 mod context;
 mod failure;
+mod solana_config;
+mod terminal;
 
 use clap::Parser;
 use std::io::Write;
 use std::process::ExitCode;
 
 fn main() -> ExitCode {
-    let cli = args::Cli::parse();
+    let cli = match args::Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(e) => return usage_error(e),
+    };
+    // the guides' test checks every documented command line parses
+    // (cli/tests/docs.rs); nothing runs
+    if std::env::var_os("BRAINCTL_PARSE_ONLY").is_some() {
+        return ExitCode::SUCCESS;
+    }
     quiet_on_closed_stdout();
     init_logging(cli.verbose);
     let json = cli.json;
@@ -30,10 +40,36 @@ fn main() -> ExitCode {
                 let v = serde_json::json!({"ok": false, "error": f.to_string()});
                 let _ = writeln!(std::io::stdout(), "{v}");
             } else {
-                let _ = writeln!(std::io::stderr(), "error: {f}");
+                let text = f.to_string();
+                let _ = writeln!(std::io::stderr(), "error: {}", terminal::safe(&text));
             }
             ExitCode::from(f.code)
         }
+    }
+}
+
+/// A command line clap refuses: help and version print as usual (exit 0);
+/// a usage error exits 2, as one JSON line on stdout when `--json` is
+/// among the arguments (a script parsing the output gets an answer).
+fn usage_error(e: clap::Error) -> ExitCode {
+    use clap::error::ErrorKind;
+    let wants_json = std::env::args_os().any(|a| a == "--json");
+    match e.kind() {
+        ErrorKind::DisplayHelp
+        | ErrorKind::DisplayVersion
+        | ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand => e.exit(),
+        _ if wants_json => {
+            let text = e.to_string();
+            let first = text
+                .lines()
+                .next()
+                .unwrap_or("invalid arguments")
+                .trim_start_matches("error: ");
+            let v = serde_json::json!({"ok": false, "error": first, "usage": true});
+            let _ = writeln!(std::io::stdout(), "{v}");
+            ExitCode::from(2)
+        }
+        _ => e.exit(),
     }
 }
 

@@ -35,6 +35,166 @@ fn wallet_new_is_private_and_never_overwritten_silently() {
     assert!(std::fs::read_to_string(backup).unwrap().starts_with('['));
 }
 
+/// The memory store is private data: the first command that makes it
+/// (any command) creates `~/.brainctl` 0700 and `brain.db` (and its WAL)
+/// 0600, and a store left readable by others is made private again.
+#[test]
+fn the_store_is_created_private_and_kept_private() {
+    let e = Env::new();
+    e.ok(&["memory", "add", "a private thought"]);
+    assert_eq!(mode(&e.path(".brainctl")), 0o700);
+    for f in ["brain.db", "brain.db-wal", "brain.db-shm"] {
+        let p = e.path(&format!(".brainctl/{f}"));
+        if p.exists() {
+            assert_eq!(mode(&p), 0o600, "{f}");
+        }
+    }
+    std::fs::set_permissions(
+        e.path(".brainctl/brain.db"),
+        std::fs::Permissions::from_mode(0o644),
+    )
+    .unwrap();
+    e.ok(&["memory", "list"]);
+    assert_eq!(mode(&e.path(".brainctl/brain.db")), 0o600);
+}
+
+/// A user of the Solana CLI gets its cluster, commitment and keypair as
+/// brainctl's defaults (below the flags and BRAINCTL_* variables); a
+/// brainctl wallet of its own still wins over the Solana keypair.
+#[test]
+fn the_solana_cli_config_sets_the_defaults() {
+    let e = Env::new();
+    // a Solana CLI keypair, made by brainctl at another path
+    let solana_key = e.path("id.json");
+    let made = e
+        .ok(&["--json", "--keystore", solana_key.to_str().unwrap(), "wallet", "new"])
+        .json();
+    std::fs::create_dir_all(e.path(".config/solana/cli")).unwrap();
+    std::fs::write(
+        e.path(".config/solana/cli/config.yml"),
+        format!(
+            "---\njson_rpc_url: \"http://127.0.0.1:9\"\nwebsocket_url: ''\nkeypair_path: {}\naddress_labels:\n  \"11111111111111111111111111111111\": System Program\ncommitment: processed\n",
+            solana_key.display()
+        ),
+    )
+    .unwrap();
+    let run = |args: &[&str]| {
+        let out = e
+            .cmd()
+            .env_remove("BRAINCTL_RPC_URL")
+            .env_remove("BRAINCTL_COMMITMENT")
+            .args(args)
+            .output()
+            .unwrap();
+        (
+            out.status.code(),
+            String::from_utf8_lossy(&out.stdout).into_owned(),
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        )
+    };
+    let (code, address, _) = run(&["wallet", "address"]);
+    assert_eq!((code, address.trim()), (Some(0), made["address"].as_str().unwrap()));
+    // the configured cluster is the one asked (nothing listens on port 9)
+    let (code, out, err) = run(&["--json", "wallet", "balance"]);
+    assert_ne!(code, Some(0));
+    assert!(format!("{out}{err}").contains("127.0.0.1:9"), "{out}{err}");
+    // a flag still wins
+    let (_, out, err) = run(&["--json", "-u", "http://127.0.0.1:7", "wallet", "balance"]);
+    assert!(format!("{out}{err}").contains("127.0.0.1:7"), "{out}{err}");
+    // once brainctl has a wallet of its own, it is the default
+    let ours = e.ok(&["--json", "wallet", "new"]).json();
+    let (_, address, _) = run(&["wallet", "address"]);
+    assert_eq!(address.trim(), ours["address"].as_str().unwrap());
+    // a commitment the Solana CLI does not know is refused, naming the file
+    std::fs::write(e.path(".config/solana/cli/config.yml"), "commitment: sometimes\n").unwrap();
+    let (code, _, err) = run(&["wallet", "address"]);
+    assert_eq!(code, Some(2), "{err}");
+    assert!(err.contains("config.yml"), "{err}");
+}
+
+/// The exit-code contract in `--help` (0 ok, 1 rejected, 2 bad input)
+/// holds where a newcomer found it broken, and `--json` answers argument
+/// errors too.
+#[test]
+fn bad_input_exits_2_everywhere() {
+    let e = Env::new();
+    e.ok(&["wallet", "new"]);
+    // another system's export that is not one
+    let junk = e.path("junk.json");
+    std::fs::write(&junk, "this is not an export").unwrap();
+    let r = e.run(&["import", "mem0", junk.to_str().unwrap()]);
+    assert_eq!(r.code, 2, "{}", r.stderr);
+    // a signature that is not base58 of 64 bytes is malformed, not tampered
+    let mut signed: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(fixture("all.signed.json")).unwrap())
+            .unwrap();
+    signed["signature_b58"] = json!("not-a-signature");
+    let bad_sig = e.path("bad-sig.json");
+    std::fs::write(&bad_sig, signed.to_string()).unwrap();
+    let r = e.run(&["verify", bad_sig.to_str().unwrap()]);
+    assert_eq!(r.code, 2, "{}{}", r.stdout, r.stderr);
+    // the reference's spellings: memory list -l N, --rpc-url for -u
+    e.ok(&["memory", "list", "-l", "5"]);
+    let r = e.run(&["--json", "--rpc-url", "http://127.0.0.1:9", "wallet", "balance"]);
+    assert!(format!("{}{}", r.stdout, r.stderr).contains("127.0.0.1:9"), "{}{}", r.stdout, r.stderr);
+    // --json covers an argument clap refuses
+    let r = e.run(&["--json", "memory", "list", "--limit", "0"]);
+    assert_eq!(r.code, 2, "{}", r.stderr);
+    let v: serde_json::Value = serde_json::from_str(r.stdout.trim()).unwrap();
+    assert_eq!(v["ok"], false);
+    assert!(v["error"].as_str().unwrap().contains("limit"), "{v}");
+    // an export of nothing is refused, and -o never overwrites silently
+    let r = e.run(&["export", "--sign", "-o", "none.json"]);
+    assert_eq!(r.code, 2, "{}", r.stderr);
+    assert!(r.stderr.contains("no memory matches"), "{}", r.stderr);
+    assert!(!e.path("none.json").exists());
+    e.ok(&["memory", "add", "one lesson"]);
+    e.ok(&["export", "--sign", "-o", "one.json"]);
+    let before = std::fs::read(e.path("one.json")).unwrap();
+    let r = e.run(&["export", "--sign", "-o", "one.json"]);
+    assert_eq!(r.code, 2, "{}", r.stderr);
+    assert!(r.stderr.contains("--force"), "{}", r.stderr);
+    assert_eq!(std::fs::read(e.path("one.json")).unwrap(), before);
+    e.ok(&["export", "--sign", "-o", "one.json", "--force"]);
+}
+
+/// What a stranger wrote reaches the terminal shown, not obeyed: a memory
+/// holding an OSC 52 clipboard write, hidden text (SGR 8) and a
+/// right-to-left override is flagged at import and printed escaped by
+/// `quarantine show` and `memory list`; `--json` carries it as JSON does.
+#[test]
+fn terminal_escapes_in_memories_are_flagged_and_shown_escaped() {
+    let e = Env::new();
+    let file = e.path("mem0.json");
+    let hostile = "note \\u001b]52;c;cm0gLXJmIH4=\\u0007 \\u001b[8mhidden\\u001b[0m \\u202eevil";
+    std::fs::write(
+        &file,
+        format!(r#"{{"results": [{{"id": "m-1", "memory": "{hostile}", "user_id": "eve"}}]}}"#),
+    )
+    .unwrap();
+    let f = file.to_str().unwrap();
+    let done = e.ok(&["--json", "import", "mem0", f]).json();
+    assert_eq!(done["report"]["suspicious"], json!([0]), "{done}");
+    for args in [
+        &["quarantine", "show", "imported:mem0"][..],
+        &["memory", "list", "--include-imported"],
+    ] {
+        let shown = e.ok(args);
+        assert!(
+            !shown.stdout.contains('\u{1b}') && !shown.stdout.contains('\u{202e}'),
+            "{args:?} printed a raw control character: {:?}",
+            shown.stdout
+        );
+        assert!(
+            shown.stdout.contains("\\x1b]52;") && shown.stdout.contains("\\u{202e}evil"),
+            "{args:?}: {}",
+            shown.stdout
+        );
+    }
+    let json_out = e.ok(&["--json", "memory", "list", "--include-imported"]);
+    assert!(json_out.stdout.contains("\\u001b]52"), "{}", json_out.stdout);
+}
+
 #[test]
 fn secret_never_printed_and_insecure_wallet_refused() {
     let e = Env::new();

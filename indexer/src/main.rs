@@ -253,6 +253,11 @@ struct RebuildArgs {
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
+    // the guides' test checks every documented command line parses
+    // (cli/tests/docs.rs); nothing runs
+    if std::env::var_os("BRAINCTL_PARSE_ONLY").is_some() {
+        return ExitCode::SUCCESS;
+    }
     let filter = tracing_subscriber::EnvFilter::try_from_default_env()
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
     let _ = tracing_subscriber::fmt()
@@ -269,7 +274,11 @@ fn main() -> ExitCode {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
             eprintln!("error: {e:#}");
-            ExitCode::FAILURE
+            if e.downcast_ref::<BadInput>().is_some() {
+                ExitCode::from(2)
+            } else {
+                ExitCode::FAILURE
+            }
         }
     }
 }
@@ -281,7 +290,7 @@ async fn dispatch(cli: Cli) -> Result<()> {
         Cmd::Serve(a) => serve(a).await,
         Cmd::Rebuild(a) => rebuild(a, json).await,
         Cmd::StateHash(d) => {
-            let ix = open_indexer(&d, FoldConfig::default(), None)?;
+            let ix = open_indexer(&d, FoldConfig::default(), None, Create::No)?;
             let s = ix.state();
             print(
                 json,
@@ -298,7 +307,7 @@ async fn dispatch(cli: Cli) -> Result<()> {
             Ok(())
         }
         Cmd::ExportLog { db, file } => {
-            let store = open_store(&db)?;
+            let store = open_store(&db, Create::No)?;
             let records = store.records()?;
             write_log(&file, &records)?;
             print(
@@ -331,7 +340,30 @@ fn write_log(file: &Path, records: &[indexer::record::TxRecord]) -> Result<()> {
     Ok(())
 }
 
-fn open_store(db: &DbArg) -> Result<Box<dyn LogStore>> {
+/// An error in what the operator asked for (exit 2), not in the run.
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
+struct BadInput(String);
+
+/// Whether a command may create the SQLite database it is pointed at
+/// (`run`, `rebuild`) or reads one that must already exist (`serve`,
+/// `state-hash`, `export-log`: a mistyped `--db` would otherwise serve or
+/// hash an empty log as if it were the market).
+#[derive(Clone, Copy, PartialEq)]
+enum Create {
+    Yes,
+    No,
+}
+
+fn open_store(db: &DbArg, create: Create) -> Result<Box<dyn LogStore>> {
+    if create == Create::No && db.pg.is_none() && !db.db.exists() {
+        return Err(BadInput(format!(
+            "no indexer database at {} (a typo? `brainctl-indexer run --db {}` creates one)",
+            db.db.display(),
+            db.db.display()
+        ))
+        .into());
+    }
     Ok(match &db.pg {
         Some(url) => Box::new(
             indexer::store::PgStore::connect(url)
@@ -346,8 +378,13 @@ fn open_store(db: &DbArg) -> Result<Box<dyn LogStore>> {
 
 /// Opens the log at `db`, checking it was built for `cluster` (recorded
 /// on first use, with the fold rules, for replicas) and folding it.
-fn open_indexer(db: &DbArg, cfg: FoldConfig, cluster: Option<&str>) -> Result<Indexer> {
-    let mut store = open_store(db)?;
+fn open_indexer(
+    db: &DbArg,
+    cfg: FoldConfig,
+    cluster: Option<&str>,
+    create: Create,
+) -> Result<Indexer> {
+    let mut store = open_store(db, create)?;
     if let Some(c) = cluster {
         match store.meta("cluster")? {
             Some(had) if had != c => bail!(
@@ -443,7 +480,7 @@ async fn connect(src: &SourceArgs) -> Result<(RpcSource, String, FoldConfig, Pub
 async fn run(a: RunArgs) -> Result<()> {
     let signals = stop_signals()?;
     let (source, cluster, cfg, registry) = connect(&a.src).await?;
-    let ix = Arc::new(open_indexer(&a.db, cfg, Some(&cluster))?);
+    let ix = Arc::new(open_indexer(&a.db, cfg, Some(&cluster), Create::Yes)?);
     let source = Arc::new(source);
     let listener = tokio::net::TcpListener::bind(&a.listen)
         .await
@@ -477,7 +514,7 @@ async fn run(a: RunArgs) -> Result<()> {
 /// A read replica (see `Cmd::Serve`).
 async fn serve(a: ServeArgs) -> Result<()> {
     let signals = stop_signals()?;
-    let store = open_store(&a.db)?;
+    let store = open_store(&a.db, Create::No)?;
     let (cluster, cfg) = recorded_rules(&*store, &a.db)?;
     let ix = Arc::new(Indexer::open(store, cfg)?);
     let listener = tokio::net::TcpListener::bind(&a.listen)
@@ -508,7 +545,7 @@ fn stop_signals() -> Result<node::stop::Stop> {
 async fn rebuild(a: RebuildArgs, json: bool) -> Result<()> {
     let (source, cluster, cfg, _) = connect(&a.src).await?;
     {
-        let mut store = open_store(&a.db)?;
+        let mut store = open_store(&a.db, Create::Yes)?;
         if !store.is_empty()? {
             if !a.force {
                 bail!(
@@ -519,7 +556,7 @@ async fn rebuild(a: RebuildArgs, json: bool) -> Result<()> {
             store.clear_log()?;
         }
     }
-    let ix = std::sync::Arc::new(open_indexer(&a.db, cfg, Some(&cluster))?);
+    let ix = std::sync::Arc::new(open_indexer(&a.db, cfg, Some(&cluster), Create::Yes)?);
     let started = Instant::now();
     let report = source.poll(&ix).await?;
     let s = ix.state();

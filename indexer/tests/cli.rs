@@ -81,3 +81,32 @@ fn bad_inputs_are_errors_not_panics() {
     assert_eq!(out.status.code(), Some(1));
     assert!(String::from_utf8_lossy(&out.stderr).contains("--rpc not a url"));
 }
+
+/// A mistyped `--db` is refused (exit 2, naming the path and how to make
+/// one), never created and hashed as if it were an empty market.
+#[test]
+fn a_missing_database_is_refused_not_created() {
+    let dir = tempfile::tempdir().unwrap();
+    let typo = dir.path().join("indxer.db");
+    let typo_s = typo.to_str().unwrap();
+    for args in [
+        vec!["state-hash", "--db", typo_s],
+        vec!["export-log", "--db", typo_s, "out.jsonl"],
+    ] {
+        let out = Command::new(env!("CARGO_BIN_EXE_brainctl-indexer"))
+            .args(&args)
+            .current_dir(dir.path())
+            .env("RUST_LOG", "warn")
+            .env_remove("BRAINCTL_INDEXER_PG")
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {stderr}");
+        assert!(
+            stderr.contains("no indexer database at") && stderr.contains("indxer.db"),
+            "{stderr}"
+        );
+        assert!(out.stdout.is_empty(), "{}", String::from_utf8_lossy(&out.stdout));
+        assert!(!typo.exists(), "{args:?} created the database");
+    }
+}

@@ -16,6 +16,14 @@ pub fn run(a: ExportArgs, ctx: &Context) -> CliResult<u8> {
             "export requires --sign (bundles are always signed); e.g. brainctl export --sign -o out.signed.json"
         )));
     }
+    if let Some(out) = a.output.as_ref().filter(|o| o.as_os_str() != "-") {
+        if out.exists() && !a.force {
+            return Err(Failure::bad_input(anyhow!(
+                "{} exists; pass --force to replace it (or -o another file)",
+                out.display()
+            )));
+        }
+    }
     let wallet = ctx.wallet()?;
     let store = ctx.store_read_only()?;
     let opts = ExportOptions {
@@ -40,6 +48,11 @@ pub fn run(a: ExportArgs, ctx: &Context) -> CliResult<u8> {
         }
         Err(e) => return Err(e.into()),
     };
+    if export.signed.bundle.memories.is_empty() {
+        return Err(Failure::bad_input(anyhow!(
+            "no memory matches the filters: nothing exported (`brainctl memory list` shows what the store holds)"
+        )));
+    }
     let hash = export.signed.bundle_hash_hex.clone();
     let text = &export.file_text;
     let out = a

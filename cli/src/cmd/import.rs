@@ -140,9 +140,13 @@ fn provider(a: &ImportArgs, source: &std::path::Path, ctx: &Context) -> CliResul
         a.category.as_deref(),
         a.dry_run,
     )
-    // the reference's exit codes: an unknown provider 2, a file it cannot parse 1
+    // an unknown provider and a file that is not its export are bad input
+    // (exit 2, as the contract in --help says; the reference exits 1 for
+    // the second)
     .map_err(|e| match e {
-        ProviderError::UnknownProvider(_) => crate::failure::Failure::bad_input(e),
+        ProviderError::UnknownProvider(_) | ProviderError::Shape { .. } => {
+            crate::failure::Failure::bad_input(e)
+        }
         other => other.into(),
     })?;
     let v = json!({"ok": true, "report": r});

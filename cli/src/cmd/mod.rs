@@ -2,6 +2,8 @@
 
 mod browse;
 mod bundle;
+mod docs;
+mod doctor;
 mod escrow;
 mod export;
 mod files;
@@ -36,5 +38,8 @@ pub fn run(command: Command, ctx: &Context) -> CliResult<u8> {
         Command::Escrow(c) => escrow::run(c, ctx),
         Command::Token(c) => token::run(c, ctx),
         Command::Mcp(a) => mcp::run(a, ctx),
+        Command::Doctor(a) => doctor::run(a, ctx),
+        Command::Completions { shell } => docs::completions(shell),
+        Command::Man { out_dir } => docs::man(out_dir.as_deref(), ctx),
     }
 }

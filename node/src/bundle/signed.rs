@@ -303,6 +303,11 @@ pub fn verify_value(outer: Value) -> (VerifyReport, Option<VerifiedBundle>) {
         }
     }
     if let Err(e) = verify_ed25519(&pub_b58, &sig_b58, &digest) {
+        // a signature or key that does not even decode is malformed input
+        // (exit 2); one that decodes and does not verify is tampering (1)
+        if !matches!(e, crate::crypto::SignatureError::Mismatch) {
+            report.verdict = Verdict::Malformed;
+        }
         report.error = Some(e.to_string());
         return (report, None);
     }

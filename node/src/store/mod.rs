@@ -278,6 +278,46 @@ pub struct Store {
     doc_lens_as_of: std::cell::Cell<Option<i64>>,
 }
 
+/// Creates `path`'s missing directories 0700 and the file 0600, or takes
+/// group and other access away from an existing file (and its `-wal` and
+/// `-shm` companions).
+fn make_private(path: &Path) -> std::result::Result<(), (std::path::PathBuf, std::io::Error)> {
+    use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt, PermissionsExt};
+    if let Some(dir) = path
+        .parent()
+        .filter(|d| !d.as_os_str().is_empty() && !d.exists())
+    {
+        std::fs::DirBuilder::new()
+            .recursive(true)
+            .mode(0o700)
+            .create(dir)
+            .map_err(|e| (dir.to_path_buf(), e))?;
+    }
+    if !path.exists() {
+        std::fs::OpenOptions::new()
+            .write(true)
+            .create(true)
+            .truncate(false)
+            .mode(0o600)
+            .open(path)
+            .map_err(|e| (path.to_path_buf(), e))?;
+        return Ok(());
+    }
+    for suffix in ["", "-wal", "-shm"] {
+        let mut name = path.as_os_str().to_owned();
+        name.push(suffix);
+        let file = std::path::PathBuf::from(name);
+        if let Ok(meta) = std::fs::metadata(&file) {
+            if meta.is_file() && meta.permissions().mode() & 0o077 != 0 {
+                let mode = meta.permissions().mode() & 0o700;
+                std::fs::set_permissions(&file, std::fs::Permissions::from_mode(mode))
+                    .map_err(|e| (file.clone(), e))?;
+            }
+        }
+    }
+    Ok(())
+}
+
 impl Store {
     /// A write transaction holding the write lock from its start (`BEGIN
     /// IMMEDIATE`, waiting on the busy timeout). A plain transaction that
@@ -290,16 +330,12 @@ impl Store {
     }
 
     /// Opens (creating if needed) a store of ours, read-write, migrated.
+    /// The store is private data, like the wallet: a directory it creates
+    /// is 0700, the database 0600 (SQLite gives its WAL and shared-memory
+    /// files the database's mode), and a database readable by others is
+    /// made private again.
     pub fn open(path: &Path) -> Result<Store> {
-        if let Some(dir) = path
-            .parent()
-            .filter(|d| !d.as_os_str().is_empty() && !d.exists())
-        {
-            std::fs::create_dir_all(dir).map_err(|source| StoreError::Io {
-                path: dir.into(),
-                source,
-            })?;
-        }
+        make_private(path).map_err(|(path, source)| StoreError::Io { path, source })?;
         let mut conn = Connection::open(path)?;
         conn.busy_timeout(std::time::Duration::from_secs(5))?;
         migrate::migrate(&mut conn)?;

@@ -132,10 +132,8 @@ pub fn check_step(c: &Commitments, p: &StepProof<'_>) -> Result<(), ProofError> 
     if !merkle::verify(&c.blob_root, count, p.index, &leaf, p.path) {
         return Err(ProofError::BadPath);
     }
-    let mut plain = [0u8; CHUNK_LEN];
-    let plain = &mut plain[..p.cipher.len()];
-    plain.copy_from_slice(p.cipher);
-    stream::apply(&p.k, p.index, plain);
+    let mut buf = [0u8; CHUNK_LEN];
+    let plain = decrypt(&p.k, p.index, p.cipher, &mut buf);
     let before = midstate::xor(&p.before, &midstate::mask(&p.k, p.index, Side::Before));
     let after = midstate::xor(&p.after, &midstate::mask(&p.k, p.index, Side::After));
     let is_last = p.index + 1 == count;
@@ -178,6 +176,15 @@ pub fn check_link(c: &Commitments, p: &LinkProof<'_>) -> Result<(), ProofError> 
     Ok(())
 }
 
+/// Chunk `index` of the ciphertext (at most [`CHUNK_LEN`] bytes, checked
+/// by the caller) decrypted under `k` into `buf`.
+fn decrypt<'b>(k: &[u8; 32], index: u32, cipher: &[u8], buf: &'b mut [u8; CHUNK_LEN]) -> &'b [u8] {
+    let plain = &mut buf[..cipher.len()];
+    plain.copy_from_slice(cipher);
+    stream::apply(k, index, plain);
+    plain
+}
+
 fn check_key(c: &Commitments, k: &point::Scalar) -> Result<(), ProofError> {
     if point::mul_base(k) != Some(c.key_point) {
         return Err(ProofError::WrongKey);
@@ -197,10 +204,8 @@ pub fn check(c: &Commitments, p: &Proof<'_>) -> Result<(), ProofError> {
     if !merkle::verify(&c.blob_root, count, p.index, &leaf, p.path) {
         return Err(ProofError::BadPath);
     }
-    let mut plain = [0u8; CHUNK_LEN];
-    let plain = &mut plain[..p.cipher.len()];
-    plain.copy_from_slice(p.cipher);
-    stream::apply(&p.k, p.index, plain);
+    let mut buf = [0u8; CHUNK_LEN];
+    let plain = decrypt(&p.k, p.index, p.cipher, &mut buf);
     if plain_hash(&p.k, p.index, plain) == p.plain_hash {
         return Err(ProofError::Honest);
     }

@@ -546,24 +546,8 @@ impl V2Proof {
     /// Bytes of the transaction the buyer's client sends with it: the
     /// buyer signs and pays alone, with a compute-unit limit and price.
     fn buyer_tx_len(self, listing: Pubkey, buyer: &Keypair) -> usize {
-        let budget = solana_sdk::pubkey!("ComputeBudget111111111111111111111111111111");
-        let mut limit = vec![2u8];
-        limit.extend_from_slice(&200_000u32.to_le_bytes());
-        let mut price = vec![3u8];
-        price.extend_from_slice(&1_000u64.to_le_bytes());
-        let budget_ix = |data| Instruction {
-            program_id: budget,
-            accounts: vec![],
-            data,
-        };
         let (_, ix) = self.ix(listing, buyer);
-        let tx = Transaction::new_signed_with_payer(
-            &[budget_ix(limit), budget_ix(price), ix],
-            Some(&buyer.pubkey()),
-            &[buyer],
-            solana_sdk::hash::Hash::default(),
-        );
-        bincode_len(&tx)
+        common::buyer_tx_len(ix, buyer)
     }
 }
 

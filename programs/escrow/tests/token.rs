@@ -770,23 +770,7 @@ async fn the_deepest_token_proofs_fit_one_transaction_and_convict() {
             Some(&w.mint),
         );
         // what the node sends: the buyer alone, a compute-unit limit and price
-        let budget = solana_sdk::pubkey!("ComputeBudget111111111111111111111111111111");
-        let mut limit = vec![2u8];
-        limit.extend_from_slice(&200_000u32.to_le_bytes());
-        let mut price = vec![3u8];
-        price.extend_from_slice(&1_000u64.to_le_bytes());
-        let budget_ix = |data| Instruction {
-            program_id: budget,
-            accounts: vec![],
-            data,
-        };
-        let tx = Transaction::new_signed_with_payer(
-            &[budget_ix(limit), budget_ix(price), ix.clone()],
-            Some(&b0.pubkey()),
-            &[&b0],
-            solana_sdk::hash::Hash::default(),
-        );
-        let size = 1 + 64 + tx.message_data().len();
+        let size = common::buyer_tx_len(ix.clone(), &b0);
         assert!(size <= 1232, "{name}: {size} bytes");
         let cu = w.send(&[ix], &[&b0]).await.unwrap();
         eprintln!(

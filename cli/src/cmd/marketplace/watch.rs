@@ -76,10 +76,11 @@ pub(super) fn watch(a: WatchArgs, ctx: &Context) -> CliResult<()> {
             if json {
                 println!("{}", json!({"ok": true, "outcome": o}));
             } else {
-                eprintln!(
+                let line = format!(
                     "{:?} {} (buy {}): {}",
                     o.state, o.listing_id, o.buy_signature, o.detail
                 );
+                eprintln!("{}", crate::terminal::safe(&line));
             }
         }
     };

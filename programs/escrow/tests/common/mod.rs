@@ -180,3 +180,27 @@ impl Party {
         curve25519_dalek::MontgomeryPoint::mul_base_clamped(self.x_secret).to_bytes()
     }
 }
+
+/// Bytes of the transaction a buyer's client sends with `ix`: the buyer
+/// signs and pays alone, with a compute-unit limit and price beside it
+/// (what the node's `Chain::send` adds).
+pub fn buyer_tx_len(ix: Instruction, buyer: &solana_sdk::signature::Keypair) -> usize {
+    use solana_sdk::signature::Signer;
+    let budget = solana_sdk::pubkey!("ComputeBudget111111111111111111111111111111");
+    let mut limit = vec![2u8];
+    limit.extend_from_slice(&200_000u32.to_le_bytes());
+    let mut price = vec![3u8];
+    price.extend_from_slice(&1_000u64.to_le_bytes());
+    let budget_ix = |data| Instruction {
+        program_id: budget,
+        accounts: vec![],
+        data,
+    };
+    let tx = solana_sdk::transaction::Transaction::new_signed_with_payer(
+        &[budget_ix(limit), budget_ix(price), ix],
+        Some(&buyer.pubkey()),
+        &[buyer],
+        solana_sdk::hash::Hash::default(),
+    );
+    1 + 64 * tx.signatures.len() + tx.message_data().len()
+}

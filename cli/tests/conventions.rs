@@ -1,0 +1,130 @@
+//! What users of Solana and Rust CLIs expect beside `--help`: shell
+//! completions and man pages generated from the same definition, the
+//! systemd units in `deploy/systemd` (checked by `systemd-analyze
+//! verify`), and `brainctl doctor` saying what to fix.
+
+mod util;
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use util::Env;
+
+#[test]
+fn completions_cover_every_shell_and_parse() {
+    let e = Env::new();
+    for shell in ["bash", "zsh", "fish", "elvish", "powershell"] {
+        let out = e.ok(&["completions", shell]).stdout;
+        assert!(
+            out.contains("brainctl") && out.contains("marketplace"),
+            "{shell}: {out:.200}"
+        );
+    }
+    // the bash script is valid bash
+    let script = e.path("brainctl.bash");
+    std::fs::write(&script, e.ok(&["completions", "bash"]).stdout).unwrap();
+    let checked = Command::new("bash").arg("-n").arg(&script).output().unwrap();
+    assert!(checked.status.success(), "{}", String::from_utf8_lossy(&checked.stderr));
+    let r = e.run(&["completions", "tcsh"]);
+    assert_eq!(r.code, 2, "{}", r.stderr);
+}
+
+#[test]
+fn man_pages_for_the_tool_and_every_command() {
+    let e = Env::new();
+    let page = e.ok(&["man"]).stdout;
+    assert!(page.starts_with(".ie") || page.contains(".TH brainctl"), "{page:.300}");
+    assert!(page.contains("marketplace"), "{page:.300}");
+    let dir = e.path("man1");
+    let done = e
+        .ok(&["--json", "man", "--out-dir", dir.to_str().unwrap()])
+        .json();
+    let pages: Vec<String> = done["pages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| p.as_str().unwrap().to_string())
+        .collect();
+    for want in [
+        "brainctl.1",
+        "brainctl-marketplace.1",
+        "brainctl-marketplace-buy.1",
+        "brainctl-marketplace-listen.1",
+        "brainctl-doctor.1",
+    ] {
+        assert!(pages.contains(&want.to_string()), "{want} in {pages:?}");
+        let text = std::fs::read_to_string(dir.join(want)).unwrap();
+        assert!(text.contains(".TH"), "{want}");
+    }
+    let buy = std::fs::read_to_string(dir.join("brainctl-marketplace-buy.1")).unwrap();
+    assert!(buy.contains("timeout"), "the page carries the command's flags");
+}
+
+/// The repository's systemd units, with ExecStart pointed at the built
+/// binaries, pass `systemd-analyze verify` (the tool systemd itself
+/// checks units with: unknown keys, bad values, a missing binary).
+#[test]
+fn the_systemd_units_verify() {
+    let bin_dir = PathBuf::from(env!("CARGO_BIN_EXE_brainctl"))
+        .parent()
+        .unwrap()
+        .to_path_buf();
+    let units = Path::new(env!("CARGO_MANIFEST_DIR")).join("../deploy/systemd");
+    let work = tempfile::tempdir().unwrap();
+    for (unit, binary) in [
+        ("brainctl-listen.service", "brainctl"),
+        ("brainctl-indexer.service", "brainctl-indexer"),
+    ] {
+        let exe = bin_dir.join(binary);
+        assert!(
+            exe.exists(),
+            "{} is not built (cargo build -p brainctl-indexer --bins)",
+            exe.display()
+        );
+        let text = std::fs::read_to_string(units.join(unit)).unwrap();
+        assert!(text.contains("ExecStart=/usr/local/bin/"), "{unit}");
+        let local = text.replace("/usr/local/bin/", &format!("{}/", bin_dir.display()));
+        let path = work.path().join(unit);
+        std::fs::write(&path, local).unwrap();
+        let out = Command::new("systemd-analyze")
+            .args(["verify", "--man=no"])
+            .arg(&path)
+            .output()
+            .expect("systemd-analyze (package systemd) runs");
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        // only this unit's own findings count (the host's other units are not ours)
+        let ours: Vec<&str> = stderr.lines().filter(|l| l.contains(unit)).collect();
+        assert!(
+            out.status.success() && ours.is_empty(),
+            "{unit}: {:?}\n{stderr}",
+            out.status
+        );
+    }
+}
+
+/// Offline, `doctor` names each failing part and what to do: the RPC that
+/// does not answer, the wallet that does not exist (exit 1).
+#[test]
+fn doctor_says_what_to_fix() {
+    let e = Env::new();
+    let r = e.run(&["--json", "-u", "http://127.0.0.1:9", "doctor", "--indexer", "http://127.0.0.1:9"]);
+    assert_eq!(r.code, 1, "{}{}", r.stdout, r.stderr);
+    let v = r.json();
+    let check = |name: &str| {
+        v["checks"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|c| c["check"] == name)
+            .unwrap_or_else(|| panic!("no {name} check: {v}"))
+            .clone()
+    };
+    assert_eq!(check("rpc")["status"], "fail");
+    assert!(check("rpc")["fix"].as_str().unwrap().contains("-u devnet"));
+    assert_eq!(check("wallet")["status"], "fail");
+    assert!(check("wallet")["fix"].as_str().unwrap().contains("wallet new"));
+    assert_eq!(check("store")["status"], "ok");
+    assert_eq!(check("indexer")["status"], "warn");
+    // the human form: one line per check, each failure with its fix
+    let human = e.run(&["-u", "http://127.0.0.1:9", "doctor", "--indexer", "http://127.0.0.1:9"]);
+    assert!(human.stdout.contains("FAIL  rpc") && human.stdout.contains("fix: "), "{}", human.stdout);
+}
