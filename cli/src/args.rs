@@ -66,7 +66,13 @@ pub struct Cli {
     pub url: Option<String>,
     /// Commitment for reads and confirmations (localnet may use confirmed).
     /// Default: $BRAINCTL_COMMITMENT, else the Solana CLI config's, else finalized.
-    #[arg(long, global = true, help_heading = "Global options", env = "BRAINCTL_COMMITMENT", value_enum)]
+    #[arg(
+        long,
+        global = true,
+        help_heading = "Global options",
+        env = "BRAINCTL_COMMITMENT",
+        value_enum
+    )]
     pub commitment: Option<Commitment>,
     /// Compute-unit price of every transaction sent (micro-lamports per
     /// unit) instead of the estimate from the cluster's recent fees for the

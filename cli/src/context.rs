@@ -19,6 +19,10 @@ pub struct Context {
     pub db_path: PathBuf,
     /// Wallet path.
     pub wallet_path: PathBuf,
+    /// Where brainctl's own wallet is (`--keystore`, else
+    /// ~/.brainctl/wallet.json): what `wallet new` and `wallet import`
+    /// write, even while the Solana CLI's keypair is the default signer.
+    pub own_wallet_path: PathBuf,
     /// `--json`.
     pub json: bool,
     /// `-u`.
@@ -87,15 +91,17 @@ impl Context {
             Some(h) => crate::solana_config::read(h).map_err(crate::failure::Failure::bad_input)?,
             None => None,
         };
-        let wallet_path = match &cli.keystore {
+        let own_wallet_path = match &cli.keystore {
             Some(p) => p.clone(),
-            None => {
-                let ours = node::wallet::default_wallet_path(home.as_deref())?;
-                match solana.as_ref().and_then(|c| c.keypair_path.clone()) {
-                    Some(theirs) if !ours.exists() && theirs.exists() => theirs,
-                    _ => ours,
-                }
+            None => node::wallet::default_wallet_path(home.as_deref())?,
+        };
+        let wallet_path = match solana.as_ref().and_then(|c| c.keypair_path.clone()) {
+            Some(theirs)
+                if cli.keystore.is_none() && !own_wallet_path.exists() && theirs.exists() =>
+            {
+                theirs
             }
+            _ => own_wallet_path.clone(),
         };
         let url = cli
             .url
@@ -125,6 +131,7 @@ impl Context {
             home,
             db_path,
             wallet_path,
+            own_wallet_path,
             json: cli.json,
             url,
             commitment,

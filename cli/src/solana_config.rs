@@ -36,7 +36,10 @@ pub fn read(home: &Path) -> Result<Option<SolanaConfig>, std::io::Error> {
     match std::fs::read_to_string(&path) {
         Ok(text) => Ok(Some(parse(&path, &text))),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
-        Err(e) => Err(std::io::Error::new(e.kind(), format!("{}: {e}", path.display()))),
+        Err(e) => Err(std::io::Error::new(
+            e.kind(),
+            format!("{}: {e}", path.display()),
+        )),
     }
 }
 
@@ -93,14 +96,20 @@ address_labels:
 commitment: confirmed
 "#;
         let c = parse(Path::new("c.yml"), text);
-        assert_eq!(c.json_rpc_url.as_deref(), Some("https://api.devnet.solana.com"));
+        assert_eq!(
+            c.json_rpc_url.as_deref(),
+            Some("https://api.devnet.solana.com")
+        );
         assert_eq!(
             c.keypair_path.as_deref(),
             Some(Path::new("/home/ana/.config/solana/id.json"))
         );
         assert_eq!(c.commitment.as_deref(), Some("confirmed"));
         // empty or absent keys are unset; nested keys are not read
-        let c = parse(Path::new("c.yml"), "json_rpc_url: ''\nx:\n  commitment: processed\n");
+        let c = parse(
+            Path::new("c.yml"),
+            "json_rpc_url: ''\nx:\n  commitment: processed\n",
+        );
         assert_eq!((c.json_rpc_url, c.commitment), (None, None));
     }
 }

@@ -41,7 +41,7 @@ fn wallet_new_is_private_and_never_overwritten_silently() {
 #[test]
 fn the_store_is_created_private_and_kept_private() {
     let e = Env::new();
-    e.ok(&["memory", "add", "a private thought"]);
+    e.ok(&["memory", "add", "a private thought", "-c", "note"]);
     assert_eq!(mode(&e.path(".brainctl")), 0o700);
     for f in ["brain.db", "brain.db-wal", "brain.db-shm"] {
         let p = e.path(&format!(".brainctl/{f}"));
@@ -67,7 +67,13 @@ fn the_solana_cli_config_sets_the_defaults() {
     // a Solana CLI keypair, made by brainctl at another path
     let solana_key = e.path("id.json");
     let made = e
-        .ok(&["--json", "--keystore", solana_key.to_str().unwrap(), "wallet", "new"])
+        .ok(&[
+            "--json",
+            "--keystore",
+            solana_key.to_str().unwrap(),
+            "wallet",
+            "new",
+        ])
         .json();
     std::fs::create_dir_all(e.path(".config/solana/cli")).unwrap();
     std::fs::write(
@@ -93,7 +99,10 @@ fn the_solana_cli_config_sets_the_defaults() {
         )
     };
     let (code, address, _) = run(&["wallet", "address"]);
-    assert_eq!((code, address.trim()), (Some(0), made["address"].as_str().unwrap()));
+    assert_eq!(
+        (code, address.trim()),
+        (Some(0), made["address"].as_str().unwrap())
+    );
     // the configured cluster is the one asked (nothing listens on port 9)
     let (code, out, err) = run(&["--json", "wallet", "balance"]);
     assert_ne!(code, Some(0));
@@ -106,7 +115,11 @@ fn the_solana_cli_config_sets_the_defaults() {
     let (_, address, _) = run(&["wallet", "address"]);
     assert_eq!(address.trim(), ours["address"].as_str().unwrap());
     // a commitment the Solana CLI does not know is refused, naming the file
-    std::fs::write(e.path(".config/solana/cli/config.yml"), "commitment: sometimes\n").unwrap();
+    std::fs::write(
+        e.path(".config/solana/cli/config.yml"),
+        "commitment: sometimes\n",
+    )
+    .unwrap();
     let (code, _, err) = run(&["wallet", "address"]);
     assert_eq!(code, Some(2), "{err}");
     assert!(err.contains("config.yml"), "{err}");
@@ -135,8 +148,19 @@ fn bad_input_exits_2_everywhere() {
     assert_eq!(r.code, 2, "{}{}", r.stdout, r.stderr);
     // the reference's spellings: memory list -l N, --rpc-url for -u
     e.ok(&["memory", "list", "-l", "5"]);
-    let r = e.run(&["--json", "--rpc-url", "http://127.0.0.1:9", "wallet", "balance"]);
-    assert!(format!("{}{}", r.stdout, r.stderr).contains("127.0.0.1:9"), "{}{}", r.stdout, r.stderr);
+    let r = e.run(&[
+        "--json",
+        "--rpc-url",
+        "http://127.0.0.1:9",
+        "wallet",
+        "balance",
+    ]);
+    assert!(
+        format!("{}{}", r.stdout, r.stderr).contains("127.0.0.1:9"),
+        "{}{}",
+        r.stdout,
+        r.stderr
+    );
     // --json covers an argument clap refuses
     let r = e.run(&["--json", "memory", "list", "--limit", "0"]);
     assert_eq!(r.code, 2, "{}", r.stderr);
@@ -148,7 +172,7 @@ fn bad_input_exits_2_everywhere() {
     assert_eq!(r.code, 2, "{}", r.stderr);
     assert!(r.stderr.contains("no memory matches"), "{}", r.stderr);
     assert!(!e.path("none.json").exists());
-    e.ok(&["memory", "add", "one lesson"]);
+    e.ok(&["memory", "add", "one lesson", "-c", "lesson"]);
     e.ok(&["export", "--sign", "-o", "one.json"]);
     let before = std::fs::read(e.path("one.json")).unwrap();
     let r = e.run(&["export", "--sign", "-o", "one.json"]);
@@ -192,7 +216,11 @@ fn terminal_escapes_in_memories_are_flagged_and_shown_escaped() {
         );
     }
     let json_out = e.ok(&["--json", "memory", "list", "--include-imported"]);
-    assert!(json_out.stdout.contains("\\u001b]52"), "{}", json_out.stdout);
+    assert!(
+        json_out.stdout.contains("\\u001b]52"),
+        "{}",
+        json_out.stdout
+    );
 }
 
 #[test]

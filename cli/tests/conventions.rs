@@ -22,8 +22,16 @@ fn completions_cover_every_shell_and_parse() {
     // the bash script is valid bash
     let script = e.path("brainctl.bash");
     std::fs::write(&script, e.ok(&["completions", "bash"]).stdout).unwrap();
-    let checked = Command::new("bash").arg("-n").arg(&script).output().unwrap();
-    assert!(checked.status.success(), "{}", String::from_utf8_lossy(&checked.stderr));
+    let checked = Command::new("bash")
+        .arg("-n")
+        .arg(&script)
+        .output()
+        .unwrap();
+    assert!(
+        checked.status.success(),
+        "{}",
+        String::from_utf8_lossy(&checked.stderr)
+    );
     let r = e.run(&["completions", "tcsh"]);
     assert_eq!(r.code, 2, "{}", r.stderr);
 }
@@ -32,7 +40,10 @@ fn completions_cover_every_shell_and_parse() {
 fn man_pages_for_the_tool_and_every_command() {
     let e = Env::new();
     let page = e.ok(&["man"]).stdout;
-    assert!(page.starts_with(".ie") || page.contains(".TH brainctl"), "{page:.300}");
+    assert!(
+        page.starts_with(".ie") || page.contains(".TH brainctl"),
+        "{page:.300}"
+    );
     assert!(page.contains("marketplace"), "{page:.300}");
     let dir = e.path("man1");
     let done = e
@@ -56,7 +67,10 @@ fn man_pages_for_the_tool_and_every_command() {
         assert!(text.contains(".TH"), "{want}");
     }
     let buy = std::fs::read_to_string(dir.join("brainctl-marketplace-buy.1")).unwrap();
-    assert!(buy.contains("timeout"), "the page carries the command's flags");
+    assert!(
+        buy.contains("timeout"),
+        "the page carries the command's flags"
+    );
 }
 
 /// The repository's systemd units, with ExecStart pointed at the built
@@ -106,7 +120,14 @@ fn the_systemd_units_verify() {
 #[test]
 fn doctor_says_what_to_fix() {
     let e = Env::new();
-    let r = e.run(&["--json", "-u", "http://127.0.0.1:9", "doctor", "--indexer", "http://127.0.0.1:9"]);
+    let r = e.run(&[
+        "--json",
+        "-u",
+        "http://127.0.0.1:9",
+        "doctor",
+        "--indexer",
+        "http://127.0.0.1:9",
+    ]);
     assert_eq!(r.code, 1, "{}{}", r.stdout, r.stderr);
     let v = r.json();
     let check = |name: &str| {
@@ -121,10 +142,23 @@ fn doctor_says_what_to_fix() {
     assert_eq!(check("rpc")["status"], "fail");
     assert!(check("rpc")["fix"].as_str().unwrap().contains("-u devnet"));
     assert_eq!(check("wallet")["status"], "fail");
-    assert!(check("wallet")["fix"].as_str().unwrap().contains("wallet new"));
+    assert!(check("wallet")["fix"]
+        .as_str()
+        .unwrap()
+        .contains("wallet new"));
     assert_eq!(check("store")["status"], "ok");
     assert_eq!(check("indexer")["status"], "warn");
     // the human form: one line per check, each failure with its fix
-    let human = e.run(&["-u", "http://127.0.0.1:9", "doctor", "--indexer", "http://127.0.0.1:9"]);
-    assert!(human.stdout.contains("FAIL  rpc") && human.stdout.contains("fix: "), "{}", human.stdout);
+    let human = e.run(&[
+        "-u",
+        "http://127.0.0.1:9",
+        "doctor",
+        "--indexer",
+        "http://127.0.0.1:9",
+    ]);
+    assert!(
+        human.stdout.contains("FAIL  rpc") && human.stdout.contains("fix: "),
+        "{}",
+        human.stdout
+    );
 }

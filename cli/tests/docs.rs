@@ -41,7 +41,10 @@ fn citations_of_the_specs_resolve_in_the_repo() {
         let text = std::fs::read_to_string(repo().join(doc)).unwrap();
         for name in ["DESIGN.md", "PROTOCOL.md"] {
             if text.contains(name) {
-                assert!(repo().join("docs").join(name).exists(), "{doc} cites {name}");
+                assert!(
+                    repo().join("docs").join(name).exists(),
+                    "{doc} cites {name}"
+                );
             }
         }
     }
@@ -73,7 +76,7 @@ fn command_lines(text: &str, bin: &str) -> Vec<(usize, String)> {
         let words: Vec<&str> = acc.split_whitespace().collect();
         let first = words
             .iter()
-            .position(|w| !(w.contains('=') && !w.starts_with('-')))
+            .position(|w| !w.contains('=') || w.starts_with('-'))
             .unwrap_or(words.len());
         if words.get(first) == Some(&bin) {
             out.push((start, words[first..].join(" ")));
@@ -122,7 +125,10 @@ fn shell_words(line: &str) -> Vec<String> {
                         }
                     }
                     _ => {
-                        while chars.peek().is_some_and(|d| d.is_alphanumeric() || *d == '_') {
+                        while chars
+                            .peek()
+                            .is_some_and(|d| d.is_alphanumeric() || *d == '_')
+                        {
                             chars.next();
                         }
                     }
@@ -145,7 +151,7 @@ fn shell_words(line: &str) -> Vec<String> {
                 in_word = true;
             }
             (None, '#') if !in_word => break,
-            (None, '|' | '>' | ';' | '&') => break,
+            (None, '|' | '>' | '<' | ';' | '&') => break,
             (None, c) if c.is_whitespace() => {
                 if in_word {
                     words.push(std::mem::take(&mut word));
@@ -212,14 +218,28 @@ fn every_documented_command_line_parses() {
         }
     }
     assert!(checked > 20, "only {checked} command lines found");
-    assert!(failures.is_empty(), "{} of {checked} documented commands do not parse:\n{}", failures.len(), failures.join("\n"));
+    assert!(
+        failures.is_empty(),
+        "{} of {checked} documented commands do not parse:\n{}",
+        failures.len(),
+        failures.join("\n")
+    );
 }
 
 #[test]
 fn shell_words_keep_what_a_parser_needs() {
     assert_eq!(
         shell_words("brainctl -u devnet marketplace buy <MANIFEST ID> --timeout 90   # pays"),
-        ["brainctl", "-u", "devnet", "marketplace", "buy", "PLACEHOLDER", "--timeout", "90"]
+        [
+            "brainctl",
+            "-u",
+            "devnet",
+            "marketplace",
+            "buy",
+            "PLACEHOLDER",
+            "--timeout",
+            "90"
+        ]
     );
     assert_eq!(
         shell_words(r#"brainctl memory add "two words" -c x > out.json"#),
@@ -229,5 +249,12 @@ fn shell_words_keep_what_a_parser_needs() {
         shell_words("brainctl --json doctor | jq .checks"),
         ["brainctl", "--json", "doctor"]
     );
-    assert_eq!(shell_words("brainctl import $FILE"), ["brainctl", "import", "PLACEHOLDER"]);
+    assert_eq!(
+        shell_words("brainctl import $FILE"),
+        ["brainctl", "import", "PLACEHOLDER"]
+    );
+    assert_eq!(
+        shell_words("brainctl wallet import - < key.txt"),
+        ["brainctl", "wallet", "import", "-"]
+    );
 }

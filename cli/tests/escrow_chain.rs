@@ -690,7 +690,11 @@ fn cheating_seller(lie: Lie) {
     );
     // the buyer's set-up, as `doctor` sees it on this cluster
     if lie == Lie::AnotherBundle {
-        let doctor = onchain(&v, &buyer, &["doctor", "--json", "--indexer", "http://127.0.0.1:9"]);
+        let doctor = onchain(
+            &v,
+            &buyer,
+            &["doctor", "--json", "--indexer", "http://127.0.0.1:9"],
+        );
         assert_eq!(doctor.code, 0, "{}{}", doctor.stdout, doctor.stderr);
         let checks = doctor.json()["checks"].clone();
         let status = |name: &str| {
@@ -704,7 +708,11 @@ fn cheating_seller(lie: Lie) {
         for ok in ["rpc", "wallet", "balance", "store", "escrow"] {
             assert_eq!(status(ok), Some(serde_json::json!("ok")), "{ok}: {checks}");
         }
-        assert_eq!(status("indexer"), Some(serde_json::json!("warn")), "{checks}");
+        assert_eq!(
+            status("indexer"),
+            Some(serde_json::json!("warn")),
+            "{checks}"
+        );
     }
     // a dispute by hand afterwards has nothing left to prove
     let again = onchain(

@@ -106,7 +106,11 @@ fn a_missing_database_is_refused_not_created() {
             stderr.contains("no indexer database at") && stderr.contains("indxer.db"),
             "{stderr}"
         );
-        assert!(out.stdout.is_empty(), "{}", String::from_utf8_lossy(&out.stdout));
+        assert!(
+            out.stdout.is_empty(),
+            "{}",
+            String::from_utf8_lossy(&out.stdout)
+        );
         assert!(!typo.exists(), "{args:?} created the database");
     }
 }

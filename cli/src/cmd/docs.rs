@@ -28,7 +28,7 @@ pub fn man(out_dir: Option<&Path>, ctx: &Context) -> CliResult<u8> {
     };
     std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
     let mut written = Vec::new();
-    write_pages(&cmd, "brainctl", dir, &mut written)?;
+    write_pages(&cmd, ("brainctl", "brainctl"), dir, &mut written)?;
     ctx.emit(
         &serde_json::json!({"ok": true, "dir": dir, "pages": written}),
         || format!("wrote {} man pages to {}", written.len(), dir.display()),
@@ -36,23 +36,34 @@ pub fn man(out_dir: Option<&Path>, ctx: &Context) -> CliResult<u8> {
     Ok(0)
 }
 
-/// Writes `cmd`'s page as `<name>.1` and recurses into its subcommands
-/// (`brainctl-marketplace-buy.1`), as git and cargo name theirs.
+/// Writes `cmd`'s page as `<file_name>.1` (`brainctl-marketplace-buy.1`,
+/// as git and cargo name theirs; its synopsis reads `<usage>`, `brainctl
+/// marketplace buy`) and recurses into its subcommands.
 fn write_pages(
     cmd: &clap::Command,
-    name: &str,
+    (file_name, usage): (&str, &str),
     dir: &Path,
     written: &mut Vec<String>,
 ) -> anyhow::Result<()> {
-    let file = format!("{name}.1");
+    let file = format!("{file_name}.1");
     let mut out = Vec::new();
-    clap_mangen::Man::new(cmd.clone().name(name.to_string()))
+    let page = cmd
+        .clone()
+        .display_name(file_name.to_string())
+        .bin_name(usage.to_string());
+    clap_mangen::Man::new(page)
         .render(&mut out)
         .with_context(|| format!("rendering {file}"))?;
     std::fs::write(dir.join(&file), out).with_context(|| format!("writing {file}"))?;
     written.push(file);
     for sub in cmd.get_subcommands().filter(|s| s.get_name() != "help") {
-        write_pages(sub, &format!("{name}-{}", sub.get_name()), dir, written)?;
+        let name = sub.get_name();
+        write_pages(
+            sub,
+            (&format!("{file_name}-{name}"), &format!("{usage} {name}")),
+            dir,
+            written,
+        )?;
     }
     Ok(())
 }

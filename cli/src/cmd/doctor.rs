@@ -78,7 +78,9 @@ pub fn run(a: DoctorArgs, ctx: &Context) -> CliResult<u8> {
                         "balance",
                         Status::Warn,
                         "0 lamports: it cannot pay a fee".into(),
-                        Some(format!("fund {address} (devnet or localnet: `brainctl wallet airdrop 1`)")),
+                        Some(format!(
+                            "fund {address} (devnet or localnet: `brainctl wallet airdrop 1`)"
+                        )),
                     ),
                     Ok(l) => check("balance", Status::Ok, format!("{l} lamports"), None),
                     Err(e) => check("balance", Status::Fail, e.to_string(), None),
@@ -89,12 +91,20 @@ pub fn run(a: DoctorArgs, ctx: &Context) -> CliResult<u8> {
             "wallet",
             Status::Fail,
             format!("{}: {e}", ctx.wallet_path.display()),
-            Some("`brainctl wallet new` (or --keystore PATH, or the Solana CLI's keypair_path)".into()),
+            Some(
+                "`brainctl wallet new` (or --keystore PATH, or the Solana CLI's keypair_path)"
+                    .into(),
+            ),
         )),
     }
     // the memory store
     checks.push(match ctx.store() {
-        Ok(_) => check("store", Status::Ok, format!("{} opens read-write", ctx.db_path.display()), None),
+        Ok(_) => check(
+            "store",
+            Status::Ok,
+            format!("{} opens read-write", ctx.db_path.display()),
+            None,
+        ),
         Err(e) => check(
             "store",
             Status::Fail,
@@ -142,7 +152,11 @@ pub fn run(a: DoctorArgs, ctx: &Context) -> CliResult<u8> {
                     Status::Warn => "warn",
                     Status::Fail => "FAIL",
                 };
-                let fix = c.fix.as_deref().map(|f| format!("\n        fix: {f}")).unwrap_or_default();
+                let fix = c
+                    .fix
+                    .as_deref()
+                    .map(|f| format!("\n        fix: {f}"))
+                    .unwrap_or_default();
                 format!("{mark}  {:<8} {}{fix}", c.check, c.detail)
             })
             .collect::<Vec<_>>()
@@ -159,8 +173,7 @@ fn storage_check(ctx: &Context, a: &DoctorArgs) -> Check {
         StorageKind::Fs => match crate::cmd::storage::fs_store(ctx, o) {
             Ok(store) => {
                 let dir = store.dir().to_path_buf();
-                let writable = std::fs::create_dir_all(&dir).is_ok()
-                    && tempfile_in(&dir).is_ok();
+                let writable = std::fs::create_dir_all(&dir).is_ok() && tempfile_in(&dir).is_ok();
                 if writable {
                     check(
                         "storage",
@@ -169,19 +182,41 @@ fn storage_check(ctx: &Context, a: &DoctorArgs) -> Check {
                         Some("sell with --storage bundler --bundler-url URL (or gateway on a localnet)".into()),
                     )
                 } else {
-                    check("storage", Status::Fail, format!("fs {} is not writable", dir.display()), Some("pass --storage-dir DIR".into()))
+                    check(
+                        "storage",
+                        Status::Fail,
+                        format!("fs {} is not writable", dir.display()),
+                        Some("pass --storage-dir DIR".into()),
+                    )
                 }
             }
             Err(e) => check("storage", Status::Fail, e.error.to_string(), None),
         },
         StorageKind::Gateway | StorageKind::Bundler => {
-            let gateway = reach(ctx, "storage", &format!("{}/info", o.gateway_url.trim_end_matches('/')), Status::Fail, "pass --gateway-url URL (BRAINCTL_GATEWAY_URL)");
+            let gateway = reach(
+                ctx,
+                "storage",
+                &format!("{}/info", o.gateway_url.trim_end_matches('/')),
+                Status::Fail,
+                "pass --gateway-url URL (BRAINCTL_GATEWAY_URL)",
+            );
             if gateway.status != Status::Ok || o.storage == StorageKind::Gateway {
                 return gateway;
             }
             match &o.bundler_url {
-                Some(b) => reach(ctx, "storage", &format!("{}/info", b.trim_end_matches('/')), Status::Fail, "check --bundler-url (BRAINCTL_BUNDLER_URL)"),
-                None => check("storage", Status::Fail, "--storage bundler without a bundler".into(), Some("pass --bundler-url URL (BRAINCTL_BUNDLER_URL)".into())),
+                Some(b) => reach(
+                    ctx,
+                    "storage",
+                    &format!("{}/info", b.trim_end_matches('/')),
+                    Status::Fail,
+                    "check --bundler-url (BRAINCTL_BUNDLER_URL)",
+                ),
+                None => check(
+                    "storage",
+                    Status::Fail,
+                    "--storage bundler without a bundler".into(),
+                    Some("pass --bundler-url URL (BRAINCTL_BUNDLER_URL)".into()),
+                ),
             }
         }
     }
@@ -203,8 +238,18 @@ fn reach(ctx: &Context, name: &'static str, url: &str, on_fail: Status, fix: &st
         http.get(url).send().await
     });
     match got {
-        Ok(r) if r.status().as_u16() < 500 => check(name, Status::Ok, format!("{url} answers ({})", r.status()), None),
-        Ok(r) => check(name, on_fail, format!("{url} answers {}", r.status()), Some(fix.into())),
+        Ok(r) if r.status().as_u16() < 500 => check(
+            name,
+            Status::Ok,
+            format!("{url} answers ({})", r.status()),
+            None,
+        ),
+        Ok(r) => check(
+            name,
+            on_fail,
+            format!("{url} answers {}", r.status()),
+            Some(fix.into()),
+        ),
         Err(e) => check(name, on_fail, format!("{url}: {e}"), Some(fix.into())),
     }
 }

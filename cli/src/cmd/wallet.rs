@@ -16,7 +16,7 @@ pub fn run(cmd: WalletCmd, ctx: &Context) -> CliResult<u8> {
     match cmd {
         WalletCmd::New { force } => {
             let w = Wallet::generate();
-            let backup = w.save(path, force)?;
+            let backup = w.save(&ctx.own_wallet_path, force)?;
             report_saved(ctx, &w, backup, "created")
         }
         WalletCmd::Import { file, force } => {
@@ -28,7 +28,7 @@ pub fn run(cmd: WalletCmd, ctx: &Context) -> CliResult<u8> {
             } else {
                 Wallet::load_unchecked_perms(&file)?
             };
-            let backup = w.save(path, force)?;
+            let backup = w.save(&ctx.own_wallet_path, force)?;
             report_saved(ctx, &w, backup, "imported")
         }
         WalletCmd::ExportKey { output, force } => export_key(ctx, output, force),
@@ -140,7 +140,7 @@ fn report_saved(
     backup: Option<std::path::PathBuf>,
     verb: &str,
 ) -> CliResult<u8> {
-    let path = &ctx.wallet_path;
+    let path = &ctx.own_wallet_path;
     let v = json!({"ok": true, "address": w.address(), "path": path, "backup": backup});
     ctx.emit(&v, || {
         let mut s = format!(

@@ -215,13 +215,23 @@ fn judge(outer: super::transcode::Outer) -> Option<VerifyReport> {
         }
     }
     if let Err(e) = verify_ed25519(&pub_b58, &sig_b58, &digest) {
-        report.error = Some(e.to_string());
+        signature_failed(&mut report, e);
         return Some(report);
     }
     // every memory field was a scalar (or the fast path gave up)
     report.ok = true;
     report.verdict = Verdict::Valid;
     Some(report)
+}
+
+/// Records why the signature failed: a signature or key that does not
+/// even decode is malformed input (exit 2); one that decodes and does not
+/// verify is tampering (exit 1).
+fn signature_failed(report: &mut VerifyReport, e: crate::crypto::SignatureError) {
+    if !matches!(e, crate::crypto::SignatureError::Mismatch) {
+        report.verdict = Verdict::Malformed;
+    }
+    report.error = Some(e.to_string());
 }
 
 fn tampered_hash(claimed: &str, actual_hex: &str) -> String {
@@ -303,12 +313,7 @@ pub fn verify_value(outer: Value) -> (VerifyReport, Option<VerifiedBundle>) {
         }
     }
     if let Err(e) = verify_ed25519(&pub_b58, &sig_b58, &digest) {
-        // a signature or key that does not even decode is malformed input
-        // (exit 2); one that decodes and does not verify is tampering (1)
-        if !matches!(e, crate::crypto::SignatureError::Mismatch) {
-            report.verdict = Verdict::Malformed;
-        }
-        report.error = Some(e.to_string());
+        signature_failed(&mut report, e);
         return (report, None);
     }
     if let Some((i, e)) = memories

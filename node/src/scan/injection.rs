@@ -63,8 +63,16 @@ mod tests {
         assert!(scan("Retry idempotent calls with jittered backoff.").is_empty());
         assert!(scan("We ignored the flaky test for now.").is_empty());
         // a terminal escape (OSC 52 writes the clipboard) or a bidi override
-        for hostile in ["copy \u{1b}]52;c;aGk=\u{7}", "\u{1b}[8mhidden", "abc\u{202e}def"] {
-            assert_eq!(scan(hostile), vec!["terminal-control-characters"], "{hostile:?}");
+        for hostile in [
+            "copy \u{1b}]52;c;aGk=\u{7}",
+            "\u{1b}[8mhidden",
+            "abc\u{202e}def",
+        ] {
+            assert_eq!(
+                scan(hostile),
+                vec!["terminal-control-characters"],
+                "{hostile:?}"
+            );
         }
         assert!(scan("tabs\tand\r\nnewlines are text").is_empty());
     }
