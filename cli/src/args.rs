@@ -661,6 +661,10 @@ pub struct BudgetArgs {
     /// Set the rolling 24 h budget (lamports) in the policy file.
     #[arg(long, value_name = "LAMPORTS")]
     pub set_budget_24h_lamports: Option<u64>,
+    /// Set the most priority fee one transaction may pay (lamports) in the
+    /// policy file (every transaction of this wallet, below --priority-fee-cap).
+    #[arg(long, value_name = "LAMPORTS")]
+    pub set_priority_fee_max_lamports: Option<u64>,
     /// Allow buying from this seller only (repeatable; replaces the list).
     #[arg(long = "set-seller", value_name = "PUBKEY")]
     pub set_sellers: Vec<String>,

@@ -182,10 +182,19 @@ impl Context {
             node::chain::Endpoint::parse(&self.url).map_err(crate::failure::Failure::bad_input)?;
         let commitment = node::chain::parse_commitment(self.commitment.as_str())
             .map_err(crate::failure::Failure::bad_input)?;
+        // the spend policy's cap on priority fees holds for every
+        // transaction of the wallet, below --priority-fee-cap
+        let mut priority = self.priority;
+        if let Some(cap) = self
+            .spend_policy()?
+            .and_then(|p| p.priority_fee_max_lamports)
+        {
+            priority.max_lamports = priority.max_lamports.min(cap);
+        }
         // escrow buys are verified from the program's calls in the buy itself
         Ok(
             node::chain::Chain::new(endpoint, commitment, &[node::escrow::PROGRAM_ID])
-                .with_priority(self.priority),
+                .with_priority(priority),
         )
     }
 

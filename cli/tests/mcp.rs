@@ -52,7 +52,7 @@ fn an_agent_buys_within_its_budget_and_never_over_it() {
     let rpc = v.rpc_url.as_str();
     let (seller, buyer, work, items) = util::funded_pair(rpc);
 
-    // two listings at 0.01 SOL each
+    // two listings at a cent each (0.0001 SOL at 100 USD/SOL)
     seller.ok(&[
         "memory",
         "add",
@@ -77,8 +77,9 @@ fn an_agent_buys_within_its_budget_and_never_over_it() {
                 "marketplace",
                 "list",
                 &file,
+                // a cent: what agents pay for things (issue 46)
                 "--price-usd",
-                "1",
+                "0.01",
                 "--sol-usd",
                 "100",
                 "--storage-dir",
@@ -99,7 +100,7 @@ fn an_agent_buys_within_its_budget_and_never_over_it() {
                 .to_string(),
         ));
     }
-    let price = 10_000_000u64;
+    let price = 100_000u64;
     let (daemon, indexer, base) = services(&seller, rpc, &items, work.path());
     let deadline = Instant::now() + Duration::from_secs(60);
     while get(&format!("{base}/listings")).and_then(|l| l["listings"].as_array().map(Vec::len))
@@ -115,10 +116,11 @@ fn an_agent_buys_within_its_budget_and_never_over_it() {
 
     // the operator's policy: room for one buy in 24 h, not two
     let policy = node::spend::SpendPolicy {
-        max_per_buy_lamports: Some(20_000_000),
-        budget_24h_lamports: Some(15_000_000),
+        max_per_buy_lamports: Some(200_000),
+        budget_24h_lamports: Some(150_000),
         sellers: None,
         tokens: Default::default(),
+        priority_fee_max_lamports: None,
     };
     policy
         .write(&node::spend::policy_path(
@@ -232,7 +234,7 @@ fn an_agent_buys_within_its_budget_and_never_over_it() {
     let refusal = &buy_b["result"]["spend_refusal"];
     assert_eq!(refusal["refusal"], "over_budget", "{buy_b}");
     assert_eq!(refusal["spent"], total_a);
-    assert_eq!(refusal["budget"], 15_000_000);
+    assert_eq!(refusal["budget"], 150_000);
     assert!(buy_b["result"]["error"]
         .as_str()
         .unwrap()
@@ -291,7 +293,7 @@ fn an_agent_buys_within_its_budget_and_never_over_it() {
     );
     assert_eq!(
         budget["result"]["standing"]["remaining_24h_lamports"],
-        15_000_000 - total_a
+        150_000 - total_a
     );
     let spends = budget["result"]["spends"].as_array().unwrap();
     assert_eq!(spends.len(), 1, "{budget}");
@@ -469,6 +471,7 @@ fn over_http_two_sessions_share_one_budget_and_see_only_allowed_tools() {
         budget_24h_lamports: Some(15_000_000),
         sellers: None,
         tokens: Default::default(),
+        priority_fee_max_lamports: None,
     }
     .write(&node::spend::policy_path(
         &buyer.path(".brainctl/wallet.json"),
@@ -913,6 +916,7 @@ fn an_agent_buys_a_test_dollar_listing_within_its_token_limits() {
         budget_24h_lamports: Some(5_000_000),
         sellers: None,
         tokens,
+        priority_fee_max_lamports: None,
     }
     .write(&node::spend::policy_path(
         &buyer.path(".brainctl/wallet.json"),

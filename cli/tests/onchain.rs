@@ -359,7 +359,8 @@ fn marketplace_list_buy_listen_import() {
             "Deploys go through staging first",
             "Retry with jittered backoff",
         ],
-        "15",
+        // a cent, listed with no flag (issue 46)
+        "0.01",
         "150",
     );
     let (seller, buyer, listed) = (&m.seller, &m.buyer, &m.listed);
@@ -370,9 +371,15 @@ fn marketplace_list_buy_listen_import() {
         .unwrap()
         .to_string();
     assert_eq!(
-        listed["listing"]["price_lamports"], 100_000_000u64,
-        "15 USD at 150 USD/SOL = 0.1 SOL"
+        listed["listing"]["price_lamports"], 66_667u64,
+        "0.01 USD at 150 USD/SOL"
     );
+    let seller_lamports = || {
+        ok(seller, &["wallet", "balance", "--json"])["lamports"]
+            .as_u64()
+            .unwrap()
+    };
+    let seller_before = seller_lamports();
 
     let out = buy_while_listening(
         buyer,
@@ -394,6 +401,13 @@ fn marketplace_list_buy_listen_import() {
         out.status.success(),
         "buy failed: {}",
         String::from_utf8_lossy(&out.stderr)
+    );
+    // the seller keeps the price less what its release cost: one
+    // signature and a unit of the listing's own receipt mint
+    let release_cost = 66_667 - (seller_lamports() as i64 - seller_before as i64);
+    assert!(
+        (5_000..=10_300).contains(&release_cost),
+        "the release cost the seller {release_cost} lamports"
     );
     let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     let scope = report["import"]["scope"].as_str().unwrap().to_string();
@@ -473,8 +487,9 @@ fn a_token_listing_trades_in_test_dollars() {
             "marketplace",
             "list",
             "b.signed.json",
+            // a cent: what agents pay for things (issue 46)
             "--price-usd",
-            "5",
+            "0.01",
             "--sol-usd",
             "150",
             "--storage-dir",
@@ -499,8 +514,8 @@ fn a_token_listing_trades_in_test_dollars() {
     assert_eq!(rated.code, 0, "{}", rated.stdout);
     assert_eq!(
         rated.json()["listing"]["price_lamports"],
-        2_000_000_000u64,
-        "5 USD at 2.5 USD per token of 9 decimals"
+        4_000_000u64,
+        "a cent at 2.5 USD per token of 9 decimals"
     );
 
     let (_indexer, base, _work) = indexer_on(dir, &[]);
@@ -511,7 +526,7 @@ fn a_token_listing_trades_in_test_dollars() {
         listed["listing"]["currency"],
         serde_json::json!({"kind": "token", "mint": dollar})
     );
-    assert_eq!(listed["listing"]["price_lamports"], 5_000_000u64);
+    assert_eq!(listed["listing"]["price_lamports"], 10_000u64);
     let manifest = listed["listing"]["manifest_id"].as_str().unwrap();
     seller.ok(&[
         "storage",
@@ -525,9 +540,9 @@ fn a_token_listing_trades_in_test_dollars() {
     let signed: serde_json::Value =
         serde_json::from_slice(&std::fs::read(seller.path("listing.json")).unwrap()).unwrap();
     assert!(signed.get("price_lamports").is_none(), "{signed}");
-    assert_eq!(signed["settlement"]["price_units"], "5000000", "{signed}");
+    assert_eq!(signed["settlement"]["price_units"], "10000", "{signed}");
 
-    // the quote: 5,000,000 base units, 0 lamports of price
+    // the quote: 10,000 base units, 0 lamports of price
     let quote = ok(
         &buyer,
         &[
@@ -540,7 +555,7 @@ fn a_token_listing_trades_in_test_dollars() {
         ],
     );
     assert_eq!(
-        quote["quote"]["token"]["price_units"], 5_000_000u64,
+        quote["quote"]["token"]["price_units"], 10_000u64,
         "{quote}"
     );
     assert_eq!(quote["quote"]["token"]["mint"], dollar.as_str());
@@ -606,7 +621,7 @@ fn a_token_listing_trades_in_test_dollars() {
         let b = ok(e, &["token", "balance", "--mint", &dollar, "--json"]);
         b["units"].as_u64().unwrap()
     };
-    assert_eq!((held(&seller), held(&buyer)), (5_000_000, 15_000_000));
+    assert_eq!((held(&seller), held(&buyer)), (10_000, 19_990_000));
     let again = ok(
         &seller,
         &[
@@ -629,7 +644,7 @@ fn a_token_listing_trades_in_test_dollars() {
         shown["listing"]["currency"],
         serde_json::json!({"kind": "token", "mint": dollar})
     );
-    assert_eq!(shown["listing"]["price_units"], 5_000_000u64);
+    assert_eq!(shown["listing"]["price_units"], 10_000u64);
     assert_eq!(shown["listing"]["price_lamports"], serde_json::Value::Null);
 
     // a second buyer settles through the indexer's API
@@ -654,7 +669,7 @@ fn a_token_listing_trades_in_test_dollars() {
     );
     let (code, settle) = settle(&dollar);
     assert_eq!(code, 200, "{settle}");
-    assert_eq!(settle["price_units"], 5_000_000u64, "{settle}");
+    assert_eq!(settle["price_units"], 10_000u64, "{settle}");
     assert_eq!(
         (settle["decimals"].as_u64(), settle["currency"].as_str()),
         (Some(6), Some(dollar.as_str()))
@@ -681,7 +696,7 @@ fn a_token_listing_trades_in_test_dollars() {
         std::thread::sleep(std::time::Duration::from_millis(300));
     }
     assert_eq!(released, 1, "the /settle buy released");
-    assert_eq!(held(&seller), 10_000_000);
+    assert_eq!(held(&seller), 20_000);
     let shown = util::services::listing_with_releases(&base, listing_id, 2);
     assert_eq!(shown["listing"]["releases"], 2, "{shown}");
 }
@@ -1963,6 +1978,7 @@ fn actions_spend_inside_the_24h_budget() {
         budget_24h_lamports: Some(9_000),
         sellers: Some(vec![]),
         tokens: Default::default(),
+        priority_fee_max_lamports: None,
     }
     .write(&node::spend::policy_path(
         &buyer.path(".brainctl/wallet.json"),
@@ -2049,10 +2065,28 @@ fn a_below_cost_listing_needs_to_be_asked_for() {
     let listed = list("0.001", &["--below-cost", "--json"]);
     assert_eq!(listed.code, 0, "{}", listed.stderr);
     assert_eq!(listed.json()["listing"]["price_lamports"], 6_667);
-    // a cent needs no flag
+    // a cent needs no flag; under a spend policy, the listing's own receipt
+    // mint (made by `list`, its rent never returned) is counted with it
+    ok(
+        &seller,
+        &["marketplace", "budget", "--set-budget-24h-lamports", "1000000000", "--json"],
+    );
     let cent = list("0.01", &["--json"]);
     assert_eq!(cent.code, 0, "{}", cent.stderr);
     assert_eq!(cent.json()["listing"]["price_lamports"], 66_667);
+    let budget = ok(&seller, &["marketplace", "budget", "--json"]);
+    let list_spend = budget["spends"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| s["kind"] == "list")
+        .unwrap_or_else(|| panic!("no list spend: {budget}"))
+        .clone();
+    let counted = list_spend["lamports"].as_u64().unwrap();
+    assert!(
+        counted > 1_000_000,
+        "the receipt mint's rent is counted: {list_spend}"
+    );
 }
 
 /// The buyer judges time by the chain's clock with a margin, and sees the

@@ -191,6 +191,20 @@ fn a_listing_priced_in_usd_settles_at_the_slots_pyth_price() {
     // the implied rate, before paying; and the priority fee's cap
     assert_eq!(q["usd"]["usd_per_whole"], "150.00000000", "{quote}");
     assert_eq!(q["priority_fee_max_lamports"], 10_000, "{quote}");
+    // the spend policy's cap tightens it, for every transaction and in
+    // every quote
+    let set = ok(
+        &v,
+        &buyer,
+        &["marketplace", "budget", "--set-priority-fee-max-lamports", "3000", "--json"],
+    );
+    assert_eq!(set["policy"]["priority_fee_max_lamports"], 3_000, "{set}");
+    let capped = ok(
+        &v,
+        &buyer,
+        &["marketplace", "quote", &manifest, "--storage-dir", &dir, "--json"],
+    );
+    assert_eq!(capped["quote"]["priority_fee_max_lamports"], 3_000, "{capped}");
     let human = run(
         &v,
         &buyer,

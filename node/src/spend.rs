@@ -56,6 +56,11 @@ pub struct SpendPolicy {
     /// network fee).
     #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
     pub tokens: std::collections::BTreeMap<String, TokenLimits>,
+    /// The most priority fee any one transaction of this wallet may pay,
+    /// in lamports (below `--priority-fee-cap` when both are set; shown in
+    /// every quote as `priority_fee_max_lamports`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub priority_fee_max_lamports: Option<u64>,
 }
 
 /// A spend policy's limits for one token, in its base units.
@@ -278,6 +283,10 @@ impl SpendPolicy {
             budget_24h_lamports: min(self.budget_24h_lamports, other.budget_24h_lamports),
             sellers,
             tokens,
+            priority_fee_max_lamports: min(
+                self.priority_fee_max_lamports,
+                other.priority_fee_max_lamports,
+            ),
         }
     }
 
@@ -855,16 +864,19 @@ mod tests {
             max_per_buy_lamports: Some(100),
             budget_24h_lamports: None,
             sellers: Some(vec!["A".into(), "B".into()]),
+            priority_fee_max_lamports: Some(3_000),
             ..Default::default()
         };
         let flags = SpendPolicy {
             max_per_buy_lamports: Some(1_000),
             budget_24h_lamports: Some(500),
             sellers: Some(vec!["B".into(), "C".into()]),
+            priority_fee_max_lamports: Some(7_000),
             ..Default::default()
         };
         let t = file.tightened(&flags);
         assert_eq!(t.max_per_buy_lamports, Some(100));
+        assert_eq!(t.priority_fee_max_lamports, Some(3_000));
         assert_eq!(t.budget_24h_lamports, Some(500));
         assert_eq!(t.sellers, Some(vec!["B".to_string()]));
         assert_eq!(flags.tightened(&file), t);

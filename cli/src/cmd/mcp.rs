@@ -756,6 +756,7 @@ impl BrainctlServer {
                 limit: 20,
                 set_max_per_buy_lamports: None,
                 set_budget_24h_lamports: None,
+                set_priority_fee_max_lamports: None,
                 set_sellers: Vec::new(),
             }))
         })
@@ -1189,6 +1190,7 @@ fn flag_limits(a: &McpArgs) -> Option<node::spend::SpendPolicy> {
         budget_24h_lamports: a.budget_24h_lamports,
         sellers: (!a.allow_sellers.is_empty()).then(|| a.allow_sellers.clone()),
         tokens: Default::default(),
+        priority_fee_max_lamports: None,
     };
     (p != node::spend::SpendPolicy::default()).then_some(p)
 }

@@ -180,6 +180,22 @@ pub async fn ensure_listing_mint(
 /// buy, [`crate::mint::release_cost`]; for a listing's mint, the release's
 /// signature and Light's output fees (the mint's rent is paid once per
 /// listing, at its first release); with no receipt, the signature. The
+/// What listing costs its seller beyond the memo for receipts of `mode`:
+/// the listing's own mint (its rent and fees, made once by `list`) for
+/// [`ReceiptMode::Listing`], nothing otherwise (an escrow listing's
+/// receipts are a mint per buy, made by `listen`). The spend policy
+/// reserves it with the listing.
+pub async fn listing_setup_cost(
+    chain: &Chain,
+    mode: ReceiptMode,
+    escrow: bool,
+) -> Result<u64, ChainError> {
+    if escrow || mode != ReceiptMode::Listing {
+        return Ok(0);
+    }
+    crate::mint::release_cost(chain, TokenStandard::LightCompressed).await
+}
+
 /// protocol's mint fee is added where due.
 pub async fn release_cost(
     chain: &Chain,

@@ -92,6 +92,7 @@ pub(super) fn dispute(a: RefundArgs, ctx: &Context) -> CliResult<()> {
 pub(super) fn budget(a: BudgetArgs, ctx: &Context) -> CliResult<()> {
     let setting = a.set_max_per_buy_lamports.is_some()
         || a.set_budget_24h_lamports.is_some()
+        || a.set_priority_fee_max_lamports.is_some()
         || !a.set_sellers.is_empty();
     if setting {
         for s in &a.set_sellers {
@@ -110,6 +111,9 @@ pub(super) fn budget(a: BudgetArgs, ctx: &Context) -> CliResult<()> {
         }
         if let Some(b) = a.set_budget_24h_lamports {
             policy.budget_24h_lamports = Some(b);
+        }
+        if let Some(cap) = a.set_priority_fee_max_lamports {
+            policy.priority_fee_max_lamports = Some(cap);
         }
         if !a.set_sellers.is_empty() {
             policy.sellers = Some(a.set_sellers.clone());
@@ -301,12 +305,14 @@ fn show_budget(ctx: &Context, limit: usize) -> CliResult<()> {
                 node::spend::policy_path(&ctx.wallet_path).display()
             ),
             Some(p) => format!(
-                "spend policy: per buy {}, 24 h budget {}, sellers {}",
+                "spend policy: per buy {}, 24 h budget {}, sellers {}, priority fee at most {} a transaction",
                 p.max_per_buy_lamports
                     .map_or("unlimited".into(), |m| format!("{m} lamports")),
                 p.budget_24h_lamports
                     .map_or("unlimited".into(), |m| format!("{m} lamports")),
-                p.sellers.as_ref().map_or("any".into(), |s| s.join(", "))
+                p.sellers.as_ref().map_or("any".into(), |s| s.join(", ")),
+                p.priority_fee_max_lamports
+                    .map_or("--priority-fee-cap".into(), |m| format!("{m} lamports"))
             ),
         };
         out.push_str(&format!(

@@ -89,12 +89,20 @@ pub(super) fn list(a: ListArgs, ctx: &Context) -> CliResult<()> {
         settle_in,
         usd_at_settle,
     };
-    // an escrow listing's stake leaves the wallet with its memo
+    // an escrow listing's stake leaves the wallet with its memo, and a
+    // listing's own receipt mint is made before it
     let stake = opts.escrow_stake.unwrap_or(0);
+    let mint = ctx
+        .block_on(node::mint::receipt::listing_setup_cost(
+            &chain,
+            opts.receipt,
+            opts.escrow_stake.is_some(),
+        ))
+        .map_err(anyhow::Error::from)?;
     let rec = ctx.spend_on_op(
         &chain,
         ("list", &bundle.display().to_string()),
-        stake,
+        stake.saturating_add(mint),
         || {
             ctx.block_on(list_bundle(
                 &chain, &wallet, &up, &keys, &mut db, &text, &opts,
