@@ -554,10 +554,7 @@ fn a_token_listing_trades_in_test_dollars() {
             "--json",
         ],
     );
-    assert_eq!(
-        quote["quote"]["token"]["price_units"], 10_000u64,
-        "{quote}"
-    );
+    assert_eq!(quote["quote"]["token"]["price_units"], 10_000u64, "{quote}");
     assert_eq!(quote["quote"]["token"]["mint"], dollar.as_str());
     assert_eq!(quote["quote"]["price_lamports"], 0);
     assert_eq!(
@@ -2069,7 +2066,13 @@ fn a_below_cost_listing_needs_to_be_asked_for() {
     // mint (made by `list`, its rent never returned) is counted with it
     ok(
         &seller,
-        &["marketplace", "budget", "--set-budget-24h-lamports", "1000000000", "--json"],
+        &[
+            "marketplace",
+            "budget",
+            "--set-budget-24h-lamports",
+            "1000000000",
+            "--json",
+        ],
     );
     let cent = list("0.01", &["--json"]);
     assert_eq!(cent.code, 0, "{}", cent.stderr);

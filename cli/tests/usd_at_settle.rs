@@ -196,15 +196,31 @@ fn a_listing_priced_in_usd_settles_at_the_slots_pyth_price() {
     let set = ok(
         &v,
         &buyer,
-        &["marketplace", "budget", "--set-priority-fee-max-lamports", "3000", "--json"],
+        &[
+            "marketplace",
+            "budget",
+            "--set-priority-fee-max-lamports",
+            "3000",
+            "--json",
+        ],
     );
     assert_eq!(set["policy"]["priority_fee_max_lamports"], 3_000, "{set}");
     let capped = ok(
         &v,
         &buyer,
-        &["marketplace", "quote", &manifest, "--storage-dir", &dir, "--json"],
+        &[
+            "marketplace",
+            "quote",
+            &manifest,
+            "--storage-dir",
+            &dir,
+            "--json",
+        ],
     );
-    assert_eq!(capped["quote"]["priority_fee_max_lamports"], 3_000, "{capped}");
+    assert_eq!(
+        capped["quote"]["priority_fee_max_lamports"], 3_000,
+        "{capped}"
+    );
     let human = run(
         &v,
         &buyer,
@@ -212,7 +228,7 @@ fn a_listing_priced_in_usd_settles_at_the_slots_pyth_price() {
     );
     assert!(
         human.stdout.contains("at 150.00000000 USD")
-            && human.stdout.contains("priority fee at most 10000 lamports"),
+            && human.stdout.contains("priority fee at most 3000 lamports"),
         "{}{}",
         human.stdout,
         human.stderr
