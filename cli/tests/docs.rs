@@ -1,9 +1,11 @@
 //! The repository's own copies of the project's specifications: the
 //! README and the guides cite `docs/DESIGN.md` (architecture, settlement
-//! rules) and `docs/PROTOCOL.md` (wire formats); each must be the
-//! project's shared original byte for byte (`$BRAINCTL_SHARED_DIR`, by
-//! default `../shared` beside the clone), so a citation never points at
-//! an older text.
+//! rules) and `docs/PROTOCOL.md` (wire formats). Each is the project's
+//! shared original byte for byte: its SHA-256 is pinned here (taken from
+//! the original when it was copied), so a clone anywhere checks the copy;
+//! where the originals are beside the clone (`$BRAINCTL_SHARED_DIR`, by
+//! default `../shared`), the copies are also compared with them, so an
+//! original that moved on fails here until it is copied again.
 
 use std::path::PathBuf;
 
@@ -11,26 +13,37 @@ fn repo() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("..")
 }
 
+/// The shared originals' SHA-256, as copied into docs/.
+const SPECS: [(&str, &str); 2] = [
+    (
+        "DESIGN.md",
+        "bd71d18087ce764a9add147be9cb746058e68f71fd3c52435ce52f931eefb8bb",
+    ),
+    (
+        "PROTOCOL.md",
+        "4e16abe19d3b708a89c7ca5e66691eb32ae038e55f4b1e0375d64700e65014cd",
+    ),
+];
+
 #[test]
 fn the_spec_copies_match_the_shared_originals() {
     let shared = std::env::var_os("BRAINCTL_SHARED_DIR")
         .map(PathBuf::from)
         .unwrap_or_else(|| repo().join("../shared"));
-    for name in ["DESIGN.md", "PROTOCOL.md"] {
-        let original = shared.join(name);
-        let original = std::fs::read(&original).unwrap_or_else(|e| {
-            panic!(
-                "{}: {e} (the project's shared specifications; set BRAINCTL_SHARED_DIR to where they are)",
-                original.display()
-            )
-        });
+    for (name, pinned) in SPECS {
         let copy = std::fs::read(repo().join("docs").join(name)).unwrap();
-        assert!(
-            copy == original,
-            "docs/{name} differs from {}: copy it again (cp {} docs/)",
-            shared.join(name).display(),
-            shared.join(name).display()
+        assert_eq!(
+            hex::encode(node::crypto::sha256(&copy)),
+            pinned,
+            "docs/{name} is not the copy of the shared original it was"
         );
+        if let Ok(original) = std::fs::read(shared.join(name)) {
+            assert!(
+                copy == original,
+                "docs/{name} differs from {}: copy it again (and pin its new SHA-256 here)",
+                shared.join(name).display()
+            );
+        }
     }
 }
 
