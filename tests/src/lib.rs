@@ -766,9 +766,11 @@ impl TestValidator {
 
 /// The address a service started with `--listen 127.0.0.1:0` bound, read
 /// from its log (`... serving listen=<addr> ...`, plain text: the binaries
-/// colour only terminals), waited for up to 30 s.
+/// colour only terminals), waited for up to 90 s (an indexer reads the
+/// cluster before it binds; with three validators busy on two cores that
+/// once took over 30 s, its log still empty).
 pub fn logged_listen_address(log: &std::path::Path) -> String {
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(90);
     loop {
         let text = std::fs::read_to_string(log).unwrap_or_default();
         if let Some(addr) = text
