@@ -96,6 +96,19 @@ pub struct Cli {
         env = "BRAINCTL_PRIORITY_FEE_CAP_LAMPORTS"
     )]
     pub priority_fee_cap: Option<u64>,
+    /// The agent this is for, as the reference's `-a`: `memory add`
+    /// attributes new memories to it and `memory list`/`search` show only
+    /// its memories. Default: $AGENT_ID; without either, memories are added
+    /// as `default` and every agent's are listed.
+    #[arg(
+        short = 'a',
+        long,
+        global = true,
+        help_heading = "Global options",
+        value_name = "AGENT_ID",
+        env = "AGENT_ID"
+    )]
+    pub agent: Option<String>,
     /// Print machine-readable JSON on stdout (errors too: {"ok":false,"error":...}).
     #[arg(long, global = true, help_heading = "Global options")]
     pub json: bool,
@@ -1000,9 +1013,6 @@ pub enum QuarantineCmd {
 /// Filters shared by `memory list` and `memory search`.
 #[derive(Debug, Args, Clone)]
 pub struct MemoryFilter {
-    /// Only this agent.
-    #[arg(long)]
-    pub agent: Option<String>,
     /// Only this category.
     #[arg(short = 'c', long)]
     pub category: Option<String>,
@@ -1049,9 +1059,6 @@ pub enum MemoryCmd {
         /// Memory type.
         #[arg(long = "type", value_enum, default_value_t = MemoryType::Episodic)]
         memory_type: MemoryType,
-        /// Agent id.
-        #[arg(long, default_value = "default")]
-        agent: String,
     },
     /// List memories, newest first.
     List(MemoryFilter),

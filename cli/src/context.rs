@@ -23,6 +23,9 @@ pub struct Context {
     /// ~/.brainctl/wallet.json): what `wallet new` and `wallet import`
     /// write, even while the Solana CLI's keypair is the default signer.
     pub own_wallet_path: PathBuf,
+    /// `-a`/`--agent` ($AGENT_ID): attribution of new memories and the
+    /// agent whose memories are listed; `None`: `default`, and every agent.
+    pub agent: Option<String>,
     /// `--json`.
     pub json: bool,
     /// `-u`.
@@ -133,6 +136,7 @@ impl Context {
             wallet_path,
             own_wallet_path,
             json: cli.json,
+            agent: cli.agent.clone().filter(|a| !a.is_empty()),
             url,
             commitment,
             spend_limits: None,

@@ -162,3 +162,49 @@ fn doctor_says_what_to_fix() {
         human.stdout
     );
 }
+
+#[test]
+fn the_global_agent_attributes_and_filters_as_the_reference_does() {
+    let e = Env::new();
+    e.ok(&["-a", "bob", "memory", "add", "bob's lesson", "-c", "lesson"]);
+    e.ok(&[
+        "memory",
+        "add",
+        "anyone's note",
+        "-c",
+        "project",
+        "--agent",
+        "carol",
+    ]);
+    e.ok(&["memory", "add", "unattributed", "-c", "project"]);
+    let agents = |out: &str| -> Vec<String> {
+        let v: serde_json::Value = serde_json::from_str(out).unwrap();
+        let mut v: Vec<String> = v["memories"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|m| m["agent_id"].as_str().unwrap().to_string())
+            .collect();
+        v.sort();
+        v
+    };
+    let listed = |args: &[&str]| agents(&e.ok(args).stdout);
+    assert_eq!(
+        listed(&["--json", "memory", "list"]),
+        ["bob", "carol", "default"]
+    );
+    assert_eq!(listed(&["--json", "-a", "bob", "memory", "list"]), ["bob"]);
+    assert_eq!(
+        listed(&["--json", "memory", "search", "note", "--agent", "carol"]),
+        ["carol"]
+    );
+    // $AGENT_ID is the default, as in the reference
+    let out = e
+        .cmd()
+        .env("AGENT_ID", "carol")
+        .args(["--json", "memory", "list"])
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    assert_eq!(agents(&String::from_utf8_lossy(&out.stdout)), ["carol"]);
+}

@@ -33,6 +33,7 @@ struct Settings {
     home: Option<PathBuf>,
     db_path: PathBuf,
     wallet_path: PathBuf,
+    agent: Option<String>,
     url: String,
     commitment: crate::args::Commitment,
     priority: node::chain::priority::PriorityPolicy,
@@ -51,6 +52,7 @@ impl Settings {
             wallet_path: self.wallet_path.clone(),
             own_wallet_path: self.wallet_path.clone(),
             json: true,
+            agent: self.agent.clone(),
             url: self.url.clone(),
             commitment: self.commitment,
             priority: self.priority,
@@ -369,7 +371,6 @@ fn filter(
         )));
     }
     Ok(MemoryFilter {
-        agent: None,
         category,
         scope,
         memory_type: None,
@@ -611,7 +612,6 @@ impl BrainctlServer {
                 confidence: a.confidence.unwrap_or(1.0),
                 tags: a.tags,
                 memory_type: crate::args::MemoryType::Episodic,
-                agent: "default".into(),
             }))
         })
         .await
@@ -1206,6 +1206,7 @@ pub fn run(args: McpArgs, ctx: &Context) -> CliResult<u8> {
         wallet_path: ctx.wallet_path.clone(),
         own_wallet_path: ctx.own_wallet_path.clone(),
         json: ctx.json,
+        agent: ctx.agent.clone(),
         url: ctx.url.clone(),
         commitment: ctx.commitment,
         priority: ctx.priority,
@@ -1227,6 +1228,7 @@ pub fn run(args: McpArgs, ctx: &Context) -> CliResult<u8> {
         home: ctx.home.clone(),
         db_path: ctx.db_path.clone(),
         wallet_path: ctx.wallet_path.clone(),
+        agent: ctx.agent.clone(),
         url: ctx.url.clone(),
         commitment: ctx.commitment,
         priority: ctx.priority,

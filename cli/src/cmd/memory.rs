@@ -7,9 +7,9 @@ use anyhow::anyhow;
 use node::store::{ListQuery, Memory, NewMemory};
 use serde_json::json;
 
-fn query(f: MemoryFilter) -> ListQuery {
+fn query(f: MemoryFilter, agent: Option<String>) -> ListQuery {
     ListQuery {
-        agent_id: f.agent,
+        agent_id: agent,
         category: f.category,
         scope: f.scope,
         memory_type: f.memory_type,
@@ -51,7 +51,6 @@ pub fn run(cmd: MemoryCmd, ctx: &Context) -> CliResult<u8> {
             confidence,
             tags,
             memory_type,
-            agent,
         } => {
             if !(0.0..=1.0).contains(&confidence) {
                 return Err(Failure::bad_input(anyhow!(
@@ -75,21 +74,23 @@ pub fn run(cmd: MemoryCmd, ctx: &Context) -> CliResult<u8> {
                 confidence,
                 tags,
                 memory_type: memory_type.as_str().into(),
-                agent_id: agent,
+                agent_id: ctx.agent.clone().unwrap_or_else(|| "default".into()),
             })?;
             ctx.emit(&json!({"ok": true, "id": id}), || {
                 format!("added memory #{id}")
             });
         }
         MemoryCmd::List(f) => {
-            let rows = ctx.memory_store()?.list(&query(f))?;
+            let rows = ctx.memory_store()?.list(&query(f, ctx.agent.clone()))?;
             ctx.emit(&json!({"ok": true, "memories": rows}), || table(&rows));
         }
         MemoryCmd::Search {
             query: text,
             filter,
         } => {
-            let rows = ctx.memory_store()?.search(&text, &query(filter))?;
+            let rows = ctx
+                .memory_store()?
+                .search(&text, &query(filter, ctx.agent.clone()))?;
             ctx.emit(
                 &json!({"ok": true, "query": text, "memories": rows}),
                 || table(&rows),

@@ -67,6 +67,7 @@ impl Env {
             .env_remove("BRAIN_DB")
             .env_remove("BRAINCTL_WALLET_PATH")
             .env_remove("RUST_LOG")
+            .env_remove("AGENT_ID")
             .envs(self.vars.iter().map(|(k, v)| (k, v)));
         c
     }

@@ -282,7 +282,7 @@ pub struct Store {
 /// group and other access away from an existing file (and its `-wal` and
 /// `-shm` companions).
 fn make_private(path: &Path) -> std::result::Result<(), (std::path::PathBuf, std::io::Error)> {
-    use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt, PermissionsExt};
+    use std::os::unix::fs::{DirBuilderExt, PermissionsExt};
     if let Some(dir) = path
         .parent()
         .filter(|d| !d.as_os_str().is_empty() && !d.exists())
@@ -294,14 +294,7 @@ fn make_private(path: &Path) -> std::result::Result<(), (std::path::PathBuf, std
             .map_err(|e| (dir.to_path_buf(), e))?;
     }
     if !path.exists() {
-        std::fs::OpenOptions::new()
-            .write(true)
-            .create(true)
-            .truncate(false)
-            .mode(0o600)
-            .open(path)
-            .map_err(|e| (path.to_path_buf(), e))?;
-        return Ok(());
+        return private_db::create_private_file(path).map_err(|e| (path.to_path_buf(), e));
     }
     for suffix in ["", "-wal", "-shm"] {
         let mut name = path.as_os_str().to_owned();

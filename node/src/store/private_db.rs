@@ -27,20 +27,26 @@ pub enum PrivateDbError {
     Sql(#[from] rusqlite::Error),
 }
 
-/// Opens (creating, 0600) the ledger at `path`, in WAL mode.
-pub fn open(path: &Path) -> Result<Connection, PrivateDbError> {
+/// Creates `path` empty with mode 0600 if it does not exist (never
+/// truncating one that does): the one place a private SQLite file is born.
+pub fn create_private_file(path: &Path) -> std::io::Result<()> {
     if !path.exists() {
         std::fs::OpenOptions::new()
             .write(true)
             .create(true)
             .truncate(false)
             .mode(0o600)
-            .open(path)
-            .map_err(|source| PrivateDbError::Io {
-                path: path.into(),
-                source,
-            })?;
+            .open(path)?;
     }
+    Ok(())
+}
+
+/// Opens (creating, 0600) the ledger at `path`, in WAL mode.
+pub fn open(path: &Path) -> Result<Connection, PrivateDbError> {
+    create_private_file(path).map_err(|source| PrivateDbError::Io {
+        path: path.into(),
+        source,
+    })?;
     let conn = Connection::open(path)?;
     conn.busy_timeout(BUSY_TIMEOUT)?;
     conn.pragma_update(None, "journal_mode", "WAL")?;
