@@ -312,6 +312,7 @@ impl McpArgs {
             timeout: self.buy_timeout,
             into_brainctl_db: self.into_brainctl_db.clone(),
             storage: self.storage.clone(),
+            indexer: self.indexer.clone(),
         }
     }
 }
@@ -367,7 +368,7 @@ pub struct IndexerOpts {
 pub enum MarketCmd {
     /// List a signed bundle at a fixed price (encrypts, stores, posts the list memo).
     List(ListArgs),
-    /// Buyer: offer a price on a listing (manifest id); prints the offer's item id.
+    /// Buyer: offer a price on a listing (listing id or manifest id); prints the offer's item id.
     Offer(OfferArgs),
     /// Seller: counter an offer (offer item id) with another price.
     Counter(CounterArgs),
@@ -377,7 +378,7 @@ pub enum MarketCmd {
     Reject(AnswerArgs),
     /// Buyer: withdraw your offer (the seller can no longer accept it).
     Withdraw(WithdrawArgs),
-    /// Buy a listing by its manifest id: pay, wait for the release, import.
+    /// Buy a listing (its listing id or manifest id): pay, wait for the release, import.
     Buy(BuyArgs),
     /// What a buy would cost, and whether the spend policy allows it now.
     ///
@@ -554,13 +555,15 @@ pub struct ListArgs {
 /// `brainctl marketplace offer`
 #[derive(Debug, Args, Clone)]
 pub struct OfferArgs {
-    /// The listing manifest's item id.
+    /// The listing: its listing id (YYYYMMDD-<12 hex>, looked up on --indexer) or its manifest's item id (from `list`).
     #[arg(allow_hyphen_values = true)]
     pub listing: String,
     #[command(flatten)]
     pub terms: Terms,
     #[command(flatten)]
     pub storage: StorageOpts,
+    #[command(flatten)]
+    pub indexer: IndexerOpts,
 }
 
 /// `brainctl marketplace counter`
@@ -569,14 +572,16 @@ pub struct CounterArgs {
     /// The offer's item id.
     #[arg(allow_hyphen_values = true)]
     pub offer: String,
-    /// The buyer counters its own offer: the listing manifest's item id
-    /// (the seller counters without it).
+    /// The buyer counters its own offer: the listing (its listing id or
+    /// its manifest's item id; the seller counters without it).
     #[arg(long, allow_hyphen_values = true)]
     pub listing: Option<String>,
     #[command(flatten)]
     pub terms: Terms,
     #[command(flatten)]
     pub storage: StorageOpts,
+    #[command(flatten)]
+    pub indexer: IndexerOpts,
     #[command(flatten)]
     pub seller: SellerState,
 }
@@ -603,17 +608,19 @@ pub struct WithdrawArgs {
     /// The offer's item id.
     #[arg(allow_hyphen_values = true)]
     pub offer: String,
-    /// The listing manifest's item id.
+    /// The listing: its listing id (YYYYMMDD-<12 hex>, looked up on --indexer) or its manifest's item id (from `list`).
     #[arg(long, allow_hyphen_values = true)]
     pub listing: String,
     #[command(flatten)]
     pub storage: StorageOpts,
+    #[command(flatten)]
+    pub indexer: IndexerOpts,
 }
 
 /// `brainctl marketplace buy`
 #[derive(Debug, Args, Clone)]
 pub struct BuyArgs {
-    /// The listing manifest's item id (from `list`).
+    /// The listing: its listing id (YYYYMMDD-<12 hex>, looked up on --indexer) or its manifest's item id (from `list`).
     #[arg(allow_hyphen_values = true)]
     pub listing: String,
     /// Pay the price of this accepted offer (its item id) instead of the list price.
@@ -644,12 +651,14 @@ pub struct ReceiveOpts {
     pub into_brainctl_db: Option<PathBuf>,
     #[command(flatten)]
     pub storage: StorageOpts,
+    #[command(flatten)]
+    pub indexer: IndexerOpts,
 }
 
 /// `brainctl marketplace quote`
 #[derive(Debug, Args, Clone)]
 pub struct QuoteArgs {
-    /// The listing manifest's item id.
+    /// The listing: its listing id (YYYYMMDD-<12 hex>, looked up on --indexer) or its manifest's item id (from `list`).
     #[arg(allow_hyphen_values = true)]
     pub listing: String,
     /// Quote the price of this accepted offer (its item id).
@@ -660,6 +669,8 @@ pub struct QuoteArgs {
     pub counter: Option<String>,
     #[command(flatten)]
     pub storage: StorageOpts,
+    #[command(flatten)]
+    pub indexer: IndexerOpts,
 }
 
 /// `brainctl marketplace budget`
@@ -686,7 +697,7 @@ pub struct BudgetArgs {
 /// `brainctl marketplace fetch`
 #[derive(Debug, Args, Clone)]
 pub struct FetchArgs {
-    /// The listing manifest's item id.
+    /// The listing: its listing id (YYYYMMDD-<12 hex>, looked up on --indexer) or its manifest's item id (from `list`).
     #[arg(allow_hyphen_values = true)]
     pub listing: String,
     /// The buy transaction's signature (printed by `buy`).
@@ -699,11 +710,13 @@ pub struct FetchArgs {
 /// `brainctl marketplace refund`
 #[derive(Debug, Args, Clone)]
 pub struct RefundArgs {
-    /// The listing manifest's item id.
+    /// The listing: its listing id (YYYYMMDD-<12 hex>, looked up on --indexer) or its manifest's item id (from `list`).
     #[arg(allow_hyphen_values = true)]
     pub listing: String,
     #[command(flatten)]
     pub storage: StorageOpts,
+    #[command(flatten)]
+    pub indexer: IndexerOpts,
 }
 
 /// `brainctl marketplace watch`
@@ -726,7 +739,8 @@ pub struct WatchArgs {
 /// `brainctl marketplace cancel`
 #[derive(Debug, Args, Clone)]
 pub struct CancelArgs {
-    /// The listing id.
+    /// Your listing: its listing id or its manifest's item id.
+    #[arg(allow_hyphen_values = true)]
     pub listing_id: String,
     #[command(flatten)]
     pub seller: SellerState,
@@ -760,7 +774,9 @@ pub struct BrowseArgs {
 /// `brainctl marketplace show`
 #[derive(Debug, Args, Clone)]
 pub struct ShowArgs {
-    /// Listing id (YYYYMMDD-<12 hex>).
+    /// The listing: its listing id (YYYYMMDD-<12 hex>) or its manifest's
+    /// item id (fetched from --storage to read its listing id).
+    #[arg(allow_hyphen_values = true)]
     pub listing_id: String,
     /// Also show the free-text messages of offers and counters (another
     /// party's words: may hold prompt injections). Without it they are
@@ -769,12 +785,15 @@ pub struct ShowArgs {
     pub include_messages: bool,
     #[command(flatten)]
     pub indexer: IndexerOpts,
+    #[command(flatten)]
+    pub storage: StorageOpts,
 }
 
 /// `brainctl marketplace status`
 #[derive(Debug, Args, Clone)]
 pub struct StatusArgs {
-    /// Only this listing id.
+    /// Only this listing (its listing id or its manifest's item id).
+    #[arg(allow_hyphen_values = true)]
     pub listing_id: Option<String>,
     #[command(flatten)]
     pub seller: SellerState,

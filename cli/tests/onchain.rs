@@ -644,6 +644,69 @@ fn a_token_listing_trades_in_test_dollars() {
     assert_eq!(shown["listing"]["price_units"], 10_000u64);
     assert_eq!(shown["listing"]["price_lamports"], serde_json::Value::Null);
 
+    // a listing is named by its listing id or its manifest's item id alike
+    let by_id = ok(
+        &buyer,
+        &[
+            "marketplace",
+            "quote",
+            listing_id,
+            "--indexer",
+            &base,
+            "--storage-dir",
+            dir,
+            "--json",
+        ],
+    );
+    assert_eq!(by_id["quote"]["listing_id"], listing_id, "{by_id}");
+    assert_eq!(by_id["quote"]["token"]["price_units"], 10_000u64);
+    let by_manifest = buyer
+        .ok(&[
+            "marketplace",
+            "show",
+            manifest,
+            "--indexer",
+            &base,
+            "--storage-dir",
+            dir,
+            "--json",
+        ])
+        .json();
+    assert_eq!(by_manifest["listing"]["listing_id"], listing_id);
+    assert_eq!(by_manifest["listing"]["sales"], 1);
+    let mine = ok(&seller, &["marketplace", "status", manifest, "--json"]);
+    let rows = mine["listings"].as_array().unwrap();
+    assert_eq!(rows.len(), 1, "{mine}");
+    assert_eq!(rows[0]["listing_id"], listing_id);
+    // an indexer that names another listing's manifest is caught: the
+    // manifest fetched must carry the listing id asked for
+    let other = rated.json()["listing"]["manifest_id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let liar = util::services::answering_once(
+        serde_json::json!({"listing": {"listing_arweave_id": other}}).to_string(),
+    );
+    let fooled = onchain(
+        &buyer,
+        &[
+            "marketplace",
+            "quote",
+            listing_id,
+            "--indexer",
+            &liar,
+            "--storage-dir",
+            dir,
+            "--json",
+        ],
+    );
+    assert_eq!(fooled.code, 2, "{}{}", fooled.stdout, fooled.stderr);
+    assert!(
+        fooled.stdout.contains("but that manifest is listing"),
+        "{}",
+        fooled.stdout
+    );
+
     // a second buyer settles through the indexer's API
     let second = node::wallet::Wallet::from_seed(&[0x5E; 32]);
     let second_kp = second.solana_keypair();

@@ -49,6 +49,22 @@ fn get(
     })
 }
 
+/// The manifest item id the indexer at `opts` gives for `listing_id`
+/// (only a hint: the caller checks the manifest it fetches carries the id).
+pub fn manifest_id_of(ctx: &Context, opts: &IndexerOpts, listing_id: &str) -> CliResult<String> {
+    let v = get(ctx, opts, &format!("/listings/{listing_id}"), &[])?;
+    v["listing"]["listing_arweave_id"]
+        .as_str()
+        .map(str::to_string)
+        .ok_or_else(|| {
+            anyhow!(
+                "the indexer at {} named no manifest for {listing_id}",
+                opts.url
+            )
+            .into()
+        })
+}
+
 fn sol(lamports: &Value) -> String {
     lamports
         .as_u64()

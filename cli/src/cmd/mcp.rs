@@ -11,9 +11,7 @@
 //! their output captured; logs go to stderr), lets a tool change the spend
 //! policy, or starts without one unless the operator says so.
 
-use crate::args::{
-    Command, ExportArgs, IndexerOpts, MarketCmd, McpArgs, MemoryCmd, MemoryFilter, Terms,
-};
+use crate::args::{Command, ExportArgs, MarketCmd, McpArgs, MemoryCmd, MemoryFilter, Terms};
 use crate::context::Context;
 use crate::failure::{CliResult, Failure};
 use anyhow::anyhow;
@@ -187,7 +185,8 @@ pub struct ShowListingArgs {
 /// A buy's terms.
 #[derive(Debug, Deserialize, JsonSchema)]
 pub struct BuyArgs {
-    /// The listing's manifest item id (market_browse / market_show: manifest_id).
+    /// The listing's manifest item id (market_browse / market_show:
+    /// manifest_id); its listing_id works too (looked up on the indexer).
     pub manifest_id: String,
     /// Pay the price of this accepted offer (its item id, from market_offer)
     /// instead of the listed price; the seller's counter is found on chain.
@@ -198,7 +197,7 @@ pub struct BuyArgs {
 /// `market_fetch` arguments.
 #[derive(Debug, Deserialize, JsonSchema)]
 pub struct FetchArgs {
-    /// The listing's manifest item id.
+    /// The listing's manifest item id (or its listing_id).
     pub manifest_id: String,
     /// The buy_signature market_buy returned.
     pub buy_signature: String,
@@ -310,7 +309,7 @@ pub struct PurgeArgs {
 pub struct WithdrawToolArgs {
     /// Your offer's item id (from market_offer: offer_item_id).
     pub offer: String,
-    /// The listing's manifest item id.
+    /// The listing's manifest item id (or its listing_id).
     pub manifest_id: String,
 }
 
@@ -661,9 +660,8 @@ impl BrainctlServer {
             Ok(MarketCmd::Show(crate::args::ShowArgs {
                 listing_id: a.listing_id,
                 include_messages: a.include_messages,
-                indexer: IndexerOpts {
-                    url: s.indexer.url.clone(),
-                },
+                indexer: s.indexer.clone(),
+                storage: s.storage.clone(),
             }))
         })
         .await
@@ -684,6 +682,7 @@ impl BrainctlServer {
                 offer: a.offer,
                 counter: None,
                 storage: s.storage.clone(),
+                indexer: s.indexer.clone(),
             }))
         })
         .await
@@ -860,6 +859,7 @@ impl BrainctlServer {
                 listing: a.target.clone(),
                 terms: terms(a),
                 storage: s.storage.clone(),
+                indexer: s.indexer.clone(),
             }))
         })
         .await
@@ -879,6 +879,7 @@ impl BrainctlServer {
                 listing: a.listing.clone(),
                 terms: terms(a),
                 storage: s.storage.clone(),
+                indexer: s.indexer.clone(),
                 seller: s.seller.clone(),
             }))
         })
@@ -934,6 +935,7 @@ impl BrainctlServer {
                 offer: a.offer,
                 listing: a.manifest_id,
                 storage: s.storage.clone(),
+                indexer: s.indexer.clone(),
             }))
         })
         .await
@@ -951,6 +953,7 @@ impl BrainctlServer {
             Ok(MarketCmd::Refund(crate::args::RefundArgs {
                 listing: a.manifest_id,
                 storage: s.storage.clone(),
+                indexer: s.indexer.clone(),
             }))
         })
         .await
@@ -968,6 +971,7 @@ impl BrainctlServer {
             Ok(MarketCmd::Dispute(crate::args::RefundArgs {
                 listing: a.manifest_id,
                 storage: s.storage.clone(),
+                indexer: s.indexer.clone(),
             }))
         })
         .await

@@ -349,3 +349,23 @@ pub fn sign_and_send(
         .unwrap()
         .to_string()
 }
+
+/// A hostile "indexer" on a free local port: whatever it is asked, it
+/// answers `body` (JSON, 200) to one request, then stops. Returns its URL.
+pub fn answering_once(body: String) -> String {
+    use std::io::{Read, Write};
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = format!("http://{}", listener.local_addr().unwrap());
+    std::thread::spawn(move || {
+        if let Ok((mut conn, _)) = listener.accept() {
+            let mut request = [0u8; 4096];
+            let _ = conn.read(&mut request);
+            let _ = write!(
+                conn,
+                "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}",
+                body.len()
+            );
+        }
+    });
+    url
+}

@@ -42,19 +42,24 @@ pub(super) fn quote(a: QuoteArgs, ctx: &Context) -> CliResult<()> {
         offer,
         counter,
         storage,
+        indexer,
     } = a;
     let how = match offer {
         Some(offer) => Payment::Negotiated { offer, counter },
         None => Payment::Listed,
     };
-    quote_payment(ctx, &listing, how, &storage)?;
+    quote_payment(ctx, &listing, how, &storage, &indexer)?;
     Ok(())
 }
 
 /// `marketplace refund`: close this wallet's escrow and take what it holds.
 pub(super) fn refund(a: RefundArgs, ctx: &Context) -> CliResult<()> {
-    let RefundArgs { listing, storage } = a;
-    let (wallet, chain, l) = buyer_and_listing(ctx, &storage, &listing)?;
+    let RefundArgs {
+        listing,
+        storage,
+        indexer,
+    } = a;
+    let (wallet, chain, l) = buyer_and_listing(ctx, &storage, &indexer, &listing)?;
     let sig = ctx
         .block_on(node::market::buy::refund_escrow(&chain, &wallet, &l))
         .map_err(buy_failure)?;
@@ -70,8 +75,12 @@ pub(super) fn refund(a: RefundArgs, ctx: &Context) -> CliResult<()> {
 
 /// `marketplace dispute`: send the fraud proof of a misdelivery.
 pub(super) fn dispute(a: RefundArgs, ctx: &Context) -> CliResult<()> {
-    let RefundArgs { listing, storage } = a;
-    let (wallet, chain, l) = buyer_and_listing(ctx, &storage, &listing)?;
+    let RefundArgs {
+        listing,
+        storage,
+        indexer,
+    } = a;
+    let (wallet, chain, l) = buyer_and_listing(ctx, &storage, &indexer, &listing)?;
     let src = source(ctx, &storage)?;
     let sig = ctx
         .block_on(node::market::buy::dispute_escrow(&chain, &src, &wallet, &l))
@@ -141,10 +150,12 @@ enum Payment {
 }
 
 /// The wallet, the chain and the verified listing manifest `listing`
-/// (a bad or unreadable manifest is bad input).
+/// names (a listing id or a manifest id; a bad or unreadable manifest is
+/// bad input).
 pub(super) fn buyer_and_listing(
     ctx: &Context,
     storage: &crate::args::StorageOpts,
+    indexer: &crate::args::IndexerOpts,
     listing: &str,
 ) -> CliResult<(
     node::wallet::Wallet,
@@ -153,12 +164,7 @@ pub(super) fn buyer_and_listing(
 )> {
     let wallet = ctx.wallet()?;
     let chain = ctx.chain()?;
-    let l = ctx
-        .block_on(node::market::buy::fetch_listing(
-            &source(ctx, storage)?,
-            listing,
-        ))
-        .map_err(Failure::bad_input)?;
+    let l = super::named::listing(ctx, &source(ctx, storage)?, indexer, listing)?;
     Ok((wallet, chain, l))
 }
 
@@ -238,13 +244,12 @@ fn quote_payment(
     listing: &str,
     how: Payment,
     storage: &crate::args::StorageOpts,
+    indexer: &crate::args::IndexerOpts,
 ) -> CliResult<()> {
     let wallet = ctx.wallet()?;
     let chain = ctx.chain()?;
     let src = source(ctx, storage)?;
-    let l = ctx
-        .block_on(node::market::buy::fetch_listing(&src, listing))
-        .map_err(Failure::bad_input)?;
+    let l = super::named::listing(ctx, &src, indexer, listing)?;
     let plan = plan_payment(ctx, &chain, &wallet, &src, &l, &how)?;
     let q = &plan.quote;
     let now = time::OffsetDateTime::now_utc().unix_timestamp();
@@ -358,9 +363,7 @@ fn buy_or_fetch(
             node::market::buy::ImportTarget::Store(&mut store)
         }
     };
-    let l = ctx
-        .block_on(node::market::buy::fetch_listing(&src, listing))
-        .map_err(Failure::bad_input)?;
+    let l = super::named::listing(ctx, &src, &receive.indexer, listing)?;
     // an escrow buy is kept pending (with the blob checked before paying)
     // from the moment its deposit lands until it ends
     let pending = match l.escrow_program {

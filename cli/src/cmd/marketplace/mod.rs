@@ -11,6 +11,7 @@
 
 mod buy;
 mod listen;
+mod named;
 mod negotiate;
 mod sell;
 mod status;
@@ -78,7 +79,8 @@ pub fn run(cmd: MarketCmd, ctx: &Context) -> CliResult<u8> {
             a.cursor,
         )?,
         MarketCmd::Show(a) => {
-            super::browse::show(ctx, &a.indexer, &a.listing_id, a.include_messages)?
+            let id = named::listing_id(ctx, &a.storage, &a.listing_id)?;
+            super::browse::show(ctx, &a.indexer, &id, a.include_messages)?
         }
         MarketCmd::Status(a) => status::status(a, ctx)?,
         MarketCmd::Listen(a) => listen::listen(a, ctx)?,

@@ -76,8 +76,9 @@ pub(super) fn offer(a: OfferArgs, ctx: &Context) -> CliResult<()> {
         listing,
         terms,
         storage,
+        indexer,
     } = a;
-    let (wallet, chain, l) = buyer_and_listing(ctx, &storage, &listing)?;
+    let (wallet, chain, l) = buyer_and_listing(ctx, &storage, &indexer, &listing)?;
     let terms = offer_terms(ctx, &chain, &terms, &l.currency())?;
     let price = price_text(terms.price_units, &terms.currency);
     let up = uploader(ctx, &storage)?;
@@ -109,10 +110,11 @@ pub(super) fn counter(a: CounterArgs, ctx: &Context) -> CliResult<()> {
         listing,
         terms,
         storage,
+        indexer,
         seller,
     } = a;
     if let Some(listing) = listing {
-        return buyer_counter(ctx, &offer, &listing, &terms, &storage);
+        return buyer_counter(ctx, &offer, &listing, &terms, (&storage, &indexer));
     }
     let mut s = seller_offer(ctx, &offer, &storage, &seller)?;
     let currency = node::market::negotiate::our_listing(&s.db, &s.offer)
@@ -149,9 +151,9 @@ fn buyer_counter(
     offer: &str,
     listing: &str,
     terms: &Terms,
-    storage: &crate::args::StorageOpts,
+    (storage, indexer): (&crate::args::StorageOpts, &crate::args::IndexerOpts),
 ) -> CliResult<()> {
-    let (wallet, chain, l) = buyer_and_listing(ctx, storage, listing)?;
+    let (wallet, chain, l) = buyer_and_listing(ctx, storage, indexer, listing)?;
     let terms = &offer_terms(ctx, &chain, terms, &l.currency())?;
     let o = ctx
         .block_on(node::market::negotiate::fetch_offer(
@@ -188,13 +190,12 @@ pub(super) fn withdraw(a: WithdrawArgs, ctx: &Context) -> CliResult<()> {
         offer,
         listing,
         storage,
+        indexer,
     } = a;
     let wallet = ctx.wallet()?;
     let chain = ctx.chain()?;
     let src = source(ctx, &storage)?;
-    let l = ctx
-        .block_on(node::market::buy::fetch_listing(&src, &listing))
-        .map_err(Failure::bad_input)?;
+    let l = super::named::listing(ctx, &src, &indexer, &listing)?;
     let o = ctx
         .block_on(node::market::negotiate::fetch_offer(&src, &offer, false))
         .map_err(negotiate_failure)?;

@@ -188,6 +188,7 @@ pub(super) fn cancel(a: CancelArgs, ctx: &Context) -> CliResult<()> {
     let wallet = ctx.wallet()?;
     let chain = ctx.chain()?;
     let (mut db, _) = seller_state(ctx, &seller)?;
+    let listing_id = super::named::own_listing_id(&db, &listing_id)?;
     let sent = ctx.spend_on_op(&chain, ("cancel", &listing_id), 0, || {
         ctx.block_on(node::market::list::cancel_listing(
             &chain,

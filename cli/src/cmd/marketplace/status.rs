@@ -11,6 +11,10 @@ pub(super) fn status(a: StatusArgs, ctx: &Context) -> CliResult<()> {
     let StatusArgs { listing_id, seller } = a;
     let chain = ctx.chain()?;
     let (db, _) = seller_state(ctx, &seller)?;
+    let listing_id = match listing_id {
+        Some(named) => Some(super::named::own_listing_id(&db, &named)?),
+        None => None,
+    };
     let mut rows = Vec::new();
     for l in db
         .listings()?
