@@ -179,6 +179,13 @@ impl Context {
             .with_context(|| format!("store {}", self.db_path.display()))?)
     }
 
+    /// A spinner saying `message` on a terminal while the guard lives
+    /// (nothing under `--json`, in the MCP server, or when stderr is not a
+    /// terminal).
+    pub fn spinner(&self, message: impl Into<String>) -> crate::progress::Spinner {
+        crate::progress::Spinner::start(self.json, message)
+    }
+
     /// A chain handle for `-u` / `--commitment` (validated here, so a bad
     /// URL is bad input before any network I/O).
     pub fn chain(&self) -> CliResult<node::chain::Chain> {

@@ -6,6 +6,7 @@ mod args;
 mod cmd;
 mod context;
 mod failure;
+mod progress;
 mod solana_config;
 mod terminal;
 

@@ -208,3 +208,50 @@ fn the_global_agent_attributes_and_filters_as_the_reference_does() {
     assert!(out.status.success());
     assert_eq!(agents(&String::from_utf8_lossy(&out.stdout)), ["carol"]);
 }
+
+/// Runs `brainctl args` on a pseudo-terminal (util-linux `script`), in
+/// `e`'s home; returns what the terminal showed.
+fn on_a_terminal(e: &Env, args: &str) -> String {
+    let line = format!("{} {args}", env!("CARGO_BIN_EXE_brainctl"));
+    let out = Command::new("script")
+        .args(["-qec", &line, "/dev/null"])
+        .current_dir(e.path(""))
+        .env("HOME", e.path(""))
+        .env_remove("BRAINCTL_DB")
+        .env_remove("BRAINCTL_WALLET_PATH")
+        .env_remove("AGENT_ID")
+        .output()
+        .expect("util-linux `script` runs (localnet/install's apt step installs bsdutils)");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stdout)
+    );
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+#[test]
+fn long_operations_show_progress_on_a_terminal_only() {
+    let e = Env::new();
+    e.ok(&["wallet", "new"]);
+    for n in 0..20 {
+        e.ok(&["memory", "add", &format!("lesson {n}"), "-c", "lesson"]);
+    }
+    let shown = on_a_terminal(&e, "export --sign -o a.signed.json");
+    assert!(
+        shown.contains("reading and signing the memories"),
+        "{shown}"
+    );
+    assert!(shown.contains("signed 20 memories"), "{shown}");
+    // scripts see none of it: not under --json, not through a pipe
+    let json = on_a_terminal(&e, "--json export --sign --force -o b.signed.json");
+    assert!(!json.contains("reading and signing"), "{json}");
+    let piped = e.ok(&["export", "--sign", "--force", "-o", "c.signed.json"]);
+    assert!(
+        !piped.stderr.contains("reading and signing"),
+        "{}",
+        piped.stderr
+    );
+    let stored = on_a_terminal(&e, "storage put a.signed.json");
+    assert!(stored.contains("uploading"), "{stored}");
+}

@@ -151,6 +151,24 @@ pub struct RpcSource {
     manifest_grace: Duration,
     /// When the chain's clock was last read (unix ms).
     clock_read_ms: std::sync::atomic::AtomicI64,
+    /// How far polls have fetched (for a progress display).
+    progress: FetchProgress,
+}
+
+/// Transactions polls have asked for and fetched so far (a rebuild's
+/// progress: `fetched` of `wanted`).
+#[derive(Debug, Default)]
+pub struct FetchProgress {
+    wanted: std::sync::atomic::AtomicUsize,
+    fetched: std::sync::atomic::AtomicUsize,
+}
+
+impl FetchProgress {
+    /// `(fetched, wanted)` so far.
+    pub fn get(&self) -> (usize, usize) {
+        use std::sync::atomic::Ordering::Relaxed;
+        (self.fetched.load(Relaxed), self.wanted.load(Relaxed))
+    }
 }
 
 /// How often a poll reads the chain's clock.
@@ -288,7 +306,13 @@ impl RpcSource {
             limit: RateLimit::new(requests_per_second),
             manifest_grace: DEFAULT_MANIFEST_GRACE,
             clock_read_ms: std::sync::atomic::AtomicI64::new(0),
+            progress: FetchProgress::default(),
         }
+    }
+
+    /// How far this source's polls have fetched.
+    pub fn progress(&self) -> &FetchProgress {
+        &self.progress
     }
 
     /// Holds a transaction whose manifest the gateway does not serve yet
@@ -404,11 +428,15 @@ impl RpcSource {
         ix: &Arc<Indexer>,
         signatures: &[Signature],
     ) -> Result<Vec<TxRecord>, IngestError> {
+        use std::sync::atomic::Ordering::Relaxed;
+        self.progress.wanted.fetch_add(signatures.len(), Relaxed);
         let fetched: Vec<(Signature, Result<Option<ParsedTx>, node::chain::ChainError>)> =
             stream::iter(signatures.iter().copied())
                 .map(|sig| async move {
                     self.limit.wait().await;
-                    (sig, self.chain.transaction(&sig).await)
+                    let got = self.chain.transaction(&sig).await;
+                    self.progress.fetched.fetch_add(1, Relaxed);
+                    (sig, got)
                 })
                 .buffer_unordered(self.concurrency)
                 .collect()

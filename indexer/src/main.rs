@@ -558,7 +558,27 @@ async fn rebuild(a: RebuildArgs, json: bool) -> Result<()> {
     }
     let ix = std::sync::Arc::new(open_indexer(&a.db, cfg, Some(&cluster), Create::Yes)?);
     let started = Instant::now();
-    let report = source.poll(&ix).await?;
+    let report = {
+        let bar = rebuild_bar(json);
+        let poll = source.poll(&ix);
+        tokio::pin!(poll);
+        let mut tick = tokio::time::interval(std::time::Duration::from_millis(200));
+        loop {
+            tokio::select! {
+                done = &mut poll => {
+                    if let Some(bar) = &bar {
+                        bar.finish_and_clear();
+                    }
+                    break done?;
+                }
+                _ = tick.tick() => if let Some(bar) = &bar {
+                    let (fetched, wanted) = source.progress().get();
+                    bar.set_length(wanted as u64);
+                    bar.set_position(fetched as u64);
+                }
+            }
+        }
+    };
     let s = ix.state();
     let secs = started.elapsed().as_secs_f64();
     print(
@@ -578,6 +598,23 @@ async fn rebuild(a: RebuildArgs, json: bool) -> Result<()> {
         ),
     );
     Ok(())
+}
+
+/// A bar of transactions fetched of those listed (with their rate and an
+/// ETA) on a terminal; `None` under --json or when stderr is no terminal.
+fn rebuild_bar(json: bool) -> Option<indicatif::ProgressBar> {
+    use std::io::IsTerminal;
+    if json || !std::io::stderr().is_terminal() {
+        return None;
+    }
+    let bar = indicatif::ProgressBar::new(0);
+    bar.set_style(
+        indicatif::ProgressStyle::with_template(
+            "{bar:30} {pos}/{len} transactions fetched, {per_sec}, ETA {eta} ({elapsed})",
+        )
+        .expect("the template is valid"),
+    );
+    Some(bar)
 }
 
 fn replay_log(file: &Path, batch: usize, grace: i64, json: bool) -> Result<()> {

@@ -39,7 +39,13 @@ pub fn run(a: ExportArgs, ctx: &Context) -> CliResult<u8> {
         generated_at: None,
         signed_at: None,
     };
-    let export = match export_signed(&store, &wallet, &opts) {
+    let signing = ctx.spinner(format!(
+        "reading and signing the memories of {}",
+        ctx.db_path.display()
+    ));
+    let exported = export_signed(&store, &wallet, &opts);
+    drop(signing);
+    let export = match exported {
         Ok(e) => e,
         Err(ExportError::Sensitive(list)) if ctx.json => {
             let v = json!({"ok": false, "error": ExportError::Sensitive(list.clone()).to_string(), "sensitive": list});
@@ -98,6 +104,10 @@ pub fn run(a: ExportArgs, ctx: &Context) -> CliResult<u8> {
             None => ctx.brainctl_path("keys", "--keys-dir DIR")?,
         });
         let uploader = super::storage::uploader(ctx, &a.storage)?;
+        let _minting = ctx.spinner(format!(
+            "encrypting {} bytes, uploading them and minting to {recipient}",
+            text.len()
+        ));
         let receipt = ctx
             .block_on(node::mint::bundle_mint::mint_bundle(
                 &chain,

@@ -75,7 +75,15 @@ pub fn run(cmd: StorageCmd, ctx: &Context) -> CliResult<u8> {
             let wallet = ctx.wallet()?;
             let item =
                 DataItem::sign(&wallet, data, tags, None, None).map_err(Failure::bad_input)?;
-            let id = ctx.block_on(uploader(ctx, &opts)?.put(&item))?;
+            let up = uploader(ctx, &opts)?;
+            let uploading = ctx.spinner(format!(
+                "uploading {} bytes to {} storage",
+                item.data.len(),
+                clap::ValueEnum::to_possible_value(&opts.storage)
+                    .map_or_else(String::new, |v| v.get_name().to_string())
+            ));
+            let id = ctx.block_on(up.put(&item))?;
+            drop(uploading);
             let v = json!({"ok": true, "id": id, "bytes": item.data.len(), "owner": item.owner_address(), "storage": opts.storage});
             ctx.emit(&v, || id.clone());
         }
@@ -85,7 +93,10 @@ pub fn run(cmd: StorageCmd, ctx: &Context) -> CliResult<u8> {
             max_bytes,
             opts,
         } => {
-            let data = ctx.block_on(source(ctx, &opts)?.fetch(&id, max_bytes))?;
+            let src = source(ctx, &opts)?;
+            let fetching = ctx.spinner(format!("fetching {id}"));
+            let data = ctx.block_on(src.fetch(&id, max_bytes))?;
+            drop(fetching);
             match output {
                 Some(p) => {
                     write_private_atomic(&p, &data)?;

@@ -445,14 +445,10 @@ fn buy_or_fetch(
         eprintln!("waiting for the seller's release (up to {timeout} s)...");
     }
     let wait = Duration::from_secs(timeout);
-    let spinner = (!ctx.json && std::io::IsTerminal::is_terminal(&std::io::stderr())).then(|| {
-        let pb = indicatif::ProgressBar::new_spinner();
-        pb.set_message(format!(
-            "waiting for the seller's release of {}",
-            l.listing_id
-        ));
-        pb
-    });
+    let spinner = ctx.spinner(format!(
+        "waiting for the seller's release of {}",
+        l.listing_id
+    ));
     let report = ctx.block_on(node::market::buy::fetch_and_import(
         &chain,
         &wallet,
@@ -463,18 +459,13 @@ fn buy_or_fetch(
         kept_blob.as_deref(),
         wait,
         |elapsed| {
-            if let Some(pb) = &spinner {
-                pb.set_message(format!(
-                    "waiting for the seller's release ({}s of {timeout}s)",
-                    elapsed.as_secs()
-                ));
-                pb.tick();
-            }
+            spinner.say(format!(
+                "waiting for the seller's release ({}s of {timeout}s)",
+                elapsed.as_secs()
+            ))
         },
     ));
-    if let Some(pb) = &spinner {
-        pb.finish_and_clear();
-    }
+    drop(spinner);
     let report = match (report, &pending) {
         (report, None) => report?,
         (Err(node::market::buy::BuyError::Pending(_)), Some(_)) => {

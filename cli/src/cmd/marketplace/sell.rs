@@ -104,6 +104,10 @@ pub(super) fn list(a: ListArgs, ctx: &Context) -> CliResult<()> {
         ("list", &bundle.display().to_string()),
         stake.saturating_add(mint),
         || {
+            let _listing = ctx.spinner(format!(
+                "encrypting and uploading {} bytes of bundle and its manifest, then listing on chain",
+                text.len()
+            ));
             ctx.block_on(list_bundle(
                 &chain, &wallet, &up, &keys, &mut db, &text, &opts,
             ))
