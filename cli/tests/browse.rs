@@ -3,9 +3,10 @@
 
 mod util;
 
-use indexer::api::{self, AppState};
+use indexer::api::AppState;
 use indexer::engine::Indexer;
 use indexer::fold::FoldConfig;
+use indexer::http;
 use indexer::store::SqliteStore;
 use indexer::synth::{wallet, LogBuilder};
 use std::sync::Arc;
@@ -53,7 +54,7 @@ fn serve() -> (String, Vec<String>, tokio::runtime::Runtime) {
         .unwrap();
     let base = format!("http://{}", listener.local_addr().unwrap());
     let state = AppState::new(Arc::new(ix), "localnet");
-    rt.spawn(api::serve(listener, state, std::future::pending()));
+    rt.spawn(http::serve(listener, state, std::future::pending()));
     (base, ids, rt)
 }
 

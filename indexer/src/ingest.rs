@@ -19,7 +19,7 @@ use crate::store::StoreError;
 use futures_util::future::BoxFuture;
 use futures_util::stream::{self, StreamExt, TryStreamExt};
 use node::arweave::{Source, StorageError};
-use node::chain::client::with_retry;
+use node::chain::retry::with_retry;
 use node::chain::{Chain, ParsedTx, Pubkey, Signature};
 use node::market::MemoOp;
 use serde_json::{json, Value};

@@ -14,6 +14,7 @@
 //! - [`clock`]: the chain's clock as last read (views judge expiry by it)
 //! - [`auth`], [`views`], [`api`]: the HTTP surface
 //! - [`explorer`]: the web explorer (HTML for people) at `/`
+//! - [`http`]: the API and the explorer on one router, served
 //! - [`service`]: the writer and replica loops with their shutdown futures
 //!
 //! It holds no keys, never signs and never custodies funds.
@@ -26,6 +27,7 @@ pub mod clock;
 pub mod engine;
 pub mod explorer;
 pub mod fold;
+pub mod http;
 pub mod ingest;
 pub mod loadtest;
 pub mod logfile;

@@ -9,6 +9,7 @@
 
 use crate::api::{self, AppState};
 use crate::engine::Indexer;
+use crate::http;
 use crate::ingest::RpcSource;
 use std::future::Future;
 use std::sync::Arc;
@@ -35,7 +36,7 @@ pub async fn run(
     let (ix, metrics) = (state.ix.clone(), state.metrics.clone());
     let server = {
         let mut rx = stop_rx.clone();
-        tokio::spawn(api::serve(listener, state, async move {
+        tokio::spawn(http::serve(listener, state, async move {
             let _ = rx.changed().await;
         }))
     };
@@ -336,7 +337,7 @@ pub async fn run_replica(
             }
         }
     });
-    let served = api::serve(listener, state, shutdown).await;
+    let served = http::serve(listener, state, shutdown).await;
     watcher.abort();
     refolder.abort();
     served

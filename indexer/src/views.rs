@@ -384,15 +384,20 @@ pub struct Reputation {
     pub volume_tokens: std::collections::BTreeMap<String, u64>,
 }
 
+/// One released buy.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Latency {
+    /// The buy's signature.
+    pub buy: String,
+    /// Seconds from the buy's block to the release's.
+    pub secs: i64,
+}
+
 /// `seller`'s released buys with both block times that `viewer` may see,
 /// in buy order: seconds from the buy to its release (self-trades
 /// excluded, as in every figure).
-pub fn release_latencies(
-    state: &State,
-    seller: &str,
-    viewer: Viewer<'_>,
-) -> Vec<crate::explorer::chart::Latency> {
-    let mut out: Vec<(u64, crate::explorer::chart::Latency)> = state
+pub fn release_latencies(state: &State, seller: &str, viewer: Viewer<'_>) -> Vec<Latency> {
+    let mut out: Vec<(u64, Latency)> = state
         .settlements
         .iter()
         .filter_map(|(sig, s)| {
@@ -406,7 +411,7 @@ pub fn release_latencies(
             let secs = at.block_time? - s.at.block_time?;
             Some((
                 s.at.slot,
-                crate::explorer::chart::Latency {
+                Latency {
                     buy: sig.clone(),
                     secs,
                 },
@@ -438,7 +443,7 @@ pub fn reputation_with(
     seller: &str,
     cfg: &FoldConfig,
     viewer: Viewer<'_>,
-    latencies: &[crate::explorer::chart::Latency],
+    latencies: &[Latency],
 ) -> Reputation {
     let mine: std::collections::BTreeMap<&str, &ListingState> = state
         .listings

@@ -3,9 +3,10 @@
 //! private listing with an offer and a buy (never shown), an escrow
 //! listing with a deposit (its escrow section), and hostile inputs.
 
-use indexer::api::{self, AppState};
+use indexer::api::AppState;
 use indexer::engine::Indexer;
 use indexer::fold::FoldConfig;
+use indexer::http;
 use indexer::store::SqliteStore;
 use indexer::synth::{wallet, LogBuilder};
 use node::chain::Signer;
@@ -40,7 +41,7 @@ fn serve(b: LogBuilder) -> Served {
         .block_on(tokio::net::TcpListener::bind("127.0.0.1:0"))
         .unwrap();
     let base = format!("http://{}", listener.local_addr().unwrap());
-    rt.spawn(api::serve(
+    rt.spawn(http::serve(
         listener,
         AppState::new(Arc::new(ix), "localnet"),
         std::future::pending(),

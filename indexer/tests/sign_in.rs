@@ -7,9 +7,10 @@
 //! be passed off as another's).
 
 use ed25519_dalek::{Signer, SigningKey};
-use indexer::api::{self, AppState, ClientIp, Limiter, Rate, RateLimits};
+use indexer::api::{AppState, ClientIp, Limiter, Rate, RateLimits};
 use indexer::engine::Indexer;
 use indexer::fold::FoldConfig;
+use indexer::http;
 use indexer::store::{SqliteStore, MAX_NONCES_PER_KEY};
 use serde_json::{json, Value};
 use std::sync::Arc;
@@ -64,7 +65,7 @@ fn serve(state: AppState) -> Served {
         .block_on(tokio::net::TcpListener::bind("127.0.0.1:0"))
         .unwrap();
     let base = format!("http://{}", listener.local_addr().unwrap());
-    rt.spawn(api::serve(listener, state, std::future::pending()));
+    rt.spawn(http::serve(listener, state, std::future::pending()));
     Served { base, rt }
 }
 

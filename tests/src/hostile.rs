@@ -389,7 +389,7 @@ pub async fn lookup_table(
     let sent = chain.send(&ixs, &[payer]).await?;
     // usable from the slot after the one that extended it
     loop {
-        let now = node::chain::client::with_retry("getSlot", || chain.rpc().get_slot()).await?;
+        let now = node::chain::retry::with_retry("getSlot", || chain.rpc().get_slot()).await?;
         if now > sent.slot + 1 {
             return Ok(table);
         }
@@ -409,7 +409,7 @@ async fn create_table(
     let system: Pubkey = "11111111111111111111111111111111"
         .parse()
         .expect("system id");
-    let slot = node::chain::client::with_retry("getSlot", || chain.rpc().get_slot()).await?;
+    let slot = node::chain::retry::with_retry("getSlot", || chain.rpc().get_slot()).await?;
     let recent = slot.saturating_sub(1);
     let (table, bump) =
         Pubkey::find_program_address(&[payer.as_ref(), &recent.to_le_bytes()], &program);

@@ -170,7 +170,8 @@ fn settings_bytes(min_stake: u64) -> Vec<u8> {
 #[test]
 fn the_indexer_settles_an_escrow_listing_with_the_programs_deposit() {
     use e2e::indexer_api::Api;
-    use indexer::api::{self, AppState};
+    use indexer::api::AppState;
+    use indexer::http;
     use indexer::ingest::RpcSource;
     use node::arweave::{FsStore, Source, Uploader};
     use node::chain::instructions::default_registry;
@@ -300,7 +301,7 @@ fn the_indexer_settles_an_escrow_listing_with_the_programs_deposit() {
         base: format!("http://{}", listener.local_addr().unwrap()),
         http: reqwest::Client::new(),
     };
-    rt.spawn(api::serve(listener, state, std::future::pending()));
+    rt.spawn(http::serve(listener, state, std::future::pending()));
     let path = format!("/listings/{id}/settle");
     let settle = |who: &Wallet, extra: serde_json::Value| {
         let token = rt.block_on(api.sign_in(who));

@@ -12,6 +12,7 @@ use e2e::validator;
 use indexer::api::{self, AppState};
 use indexer::engine::Indexer;
 use indexer::fold::{FoldConfig, OfferStatus, Refusal, SettlementStatus};
+use indexer::http;
 use indexer::ingest::RpcSource;
 use indexer::store::SqliteStore;
 use node::arweave::{FsStore, Source, Uploader};
@@ -240,7 +241,7 @@ impl Scenario {
             base: format!("http://{}", listener.local_addr().unwrap()),
             http: reqwest::Client::new(),
         };
-        rt.spawn(api::serve(listener, state, std::future::pending()));
+        rt.spawn(http::serve(listener, state, std::future::pending()));
         Scenario {
             chain: v.chain(),
             rt,

@@ -31,9 +31,6 @@ mod status;
 
 use crate::engine::Indexer;
 use crate::ingest::{HintSource, RpcSource};
-use axum::extract::{DefaultBodyLimit, Request, State as AxState};
-use axum::middleware::{self, Next};
-use axum::response::Response;
 use axum::routing::{get, post};
 use axum::Router;
 pub use client_ip::ClientIp;
@@ -119,8 +116,9 @@ impl AppState {
 
 type Res<T> = Result<T, ApiError>;
 
-/// The router.
-pub fn router(state: AppState) -> Router {
+/// The API's routes, without the layers every page shares (composed
+/// with the explorer's in [`crate::http::router`]).
+pub fn routes() -> Router<AppState> {
     Router::new()
         .route("/health", get(status::health))
         .route("/metrics", get(status::metrics_text))
@@ -161,33 +159,4 @@ pub fn router(state: AppState) -> Router {
         .route("/settlements/{id}", get(settlements::settlement))
         .route("/sellers/{pubkey}", get(settlements::seller))
         .route("/escrows/{pubkey}", get(settlements::show_escrow))
-        .merge(crate::explorer::routes())
-        .layer(DefaultBodyLimit::max(MAX_BODY_BYTES))
-        .layer(middleware::from_fn_with_state(
-            state.limiter.clone(),
-            limits::limit,
-        ))
-        .layer(middleware::from_fn_with_state(state.clone(), count))
-        .with_state(state)
-}
-
-async fn count(AxState(st): AxState<AppState>, req: Request, next: Next) -> Response {
-    let res = next.run(req).await;
-    Metrics::add(&st.metrics.http_requests, 1);
-    if res.status().as_u16() >= 400 {
-        Metrics::add(&st.metrics.http_errors, 1);
-    }
-    res
-}
-
-/// Serves `router(state)` on `listener` until `shutdown` resolves.
-pub async fn serve(
-    listener: tokio::net::TcpListener,
-    state: AppState,
-    shutdown: impl std::future::Future<Output = ()> + Send + 'static,
-) -> std::io::Result<()> {
-    let app = router(state).into_make_service_with_connect_info::<std::net::SocketAddr>();
-    axum::serve(listener, app)
-        .with_graceful_shutdown(shutdown)
-        .await
 }

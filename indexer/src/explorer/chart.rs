@@ -2,6 +2,7 @@
 //! (one bar per released buy, oldest first), drawn server-side with no
 //! script. Pure: numbers in, markup out.
 
+use crate::views::Latency;
 use maud::{html, Markup};
 
 /// Chart size in SVG user units.
@@ -14,15 +15,6 @@ const BOTTOM: f64 = 20.0;
 const MIN_BAR: f64 = 2.0;
 /// Most bars drawn (the newest ones).
 pub const MAX_BARS: usize = 200;
-
-/// One released buy.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Latency {
-    /// The buy's signature.
-    pub buy: String,
-    /// Seconds from the buy's block to the release's.
-    pub secs: i64,
-}
 
 /// The chart of `latencies` (oldest first); an empty note when none.
 pub fn latency_chart(latencies: &[Latency]) -> Markup {

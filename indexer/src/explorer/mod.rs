@@ -25,7 +25,7 @@ use std::collections::HashMap;
 /// Page size of the listings page.
 pub const PAGE: usize = 50;
 
-/// The explorer's routes (merged into the API router).
+/// The explorer's routes (merged with the API's in [`crate::http::router`]).
 pub fn routes() -> Router<AppState> {
     Router::new()
         .route("/", get(index))

@@ -3,9 +3,10 @@
 //! is escaped by construction). Renders what it is given; decides nothing
 //! about visibility (that is `views::may_see_trade`, applied by the caller).
 
-use super::chart::{latency_chart, Latency};
+use super::chart::latency_chart;
 use super::timeline::{self, Row};
 use crate::fold::{EscrowState, ListingState, State};
+use crate::views::Latency;
 use crate::views::{ListingFilter, Reputation};
 use maud::{html, Markup, PreEscaped, DOCTYPE};
 use serde_json::Value;

@@ -7,7 +7,6 @@
 
 use super::settlement::{Settlement, SettlementStatus};
 use super::{At, State};
-use crate::fold::refusal::Refusal;
 use crate::record::TxRecord;
 use node::escrow::EscrowEvent;
 use serde::Serialize;
@@ -173,12 +172,4 @@ impl State {
         let s = self.settlements.get_mut(sig).map(Arc::make_mut)?;
         (!matches!(s.status, SettlementStatus::Rejected { .. })).then_some(s)
     }
-}
-
-/// The escrow program's listing account of (seller, listing id).
-pub fn escrow_listing_account(seller: &str, listing_id: &str) -> Result<String, Refusal> {
-    let seller_key: node::chain::Pubkey = seller.parse().map_err(|_| Refusal::SellerNotPubkey {
-        seller: seller.into(),
-    })?;
-    Ok(node::escrow::listing_address(&seller_key, listing_id).to_string())
 }

@@ -154,10 +154,7 @@ impl State {
         }
         // an escrow listing's program account (its events name it)
         let escrow_account = match l.escrow_program {
-            Some(_) => Some(super::escrow::escrow_listing_account(
-                &l.seller_pubkey,
-                &l.listing_id,
-            )?),
+            Some(_) => Some(escrow_listing_account(&l.seller_pubkey, &l.listing_id)?),
             None => None,
         };
         self.listings.insert(
@@ -210,4 +207,12 @@ impl State {
             Some(At::of(r));
         Ok(())
     }
+}
+
+/// The escrow program's listing account of (seller, listing id).
+pub fn escrow_listing_account(seller: &str, listing_id: &str) -> Result<String, Refusal> {
+    let seller_key: node::chain::Pubkey = seller.parse().map_err(|_| Refusal::SellerNotPubkey {
+        seller: seller.into(),
+    })?;
+    Ok(node::escrow::listing_address(&seller_key, listing_id).to_string())
 }

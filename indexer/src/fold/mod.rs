@@ -23,7 +23,8 @@ mod offer;
 mod refusal;
 mod settlement;
 
-pub use escrow::{escrow_listing_account, EscrowState};
+pub use escrow::EscrowState;
+pub use listing::escrow_listing_account;
 pub use listing::ListingState;
 pub use offer::{OfferState, OfferStatus, Terms};
 pub use refusal::{BuyRefusal, ManifestKind, Party, Refusal};

@@ -5,7 +5,7 @@
 //! oldest paid one, for the reference's bare envelope). Never judges
 //! offers (see `offer`).
 
-use super::escrow::escrow_listing_account;
+use super::listing::escrow_listing_account;
 use super::refusal::{BuyRefusal, Refusal};
 use super::{At, FoldConfig, State};
 use crate::book::{Checked, ManifestBook};

@@ -9,9 +9,10 @@ pub mod explorer;
 pub mod flood;
 pub mod scale;
 
-use crate::api::{self, AppState};
+use crate::api::AppState;
 use crate::engine::Indexer;
 use crate::fold::FoldConfig;
+use crate::http;
 use crate::record::TxRecord;
 use crate::store::SqliteStore;
 use crate::synth::{wallet, LogBuilder};
@@ -164,7 +165,7 @@ impl LocalServer {
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
         let base = format!("http://{}", listener.local_addr()?);
         let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
-        let task = tokio::spawn(api::serve(listener, state, async move {
+        let task = tokio::spawn(http::serve(listener, state, async move {
             let _ = stopped.await;
         }));
         let http = reqwest::Client::builder()

@@ -1,5 +1,5 @@
-//! The inner bundle as typed data: memory rows, the filter, and its fast
-//! canonical encoding.
+//! The inner bundle as typed data: memory rows, the filter, and the cells'
+//! canonical encoding (the framing around them is `writer`'s).
 //!
 //! Owns the 13 bundle columns (PROTOCOL.md §2) and their order. Cells keep
 //! SQLite's storage class (an INTEGER 1 and a REAL 1.0 print differently in
@@ -7,7 +7,6 @@
 //! It never touches SQL or keys.
 
 use super::canonical::{newline_indent, write_f64, write_i64, write_str};
-use super::writer::CanonicalWriter;
 use serde_json::{Map, Number, Value};
 
 /// The 13 columns copied into a bundle, in the reference's order.
@@ -277,18 +276,6 @@ pub struct Bundle {
 }
 
 impl Bundle {
-    /// Canonical bytes, written directly (no intermediate `Value`).
-    /// Equal to `canonical(&self.to_value())`, which the tests check.
-    pub fn canonical_bytes(&self) -> Vec<u8> {
-        let mut out = Vec::with_capacity(128 + self.memories.len() * 512);
-        let mut w = CanonicalWriter::open(&mut out, &self.filter_used, &self.generated_at);
-        for m in &self.memories {
-            w.row(&mut out, m);
-        }
-        w.close(&mut out, self.version);
-        out
-    }
-
     /// JSON object in the reference's key order (for the pretty file).
     pub fn to_value(&self) -> Value {
         let mut m = Map::new();

@@ -12,8 +12,7 @@ use crate::wallet::Wallet;
 use serde::Serialize;
 use serde_json::{Map, Value};
 
-/// Outer format version.
-pub const SIGNED_VERSION: i64 = 1;
+pub use super::writer::SIGNED_VERSION;
 
 /// A bundle we signed: the typed inner bundle plus the outer fields. The
 /// JSON tree of the file is built only when the file is written.

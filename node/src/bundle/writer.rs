@@ -10,8 +10,24 @@
 //! [`Bundle`]: super::Bundle
 
 use super::canonical::{newline_indent, write_canonical, write_i64, write_pretty, write_str};
-use super::model::{Filter, MemoryRow, PrettyLayout};
-use super::signed::SIGNED_VERSION;
+use super::model::{Bundle, Filter, MemoryRow, PrettyLayout};
+
+/// Outer format version (the signed file's `version`).
+pub const SIGNED_VERSION: i64 = 1;
+
+impl Bundle {
+    /// Canonical bytes, written directly (no intermediate `Value`).
+    /// Equal to `canonical(&self.to_value())`, which the tests check.
+    pub fn canonical_bytes(&self) -> Vec<u8> {
+        let mut out = Vec::with_capacity(128 + self.memories.len() * 512);
+        let mut w = CanonicalWriter::open(&mut out, &self.filter_used, &self.generated_at);
+        for m in &self.memories {
+            w.row(&mut out, m);
+        }
+        w.close(&mut out, self.version);
+        out
+    }
+}
 
 /// The canonical bytes of a bundle (`sort_keys`, no whitespace), written
 /// as `open`, `row`…, `close`: keys sort as `filter_used`, `generated_at`,

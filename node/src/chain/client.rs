@@ -5,12 +5,12 @@
 //! longer land), full-history signature paging, and jsonParsed fetches.
 
 use super::parsed_tx::ParsedTx;
+use super::retry::with_retry;
 use super::{ChainError, ClusterKind, Endpoint};
 use serde_json::{json, Value};
 use solana_commitment_config::CommitmentConfig;
 use solana_rpc_client::nonblocking::rpc_client::RpcClient;
 use solana_rpc_client::rpc_client::GetConfirmedSignaturesForAddress2Config;
-use solana_rpc_client_api::client_error::{Error as ClientError, ErrorKind};
 use solana_rpc_client_api::request::RpcRequest;
 use solana_rpc_client_api::response::RpcConfirmedTransactionStatusWithSignature;
 use solana_sdk::instruction::Instruction;
@@ -18,7 +18,6 @@ use solana_sdk::pubkey::Pubkey;
 use solana_sdk::signature::{Keypair, Signature};
 use solana_sdk::signer::Signer;
 use solana_sdk::transaction::Transaction;
-use std::future::Future;
 use std::str::FromStr;
 use std::time::Duration;
 use tokio::sync::OnceCell;
@@ -99,48 +98,9 @@ pub struct Budget {
 /// RPC round trip for it).
 const RENT_TTL: Duration = Duration::from_secs(600);
 
-const MAX_ATTEMPTS: u32 = 5;
-
-fn transient(e: &ClientError) -> bool {
-    match e.kind() {
-        ErrorKind::Io(_) => true,
-        ErrorKind::Reqwest(r) => {
-            r.is_timeout() || r.is_connect() || r.status().is_some_and(|s| s.is_server_error())
-        }
-        _ => false,
-    }
-}
-
 /// Blocks past its validity a transaction seen below our commitment is
 /// still awaited before it counts as expired.
 const STUCK_MARGIN_BLOCKS: u64 = 150;
-
-/// Runs `op` with exponential backoff (250 ms doubling, capped at 4 s) on
-/// transient errors.
-pub async fn with_retry<T, F, Fut>(what: &str, mut op: F) -> Result<T, ChainError>
-where
-    F: FnMut() -> Fut,
-    Fut: Future<Output = Result<T, ClientError>>,
-{
-    let mut delay = Duration::from_millis(250);
-    for attempt in 1..=MAX_ATTEMPTS {
-        match op().await {
-            Ok(v) => return Ok(v),
-            Err(e) if transient(&e) && attempt < MAX_ATTEMPTS => {
-                tracing::warn!(%what, attempt, error = %e, "transient RPC error, retrying");
-                tokio::time::sleep(delay).await;
-                delay = (delay * 2).min(Duration::from_secs(4));
-            }
-            Err(e) => {
-                return Err(ChainError::Rpc {
-                    what: what.to_string(),
-                    source: Box::new(e),
-                })
-            }
-        }
-    }
-    unreachable!("the last attempt returns")
-}
 
 impl Chain {
     /// A handle with a 30 s request timeout, keeping the calls of the

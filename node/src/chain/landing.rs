@@ -8,7 +8,7 @@
 //! It only reads: what a status means (landed, failed, expired) stays the
 //! send loop's to decide (`client.rs`).
 
-use super::client::with_retry;
+use super::retry::with_retry;
 use super::ChainError;
 use solana_commitment_config::CommitmentConfig;
 use solana_rpc_client::nonblocking::rpc_client::RpcClient;

@@ -15,6 +15,7 @@ pub mod memo_field;
 pub mod parsed_tx;
 pub mod pin;
 pub mod priority;
+pub mod retry;
 pub mod test_dollar;
 pub mod test_price;
 pub mod token;

@@ -179,7 +179,7 @@ async fn fetch_mint(
     chain: &crate::chain::Chain,
     address: &Pubkey,
 ) -> Result<(Pubkey, Vec<u8>), MintRefusal> {
-    let account = crate::chain::client::with_retry("getAccountInfo", || async {
+    let account = crate::chain::retry::with_retry("getAccountInfo", || async {
         chain
             .rpc()
             .get_account_with_commitment(address, chain.commitment())
@@ -301,7 +301,7 @@ async fn fetch_associated(
     mint: &TokenMint,
 ) -> Result<Option<solana_sdk::account::Account>, crate::chain::ChainError> {
     let address = associated_account(owner, mint);
-    crate::chain::client::with_retry("getAccountInfo", || async {
+    crate::chain::retry::with_retry("getAccountInfo", || async {
         chain
             .rpc()
             .get_account_with_commitment(&address, chain.commitment())

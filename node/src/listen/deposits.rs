@@ -94,7 +94,7 @@ pub async fn held_deposits(
         with_context: None,
         sort_results: None,
     };
-    let accounts = crate::chain::client::with_retry("getProgramAccounts", || {
+    let accounts = crate::chain::retry::with_retry("getProgramAccounts", || {
         chain
             .rpc()
             .get_program_ui_accounts_with_config(&program, config.clone())

@@ -409,7 +409,7 @@ async fn discover_deposits(
         if held.is_empty() {
             continue;
         }
-        let slot = crate::chain::client::with_retry("getSlot", || chain.rpc().get_slot()).await?;
+        let slot = crate::chain::retry::with_retry("getSlot", || chain.rpc().get_slot()).await?;
         let (settings, now) = match &clock {
             Some(c) => c.clone(),
             None => {
@@ -484,7 +484,7 @@ async fn discover(
     report: &mut PassReport,
 ) -> Result<(), PassStep> {
     let addr = payment_address.to_string();
-    let finalized = crate::chain::client::with_retry("getSlot", || {
+    let finalized = crate::chain::retry::with_retry("getSlot", || {
         chain
             .rpc()
             .get_slot_with_commitment(CommitmentConfig::finalized())

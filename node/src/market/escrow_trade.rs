@@ -751,7 +751,7 @@ pub async fn read_account<T>(
     address: &Pubkey,
     decode: fn(&Pubkey, &[u8]) -> Result<T, AccountError>,
 ) -> Result<Option<T>, EscrowReadError> {
-    let got = crate::chain::client::with_retry("getAccountInfo", || {
+    let got = crate::chain::retry::with_retry("getAccountInfo", || {
         chain
             .rpc()
             .get_account_with_commitment(address, chain.commitment())
@@ -766,7 +766,7 @@ pub async fn read_account<T>(
 /// Whether the escrow program is deployed on `chain`'s cluster.
 pub async fn program_deployed(chain: &Chain) -> Result<bool, crate::chain::ChainError> {
     let id = escrow::program_id();
-    let program = crate::chain::client::with_retry("getAccountInfo", || {
+    let program = crate::chain::retry::with_retry("getAccountInfo", || {
         chain
             .rpc()
             .get_account_with_commitment(&id, chain.commitment())

@@ -178,7 +178,7 @@ pub async fn read_price(chain: &Chain, account: &str) -> Result<PriceUpdate, Usd
     let address: Pubkey = account
         .parse()
         .map_err(|_| UsdPriceError::BadAddress(account.into()))?;
-    let got = crate::chain::client::with_retry("getAccountInfo", || async {
+    let got = crate::chain::retry::with_retry("getAccountInfo", || async {
         chain
             .rpc()
             .get_account_with_commitment(&address, chain.commitment())

@@ -15,10 +15,10 @@
 //! program's instructions, built in `token2022` and `light`.
 
 use crate::chain::{Chain, ChainError};
-use crate::mint::token2022::TOKEN_2022;
 use solana_sdk::instruction::Instruction;
 use solana_sdk::pubkey::Pubkey;
 use solana_system_interface::instruction as system;
+use spl_token_2022_interface::ID as TOKEN_2022;
 
 /// How the address is derived, which decides who signs its creation.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -102,7 +102,7 @@ pub async fn address_state(
     address: &Pubkey,
     space: u64,
 ) -> Result<AddressState, ChainError> {
-    let acct = crate::chain::client::with_retry("getAccountInfo", || {
+    let acct = crate::chain::retry::with_retry("getAccountInfo", || {
         chain
             .rpc()
             .get_account_with_commitment(address, chain.commitment())

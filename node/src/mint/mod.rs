@@ -9,6 +9,7 @@
 pub mod account_setup;
 pub mod bundle_mint;
 pub mod light;
+pub mod light_programs;
 pub mod output_room;
 pub mod receipt;
 pub mod token2022;

@@ -80,7 +80,7 @@ async fn read_room(chain: &Chain, queue: &Pubkey) -> Option<Room> {
     if !local {
         return Some(Room::Unknown);
     }
-    let read = crate::chain::client::with_retry("getAccountInfo", || {
+    let read = crate::chain::retry::with_retry("getAccountInfo", || {
         chain
             .rpc()
             .get_account_with_commitment(queue, chain.commitment())
@@ -90,7 +90,7 @@ async fn read_room(chain: &Chain, queue: &Pubkey) -> Option<Room> {
         Ok(account) => Some(
             account
                 .value
-                .filter(|a| a.owner == super::light::ACCOUNT_COMPRESSION)
+                .filter(|a| a.owner == super::light_programs::ACCOUNT_COMPRESSION)
                 .and_then(|a| room_in(&a.data))
                 .map_or(Room::Unknown, Room::Left),
         ),
@@ -196,7 +196,11 @@ mod tests {
         let v: serde_json::Value = serde_json::from_slice(&std::fs::read(&path).unwrap()).unwrap();
         assert_eq!(
             v["pubkey"].as_str(),
-            Some(crate::mint::light::LOCALNET_STATE_TREE.to_string().as_str())
+            Some(
+                crate::mint::light_programs::LOCALNET_STATE_TREE
+                    .to_string()
+                    .as_str()
+            )
         );
         use base64::Engine;
         let data = base64::engine::general_purpose::STANDARD

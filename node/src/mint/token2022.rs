@@ -326,7 +326,7 @@ pub struct NftState {
 /// commitment: `None` if no initialized Token-2022 mint is there (nothing,
 /// another owner, lamports a stranger parked).
 pub async fn mint_base(chain: &Chain, mint: &Pubkey) -> Result<Option<Mint>, ChainError> {
-    let acct = crate::chain::client::with_retry("getAccountInfo", || {
+    let acct = crate::chain::retry::with_retry("getAccountInfo", || {
         chain
             .rpc()
             .get_account_with_commitment(mint, chain.commitment())
@@ -346,8 +346,8 @@ pub async fn mint_base(chain: &Chain, mint: &Pubkey) -> Result<Option<Mint>, Cha
 /// Reads a Token-2022 mint and its TokenMetadata back from the chain.
 pub async fn read_mint(chain: &Chain, mint: &Pubkey) -> Result<MintState, ChainError> {
     let bad = |w: &str| ChainError::Config(format!("mint {mint}: {w}"));
-    let acct = crate::chain::client::with_retry("getAccountInfo", || chain.rpc().get_account(mint))
-        .await?;
+    let acct =
+        crate::chain::retry::with_retry("getAccountInfo", || chain.rpc().get_account(mint)).await?;
     if acct.owner != TOKEN_2022 {
         return Err(bad("not a Token-2022 account"));
     }
@@ -376,7 +376,7 @@ pub async fn read_nft(
 ) -> Result<NftState, ChainError> {
     let bad = |w: &str| ChainError::Config(format!("mint {mint}: {w}"));
     let state = read_mint(chain, mint).await?;
-    let acct = crate::chain::client::with_retry("getAccountInfo", || {
+    let acct = crate::chain::retry::with_retry("getAccountInfo", || {
         chain.rpc().get_account(token_account)
     })
     .await?;

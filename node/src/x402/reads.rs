@@ -62,7 +62,7 @@ impl Reads {
         use spl_token_2022_interface::extension::{
             memo_transfer::MemoTransfer, BaseStateWithExtensions, StateWithExtensions,
         };
-        let data = crate::chain::client::with_retry("getAccountInfo", || async {
+        let data = crate::chain::retry::with_retry("getAccountInfo", || async {
             chain
                 .rpc()
                 .get_account_with_commitment(account, chain.commitment())

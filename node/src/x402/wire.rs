@@ -199,7 +199,7 @@ pub async fn cluster_network(
     chain: &crate::chain::Chain,
 ) -> Result<String, crate::chain::ChainError> {
     let genesis =
-        crate::chain::client::with_retry("getGenesisHash", || chain.rpc().get_genesis_hash())
+        crate::chain::retry::with_retry("getGenesisHash", || chain.rpc().get_genesis_hash())
             .await?;
     Ok(format!("solana:{}", &genesis.to_string()[..32]))
 }
