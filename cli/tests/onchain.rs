@@ -789,24 +789,58 @@ fn listen_killed_at_each_step(receipt: &str) {
         .as_str()
         .unwrap()
         .to_string();
-    let buy = buyer
-        .cmd()
-        .args([
-            "-u",
-            v.rpc_url.as_str(),
-            "--commitment",
-            "confirmed",
-            "marketplace",
-            "buy",
-            &manifest,
-            "--timeout",
-            "120",
-            "--json",
-        ])
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
+    // a second buyer: where releases may share a transaction (a unit of
+    // the listing's mint, or none), both buys are on chain before the
+    // daemon first runs, so one transaction releases both and every kill
+    // below hits it
+    let second = Env::new().with_vars(&storage);
+    second.ok(&["wallet", "new"]);
+    ok(&second, &["wallet", "airdrop", "2", "--json"]);
+    let buyers: Vec<&Env> = match receipt {
+        "per-buy" => vec![buyer],
+        _ => vec![buyer, &second],
+    };
+    let buying = |who: &Env| {
+        who.cmd()
+            .args([
+                "-u",
+                v.rpc_url.as_str(),
+                "--commitment",
+                "confirmed",
+                "marketplace",
+                "buy",
+                &manifest,
+                "--timeout",
+                "120",
+                "--json",
+            ])
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap()
+    };
+    let mut buys: Vec<std::process::Child> = buyers.iter().map(|b| buying(b)).collect();
+    let chain = v.chain();
+    let rt = e2e::runtime();
+    let seller_pk: node::chain::Pubkey = seller
+        .ok(&["wallet", "address"])
+        .stdout
+        .trim()
+        .parse()
         .unwrap();
+    let buy_memos = || {
+        rt.block_on(node::market::status::memo_ops(&chain, &seller_pk))
+            .unwrap()
+            .into_iter()
+            .filter(|(_, op)| matches!(op, node::market::MemoOp::Buy { .. }))
+            .count()
+    };
+    for _ in 0..240 {
+        if buy_memos() >= buyers.len() {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(250));
+    }
 
     let listen = |fault: Option<&str>| {
         let mut c = seller.cmd();
@@ -838,7 +872,7 @@ fn listen_killed_at_each_step(receipt: &str) {
         std::thread::sleep(std::time::Duration::from_millis(500));
     }
     if !crashed_after_seen {
-        let mut buy = buy;
+        let mut buy = buys.remove(0);
         let _ = buy.kill();
         let out = buy.wait_with_output().unwrap();
         panic!(
@@ -871,32 +905,28 @@ fn listen_killed_at_each_step(receipt: &str) {
         String::from_utf8_lossy(&out.stderr)
     );
     let pass: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
-    assert_eq!(pass["counts"], serde_json::json!([["released", 1]]));
-
-    let done = buy.wait_with_output().unwrap();
-    assert!(
-        done.status.success(),
-        "buyer ({:?}): {}{}",
-        done.status,
-        String::from_utf8_lossy(&done.stdout),
-        String::from_utf8_lossy(&done.stderr)
+    assert_eq!(
+        pass["counts"],
+        serde_json::json!([["released", buyers.len()]])
     );
 
-    // the chain holds exactly one release memo and the buyer exactly one receipt
-    let chain = v.chain();
-    let rt = e2e::runtime();
-    let seller_pk: node::chain::Pubkey = seller
-        .ok(&["wallet", "address"])
-        .stdout
-        .trim()
-        .parse()
-        .unwrap();
-    let buyer_pk: node::chain::Pubkey = buyer
-        .ok(&["wallet", "address"])
-        .stdout
-        .trim()
-        .parse()
-        .unwrap();
+    for done in buys {
+        let done = done.wait_with_output().unwrap();
+        assert!(
+            done.status.success(),
+            "buyer ({:?}): {}{}",
+            done.status,
+            String::from_utf8_lossy(&done.stdout),
+            String::from_utf8_lossy(&done.stderr)
+        );
+    }
+
+    // the chain holds exactly one release memo a buy and each buyer
+    // exactly one receipt
+    let address = |e: &Env| -> node::chain::Pubkey {
+        e.ok(&["wallet", "address"]).stdout.trim().parse().unwrap()
+    };
+    let buyer_pks: Vec<node::chain::Pubkey> = buyers.iter().map(|b| address(b)).collect();
     let txs: Vec<(String, node::chain::ParsedTx)> = rt
         .block_on(chain.signatures_for(&seller_pk, None))
         .unwrap()
@@ -920,14 +950,35 @@ fn listen_killed_at_each_step(receipt: &str) {
             _ => None,
         })
         .collect();
-    assert_eq!(releases.len(), 1, "exactly one release memo: {releases:?}");
-    let (release_sig, envelope_id, receipt_address) = &releases[0];
-    let outputs = rt
+    assert_eq!(
+        releases.len(),
+        buyers.len(),
+        "exactly one release memo a buy: {releases:?}"
+    );
+    let release_txs: std::collections::BTreeSet<&String> =
+        releases.iter().map(|(sig, _, _)| *sig).collect();
+    assert_eq!(
+        release_txs.len(),
+        1,
+        "{receipt}: one transaction released every buy: {releases:?}"
+    );
+    // the first buyer's envelope (each names its buyer)
+    let envelope_of = |id: &str| -> serde_json::Value {
+        let file = buyer.path(&format!("envelope-{id}.json"));
+        buyer.ok(&["storage", "get", id, "-o", file.to_str().unwrap()]);
+        serde_json::from_slice(&std::fs::read(&file).unwrap()).unwrap()
+    };
+    let (release_sig, envelope_id, receipt_address) = releases
+        .iter()
+        .find(|(_, id, _)| envelope_of(id)["buyer_pubkey"] == buyer_pks[0].to_string())
+        .expect("the first buyer's envelope");
+    let mut outputs = rt
         .block_on(node::mint::light::minted_outputs(
             &chain,
             &release_sig.parse().unwrap(),
         ))
         .unwrap();
+    outputs.sort_by_key(|o| o.owner.to_string());
     let receipt_mint: node::chain::Pubkey = receipt_address.parse().unwrap();
     let manifest_file = buyer.path("listing.json");
     buyer.ok(&[
@@ -945,15 +996,19 @@ fn listen_killed_at_each_step(receipt: &str) {
             assert!(outputs.is_empty(), "no token: {outputs:?}");
         }
         _ => {
-            assert_eq!(
-                outputs,
-                vec![node::mint::light::TokenOutput {
+            let mut each: Vec<node::mint::light::TokenOutput> = buyer_pks
+                .iter()
+                .map(|owner| node::mint::light::TokenOutput {
                     mint: receipt_mint,
-                    owner: buyer_pk,
+                    owner: *owner,
                     amount: 1,
                     delegate: None,
-                }],
-                "{receipt}: one compressed unit of the named mint to the buyer"
+                })
+                .collect();
+            each.sort_by_key(|o| o.owner.to_string());
+            assert_eq!(
+                outputs, each,
+                "{receipt}: one compressed unit of the named mint to each buyer"
             );
             let state = rt
                 .block_on(node::mint::token2022::read_mint(&chain, &receipt_mint))
@@ -961,7 +1016,7 @@ fn listen_killed_at_each_step(receipt: &str) {
             let authority = (receipt == "listing").then_some(seller_pk);
             assert_eq!(
                 (state.mint_authority, state.supply),
-                (authority, 1),
+                (authority, buyers.len() as u64),
                 "{receipt}: the listing's mint stays open to its next buyers; a buy's own is closed"
             );
             assert_eq!(state.uri, listing["metadata_uri"].as_str().unwrap());

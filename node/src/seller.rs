@@ -31,6 +31,7 @@ const MIGRATIONS: &[&str] = &[
     include_str!("../../migrations/listen/0008_token_offers_expire.sql"),
     include_str!("../../migrations/listen/0009_release_sends.sql"),
     include_str!("../../migrations/listen/0010_fee_at_release.sql"),
+    include_str!("../../migrations/listen/0011_release_sends_shared.sql"),
 ];
 
 /// First retry delay of a buy; doubles per attempt up to [`RETRY_CAP_MS`].

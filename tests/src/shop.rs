@@ -47,7 +47,16 @@ impl Shop {
 
     /// This shop selling `listings`.
     pub fn selling(mut self, listings: Vec<ListingTerms>) -> Shop {
-        self.catalog = TestCatalog::new(listings);
+        self.catalog = TestCatalog {
+            receipt: self.catalog.receipt,
+            ..TestCatalog::new(listings)
+        };
+        self
+    }
+
+    /// This shop giving `receipt` with each release.
+    pub fn with_receipt(mut self, receipt: node::mint::receipt::ReceiptMode) -> Shop {
+        self.catalog.receipt = receipt;
         self
     }
 
@@ -116,6 +125,8 @@ pub struct TestCatalog {
     key: [u8; 32],
     /// The hourly budget of below-cost buys (`None`: unlimited).
     pub below_cost: Option<node::listen::pass::BelowCost>,
+    /// What each release gives the buyer (default: a mint per buy).
+    pub receipt: node::mint::receipt::ReceiptMode,
 }
 
 impl TestCatalog {
@@ -126,6 +137,7 @@ impl TestCatalog {
             hash: "ab".repeat(32),
             key: [5u8; 32],
             below_cost: None,
+            receipt: node::mint::receipt::ReceiptMode::PerBuy,
         }
     }
 }
@@ -162,7 +174,7 @@ impl node::listen::pass::Catalog for TestCatalog {
                 uri: "ar://meta".into(),
             },
             standard: node::mint::bundle_mint::TokenStandard::LightCompressed,
-            receipt: node::mint::receipt::ReceiptMode::PerBuy,
+            receipt: self.receipt,
             escrow: false,
             fee_to: None,
         })

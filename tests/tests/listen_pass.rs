@@ -272,3 +272,119 @@ fn buys_under_a_releases_cost_share_an_hourly_budget() {
         "the hour's budget is spent: {again:?}"
     );
 }
+
+/// A burst of buys of one listing whose receipts the chain would not
+/// refuse to repeat: their releases share transactions (as many as fit a
+/// packet), each buy is released exactly once, and every buyer gets its
+/// unit of the listing's mint (or, with no receipt, its memo alone).
+fn a_burst_shares_release_transactions(receipt: node::mint::receipt::ReceiptMode) {
+    use node::mint::receipt::{listing_mint, Receipt, ReceiptMode};
+    const BUYS: usize = 7;
+    let listing = "20261128-bbbbbbbbbbbb";
+    let v = validator();
+    let rt = runtime();
+    let chain = v.chain();
+    let shop = Shop::open(v, 5).with_receipt(receipt);
+    let mut shop = {
+        let l = shop.at_price(listing, PRICE);
+        shop.selling(vec![l])
+    };
+    let buyers: Vec<Buyer> = (0..BUYS).map(|_| Buyer::funded(v, 1)).collect();
+    let sends = buyers.iter().map(|b| {
+        let ixs = b.buy(&shop, listing, PRICE);
+        let chain = &chain;
+        async move { chain.send(&ixs, &[&b.key]).await.map(|s| s.signature) }
+    });
+    let bought: Vec<String> = rt
+        .block_on(futures_util::future::join_all(sends))
+        .into_iter()
+        .map(|s| s.expect("a buy lands").to_string())
+        .collect();
+    let report = shop.pass(&rt, &chain);
+    assert_eq!((report.released, report.failed), (BUYS, 0), "{report:?}");
+    assert_eq!(shop.pass(&rt, &chain), PassReport::default());
+
+    let expected = match receipt {
+        ReceiptMode::Listing => Receipt::Listing {
+            mint: listing_mint(&shop.seller, listing),
+        },
+        _ => Receipt::None,
+    };
+    let per_tx =
+        node::listen::release::releases_per_transaction(&shop.seller_pk, &expected, listing);
+    assert!(per_tx >= 3, "{per_tx}");
+    // every buy released once, by as few transactions as fit
+    let rows: std::collections::BTreeMap<String, node::listen::BuyRow> = shop
+        .db
+        .buys_of(listing)
+        .unwrap()
+        .into_iter()
+        .map(|r| (r.signature.clone(), r))
+        .collect();
+    let mut by_tx: std::collections::BTreeMap<String, Vec<String>> = Default::default();
+    for buy in &bought {
+        let row = &rows[buy];
+        by_tx
+            .entry(row.release_sig.clone().expect("released"))
+            .or_default()
+            .push(buy.clone());
+    }
+    assert_eq!(by_tx.len(), BUYS.div_ceil(per_tx), "{by_tx:?}");
+    let mut memos = 0;
+    for (release, buys) in &by_tx {
+        let sig = release.parse().unwrap();
+        let tx = rt
+            .block_on(chain.transaction(&sig))
+            .unwrap()
+            .expect("landed");
+        assert!(tx.succeeded);
+        for m in &tx.memos {
+            if let Ok(MemoOp::Release {
+                listing_id,
+                minted_token_address,
+                ..
+            }) = MemoOp::parse(m)
+            {
+                assert_eq!(listing_id, listing);
+                assert_eq!(minted_token_address, expected.address().to_string());
+                memos += 1;
+            }
+        }
+        let outputs = rt
+            .block_on(node::mint::light::minted_outputs(&chain, &sig))
+            .unwrap();
+        match receipt {
+            ReceiptMode::Listing => {
+                let mut owners: Vec<String> = outputs
+                    .iter()
+                    .map(|o| {
+                        assert_eq!((o.mint, o.amount), (expected.address(), 1));
+                        o.owner.to_string()
+                    })
+                    .collect();
+                let mut payers: Vec<String> = buys
+                    .iter()
+                    .map(|b| rows[b].buyer.clone().unwrap())
+                    .collect();
+                owners.sort();
+                payers.sort();
+                assert_eq!(
+                    owners, payers,
+                    "a unit to each buyer the transaction releases"
+                );
+            }
+            _ => assert!(outputs.is_empty(), "{outputs:?}"),
+        }
+    }
+    assert_eq!(memos, BUYS, "one release memo per buy, in all");
+}
+
+#[test]
+fn a_burst_shares_release_transactions_with_the_listings_receipt() {
+    a_burst_shares_release_transactions(node::mint::receipt::ReceiptMode::Listing);
+}
+
+#[test]
+fn a_burst_shares_release_transactions_with_no_receipt() {
+    a_burst_shares_release_transactions(node::mint::receipt::ReceiptMode::None);
+}

@@ -64,10 +64,31 @@ impl SendJournal {
         last_valid: u64,
         wire: &[u8],
     ) -> Result<(), StateError> {
-        self.conn().execute(
-            "INSERT OR IGNORE INTO release_sends(signature, buy, last_valid, wire, sent_at) VALUES (?1, ?2, ?3, ?4, ?5)",
-            params![signature.to_string(), buy, last_valid as i64, wire, crate::clock::now_iso()],
-        )?;
+        self.keep_for(&[buy], signature, last_valid, wire)
+    }
+
+    /// Keeps `wire` (signed as `signature`, releasing every one of `buys`)
+    /// under each of them, in one database transaction committed before
+    /// this returns: never under some and not others, or a restart that
+    /// finds it from one buy would land the release of another that signs
+    /// its own again.
+    pub fn keep_for(
+        &self,
+        buys: &[&str],
+        signature: &Signature,
+        last_valid: u64,
+        wire: &[u8],
+    ) -> Result<(), StateError> {
+        let mut conn = self.conn();
+        let tx = conn.transaction()?;
+        let (sig, at) = (signature.to_string(), crate::clock::now_iso());
+        for buy in buys {
+            tx.execute(
+                "INSERT OR IGNORE INTO release_sends(signature, buy, last_valid, wire, sent_at) VALUES (?1, ?2, ?3, ?4, ?5)",
+                params![sig, buy, last_valid as i64, wire, at],
+            )?;
+        }
+        tx.commit()?;
         Ok(())
     }
 
@@ -104,8 +125,17 @@ impl SendJournal {
         &'a self,
         buy: &'a str,
     ) -> impl Fn(&Signature, u64, &[u8]) -> Result<(), ChainError> + Sync + 'a {
+        self.recorder_for(vec![buy])
+    }
+
+    /// A [`crate::chain::client::RecordSend`] keeping each transaction
+    /// under every one of `buys` at once ([`SendJournal::keep_for`]).
+    pub fn recorder_for<'a>(
+        &'a self,
+        buys: Vec<&'a str>,
+    ) -> impl Fn(&Signature, u64, &[u8]) -> Result<(), ChainError> + Sync + 'a {
         move |sig, last_valid, wire| {
-            self.keep(buy, sig, last_valid, wire).map_err(|e| {
+            self.keep_for(&buys, sig, last_valid, wire).map_err(|e| {
                 ChainError::Config(format!("keeping the release before sending it: {e}"))
             })?;
             super::fault::maybe_abort("release_signed");
@@ -139,5 +169,34 @@ mod tests {
             vec![(a, 10, &b"one"[..]), (b, 20, &b"two"[..])]
         );
         assert!(j.kept("buy2").unwrap().is_empty());
+    }
+
+    #[test]
+    fn a_shared_release_is_kept_under_each_buy_it_releases() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("listen.db");
+        let mut db = ListenDb::open(&path).unwrap();
+        for b in ["buy1", "buy2", "buy3"] {
+            db.record_seen(b, "20261128-0123456789ab", 1).unwrap();
+        }
+        let j = SendJournal::beside(&db).unwrap();
+        let (solo, shared) = (Signature::from([1; 64]), Signature::from([2; 64]));
+        j.keep("buy1", &solo, 10, b"solo").unwrap();
+        j.keep_for(&["buy1", "buy2"], &shared, 20, b"shared")
+            .unwrap();
+        let sigs = |b: &str| -> Vec<Signature> {
+            j.kept(b)
+                .unwrap()
+                .into_iter()
+                .map(|k| k.signature)
+                .collect()
+        };
+        assert_eq!(sigs("buy1"), vec![solo, shared]);
+        assert_eq!(sigs("buy2"), vec![shared]);
+        assert!(sigs("buy3").is_empty());
+        // and after a reopen, from either buy
+        drop(j);
+        let j = SendJournal::beside(&ListenDb::open(&path).unwrap()).unwrap();
+        assert_eq!(j.kept("buy2").unwrap()[0].wire, b"shared");
     }
 }

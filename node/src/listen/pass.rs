@@ -29,11 +29,15 @@
 //! Each step is durable before the next, so killing the process anywhere
 //! and re-running the pass neither skips nor repeats a release.
 
-use super::release::{land_release, prepare_envelope, Goods, ReleaseError};
+use super::release::{
+    land_release, land_shared_release, prepare_envelope, releases_per_transaction, shared_receipt,
+    Goods, ReleaseError,
+};
 use crate::arweave::Uploader;
 use crate::chain::memo_field::memos_lenient;
 use crate::chain::{Chain, ChainError, Pubkey, Signature, Signer};
 use crate::memo::MemoOp;
+use crate::mint::receipt::Receipt;
 use crate::seller::{now_ms, BuyRow, BuyState, ListenDb, StateError};
 use crate::settle::{
     verify_buy, verify_escrow_buy, ListingTerms, NegotiatedTerms, Rejection, VerifiedBuy,
@@ -752,8 +756,10 @@ async fn upload_due(
 /// (or why not).
 type Outcome = (String, Result<String, ReleaseError>);
 
-/// The releases in flight (at most [`RELEASE_CONCURRENCY`]; each has its
-/// own derived mint, so they are independent), and the outcomes landed but
+/// The releases in flight (at most [`RELEASE_CONCURRENCY`] buys: a buy
+/// with a mint of its own alone, those of one listing whose receipts the
+/// chain would not refuse to repeat as many a transaction as fit, never
+/// one buy in two transactions at once), and the outcomes landed but
 /// not yet recorded. A pass launches them; they may land during a later
 /// pass or while the daemon waits (each future owns its goods, so it
 /// outlives the catalog it was launched from).
@@ -762,8 +768,11 @@ pub struct Releases<'a> {
     /// Where releases the chain would not refuse to repeat are kept
     /// before they are sent (opened beside the state at the first launch).
     journal: Option<std::rc::Rc<super::journal::SendJournal>>,
-    flying:
-        futures_util::stream::FuturesUnordered<futures_util::future::LocalBoxFuture<'a, Outcome>>,
+    /// Each sends one transaction: one buy's release, or several of one
+    /// listing's sharing it.
+    flying: futures_util::stream::FuturesUnordered<
+        futures_util::future::LocalBoxFuture<'a, Vec<Outcome>>,
+    >,
     in_flight: std::collections::HashSet<String>,
     landed: Vec<Outcome>,
     /// The last launch left due releases behind (all slots were taken).
@@ -792,12 +801,28 @@ impl<'a> Releases<'a> {
                 .insert(std::rc::Rc::new(super::journal::SendJournal::beside(db)?))
                 .clone(),
         };
+        // releases that may share a transaction, by listing and receipt
+        let mut shared: std::collections::BTreeMap<(String, String), (Receipt, Vec<BuyRow>)> =
+            std::collections::BTreeMap::new();
         for row in db.due(BuyState::EnvelopeUploaded, now_ms())? {
             if self.in_flight.len() >= RELEASE_CONCURRENCY {
                 self.more_due = true;
                 break;
             }
             if !self.in_flight.insert(row.signature.clone()) {
+                continue;
+            }
+            let receipt = match catalog.goods(&row.listing_id) {
+                Some(g) => shared_receipt(seller, &journal, &row, &g)?,
+                None => None,
+            };
+            if let Some(receipt) = receipt {
+                let key = (row.listing_id.clone(), receipt.address().to_string());
+                shared
+                    .entry(key)
+                    .or_insert((receipt, Vec::new()))
+                    .1
+                    .push(row);
                 continue;
             }
             let goods = catalog.goods(&row.listing_id).map(|g| g.to_owned_goods());
@@ -813,10 +838,52 @@ impl<'a> Releases<'a> {
                             Err(StateError::Unknown(format!("goods of {}", row.listing_id)).into())
                         }
                     };
-                    (row.signature, result)
+                    vec![(row.signature, result)]
                 },
                 span,
             )));
+        }
+        let me = seller.solana_keypair().pubkey();
+        for ((listing_id, _), (receipt, rows)) in shared {
+            let per_tx = releases_per_transaction(&me, &receipt, &listing_id);
+            for rows in rows.chunks(per_tx) {
+                let rows = rows.to_vec();
+                let goods = catalog.goods(&listing_id).map(|g| g.to_owned_goods());
+                let (journal, receipt) = (journal.clone(), receipt.clone());
+                let span =
+                    tracing::debug_span!("release", buys = rows.len(), listing = %listing_id);
+                self.flying.push(Box::pin(tracing::Instrument::instrument(
+                    async move {
+                        let result = match &goods {
+                            Some(goods) => {
+                                land_shared_release(
+                                    chain,
+                                    seller,
+                                    &journal,
+                                    &rows,
+                                    &goods.goods(),
+                                    &receipt,
+                                )
+                                .await
+                            }
+                            None => Err(StateError::Unknown(format!(
+                                "goods of {}",
+                                rows.first().map_or("", |r| r.listing_id.as_str())
+                            ))
+                            .into()),
+                        };
+                        // one transaction's outcome is every buy's it carried
+                        let shared = result.map_err(|e| e.to_string());
+                        rows.into_iter()
+                            .map(|row| {
+                                let each = shared.clone().map_err(ReleaseError::Shared);
+                                (row.signature, each)
+                            })
+                            .collect()
+                    },
+                    span,
+                )));
+            }
         }
         Ok(())
     }
@@ -851,7 +918,7 @@ impl<'a> Releases<'a> {
         report: &mut PassReport,
     ) -> Result<(), StateError> {
         match self.flying.next().await {
-            Some(outcome) => self.landed.push(outcome),
+            Some(outcomes) => self.landed.extend(outcomes),
             None => std::future::pending().await,
         }
         self.record(db, report)?;
@@ -889,8 +956,8 @@ async fn alongside<T>(
         tokio::select! {
             biased;
             done = &mut step => return done,
-            Some(outcome) = releases.flying.next(), if !releases.flying.is_empty() => {
-                releases.landed.push(outcome);
+            Some(outcomes) = releases.flying.next(), if !releases.flying.is_empty() => {
+                releases.landed.extend(outcomes);
             }
         }
     }

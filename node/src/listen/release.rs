@@ -52,6 +52,10 @@ pub enum ReleaseError {
     /// The escrow program refused or could not be read.
     #[error("escrow release: {0}")]
     Escrow(#[from] crate::market::escrow_trade::EscrowReadError),
+    /// The transaction this buy's release shared with others of its
+    /// listing failed (retried, alone or shared again, once due).
+    #[error("the shared release transaction failed: {0}")]
+    Shared(String),
     /// Nothing is left to release: the buyer closed its escrow, or we
     /// declined it.
     #[error("nothing to release: {0}")]
@@ -738,6 +742,158 @@ pub async fn land_release(
     Ok(sig)
 }
 
+/// The receipt `row` releases with, when its release may share a
+/// transaction with others of its listing: a receipt the chain would not
+/// refuse to repeat (a unit of the listing's mint, or none), no fee paid
+/// at its release, not settled in escrow, and nothing kept in `journal`
+/// for it yet (what was kept is finished first, alone: [`land_release`]).
+/// `None`: it is released alone.
+pub fn shared_receipt(
+    seller: &Wallet,
+    journal: &SendJournal,
+    row: &crate::seller::BuyRow,
+    goods: &Goods<'_>,
+) -> Result<Option<Receipt>, StateError> {
+    if goods.escrow
+        || row.fee_at_release > 0
+        || row.envelope_id.is_none()
+        || row
+            .buyer
+            .as_deref()
+            .and_then(|b| Pubkey::from_str(b).ok())
+            .is_none()
+    {
+        return Ok(None);
+    }
+    let receipt = match receipt_for_row(seller, row, goods) {
+        Ok(r @ (Receipt::Listing { .. } | Receipt::None)) => r,
+        _ => return Ok(None),
+    };
+    Ok(journal.kept(&row.signature)?.is_empty().then_some(receipt))
+}
+
+/// The instructions of one transaction releasing `buys` (each buyer with
+/// its `release` memo) of one listing with `receipt`: the discovery
+/// reference (its limit set from the simulation when sent), a unit of the
+/// listing's mint to every buyer in one `mint_to` (none for
+/// [`Receipt::None`]), then every memo.
+pub fn shared_release_instructions(
+    me: &Pubkey,
+    receipt: &Receipt,
+    buys: &[(Pubkey, String)],
+    registry: &Pubkey,
+) -> Vec<solana_sdk::instruction::Instruction> {
+    let mut ixs = vec![discovery(registry, DEFAULT_CU_LIMIT)];
+    if let Receipt::Listing { mint } = receipt {
+        let to: Vec<(Pubkey, u64)> = buys.iter().map(|(b, _)| (*b, 1)).collect();
+        ixs.push(crate::mint::light::mint_to_many(
+            me,
+            me,
+            mint,
+            &to,
+            &crate::mint::light::LOCALNET_STATE_TREE,
+            true,
+        ));
+    }
+    ixs.extend(buys.iter().map(|(_, text)| memo(text, me)));
+    ixs
+}
+
+/// The most releases of `listing_id` with `receipt` one transaction
+/// holds: ids at their real lengths, every buyer distinct, with its
+/// compute-unit limit and price (at least 1).
+pub fn releases_per_transaction(me: &Pubkey, receipt: &Receipt, listing_id: &str) -> usize {
+    use crate::chain::priority::{fits, with_budget, FALLBACK_CU_LIMIT};
+    let buys = |n: usize| -> Vec<(Pubkey, String)> {
+        (0..n)
+            .map(|i| {
+                let op = MemoOp::Release {
+                    listing_id: listing_id.to_string(),
+                    envelope_arweave_id: format!("{i:_>43}"),
+                    minted_token_address: receipt.address().to_string(),
+                };
+                (Pubkey::new_unique(), op.to_string())
+            })
+            .collect()
+    };
+    let registry = crate::chain::instructions::default_registry();
+    let fits_n = |n: usize| {
+        let ixs = shared_release_instructions(me, receipt, &buys(n), &registry);
+        fits(&with_budget(&ixs, FALLBACK_CU_LIMIT, 1), me, 1)
+    };
+    (2..=MAX_SHARED_RELEASES)
+        .take_while(|n| fits_n(*n))
+        .last()
+        .unwrap_or(1)
+}
+
+/// The most releases one transaction is ever given (far above what fits).
+const MAX_SHARED_RELEASES: usize = 32;
+
+/// Releases `rows` (buys of one listing, each with `receipt` from
+/// [`shared_receipt`], as many as [`releases_per_transaction`] allows) in
+/// one transaction, kept under every one of them before it is sent
+/// ([`SendJournal::recorder_for`]), so after a crash each finds it and
+/// none signs its own until it can no longer land. The listing's mint is
+/// created first if no release has made it yet. Its signature is every
+/// row's release.
+pub async fn land_shared_release(
+    chain: &Chain,
+    seller: &Wallet,
+    journal: &SendJournal,
+    rows: &[crate::seller::BuyRow],
+    goods: &Goods<'_>,
+    receipt: &Receipt,
+) -> Result<String, ReleaseError> {
+    let payer = seller.solana_keypair();
+    let me = payer.pubkey();
+    let mut buys = Vec::with_capacity(rows.len());
+    for row in rows {
+        let (Some(envelope_id), Some(buyer)) = (&row.envelope_id, &row.buyer) else {
+            return Err(StateError::WrongState {
+                signature: row.signature.clone(),
+                state: row.state,
+                step: "release",
+            }
+            .into());
+        };
+        let buyer = Pubkey::from_str(buyer)
+            .map_err(|_| ChainError::Config(format!("buyer {buyer} is not a pubkey")))?;
+        let op = MemoOp::Release {
+            listing_id: row.listing_id.clone(),
+            envelope_arweave_id: envelope_id.clone(),
+            minted_token_address: receipt.address().to_string(),
+        };
+        buys.push((buyer, op.to_string()));
+    }
+    let ixs = shared_release_instructions(&me, receipt, &buys, &registry_from_env()?);
+    let record = journal.recorder_for(rows.iter().map(|r| r.signature.as_str()).collect());
+    let started = std::time::Instant::now();
+    let sent = match receipt {
+        Receipt::Listing { .. } => {
+            let listing_id = rows.first().map_or("", |r| r.listing_id.as_str());
+            crate::mint::receipt::ensure_listing_mint(chain, seller, listing_id, &goods.token)
+                .await?;
+            crate::mint::light::send_to_open_tree_recorded(
+                chain,
+                &ixs,
+                &[&payer],
+                rows.len() as u64,
+                Some(&record),
+            )
+            .await?
+        }
+        _ => {
+            chain
+                .send_unsimulated_recorded(&ixs, &[&payer], &record)
+                .await?
+        }
+    };
+    tracing::debug!(releases = rows.len(), release = %sent.signature, slot = sent.slot, ms = started.elapsed().as_millis() as u64, "shared release landed");
+    super::fault::maybe_abort("release_sent");
+    Ok(sent.signature.to_string())
+}
+
 /// A release the chain would not refuse to repeat (a unit of the
 /// listing's mint, or the memo alone): every transaction `journal` kept
 /// for the buy is finished first (sent again while it can land; the first
@@ -801,6 +957,50 @@ mod tests {
     use crate::mint::account_setup::{self, AddressState::*, Derivation};
     use crate::mint::light::compressed_mint_instructions;
     use solana_sdk::message::Message;
+
+    /// A shared release holds as many releases as fit a packet with its
+    /// compute budget, and one more does not: a unit of the listing's mint
+    /// each (one `mint_to`) or the memo alone.
+    #[test]
+    fn shared_releases_fill_a_packet_and_no_more() {
+        use crate::chain::priority::{fits, with_budget, FALLBACK_CU_LIMIT};
+        let me = Pubkey::new_unique();
+        let listing_id = "20261128-0123456789ab";
+        let registry = crate::chain::instructions::default_registry();
+        let tx = |receipt: &Receipt, n: usize| {
+            let buys: Vec<(Pubkey, String)> = (0..n)
+                .map(|i| {
+                    let op = MemoOp::Release {
+                        listing_id: listing_id.into(),
+                        envelope_arweave_id: format!("{i:x>43}"),
+                        minted_token_address: receipt.address().to_string(),
+                    };
+                    (Pubkey::new_unique(), op.to_string())
+                })
+                .collect();
+            with_budget(
+                &shared_release_instructions(&me, receipt, &buys, &registry),
+                FALLBACK_CU_LIMIT,
+                1,
+            )
+        };
+        let listing = Receipt::Listing {
+            mint: Pubkey::new_unique(),
+        };
+        for (receipt, at_least) in [(listing, 3), (Receipt::None, 5)] {
+            let most = releases_per_transaction(&me, &receipt, listing_id);
+            assert!(most >= at_least, "{}: {most}", receipt.kind());
+            assert!(fits(&tx(&receipt, most), &me, 1));
+            assert!(!fits(&tx(&receipt, most + 1), &me, 1), "{}", receipt.kind());
+            // every buyer gets its receipt and its memo
+            let ixs = tx(&receipt, most);
+            let memos = ixs
+                .iter()
+                .filter(|ix| ix.program_id == crate::chain::instructions::MEMO_V3)
+                .count();
+            assert_eq!(memos, most);
+        }
+    }
 
     /// The releases `listen` sends, with ids at their longest, fit in a
     /// packet (1232 bytes): a Light mint with its metadata + the `release`

@@ -14,14 +14,16 @@
 //!   to the last landing.
 //!
 //! `cargo run -p e2e --bin receipt-bench -- [--releases N]` (default 96).
-//! Prints one JSON line per shape. Nothing here changes the protocol: the
-//! daemon still releases one buy per transaction.
+//! Prints one JSON line per shape; the shared shape is built by the very
+//! function `listen` sends (`shared_release_instructions`), at 1, 2, 3 and
+//! the most releases a transaction holds (`releases_per_transaction`).
 
 use e2e::cpu_seconds;
 use node::chain::instructions::{default_registry, discovery, memo, DEFAULT_CU_LIMIT};
 use node::chain::{Chain, Keypair, Pubkey, Signature, Signer};
 use node::market::MemoOp;
 use node::mint::light::{self, send_compressed_mint, send_to_open_tree};
+use node::mint::receipt::Receipt;
 use node::mint::token2022::NftSpec;
 use node::wallet::Wallet;
 use serde_json::json;
@@ -42,14 +44,22 @@ fn releases_arg() -> usize {
     }
 }
 
-/// A `release` memo as `listen` writes it, ids at their real lengths.
-fn release_memo(seller: &Pubkey, mint: &Pubkey, i: usize) -> Instruction {
-    let op = MemoOp::Release {
-        listing_id: "20261126-0123456789ab".into(),
+/// The listing the bench's releases name.
+const LISTING_ID: &str = "20261126-0123456789ab";
+
+/// A `release` memo's text as `listen` writes it, ids at their real lengths.
+fn release_text(mint: &Pubkey, i: usize) -> String {
+    MemoOp::Release {
+        listing_id: LISTING_ID.into(),
         envelope_arweave_id: format!("{i:0>43}"),
         minted_token_address: mint.to_string(),
-    };
-    memo(&op.to_string(), seller)
+    }
+    .to_string()
+}
+
+/// That memo as an instruction.
+fn release_memo(seller: &Pubkey, mint: &Pubkey, i: usize) -> Instruction {
+    memo(&release_text(mint, i), seller)
 }
 
 fn wire_size(ixs: &[Instruction], payer: &Pubkey) -> usize {
@@ -57,25 +67,21 @@ fn wire_size(ixs: &[Instruction], payer: &Pubkey) -> usize {
     1 + 64 * m.header.num_required_signatures as usize + m.serialize().len()
 }
 
-/// The instructions of one batched transaction: `buyers` get one receipt
-/// each of the listing's `mint`, with their `release` memos.
+/// The instructions of one shared release, as `listen` builds them:
+/// `buyers` get one receipt each of the listing's `mint`, with their
+/// `release` memos.
 fn batch(seller: &Pubkey, mint: &Pubkey, buyers: &[Pubkey], first: usize) -> Vec<Instruction> {
-    let to: Vec<(Pubkey, u64)> = buyers.iter().map(|b| (*b, 1)).collect();
-    // each compressed output and memo adds about 75,000 CU
-    let cu = 100_000 + 80_000 * buyers.len() as u32;
-    let mut ixs = vec![
-        discovery(&default_registry(), cu.max(DEFAULT_CU_LIMIT)),
-        light::mint_to_many(
-            seller,
-            seller,
-            mint,
-            &to,
-            &light::LOCALNET_STATE_TREE,
-            false,
-        ),
-    ];
-    ixs.extend((0..buyers.len()).map(|i| release_memo(seller, mint, first + i)));
-    ixs
+    let buys: Vec<(Pubkey, String)> = buyers
+        .iter()
+        .enumerate()
+        .map(|(i, b)| (*b, release_text(mint, first + i)))
+        .collect();
+    node::listen::release::shared_release_instructions(
+        seller,
+        &Receipt::Listing { mint: *mint },
+        &buys,
+        &default_registry(),
+    )
 }
 
 /// CU a landed transaction consumed, from its metadata.
@@ -182,29 +188,32 @@ fn main() {
         })
     );
 
-    // one mint for the listing, created once, its authority kept
-    let mint = Keypair::new();
-    let rent = rt
-        .block_on(chain.rent_exemption(light::MINT_LEN as usize))
-        .expect("rent");
-    let create = light::create_mint(&me, &mint.pubkey(), &me, rent, false);
-    rt.block_on(chain.send(&create, &[&kp, &mint]))
+    // one mint for the listing, created once, its authority kept: what
+    // `listen --receipt listing` makes with the listing
+    let mint = rt
+        .block_on(node::mint::receipt::ensure_listing_mint(
+            &chain, &seller, LISTING_ID, &spec,
+        ))
         .expect("listing mint");
-    let fits = |k: usize| wire_size(&batch(&me, &mint.pubkey(), &buyers[..k], 0), &me) <= PACKET;
-    let most = (1..=n).take_while(|&k| fits(k)).last().unwrap_or(0);
-    assert!(most >= 1, "not even one batched release fits a packet");
-    for k in (1..=most)
-        .rev()
-        .step_by((most / 2).max(1))
-        .collect::<Vec<_>>()
-        .into_iter()
-        .rev()
-    {
+    let most = node::listen::release::releases_per_transaction(
+        &me,
+        &Receipt::Listing { mint },
+        LISTING_ID,
+    );
+    assert!(
+        wire_size(&batch(&me, &mint, &buyers[..most], 0), &me) <= PACKET,
+        "the most listen puts in one transaction fits a packet"
+    );
+    let mut sizes: Vec<usize> = (1..=3.min(most)).collect();
+    if most > 3 {
+        sizes.push(most);
+    }
+    for k in sizes {
         let buyers: Vec<Pubkey> = (0..n).map(|_| Keypair::new().pubkey()).collect();
         let txs: Vec<Vec<Instruction>> = buyers
             .chunks(k)
             .enumerate()
-            .map(|(j, group)| batch(&me, &mint.pubkey(), group, j * k))
+            .map(|(j, group)| batch(&me, &mint, group, j * k))
             .collect();
         let before = balance(&me);
         let phase = begin();
