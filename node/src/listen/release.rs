@@ -989,6 +989,7 @@ mod tests {
         };
         for (receipt, at_least) in [(listing, 3), (Receipt::None, 5)] {
             let most = releases_per_transaction(&me, &receipt, listing_id);
+            eprintln!("{}: {most} releases a transaction", receipt.kind());
             assert!(most >= at_least, "{}: {most}", receipt.kind());
             assert!(fits(&tx(&receipt, most), &me, 1));
             assert!(!fits(&tx(&receipt, most + 1), &me, 1), "{}", receipt.kind());
