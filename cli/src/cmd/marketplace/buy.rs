@@ -54,12 +54,7 @@ pub(super) fn quote(a: QuoteArgs, ctx: &Context) -> CliResult<()> {
 
 /// `marketplace refund`: close this wallet's escrow and take what it holds.
 pub(super) fn refund(a: RefundArgs, ctx: &Context) -> CliResult<()> {
-    let RefundArgs {
-        listing,
-        storage,
-        indexer,
-    } = a;
-    let (wallet, chain, l) = buyer_and_listing(ctx, &storage, &indexer, &listing)?;
+    let (wallet, chain, l) = buyer_and_listing(ctx, &a.storage, &a.indexer, &a.listing)?;
     let sig = ctx
         .block_on(node::market::buy::refund_escrow(&chain, &wallet, &l))
         .map_err(buy_failure)?;
@@ -75,13 +70,8 @@ pub(super) fn refund(a: RefundArgs, ctx: &Context) -> CliResult<()> {
 
 /// `marketplace dispute`: send the fraud proof of a misdelivery.
 pub(super) fn dispute(a: RefundArgs, ctx: &Context) -> CliResult<()> {
-    let RefundArgs {
-        listing,
-        storage,
-        indexer,
-    } = a;
-    let (wallet, chain, l) = buyer_and_listing(ctx, &storage, &indexer, &listing)?;
-    let src = source(ctx, &storage)?;
+    let (wallet, chain, l) = buyer_and_listing(ctx, &a.storage, &a.indexer, &a.listing)?;
+    let src = source(ctx, &a.storage)?;
     let sig = ctx
         .block_on(node::market::buy::dispute_escrow(&chain, &src, &wallet, &l))
         .map_err(buy_failure)?;
