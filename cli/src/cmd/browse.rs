@@ -55,6 +55,7 @@ pub fn manifest_id_of(ctx: &Context, opts: &IndexerOpts, listing_id: &str) -> Cl
     let v = get(ctx, opts, &format!("/listings/{listing_id}"), &[])?;
     v["listing"]["listing_arweave_id"]
         .as_str()
+        .filter(|id| node::market::is_arweave_id(id))
         .map(str::to_string)
         .ok_or_else(|| {
             anyhow!(

@@ -249,7 +249,9 @@ impl Chain {
         use super::priority::{fits, limit_for, with_budget, written, FALLBACK_CU_LIMIT};
         let limit = match self.units_of(ixs, payer).await? {
             Some(units) => limit_for(units),
-            None => FALLBACK_CU_LIMIT,
+            // no simulation: the limit the caller set, if higher
+            None => super::priority::limit_set(ixs)
+                .map_or(FALLBACK_CU_LIMIT, |l| l.max(FALLBACK_CU_LIMIT)),
         };
         let price = match self.priority.fixed_micro_lamports {
             Some(_) => self.priority.price(&[], limit),

@@ -146,6 +146,15 @@ fn is_budget(ix: &Instruction, tag: u8) -> bool {
     ix.program_id == COMPUTE_BUDGET && ix.data.first() == Some(&tag)
 }
 
+/// The compute-unit limit a `SetComputeUnitLimit` among `ixs` sets.
+pub fn limit_set(ixs: &[Instruction]) -> Option<u32> {
+    ixs.iter()
+        .find(|ix| is_budget(ix, 2))
+        .and_then(|ix| ix.data.get(1..5))
+        .and_then(|b| b.try_into().ok())
+        .map(u32::from_le_bytes)
+}
+
 /// `ixs` with a compute-unit limit of `limit` (the existing
 /// `SetComputeUnitLimit` rewritten in place, keeping the accounts the
 /// discovery reference appends, else one added) and a price of `price`
@@ -221,6 +230,15 @@ pub fn fits(ixs: &[Instruction], payer: &Pubkey, signers: usize) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_limit_a_caller_set_is_read_back() {
+        let registry = Pubkey::new_unique();
+        let ixs = vec![crate::chain::instructions::discovery(&registry, 321_000)];
+        assert_eq!(limit_set(&ixs), Some(321_000));
+        assert_eq!(limit_set(&with_budget(&ixs, 7, 5)), Some(7));
+        assert_eq!(limit_set(&[]), None);
+    }
 
     #[test]
     fn the_price_is_the_percentile_of_the_newest_slots_and_stops_at_the_cap() {

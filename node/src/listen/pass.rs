@@ -812,8 +812,13 @@ impl<'a> Releases<'a> {
             if !self.in_flight.insert(row.signature.clone()) {
                 continue;
             }
+            // a journal that cannot be read now only keeps the buy alone
+            // (its own path reads the journal again before sending)
             let receipt = match catalog.goods(&row.listing_id) {
-                Some(g) => shared_receipt(seller, &journal, &row, &g)?,
+                Some(g) => shared_receipt(seller, &journal, &row, &g).unwrap_or_else(|e| {
+                    tracing::warn!(buy = %row.signature, error = %e, "journal unread; released alone");
+                    None
+                }),
                 None => None,
             };
             if let Some(receipt) = receipt {

@@ -2,8 +2,11 @@
 //! what `browse`, `show`, `status` and the memos print) or its manifest's
 //! item id (what `list` prints and buyers fetch). Every marketplace
 //! command takes either and resolves it here. A listing id is looked up on
-//! the indexer, and the manifest fetched must carry that id (an indexer is
-//! a convenience, never trusted); a seller's own listing is found in its
+//! the indexer, and the manifest fetched must carry that id and verify;
+//! which seller's listing it is stays the indexer's word (any seller may
+//! sign a manifest under any listing id, as any indexer's `browse` may
+//! show another seller's manifest id), so the resolution and its seller
+//! are printed for the user to see. A seller's own listing is found in its
 //! state. Reads only: never signs or sends anything.
 
 use super::{CliResult, Context, Failure};
@@ -49,6 +52,13 @@ pub(super) fn listing(
             indexer.url,
             l.listing_id
         )));
+    }
+    if by_listing_id && !ctx.json {
+        eprintln!(
+            "{named}: manifest {manifest_id} of seller {}, as the indexer at {} names it",
+            l.seller_pubkey,
+            crate::terminal::safe(&indexer.url)
+        );
     }
     Ok(l)
 }
