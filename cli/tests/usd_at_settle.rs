@@ -29,6 +29,22 @@ fn ok(v: &e2e::TestValidator, e: &Env, args: &[&str]) -> Value {
     r.json()
 }
 
+/// `marketplace quote` of `manifest` by `buyer`, as JSON.
+fn quote_of(v: &e2e::TestValidator, buyer: &Env, manifest: &str, dir: &str) -> Value {
+    ok(
+        v,
+        buyer,
+        &[
+            "marketplace",
+            "quote",
+            manifest,
+            "--storage-dir",
+            dir,
+            "--json",
+        ],
+    )
+}
+
 fn address(e: &Env) -> Pubkey {
     e.ok(&["wallet", "address"]).stdout.trim().parse().unwrap()
 }
@@ -169,18 +185,7 @@ fn a_listing_priced_in_usd_settles_at_the_slots_pyth_price() {
     assert_eq!(signed["usd_at_settle"]["tolerance_bps"], 100);
 
     // the quote: the source, the price, its age
-    let quote = ok(
-        &v,
-        &buyer,
-        &[
-            "marketplace",
-            "quote",
-            &manifest,
-            "--storage-dir",
-            &dir,
-            "--json",
-        ],
-    );
+    let quote = quote_of(&v, &buyer, &manifest, &dir);
     let q = &quote["quote"];
     assert_eq!(q["price_lamports"], 100_000_000u64, "{quote}");
     assert_eq!(q["usd"]["price_account"], price_account.as_str());
@@ -205,18 +210,7 @@ fn a_listing_priced_in_usd_settles_at_the_slots_pyth_price() {
         ],
     );
     assert_eq!(set["policy"]["priority_fee_max_lamports"], 3_000, "{set}");
-    let capped = ok(
-        &v,
-        &buyer,
-        &[
-            "marketplace",
-            "quote",
-            &manifest,
-            "--storage-dir",
-            &dir,
-            "--json",
-        ],
-    );
+    let capped = quote_of(&v, &buyer, &manifest, &dir);
     assert_eq!(
         capped["quote"]["priority_fee_max_lamports"], 3_000,
         "{capped}"
@@ -476,18 +470,7 @@ fn a_token_listing_priced_in_usd_converts_at_the_slots_price() {
         "no fixed price: {signed}"
     );
 
-    let quote = ok(
-        &v,
-        &buyer,
-        &[
-            "marketplace",
-            "quote",
-            &manifest,
-            "--storage-dir",
-            &dir,
-            "--json",
-        ],
-    );
+    let quote = quote_of(&v, &buyer, &manifest, &dir);
     let q = &quote["quote"];
     assert_eq!(
         (&q["token"]["mint"], &q["token"]["price_units"]),

@@ -558,23 +558,23 @@ async fn rebuild(a: RebuildArgs, json: bool) -> Result<()> {
     }
     let ix = std::sync::Arc::new(open_indexer(&a.db, cfg, Some(&cluster), Create::Yes)?);
     let started = Instant::now();
-    let report = {
-        let bar = rebuild_bar(json);
-        let poll = source.poll(&ix);
-        tokio::pin!(poll);
-        let mut tick = tokio::time::interval(std::time::Duration::from_millis(200));
-        loop {
-            tokio::select! {
-                done = &mut poll => {
-                    if let Some(bar) = &bar {
+    let report = match rebuild_bar(json) {
+        None => source.poll(&ix).await?,
+        Some(bar) => {
+            let poll = source.poll(&ix);
+            tokio::pin!(poll);
+            let mut tick = tokio::time::interval(std::time::Duration::from_millis(200));
+            loop {
+                tokio::select! {
+                    done = &mut poll => {
                         bar.finish_and_clear();
+                        break done?;
                     }
-                    break done?;
-                }
-                _ = tick.tick() => if let Some(bar) = &bar {
-                    let (fetched, wanted) = source.progress().get();
-                    bar.set_length(wanted as u64);
-                    bar.set_position(fetched as u64);
+                    _ = tick.tick() => {
+                        let (fetched, wanted) = source.progress().get();
+                        bar.set_length(wanted as u64);
+                        bar.set_position(fetched as u64);
+                    }
                 }
             }
         }

@@ -802,7 +802,8 @@ impl<'a> Releases<'a> {
                 .clone(),
         };
         // releases that may share a transaction, by listing and receipt
-        let mut shared: std::collections::BTreeMap<(String, String), (Receipt, Vec<BuyRow>)> =
+        type Group = (Receipt, super::release::OwnedGoods, Vec<BuyRow>);
+        let mut shared: std::collections::BTreeMap<(String, String), Group> =
             std::collections::BTreeMap::new();
         for row in db.due(BuyState::EnvelopeUploaded, now_ms())? {
             if self.in_flight.len() >= RELEASE_CONCURRENCY {
@@ -812,25 +813,25 @@ impl<'a> Releases<'a> {
             if !self.in_flight.insert(row.signature.clone()) {
                 continue;
             }
+            let goods = catalog.goods(&row.listing_id);
             // a journal that cannot be read now only keeps the buy alone
             // (its own path reads the journal again before sending)
-            let receipt = match catalog.goods(&row.listing_id) {
-                Some(g) => shared_receipt(seller, &journal, &row, &g).unwrap_or_else(|e| {
+            let receipt = goods.as_ref().and_then(|g| {
+                shared_receipt(seller, &journal, &row, g).unwrap_or_else(|e| {
                     tracing::warn!(buy = %row.signature, error = %e, "journal unread; released alone");
                     None
-                }),
-                None => None,
-            };
-            if let Some(receipt) = receipt {
+                })
+            });
+            if let (Some(receipt), Some(g)) = (receipt, &goods) {
                 let key = (row.listing_id.clone(), receipt.address().to_string());
                 shared
                     .entry(key)
-                    .or_insert((receipt, Vec::new()))
-                    .1
+                    .or_insert_with(|| (receipt, g.to_owned_goods(), Vec::new()))
+                    .2
                     .push(row);
                 continue;
             }
-            let goods = catalog.goods(&row.listing_id).map(|g| g.to_owned_goods());
+            let goods = goods.map(|g| g.to_owned_goods());
             let span = tracing::debug_span!("release", buy = %row.signature);
             let journal = journal.clone();
             self.flying.push(Box::pin(tracing::Instrument::instrument(
@@ -849,34 +850,24 @@ impl<'a> Releases<'a> {
             )));
         }
         let me = seller.solana_keypair().pubkey();
-        for ((listing_id, _), (receipt, rows)) in shared {
+        for ((listing_id, _), (receipt, goods, rows)) in shared {
             let per_tx = releases_per_transaction(&me, &receipt, &listing_id);
             for rows in rows.chunks(per_tx) {
                 let rows = rows.to_vec();
-                let goods = catalog.goods(&listing_id).map(|g| g.to_owned_goods());
-                let (journal, receipt) = (journal.clone(), receipt.clone());
+                let (journal, receipt, goods) = (journal.clone(), receipt.clone(), goods.clone());
                 let span =
                     tracing::debug_span!("release", buys = rows.len(), listing = %listing_id);
                 self.flying.push(Box::pin(tracing::Instrument::instrument(
                     async move {
-                        let result = match &goods {
-                            Some(goods) => {
-                                land_shared_release(
-                                    chain,
-                                    seller,
-                                    &journal,
-                                    &rows,
-                                    &goods.goods(),
-                                    &receipt,
-                                )
-                                .await
-                            }
-                            None => Err(StateError::Unknown(format!(
-                                "goods of {}",
-                                rows.first().map_or("", |r| r.listing_id.as_str())
-                            ))
-                            .into()),
-                        };
+                        let result = land_shared_release(
+                            chain,
+                            seller,
+                            &journal,
+                            &rows,
+                            &goods.goods(),
+                            &receipt,
+                        )
+                        .await;
                         // one transaction's outcome is every buy's it carried
                         let shared = result.map_err(|e| e.to_string());
                         rows.into_iter()

@@ -668,24 +668,9 @@ pub async fn land_release(
     row: &crate::seller::BuyRow,
     goods: &Goods<'_>,
 ) -> Result<String, ReleaseError> {
-    let (Some(envelope_id), Some(buyer)) = (row.envelope_id.clone(), row.buyer.clone()) else {
-        return Err(StateError::WrongState {
-            signature: row.signature.clone(),
-            state: row.state,
-            step: "release",
-        }
-        .into());
-    };
     let payer = seller.solana_keypair();
     let receipt = receipt_for_row(seller, row, goods)?;
-    let buyer = Pubkey::from_str(&buyer)
-        .map_err(|_| ChainError::Config(format!("buyer {buyer} is not a pubkey")))?;
-    let op = MemoOp::Release {
-        listing_id: row.listing_id.clone(),
-        envelope_arweave_id: envelope_id,
-        minted_token_address: receipt.address().to_string(),
-    };
-    let memo_text = op.to_string();
+    let (buyer, memo_text) = release_parts(row, &receipt)?;
     let mut extra = vec![
         memo(&memo_text, &payer.pubkey()),
         discovery(&registry_from_env()?, DEFAULT_CU_LIMIT),
@@ -740,6 +725,30 @@ pub async fn land_release(
     };
     Signature::from_str(&sig).map_err(|_| ChainError::Config("bad release signature".into()))?;
     Ok(sig)
+}
+
+/// The buyer of `row`, an `envelope_uploaded` buy, and the text of its
+/// `release` memo naming `receipt`.
+fn release_parts(
+    row: &crate::seller::BuyRow,
+    receipt: &Receipt,
+) -> Result<(Pubkey, String), ReleaseError> {
+    let (Some(envelope_id), Some(buyer)) = (&row.envelope_id, &row.buyer) else {
+        return Err(StateError::WrongState {
+            signature: row.signature.clone(),
+            state: row.state,
+            step: "release",
+        }
+        .into());
+    };
+    let buyer = Pubkey::from_str(buyer)
+        .map_err(|_| ChainError::Config(format!("buyer {buyer} is not a pubkey")))?;
+    let op = MemoOp::Release {
+        listing_id: row.listing_id.clone(),
+        envelope_arweave_id: envelope_id.clone(),
+        minted_token_address: receipt.address().to_string(),
+    };
+    Ok((buyer, op.to_string()))
 }
 
 /// The receipt `row` releases with, when its release may share a
@@ -860,25 +869,10 @@ pub async fn land_shared_release(
 ) -> Result<String, ReleaseError> {
     let payer = seller.solana_keypair();
     let me = payer.pubkey();
-    let mut buys = Vec::with_capacity(rows.len());
-    for row in rows {
-        let (Some(envelope_id), Some(buyer)) = (&row.envelope_id, &row.buyer) else {
-            return Err(StateError::WrongState {
-                signature: row.signature.clone(),
-                state: row.state,
-                step: "release",
-            }
-            .into());
-        };
-        let buyer = Pubkey::from_str(buyer)
-            .map_err(|_| ChainError::Config(format!("buyer {buyer} is not a pubkey")))?;
-        let op = MemoOp::Release {
-            listing_id: row.listing_id.clone(),
-            envelope_arweave_id: envelope_id.clone(),
-            minted_token_address: receipt.address().to_string(),
-        };
-        buys.push((buyer, op.to_string()));
-    }
+    let buys = rows
+        .iter()
+        .map(|row| release_parts(row, receipt))
+        .collect::<Result<Vec<_>, _>>()?;
     let ixs = shared_release_instructions(&me, receipt, &buys, &registry_from_env()?);
     let record = journal.recorder_for(rows.iter().map(|r| r.signature.as_str()).collect());
     let started = std::time::Instant::now();

@@ -43,9 +43,7 @@ pub(super) fn listing(
         true => super::super::browse::manifest_id_of(ctx, indexer, named)?,
         false => named.to_string(),
     };
-    let l = ctx
-        .block_on(node::market::buy::fetch_listing(src, &manifest_id))
-        .map_err(Failure::bad_input)?;
+    let l = fetch(ctx, src, &manifest_id)?;
     if by_listing_id && l.listing_id != named {
         return Err(Failure::bad_input(anyhow!(
             "the indexer at {} named manifest {manifest_id} for {named}, but that manifest is listing {}: pass the manifest's item id (from the seller or `marketplace browse`)",
@@ -70,10 +68,14 @@ pub(super) fn listing_id(ctx: &Context, storage: &StorageOpts, named: &str) -> C
         return Ok(named.to_string());
     }
     let src = super::super::storage::source(ctx, storage)?;
-    let l = ctx
-        .block_on(node::market::buy::fetch_listing(&src, named))
-        .map_err(Failure::bad_input)?;
-    Ok(l.listing_id)
+    Ok(fetch(ctx, &src, named)?.listing_id)
+}
+
+/// The verified listing manifest with item id `manifest_id` (one that
+/// does not verify is bad input).
+fn fetch(ctx: &Context, src: &node::arweave::Source, manifest_id: &str) -> CliResult<Listing> {
+    ctx.block_on(node::market::buy::fetch_listing(src, manifest_id))
+        .map_err(Failure::bad_input)
 }
 
 /// The listing id of the seller's own listing `named` (a listing id, or
