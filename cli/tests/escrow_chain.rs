@@ -494,9 +494,12 @@ enum Lie {
     /// A listing made before midstate commitments (a v1 blob, no
     /// `blob_format`): chunk 0's ciphertext altered, the root recomputed.
     OldListingChunk,
-    /// A v2 blob sealed consistently (every chunk opens to its hashes and
+    /// A blob sealed consistently (every chunk opens to its hashes and
     /// states) of another plaintext than the bundle `bundle_hash` names.
     AnotherBundle,
+    /// The promised bundle, its blob and manifest stating 2 memories more
+    /// than it holds (the last chunk's tally lies).
+    MemoryCount,
 }
 
 /// A listing made before midstate commitments still trades as before:
@@ -513,6 +516,14 @@ fn an_old_listings_lying_chunk_is_proven_by_the_buyers_own_client() {
 #[test]
 fn a_seller_who_seals_another_bundle_is_convicted_by_the_buyers_own_client() {
     cheating_seller(Lie::AnotherBundle);
+}
+
+/// Issue 45 through the binaries: a seller whose manifest and blob state
+/// more memories than the bundle holds is convicted by the step proof the
+/// buyer's client builds and sends without the user's action.
+#[test]
+fn a_seller_who_overstates_the_memory_count_is_convicted_by_the_buyers_own_client() {
+    cheating_seller(Lie::MemoryCount);
 }
 
 /// A cheating seller (its own tooling, through the node's library: our CLI
@@ -538,7 +549,20 @@ fn cheating_seller(lie: Lie) {
     let dir = work.path().join("items").display().to_string();
     let uploader = Uploader::Fs(FsStore::new(&dir));
     let id = node::market::list::new_listing_id();
-    let plain: Vec<u8> = (0..2_000u32).map(|i| (i % 251) as u8).collect();
+    let plain: Vec<u8> = if lie == Lie::MemoryCount {
+        // three memories, as the canonical bundle spells them
+        let rows: Vec<String> = (0..3)
+            .map(|i| {
+                format!(
+                    r#"{{"agent_id":"a","content":"{}","id":{i}}}"#,
+                    "m".repeat(600)
+                )
+            })
+            .collect();
+        format!(r#"{{"memories":[{}],"version":1}}"#, rows.join(",")).into_bytes()
+    } else {
+        (0..2_000u32).map(|i| (i % 251) as u8).collect()
+    };
     let bundle_hash = hex::encode(escrow::math::sha256(&[&plain]));
     let k = escrow::listing_scalar(&seller, &id);
     let (sealed, lying_index) = match lie {
@@ -549,6 +573,11 @@ fn cheating_seller(lie: Lie) {
             // sealed honestly, so the last chunk's step ends at another hash
             (seal(&k, &shipped).unwrap(), (plain.len() as u32 - 1) / 256)
         }
+        Lie::MemoryCount => {
+            let last = (plain.len() as u32 - 1) / 256;
+            let sealed = escrow_math::forgery::overstate_memories(&k, &plain, last, 2, false);
+            (sealed, last)
+        }
     };
     let mut bytes = sealed.bytes;
     if lie == Lie::OldListingChunk {
@@ -556,6 +585,10 @@ fn cheating_seller(lie: Lie) {
         bytes[at + 3] ^= 0x20;
     }
     let lying_root = Blob::parse(&bytes).unwrap().root();
+    // the preview states what the blob states (3 + 2 for the count lie):
+    // the buyer's check before paying passes
+    let stated = Blob::parse(&bytes).unwrap().stated_memories();
+    assert_eq!(stated.is_some_and(|n| n == 5), lie == Lie::MemoryCount);
     let blob_id = rt
         .block_on(uploader.put_signed(
             &seller,
@@ -577,7 +610,7 @@ fn cheating_seller(lie: Lie) {
             visibility: "auction",
             encrypted_bundle_uri: &format!("ar://{blob_id}"),
             metadata_uri: "ar://metadata",
-            preview: serde_json::json!({"memories_count": 1}),
+            preview: serde_json::json!({"memories_count": stated.unwrap_or(1)}),
             now,
             escrow_program: Some(escrow::PROGRAM_ID),
             escrow_terms: Some(EscrowCommitments {
@@ -585,7 +618,11 @@ fn cheating_seller(lie: Lie) {
                 blob_root: lying_root,
                 plain_len: sealed.plain_len,
                 seller_x25519: seller.x25519_public(),
-                midstates: lie == Lie::AnotherBundle,
+                blob_format: if lie == Lie::OldListingChunk {
+                    node::escrow::math::blob::Format::V1
+                } else {
+                    node::escrow::math::blob::Format::V3
+                },
             }),
             settlement: None,
             usd_at_settle: None,

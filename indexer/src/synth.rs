@@ -222,7 +222,7 @@ impl LogBuilder {
                 blob_root: sealed.root,
                 plain_len: sealed.plain_len,
                 seller_x25519: seller.x25519_public(),
-                midstates: true,
+                blob_format: node::escrow::math::blob::Format::V3,
             }
         });
         let manifest = build_listing(

@@ -36,6 +36,17 @@ pub enum PublishError {
     /// A bundle the sealed-escrow blob cannot hold (empty or over 64 MiB).
     #[error("escrow blob: {0}")]
     EscrowBlob(#[from] escrow_math::blob::BlobError),
+    /// The bundle's bytes do not count, by the escrow's rule
+    /// (`escrow_math::tally`), the memories it exports: buyers would
+    /// refuse the listing (its blob states another count than its
+    /// preview).
+    #[error("the bundle holds {memories} memories but its canonical bytes count {counted} by the escrow's rule (objects in the top-level \"memories\":[ array); it is not a canonical bundle, so an escrow listing of it would be refused by every buyer")]
+    MemoryCount {
+        /// Exported.
+        memories: usize,
+        /// Counted over the plaintext.
+        counted: u16,
+    },
 }
 
 /// The token metadata JSON (PROTOCOL.md §4).
@@ -97,6 +108,10 @@ pub async fn store_escrow_sealed(
     bundle_hash_hex: &str,
     memories: usize,
 ) -> Result<(StoredBundle, escrow_math::merkle::Hash, u64), PublishError> {
+    let counted = escrow_math::tally::count_of(plaintext);
+    if usize::from(counted) != memories {
+        return Err(PublishError::MemoryCount { memories, counted });
+    }
     let blob = escrow_math::blob::seal(k, plaintext)?;
     // the same cap as every blob a buyer fetches
     if blob.bytes.len() > crate::seal::MAX_BLOB_BYTES {

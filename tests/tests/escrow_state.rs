@@ -209,7 +209,7 @@ fn the_indexer_settles_an_escrow_listing_with_the_programs_deposit() {
                 blob_root: sealed.root,
                 plain_len: sealed.plain_len,
                 seller_x25519: seller.x25519_public(),
-                midstates: true,
+                blob_format: node::escrow::math::blob::Format::V3,
             }),
             settlement: None,
             usd_at_settle: None,

@@ -148,17 +148,23 @@ fn withhold_messages(v: &mut Value) {
 }
 
 /// `show`.
-/// What an escrow listing's blob proves on chain about the bundle, from
-/// its signed manifest: `on_chain` (`escrow_terms.blob_format` 2: its
-/// midstates are committed) or `client_only` (an older listing); `None`
-/// for a listing paid directly.
-fn bundle_proof(manifest: &serde_json::Value) -> Option<&'static str> {
-    let terms = manifest.get("escrow_terms")?;
-    Some(if terms["blob_format"] == 2 {
-        "on_chain"
-    } else {
-        "client_only"
-    })
+/// What an escrow listing's blob proves on chain, from its signed
+/// manifest's `escrow_terms.blob_format`: the bundle (`on_chain` from
+/// format 2, its midstates committed) and the memory count (`on_chain`
+/// from format 3, its tallies committed), each else `client_only` (an
+/// older listing); `None` for a listing paid directly.
+fn proofs(manifest: &serde_json::Value) -> Option<(&'static str, &'static str)> {
+    let format = manifest.get("escrow_terms")?["blob_format"]
+        .as_u64()
+        .unwrap_or(1);
+    let on = |from: u64| {
+        if format >= from {
+            "on_chain"
+        } else {
+            "client_only"
+        }
+    };
+    Some((on(2), on(3)))
 }
 
 pub fn show(
@@ -176,8 +182,9 @@ pub fn show(
     if !include_messages {
         withhold_messages(&mut v);
     }
-    if let Some(proof) = bundle_proof(&v["listing"]["manifest"]) {
-        v["listing"]["bundle_proof"] = serde_json::json!(proof);
+    if let Some((bundle, count)) = proofs(&v["listing"]["manifest"]) {
+        v["listing"]["bundle_proof"] = serde_json::json!(bundle);
+        v["listing"]["memory_count_proof"] = serde_json::json!(count);
     }
     ctx.emit(&v, || {
         let l = &v["listing"];
@@ -204,9 +211,12 @@ pub fn show(
             format!("  categories   {}", p["categories_summary"]),
             format!("  description  {}", p["description"].as_str().unwrap_or("")),
         ];
-        match bundle_proof(&l["manifest"]) {
-            Some("on_chain") => out.push(
-                "  bundle proof on chain: a plaintext other than the bundle hash above is fraud the program convicts (blob format 2)".into(),
+        match proofs(&l["manifest"]) {
+            Some(("on_chain", "on_chain")) => out.push(
+                "  bundle proof on chain: a plaintext other than the bundle hash above, or holding another memory count than the preview's, is fraud the program convicts (blob format 3)".into(),
+            ),
+            Some(("on_chain", _)) => out.push(
+                "  bundle proof on chain: a plaintext other than the bundle hash above is fraud the program convicts; the memory count is checked by your client only (blob format 2)".into(),
             ),
             Some(_) => out.push(
                 "  bundle proof none: listed before midstate commitments (blob format 1); a lying chunk is provable, a plaintext other than the bundle hash is only detected by your client".into(),
@@ -231,22 +241,24 @@ pub fn show(
 
 #[cfg(test)]
 mod tests {
-    use super::bundle_proof;
+    use super::proofs;
     use serde_json::json;
 
     #[test]
-    fn the_bundle_proof_follows_the_signed_blob_format() {
+    fn the_proofs_follow_the_signed_blob_format() {
         let terms = |t| json!({"escrow_program": "x", "escrow_terms": t});
+        let (on, client) = ("on_chain", "client_only");
+        assert_eq!(proofs(&terms(json!({"blob_format": 3}))), Some((on, on)));
         assert_eq!(
-            bundle_proof(&terms(json!({"blob_format": 2}))),
-            Some("on_chain")
+            proofs(&terms(json!({"blob_format": 2}))),
+            Some((on, client))
         );
         // listed before midstate commitments: no blob_format, or 1
-        assert_eq!(bundle_proof(&terms(json!({}))), Some("client_only"));
+        assert_eq!(proofs(&terms(json!({}))), Some((client, client)));
         assert_eq!(
-            bundle_proof(&terms(json!({"blob_format": 1}))),
-            Some("client_only")
+            proofs(&terms(json!({"blob_format": 1}))),
+            Some((client, client))
         );
-        assert_eq!(bundle_proof(&json!({"payment_address": "x"})), None);
+        assert_eq!(proofs(&json!({"payment_address": "x"})), None);
     }
 }

@@ -24,6 +24,13 @@ impl Args {
     fn u16(self, v: u16) -> Args {
         self.bytes(&v.to_le_bytes())
     }
+    /// A v3 leaf's tallies as Borsh's `Option<[[u8; 4]; 2]>`.
+    fn tallies(self, t: &Option<[[u8; 4]; 2]>) -> Args {
+        match t {
+            None => self.bytes(&[0]),
+            Some([before, after]) => self.bytes(&[1]).bytes(before).bytes(after),
+        }
+    }
     fn u32(self, v: u32) -> Args {
         self.bytes(&v.to_le_bytes())
     }
@@ -349,6 +356,8 @@ pub enum FraudProof {
         states: ([u8; 32], [u8; 32]),
         /// Its Merkle path.
         path: Vec<[u8; 32]>,
+        /// Its committed memory tallies before and after (v3 blobs).
+        tallies: Option<[[u8; 4]; 2]>,
     },
     /// `dispute_link`: chunks `index` and `index + 1` do not join.
     Link {
@@ -356,8 +365,8 @@ pub enum FraudProof {
         k: [u8; 32],
         /// The first chunk.
         index: u32,
-        /// Both leaves' parts (masked before, masked after, body).
-        leaves: [[[u8; 32]; 3]; 2],
+        /// Both leaves' parts (masked states, body, v3 tallies).
+        leaves: [escrow_math::fraud::LeafParts; 2],
         /// Leaf `index`'s path.
         path: Vec<[u8; 32]>,
         /// Leaf `index + 1`'s path below the join.
@@ -417,6 +426,7 @@ impl FraudProof {
                 plain_hash,
                 states,
                 path,
+                tallies,
             } => paths(
                 Args::new(&format!("dispute_step{suffix}"))
                     .bytes(k)
@@ -427,7 +437,8 @@ impl FraudProof {
                     .bytes(&states.0)
                     .bytes(&states.1),
                 path,
-            ),
+            )
+            .tallies(tallies),
             FraudProof::Link {
                 k,
                 index,
@@ -438,8 +449,12 @@ impl FraudProof {
                 let mut args = Args::new(&format!("dispute_link{suffix}"))
                     .bytes(k)
                     .u32(*index);
-                for part in leaves.iter().flatten() {
-                    args = args.bytes(part);
+                for leaf in leaves {
+                    args = args
+                        .bytes(&leaf.before)
+                        .bytes(&leaf.after)
+                        .bytes(&leaf.body)
+                        .tallies(&leaf.tallies);
                 }
                 paths(paths(args, path), next)
             }

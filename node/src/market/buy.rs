@@ -571,13 +571,13 @@ async fn plan_escrow(
     listing: &Listing,
     now: i64,
 ) -> Result<BuyPlan, BuyError> {
-    use crate::market::escrow_trade::{blind_point_for, check_blob, checked_listing};
+    use crate::market::escrow_trade::{blind_point_for, check_blob, checked_listing, BlobPromise};
     let kp = buyer.solana_keypair();
     let (account, onchain, _) = checked_listing(chain, listing, now).await?;
     let blob = source
         .fetch(blob_item(listing), crate::seal::MAX_BLOB_BYTES)
         .await?;
-    check_blob(&onchain.terms, midstates_promised(listing), &blob)
+    check_blob(&onchain.terms, &BlobPromise::of(listing), &blob)
         .map_err(crate::market::escrow_trade::EscrowReadError::from)?;
     let blind = blind_point_for(&buyer.x25519_secret(), &onchain, &account, &kp.pubkey())
         .map_err(crate::market::escrow_trade::EscrowReadError::from)?;
@@ -790,21 +790,16 @@ pub async fn dispute_escrow(
     send_dispute(chain, buyer, listing, &blob, &k).await
 }
 
-/// Whether the listing's manifest promises a v2 blob (midstates).
-fn midstates_promised(listing: &Listing) -> bool {
-    listing.escrow_terms.is_some_and(|t| t.midstates)
-}
-
 /// The listing's blob, checked against its committed length and root on
 /// every fetch (a gateway serving other bytes is caught before they are
 /// opened or proven against).
 async fn fetch_committed_blob(source: &Source, listing: &Listing) -> Result<Vec<u8>, BuyError> {
-    use crate::market::escrow_trade::{check_blob, manifest_terms, EscrowReadError};
+    use crate::market::escrow_trade::{check_blob, manifest_terms, BlobPromise, EscrowReadError};
     let blob = source
         .fetch(blob_item(listing), crate::seal::MAX_BLOB_BYTES)
         .await?;
     let terms = manifest_terms(listing).map_err(EscrowReadError::from)?;
-    check_blob(&terms, midstates_promised(listing), &blob).map_err(EscrowReadError::from)?;
+    check_blob(&terms, &BlobPromise::of(listing), &blob).map_err(EscrowReadError::from)?;
     Ok(blob)
 }
 
@@ -916,7 +911,8 @@ pub async fn advance_sealed(
 ) -> Result<SealedStep, BuyError> {
     use crate::escrow::EscrowStatus;
     use crate::market::escrow_trade::{
-        check_blob, manifest_terms, read_account, read_settings, EscrowPlanError, EscrowReadError,
+        check_blob, manifest_terms, read_account, read_settings, BlobPromise, EscrowPlanError,
+        EscrowReadError,
     };
     let at = crate::escrow::escrow_address(&escrow_listing_account(listing)?, &buyer_pubkey(buyer));
     let Some(e) = read_account(chain, &at, crate::escrow::EscrowAccount::decode).await? else {
@@ -935,7 +931,7 @@ pub async fn advance_sealed(
                 EscrowReadError::from(EscrowPlanError::NoEscrow(listing.listing_id.clone()))
             })?;
             let terms = manifest_terms(listing).map_err(EscrowReadError::from)?;
-            check_blob(&terms, midstates_promised(listing), blob).map_err(EscrowReadError::from)?;
+            check_blob(&terms, &BlobPromise::of(listing), blob).map_err(EscrowReadError::from)?;
             let parsed = escrow_math::blob::Blob::parse(blob)
                 .map_err(|e| EscrowReadError::from(EscrowPlanError::from(e)))?;
             return match parsed.open(&k, &terms.bundle_hash) {

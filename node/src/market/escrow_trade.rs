@@ -137,10 +137,24 @@ pub enum EscrowPlanError {
         /// Recomputed.
         blob: String,
     },
-    /// The manifest promises a v2 blob (midstates committed) and the
-    /// blob is v1: the protection it names is not there.
-    #[error("the manifest's escrow_terms.blob_format promises midstate commitments (2) and the blob on Arweave has none (v1): a plaintext other than the promised bundle could not be proven; refusing to pay")]
-    BlobFormat,
+    /// The manifest promises a blob format whose proofs the blob on
+    /// Arweave does not commit (a v1 blob under a v2 promise, a v2 one
+    /// under v3): the protection it names is not there.
+    #[error("the manifest's escrow_terms.blob_format promises format {promised} and the blob on Arweave is format {found}: what the promised format proves (2: the bundle hash, 3: and the memory count) could not be proven; refusing to pay")]
+    BlobFormat {
+        /// `escrow_terms.blob_format`.
+        promised: u8,
+        /// The blob's.
+        found: u8,
+    },
+    /// A v3 blob states another memory count than the manifest's preview.
+    #[error("the manifest's preview.memories_count is {manifest} and the blob on Arweave states {blob} memories (the count the program holds its plaintext to): the listing misstates what it sells; refusing to pay")]
+    MemoryCount {
+        /// `preview.memories_count`.
+        manifest: u64,
+        /// The blob's public tally.
+        blob: u16,
+    },
     /// The key commitment is not a prime-order point.
     #[error("the listing's key commitment is not a prime-order point: no reveal could ever open it; refusing to pay")]
     BadKeyPoint,
@@ -382,15 +396,56 @@ pub fn check_listing(
     Ok(())
 }
 
+/// What a listing's signed manifest promises about its escrow blob.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct BlobPromise {
+    /// The format `escrow_terms.blob_format` names: the blob must commit
+    /// at least what it proves.
+    pub format: escrow_math::blob::Format,
+    /// `preview.memories_count`, when the manifest states one.
+    pub memories: Option<u64>,
+}
+
+impl BlobPromise {
+    /// What `listing`'s manifest promises.
+    pub fn of(listing: &Listing) -> BlobPromise {
+        BlobPromise {
+            format: listing
+                .escrow_terms
+                .map_or(escrow_math::blob::Format::V1, |t| t.blob_format),
+            memories: listing
+                .raw
+                .get("preview")
+                .and_then(|p| p.get("memories_count"))
+                .and_then(serde_json::Value::as_u64),
+        }
+    }
+}
+
 /// Checks the blob on Arweave is the committed ciphertext: an escrow blob
-/// of the committed length hashing to the committed root, with the
-/// midstate commitments the manifest promises (`midstates`: its
-/// `escrow_terms.blob_format` is 2; a v2 blob under an older manifest is
-/// fine: more than it promised).
-pub fn check_blob(terms: &Terms, midstates: bool, blob: &[u8]) -> Result<(), EscrowPlanError> {
+/// of the committed length hashing to the committed root, committing at
+/// least what the manifest's `blob_format` promises (a newer format under
+/// an older promise is fine: more than promised), and, when it is v3,
+/// stating the memory count the manifest's preview does.
+pub fn check_blob(
+    terms: &Terms,
+    promise: &BlobPromise,
+    blob: &[u8],
+) -> Result<(), EscrowPlanError> {
     let parsed = Blob::parse(blob)?;
-    if midstates && parsed.format != escrow_math::blob::Format::V2 {
-        return Err(EscrowPlanError::BlobFormat);
+    if parsed.format.number() < promise.format.number() {
+        return Err(EscrowPlanError::BlobFormat {
+            promised: promise.format.number(),
+            found: parsed.format.number(),
+        });
+    }
+    if let (Some(manifest), Some(stated)) = (promise.memories, parsed.stated_memories()) {
+        if manifest != u64::from(stated) {
+            return Err(EscrowPlanError::MemoryCount {
+                manifest,
+                blob: stated,
+            });
+        }
     }
     if parsed.plain_len != terms.plain_len {
         return Err(mismatch("plain_len", terms.plain_len, parsed.plain_len));
@@ -719,24 +774,24 @@ pub fn fraud_proof(
                 path,
             })
         }
-        (Err(BlobError::Misdelivery { index }), Format::V2) => {
-            let (cipher, plain_hash, before, after, path) = parsed.step_parts(index);
+        (Err(BlobError::Misdelivery { index }), Format::V2 | Format::V3) => {
+            let p = parsed.step_parts(index);
             Ok(escrow::FraudProof::Step {
                 k: *k,
                 index,
-                cipher: cipher.to_vec(),
-                plain_hash,
-                states: (before, after),
-                path,
+                cipher: p.cipher.to_vec(),
+                plain_hash: p.plain_hash,
+                states: (p.before, p.after),
+                path: p.path,
+                tallies: p.tallies,
             })
         }
         (Err(BlobError::BrokenLink { index }), _) => {
             let (left, right, path, next) = parsed.link_parts(index);
-            let parts = |l: escrow_math::fraud::LeafParts| [l.before, l.after, l.body];
             Ok(escrow::FraudProof::Link {
                 k: *k,
                 index,
-                leaves: [parts(left), parts(right)],
+                leaves: [left, right],
                 path,
                 next,
             })
@@ -841,7 +896,7 @@ mod tests {
                 visibility: "auction",
                 encrypted_bundle_uri: "ar://b",
                 metadata_uri: "ar://m",
-                preview: serde_json::json!({}),
+                preview: serde_json::json!({"memories_count": 0}),
                 now: NOW,
                 escrow_program: Some(escrow::PROGRAM_ID),
                 escrow_terms: Some(EscrowCommitments {
@@ -849,7 +904,7 @@ mod tests {
                     blob_root: sealed.root,
                     plain_len: sealed.plain_len,
                     seller_x25519: seller.x25519_public(),
-                    midstates: true,
+                    blob_format: escrow_math::blob::Format::V3,
                 }),
                 settlement: None,
                 usd_at_settle: None,
@@ -939,35 +994,55 @@ mod tests {
 
     #[test]
     fn the_blob_must_be_the_committed_ciphertext() {
+        use escrow_math::blob::Format;
         let seller = Wallet::generate();
         let (l, blob) = manifest(&seller, 5_000);
         let terms = manifest_terms(&l).unwrap();
-        assert_eq!(check_blob(&terms, true, &blob), Ok(()));
+        let promise = BlobPromise::of(&l);
+        assert_eq!(promise.format, Format::V3);
+        assert_eq!(check_blob(&terms, &promise, &blob), Ok(()));
         let mut other = blob.clone();
         let last = other.len() - 1;
         other[last] ^= 1;
         assert!(matches!(
-            check_blob(&terms, true, &other),
+            check_blob(&terms, &promise, &other),
             Err(EscrowPlanError::BlobRoot { .. })
         ));
         assert!(matches!(
-            check_blob(&terms, true, b"not a blob"),
+            check_blob(&terms, &promise, b"not a blob"),
             Err(EscrowPlanError::Blob(_))
         ));
-        // a v1 blob under a manifest promising midstates is refused; under
-        // an older manifest (no blob_format) it is what was promised
+        // an older blob under a manifest promising a newer format is
+        // refused; under an older manifest it is what was promised
         let plain = vec![7u8; 700];
-        let v1 = escrow_math::blob::seal_v1(&[3; 32], &plain).unwrap();
-        let v1_terms = Terms {
-            blob_root: v1.root,
-            plain_len: v1.plain_len,
-            ..terms
+        for (old, found) in [
+            (escrow_math::blob::seal_v1(&[3; 32], &plain).unwrap(), 1),
+            (escrow_math::blob::seal_v2(&[3; 32], &plain).unwrap(), 2),
+        ] {
+            let old_terms = Terms {
+                blob_root: old.root,
+                plain_len: old.plain_len,
+                ..terms
+            };
+            assert_eq!(
+                check_blob(&old_terms, &promise, &old.bytes),
+                Err(EscrowPlanError::BlobFormat { promised: 3, found })
+            );
+            let older = BlobPromise {
+                format: Format::V1,
+                memories: Some(9),
+            };
+            assert_eq!(check_blob(&old_terms, &older, &old.bytes), Ok(()));
+        }
+        // a v3 blob stating another memory count than the preview's
+        let more = BlobPromise {
+            memories: promise.memories.map(|n| n + 1),
+            ..promise
         };
-        assert_eq!(
-            check_blob(&v1_terms, true, &v1.bytes),
-            Err(EscrowPlanError::BlobFormat)
-        );
-        assert_eq!(check_blob(&v1_terms, false, &v1.bytes), Ok(()));
+        assert!(matches!(
+            check_blob(&terms, &more, &blob),
+            Err(EscrowPlanError::MemoryCount { .. })
+        ));
     }
 
     #[test]

@@ -422,7 +422,7 @@ pub async fn list_bundle(
                 blob_root,
                 plain_len,
                 seller_x25519: seller.x25519_public(),
-                midstates: true,
+                blob_format: escrow_math::blob::Format::V3,
             };
             (stored, Some(terms))
         }

@@ -750,10 +750,12 @@ pub struct EscrowCommitments {
     pub plain_len: u64,
     /// The seller's X25519 key (hex).
     pub seller_x25519: [u8; 32],
-    /// Whether the blob commits SHA-256's midstates (`"blob_format": 2`:
-    /// a plaintext other than the bundle `bundle_hash` names is provable
-    /// fraud); absent or 1 in listings made before, whose blobs do not.
-    pub midstates: bool,
+    /// The blob's format (`"blob_format"`): 3 commits SHA-256's
+    /// midstates and the memory tallies (a plaintext other than the
+    /// bundle `bundle_hash` names, or holding another memory count than
+    /// the preview's, is provable fraud), 2 the midstates only; absent or
+    /// 1 in listings made before either, whose blobs commit neither.
+    pub blob_format: escrow_math::blob::Format,
 }
 
 impl EscrowCommitments {
@@ -764,8 +766,8 @@ impl EscrowCommitments {
             "plain_len": self.plain_len,
             "seller_x25519": hex::encode(self.seller_x25519),
         });
-        if self.midstates {
-            v["blob_format"] = json!(2);
+        if self.blob_format != escrow_math::blob::Format::V1 {
+            v["blob_format"] = json!(self.blob_format.number());
         }
         v
     }
@@ -788,18 +790,17 @@ impl EscrowCommitments {
                 .and_then(Value::as_u64)
                 .ok_or_else(|| field_err("escrow_terms", "`plain_len` is not an integer"))?,
             seller_x25519: hex32("seller_x25519")?,
-            midstates: match v.get("blob_format") {
-                None => false,
-                Some(f) => match f.as_u64() {
-                    Some(1) => false,
-                    Some(2) => true,
-                    _ => {
-                        return Err(field_err(
+            blob_format: match v.get("blob_format") {
+                None => escrow_math::blob::Format::V1,
+                Some(f) => f
+                    .as_u64()
+                    .and_then(escrow_math::blob::Format::from_number)
+                    .ok_or_else(|| {
+                        field_err(
                             "escrow_terms",
-                            "`blob_format` must be 1 or 2 (a newer brainctl's format?)",
-                        ))
-                    }
-                },
+                            "`blob_format` must be 1, 2 or 3 (a newer brainctl's format?)",
+                        )
+                    })?,
             },
         })
     }
@@ -950,24 +951,31 @@ mod tests {
 
     #[test]
     fn escrow_terms_name_their_blob_format() {
+        use escrow_math::blob::Format;
         let c = EscrowCommitments {
             key_point: [1; 32],
             blob_root: [2; 32],
             plain_len: 300,
             seller_x25519: [3; 32],
-            midstates: true,
+            blob_format: Format::V3,
         };
         let v = c.to_json();
-        assert_eq!(v["blob_format"], 2);
+        assert_eq!(v["blob_format"], 3);
         assert_eq!(EscrowCommitments::from_json(&v).unwrap(), c);
+        let v2 = EscrowCommitments {
+            blob_format: Format::V2,
+            ..c
+        };
+        assert_eq!(v2.to_json()["blob_format"], 2);
+        assert_eq!(EscrowCommitments::from_json(&v2.to_json()).unwrap(), v2);
         let old = EscrowCommitments {
-            midstates: false,
+            blob_format: Format::V1,
             ..c
         };
         assert!(old.to_json().get("blob_format").is_none());
         assert_eq!(EscrowCommitments::from_json(&old.to_json()).unwrap(), old);
         let mut newer = v.clone();
-        newer["blob_format"] = serde_json::json!(3);
+        newer["blob_format"] = serde_json::json!(4);
         let e = EscrowCommitments::from_json(&newer)
             .unwrap_err()
             .to_string();

@@ -3,6 +3,10 @@
 //! the escrow, public before any payment.
 //!
 //! ```text
+//! v3: "BCESCRW3" ‖ le32(CHUNK_LEN) ‖ le64(plain_len)
+//!       ‖ (plain_hash_i ‖ before_i ⊕ mask(k, i, 0) ‖ after_i ⊕ mask(k, i, 1)
+//!          ‖ tally_before_i ⊕ tmask(k, i, 2) ‖ tally_after_i ⊕ tmask(k, i, 3)) for each chunk
+//!       ‖ ciphertext            (the last chunk's tally_after unmasked: the public count)
 //! v2: "BCESCRW2" ‖ le32(CHUNK_LEN) ‖ le64(plain_len)
 //!       ‖ (plain_hash(k, i, plain_i) ‖ before_i ⊕ mask(k, i, 0) ‖ after_i ⊕ mask(k, i, 1)) for each chunk
 //!       ‖ ciphertext
@@ -14,13 +18,16 @@
 //! around chunk `i` ([`crate::midstate`]). From the blob alone anyone
 //! recomputes the listing's committed root; after the reveal the buyer
 //! opens it, chunk by chunk checked, and holds a fraud proof for the first
-//! chunk (or link) that lies. New listings seal v2; v1 blobs (listed
-//! before) still parse, open and prove a lying chunk, but not a plaintext
-//! other than the promised bundle.
+//! chunk (or link) that lies. A v3 blob also commits the memory tally
+//! around each chunk ([`crate::tally`]), so its last, public tally is the
+//! plaintext's provable memory count. New listings seal v3; v2 and v1
+//! blobs (listed before) still parse, open and prove what they commit (v1:
+//! a lying chunk only).
 
 use crate::fraud::LeafParts;
 use crate::merkle::{self, Hash};
 use crate::midstate::{self, Side, State};
+use crate::tally::{self, Tally};
 use crate::{chunk_count, plain_hash, sha256, stream, CHUNK_LEN};
 
 /// First bytes of a v1 escrow blob (no midstate commitments: listings
@@ -30,6 +37,9 @@ pub const MAGIC: &[u8; 8] = b"BCESCRW1";
 /// SHA-256 states before and after it, so a plaintext that does not hash
 /// to `bundle_hash` is provable fraud.
 pub const MAGIC_V2: &[u8; 8] = b"BCESCRW2";
+/// First bytes of a v3 blob: midstates and memory tallies, so a lying
+/// memory count is provable too.
+pub const MAGIC_V3: &[u8; 8] = b"BCESCRW3";
 /// Header bytes before the per-chunk commitments.
 pub const HEADER_LEN: usize = 8 + 4 + 8;
 
@@ -41,6 +51,9 @@ pub enum Format {
     V1,
     /// Chunk hashes and masked midstates: both are provable.
     V2,
+    /// V2 and masked memory tallies: a memory count other than the one
+    /// the blob states publicly is provable as well.
+    V3,
 }
 
 impl Format {
@@ -49,6 +62,31 @@ impl Format {
         match self {
             Format::V1 => 32,
             Format::V2 => 96,
+            Format::V3 => 104,
+        }
+    }
+
+    /// Whether it commits SHA-256's midstates (v2 and v3).
+    pub fn has_midstates(self) -> bool {
+        self != Format::V1
+    }
+
+    /// The number manifests give it in `escrow_terms.blob_format`.
+    pub fn number(self) -> u8 {
+        match self {
+            Format::V1 => 1,
+            Format::V2 => 2,
+            Format::V3 => 3,
+        }
+    }
+
+    /// The format a manifest's `blob_format` number names.
+    pub fn from_number(n: u64) -> Option<Format> {
+        match n {
+            1 => Some(Format::V1),
+            2 => Some(Format::V2),
+            3 => Some(Format::V3),
+            _ => None,
         }
     }
 
@@ -56,6 +94,7 @@ impl Format {
         match self {
             Format::V1 => MAGIC,
             Format::V2 => MAGIC_V2,
+            Format::V3 => MAGIC_V3,
         }
     }
 }
@@ -98,8 +137,14 @@ pub struct Sealed {
     pub plain_len: u64,
 }
 
-/// Seals `plain` under `k` in the current format (v2).
+/// Seals `plain` under `k` in the current format (v3).
 pub fn seal(k: &[u8; 32], plain: &[u8]) -> Result<Sealed, BlobError> {
+    seal_as(Format::V3, k, plain)
+}
+
+/// Seals `plain` under `k` in the v2 format (midstates, no tallies): what
+/// listings made before v3 hold; kept for their tests.
+pub fn seal_v2(k: &[u8; 32], plain: &[u8]) -> Result<Sealed, BlobError> {
     seal_as(Format::V2, k, plain)
 }
 
@@ -118,13 +163,19 @@ fn seal_as(format: Format, k: &[u8; 32], plain: &[u8]) -> Result<Sealed, BlobErr
     bytes.extend_from_slice(&(CHUNK_LEN as u32).to_le_bytes());
     bytes.extend_from_slice(&(plain.len() as u64).to_le_bytes());
     let mut states = midstate::chain(plain);
+    let mut tallies = tally::chain(plain);
     for (i, chunk) in plain.chunks(CHUNK_LEN).enumerate() {
         let i = i as u32;
         bytes.extend_from_slice(&plain_hash(k, i, chunk));
-        if format == Format::V2 {
+        if format.has_midstates() {
             let (before, after) = states.next().expect("one state pair a chunk");
             bytes.extend_from_slice(&midstate::xor(&before, &midstate::mask(k, i, Side::Before)));
             bytes.extend_from_slice(&midstate::xor(&after, &midstate::mask(k, i, Side::After)));
+        }
+        if format == Format::V3 {
+            let (before, after) = tallies.next().expect("one tally pair a chunk");
+            bytes.extend_from_slice(&tally::xor(&before, &tally::mask(k, i, false)));
+            bytes.extend_from_slice(&tally::seal_after(k, i, i + 1 == count, &after));
         }
     }
     let start = bytes.len();
@@ -151,9 +202,22 @@ pub struct Blob<'a> {
     cipher: &'a [u8],
 }
 
-/// A step proof's parts: ciphertext, plaintext hash, masked states before
-/// and after, path.
-pub type StepParts<'a> = (&'a [u8], Hash, State, State, Vec<Hash>);
+/// A step proof's parts, as the blob commits them.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StepParts<'a> {
+    /// The chunk's ciphertext.
+    pub cipher: &'a [u8],
+    /// Its committed plaintext hash.
+    pub plain_hash: Hash,
+    /// Its committed masked states before and after.
+    pub before: State,
+    /// The state after.
+    pub after: State,
+    /// Its committed tallies before and after (v3).
+    pub tallies: Option<[Tally; 2]>,
+    /// Its Merkle path.
+    pub path: Vec<Hash>,
+}
 
 /// A link proof's parts: both leaves, the first's path, the second's path
 /// below the join.
@@ -166,6 +230,7 @@ impl<'a> Blob<'a> {
         let format = match &header[..8] {
             m if m == MAGIC => Format::V1,
             m if m == MAGIC_V2 => Format::V2,
+            m if m == MAGIC_V3 => Format::V3,
             _ => return Err(BlobError::NotEscrowBlob),
         };
         if header[8..12] != (CHUNK_LEN as u32).to_le_bytes() {
@@ -218,21 +283,44 @@ impl<'a> Blob<'a> {
         self.record(index, 0)
     }
 
-    /// The committed masked states before and after chunk `index` (v2;
-    /// zeros in a v1 blob).
+    /// The committed masked states before and after chunk `index` (v2,
+    /// v3; zeros in a v1 blob).
     pub fn states(&self, index: u32) -> (State, State) {
         match self.format {
             Format::V1 => (merkle::EMPTY, merkle::EMPTY),
-            Format::V2 => (self.record(index, 32), self.record(index, 64)),
+            Format::V2 | Format::V3 => (self.record(index, 32), self.record(index, 64)),
         }
     }
 
-    /// Leaf `index`'s parts (v2).
+    /// The committed tallies before and after chunk `index`, as stored
+    /// (v3; `None` before).
+    pub fn tallies(&self, index: u32) -> Option<[Tally; 2]> {
+        if self.format != Format::V3 {
+            return None;
+        }
+        let start = index as usize * self.format.record_len() + 96;
+        let t = self.records.get(start..start + 8)?;
+        Some([
+            t[..4].try_into().expect("4 bytes"),
+            t[4..].try_into().expect("4 bytes"),
+        ])
+    }
+
+    /// The memory count the blob states publicly (the last chunk's tally
+    /// after it; v3 only): what the buyer compares with the manifest
+    /// before paying, and what the proofs hold the plaintext to.
+    pub fn stated_memories(&self) -> Option<u16> {
+        let last = self.count().checked_sub(1)?;
+        self.tallies(last).map(|t| tally::count(&t[1]))
+    }
+
+    /// Leaf `index`'s parts (v2, v3).
     pub fn leaf_parts(&self, index: u32) -> LeafParts {
         let (before, after) = self.states(index);
         LeafParts {
             before,
             after,
+            tallies: self.tallies(index),
             body: merkle::body(self.cipher_chunk(index), &self.plain_hash(index)),
         }
     }
@@ -244,10 +332,7 @@ impl<'a> Blob<'a> {
                 Format::V1 => {
                     merkle::leaf(i, &sha256(&[self.cipher_chunk(i)]), &self.plain_hash(i))
                 }
-                Format::V2 => {
-                    let l = self.leaf_parts(i);
-                    merkle::leaf_v2(i, &l.before, &l.after, &l.body)
-                }
+                Format::V2 | Format::V3 => self.leaf_parts(i).leaf(i),
             })
             .collect()
     }
@@ -258,9 +343,10 @@ impl<'a> Blob<'a> {
     }
 
     /// Opens the blob under `k`, checking every chunk against its
-    /// commitments, in order; the first that lies is named. A v2 blob
-    /// that opens is the plaintext whose SHA-256 is `bundle_hash`; a v1
-    /// blob's plaintext is not checked against it here.
+    /// commitments, in order; the first that lies is named. A v2 or v3
+    /// blob that opens is the plaintext whose SHA-256 is `bundle_hash` (a
+    /// v3 one holds [`Blob::stated_memories`] memories); a v1 blob's
+    /// plaintext is not checked against it here.
     pub fn open(&self, k: &[u8; 32], bundle_hash: &Hash) -> Result<Vec<u8>, BlobError> {
         let count = self.count();
         let mut out = self.cipher.to_vec();
@@ -275,17 +361,32 @@ impl<'a> Blob<'a> {
             }
             let (before, after) = self.unmasked(k, i);
             let stepped = midstate::step(&before, chunk, i + 1 == count, self.plain_len);
+            let tallies = self.unmasked_tallies(k, i);
+            let tally_lies = tallies.is_some_and(|[tb, ta]| {
+                tally::step(&tb, chunk) != ta || (i == 0 && tb != tally::START)
+            });
             if stepped != after
                 || (i == 0 && before != midstate::IV)
                 || (i + 1 == count && stepped != *bundle_hash)
+                || tally_lies
             {
                 return Err(BlobError::Misdelivery { index: i });
             }
-            if i + 1 < count && after != self.unmasked(k, i + 1).0 {
+            let next_tally = |t: Option<[Tally; 2]>| t.map(|[_, after]| after);
+            if i + 1 < count
+                && (after != self.unmasked(k, i + 1).0
+                    || next_tally(tallies)
+                        != self.unmasked_tallies(k, i + 1).map(|[before, _]| before))
+            {
                 return Err(BlobError::BrokenLink { index: i });
             }
         }
         Ok(out)
+    }
+
+    fn unmasked_tallies(&self, k: &[u8; 32], index: u32) -> Option<[Tally; 2]> {
+        let t = self.tallies(index)?;
+        Some(tally::unmask(k, index, index + 1 == self.count(), &t))
     }
 
     fn unmasked(&self, k: &[u8; 32], index: u32) -> (State, State) {
@@ -306,16 +407,17 @@ impl<'a> Blob<'a> {
         )
     }
 
-    /// The v2 step-proof parts for chunk `index`.
+    /// The v2/v3 step-proof parts for chunk `index`.
     pub fn step_parts(&self, index: u32) -> StepParts<'a> {
         let (before, after) = self.states(index);
-        (
-            self.cipher_chunk(index),
-            self.plain_hash(index),
+        StepParts {
+            cipher: self.cipher_chunk(index),
+            plain_hash: self.plain_hash(index),
             before,
             after,
-            merkle::path(&self.leaves(), index),
-        )
+            tallies: self.tallies(index),
+            path: merkle::path(&self.leaves(), index),
+        }
     }
 
     /// The v2 link-proof parts between chunks `index` and `index + 1`.
@@ -349,15 +451,16 @@ mod tests {
     }
 
     fn step<'a>(k: &[u8; 32], blob: &Blob<'a>, i: u32, path: &'a mut Vec<Hash>) -> StepProof<'a> {
-        let (cipher, plain_hash, before, after, p) = blob.step_parts(i);
-        *path = p;
+        let parts = blob.step_parts(i);
+        *path = parts.path;
         StepProof {
             k: *k,
             index: i,
-            cipher,
-            plain_hash,
-            before,
-            after,
+            cipher: parts.cipher,
+            plain_hash: parts.plain_hash,
+            before: parts.before,
+            after: parts.after,
+            tallies: parts.tallies,
             path,
         }
     }
@@ -426,35 +529,57 @@ mod tests {
         sha256(&[plain])
     }
 
-    /// Re-seals `plain` as v2 with chunk `j`'s committed states replaced
-    /// by a step from `start` (consistent in itself, so only a link can
-    /// show it).
+    fn resealed(bytes: Vec<u8>, plain_len: u64) -> Sealed {
+        let root = Blob::parse(&bytes).unwrap().root();
+        Sealed {
+            bytes,
+            root,
+            plain_len,
+        }
+    }
+
+    /// Re-seals `plain` (current format) with chunk `j`'s committed states
+    /// replaced by a step from `start` (consistent in itself, so only a
+    /// link can show it).
     fn with_forged_states(k: &[u8; 32], plain: &[u8], j: u32, start: State) -> Sealed {
         let mut bytes = seal(k, plain).unwrap().bytes;
         let count = chunk_count(plain.len() as u64).unwrap();
         let chunk = plain.chunks(CHUNK_LEN).nth(j as usize).unwrap();
         let after = midstate::step(&start, chunk, j + 1 == count, plain.len() as u64);
-        let at = HEADER_LEN + j as usize * 96 + 32;
+        let at = HEADER_LEN + j as usize * Format::V3.record_len() + 32;
         bytes[at..at + 32]
             .copy_from_slice(&midstate::xor(&start, &midstate::mask(k, j, Side::Before)));
         bytes[at + 32..at + 64]
             .copy_from_slice(&midstate::xor(&after, &midstate::mask(k, j, Side::After)));
-        let root = Blob::parse(&bytes).unwrap().root();
-        Sealed {
-            bytes,
-            root,
-            plain_len: plain.len() as u64,
-        }
+        resealed(bytes, plain.len() as u64)
+    }
+
+    /// A canonical-looking bundle of `n` memories of `size` content bytes.
+    fn bundle(n: usize, size: usize) -> Vec<u8> {
+        let rows: Vec<String> = (0..n)
+            .map(|i| {
+                format!(
+                    r#"{{"agent_id":"a","content":"{}","id":{i}}}"#,
+                    "m{".repeat(size / 2)
+                )
+            })
+            .collect();
+        format!(
+            r#"{{"filter_used":{{"agent_id":null}},"memories":[{}],"version":1}}"#,
+            rows.join(",")
+        )
+        .into_bytes()
     }
 
     proptest! {
         #![proptest_config(ProptestConfig::with_cases(48))]
         #[test]
-        fn honest_v2_blobs_open_and_refuse_every_step_and_link(plain in proptest::collection::vec(any::<u8>(), 1..1600)) {
+        fn honest_v2_and_v3_blobs_open_and_refuse_every_step_and_link(plain in proptest::collection::vec(any::<u8>(), 1..1600), v3 in any::<bool>()) {
             let k = listing_scalar(&[4; 32], &[6; 32]);
-            let sealed = seal(&k, &plain).unwrap();
+            let sealed = if v3 { seal(&k, &plain).unwrap() } else { seal_v2(&k, &plain).unwrap() };
             let blob = Blob::parse(&sealed.bytes).unwrap();
-            prop_assert_eq!(blob.format, Format::V2);
+            prop_assert_eq!(blob.format, if v3 { Format::V3 } else { Format::V2 });
+            prop_assert_eq!(blob.stated_memories(), v3.then(|| tally::count_of(&plain)));
             prop_assert_eq!(blob.open(&k, &digest(&plain)).unwrap(), plain.clone());
             let (steps, links) = verdicts(&k, &sealed, digest(&plain));
             prop_assert!(steps.iter().all(|v| *v == Err(ProofError::Honest)), "{:?}", steps);
@@ -511,6 +636,31 @@ mod tests {
             };
             let promised = if how == 3 { digest(b"another bundle") } else { promised };
             prop_assert!(convicted(&k, &sealed, promised));
+        }
+
+        /// A bundle whose blob states more memories than it holds is
+        /// convicted, wherever the tallies first lie; an honest one states
+        /// its count and refuses every proof.
+        #[test]
+        fn a_lying_memory_count_is_always_convicted(
+            n in 0usize..12,
+            size in 0usize..400,
+            pick in any::<u32>(),
+            extra in 1u16..5,
+            at_link in any::<bool>(),
+        ) {
+            let k = listing_scalar(&[4; 32], &[6; 32]);
+            let plain = bundle(n, size);
+            let honest = seal(&k, &plain).unwrap();
+            prop_assert_eq!(Blob::parse(&honest.bytes).unwrap().stated_memories(), Some(n as u16));
+            let (steps, links) = verdicts(&k, &honest, digest(&plain));
+            prop_assert!(steps.iter().chain(&links).all(|v| *v == Err(ProofError::Honest)));
+            let count = chunk_count(plain.len() as u64).unwrap();
+            let lying = crate::forgery::overstate_memories(&k, &plain, pick % count, extra, at_link);
+            let blob = Blob::parse(&lying.bytes).unwrap();
+            prop_assert_eq!(blob.stated_memories(), Some(n as u16 + extra));
+            prop_assert!(blob.open(&k, &digest(&plain)).is_err());
+            prop_assert!(convicted(&k, &lying, digest(&plain)));
         }
 
         #[test]

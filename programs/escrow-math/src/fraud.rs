@@ -14,9 +14,17 @@
 //! them holds: if every step and link were honest, the chain would run
 //! from the IV through every chunk to the digest of the plaintext, and the
 //! last step would end at `bundle_hash`.
+//!
+//! Against a v3 blob the same two proofs also carry each chunk's memory
+//! tallies (`crate::tally`): a step that does not take its tally before to
+//! its tally after (or chunk 0's not starting at [`tally::START`]), or a
+//! link whose tallies do not join, is fraud too. So when every proof is
+//! refused, the last chunk's public tally is the plaintext's true memory
+//! count, the one the buyer compared with the manifest before paying.
 
 use crate::merkle::{self, Hash};
 use crate::midstate::{self, Side, State};
+use crate::tally::{self, Tally};
 use crate::{chunk_count, chunk_len, plain_hash, point, sha256, stream, CHUNK_LEN};
 
 /// What a listing committed to, as the program holds it.
@@ -83,19 +91,33 @@ pub struct StepProof<'a> {
     pub before: State,
     /// Its committed masked state after.
     pub after: State,
+    /// Its committed tallies before and after (v3 blobs; `None` for v2).
+    pub tallies: Option<[Tally; 2]>,
     /// Its Merkle path.
     pub path: &'a [Hash],
 }
 
-/// One v2 leaf's parts, as a link proof carries them.
+/// One v2 or v3 leaf's parts, as a link proof carries them.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct LeafParts {
     /// Masked state before the chunk.
     pub before: State,
     /// Masked state after it.
     pub after: State,
+    /// The committed tallies before and after it (v3; `None` for v2).
+    pub tallies: Option<[Tally; 2]>,
     /// `SHA-256(cipher ‖ plain_hash)`.
     pub body: Hash,
+}
+
+impl LeafParts {
+    /// The leaf at `index` these parts hash to (v3 with tallies, else v2).
+    pub fn leaf(&self, index: u32) -> Hash {
+        match &self.tallies {
+            Some(t) => merkle::leaf_v3(index, &self.before, &self.after, t, &self.body),
+            None => merkle::leaf_v2(index, &self.before, &self.after, &self.body),
+        }
+    }
 }
 
 /// A link proof against a v2 blob: chunk `index`'s committed `after`
@@ -123,12 +145,13 @@ pub fn check_step(c: &Commitments, p: &StepProof<'_>) -> Result<(), ProofError> 
     if chunk_len(c.plain_len, p.index) != Some(p.cipher.len()) {
         return Err(ProofError::BadChunk);
     }
-    let leaf = merkle::leaf_v2(
-        p.index,
-        &p.before,
-        &p.after,
-        &merkle::body(p.cipher, &p.plain_hash),
-    );
+    let parts = LeafParts {
+        before: p.before,
+        after: p.after,
+        tallies: p.tallies,
+        body: merkle::body(p.cipher, &p.plain_hash),
+    };
+    let leaf = parts.leaf(p.index);
     if !merkle::verify(&c.blob_root, count, p.index, &leaf, p.path) {
         return Err(ProofError::BadPath);
     }
@@ -138,10 +161,15 @@ pub fn check_step(c: &Commitments, p: &StepProof<'_>) -> Result<(), ProofError> 
     let after = midstate::xor(&p.after, &midstate::mask(&p.k, p.index, Side::After));
     let is_last = p.index + 1 == count;
     let stepped = midstate::step(&before, plain, is_last, c.plain_len);
+    let tallies_hold = p.tallies.is_none_or(|t| {
+        let [t_before, t_after] = tally::unmask(&p.k, p.index, is_last, &t);
+        tally::step(&t_before, plain) == t_after && (p.index != 0 || t_before == tally::START)
+    });
     let honest = plain_hash(&p.k, p.index, plain) == p.plain_hash
         && stepped == after
         && (p.index != 0 || before == midstate::IV)
-        && (!is_last || stepped == c.bundle_hash);
+        && (!is_last || stepped == c.bundle_hash)
+        && tallies_hold;
     if honest {
         return Err(ProofError::Honest);
     }
@@ -156,13 +184,15 @@ pub fn check_link(c: &Commitments, p: &LinkProof<'_>) -> Result<(), ProofError> 
     if next >= count {
         return Err(ProofError::BadChunk);
     }
-    let leaf = |i: u32, l: &LeafParts| merkle::leaf_v2(i, &l.before, &l.after, &l.body);
+    if p.left.tallies.is_some() != p.right.tallies.is_some() {
+        return Err(ProofError::BadPath);
+    }
     if !merkle::verify_adjacent(
         &c.blob_root,
         count,
         p.index,
-        &leaf(p.index, &p.left),
-        &leaf(next, &p.right),
+        &p.left.leaf(p.index),
+        &p.right.leaf(next),
         p.path,
         p.next,
     ) {
@@ -170,7 +200,15 @@ pub fn check_link(c: &Commitments, p: &LinkProof<'_>) -> Result<(), ProofError> 
     }
     let after = midstate::xor(&p.left.after, &midstate::mask(&p.k, p.index, Side::After));
     let before = midstate::xor(&p.right.before, &midstate::mask(&p.k, next, Side::Before));
-    if after == before {
+    // the left chunk is never the last: both tallies are masked
+    let tallies_join = match (p.left.tallies, p.right.tallies) {
+        (Some(l), Some(r)) => {
+            tally::unmask(&p.k, p.index, false, &l)[1]
+                == tally::unmask(&p.k, next, next + 1 == count, &r)[0]
+        }
+        _ => true,
+    };
+    if after == before && tallies_join {
         return Err(ProofError::Honest);
     }
     Ok(())

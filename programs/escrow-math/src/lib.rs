@@ -13,12 +13,16 @@
 //!   ciphertext and plaintext hashes, a padded binary tree, paths.
 //! - [`midstate`]: SHA-256's compression in software and the masked
 //!   chaining states a v2 blob commits at chunk boundaries.
+//! - [`tally`]: the memory count as a chain of lexer states a v3 blob
+//!   commits at chunk boundaries beside the midstates.
 //! - [`fraud`]: the fraud-proof checks the program runs alone.
 //! - [`x25519`]: low-order X25519 keys, refused.
 //! - [`usd`]: USD at settle time: a Pyth `PriceUpdateV2` account read and
 //!   checked, and the one conversion rule the program and the clients run.
 //! - `client` (feature): scalar derivation from wallet secrets, scalar
 //!   arithmetic, whole-blob sealing and opening.
+//! - `forgery` (feature, tests only): blobs sealed to lie in one chosen
+//!   way, so tests show each lie convicted.
 //!
 //! It never touches accounts, the network or the clock.
 
@@ -27,6 +31,7 @@ pub mod merkle;
 pub mod midstate;
 pub mod point;
 pub mod stream;
+pub mod tally;
 pub mod usd;
 pub mod x25519;
 
@@ -34,6 +39,8 @@ pub mod x25519;
 pub mod blob;
 #[cfg(feature = "client")]
 pub mod client;
+#[cfg(any(all(test, feature = "client"), feature = "forgery"))]
+pub mod forgery;
 
 /// Bytes of plaintext (and ciphertext) per chunk: the unit a fraud proof
 /// carries in one transaction.

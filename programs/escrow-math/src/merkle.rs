@@ -29,6 +29,28 @@ pub fn leaf_v2(index: u32, before: &Hash, after: &Hash, body: &Hash) -> Hash {
     sha256(&[&[0x02], &index.to_le_bytes(), before, after, body])
 }
 
+/// Leaf `index` of a v3 blob (midstates and memory tallies):
+/// `SHA-256(0x03 ‖ le32(i) ‖ before ‖ after ‖ tally_before ‖ tally_after ‖
+/// body)`, the tallies as committed (`crate::tally`): 104 bytes a leaf in
+/// a link proof. Its prefix differs from every other leaf's and a node's.
+pub fn leaf_v3(
+    index: u32,
+    before: &Hash,
+    after: &Hash,
+    tallies: &[[u8; 4]; 2],
+    body: &Hash,
+) -> Hash {
+    sha256(&[
+        &[0x03],
+        &index.to_le_bytes(),
+        before,
+        after,
+        &tallies[0],
+        &tallies[1],
+        body,
+    ])
+}
+
 /// A v2 leaf's body: `SHA-256(cipher ‖ plain_hash)` (the plain hash is a
 /// fixed 32 bytes at the end, so the split is unambiguous).
 pub fn body(cipher: &[u8], plain_hash: &Hash) -> Hash {

@@ -35,6 +35,10 @@ pub enum Side {
     Before = 0,
     /// The state after it.
     After = 1,
+    /// The memory tally before the chunk (`crate::tally`, v3 blobs).
+    TallyBefore = 2,
+    /// The memory tally after it.
+    TallyAfter = 3,
 }
 
 /// The mask over chunk `index`'s `side` state:

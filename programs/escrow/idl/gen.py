@@ -89,6 +89,8 @@ def t_defined(name):
     return {"defined": {"name": name}}
 
 B32 = t_array(32)
+# a v3 leaf's memory tallies before and after (None against a v2 blob)
+TALLIES = {"option": {"array": [t_array(4), 2]}}
 
 INSTRUCTIONS = [
     # InitSettings: settings (init), treasury, admin (mut signer), program_data, system_program
@@ -282,8 +284,9 @@ STRUCTS = {
     "FraudProof": [("k", B32), ("index", "u32"), ("cipher", "bytes"), ("plain_hash", B32),
                    ("path", {"vec": B32})],
     "StepFraud": [("k", B32), ("index", "u32"), ("cipher", "bytes"), ("plain_hash", B32),
-                  ("before", B32), ("after", B32), ("path", {"vec": B32})],
-    "LeafFields": [("before", B32), ("after", B32), ("body", B32)],
+                  ("before", B32), ("after", B32), ("path", {"vec": B32}),
+                  ("tallies", TALLIES)],
+    "LeafFields": [("before", B32), ("after", B32), ("body", B32), ("tallies", TALLIES)],
     "LinkFraud": [("k", B32), ("index", "u32"), ("left", t_defined("LeafFields")),
                   ("right", t_defined("LeafFields")), ("path", {"vec": B32}),
                   ("next", {"vec": B32})],

@@ -87,7 +87,8 @@ plain!(
     String,
     [u8; 32],
     Vec<u8>,
-    Vec<[u8; 32]>
+    Vec<[u8; 32]>,
+    Option<[[u8; 4]; 2]>
 );
 
 impl V for Pubkey {
@@ -198,6 +199,7 @@ fn step_proof() -> Pair<StepFraud> {
         before: [21u8; 32],
         after: [22u8; 32],
         path: vec![[23u8; 32]],
+        tallies: Some([[0xa1u8, 0xa2, 0xa3, 0xa4], [0xb1, 0xb2, 0xb3, 0xb4]]),
     })
 }
 
@@ -206,6 +208,8 @@ fn leaf_fields(seed: u8) -> Pair<LeafFields> {
         before: [seed; 32],
         after: [seed + 1; 32],
         body: [seed + 2; 32],
+        // one leaf of a v3 blob (tallies), one of a v2 blob (none)
+        tallies: (seed % 2 == 1).then_some([[seed + 3; 4], [seed + 4; 4]]),
     })
 }
 
@@ -260,6 +264,15 @@ fn encode(idl: &Value, ty: &Value, v: &Value, out: &mut Vec<u8>) {
                 encode_seq(idl, &a[0], v, Some(n), out)
             } else if let Some(item) = o.get("vec") {
                 encode_seq(idl, item, v, None, out)
+            } else if let Some(item) = o.get("option") {
+                // Borsh: 0 for None, 1 and the value for Some
+                match v {
+                    Value::Null => out.push(0),
+                    some => {
+                        out.push(1);
+                        encode(idl, item, some, out)
+                    }
+                }
             } else if let Some(d) = o.get("defined") {
                 encode_defined(idl, d["name"].as_str().unwrap(), v, out)
             } else {

@@ -108,10 +108,19 @@ fn proof_pairs(
     plain_hash: [u8; 32],
     path: &[[u8; 32]],
 ) -> Vec<(client::FraudProof, Want)> {
+    // one v3 leaf (tallies) and one v2 leaf (none)
+    let tallies = |b: u8| (b == 0x10).then_some([[b + 3; 4], [b + 4; 4]]);
     let leaf = |b: u8| LeafFields {
         before: [b; 32],
         after: [b + 1; 32],
         body: [b + 2; 32],
+        tallies: tallies(b),
+    };
+    let parts = |b: u8| escrow_math::fraud::LeafParts {
+        before: [b; 32],
+        after: [b + 1; 32],
+        body: [b + 2; 32],
+        tallies: tallies(b),
     };
     let next: Vec<[u8; 32]> = path.iter().rev().copied().collect();
     vec![
@@ -139,6 +148,7 @@ fn proof_pairs(
                 plain_hash,
                 states: ([0x74; 32], [0x75; 32]),
                 path: path.to_vec(),
+                tallies: Some([[0x76; 4], [0x77; 4]]),
             },
             Want::Step(StepFraud {
                 k,
@@ -148,16 +158,14 @@ fn proof_pairs(
                 before: [0x74; 32],
                 after: [0x75; 32],
                 path: path.to_vec(),
+                tallies: Some([[0x76; 4], [0x77; 4]]),
             }),
         ),
         (
             client::FraudProof::Link {
                 k,
                 index,
-                leaves: [
-                    [[0x10; 32], [0x11; 32], [0x12; 32]],
-                    [[0x20; 32], [0x21; 32], [0x22; 32]],
-                ],
+                leaves: [parts(0x10), parts(0x20)],
                 path: path.to_vec(),
                 next: next.clone(),
             },

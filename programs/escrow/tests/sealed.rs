@@ -13,6 +13,7 @@ use escrow::sealed::state::{
 use escrow::sealed::{FraudProof, LeafFields, LinkFraud, SettingsArgs, StepFraud};
 use escrow_math::blob::{seal, seal_v1, Blob, BlobError, Sealed};
 use escrow_math::client::{blind_scalar, listing_scalar, open, point_of, reveal, x25519_shared};
+use escrow_math::forgery::overstate_memories;
 mod common;
 use common::{code, custom, Party};
 
@@ -503,16 +504,16 @@ enum V2Proof {
 
 impl V2Proof {
     fn step(blob: &[u8], k: [u8; 32], index: u32) -> V2Proof {
-        let (cipher, plain_hash, before, after, path) =
-            Blob::parse(blob).unwrap().step_parts(index);
+        let p = Blob::parse(blob).unwrap().step_parts(index);
         V2Proof::Step(StepFraud {
             k,
             index,
-            cipher: cipher.to_vec(),
-            plain_hash,
-            before,
-            after,
-            path,
+            cipher: p.cipher.to_vec(),
+            plain_hash: p.plain_hash,
+            before: p.before,
+            after: p.after,
+            path: p.path,
+            tallies: p.tallies,
         })
     }
     fn link(blob: &[u8], k: [u8; 32], index: u32) -> V2Proof {
@@ -521,6 +522,7 @@ impl V2Proof {
             before: p.before,
             after: p.after,
             body: p.body,
+            tallies: p.tallies,
         };
         V2Proof::Link(LinkFraud {
             k,
@@ -1342,28 +1344,28 @@ async fn a_log_flood_before_a_claim_hides_no_event() {
     );
 }
 
-/// `plain` sealed as v2 under `k`, each chunk's committed states then
-/// taken from `states_of`'s chain instead (the seller ships one plaintext
-/// and commits the hash chain of another), the root recomputed.
-fn sealed_with_states_of(k: &[u8; 32], plain: &[u8], states_of: &[u8]) -> Sealed {
-    use escrow_math::midstate::{chain, mask, xor, Side};
-    let mut bytes = seal(k, plain).unwrap().bytes;
-    for (i, (before, after)) in chain(states_of).enumerate() {
-        let at = escrow_math::blob::HEADER_LEN + i * 96 + 32;
-        let i = i as u32;
-        bytes[at..at + 32].copy_from_slice(&xor(&before, &mask(k, i, Side::Before)));
-        bytes[at + 32..at + 64].copy_from_slice(&xor(&after, &mask(k, i, Side::After)));
+/// A bundle-shaped plaintext of exactly `len` bytes (at least 40): as
+/// many memories as fit, then a padding key.
+fn bundle_of(len: usize) -> Vec<u8> {
+    let mut out = br#"{"memories":["#.to_vec();
+    let row = |i: usize| format!(r#"{{"agent_id":"a","content":"memory {i:05}","id":{i}}}"#);
+    let close = br#"],"z":""}"#;
+    let mut i = 0;
+    while out.len() + row(i).len() + 1 + close.len() <= len {
+        if i > 0 {
+            out.push(b',');
+        }
+        out.extend_from_slice(row(i).as_bytes());
+        i += 1;
     }
-    let root = Blob::parse(&bytes).unwrap().root();
-    Sealed {
-        bytes,
-        root,
-        plain_len: plain.len() as u64,
-    }
+    out.extend_from_slice(&close[..7]);
+    out.resize(len - 2, b'x');
+    out.extend_from_slice(b"\"}");
+    out
 }
 
 /// Issue 45's cases at the shallowest tree (one chunk, or two for a link)
-/// and at the deepest the node accepts (232 chunks: the largest v2 blob
+/// and at the deepest the node accepts (227 chunks: the largest v3 blob
 /// under `MAX_BLOB_BYTES`, depth 8): a seller who seals anything but the
 /// bundle its `bundle_hash` names is convicted by the proof the buyer's
 /// client builds (deposit, rent and the slash share back; the listing
@@ -1373,9 +1375,10 @@ fn sealed_with_states_of(k: &[u8; 32], plain: &[u8], states_of: &[u8]) -> Sealed
 /// and price), and bounds both.
 #[tokio::test]
 async fn a_plaintext_other_than_the_promised_bundle_is_convicted_at_every_depth() {
-    // the deepest: 232 chunks, a blob of at most 81,920 bytes
-    let deep_len = 232 * 256 - 50;
-    let blob_len = escrow_math::blob::HEADER_LEN + 232 * 96 + deep_len;
+    // the deepest: 227 chunks, a v3 blob of at most 81,920 bytes
+    let record = escrow_math::blob::Format::V3.record_len();
+    let deep_len = 227 * 256 - 50;
+    let blob_len = escrow_math::blob::HEADER_LEN + 227 * record + deep_len;
     assert!(blob_len <= 81_920, "{blob_len}");
     type Case = (
         &'static str,
@@ -1403,7 +1406,7 @@ async fn a_plaintext_other_than_the_promised_bundle_is_convicted_at_every_depth(
                 Box::new(move |k: &[u8; 32], p: &[u8]| {
                     let mut other = p.to_vec();
                     other[p.len() / 2] ^= 1;
-                    sealed_with_states_of(k, &other, p)
+                    escrow_math::forgery::with_states_of(k, &other, p)
                 }),
                 "step",
             ),
@@ -1448,11 +1451,11 @@ async fn a_plaintext_other_than_the_promised_bundle_is_convicted_at_every_depth(
                     let last = last_of(p).min(128);
                     let mut other_chain_source = vec![0xeeu8; last * 256];
                     other_chain_source.extend_from_slice(&p[last * 256..]);
-                    let forged = sealed_with_states_of(k, p, &other_chain_source);
+                    let forged = escrow_math::forgery::with_states_of(k, p, &other_chain_source);
                     let honest = seal(k, p).unwrap();
                     // keep every other chunk's honest states: only chunk `last` forged
                     let mut bytes = honest.bytes.clone();
-                    let at = escrow_math::blob::HEADER_LEN + last * 96;
+                    let at = escrow_math::blob::HEADER_LEN + last * record;
                     bytes[at..at + 96].copy_from_slice(&forged.bytes[at..at + 96]);
                     let root = Blob::parse(&bytes).unwrap().root();
                     Sealed {
@@ -1460,6 +1463,23 @@ async fn a_plaintext_other_than_the_promised_bundle_is_convicted_at_every_depth(
                         root,
                         plain_len: p.len() as u64,
                     }
+                }),
+                "link",
+            ),
+            (
+                "a lying memory count, the last step's",
+                bundle_of(len),
+                Box::new(move |k: &[u8; 32], p: &[u8]| {
+                    overstate_memories(k, p, last_of(p) as u32, 2, false)
+                }),
+                "step",
+            ),
+            (
+                "a lying memory count, a link's",
+                bundle_of(len),
+                Box::new(move |k: &[u8; 32], p: &[u8]| {
+                    // into chunk 128 at depth 8: the longest link paths
+                    overstate_memories(k, p, last_of(p).min(128) as u32, 2, true)
                 }),
                 "link",
             ),
@@ -1482,6 +1502,12 @@ async fn a_plaintext_other_than_the_promised_bundle_is_convicted_at_every_depth(
             let listing = listing_pda(&t.seller.key.pubkey(), &id);
             let k = *listing_scalar(&SELLER_SEED, &listing.to_bytes());
             let sealed = make(&k, &promised);
+            if name.contains("memory count") {
+                // the blob states 2 more memories than the plaintext holds
+                let stated = Blob::parse(&sealed.bytes).unwrap().stated_memories();
+                let held = escrow_math::tally::count_of(&promised);
+                assert_eq!(stated, Some(held + 2), "{depth_name} {name}");
+            }
             let bundle_hash = if name.contains("wrong bundle_hash") {
                 escrow_math::sha256(&[b"another bundle"])
             } else {
@@ -1559,7 +1585,7 @@ async fn a_plaintext_other_than_the_promised_bundle_is_convicted_at_every_depth(
             assert!(cu > 0 && cu < 200_000, "{depth_name} {name}: {cu} CU");
         }
     }
-    eprintln!("v2 fraud proofs that convicted (compute units; bytes of the buyer's transaction):");
+    eprintln!("v3 fraud proofs that convicted (compute units; bytes of the buyer's transaction):");
     for line in &report {
         eprintln!("{line}");
     }

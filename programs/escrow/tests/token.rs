@@ -562,14 +562,15 @@ async fn a_token_deposit_comes_back_whole_on_every_way_out() {
     let proof = node::market::escrow_trade::fraud_proof(&lying, &k, &bundle_hash).unwrap();
     assert_eq!((proof.kind(), proof.index()), ("step", 2));
     let blob = Blob::parse(&lying).unwrap();
-    let (cipher, plain_hash, before, after, path) = blob.step_parts(1);
+    let p = blob.step_parts(1);
     let honest = client::FraudProof::Step {
         k: *k,
         index: 1,
-        cipher: cipher.to_vec(),
-        plain_hash,
-        states: (before, after),
-        path,
+        cipher: p.cipher.to_vec(),
+        plain_hash: p.plain_hash,
+        states: (p.before, p.after),
+        path: p.path,
+        tallies: p.tallies,
     };
     let b2 = w.buyers[2].key.insecure_clone();
     let no_fraud = client::dispute_token(&listing, &b2.pubkey(), &w.mint, &honest);

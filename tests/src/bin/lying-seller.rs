@@ -151,7 +151,7 @@ fn main() {
                 blob_root: lying_root,
                 plain_len: sealed.plain_len,
                 seller_x25519: seller.x25519_public(),
-                midstates: true,
+                blob_format: node::escrow::math::blob::Format::V3,
             }),
             settlement: None,
             usd_at_settle: None,

@@ -3,7 +3,10 @@
 //! ciphertext to the committed plaintext (`dispute`, any blob), or, against
 //! a v2 blob's midstate commitments, that the plaintext is not the bundle
 //! the listing's `bundle_hash` names (`dispute_step`: one chunk's SHA-256
-//! step; `dispute_link`: two chunks' states do not join) (`escrow_math::fraud`). A proof that holds closes the escrow
+//! step; `dispute_link`: two chunks' states do not join), and against a
+//! v3 blob's memory tallies that the plaintext does not hold the memory
+//! count the blob states (the same two proofs, with the tallies)
+//! (`escrow_math::fraud`). A proof that holds closes the escrow
 //! to the buyer (the whole deposit) and pays it the stake share; one that
 //! does not fails, costing the disputer its transaction fee and nothing
 //! else (the seller's claim only waits for the window).
@@ -83,9 +86,12 @@ pub struct StepFraud {
     pub after: [u8; 32],
     /// Its Merkle path.
     pub path: Vec<[u8; 32]>,
+    /// Its committed memory tallies before and after (v3 blobs; `None`
+    /// against a v2 blob).
+    pub tallies: Option<[[u8; 4]; 2]>,
 }
 
-/// One v2 leaf's parts in a link proof.
+/// One v2 or v3 leaf's parts in a link proof.
 #[derive(AnchorSerialize, AnchorDeserialize, Clone, Copy, PartialEq, Eq, Debug)]
 pub struct LeafFields {
     /// Masked state before the chunk.
@@ -94,6 +100,8 @@ pub struct LeafFields {
     pub after: [u8; 32],
     /// SHA-256(cipher ‖ plain_hash).
     pub body: [u8; 32],
+    /// Its committed memory tallies before and after (v3; `None` for v2).
+    pub tallies: Option<[[u8; 4]; 2]>,
 }
 
 /// A link proof's arguments (v2 blobs).
@@ -153,6 +161,7 @@ impl Decide for StepFraud {
                 plain_hash: self.plain_hash,
                 before: self.before,
                 after: self.after,
+                tallies: self.tallies,
                 path: &self.path,
             },
         )
@@ -167,6 +176,7 @@ impl Decide for LinkFraud {
         let parts = |l: &LeafFields| LeafParts {
             before: l.before,
             after: l.after,
+            tallies: l.tallies,
             body: l.body,
         };
         check_link(
