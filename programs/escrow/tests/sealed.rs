@@ -1485,7 +1485,7 @@ async fn a_plaintext_other_than_the_promised_bundle_is_convicted_at_every_depth(
             ),
         ]
     };
-    let buyers: Vec<Party> = (0..12).map(|i| Party::new(60 + i)).collect();
+    let buyers: Vec<Party> = (0..16).map(|i| Party::new(60 + i)).collect();
     let keys: Vec<&Keypair> = buyers.iter().map(|b| &b.key).collect();
     let mut t = T::ready_with(&keys).await;
     let mut report = Vec::new();

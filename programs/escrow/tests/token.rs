@@ -708,21 +708,22 @@ async fn only_mints_that_cannot_touch_a_vault_are_listed_and_no_fee_blocks_a_cla
 }
 
 /// The largest token disputes the buyer's client sends, at the deepest
-/// tree the node accepts (232 chunks: depth 8): a step proof at a full
-/// chunk and the link proof with the longest paths (at 127: 8 + 7
-/// hashes), each built by the node's own `fraud_proof` from the lying
+/// tree the node accepts (227 chunks of a v3 blob: depth 8): a step
+/// proof at a full chunk and the link proof with the longest paths (at
+/// 127: 8 + 7 hashes), of the hash chain and of the memory tallies, each built by the node's own `fraud_proof` from the lying
 /// blob, convicting on the SBF build; the transaction the node sends
 /// (the buyer signs and pays alone, a compute-unit limit and price, the
 /// dispute) fits 1,232 bytes. Prints compute units and bytes.
 #[tokio::test]
 async fn the_deepest_token_proofs_fit_one_transaction_and_convict() {
     use escrow_math::midstate::{chain, mask, xor, Side};
-    let len = 232 * 256 - 50;
+    let len = 227 * 256 - 50;
     let promised: Vec<u8> = (0..len as u32).map(|i| (i * 13 % 241) as u8).collect();
     // (name, chunk whose committed states are another chain's, the expected proof)
     for (name, forged_at, want) in [
         ("step", 115usize, ("step", 115u32)),
         ("link", 128, ("link", 127)),
+        ("count", 128, ("link", 127)),
     ] {
         let mut w = World::new(TOKEN_PROGRAM_ID, MintKind::Plain).await;
         let k = w.k();
@@ -736,11 +737,17 @@ async fn the_deepest_token_proofs_fit_one_transaction_and_convict() {
             states_of[..forged_at * 256].fill(0xee);
         }
         let mut bytes = escrow_math::blob::seal(&k, &shipped).unwrap().bytes;
+        let record = escrow_math::blob::Format::V3.record_len();
         let (before, after) = chain(&states_of).nth(forged_at).unwrap();
-        let at = escrow_math::blob::HEADER_LEN + forged_at * 96 + 32;
+        let at = escrow_math::blob::HEADER_LEN + forged_at * record + 32;
         let i = forged_at as u32;
-        bytes[at..at + 32].copy_from_slice(&xor(&before, &mask(&k, i, Side::Before)));
-        bytes[at + 32..at + 64].copy_from_slice(&xor(&after, &mask(&k, i, Side::After)));
+        if name == "count" {
+            // chunk 128 on states 2 more memories than the bytes hold
+            bytes = escrow_math::forgery::overstate_memories(&k, &shipped, i, 2, true).bytes;
+        } else {
+            bytes[at..at + 32].copy_from_slice(&xor(&before, &mask(&k, i, Side::Before)));
+            bytes[at + 32..at + 64].copy_from_slice(&xor(&after, &mask(&k, i, Side::After)));
+        }
         assert!(bytes.len() <= 81_920);
         let root = Blob::parse(&bytes).unwrap().root();
         w.plain = promised.clone();
