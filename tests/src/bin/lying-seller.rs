@@ -119,6 +119,9 @@ fn main() {
         bytes[at + 3] ^= 0x20;
     }
     let lying_root = Blob::parse(&bytes).expect("blob").root();
+    // the preview states the count the blob states (the buyer checks it
+    // before paying): the lie is the bundle, not the count
+    let stated = Blob::parse(&bytes).expect("blob").stated_memories();
     let blob_id = rt
         .block_on(uploader.put_signed(
             &seller,
@@ -143,7 +146,7 @@ fn main() {
             visibility: "auction",
             encrypted_bundle_uri: &format!("ar://{blob_id}"),
             metadata_uri: "ar://metadata",
-            preview: serde_json::json!({"memories_count": 1}),
+            preview: serde_json::json!({"memories_count": stated.unwrap_or(1)}),
             now,
             escrow_program: Some(escrow::PROGRAM_ID),
             escrow_terms: Some(EscrowCommitments {
