@@ -827,6 +827,13 @@ pub struct ListenArgs {
     /// release in any hour; the rest wait, oldest first.
     #[arg(long, default_value_t = 10)]
     pub below_cost_per_hour: u64,
+    /// Keep an address lookup table of the accounts every release with
+    /// the listing's receipt names (made once, extended as needed; its
+    /// rent, about 0.004 SOL, stays yours), so a burst's releases go in v0
+    /// transactions that each hold one more (4 instead of 3): worth it
+    /// for a seller with many buys at once.
+    #[arg(long)]
+    pub lookup_table: bool,
     /// Also sell your direct token listings to x402 clients (v2 and v1)
     /// on this address (e.g. 127.0.0.1:8402; port 0 picks a free one,
     /// logged): `GET /x402/listings/<ID>` answers 402 with the price, then

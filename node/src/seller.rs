@@ -32,6 +32,7 @@ const MIGRATIONS: &[&str] = &[
     include_str!("../../migrations/listen/0009_release_sends.sql"),
     include_str!("../../migrations/listen/0010_fee_at_release.sql"),
     include_str!("../../migrations/listen/0011_release_sends_shared.sql"),
+    include_str!("../../migrations/listen/0012_lookup_table.sql"),
 ];
 
 /// First retry delay of a buy; doubles per attempt up to [`RETRY_CAP_MS`].
@@ -441,6 +442,29 @@ impl ListenDb {
         }
         crate::store::migrate::apply(&mut conn, MIGRATIONS, None)?;
         Ok(conn)
+    }
+
+    /// The seller's release lookup table's address, if one was made
+    /// (`listen::tables`).
+    pub fn lookup_table(&self) -> Result<Option<String>, StateError> {
+        use rusqlite::OptionalExtension;
+        Ok(self
+            .conn
+            .query_row("SELECT address FROM lookup_tables LIMIT 1", [], |r| r.get(0))
+            .optional()?)
+    }
+
+    /// Records `address` as the seller's release lookup table (the only
+    /// one), before the transaction creating it is sent.
+    pub fn set_lookup_table(&mut self, address: &str) -> Result<(), StateError> {
+        let tx = self.conn.transaction()?;
+        tx.execute("DELETE FROM lookup_tables", [])?;
+        tx.execute(
+            "INSERT INTO lookup_tables(address, created_at) VALUES (?1, ?2)",
+            rusqlite::params![address, crate::clock::now_iso()],
+        )?;
+        tx.commit()?;
+        Ok(())
     }
 
     /// The file this state lives in (`None` for an in-memory one).

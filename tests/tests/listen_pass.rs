@@ -277,7 +277,7 @@ fn buys_under_a_releases_cost_share_an_hourly_budget() {
 /// refuse to repeat: their releases share transactions (as many as fit a
 /// packet), each buy is released exactly once, and every buyer gets its
 /// unit of the listing's mint (or, with no receipt, its memo alone).
-fn a_burst_shares_release_transactions(receipt: node::mint::receipt::ReceiptMode) {
+fn a_burst_shares_release_transactions(receipt: node::mint::receipt::ReceiptMode, table: bool) {
     use node::mint::receipt::{listing_mint, Receipt, ReceiptMode};
     const BUYS: usize = 7;
     let listing = "20261128-bbbbbbbbbbbb";
@@ -289,6 +289,24 @@ fn a_burst_shares_release_transactions(receipt: node::mint::receipt::ReceiptMode
         let l = shop.at_price(listing, PRICE);
         shop.selling(vec![l])
     };
+    if table {
+        // the seller's release lookup table, made before the burst
+        rt.block_on(node::listen::tables::keep_up(&chain, &shop.seller, &mut shop.db, false))
+            .expect("lookup table");
+        let held = chain.lookup_tables();
+        assert_eq!(held.len(), 1);
+        assert_eq!(
+            shop.db.lookup_table().unwrap(),
+            Some(held[0].key.to_string()),
+            "kept in the state"
+        );
+        // kept up again, and read back from the chain: the same table
+        for recheck in [false, true] {
+            rt.block_on(node::listen::tables::keep_up(&chain, &shop.seller, &mut shop.db, recheck))
+                .unwrap();
+            assert_eq!(chain.lookup_tables()[0].key, held[0].key);
+        }
+    }
     let buyers: Vec<Buyer> = (0..BUYS).map(|_| Buyer::funded(v, 1)).collect();
     let sends = buyers.iter().map(|b| {
         let ixs = b.buy(&shop, listing, PRICE);
@@ -310,9 +328,23 @@ fn a_burst_shares_release_transactions(receipt: node::mint::receipt::ReceiptMode
         },
         _ => Receipt::None,
     };
-    let per_tx =
-        node::listen::release::releases_per_transaction(&shop.seller_pk, &expected, listing);
+    let per_tx = node::listen::release::releases_per_transaction(
+        &shop.seller_pk,
+        &expected,
+        listing,
+        &chain.lookup_tables(),
+    );
     assert!(per_tx >= 3, "{per_tx}");
+    let legacy = node::listen::release::releases_per_transaction(
+        &shop.seller_pk,
+        &expected,
+        listing,
+        &[],
+    );
+    if table && receipt == ReceiptMode::Listing {
+        assert!(per_tx > legacy, "a table fits more: {per_tx} vs {legacy}");
+    }
+    eprintln!("{receipt:?}, table {table}: {per_tx} releases a transaction (legacy {legacy})");
     // every buy released once, by as few transactions as fit
     let rows: std::collections::BTreeMap<String, node::listen::BuyRow> = shop
         .db
@@ -338,6 +370,9 @@ fn a_burst_shares_release_transactions(receipt: node::mint::receipt::ReceiptMode
             .unwrap()
             .expect("landed");
         assert!(tx.succeeded);
+        let json = rt.block_on(chain.transaction_json(&sig)).unwrap().unwrap();
+        let version = if table { serde_json::json!(0) } else { serde_json::json!("legacy") };
+        assert_eq!(json["version"], version, "{release}");
         for m in &tx.memos {
             if let Ok(MemoOp::Release {
                 listing_id,
@@ -381,10 +416,17 @@ fn a_burst_shares_release_transactions(receipt: node::mint::receipt::ReceiptMode
 
 #[test]
 fn a_burst_shares_release_transactions_with_the_listings_receipt() {
-    a_burst_shares_release_transactions(node::mint::receipt::ReceiptMode::Listing);
+    a_burst_shares_release_transactions(node::mint::receipt::ReceiptMode::Listing, false);
+}
+
+/// With the seller's release lookup table (`listen --lookup-table`): v0
+/// release transactions holding more releases each.
+#[test]
+fn a_burst_shares_release_transactions_through_a_lookup_table() {
+    a_burst_shares_release_transactions(node::mint::receipt::ReceiptMode::Listing, true);
 }
 
 #[test]
 fn a_burst_shares_release_transactions_with_no_receipt() {
-    a_burst_shares_release_transactions(node::mint::receipt::ReceiptMode::None);
+    a_burst_shares_release_transactions(node::mint::receipt::ReceiptMode::None, false);
 }

@@ -147,26 +147,25 @@ fn withhold_messages(v: &mut Value) {
     }
 }
 
-/// `show`.
 /// What an escrow listing's blob proves on chain, from its signed
 /// manifest's `escrow_terms.blob_format`: the bundle (`on_chain` from
 /// format 2, its midstates committed) and the memory count (`on_chain`
-/// from format 3, its tallies committed), each else `client_only` (an
+/// from format 3, its tallies committed); else the bundle is checked by
+/// the client only and the count not at all (`client_only`, `none`: an
 /// older listing); `None` for a listing paid directly.
 fn proofs(manifest: &serde_json::Value) -> Option<(&'static str, &'static str)> {
     let format = manifest.get("escrow_terms")?["blob_format"]
         .as_u64()
         .unwrap_or(1);
-    let on = |from: u64| {
-        if format >= from {
-            "on_chain"
-        } else {
-            "client_only"
-        }
-    };
-    Some((on(2), on(3)))
+    Some(match format {
+        3 => ("on_chain", "on_chain"),
+        2 => ("on_chain", "none"),
+        // v1, or a format this brainctl does not know: nothing claimed
+        _ => ("client_only", "none"),
+    })
 }
 
+/// `show`.
 pub fn show(
     ctx: &Context,
     opts: &IndexerOpts,
@@ -216,7 +215,7 @@ pub fn show(
                 "  bundle proof on chain: a plaintext other than the bundle hash above, or holding another memory count than the preview's, is fraud the program convicts (blob format 3)".into(),
             ),
             Some(("on_chain", _)) => out.push(
-                "  bundle proof on chain: a plaintext other than the bundle hash above is fraud the program convicts; the memory count is checked by your client only (blob format 2)".into(),
+                "  bundle proof on chain: a plaintext other than the bundle hash above is fraud the program convicts; the memory count is not proven (blob format 2)".into(),
             ),
             Some(_) => out.push(
                 "  bundle proof none: listed before midstate commitments (blob format 1); a lying chunk is provable, a plaintext other than the bundle hash is only detected by your client".into(),
@@ -247,18 +246,21 @@ mod tests {
     #[test]
     fn the_proofs_follow_the_signed_blob_format() {
         let terms = |t| json!({"escrow_program": "x", "escrow_terms": t});
-        let (on, client) = ("on_chain", "client_only");
+        let (on, client, none) = ("on_chain", "client_only", "none");
         assert_eq!(proofs(&terms(json!({"blob_format": 3}))), Some((on, on)));
         assert_eq!(
             proofs(&terms(json!({"blob_format": 2}))),
-            Some((on, client))
+            Some((on, none))
         );
-        // listed before midstate commitments: no blob_format, or 1
-        assert_eq!(proofs(&terms(json!({}))), Some((client, client)));
-        assert_eq!(
-            proofs(&terms(json!({"blob_format": 1}))),
-            Some((client, client))
-        );
+        // listed before midstate commitments: no blob_format, or 1; or a
+        // format this brainctl does not know
+        assert_eq!(proofs(&terms(json!({}))), Some((client, none)));
+        for f in [1, 4] {
+            assert_eq!(
+                proofs(&terms(json!({"blob_format": f}))),
+                Some((client, none))
+            );
+        }
         assert_eq!(proofs(&json!({"payment_address": "x"})), None);
     }
 }

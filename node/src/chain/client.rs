@@ -76,6 +76,9 @@ pub struct Chain {
     /// Held while a budget's missing simulation or fee reading is made,
     /// so sends in flight together make it once.
     budget_gate: tokio::sync::Mutex<()>,
+    /// Lookup tables every message is compiled against (v0 when any;
+    /// [`Chain::set_lookup_tables`]).
+    tables: std::sync::RwLock<std::sync::Arc<[super::lookup::AddressLookupTableAccount]>>,
 }
 
 type Shape = Vec<(Pubkey, Vec<Pubkey>, usize)>;
@@ -128,7 +131,60 @@ impl Chain {
             units_by_shape: Default::default(),
             recent_fees: Default::default(),
             budget_gate: Default::default(),
+            tables: std::sync::RwLock::new(std::sync::Arc::new([])),
         }
+    }
+
+    /// Compiles every transaction this handle sends from now on as a v0
+    /// message against `tables` (legacy again when empty): each account a
+    /// table holds is named by one byte ([`super::lookup`]).
+    pub fn set_lookup_tables(&self, tables: Vec<super::lookup::AddressLookupTableAccount>) {
+        *self.tables.write().unwrap_or_else(|p| p.into_inner()) = tables.into();
+    }
+
+    /// The lookup tables messages are compiled against.
+    pub fn lookup_tables(&self) -> std::sync::Arc<[super::lookup::AddressLookupTableAccount]> {
+        self.tables
+            .read()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone()
+    }
+
+    /// Whether `ixs` (signed by `signers`, `payer` paying) fit one packet
+    /// as this handle compiles them.
+    pub fn fits(&self, ixs: &[Instruction], payer: &Pubkey, signers: usize) -> bool {
+        super::lookup::wire_size(ixs, payer, signers, &self.lookup_tables())
+            <= super::priority::PACKET
+    }
+
+    /// `ixs` signed by `signers` (the first pays) as this handle compiles
+    /// them: legacy without lookup tables, v0 against them.
+    fn signed(
+        &self,
+        ixs: &[Instruction],
+        signers: &[&Keypair],
+        blockhash: solana_sdk::hash::Hash,
+    ) -> Result<solana_sdk::transaction::VersionedTransaction, ChainError> {
+        let payer = signers
+            .first()
+            .ok_or_else(|| ChainError::Config("a transaction needs a fee payer".into()))?
+            .pubkey();
+        let tables = self.lookup_tables();
+        if tables.is_empty() {
+            return Ok(
+                Transaction::new_signed_with_payer(ixs, Some(&payer), signers, blockhash).into(),
+            );
+        }
+        let message = super::lookup::message(ixs, &payer, &tables, blockhash)?;
+        // each signer once, as a legacy transaction takes them
+        let mut unique: Vec<&Keypair> = Vec::with_capacity(signers.len());
+        for k in signers {
+            if !unique.iter().any(|u| u.pubkey() == k.pubkey()) {
+                unique.push(k);
+            }
+        }
+        solana_sdk::transaction::VersionedTransaction::try_new(message, unique.as_slice())
+            .map_err(|e| ChainError::Config(format!("a transaction does not sign: {e}")))
     }
 
     /// This handle, pricing its transactions' compute by `policy`
@@ -204,7 +260,19 @@ impl Chain {
             return Ok(Some(units));
         }
         let probe = super::priority::with_budget(ixs, super::priority::MAX_CU_LIMIT, 0);
-        let tx = Transaction::new_unsigned(solana_sdk::message::Message::new(&probe, Some(payer)));
+        let message = super::lookup::message(
+            &probe,
+            payer,
+            &self.lookup_tables(),
+            solana_sdk::hash::Hash::default(),
+        )?;
+        let tx = solana_sdk::transaction::VersionedTransaction {
+            signatures: vec![
+                solana_sdk::signature::Signature::default();
+                usize::from(message.header().num_required_signatures)
+            ],
+            message,
+        };
         let sim = with_retry("simulateTransaction", || {
             self.rpc.simulate_transaction_with_config(
                 &tx,
@@ -246,7 +314,8 @@ impl Chain {
         payer: &Pubkey,
         signers: usize,
     ) -> Result<(Vec<Instruction>, Budget), ChainError> {
-        use super::priority::{fits, limit_for, with_budget, written, FALLBACK_CU_LIMIT};
+        use super::priority::{limit_for, with_budget, written, FALLBACK_CU_LIMIT};
+        let fits = |ixs: &[Instruction], payer: &Pubkey, signers: usize| self.fits(ixs, payer, signers);
         let limit = match self.units_of(ixs, payer).await? {
             Some(units) => limit_for(units),
             // no simulation: the limit the caller set, if higher
@@ -679,8 +748,7 @@ impl Chain {
                     .get_latest_blockhash_with_commitment(CommitmentConfig::confirmed())
             })
             .await?;
-            let tx =
-                Transaction::new_signed_with_payer(ixs, Some(&payer.pubkey()), signers, blockhash);
+            let tx = self.signed(ixs, signers, blockhash)?;
             let config = solana_rpc_client_api::config::RpcSendTransactionConfig {
                 skip_preflight,
                 preflight_commitment: Some(CommitmentConfig::confirmed().commitment),

@@ -11,6 +11,7 @@ pub mod cluster;
 pub mod fees;
 pub mod instructions;
 mod landing;
+pub mod lookup;
 pub mod memo_field;
 pub mod parsed_tx;
 pub mod pin;

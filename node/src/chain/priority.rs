@@ -27,7 +27,7 @@ pub const FALLBACK_CU_LIMIT: u32 = super::instructions::DEFAULT_CU_LIMIT;
 /// Most accounts `getRecentPrioritizationFees` takes.
 const MAX_FEE_ACCOUNTS: usize = 128;
 /// A packet (bytes a transaction may take on the wire).
-const PACKET: usize = 1232;
+pub const PACKET: usize = 1232;
 
 /// Env: a fixed price (micro-lamports per compute unit).
 pub const FIXED_ENV: &str = "BRAINCTL_PRIORITY_FEE";

@@ -53,6 +53,9 @@ pub struct DaemonConfig {
     pub once: bool,
     /// Subscribe to the payment addresses' logs for wake-ups.
     pub wake_ups: bool,
+    /// Keep a release lookup table (`--lookup-table`: v0 releases, one
+    /// more a transaction; its rent is the seller's: [`super::tables`]).
+    pub lookup_table: bool,
 }
 
 /// What one round reports per payment address.
@@ -183,6 +186,8 @@ pub async fn run(
     let mut cursor = HistoryCursor::default();
     let mut woken = false;
     let mut last_tail = std::time::Instant::now();
+    // when the release lookup table was last read back from the chain
+    let mut table_read: Option<std::time::Instant> = None;
     loop {
         let whole_tail = !woken || last_tail.elapsed() >= config.interval;
         if whole_tail {
@@ -197,6 +202,17 @@ pub async fn run(
             wake.follow(chain, &wake_on, &nudge_tx);
         }
         let round = async {
+            if config.lookup_table {
+                let recheck = table_read.is_none_or(|t| t.elapsed() >= super::tables::RECHECK);
+                match super::tables::keep_up(chain, seller, db, recheck).await {
+                    Ok(()) if recheck => table_read = Some(std::time::Instant::now()),
+                    Ok(()) => {}
+                    Err(super::tables::TableError::State(e)) => return Err(e),
+                    Err(e) => {
+                        tracing::warn!(error = %e, "release lookup table not kept up; releasing without it")
+                    }
+                }
+            }
             let catalog = DbCatalog::load(db, &config.keys, config.fee.clone())?
                 .with_standard(config.standard)
                 .with_receipt(config.receipt)

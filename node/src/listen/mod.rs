@@ -15,6 +15,7 @@ pub mod fault;
 pub mod journal;
 pub mod pass;
 pub mod release;
+pub mod tables;
 pub mod wake;
 
 pub use crate::seller::{BuyRow, BuyState, ListenDb, ListingRecord, OfferRecord, StateError, Step};

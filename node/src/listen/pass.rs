@@ -850,8 +850,9 @@ impl<'a> Releases<'a> {
             )));
         }
         let me = seller.solana_keypair().pubkey();
+        let tables = chain.lookup_tables();
         for ((listing_id, _), (receipt, goods, rows)) in shared {
-            let per_tx = releases_per_transaction(&me, &receipt, &listing_id);
+            let per_tx = releases_per_transaction(&me, &receipt, &listing_id, &tables);
             for rows in rows.chunks(per_tx) {
                 let rows = rows.to_vec();
                 let (journal, receipt, goods) = (journal.clone(), receipt.clone(), goods.clone());

@@ -823,9 +823,18 @@ pub fn shared_release_instructions(
 
 /// The most releases of `listing_id` with `receipt` one transaction
 /// holds: ids at their real lengths, every buyer distinct, with its
-/// compute-unit limit and price (at least 1).
-pub fn releases_per_transaction(me: &Pubkey, receipt: &Receipt, listing_id: &str) -> usize {
-    use crate::chain::priority::{fits, with_budget, FALLBACK_CU_LIMIT};
+/// compute-unit limit and price (at least 1), compiled against `tables`
+/// (a v0 message when any: [`crate::listen::tables`]).
+pub fn releases_per_transaction(
+    me: &Pubkey,
+    receipt: &Receipt,
+    listing_id: &str,
+    tables: &[crate::chain::lookup::AddressLookupTableAccount],
+) -> usize {
+    use crate::chain::priority::{with_budget, FALLBACK_CU_LIMIT, PACKET};
+    let fits = |ixs: &[solana_sdk::instruction::Instruction], me: &Pubkey, signers: usize| {
+        crate::chain::lookup::wire_size(ixs, me, signers, tables) <= PACKET
+    };
     let buys = |n: usize| -> Vec<(Pubkey, String)> {
         (0..n)
             .map(|i| {
@@ -995,7 +1004,7 @@ mod tests {
             mint: Pubkey::new_unique(),
         };
         for (receipt, at_least) in [(listing, 3), (Receipt::None, 5)] {
-            let most = releases_per_transaction(&me, &receipt, listing_id);
+            let most = releases_per_transaction(&me, &receipt, listing_id, &[]);
             eprintln!("{}: {most} releases a transaction", receipt.kind());
             assert!(most >= at_least, "{}: {most}", receipt.kind());
             assert!(fits(&tx(&receipt, most), &me, 1));

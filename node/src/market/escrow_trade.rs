@@ -155,6 +155,14 @@ pub enum EscrowPlanError {
         /// The blob's public tally.
         blob: u16,
     },
+    /// A v3 blob (or a manifest promising one) whose manifest states no
+    /// memory count as an integer: the count the proofs hold the blob to
+    /// could not be compared with what the listing shows.
+    #[error("the manifest's preview.memories_count is missing or not an integer, and its escrow blob (format 3) states {blob:?} memories: what the listing shows could not be checked against what the program proves; refusing to pay")]
+    MemoryCountUnstated {
+        /// The blob's public tally (`None`: the blob is older).
+        blob: Option<u16>,
+    },
     /// The key commitment is not a prime-order point.
     #[error("the listing's key commitment is not a prime-order point: no reveal could ever open it; refusing to pay")]
     BadKeyPoint,
@@ -439,14 +447,6 @@ pub fn check_blob(
             found: parsed.format.number(),
         });
     }
-    if let (Some(manifest), Some(stated)) = (promise.memories, parsed.stated_memories()) {
-        if manifest != u64::from(stated) {
-            return Err(EscrowPlanError::MemoryCount {
-                manifest,
-                blob: stated,
-            });
-        }
-    }
     if parsed.plain_len != terms.plain_len {
         return Err(mismatch("plain_len", terms.plain_len, parsed.plain_len));
     }
@@ -457,7 +457,18 @@ pub fn check_blob(
             blob: hex::encode(root),
         });
     }
-    Ok(())
+    // the count the proofs hold a v3 blob to must be the one shown
+    let stated = parsed.stated_memories();
+    match (promise.memories, stated) {
+        (Some(manifest), Some(blob)) if manifest != u64::from(blob) => {
+            Err(EscrowPlanError::MemoryCount { manifest, blob })
+        }
+        (None, Some(_)) => Err(EscrowPlanError::MemoryCountUnstated { blob: stated }),
+        (None, None) if promise.format == escrow_math::blob::Format::V3 => {
+            Err(EscrowPlanError::MemoryCountUnstated { blob: None })
+        }
+        _ => Ok(()),
+    }
 }
 
 /// The blinding scalar b of `buyer`'s escrow on `listing_account`, from
@@ -1043,6 +1054,22 @@ mod tests {
             check_blob(&terms, &more, &blob),
             Err(EscrowPlanError::MemoryCount { .. })
         ));
+        // a count that is no integer (500.0, "500") or none at all
+        let unstated = BlobPromise {
+            memories: None,
+            ..promise
+        };
+        assert_eq!(
+            check_blob(&terms, &unstated, &blob),
+            Err(EscrowPlanError::MemoryCountUnstated { blob: Some(0) })
+        );
+        let mut raw = (*l.raw).clone();
+        raw["preview"]["memories_count"] = serde_json::json!(0.0);
+        let float = Listing {
+            raw: std::sync::Arc::new(raw),
+            ..l.clone()
+        };
+        assert_eq!(BlobPromise::of(&float).memories, None);
     }
 
     #[test]

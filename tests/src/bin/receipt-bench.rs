@@ -6,7 +6,8 @@
 //! its authority kept) and puts several buyers' receipts in one
 //! transaction: one compressed `mint_to` to many buyers and each buyer's
 //! `release` memo beside it. For each shape, on a local validator:
-//! - how many releases fit a packet (1232 bytes, a legacy message);
+//! - how many releases fit a packet (1232 bytes, a legacy message, and a
+//!   v0 one against the seller's lookup table: `listen --lookup-table`);
 //! - bytes and compute units per transaction;
 //! - the validator's CPU per release beyond its idle (its CPU over the
 //!   phase minus its idle rate over the same time) and the rent per release;
@@ -199,16 +200,37 @@ fn main() {
         &me,
         &Receipt::Listing { mint },
         LISTING_ID,
+        &[],
     );
     assert!(
         wire_size(&batch(&me, &mint, &buyers[..most], 0), &me) <= PACKET,
         "the most listen puts in one transaction fits a packet"
     );
-    let mut sizes: Vec<usize> = (1..=3.min(most)).collect();
+    // legacy transactions of 1, 2, 3 and the most; then v0 ones against
+    // the seller's lookup table (`listen --lookup-table`), the most they
+    // hold (known once the table is made)
+    let mut sizes: Vec<(usize, bool)> = (1..=3.min(most)).map(|k| (k, false)).collect();
     if most > 3 {
-        sizes.push(most);
+        sizes.push((most, false));
     }
-    for k in sizes {
+    sizes.push((0, true));
+    let state = tempfile::tempdir().expect("tempdir");
+    for (k, table) in sizes {
+        let k = match table {
+            false => k,
+            true => {
+                let mut db = node::listen::ListenDb::open(&state.path().join("listen.db"))
+                    .expect("state");
+                rt.block_on(node::listen::tables::keep_up(&chain, &seller, &mut db, false))
+                    .expect("lookup table");
+                node::listen::release::releases_per_transaction(
+                    &me,
+                    &Receipt::Listing { mint },
+                    LISTING_ID,
+                    &chain.lookup_tables(),
+                )
+            }
+        };
         let buyers: Vec<Pubkey> = (0..n).map(|_| Keypair::new().pubkey()).collect();
         let txs: Vec<Vec<Instruction>> = buyers
             .chunks(k)
@@ -233,11 +255,15 @@ fn main() {
         println!(
             "{}",
             json!({
-                "shape": "one mint per listing, one mint_to to many buyers",
+                "shape": if table {
+                    "one mint per listing, one mint_to to many buyers, v0 with the seller's lookup table"
+                } else {
+                    "one mint per listing, one mint_to to many buyers"
+                },
                 "releases": n,
                 "releases_per_tx": k,
-                "most_that_fit_a_packet": most,
-                "tx_bytes": wire_size(&txs[0], &me),
+                "most_that_fit_a_packet": if table { k } else { most },
+                "tx_bytes": node::chain::lookup::wire_size(&txs[0], &me, 1, &chain.lookup_tables()),
                 "cu_per_tx": compute_units(&rt, &chain, &sigs[0]),
                 "validator_cpu_ms_per_release": cpu,
                 "lamports_per_release": spent / n as u64,

@@ -17,6 +17,7 @@ pub(super) fn listen(a: ListenArgs, ctx: &Context) -> CliResult<()> {
         receipt,
         token_standard,
         below_cost_per_hour,
+        lookup_table,
         x402,
         x402_network,
         x402_public_url,
@@ -70,6 +71,7 @@ pub(super) fn listen(a: ListenArgs, ctx: &Context) -> CliResult<()> {
         interval: Duration::from_secs(interval.max(1)),
         once,
         wake_ups: true,
+        lookup_table,
     };
     let json = ctx.json;
     let report = |db: &ListenDb, r: &node::listen::daemon::RoundReport| {
