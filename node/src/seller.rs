@@ -450,7 +450,9 @@ impl ListenDb {
         use rusqlite::OptionalExtension;
         Ok(self
             .conn
-            .query_row("SELECT address FROM lookup_tables LIMIT 1", [], |r| r.get(0))
+            .query_row("SELECT address FROM lookup_tables LIMIT 1", [], |r| {
+                r.get(0)
+            })
             .optional()?)
     }
 

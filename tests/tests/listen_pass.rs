@@ -290,9 +290,17 @@ fn a_burst_shares_release_transactions(receipt: node::mint::receipt::ReceiptMode
         shop.selling(vec![l])
     };
     if table {
-        // the seller's release lookup table, made before the burst
-        rt.block_on(node::listen::tables::keep_up(&chain, &shop.seller, &mut shop.db, false))
+        // the seller's release lookup table, made (and finalized) before
+        // the burst
+        let in_use = rt
+            .block_on(node::listen::tables::until_in_use(
+                &chain,
+                &shop.seller,
+                &mut shop.db,
+                std::time::Duration::from_secs(90),
+            ))
             .expect("lookup table");
+        assert!(in_use, "the table is in use within 90 s");
         let held = chain.lookup_tables();
         assert_eq!(held.len(), 1);
         assert_eq!(
@@ -302,8 +310,13 @@ fn a_burst_shares_release_transactions(receipt: node::mint::receipt::ReceiptMode
         );
         // kept up again, and read back from the chain: the same table
         for recheck in [false, true] {
-            rt.block_on(node::listen::tables::keep_up(&chain, &shop.seller, &mut shop.db, recheck))
-                .unwrap();
+            rt.block_on(node::listen::tables::keep_up(
+                &chain,
+                &shop.seller,
+                &mut shop.db,
+                recheck,
+            ))
+            .unwrap();
             assert_eq!(chain.lookup_tables()[0].key, held[0].key);
         }
     }
@@ -335,12 +348,8 @@ fn a_burst_shares_release_transactions(receipt: node::mint::receipt::ReceiptMode
         &chain.lookup_tables(),
     );
     assert!(per_tx >= 3, "{per_tx}");
-    let legacy = node::listen::release::releases_per_transaction(
-        &shop.seller_pk,
-        &expected,
-        listing,
-        &[],
-    );
+    let legacy =
+        node::listen::release::releases_per_transaction(&shop.seller_pk, &expected, listing, &[]);
     if table && receipt == ReceiptMode::Listing {
         assert!(per_tx > legacy, "a table fits more: {per_tx} vs {legacy}");
     }
@@ -371,7 +380,11 @@ fn a_burst_shares_release_transactions(receipt: node::mint::receipt::ReceiptMode
             .expect("landed");
         assert!(tx.succeeded);
         let json = rt.block_on(chain.transaction_json(&sig)).unwrap().unwrap();
-        let version = if table { serde_json::json!(0) } else { serde_json::json!("legacy") };
+        let version = if table {
+            serde_json::json!(0)
+        } else {
+            serde_json::json!("legacy")
+        };
         assert_eq!(json["version"], version, "{release}");
         for m in &tx.memos {
             if let Ok(MemoOp::Release {

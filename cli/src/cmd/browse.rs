@@ -248,10 +248,7 @@ mod tests {
         let terms = |t| json!({"escrow_program": "x", "escrow_terms": t});
         let (on, client, none) = ("on_chain", "client_only", "none");
         assert_eq!(proofs(&terms(json!({"blob_format": 3}))), Some((on, on)));
-        assert_eq!(
-            proofs(&terms(json!({"blob_format": 2}))),
-            Some((on, none))
-        );
+        assert_eq!(proofs(&terms(json!({"blob_format": 2}))), Some((on, none)));
         // listed before midstate commitments: no blob_format, or 1; or a
         // format this brainctl does not know
         assert_eq!(proofs(&terms(json!({}))), Some((client, none)));

@@ -315,7 +315,8 @@ impl Chain {
         signers: usize,
     ) -> Result<(Vec<Instruction>, Budget), ChainError> {
         use super::priority::{limit_for, with_budget, written, FALLBACK_CU_LIMIT};
-        let fits = |ixs: &[Instruction], payer: &Pubkey, signers: usize| self.fits(ixs, payer, signers);
+        let fits =
+            |ixs: &[Instruction], payer: &Pubkey, signers: usize| self.fits(ixs, payer, signers);
         let limit = match self.units_of(ixs, payer).await? {
             Some(units) => limit_for(units),
             // no simulation: the limit the caller set, if higher

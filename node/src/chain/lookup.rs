@@ -8,7 +8,7 @@
 //! never decides which accounts a table holds (its caller does) and never
 //! sends.
 
-use super::client::{Chain, ChainError};
+use super::{Chain, ChainError};
 use solana_address_lookup_table_interface::{instruction as alt, state::AddressLookupTable};
 use solana_sdk::hash::Hash;
 use solana_sdk::instruction::Instruction;
@@ -43,22 +43,24 @@ pub fn extend(table: &Pubkey, authority: &Pubkey, addresses: Vec<Pubkey>) -> Ins
     alt::extend_lookup_table(*table, *authority, Some(*authority), addresses)
 }
 
-/// The table at `address` as a message compiles against it, or `None`
-/// when there is none, it is not a lookup table, or it was deactivated.
+/// The table at `address` as a message compiles against it, read at
+/// `commitment`, or `None` when there is none, it is not a lookup table,
+/// or it was deactivated. A leader loads a transaction's tables from its
+/// root bank and drops one naming a table (or addresses) it does not hold
+/// there yet: a table is safe to send against once read at `finalized`.
 pub async fn read(
     chain: &Chain,
     address: &Pubkey,
+    commitment: solana_commitment_config::CommitmentConfig,
 ) -> Result<Option<AddressLookupTableAccount>, ChainError> {
     let got = super::retry::with_retry("getAccountInfo", || {
-        chain
-            .rpc()
-            .get_account_with_commitment(address, chain.commitment())
+        chain.rpc().get_account_with_commitment(address, commitment)
     })
     .await?;
     let Some(account) = got.value else {
         return Ok(None);
     };
-    if account.owner != alt::id() {
+    if account.owner != solana_address_lookup_table_interface::program::id() {
         return Ok(None);
     }
     // a deactivated table (being closed) takes no new lookups
@@ -147,7 +149,12 @@ mod tests {
             // the program and the payer in the table too: they stay static
             addresses: statics.iter().copied().chain([program, payer]).collect(),
         };
-        let v0 = wire_size(std::slice::from_ref(&ix), &payer, 1, &[table.clone()]);
+        let v0 = wire_size(
+            std::slice::from_ref(&ix),
+            &payer,
+            1,
+            std::slice::from_ref(&table),
+        );
         // 10 keys of 32 bytes become 10 indexes; the table's address, its
         // two index lists' lengths and the version byte are added
         assert_eq!(legacy - v0, 10 * 32 - (32 + 10 + 2 + 1 + 1));

@@ -203,7 +203,8 @@ pub async fn run(
         }
         let round = async {
             if config.lookup_table {
-                let recheck = table_read.is_none_or(|t| t.elapsed() >= super::tables::RECHECK);
+                let recheck = chain.lookup_tables().is_empty()
+                    || table_read.is_none_or(|t| t.elapsed() >= super::tables::RECHECK);
                 match super::tables::keep_up(chain, seller, db, recheck).await {
                     Ok(()) if recheck => table_read = Some(std::time::Instant::now()),
                     Ok(()) => {}

@@ -67,11 +67,15 @@ pub fn release_accounts(me: &Pubkey, registry: &Pubkey) -> Vec<Pubkey> {
 
 /// Brings the seller's table up to [`release_accounts`] (the discovery
 /// registry in force: `BRAINCTL_REGISTRY` or the default) and hands it to
-/// `chain` once active: read back from the state and the chain, created
-/// when there is none (or the one recorded never landed, or was
-/// deactivated), extended with what it lacks. With `recheck` false and a
-/// complete table in the handle it makes no network call; the daemon
-/// rechecks every [`RECHECK`] (a table closed meanwhile fails releases
+/// `chain` once usable, without ever waiting for it: each call does the
+/// next step and returns. No table (none recorded, the one recorded never
+/// landed, or it was deactivated): create it. Some address missing:
+/// extend it. Complete: handed to `chain` once a finalized read holds it
+/// all (a leader loads tables from its root bank and drops a transaction
+/// naming one it does not hold there); until then releases go legacy.
+/// With `recheck` false and a complete table in the handle it makes no
+/// network call; the daemon calls it every round while no table is in
+/// use, then every [`RECHECK`] (a table closed meanwhile fails releases
 /// until then; they are retried).
 pub async fn keep_up(
     chain: &Chain,
@@ -79,64 +83,90 @@ pub async fn keep_up(
     db: &mut ListenDb,
     recheck: bool,
 ) -> Result<(), TableError> {
+    use solana_commitment_config::CommitmentConfig;
     let payer = seller.solana_keypair();
     let me = payer.pubkey();
-    let slot = || crate::chain::retry::with_retry("getSlot", || chain.rpc().get_slot());
     let wanted = release_accounts(&me, &crate::chain::instructions::registry_from_env()?);
-    let held = chain.lookup_tables();
-    if !recheck && held.first().is_some_and(|t| wanted.iter().all(|k| t.addresses.contains(k))) {
+    let complete = |t: &AddressLookupTableAccount| wanted.iter().all(|k| t.addresses.contains(k));
+    if !recheck && chain.lookup_tables().first().is_some_and(complete) {
         return Ok(());
     }
-    let mut table = match db.lookup_table()? {
-        Some(address) => match Pubkey::from_str(&address) {
-            Ok(address) => lookup::read(chain, &address).await?,
-            Err(_) => None,
-        },
+    let recorded = db.lookup_table()?.and_then(|a| Pubkey::from_str(&a).ok());
+    let table = match recorded {
+        Some(address) => lookup::read(chain, &address, chain.commitment()).await?,
         None => None,
+    };
+    let Some(table) = table else {
+        // no usable table: releases go legacy until one is
+        chain.set_lookup_tables(Vec::new());
+        // a slot the cluster holds among its recent slot hashes (the bank
+        // running the create holds only older ones: a finalized slot, as
+        // Solana's own CLI takes)
+        let recent = crate::chain::retry::with_retry("getSlot", || {
+            chain
+                .rpc()
+                .get_slot_with_commitment(CommitmentConfig::finalized())
+        })
+        .await?;
+        let first = wanted.iter().take(ADDRESSES_PER_EXTEND).copied().collect();
+        let (address, ixs) = lookup::create(&me, recent, first);
+        // kept before it is sent: a crash leaves no table unknown
+        db.set_lookup_table(&address.to_string())?;
+        chain.send(&ixs, &[&payer]).await?;
+        tracing::info!(table = %address, "release lookup table created");
+        return Ok(());
     };
     let missing: Vec<Pubkey> = wanted
         .iter()
-        .filter(|k| !table.as_ref().is_some_and(|t| t.addresses.contains(k)))
+        .filter(|k| !table.addresses.contains(k))
         .copied()
         .collect();
-    if let (Some(t), true) = (&table, missing.is_empty()) {
-        chain.set_lookup_tables(vec![t.clone()]);
+    if !missing.is_empty() {
+        for chunk in missing.chunks(ADDRESSES_PER_EXTEND) {
+            let ix = lookup::extend(&table.key, &me, chunk.to_vec());
+            chain.send(&[ix], &[&payer]).await?;
+        }
+        tracing::info!(table = %table.key, added = missing.len(), "release lookup table extended");
         return Ok(());
     }
-    // no usable table: releases go legacy until one is
-    chain.set_lookup_tables(Vec::new());
-    let mut chunks = missing.chunks(ADDRESSES_PER_EXTEND);
-    let address = match &table {
-        Some(t) => t.key,
-        None => {
-            // a slot the cluster holds among its recent slot hashes
-            let recent = slot().await?;
-            let (address, ixs) =
-                lookup::create(&me, recent, chunks.next().unwrap_or(&[]).to_vec());
-            // kept before it is sent: a crash leaves no table unknown
-            db.set_lookup_table(&address.to_string())?;
-            chain.send(&ixs, &[&payer]).await?;
-            tracing::info!(table = %address, "release lookup table created");
-            address
+    match lookup::read(chain, &table.key, CommitmentConfig::finalized()).await? {
+        Some(rooted) if complete(&rooted) => {
+            if chain
+                .lookup_tables()
+                .first()
+                .is_none_or(|t| t.key != rooted.key)
+            {
+                tracing::info!(table = %rooted.key, addresses = rooted.addresses.len(), "release lookup table in use");
+            }
+            chain.set_lookup_tables(vec![rooted]);
         }
-    };
-    for chunk in chunks {
-        chain
-            .send(&[lookup::extend(&address, &me, chunk.to_vec())], &[&payer])
-            .await?;
+        // not finalized yet: legacy meanwhile
+        _ => chain.set_lookup_tables(Vec::new()),
     }
-    // what was added is usable from the slot after it landed
-    let landed = slot().await?;
-    while slot().await? <= landed {
-        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
-    }
-    table = lookup::read(chain, &address).await?;
-    let table: AddressLookupTableAccount = table.ok_or_else(|| {
-        ChainError::Config(format!("the lookup table {address} is not on chain"))
-    })?;
-    tracing::info!(table = %address, addresses = table.addresses.len(), "release lookup table in use");
-    chain.set_lookup_tables(vec![table]);
     Ok(())
+}
+
+/// [`keep_up`] every half second until the table is in use in `chain`
+/// (made, complete and finalized) or `within` passed: whether it is.
+/// For a caller that must start with the table (a benchmark, a test);
+/// the daemon never waits for it.
+pub async fn until_in_use(
+    chain: &Chain,
+    seller: &Wallet,
+    db: &mut ListenDb,
+    within: std::time::Duration,
+) -> Result<bool, TableError> {
+    let started = std::time::Instant::now();
+    loop {
+        keep_up(chain, seller, db, true).await?;
+        if !chain.lookup_tables().is_empty() {
+            return Ok(true);
+        }
+        if started.elapsed() >= within {
+            return Ok(false);
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(500)).await;
+    }
 }
 
 #[cfg(test)]

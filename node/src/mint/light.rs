@@ -530,10 +530,21 @@ pub async fn minted_outputs(
     })
     .await?;
     let bad = |m: &str| crate::chain::ChainError::Config(format!("transaction {signature}: {m}"));
-    let keys = raw
+    // the message's keys, then (a v0 message) those its lookup tables
+    // loaded, writable before read-only: what instruction indexes count
+    let mut keys = raw
         .pointer("/transaction/message/accountKeys")
         .and_then(Value::as_array)
-        .ok_or_else(|| bad("no account keys"))?;
+        .ok_or_else(|| bad("no account keys"))?
+        .clone();
+    for kind in ["writable", "readonly"] {
+        if let Some(loaded) = raw
+            .pointer(&format!("/meta/loadedAddresses/{kind}"))
+            .and_then(Value::as_array)
+        {
+            keys.extend(loaded.iter().cloned());
+        }
+    }
     let mut out = Vec::new();
     for group in raw
         .pointer("/meta/innerInstructions")

@@ -219,10 +219,17 @@ fn main() {
         let k = match table {
             false => k,
             true => {
-                let mut db = node::listen::ListenDb::open(&state.path().join("listen.db"))
-                    .expect("state");
-                rt.block_on(node::listen::tables::keep_up(&chain, &seller, &mut db, false))
+                let mut db =
+                    node::listen::ListenDb::open(&state.path().join("listen.db")).expect("state");
+                let in_use = rt
+                    .block_on(node::listen::tables::until_in_use(
+                        &chain,
+                        &seller,
+                        &mut db,
+                        Duration::from_secs(120),
+                    ))
                     .expect("lookup table");
+                assert!(in_use, "the seller's lookup table in use within 120 s");
                 node::listen::release::releases_per_transaction(
                     &me,
                     &Receipt::Listing { mint },
