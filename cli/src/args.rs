@@ -829,7 +829,7 @@ pub struct ListenArgs {
     pub below_cost_per_hour: u64,
     /// Keep an address lookup table of the accounts every release with
     /// the listing's receipt names (made once, extended as needed; its
-    /// rent, about 0.004 SOL, stays yours), so a burst's releases go in v0
+    /// rent, about 0.005 SOL, stays yours), so a burst's releases go in v0
     /// transactions that each hold one more (4 instead of 3): worth it
     /// for a seller with many buys at once.
     #[arg(long)]
