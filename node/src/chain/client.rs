@@ -153,8 +153,7 @@ impl Chain {
     /// Whether `ixs` (signed by `signers`, `payer` paying) fit one packet
     /// as this handle compiles them.
     pub fn fits(&self, ixs: &[Instruction], payer: &Pubkey, signers: usize) -> bool {
-        super::lookup::wire_size(ixs, payer, signers, &self.lookup_tables())
-            <= super::priority::PACKET
+        super::lookup::fits(ixs, payer, signers, &self.lookup_tables())
     }
 
     /// `ixs` signed by `signers` (the first pays) as this handle compiles
@@ -315,8 +314,6 @@ impl Chain {
         signers: usize,
     ) -> Result<(Vec<Instruction>, Budget), ChainError> {
         use super::priority::{limit_for, with_budget, written, FALLBACK_CU_LIMIT};
-        let fits =
-            |ixs: &[Instruction], payer: &Pubkey, signers: usize| self.fits(ixs, payer, signers);
         let limit = match self.units_of(ixs, payer).await? {
             Some(units) => limit_for(units),
             // no simulation: the limit the caller set, if higher
@@ -331,7 +328,7 @@ impl Chain {
             }
         };
         let budgeted = with_budget(ixs, limit, price);
-        if !fits(&with_budget(ixs, limit, 0), payer, signers) {
+        if !self.fits(&with_budget(ixs, limit, 0), payer, signers) {
             tracing::warn!("no room in the packet for a compute budget; sent as built");
             return Ok((
                 ixs.to_vec(),
@@ -341,7 +338,7 @@ impl Chain {
                 },
             ));
         }
-        if price > 0 && !fits(&budgeted, payer, signers) {
+        if price > 0 && !self.fits(&budgeted, payer, signers) {
             tracing::warn!(
                 price,
                 "no room in the packet for a compute-unit price; sent without one"

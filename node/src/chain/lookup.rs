@@ -118,6 +118,17 @@ pub fn wire_size(
     }
 }
 
+/// Whether `ixs` (signed by `signers`, `payer` paying) fit one packet as
+/// [`message`] compiles them against `tables`.
+pub fn fits(
+    ixs: &[Instruction],
+    payer: &Pubkey,
+    signers: usize,
+    tables: &[AddressLookupTableAccount],
+) -> bool {
+    wire_size(ixs, payer, signers, tables) <= super::priority::PACKET
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -140,10 +151,8 @@ mod tests {
                 .collect(),
         );
         let legacy = wire_size(std::slice::from_ref(&ix), &payer, 1, &[]);
-        assert_eq!(
-            legacy,
-            crate::chain::priority::wire_size(std::slice::from_ref(&ix), &payer, 1)
-        );
+        let m = solana_sdk::message::Message::new(std::slice::from_ref(&ix), Some(&payer));
+        assert_eq!(legacy, 1 + 64 + m.serialize().len());
         let table = AddressLookupTableAccount {
             key: Pubkey::new_unique(),
             // the program and the payer in the table too: they stay static

@@ -216,17 +216,6 @@ pub fn shape(ixs: &[Instruction]) -> Vec<(Pubkey, Vec<Pubkey>, usize)> {
         .collect()
 }
 
-/// The wire size of `ixs` signed by `signers` with `payer` paying.
-pub fn wire_size(ixs: &[Instruction], payer: &Pubkey, signers: usize) -> usize {
-    let m = solana_sdk::message::Message::new(ixs, Some(payer));
-    1 + 64 * signers.max(usize::from(m.header.num_required_signatures)) + m.serialize().len()
-}
-
-/// Whether `ixs` with the price instruction still fit a packet.
-pub fn fits(ixs: &[Instruction], payer: &Pubkey, signers: usize) -> bool {
-    wire_size(ixs, payer, signers) <= PACKET
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

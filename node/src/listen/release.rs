@@ -831,10 +831,7 @@ pub fn releases_per_transaction(
     listing_id: &str,
     tables: &[crate::chain::lookup::AddressLookupTableAccount],
 ) -> usize {
-    use crate::chain::priority::{with_budget, FALLBACK_CU_LIMIT, PACKET};
-    let fits = |ixs: &[solana_sdk::instruction::Instruction], me: &Pubkey, signers: usize| {
-        crate::chain::lookup::wire_size(ixs, me, signers, tables) <= PACKET
-    };
+    use crate::chain::priority::{with_budget, FALLBACK_CU_LIMIT};
     let buys = |n: usize| -> Vec<(Pubkey, String)> {
         (0..n)
             .map(|i| {
@@ -850,7 +847,7 @@ pub fn releases_per_transaction(
     let registry = crate::chain::instructions::default_registry();
     let fits_n = |n: usize| {
         let ixs = shared_release_instructions(me, receipt, &buys(n), &registry);
-        fits(&with_budget(&ixs, FALLBACK_CU_LIMIT, 1), me, 1)
+        crate::chain::lookup::fits(&with_budget(&ixs, FALLBACK_CU_LIMIT, 1), me, 1, tables)
     };
     (2..=MAX_SHARED_RELEASES)
         .take_while(|n| fits_n(*n))
@@ -979,7 +976,10 @@ mod tests {
     /// each (one `mint_to`) or the memo alone.
     #[test]
     fn shared_releases_fill_a_packet_and_no_more() {
-        use crate::chain::priority::{fits, with_budget, FALLBACK_CU_LIMIT};
+        use crate::chain::priority::{with_budget, FALLBACK_CU_LIMIT};
+        let fits = |ixs: &[solana_sdk::instruction::Instruction], me: &Pubkey, signers: usize| {
+            crate::chain::lookup::fits(ixs, me, signers, &[])
+        };
         let me = Pubkey::new_unique();
         let listing_id = "20261128-0123456789ab";
         let registry = crate::chain::instructions::default_registry();

@@ -29,7 +29,6 @@ use node::mint::token2022::NftSpec;
 use node::wallet::Wallet;
 use serde_json::json;
 use solana_sdk::instruction::Instruction;
-use solana_sdk::message::Message;
 use std::time::{Duration, Instant};
 
 const PACKET: usize = 1232;
@@ -63,9 +62,9 @@ fn release_memo(seller: &Pubkey, mint: &Pubkey, i: usize) -> Instruction {
     memo(&release_text(mint, i), seller)
 }
 
+/// A legacy transaction's wire size (one signer paying, as `listen`'s).
 fn wire_size(ixs: &[Instruction], payer: &Pubkey) -> usize {
-    let m = Message::new(ixs, Some(payer));
-    1 + 64 * m.header.num_required_signatures as usize + m.serialize().len()
+    node::chain::lookup::wire_size(ixs, payer, 1, &[])
 }
 
 /// The instructions of one shared release, as `listen` builds them:
