@@ -84,13 +84,14 @@ pub async fn keep_up(
     recheck: bool,
 ) -> Result<(), TableError> {
     use solana_commitment_config::CommitmentConfig;
+    // the handle only ever holds a table found complete and finalized
+    if !recheck && !chain.lookup_tables().is_empty() {
+        return Ok(());
+    }
     let payer = seller.solana_keypair();
     let me = payer.pubkey();
     let wanted = release_accounts(&me, &crate::chain::instructions::registry_from_env()?);
     let complete = |t: &AddressLookupTableAccount| wanted.iter().all(|k| t.addresses.contains(k));
-    if !recheck && chain.lookup_tables().first().is_some_and(complete) {
-        return Ok(());
-    }
     let recorded = db.lookup_table()?.and_then(|a| Pubkey::from_str(&a).ok());
     let table = match recorded {
         Some(address) => lookup::read(chain, &address, chain.commitment()).await?,
