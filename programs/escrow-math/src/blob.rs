@@ -174,8 +174,9 @@ fn seal_as(format: Format, k: &[u8; 32], plain: &[u8]) -> Result<Sealed, BlobErr
         }
         if format == Format::V3 {
             let (before, after) = tallies.next().expect("one tally pair a chunk");
-            bytes.extend_from_slice(&tally::xor(&before, &tally::mask(k, i, false)));
-            bytes.extend_from_slice(&tally::seal_after(k, i, i + 1 == count, &after));
+            let [before, after] = tally::masked(k, i, i + 1 == count, &[before, after]);
+            bytes.extend_from_slice(&before);
+            bytes.extend_from_slice(&after);
         }
     }
     let start = bytes.len();
@@ -386,7 +387,7 @@ impl<'a> Blob<'a> {
 
     fn unmasked_tallies(&self, k: &[u8; 32], index: u32) -> Option<[Tally; 2]> {
         let t = self.tallies(index)?;
-        Some(tally::unmask(k, index, index + 1 == self.count(), &t))
+        Some(tally::masked(k, index, index + 1 == self.count(), &t))
     }
 
     fn unmasked(&self, k: &[u8; 32], index: u32) -> (State, State) {

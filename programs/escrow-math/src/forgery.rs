@@ -57,7 +57,7 @@ pub fn overstate_memories(
             bytes[at + 4..at + 8].try_into().expect("4 bytes"),
         ];
         let is_last = i + 1 == count;
-        let [mut before, mut after] = tally::unmask(k, i, is_last, &stored);
+        let [mut before, mut after] = tally::masked(k, i, is_last, &stored);
         let more = |t: &mut Tally| {
             let n = tally::count(t).wrapping_add(extra).to_le_bytes();
             t[..2].copy_from_slice(&n);
@@ -66,8 +66,9 @@ pub fn overstate_memories(
             more(&mut before);
         }
         more(&mut after);
-        bytes[at..at + 4].copy_from_slice(&tally::xor(&before, &tally::mask(k, i, false)));
-        bytes[at + 4..at + 8].copy_from_slice(&tally::seal_after(k, i, is_last, &after));
+        let [before, after] = tally::masked(k, i, is_last, &[before, after]);
+        bytes[at..at + 4].copy_from_slice(&before);
+        bytes[at + 4..at + 8].copy_from_slice(&after);
     }
     resealed(bytes, plain.len() as u64)
 }

@@ -162,7 +162,7 @@ pub fn check_step(c: &Commitments, p: &StepProof<'_>) -> Result<(), ProofError> 
     let is_last = p.index + 1 == count;
     let stepped = midstate::step(&before, plain, is_last, c.plain_len);
     let tallies_hold = p.tallies.is_none_or(|t| {
-        let [t_before, t_after] = tally::unmask(&p.k, p.index, is_last, &t);
+        let [t_before, t_after] = tally::masked(&p.k, p.index, is_last, &t);
         tally::step(&t_before, plain) == t_after && (p.index != 0 || t_before == tally::START)
     });
     let honest = plain_hash(&p.k, p.index, plain) == p.plain_hash
@@ -203,8 +203,8 @@ pub fn check_link(c: &Commitments, p: &LinkProof<'_>) -> Result<(), ProofError> 
     // the left chunk is never the last: both tallies are masked
     let tallies_join = match (p.left.tallies, p.right.tallies) {
         (Some(l), Some(r)) => {
-            tally::unmask(&p.k, p.index, false, &l)[1]
-                == tally::unmask(&p.k, next, next + 1 == count, &r)[0]
+            tally::masked(&p.k, p.index, false, &l)[1]
+                == tally::masked(&p.k, next, next + 1 == count, &r)[0]
         }
         _ => true,
     };

@@ -177,19 +177,10 @@ pub fn xor(t: &Tally, mask: &Tally) -> Tally {
     ]
 }
 
-/// Chunk `index`'s committed tally after it, as the blob stores it: masked
-/// under `k`, except the last chunk's (the public claim).
-pub fn seal_after(k: &[u8; 32], index: u32, is_last: bool, t: &Tally) -> Tally {
-    if is_last {
-        *t
-    } else {
-        xor(t, &mask(k, index, true))
-    }
-}
-
-/// Chunk `index`'s committed tallies `[before, after]`, unmasked (the
-/// last chunk's after is public, not masked).
-pub fn unmask(k: &[u8; 32], index: u32, is_last: bool, t: &[Tally; 2]) -> [Tally; 2] {
+/// Chunk `index`'s tallies `[before, after]` with their masks applied:
+/// the stored ones of true ones, the true ones of stored ones (XOR masks
+/// and unmasks alike); the last chunk's after is public, never masked.
+pub fn masked(k: &[u8; 32], index: u32, is_last: bool, t: &[Tally; 2]) -> [Tally; 2] {
     let after = if is_last {
         t[1]
     } else {
@@ -262,7 +253,11 @@ mod tests {
         let k = [3u8; 32];
         assert_ne!(mask(&k, 0, false), mask(&k, 0, true));
         let t = [5, 0, 0, 0];
-        assert_eq!(seal_after(&k, 2, true, &t), t);
-        assert_eq!(xor(&seal_after(&k, 2, false, &t), &mask(&k, 2, true)), t);
+        assert_eq!(masked(&k, 2, true, &[t, t])[1], t);
+        assert_eq!(
+            xor(&masked(&k, 2, false, &[t, t])[1], &mask(&k, 2, true)),
+            t
+        );
+        assert_eq!(masked(&k, 2, false, &masked(&k, 2, false, &[t, t])), [t, t]);
     }
 }
