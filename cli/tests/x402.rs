@@ -686,7 +686,16 @@ fn hostile_x402_payers_pay_for_their_own_failures_and_honest_buyers_are_served()
             "{failed}"
         );
         let sig = body["buy_signature"].as_str().unwrap().parse().unwrap();
-        let landed = rt.block_on(chain.transaction_json(&sig)).unwrap().unwrap();
+        // the endpoint may see the failure at `processed` before a read at
+        // `confirmed` answers: poll until the transaction is there
+        let deadline = Instant::now() + Duration::from_secs(30);
+        let landed = loop {
+            if let Some(tx) = rt.block_on(chain.transaction_json(&sig)).unwrap() {
+                break tx;
+            }
+            assert!(Instant::now() < deadline, "{sig} never readable");
+            std::thread::sleep(Duration::from_millis(250));
+        };
         assert!(!landed["meta"]["err"].is_null(), "it landed failed");
         failed_fees += landed["meta"]["fee"].as_u64().unwrap();
     }
