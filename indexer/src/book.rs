@@ -106,13 +106,19 @@ impl ManifestBook {
     /// Checks every manifest the records carry that the book lacks, on all
     /// cores.
     pub fn add_records(&mut self, records: &[TxRecord]) {
+        self.add_bodies(records.iter().flat_map(|r| &r.manifests));
+    }
+
+    /// Checks every body (by Arweave id) the book lacks, on all cores.
+    pub fn add_bodies<'a>(
+        &mut self,
+        bodies: impl IntoIterator<Item = (&'a String, &'a Arc<Value>)>,
+    ) {
         let mut todo: Vec<(&String, &Arc<Value>)> = Vec::new();
         let mut queued = std::collections::HashSet::new();
-        for r in records {
-            for (id, body) in &r.manifests {
-                if !self.by_id.contains_key(id) && queued.insert(id) {
-                    todo.push((id, body));
-                }
+        for (id, body) in bodies {
+            if !self.by_id.contains_key(id) && queued.insert(id) {
+                todo.push((id, body));
             }
         }
         if todo.is_empty() {

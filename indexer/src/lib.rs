@@ -6,6 +6,8 @@
 //! - [`fold`]: the pure state fold and its hash
 //! - [`store`]: the durable log behind a narrow trait (SQLite or Postgres)
 //! - [`engine`]: log and state kept in step
+//! - [`statedb`]: the folded state as tables (SQLite or Postgres), kept
+//!   up with the log in bounded memory
 //! - [`ingest`]: RPC polling, checkpoints, finality
 //! - [`logfile`]: JSONL export/replay of the log
 //! - [`loadtest`]: the benchmarks (run by the dev binary `brainctl-indexer-bench`)
@@ -34,6 +36,7 @@ pub mod logfile;
 pub mod record;
 pub mod service;
 pub mod snapshots;
+pub mod statedb;
 pub mod store;
 pub mod synth;
 pub mod views;

@@ -14,7 +14,7 @@ use crate::memo::MemoOp;
 use serde::Serialize;
 
 /// What a listing is paid in.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, serde::Deserialize)]
 #[serde(tag = "kind", rename_all = "snake_case")]
 pub enum Currency {
     /// Lamports, by top-level System transfers to the payment address.

@@ -9,11 +9,11 @@ use super::settlement::{Settlement, SettlementStatus};
 use super::{At, State};
 use crate::record::TxRecord;
 use node::escrow::EscrowEvent;
-use serde::Serialize;
+use serde::{Deserialize, Deserializer, Serialize};
 use std::sync::Arc;
 
 /// One escrow deposit as the program's events tell it.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct EscrowState {
     /// Listing account (program PDA).
     pub listing: String,
@@ -26,7 +26,8 @@ pub struct EscrowState {
     pub mint: Option<String>,
     /// deposited | revealed | declined | claimed | expired | refunded |
     /// disputed.
-    pub status: &'static str,
+    #[serde(deserialize_with = "status_word")]
+    pub status: StatusWord,
     /// Paid to the seller and to the treasury on claim.
     pub paid: Option<(u64, u64)>,
     /// Deposit transaction.
@@ -42,6 +43,31 @@ pub struct EscrowState {
     /// Stake paid to the buyer (missed reveal or proven fraud).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub slashed: Option<u64>,
+}
+
+/// An escrow status: one of the fold's own words. (An alias, so serde's
+/// derive, which reads types by their spelling, does not take the field
+/// for a borrow of the input.)
+pub type StatusWord = &'static str;
+
+/// The escrow statuses the fold writes.
+const STATUSES: [&str; 7] = [
+    "deposited",
+    "revealed",
+    "declined",
+    "claimed",
+    "expired",
+    "refunded",
+    "disputed",
+];
+
+/// A stored status read back as the fold's own word.
+fn status_word<'de, D: Deserializer<'de>>(d: D) -> Result<&'static str, D::Error> {
+    let s = String::deserialize(d)?;
+    STATUSES
+        .into_iter()
+        .find(|w| *w == s)
+        .ok_or_else(|| serde::de::Error::unknown_variant(&s, &STATUSES))
 }
 
 impl State {

@@ -6,12 +6,12 @@ use super::refusal::{ManifestKind, Refusal};
 use super::{At, State};
 use crate::book::{Checked, ManifestBook};
 use crate::record::TxRecord;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use std::sync::Arc;
 
 /// A listing.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ListingState {
     /// Listing id.
     pub listing_id: String,
@@ -31,7 +31,7 @@ pub struct ListingState {
     /// What the listing settles in (the manifest's `settlement`: SOL when
     /// absent). Left out of the state's encoding for SOL, so a market of
     /// SOL listings hashes as before tokens existed.
-    #[serde(skip_serializing_if = "node::settle::Currency::is_sol")]
+    #[serde(default, skip_serializing_if = "node::settle::Currency::is_sol")]
     pub currency: node::settle::Currency,
     /// A token listing's price in base units of its mint (`None` for SOL:
     /// the price is `price_lamports`; see [`ListingState::price`]).
@@ -57,7 +57,7 @@ pub struct ListingState {
     /// listing id names one seller's listing; a copy is a squat attempt,
     /// or a collision): such a listing is `contested` and never settled
     /// through this indexer.
-    #[serde(skip_serializing_if = "Vec::is_empty")]
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub contested_by: Vec<String>,
 }
 

@@ -22,6 +22,7 @@ mod listing;
 mod offer;
 mod refusal;
 mod settlement;
+mod working;
 
 pub use escrow::EscrowState;
 pub use listing::escrow_listing_account;
@@ -29,12 +30,13 @@ pub use listing::ListingState;
 pub use offer::{OfferState, OfferStatus, Terms};
 pub use refusal::{BuyRefusal, ManifestKind, Party, Refusal};
 pub use settlement::{Settlement, SettlementStatus};
+pub use working::{Changes, Head, Keys, Rows};
 
 use crate::book::ManifestBook;
 use crate::record::{Position, TxRecord};
 use imbl::{HashMap, OrdMap, OrdSet};
 use node::market::{MemoError, MemoOp};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 use std::sync::Arc;
 
@@ -63,7 +65,7 @@ impl Default for FoldConfig {
 }
 
 /// Where an action happened.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct At {
     /// Transaction signature.
     pub signature: String,

@@ -8,12 +8,12 @@ use super::{At, State};
 use crate::book::{Checked, ManifestBook};
 use crate::record::TxRecord;
 use node::settle::NegotiatedTerms;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use std::sync::Arc;
 
 /// Terms of an offer or counter.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Terms {
     /// Who signed these terms.
     pub from: String,
@@ -36,7 +36,7 @@ pub struct Terms {
 }
 
 /// Where an offer stands.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum OfferStatus {
     /// Made, no answer yet.
@@ -58,7 +58,7 @@ impl OfferStatus {
 }
 
 /// An offer and its lineage.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct OfferState {
     /// Offer id.
     pub offer_id: String,

@@ -272,6 +272,16 @@ pub enum BuyRefusal {
         /// The program named.
         program: String,
     },
+    /// A refusal read back from durable state: its message, the only
+    /// part the state keeps (and hashes).
+    #[error("{0}")]
+    Recorded(String),
+}
+
+impl<'de> serde::Deserialize<'de> for BuyRefusal {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        String::deserialize(d).map(BuyRefusal::Recorded)
+    }
 }
 
 /// Serializes a refusal as its message (the text the state hash covers).

@@ -13,19 +13,22 @@ use crate::record::TxRecord;
 use node::bundle::verify_manifest_by;
 use node::escrow;
 use node::settle::{verify_buy, verify_escrow_deposit, ListingTerms};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use std::sync::Arc;
 
 /// Where a buy stands.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(tag = "status", rename_all = "snake_case")]
 pub enum SettlementStatus {
     /// Verified paid; awaiting the seller's release.
     Paid,
     /// The seller released.
     Released {
-        /// The release transaction.
+        /// The release transaction. (Encoded as a second `at` key beside
+        /// the buy's own, as it always was; stored state renames it to
+        /// read it back: `statedb::decode_settlement`.)
+        #[serde(alias = "status_at")]
         at: At,
         /// Envelope id.
         envelope_id: String,
@@ -40,7 +43,8 @@ pub enum SettlementStatus {
     /// An escrow buy the seller never released: the buyer took the
     /// deposit back after the window (and the stake's share, once slashed).
     Refunded {
-        /// The refund transaction.
+        /// The refund transaction (a second `at`, as for a release).
+        #[serde(alias = "status_at")]
         at: At,
         /// Lamports of the seller's stake paid to the buyer (0 until slashed).
         slashed_lamports: u64,
@@ -48,7 +52,7 @@ pub enum SettlementStatus {
 }
 
 /// One buy transaction.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Settlement {
     /// Listing.
     pub listing_id: String,
@@ -73,7 +77,7 @@ pub struct Settlement {
     /// The treasury's share the seller's release must carry (an x402
     /// payment where the protocol fee applies pays the seller the whole
     /// price); a release without it releases nothing.
-    #[serde(skip_serializing_if = "is_zero")]
+    #[serde(default, skip_serializing_if = "is_zero")]
     pub fee_at_release: u64,
     /// Status.
     #[serde(flatten)]

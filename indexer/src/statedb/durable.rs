@@ -1,0 +1,212 @@
+//! The state tables kept equal to the fold of the log, in bounded memory:
+//! [`catch_up`] reads the log's changes since the change number the tables
+//! reflect, takes back the batches a late, moved or removed record
+//! invalidates ([`StateDb::rewind`]), then folds the log after the head a
+//! page at a time, each page over its own working set
+//! ([`State::working_set`]) and committed with its undo rows. Only the last
+//! page records the new change number, so a process killed at any step
+//! redoes the rest on restart and nothing is folded twice or lost.
+//!
+//! Owns that loop; never reads the chain, never serves.
+
+use super::{rows_of, undo_of, Commit, Rewound, StateDb};
+use crate::book::ManifestBook;
+use crate::fold::{FoldConfig, State};
+use crate::record::{Position, TxRecord};
+use crate::store::{LogStore, StoreError};
+use std::collections::BTreeSet;
+
+/// Records folded per committed batch.
+pub const PAGE: usize = 5_000;
+/// A rebuild writes undo rows only for its last records: a rewind further
+/// back (an old record arriving late) rebuilds.
+pub const UNDO_TAIL: usize = 20_000;
+
+/// What one catch-up did.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct CaughtUp {
+    /// Records folded.
+    pub folded: usize,
+    /// Whether batches were taken back first.
+    pub rewound: bool,
+    /// Whether the state was rebuilt from the empty state.
+    pub rebuilt: bool,
+}
+
+/// Progress of a long fold: records folded so far, of how many.
+pub type Progress<'a> = &'a mut dyn FnMut(usize, usize);
+
+/// Brings `db` up to the log in `log`, folding `page` records a commit
+/// (a rebuild keeps undo rows for its last [`UNDO_TAIL`]).
+pub fn catch_up(
+    log: &dyn LogStore,
+    db: &mut dyn StateDb,
+    cfg: &FoldConfig,
+    page: usize,
+    progress: Progress<'_>,
+) -> Result<CaughtUp, StoreError> {
+    catch_up_with(log, db, cfg, page, UNDO_TAIL, progress)
+}
+
+/// [`catch_up`], a rebuild keeping undo rows for its last `undo_tail`
+/// records.
+pub fn catch_up_with(
+    log: &dyn LogStore,
+    db: &mut dyn StateDb,
+    cfg: &FoldConfig,
+    page: usize,
+    undo_tail: usize,
+    progress: Progress<'_>,
+) -> Result<CaughtUp, StoreError> {
+    // read before the fold: every change after it is caught up next time
+    let seq = log.log_seq()?;
+    let changes = match db.applied_seq()? {
+        Some(applied) => log.changes_since(applied)?,
+        None => None,
+    };
+    let mut done = CaughtUp::default();
+    match changes {
+        None => {
+            db.clear()?;
+            done.rebuilt = true;
+        }
+        Some(changes) => {
+            keep_manifests(db, &changes.records)?;
+            if let Some(from) = earliest_change(db, &changes.records, &changes.removed)? {
+                match db.rewind(from)? {
+                    Rewound::To(_) => done.rewound = true,
+                    Rewound::Unreachable => {
+                        db.clear()?;
+                        done.rebuilt = true;
+                    }
+                }
+            }
+        }
+    }
+    if done.rebuilt {
+        // a memo may name a body only a later record carried: every body
+        // in the log is known before the first page folds
+        let mut after = None;
+        loop {
+            let records = log.records_page(after, page.max(1))?;
+            keep_manifests(db, &records)?;
+            match records.last() {
+                Some(last) => after = Some(last.position()),
+                None => break,
+            }
+        }
+    }
+    let tail = done.rebuilt.then_some(undo_tail);
+    done.folded = fold_log(log, db, cfg, seq, page, tail, progress)?;
+    Ok(done)
+}
+
+/// Stores the manifest bodies `records` carry (by Arweave id: an id names
+/// one body, so a stored body is never replaced or taken back).
+fn keep_manifests(db: &mut dyn StateDb, records: &[TxRecord]) -> Result<(), StoreError> {
+    let bodies: Vec<(String, String)> = records
+        .iter()
+        .flat_map(|r| &r.manifests)
+        .map(|(id, b)| (id.clone(), b.to_string()))
+        .collect();
+    if bodies.is_empty() {
+        return Ok(());
+    }
+    db.put_manifests(&bodies)
+}
+
+/// Folds every log record after the tables' head, `page` a commit; the
+/// last commit records `seq`. Undo rows are written only for the last
+/// `undo_tail` records (`None`: for all).
+fn fold_log(
+    log: &dyn LogStore,
+    db: &mut dyn StateDb,
+    cfg: &FoldConfig,
+    seq: Option<u64>,
+    page: usize,
+    undo_tail: Option<usize>,
+    progress: Progress<'_>,
+) -> Result<usize, StoreError> {
+    let mut after = db.head()?.last;
+    let total = log.count_after(after)?;
+    let undo_from = undo_tail.map_or(0, |t| total.saturating_sub(t));
+    let mut folded = 0usize;
+    loop {
+        let records = log.records_page(after, page.max(1))?;
+        if records.is_empty() {
+            break;
+        }
+        let undo = folded + records.len() > undo_from;
+        fold_page(db, cfg, &records, undo, None)?;
+        folded += records.len();
+        progress(folded, total);
+        after = records.last().map(TxRecord::position);
+    }
+    if seq.is_some() {
+        fold_page(db, cfg, &[], true, seq)?;
+    }
+    Ok(folded)
+}
+
+/// Folds `records` (after the head, in chain order) over their working
+/// set and commits what changed.
+pub fn fold_page(
+    db: &mut dyn StateDb,
+    cfg: &FoldConfig,
+    records: &[TxRecord],
+    undo: bool,
+    applied_seq: Option<u64>,
+) -> Result<(), StoreError> {
+    let mut book = ManifestBook::new();
+    book.add_records(records);
+    // bodies the memos name that other records carried
+    let mut named = crate::fold::Keys::of(records).manifests;
+    named.retain(|id| book.get(id).is_none());
+    let bodies = db.manifests(&named)?;
+    book.add_bodies(bodies.iter().map(|(id, b)| (id, b)));
+    let before = State::working_set(db, records)?;
+    let mut after = before.clone();
+    for r in records {
+        after.apply_one(r, &book, cfg);
+    }
+    let changes = after.changes_from(&before);
+    db.commit(&Commit {
+        rows: rows_of(&changes),
+        deletes: Vec::new(),
+        head: after.head(),
+        undo: undo.then(|| (before.head(), undo_of(&changes, &before))),
+        applied_seq,
+    })
+}
+
+/// Where the earliest change among `records` (stored or updated in the
+/// log) and `removed` lies, if any is not simply after the head: a
+/// record folded at another position (the earlier of the two), a new
+/// record at or before the head, a removed record that was folded.
+fn earliest_change(
+    db: &mut dyn StateDb,
+    records: &[TxRecord],
+    removed: &[String],
+) -> Result<Option<Position>, StoreError> {
+    let head = db.head()?.last;
+    let mut sigs: BTreeSet<String> = records.iter().map(|r| r.tx.signature.clone()).collect();
+    sigs.extend(removed.iter().cloned());
+    let seen: std::collections::HashMap<String, Position> = db.seen(&sigs)?.into_iter().collect();
+    let mut earliest: Option<Position> = None;
+    let mut note = |p: Position| earliest = Some(earliest.map_or(p, |e: Position| e.min(p)));
+    for r in records {
+        let at = r.position();
+        match seen.get(r.signature()) {
+            Some(folded) if *folded == at => {}
+            Some(folded) => note((*folded).min(at)),
+            None if head.is_some_and(|last| at <= last) => note(at),
+            None => {}
+        }
+    }
+    for sig in removed {
+        if let Some(folded) = seen.get(sig) {
+            note(*folded);
+        }
+    }
+    Ok(earliest)
+}

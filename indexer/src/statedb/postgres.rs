@@ -1,0 +1,1 @@
+//! The state tables in PostgreSQL (the server mode).

@@ -1,0 +1,422 @@
+//! The state tables in SQLite: the embedded default, in the indexer's own
+//! database file beside the log (its own connection, so a batch's commit
+//! never waits on the log's) or in memory for tests.
+//!
+//! Owns the SQL only.
+
+use super::{keys, restore, Commit, HeadJson, Kind, Rewound, Row, StateDb, Undo};
+use crate::fold::{EscrowState, Head, ListingState, OfferState, Rows, Settlement};
+use crate::record::Position;
+use crate::store::StoreError;
+use rusqlite::{params, Connection, OptionalExtension};
+use serde_json::Value;
+use std::collections::BTreeSet;
+use std::path::Path;
+use std::sync::Arc;
+
+/// The schema (idempotent: every statement creates only what is missing).
+pub const SCHEMA: &str = include_str!("../../../migrations/indexer/state.sql");
+
+/// The SQLite state tables.
+pub struct SqliteState {
+    conn: Connection,
+}
+
+impl SqliteState {
+    /// Opens the tables in the database at `path` (the indexer's own file:
+    /// open its log store first, which creates and stamps it).
+    pub fn open(path: &Path) -> Result<SqliteState, StoreError> {
+        Self::init(Connection::open(path)?)
+    }
+
+    /// Tables in memory.
+    pub fn in_memory() -> Result<SqliteState, StoreError> {
+        Self::init(Connection::open_in_memory()?)
+    }
+
+    fn init(conn: Connection) -> Result<SqliteState, StoreError> {
+        conn.busy_timeout(std::time::Duration::from_secs(5))?;
+        conn.pragma_update(None, "journal_mode", "WAL")?;
+        conn.pragma_update(None, "synchronous", "NORMAL")?;
+        conn.execute_batch(SCHEMA)?;
+        Ok(SqliteState { conn })
+    }
+
+    /// `(key, body)` rows `sql` selects for each key in `set` (one cached
+    /// statement, one lookup per key: SQLite answers in-process).
+    fn each(&self, sql: &str, set: &BTreeSet<String>) -> Result<Vec<(String, String)>, StoreError> {
+        let mut stmt = self.conn.prepare_cached(sql)?;
+        let mut out = Vec::new();
+        for k in set {
+            let rows = stmt.query_map([k], |r| Ok((r.get(0)?, r.get(1)?)))?;
+            for row in rows {
+                out.push(row?);
+            }
+        }
+        Ok(out)
+    }
+}
+
+fn settlements(rows: Vec<(String, String)>) -> Result<Vec<(String, Settlement)>, StoreError> {
+    rows.into_iter()
+        .map(|(k, b)| super::decode_settlement(&k, &b).map(|v| (k, v)))
+        .collect()
+}
+
+fn decoded<T: serde::de::DeserializeOwned>(
+    rows: Vec<(String, String)>,
+) -> Result<Vec<(String, T)>, StoreError> {
+    rows.into_iter()
+        .map(|(k, b)| super::decode(&k, &b).map(|v| (k, v)))
+        .collect()
+}
+
+fn position(slot: Option<i64>, idx: Option<i64>) -> Option<Position> {
+    Some((slot? as u64, idx? as u32))
+}
+
+fn read_head(conn: &Connection) -> Result<(Head, Option<u64>, Option<Position>), StoreError> {
+    let row = conn
+        .query_row(
+            "SELECT now, last_slot, last_idx, transactions, applied_seq, floor_slot, floor_idx
+             FROM state_head WHERE one = 1",
+            [],
+            |r| {
+                Ok((
+                    Head {
+                        now: r.get(0)?,
+                        last: position(r.get(1)?, r.get(2)?),
+                        transactions: r.get::<_, i64>(3)? as u64,
+                    },
+                    r.get::<_, Option<i64>>(4)?.map(|s| s as u64),
+                    position(r.get(5)?, r.get(6)?),
+                ))
+            },
+        )
+        .optional()?;
+    Ok(row.unwrap_or_default())
+}
+
+fn write_row(tx: &rusqlite::Transaction<'_>, row: &Row) -> Result<(), StoreError> {
+    match row {
+        Row::Listing(l) => tx
+            .prepare_cached(
+                "INSERT INTO state_listings (id, seller, escrow_account, body) VALUES (?1, ?2, ?3, ?4)
+                 ON CONFLICT (id) DO UPDATE SET seller = ?2, escrow_account = ?3, body = ?4",
+            )?
+            .execute(params![l.id, l.seller, l.escrow_account, l.body])?,
+        Row::Offer {
+            id,
+            listing_id,
+            body,
+        } => tx
+            .prepare_cached(
+                "INSERT INTO state_offers (id, listing_id, body) VALUES (?1, ?2, ?3)
+                 ON CONFLICT (id) DO UPDATE SET listing_id = ?2, body = ?3",
+            )?
+            .execute(params![id, listing_id, body])?,
+        Row::Settlement {
+            signature,
+            listing_id,
+            at,
+            body,
+        } => tx
+            .prepare_cached(
+                "INSERT INTO state_settlements (signature, listing_id, slot, idx, body)
+                 VALUES (?1, ?2, coalesce(?3, 0), coalesce(?4, 0), ?5)
+                 ON CONFLICT (signature) DO UPDATE SET listing_id = ?2,
+                   slot = coalesce(?3, slot), idx = coalesce(?4, idx), body = ?5",
+            )?
+            .execute(params![
+                signature,
+                listing_id,
+                at.map(|p| p.0 as i64),
+                at.map(|p| p.1 as i64),
+                body
+            ])?,
+        Row::Rejected { signature, body } => tx
+            .prepare_cached(
+                "INSERT INTO state_rejected (signature, body) VALUES (?1, ?2)
+                 ON CONFLICT (signature) DO UPDATE SET body = ?2",
+            )?
+            .execute(params![signature, body])?,
+        Row::Escrow { account, body } => tx
+            .prepare_cached(
+                "INSERT INTO state_escrows (account, body) VALUES (?1, ?2)
+                 ON CONFLICT (account) DO UPDATE SET body = ?2",
+            )?
+            .execute(params![account, body])?,
+        Row::Seen { signature, at } => tx
+            .prepare_cached(
+                "INSERT INTO state_seen (signature, slot, idx) VALUES (?1, ?2, ?3)
+                 ON CONFLICT (signature) DO UPDATE SET slot = ?2, idx = ?3",
+            )?
+            .execute(params![signature, at.0 as i64, at.1 as i64])?,
+    };
+    Ok(())
+}
+
+/// The table and key column of a kind.
+fn table(kind: Kind) -> (&'static str, &'static str) {
+    match kind {
+        Kind::Listing => ("state_listings", "id"),
+        Kind::Offer => ("state_offers", "id"),
+        Kind::Settlement => ("state_settlements", "signature"),
+        Kind::Rejected => ("state_rejected", "signature"),
+        Kind::Escrow => ("state_escrows", "account"),
+        Kind::Seen => ("state_seen", "signature"),
+    }
+}
+
+fn write_head(
+    tx: &rusqlite::Transaction<'_>,
+    head: &Head,
+    applied_seq: Option<u64>,
+    floor: Option<Position>,
+) -> Result<(), StoreError> {
+    tx.execute(
+        "INSERT INTO state_head (one, now, last_slot, last_idx, transactions, applied_seq, floor_slot, floor_idx)
+         VALUES (1, ?1, ?2, ?3, ?4, ?5, ?6, ?7)
+         ON CONFLICT (one) DO UPDATE SET now = ?1, last_slot = ?2, last_idx = ?3,
+           transactions = ?4, applied_seq = ?5, floor_slot = ?6, floor_idx = ?7",
+        params![
+            head.now,
+            head.last.map(|p| p.0 as i64),
+            head.last.map(|p| p.1 as i64),
+            head.transactions as i64,
+            applied_seq.map(|s| s as i64),
+            floor.map(|p| p.0 as i64),
+            floor.map(|p| p.1 as i64),
+        ],
+    )?;
+    Ok(())
+}
+
+impl Rows for SqliteState {
+    type Error = StoreError;
+
+    fn head(&mut self) -> Result<Head, StoreError> {
+        Ok(read_head(&self.conn)?.0)
+    }
+
+    fn listings(&mut self, ids: &BTreeSet<String>) -> Result<Vec<ListingState>, StoreError> {
+        let rows = self.each("SELECT id, body FROM state_listings WHERE id = ?1", ids)?;
+        Ok(decoded(rows)?.into_iter().map(|(_, l)| l).collect())
+    }
+
+    fn offers(&mut self, ids: &BTreeSet<String>) -> Result<Vec<OfferState>, StoreError> {
+        let rows = self.each("SELECT id, body FROM state_offers WHERE id = ?1", ids)?;
+        Ok(decoded(rows)?.into_iter().map(|(_, o)| o).collect())
+    }
+
+    fn offers_of(&mut self, listing_ids: &BTreeSet<String>) -> Result<Vec<OfferState>, StoreError> {
+        let rows = self.each(
+            "SELECT id, body FROM state_offers WHERE listing_id = ?1",
+            listing_ids,
+        )?;
+        Ok(decoded(rows)?.into_iter().map(|(_, o)| o).collect())
+    }
+
+    fn settlements(
+        &mut self,
+        signatures: &BTreeSet<String>,
+    ) -> Result<Vec<(String, Settlement)>, StoreError> {
+        settlements(self.each(
+            "SELECT signature, body FROM state_settlements WHERE signature = ?1",
+            signatures,
+        )?)
+    }
+
+    fn settlements_of(
+        &mut self,
+        listing_ids: &BTreeSet<String>,
+    ) -> Result<Vec<(String, Settlement)>, StoreError> {
+        settlements(self.each(
+            "SELECT signature, body FROM state_settlements WHERE listing_id = ?1
+             ORDER BY slot, idx, signature",
+            listing_ids,
+        )?)
+    }
+
+    fn escrows(
+        &mut self,
+        accounts: &BTreeSet<String>,
+    ) -> Result<Vec<(String, EscrowState)>, StoreError> {
+        decoded(self.each(
+            "SELECT account, body FROM state_escrows WHERE account = ?1",
+            accounts,
+        )?)
+    }
+
+    fn manifests(
+        &mut self,
+        ids: &BTreeSet<String>,
+    ) -> Result<Vec<(String, Arc<Value>)>, StoreError> {
+        let rows = self.each("SELECT id, body FROM state_manifests WHERE id = ?1", ids)?;
+        Ok(decoded::<Value>(rows)?
+            .into_iter()
+            .map(|(id, b)| (id, Arc::new(b)))
+            .collect())
+    }
+
+    fn seen(
+        &mut self,
+        signatures: &BTreeSet<String>,
+    ) -> Result<Vec<(String, Position)>, StoreError> {
+        let mut stmt = self
+            .conn
+            .prepare_cached("SELECT slot, idx FROM state_seen WHERE signature = ?1")?;
+        let mut out = Vec::new();
+        for sig in keys(signatures) {
+            let at = stmt
+                .query_row([&sig], |r| {
+                    Ok((r.get::<_, i64>(0)? as u64, r.get::<_, i64>(1)? as u32))
+                })
+                .optional()?;
+            out.extend(at.map(|at| (sig, at)));
+        }
+        Ok(out)
+    }
+}
+
+impl StateDb for SqliteState {
+    fn applied_seq(&mut self) -> Result<Option<u64>, StoreError> {
+        Ok(read_head(&self.conn)?.1)
+    }
+
+    fn commit(&mut self, c: &Commit) -> Result<(), StoreError> {
+        let (_, _, mut floor) = read_head(&self.conn)?;
+        let applied = match c.applied_seq {
+            Some(s) => Some(s),
+            None => read_head(&self.conn)?.1,
+        };
+        let tx = self.conn.transaction()?;
+        for row in &c.rows {
+            write_row(&tx, row)?;
+        }
+        for (kind, key) in &c.deletes {
+            let (t, k) = table(*kind);
+            tx.prepare_cached(&format!("DELETE FROM {t} WHERE {k} = ?1"))?
+                .execute([key])?;
+        }
+        let changed = !c.rows.is_empty() || !c.deletes.is_empty();
+        match (&c.undo, c.head.last) {
+            (Some((before, undo)), Some(last)) if changed => {
+                tx.execute(
+                    "INSERT INTO state_batches (last_slot, last_idx, head_before) VALUES (?1, ?2, ?3)",
+                    params![last.0 as i64, last.1 as i64, super::body(&HeadJson::from(*before))],
+                )?;
+                let batch = tx.last_insert_rowid();
+                let mut stmt = tx.prepare_cached(
+                    "INSERT INTO state_undo (batch, kind, key, body) VALUES (?1, ?2, ?3, ?4)",
+                )?;
+                for u in undo {
+                    stmt.execute(params![batch, u.kind.number(), u.key, u.before])?;
+                }
+            }
+            (None, last) if changed => floor = last.max(floor),
+            _ => {}
+        }
+        write_head(&tx, &c.head, applied, floor)?;
+        tx.commit()?;
+        Ok(())
+    }
+
+    fn rewind(&mut self, from: Position) -> Result<Rewound, StoreError> {
+        let (_, applied, floor) = read_head(&self.conn)?;
+        if floor.is_some_and(|f| from <= f) {
+            return Ok(Rewound::Unreachable);
+        }
+        let batches: Vec<(i64, String)> = {
+            let mut stmt = self.conn.prepare(
+                "SELECT batch, head_before FROM state_batches
+                 WHERE last_slot > ?1 OR (last_slot = ?1 AND last_idx >= ?2)
+                 ORDER BY batch DESC",
+            )?;
+            let rows = stmt.query_map(params![from.0 as i64, from.1 as i64], |r| {
+                Ok((r.get(0)?, r.get(1)?))
+            })?;
+            rows.collect::<Result<_, _>>()?
+        };
+        let Some((oldest, head_json)) = batches.last().cloned() else {
+            return Ok(Rewound::To(read_head(&self.conn)?.0));
+        };
+        let head: Head = super::decode::<HeadJson>("state head", &head_json)?.into();
+        let mut undo = Vec::new();
+        {
+            let mut stmt = self
+                .conn
+                .prepare_cached("SELECT kind, key, body FROM state_undo WHERE batch = ?1")?;
+            for (batch, _) in &batches {
+                let rows = stmt.query_map([batch], |r| {
+                    Ok((r.get::<_, i64>(0)?, r.get::<_, String>(1)?, r.get(2)?))
+                })?;
+                for row in rows {
+                    let (kind, key, before) = row?;
+                    let kind = Kind::from_number(kind).ok_or_else(|| {
+                        StoreError::Foreign(format!("undo row of unknown kind {kind}"))
+                    })?;
+                    undo.push(Undo { kind, key, before });
+                }
+            }
+        }
+        let (rows, deletes) = restore(&undo)?;
+        let tx = self.conn.transaction()?;
+        for row in &rows {
+            write_row(&tx, row)?;
+        }
+        for (kind, key) in &deletes {
+            let (t, k) = table(*kind);
+            tx.prepare_cached(&format!("DELETE FROM {t} WHERE {k} = ?1"))?
+                .execute([key])?;
+        }
+        tx.execute("DELETE FROM state_undo WHERE batch >= ?1", [oldest])?;
+        tx.execute("DELETE FROM state_batches WHERE batch >= ?1", [oldest])?;
+        write_head(&tx, &head, applied, floor)?;
+        tx.commit()?;
+        Ok(Rewound::To(head))
+    }
+
+    fn put_manifests(&mut self, bodies: &[(String, String)]) -> Result<(), StoreError> {
+        let tx = self.conn.transaction()?;
+        {
+            let mut stmt = tx.prepare_cached(
+                "INSERT INTO state_manifests (id, body) VALUES (?1, ?2) ON CONFLICT (id) DO NOTHING",
+            )?;
+            for (id, body) in bodies {
+                stmt.execute(params![id, body])?;
+            }
+        }
+        tx.commit()?;
+        Ok(())
+    }
+
+    fn clear(&mut self) -> Result<(), StoreError> {
+        self.conn.execute_batch(
+            "BEGIN;
+             DELETE FROM state_listings; DELETE FROM state_offers; DELETE FROM state_settlements;
+             DELETE FROM state_rejected; DELETE FROM state_escrows; DELETE FROM state_seen;
+             DELETE FROM state_undo; DELETE FROM state_batches; DELETE FROM state_head;
+             COMMIT;",
+        )?;
+        Ok(())
+    }
+
+    fn scan(
+        &mut self,
+        kind: Kind,
+        f: &mut dyn FnMut(&str, &str) -> Result<(), StoreError>,
+    ) -> Result<(), StoreError> {
+        let (t, k) = table(kind);
+        let mut stmt = self
+            .conn
+            .prepare(&format!("SELECT {k}, body FROM {t} ORDER BY {k}"))?;
+        let mut rows = stmt.query([])?;
+        while let Some(r) = rows.next()? {
+            let key: String = r.get(0)?;
+            let body: String = r.get(1)?;
+            f(&key, &body)?;
+        }
+        Ok(())
+    }
+}

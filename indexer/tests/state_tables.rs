@@ -1,0 +1,325 @@
+//! The state kept as tables ([`indexer::statedb`]) is the fold of the log,
+//! whatever the page size, the arrival order of records, forks moving or
+//! dropping them, or a process killed between any two commits: its hash,
+//! streamed from the tables, equals the whole in-memory fold's (and the
+//! pinned hash of the recorded fixture log).
+
+use indexer::book::ManifestBook;
+use indexer::fold::{FoldConfig, Head, Rows, State};
+use indexer::record::{sort_chain_order, Position, TxRecord};
+use indexer::statedb::durable::{self, CaughtUp};
+use indexer::statedb::sqlite::SqliteState;
+use indexer::statedb::{state_hash, Commit, Kind, Rewound, StateDb};
+use indexer::store::{LogStore, SqliteStore, StoreError};
+use indexer::synth::{self, wallet, LogBuilder};
+use node::escrow::EscrowEvent;
+use proptest::prelude::*;
+use std::collections::BTreeSet;
+
+fn replay(records: &[TxRecord]) -> State {
+    let mut sorted = records.to_vec();
+    sort_chain_order(&mut sorted);
+    let mut book = ManifestBook::new();
+    book.add_records(&sorted);
+    State::fold(&sorted, &book, &FoldConfig::default())
+}
+
+/// Trades, hostile trades and escrow buys that are revealed, claimed,
+/// refunded and disputed, among few sellers (so listings, offers and
+/// buys are touched again and again across pages).
+fn mixed_log(n: u64) -> Vec<TxRecord> {
+    let mut b = LogBuilder::new();
+    for i in 0..n {
+        b.trade(i, 3);
+        b.hostile_trade(1_000 + i, 3);
+        let seller = wallet(1, i % 3);
+        let l = b.list_escrow(&seller, 2_000 + i, node::escrow::PROGRAM_ID);
+        for (k, end) in (0..3u64).zip(["claim", "refund", "fraud"]) {
+            let buyer = wallet(2, 5_000 + 3 * i + k);
+            b.escrow_buy(&buyer, &l);
+            let account =
+                node::escrow::listing_address(&seller.address().parse().unwrap(), &l.listing_id);
+            let escrow = node::escrow::escrow_address(&account, &buyer.address().parse().unwrap());
+            let event = match end {
+                "claim" => {
+                    b.escrow_reveal(&seller, &l, &buyer);
+                    EscrowEvent::Claimed {
+                        escrow,
+                        to_seller: 9,
+                        fee: 1,
+                    }
+                }
+                "refund" => EscrowEvent::Refunded {
+                    escrow,
+                    amount: 10,
+                    slashed: 3,
+                },
+                _ => EscrowEvent::FraudProven {
+                    escrow,
+                    index: 4,
+                    amount: 10,
+                    slashed: 5,
+                },
+            };
+            b.escrow_event(&seller, event);
+        }
+    }
+    b.finish()
+}
+
+fn log_with(records: &[TxRecord], final_slot: u64) -> SqliteStore {
+    let mut log = SqliteStore::in_memory().unwrap();
+    log.put_records(records, final_slot).unwrap();
+    log
+}
+
+fn catch_up(log: &SqliteStore, db: &mut dyn StateDb, page: usize) -> CaughtUp {
+    durable::catch_up(log, db, &FoldConfig::default(), page, &mut |_, _| {}).unwrap()
+}
+
+#[test]
+fn the_recorded_fixture_log_hashes_to_its_pinned_value_from_the_tables() {
+    let path =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/every-refusal.jsonl");
+    let records = indexer::logfile::read(std::fs::File::open(path).unwrap()).unwrap();
+    let want = replay(&records).hash();
+    assert_eq!(
+        want,
+        "dca430765a055328bd325bddcf9a0ffe08298b06b22194de56daec70cfbd5a10"
+    );
+    for page in [1, 3, 10_000] {
+        let log = log_with(&records, u64::MAX);
+        let mut db = SqliteState::in_memory().unwrap();
+        let done = catch_up(&log, &mut db, page);
+        assert_eq!(done.folded, records.len());
+        assert_eq!(state_hash(&mut db).unwrap(), want, "page {page}");
+    }
+}
+
+#[test]
+fn a_mixed_log_folds_the_same_in_pages_of_any_size() {
+    let records = mixed_log(12);
+    let state = replay(&records);
+    assert!(!state.escrows.is_empty() && !state.rejected.is_empty());
+    let want = state.hash();
+    for page in [1, 2, 17, 5_000] {
+        let log = log_with(&records, u64::MAX);
+        let mut db = SqliteState::in_memory().unwrap();
+        catch_up(&log, &mut db, page);
+        assert_eq!(state_hash(&mut db).unwrap(), want, "page {page}");
+        assert_eq!(
+            db.head().unwrap(),
+            Head {
+                now: state.now,
+                last: state.last,
+                transactions: state.transactions,
+            }
+        );
+    }
+}
+
+#[test]
+fn moved_late_and_vanished_records_rewind_only_what_they_touch() {
+    let records = mixed_log(10);
+    let n = records.len();
+    // everything provisional (final slot 0), so a fork may move or drop it
+    let mut log = SqliteStore::in_memory().unwrap();
+    let mut db = SqliteState::in_memory().unwrap();
+    let late = records[n - 30].clone();
+    let early: Vec<TxRecord> = records
+        .iter()
+        .filter(|r| r.signature() != late.signature())
+        .cloned()
+        .collect();
+    for (i, chunk) in early.chunks(40).enumerate() {
+        log.put_records(chunk, 0).unwrap();
+        let done = catch_up(&log, &mut db, 7);
+        assert!(!done.rewound, "chunk {i}");
+        assert_eq!(done.rebuilt, i == 0, "only the first fold starts empty");
+    }
+    // a late record 30 back
+    log.put_records(std::slice::from_ref(&late), 0).unwrap();
+    let done = catch_up(&log, &mut db, 7);
+    assert!(done.rewound && !done.rebuilt, "{done:?}");
+    assert!(done.folded <= 30 + 2 * 7, "refolded {} of {n}", done.folded);
+    assert_eq!(state_hash(&mut db).unwrap(), replay(&records).hash());
+    // a fork moves a record 50 back after the head
+    let mut moved = records[n - 50].clone();
+    moved.tx.slot = records[n - 1].tx.slot;
+    moved.index = 1;
+    log.put_records(std::slice::from_ref(&moved), 0).unwrap();
+    let done = catch_up(&log, &mut db, 7);
+    assert!(done.rewound && !done.rebuilt);
+    let mut now = records.clone();
+    now[n - 50] = moved;
+    assert_eq!(state_hash(&mut db).unwrap(), replay(&now).hash());
+    // a provisional record 20 back vanishes
+    let gone = now[n - 20].signature().to_string();
+    assert_eq!(log.remove(std::slice::from_ref(&gone)).unwrap(), 1);
+    let done = catch_up(&log, &mut db, 7);
+    assert!(done.rewound && !done.rebuilt);
+    now.retain(|r| r.signature() != gone);
+    assert_eq!(state_hash(&mut db).unwrap(), replay(&now).hash());
+    assert!(db.seen(&BTreeSet::from([gone])).unwrap().is_empty());
+}
+
+#[test]
+fn a_rewind_past_a_rebuilds_last_undo_rows_rebuilds() {
+    let records = synth::trades(40, 4);
+    let log = log_with(&records, u64::MAX);
+    let mut db = SqliteState::in_memory().unwrap();
+    // a cold fold writes undo rows only for its tail
+    durable::catch_up_with(
+        &log,
+        &mut db,
+        &FoldConfig::default(),
+        10,
+        20,
+        &mut |_, _| {},
+    )
+    .unwrap();
+    let first: Position = records[0].position();
+    assert_eq!(db.rewind(first).unwrap(), Rewound::Unreachable);
+    let tail = records[records.len() - 5].position();
+    assert!(matches!(db.rewind(tail).unwrap(), Rewound::To(_)));
+    let done = catch_up(&log, &mut db, 10);
+    assert_eq!(done.folded, 10, "the undone page is folded again");
+    assert_eq!(state_hash(&mut db).unwrap(), replay(&records).hash());
+}
+
+/// A state database that dies (an error, as a killed process's last
+/// commit never lands) at its `die_at`th commit.
+struct Dying<'a> {
+    db: &'a mut SqliteState,
+    commits: usize,
+    die_at: usize,
+}
+
+impl Rows for Dying<'_> {
+    type Error = StoreError;
+    fn head(&mut self) -> Result<Head, StoreError> {
+        self.db.head()
+    }
+    fn listings(
+        &mut self,
+        ids: &BTreeSet<String>,
+    ) -> Result<Vec<indexer::fold::ListingState>, StoreError> {
+        self.db.listings(ids)
+    }
+    fn offers(
+        &mut self,
+        ids: &BTreeSet<String>,
+    ) -> Result<Vec<indexer::fold::OfferState>, StoreError> {
+        self.db.offers(ids)
+    }
+    fn offers_of(
+        &mut self,
+        ids: &BTreeSet<String>,
+    ) -> Result<Vec<indexer::fold::OfferState>, StoreError> {
+        self.db.offers_of(ids)
+    }
+    fn settlements(
+        &mut self,
+        sigs: &BTreeSet<String>,
+    ) -> Result<Vec<(String, indexer::fold::Settlement)>, StoreError> {
+        self.db.settlements(sigs)
+    }
+    fn settlements_of(
+        &mut self,
+        ids: &BTreeSet<String>,
+    ) -> Result<Vec<(String, indexer::fold::Settlement)>, StoreError> {
+        self.db.settlements_of(ids)
+    }
+    fn escrows(
+        &mut self,
+        accounts: &BTreeSet<String>,
+    ) -> Result<Vec<(String, indexer::fold::EscrowState)>, StoreError> {
+        self.db.escrows(accounts)
+    }
+    fn manifests(
+        &mut self,
+        ids: &BTreeSet<String>,
+    ) -> Result<Vec<(String, std::sync::Arc<serde_json::Value>)>, StoreError> {
+        self.db.manifests(ids)
+    }
+    fn seen(&mut self, sigs: &BTreeSet<String>) -> Result<Vec<(String, Position)>, StoreError> {
+        self.db.seen(sigs)
+    }
+}
+
+impl StateDb for Dying<'_> {
+    fn applied_seq(&mut self) -> Result<Option<u64>, StoreError> {
+        self.db.applied_seq()
+    }
+    fn commit(&mut self, c: &Commit) -> Result<(), StoreError> {
+        self.commits += 1;
+        if self.commits == self.die_at {
+            return Err(StoreError::Closed);
+        }
+        self.db.commit(c)
+    }
+    fn rewind(&mut self, from: Position) -> Result<Rewound, StoreError> {
+        self.db.rewind(from)
+    }
+    fn put_manifests(&mut self, bodies: &[(String, String)]) -> Result<(), StoreError> {
+        self.db.put_manifests(bodies)
+    }
+    fn clear(&mut self) -> Result<(), StoreError> {
+        self.db.clear()
+    }
+    fn scan(
+        &mut self,
+        kind: Kind,
+        f: &mut dyn FnMut(&str, &str) -> Result<(), StoreError>,
+    ) -> Result<(), StoreError> {
+        self.db.scan(kind, f)
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(24))]
+
+    /// Records arriving in any order, in batches of any size, folded in
+    /// pages of any size, with the process killed at any commit and
+    /// restarted: the tables hash to the replay of the sorted log.
+    #[test]
+    fn arrival_order_pages_and_kills_never_change_the_state(
+        seed in any::<u64>(),
+        sizes in proptest::collection::vec(1usize..60, 1..6),
+        page in 1usize..40,
+        die_at in 1usize..30,
+    ) {
+        let records = mixed_log(3);
+        let mut shuffled = records.clone();
+        let mut x = seed | 1;
+        for i in (1..shuffled.len()).rev() {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            let reach = if x % 10 == 0 { i } else { 6.min(i) };
+            let j = i - (x as usize % (reach + 1));
+            shuffled.swap(i, j);
+        }
+        let mut log = SqliteStore::in_memory().unwrap();
+        let mut db = SqliteState::in_memory().unwrap();
+        let mut died = false;
+        let mut rest = &shuffled[..];
+        let mut cycle = sizes.iter().cycle();
+        while !rest.is_empty() {
+            let k = (*cycle.next().unwrap()).min(rest.len());
+            log.put_records(&rest[..k], 0).unwrap();
+            rest = &rest[k..];
+            if !died {
+                let mut dying = Dying { db: &mut db, commits: 0, die_at };
+                let r = durable::catch_up(&log, &mut dying, &FoldConfig::default(), page, &mut |_, _| {});
+                died = r.is_err();
+                if died {
+                    continue;
+                }
+            }
+            catch_up(&log, &mut db, page);
+        }
+        catch_up(&log, &mut db, page);
+        prop_assert_eq!(state_hash(&mut db).unwrap(), replay(&records).hash());
+    }
+}

@@ -1,0 +1,69 @@
+-- The folded state as tables (indexer::statedb). Idempotent: opened by
+-- every process that reads or writes the state. Each entity row holds its
+-- canonical JSON (the bytes the state hash covers); keys sort bytewise.
+CREATE TABLE IF NOT EXISTS state_listings (
+    id             TEXT PRIMARY KEY,
+    seller         TEXT NOT NULL,
+    escrow_account TEXT,
+    body           TEXT NOT NULL
+);
+CREATE INDEX IF NOT EXISTS state_listings_by_seller ON state_listings (seller);
+CREATE INDEX IF NOT EXISTS state_listings_by_escrow ON state_listings (escrow_account);
+CREATE TABLE IF NOT EXISTS state_offers (
+    id         TEXT PRIMARY KEY,
+    listing_id TEXT NOT NULL,
+    body       TEXT NOT NULL
+);
+CREATE INDEX IF NOT EXISTS state_offers_by_listing ON state_offers (listing_id);
+CREATE TABLE IF NOT EXISTS state_settlements (
+    signature  TEXT PRIMARY KEY,
+    listing_id TEXT NOT NULL,
+    slot       INTEGER NOT NULL,
+    idx        INTEGER NOT NULL,
+    body       TEXT NOT NULL
+);
+CREATE INDEX IF NOT EXISTS state_settlements_by_listing ON state_settlements (listing_id, slot, idx);
+CREATE TABLE IF NOT EXISTS state_rejected (
+    signature TEXT PRIMARY KEY,
+    body      TEXT NOT NULL
+);
+CREATE TABLE IF NOT EXISTS state_escrows (
+    account TEXT PRIMARY KEY,
+    body    TEXT NOT NULL
+);
+CREATE TABLE IF NOT EXISTS state_seen (
+    signature TEXT PRIMARY KEY,
+    slot      INTEGER NOT NULL,
+    idx       INTEGER NOT NULL
+);
+-- the scalars, the log change number they reflect, and the undo floor
+-- (the last record a batch without undo rows folded)
+CREATE TABLE IF NOT EXISTS state_head (
+    one          INTEGER PRIMARY KEY CHECK (one = 1),
+    now          INTEGER NOT NULL,
+    last_slot    INTEGER,
+    last_idx     INTEGER,
+    transactions INTEGER NOT NULL,
+    applied_seq  INTEGER,
+    floor_slot   INTEGER,
+    floor_idx    INTEGER
+);
+CREATE TABLE IF NOT EXISTS state_batches (
+    batch       INTEGER PRIMARY KEY,
+    last_slot   INTEGER NOT NULL,
+    last_idx    INTEGER NOT NULL,
+    head_before TEXT NOT NULL
+);
+CREATE TABLE IF NOT EXISTS state_undo (
+    batch INTEGER NOT NULL,
+    kind  INTEGER NOT NULL,
+    key   TEXT NOT NULL,
+    body  TEXT
+);
+CREATE INDEX IF NOT EXISTS state_undo_by_batch ON state_undo (batch);
+-- manifest bodies any stored record carried, by Arweave id (a memo may
+-- name a body another record carried); never cleared
+CREATE TABLE IF NOT EXISTS state_manifests (
+    id   TEXT PRIMARY KEY,
+    body TEXT NOT NULL
+);
