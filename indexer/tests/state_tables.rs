@@ -73,7 +73,7 @@ fn log_with(records: &[TxRecord], final_slot: u64) -> SqliteStore {
     log
 }
 
-fn catch_up(log: &SqliteStore, db: &mut dyn StateDb, page: usize) -> CaughtUp {
+fn catch_up(log: &dyn LogStore, db: &mut dyn StateDb, page: usize) -> CaughtUp {
     durable::catch_up(log, db, &FoldConfig::default(), page, &mut |_, _| {}).unwrap()
 }
 
@@ -120,11 +120,16 @@ fn a_mixed_log_folds_the_same_in_pages_of_any_size() {
 
 #[test]
 fn moved_late_and_vanished_records_rewind_only_what_they_touch() {
+    let mut log = SqliteStore::in_memory().unwrap();
+    let mut db = SqliteState::in_memory().unwrap();
+    rewinds(&mut log, &mut db);
+}
+
+/// Late, moved and vanished records, with `log` and `db` empty.
+fn rewinds(log: &mut dyn LogStore, db: &mut dyn StateDb) {
     let records = mixed_log(10);
     let n = records.len();
     // everything provisional (final slot 0), so a fork may move or drop it
-    let mut log = SqliteStore::in_memory().unwrap();
-    let mut db = SqliteState::in_memory().unwrap();
     let late = records[n - 30].clone();
     let early: Vec<TxRecord> = records
         .iter()
@@ -133,33 +138,33 @@ fn moved_late_and_vanished_records_rewind_only_what_they_touch() {
         .collect();
     for (i, chunk) in early.chunks(40).enumerate() {
         log.put_records(chunk, 0).unwrap();
-        let done = catch_up(&log, &mut db, 7);
+        let done = catch_up(log, db, 7);
         assert!(!done.rewound, "chunk {i}");
         assert_eq!(done.rebuilt, i == 0, "only the first fold starts empty");
     }
     // a late record 30 back
     log.put_records(std::slice::from_ref(&late), 0).unwrap();
-    let done = catch_up(&log, &mut db, 7);
+    let done = catch_up(log, db, 7);
     assert!(done.rewound && !done.rebuilt, "{done:?}");
     assert!(done.folded <= 30 + 2 * 7, "refolded {} of {n}", done.folded);
-    assert_eq!(state_hash(&mut db).unwrap(), replay(&records).hash());
+    assert_eq!(state_hash(db).unwrap(), replay(&records).hash());
     // a fork moves a record 50 back after the head
     let mut moved = records[n - 50].clone();
     moved.tx.slot = records[n - 1].tx.slot;
     moved.index = 1;
     log.put_records(std::slice::from_ref(&moved), 0).unwrap();
-    let done = catch_up(&log, &mut db, 7);
+    let done = catch_up(log, db, 7);
     assert!(done.rewound && !done.rebuilt);
     let mut now = records.clone();
     now[n - 50] = moved;
-    assert_eq!(state_hash(&mut db).unwrap(), replay(&now).hash());
+    assert_eq!(state_hash(db).unwrap(), replay(&now).hash());
     // a provisional record 20 back vanishes
     let gone = now[n - 20].signature().to_string();
     assert_eq!(log.remove(std::slice::from_ref(&gone)).unwrap(), 1);
-    let done = catch_up(&log, &mut db, 7);
+    let done = catch_up(log, db, 7);
     assert!(done.rewound && !done.rebuilt);
     now.retain(|r| r.signature() != gone);
-    assert_eq!(state_hash(&mut db).unwrap(), replay(&now).hash());
+    assert_eq!(state_hash(db).unwrap(), replay(&now).hash());
     assert!(db.seen(&BTreeSet::from([gone])).unwrap().is_empty());
 }
 
@@ -189,13 +194,13 @@ fn a_rewind_past_a_rebuilds_last_undo_rows_rebuilds() {
 
 /// A state database that dies (an error, as a killed process's last
 /// commit never lands) at its `die_at`th commit.
-struct Dying<'a> {
-    db: &'a mut SqliteState,
+struct Dying<'a, D: StateDb> {
+    db: &'a mut D,
     commits: usize,
     die_at: usize,
 }
 
-impl Rows for Dying<'_> {
+impl<D: StateDb> Rows for Dying<'_, D> {
     type Error = StoreError;
     fn head(&mut self) -> Result<Head, StoreError> {
         self.db.head()
@@ -247,7 +252,7 @@ impl Rows for Dying<'_> {
     }
 }
 
-impl StateDb for Dying<'_> {
+impl<D: StateDb> StateDb for Dying<'_, D> {
     fn applied_seq(&mut self) -> Result<Option<u64>, StoreError> {
         self.db.applied_seq()
     }
@@ -322,4 +327,64 @@ proptest! {
         catch_up(&log, &mut db, page);
         prop_assert_eq!(state_hash(&mut db).unwrap(), replay(&records).hash());
     }
+}
+
+/// A fresh database on `pg` for each scenario.
+fn database(pg: &e2e::postgres::TestPostgres, name: &str) -> String {
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    rt.block_on(async {
+        let (c, conn) = tokio_postgres::connect(&pg.url, tokio_postgres::NoTls)
+            .await
+            .unwrap();
+        tokio::spawn(conn);
+        c.batch_execute(&format!("CREATE DATABASE {name}"))
+            .await
+            .unwrap();
+    });
+    let (base, _) = pg.url.rsplit_once('/').unwrap();
+    format!("{base}/{name}")
+}
+
+/// The same on PostgreSQL (a real server the harness starts): the log and
+/// the state tables in one database, as `run --pg` keeps them.
+#[test]
+fn on_postgres_the_tables_fold_rewind_and_hash_the_same() {
+    use indexer::statedb::postgres::PgState;
+    use indexer::store::PgStore;
+    let pg = e2e::postgres::start();
+    // the fixture, pinned, in pages of 3
+    let url = database(&pg, "fixture");
+    let path =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/every-refusal.jsonl");
+    let records = indexer::logfile::read(std::fs::File::open(path).unwrap()).unwrap();
+    let mut log = PgStore::connect(&url).unwrap();
+    log.put_records(&records, u64::MAX).unwrap();
+    let mut db = PgState::connect(&url).unwrap();
+    assert_eq!(catch_up(&log, &mut db, 3).folded, records.len());
+    assert_eq!(
+        state_hash(&mut db).unwrap(),
+        "dca430765a055328bd325bddcf9a0ffe08298b06b22194de56daec70cfbd5a10"
+    );
+    // late, moved and vanished records
+    let url = database(&pg, "rewinds");
+    rewinds(
+        &mut PgStore::connect(&url).unwrap(),
+        &mut PgState::connect(&url).unwrap(),
+    );
+    // a writer killed mid-catch-up resumes from the tables
+    let url = database(&pg, "killed");
+    let records = mixed_log(6);
+    let mut log = PgStore::connect(&url).unwrap();
+    log.put_records(&records, u64::MAX).unwrap();
+    let mut db = PgState::connect(&url).unwrap();
+    for die_at in [2, 5] {
+        let mut dying = Dying { db: &mut db, commits: 0, die_at };
+        assert!(durable::catch_up(&log, &mut dying, &FoldConfig::default(), 11, &mut |_, _| {}).is_err());
+    }
+    let done = catch_up(&log, &mut db, 11);
+    assert!(!done.rebuilt || done.folded <= records.len());
+    assert_eq!(state_hash(&mut db).unwrap(), replay(&records).hash());
 }

@@ -27,6 +27,7 @@ pub const LOG_CHANNEL: &str = "brainctl_indexer_log";
 const MIGRATIONS: &[&str] = &[
     include_str!("../../../migrations/indexer-pg/0001_init.sql"),
     include_str!("../../../migrations/indexer-pg/0002_change_numbers.sql"),
+    include_str!("../../../migrations/indexer-pg/0003_state.sql"),
 ];
 /// Advisory lock held while migrating (several processes may start at once).
 const MIGRATION_LOCK: i64 = 0x4252_4e49;
@@ -90,7 +91,7 @@ impl PgStore {
     }
 
     /// Runs `f` with the client on the store's runtime.
-    fn run<T, F, Fut>(&self, f: F) -> Result<T, StoreError>
+    pub(crate) fn run<T, F, Fut>(&self, f: F) -> Result<T, StoreError>
     where
         T: Send + 'static,
         F: FnOnce(Arc<Client>) -> Fut,
@@ -101,7 +102,7 @@ impl PgStore {
     }
 
     /// Runs `f` in a transaction (committed when it returns `Ok`).
-    fn transaction<T, F, Fut>(&self, f: F) -> Result<T, StoreError>
+    pub(crate) fn transaction<T, F, Fut>(&self, f: F) -> Result<T, StoreError>
     where
         T: Send + 'static,
         F: FnOnce(Arc<Client>) -> Fut,
