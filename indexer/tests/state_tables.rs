@@ -381,8 +381,15 @@ fn on_postgres_the_tables_fold_rewind_and_hash_the_same() {
     log.put_records(&records, u64::MAX).unwrap();
     let mut db = PgState::connect(&url).unwrap();
     for die_at in [2, 5] {
-        let mut dying = Dying { db: &mut db, commits: 0, die_at };
-        assert!(durable::catch_up(&log, &mut dying, &FoldConfig::default(), 11, &mut |_, _| {}).is_err());
+        let mut dying = Dying {
+            db: &mut db,
+            commits: 0,
+            die_at,
+        };
+        assert!(
+            durable::catch_up(&log, &mut dying, &FoldConfig::default(), 11, &mut |_, _| {})
+                .is_err()
+        );
     }
     let done = catch_up(&log, &mut db, 11);
     assert!(!done.rebuilt || done.folded <= records.len());

@@ -88,6 +88,20 @@ enum Cmd {
         #[arg(long, default_value_t = 20)]
         samples: usize,
     },
+    /// The state kept as tables at scale: a generated log of N records in
+    /// PostgreSQL folded into the state tables by the writer's catch-up
+    /// loop (cold rate, peak memory, a new memo, a record before the head).
+    Tables {
+        /// PostgreSQL URL of an empty database (the bench writes its log).
+        #[arg(long, env = "BRAINCTL_BENCH_PG")]
+        pg: String,
+        /// Records in the generated log.
+        #[arg(long, default_value_t = 100_000)]
+        records: usize,
+        /// New memos measured.
+        #[arg(long, default_value_t = 20)]
+        samples: usize,
+    },
     /// Honest browse/detail clients alone, then beside attackers hinting
     /// old transactions and flooding /auth/challenge; p50/p99 of both.
     Flood {
@@ -206,6 +220,18 @@ async fn dispatch(cli: Cli) -> Result<()> {
             samples,
         } => {
             let r = indexer::loadtest::scale::scale(&pg, records, samples).await?;
+            print(json, serde_json::to_value(&r)?, &r.summary());
+            Ok(())
+        }
+        Cmd::Tables {
+            pg,
+            records,
+            samples,
+        } => {
+            let r = tokio::task::spawn_blocking(move || {
+                indexer::loadtest::tables::tables(&pg, records, samples)
+            })
+            .await??;
             print(json, serde_json::to_value(&r)?, &r.summary());
             Ok(())
         }

@@ -8,6 +8,7 @@
 pub mod explorer;
 pub mod flood;
 pub mod scale;
+pub mod tables;
 
 use crate::api::AppState;
 use crate::engine::Indexer;

@@ -40,7 +40,7 @@ pub struct Millis {
 }
 
 impl Millis {
-    fn of(mut samples: Vec<f64>) -> Millis {
+    pub(crate) fn of(mut samples: Vec<f64>) -> Millis {
         samples.sort_by(|a, b| a.total_cmp(b));
         Millis {
             n: samples.len(),
@@ -165,7 +165,7 @@ pub enum ScaleError {
     Lagged(String),
 }
 
-fn rss_mib() -> f64 {
+pub(crate) fn rss_mib() -> f64 {
     std::fs::read_to_string("/proc/self/status")
         .ok()
         .and_then(|s| {
@@ -181,18 +181,18 @@ fn memos(records: &[TxRecord]) -> usize {
 }
 
 /// What [`generate`] wrote.
-struct Generated {
+pub(crate) struct Generated {
     /// Goes on from the head.
-    builder: LogBuilder,
+    pub(crate) builder: LogBuilder,
     /// Records held out, [`OUT_OF_ORDER_DISTANCE`] and more before the head.
-    held_out: Vec<TxRecord>,
+    pub(crate) held_out: Vec<TxRecord>,
     /// Every 500th record written (old transactions to hint).
-    pool: Vec<TxRecord>,
+    pub(crate) pool: Vec<TxRecord>,
     /// Records and memos written.
-    records: usize,
-    memos: usize,
+    pub(crate) records: usize,
+    pub(crate) memos: usize,
     /// Memos stored per second.
-    rate: f64,
+    pub(crate) rate: f64,
 }
 
 /// Generates about `n` records into the log at `pg_url` (an empty
@@ -200,7 +200,11 @@ struct Generated {
 /// more before the head; returns the builder (to go on from the head),
 /// the held-out records, the records and memos written, and the
 /// memos stored per second.
-fn generate(store: &mut PgStore, n: usize, held: usize) -> Result<Generated, ScaleError> {
+pub(crate) fn generate(
+    store: &mut PgStore,
+    n: usize,
+    held: usize,
+) -> Result<Generated, ScaleError> {
     let mut b = LogBuilder::new();
     let (mut written, mut memo_count, mut held_out) = (0usize, 0usize, Vec::new());
     let hold_from = n.saturating_sub(OUT_OF_ORDER_DISTANCE + held);

@@ -33,7 +33,11 @@ impl PgState {
     }
 
     /// `(key, body)` rows `sql` selects with the key list as `$1`.
-    fn pairs(&self, sql: &'static str, set: &BTreeSet<String>) -> Result<Vec<(String, String)>, StoreError> {
+    fn pairs(
+        &self,
+        sql: &'static str,
+        set: &BTreeSet<String>,
+    ) -> Result<Vec<(String, String)>, StoreError> {
         if set.is_empty() {
             return Ok(Vec::new());
         }
@@ -311,7 +315,10 @@ impl Rows for PgState {
     }
 
     fn listings(&mut self, ids: &BTreeSet<String>) -> Result<Vec<ListingState>, StoreError> {
-        let rows = self.pairs("SELECT id, body FROM state_listings WHERE id = ANY($1)", ids)?;
+        let rows = self.pairs(
+            "SELECT id, body FROM state_listings WHERE id = ANY($1)",
+            ids,
+        )?;
         Ok(decoded(rows)?.into_iter().map(|(_, l)| l).collect())
     }
 
@@ -363,14 +370,20 @@ impl Rows for PgState {
         &mut self,
         ids: &BTreeSet<String>,
     ) -> Result<Vec<(String, Arc<Value>)>, StoreError> {
-        let rows = self.pairs("SELECT id, body FROM state_manifests WHERE id = ANY($1)", ids)?;
+        let rows = self.pairs(
+            "SELECT id, body FROM state_manifests WHERE id = ANY($1)",
+            ids,
+        )?;
         Ok(decoded::<Value>(rows)?
             .into_iter()
             .map(|(id, b)| (id, Arc::new(b)))
             .collect())
     }
 
-    fn seen(&mut self, signatures: &BTreeSet<String>) -> Result<Vec<(String, Position)>, StoreError> {
+    fn seen(
+        &mut self,
+        signatures: &BTreeSet<String>,
+    ) -> Result<Vec<(String, Position)>, StoreError> {
         if signatures.is_empty() {
             return Ok(Vec::new());
         }
