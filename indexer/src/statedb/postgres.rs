@@ -114,18 +114,23 @@ fn table(kind: Kind) -> (&'static str, &'static str) {
     }
 }
 
+/// Text columns.
+type Texts = Vec<String>;
+/// Integer columns.
+type Ints = Vec<i64>;
+
 /// Columns of each table's rows, as arrays for one `UNNEST` upsert.
 #[derive(Default)]
 struct Columns {
-    listings: (Vec<String>, Vec<String>, Vec<Option<String>>, Vec<String>),
-    offers: (Vec<String>, Vec<String>, Vec<String>),
+    listings: (Texts, Texts, Vec<Option<String>>, Texts),
+    offers: (Texts, Texts, Texts),
     /// Buys at a known position.
-    buys_at: (Vec<String>, Vec<String>, Vec<i64>, Vec<i64>, Vec<String>),
+    buys_at: (Texts, Texts, Ints, Ints, Texts),
     /// Buys whose stored position stands.
-    buys: (Vec<String>, Vec<String>, Vec<String>),
-    rejected: (Vec<String>, Vec<String>),
-    escrows: (Vec<String>, Vec<String>),
-    seen: (Vec<String>, Vec<i64>, Vec<i64>),
+    buys: (Texts, Texts, Texts),
+    rejected: (Texts, Texts),
+    escrows: (Texts, Texts),
+    seen: (Texts, Ints, Ints),
 }
 
 impl Columns {
