@@ -40,7 +40,8 @@ fn categories(l: &ListingState) -> impl Iterator<Item = &str> {
 }
 
 impl ListingFilter {
-    fn matches(&self, l: &ListingState, now: i64) -> bool {
+    /// Whether `l` is on the page at `now`.
+    pub fn matches(&self, l: &ListingState, now: i64) -> bool {
         let status = self.status.as_deref().unwrap_or("live");
         (status == "all" || l.status(now) == status)
             && self.max_price_usd.is_none_or(|p| l.price_usd <= p)

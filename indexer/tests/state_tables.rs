@@ -269,6 +269,47 @@ impl<D: StateDb> StateDb for Dying<'_, D> {
     fn put_manifests(&mut self, bodies: &[(String, String)]) -> Result<(), StoreError> {
         self.db.put_manifests(bodies)
     }
+    fn begin_read(&mut self) -> Result<(), StoreError> {
+        self.db.begin_read()
+    }
+    fn end_read(&mut self) -> Result<(), StoreError> {
+        self.db.end_read()
+    }
+    fn totals(&mut self) -> Result<indexer::fold::Totals, StoreError> {
+        self.db.totals()
+    }
+    fn listings_of_seller(
+        &mut self,
+        seller: &str,
+    ) -> Result<Vec<indexer::fold::ListingState>, StoreError> {
+        self.db.listings_of_seller(seller)
+    }
+    fn listing_by_escrow(
+        &mut self,
+        account: &str,
+    ) -> Result<Option<indexer::fold::ListingState>, StoreError> {
+        self.db.listing_by_escrow(account)
+    }
+    fn escrows_into(
+        &mut self,
+        accounts: &BTreeSet<String>,
+    ) -> Result<Vec<(String, indexer::fold::EscrowState)>, StoreError> {
+        self.db.escrows_into(accounts)
+    }
+    fn listings_after(
+        &mut self,
+        after: Option<&str>,
+        seller: Option<&str>,
+        limit: usize,
+    ) -> Result<Vec<indexer::fold::ListingState>, StoreError> {
+        self.db.listings_after(after, seller, limit)
+    }
+    fn rejected(
+        &mut self,
+        sigs: &BTreeSet<String>,
+    ) -> Result<Vec<(String, Vec<indexer::fold::Rejected>)>, StoreError> {
+        self.db.rejected(sigs)
+    }
     fn clear(&mut self) -> Result<(), StoreError> {
         self.db.clear()
     }

@@ -30,9 +30,11 @@ CREATE TABLE state_rejected (
     body      TEXT NOT NULL
 );
 CREATE TABLE state_escrows (
-    account TEXT COLLATE "C" PRIMARY KEY,
-    body    TEXT NOT NULL
+    account         TEXT COLLATE "C" PRIMARY KEY,
+    listing_account TEXT NOT NULL,
+    body            TEXT NOT NULL
 );
+CREATE INDEX state_escrows_by_listing ON state_escrows (listing_account);
 CREATE TABLE state_seen (
     signature TEXT PRIMARY KEY,
     slot      BIGINT NOT NULL,

@@ -28,9 +28,11 @@ CREATE TABLE IF NOT EXISTS state_rejected (
     body      TEXT NOT NULL
 );
 CREATE TABLE IF NOT EXISTS state_escrows (
-    account TEXT PRIMARY KEY,
-    body    TEXT NOT NULL
+    account         TEXT PRIMARY KEY,
+    listing_account TEXT NOT NULL,
+    body            TEXT NOT NULL
 );
+CREATE INDEX IF NOT EXISTS state_escrows_by_listing ON state_escrows (listing_account);
 CREATE TABLE IF NOT EXISTS state_seen (
     signature TEXT PRIMARY KEY,
     slot      INTEGER NOT NULL,

@@ -117,20 +117,30 @@ impl Metrics {
             "brainctl_indexer_listings",
             "gauge",
             "Listings (any status).",
-            state.listings.len() as u64,
+            state.totals().listings,
         );
         line(
             "brainctl_indexer_offers",
             "gauge",
             "Offers (any status).",
-            state.offers.len() as u64,
+            state.totals().offers,
         );
         line(
             "brainctl_indexer_rejected_memos",
             "gauge",
             "Transactions with refused memos.",
-            state.rejected.len() as u64,
+            state.totals().rejected,
         );
+        if state.totals.is_some() {
+            // a state read from tables holds no buys to count by status
+            line(
+                "brainctl_indexer_buys",
+                "gauge",
+                "Buys (any status).",
+                state.totals().settlements,
+            );
+            return out;
+        }
         let _ = writeln!(
             out,
             "# HELP brainctl_indexer_settlements Buys by status.\n# TYPE brainctl_indexer_settlements gauge"

@@ -17,9 +17,9 @@ pub(super) async fn health(AxState(st): AxState<AppState>) -> Json<Value> {
         "last_slot": s.last.map(|p| p.0),
         "block_time": s.now,
         "transactions": s.transactions,
-        "listings": s.listings.len(),
-        "offers": s.offers.len(),
-        "settlements": s.settlements.len(),
+        "listings": s.totals().listings,
+        "offers": s.totals().offers,
+        "settlements": s.totals().settlements,
     }))
 }
 

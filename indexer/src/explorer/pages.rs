@@ -131,8 +131,8 @@ pub fn layout(title: &str, state: &State, body: Markup) -> Markup {
                 header {
                     a href="/" { "brainctl market" }
                     span.meta {
-                        (state.listings.len()) " listings · "
-                        (state.settlements.len()) " buys · "
+                        (state.totals().listings) " listings · "
+                        (state.totals().settlements) " buys · "
                         "folded through slot " (state.last.as_ref().map_or(0, |p| p.0))
                     }
                 }

@@ -86,7 +86,7 @@ impl At {
 }
 
 /// A marketplace memo that changed nothing, and why.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Rejected {
     /// Slot.
     pub slot: u64,
@@ -135,12 +135,39 @@ pub struct State {
     /// The chain's clock, as the indexer serving this state last read it.
     #[serde(skip)]
     pub clock: std::sync::Arc<crate::clock::ChainClock>,
+    /// The whole market's counts, where this state holds only part of it
+    /// (read from tables for one answer: [`State::totals`]).
+    #[serde(skip)]
+    pub totals: Option<Totals>,
+}
+
+/// How many of each entity the whole market holds.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+pub struct Totals {
+    /// Listings.
+    pub listings: u64,
+    /// Offers.
+    pub offers: u64,
+    /// Buys.
+    pub settlements: u64,
+    /// Transactions with refused memos.
+    pub rejected: u64,
 }
 
 impl State {
     /// The escrow listing whose program account is `account`, if folded.
     pub fn escrow_listing_id(&self, account: &str) -> Option<&str> {
         self.escrow_listings.get(account).map(String::as_str)
+    }
+
+    /// The whole market's counts (this state's own where it holds all).
+    pub fn totals(&self) -> Totals {
+        self.totals.unwrap_or(Totals {
+            listings: self.listings.len() as u64,
+            offers: self.offers.len() as u64,
+            settlements: self.settlements.len() as u64,
+            rejected: self.rejected.len() as u64,
+        })
     }
 
     /// "Now" for views: the chain's clock where the indexer reads one,

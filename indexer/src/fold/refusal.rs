@@ -255,6 +255,10 @@ pub enum Refusal {
         /// The seller as written.
         seller: String,
     },
+    /// A refusal read back from durable state: its message, the only
+    /// part the state keeps (and hashes).
+    #[error("{0}")]
+    Recorded(String),
 }
 
 /// Why a buy transaction does not count (it is kept, rejected).
@@ -281,6 +285,12 @@ pub enum BuyRefusal {
 impl<'de> serde::Deserialize<'de> for BuyRefusal {
     fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
         String::deserialize(d).map(BuyRefusal::Recorded)
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for Refusal {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        String::deserialize(d).map(Refusal::Recorded)
     }
 }
 

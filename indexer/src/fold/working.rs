@@ -233,40 +233,49 @@ impl State {
             s.escrows.insert(account, e);
         }
         for l in rows.listings(&keys.listings)? {
-            s.insert_listing(Arc::new(l));
+            s.put_listing(Arc::new(l));
         }
         for o in rows.offers_of(&keys.listings)? {
-            s.insert_offer(Arc::new(o));
+            s.put_offer(Arc::new(o));
         }
         for (sig, b) in rows.settlements_of(&keys.listings)? {
-            s.insert_settlement(sig, Arc::new(b));
+            s.put_settlement(sig, Arc::new(b));
         }
         let mut loose = keys.signatures.clone();
         loose.retain(|sig| !s.settlements.contains_key(sig));
         for (sig, b) in rows.settlements(&loose)? {
-            s.insert_settlement(sig, Arc::new(b));
+            s.put_settlement(sig, Arc::new(b));
         }
         for (sig, at) in rows.seen(&keys.signatures)? {
-            s.seen.insert(sig, at);
+            s.put_seen(sig, at);
         }
         Ok(s)
     }
 
-    /// A listing loaded from storage, with the indexes it feeds.
-    fn insert_listing(&mut self, l: Arc<ListingState>) {
+    /// A listing loaded from storage, with the indexes it feeds; its
+    /// escrow program account, for an escrow listing.
+    pub(crate) fn put_listing(&mut self, l: Arc<ListingState>) -> Option<String> {
+        let mut account = None;
         if l.manifest
             .get("escrow_program")
             .is_some_and(|p| !p.is_null())
         {
-            if let Ok(account) = super::escrow_listing_account(&l.seller, &l.listing_id) {
-                self.escrow_listings.insert(account, l.listing_id.clone());
+            if let Ok(a) = super::escrow_listing_account(&l.seller, &l.listing_id) {
+                self.escrow_listings.insert(a.clone(), l.listing_id.clone());
+                account = Some(a);
             }
         }
         self.listings.insert(l.listing_id.clone(), l);
+        account
+    }
+
+    /// A folded transaction's position, loaded from storage.
+    pub(crate) fn put_seen(&mut self, signature: String, at: Position) {
+        self.seen.insert(signature, at);
     }
 
     /// An offer loaded from storage, with the index it feeds.
-    fn insert_offer(&mut self, o: Arc<OfferState>) {
+    pub(crate) fn put_offer(&mut self, o: Arc<OfferState>) {
         self.offers_by_listing
             .entry(o.listing_id.clone())
             .or_default()
@@ -275,7 +284,7 @@ impl State {
     }
 
     /// A buy loaded from storage (in chain order), with the index it feeds.
-    fn insert_settlement(&mut self, sig: String, b: Arc<Settlement>) {
+    pub(crate) fn put_settlement(&mut self, sig: String, b: Arc<Settlement>) {
         if self.settlements.contains_key(&sig) {
             return;
         }

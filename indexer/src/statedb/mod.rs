@@ -17,9 +17,12 @@
 
 pub mod durable;
 pub mod postgres;
+pub mod read;
 pub mod sqlite;
 
-use crate::fold::{Changes, EscrowState, Head, ListingState, OfferState, Rows, Settlement, State};
+use crate::fold::{
+    Changes, EscrowState, Head, ListingState, OfferState, Rejected, Rows, Settlement, State, Totals,
+};
 use crate::record::Position;
 use crate::store::StoreError;
 use serde::de::DeserializeOwned;
@@ -119,10 +122,12 @@ pub enum Row {
         /// Canonical JSON.
         body: String,
     },
-    /// An escrow deposit.
+    /// An escrow deposit, under the listing account it went into.
     Escrow {
         /// Escrow account.
         account: String,
+        /// The escrow program's listing account.
+        listing_account: String,
         /// Canonical JSON.
         body: String,
     },
@@ -187,6 +192,35 @@ pub trait StateDb: Rows<Error = StoreError> + Send {
     fn put_manifests(&mut self, bodies: &[(String, String)]) -> Result<(), StoreError>;
     /// Empties every table but the manifests (a rebuild).
     fn clear(&mut self) -> Result<(), StoreError>;
+    /// Starts a read snapshot: every read until [`StateDb::end_read`] sees
+    /// the tables as of one commit.
+    fn begin_read(&mut self) -> Result<(), StoreError>;
+    /// Ends it.
+    fn end_read(&mut self) -> Result<(), StoreError>;
+    /// The whole market's counts.
+    fn totals(&mut self) -> Result<Totals, StoreError>;
+    /// Every listing of `seller`.
+    fn listings_of_seller(&mut self, seller: &str) -> Result<Vec<ListingState>, StoreError>;
+    /// The listing whose escrow program account is `account`.
+    fn listing_by_escrow(&mut self, account: &str) -> Result<Option<ListingState>, StoreError>;
+    /// Every escrow deposit into the listing accounts `accounts`.
+    fn escrows_into(
+        &mut self,
+        accounts: &BTreeSet<String>,
+    ) -> Result<Vec<(String, EscrowState)>, StoreError>;
+    /// At most `limit` listings after the id `after` in id order (of
+    /// `seller` alone, when named).
+    fn listings_after(
+        &mut self,
+        after: Option<&str>,
+        seller: Option<&str>,
+        limit: usize,
+    ) -> Result<Vec<ListingState>, StoreError>;
+    /// The refused memos of the transactions `signatures`.
+    fn rejected(
+        &mut self,
+        signatures: &BTreeSet<String>,
+    ) -> Result<Vec<(String, Vec<Rejected>)>, StoreError>;
     /// Every row of a hashed kind in key order (bytewise), `(key, body)`
     /// to `f`, a page at a time.
     fn scan(
@@ -300,6 +334,7 @@ pub fn rows_of(changes: &Changes) -> Vec<Row> {
     }));
     rows.extend(changes.escrows.iter().map(|(account, e)| Row::Escrow {
         account: account.clone(),
+        listing_account: e.listing.clone(),
         body: body(e),
     }));
     rows.extend(changes.seen.iter().map(|(sig, at)| Row::Seen {
@@ -394,9 +429,10 @@ pub fn restore(undo: &[Undo]) -> Result<(Vec<Row>, Deletes), StoreError> {
                 body: b.clone(),
             },
             Kind::Escrow => {
-                decode::<EscrowState>(&key, b)?;
+                let e: EscrowState = decode(&key, b)?;
                 Row::Escrow {
                     account: key,
+                    listing_account: e.listing,
                     body: b.clone(),
                 }
             }

@@ -8,7 +8,9 @@
 //! Owns the SQL only.
 
 use super::{restore, Commit, HeadJson, Kind, Rewound, Row, StateDb, Undo};
-use crate::fold::{EscrowState, Head, ListingState, OfferState, Rows, Settlement};
+use crate::fold::{
+    EscrowState, Head, ListingState, OfferState, Rejected, Rows, Settlement, Totals,
+};
 use crate::record::Position;
 use crate::store::{PgStore, StoreError};
 use serde_json::Value;
@@ -129,7 +131,7 @@ struct Columns {
     /// Buys whose stored position stands.
     buys: (Texts, Texts, Texts),
     rejected: (Texts, Texts),
-    escrows: (Texts, Texts),
+    escrows: (Texts, Texts, Texts),
     seen: (Texts, Ints, Ints),
 }
 
@@ -179,9 +181,14 @@ impl Columns {
                     c.rejected.0.push(signature);
                     c.rejected.1.push(body);
                 }
-                Row::Escrow { account, body } => {
+                Row::Escrow {
+                    account,
+                    listing_account,
+                    body,
+                } => {
                     c.escrows.0.push(account);
-                    c.escrows.1.push(body);
+                    c.escrows.1.push(listing_account);
+                    c.escrows.2.push(body);
                 }
                 Row::Seen { signature, at } => {
                     c.seen.0.push(signature);
@@ -253,10 +260,11 @@ impl Columns {
         }
         if !escrows.0.is_empty() {
             c.execute(
-                "INSERT INTO state_escrows (account, body)
-                 SELECT * FROM UNNEST($1::text[], $2::text[])
-                 ON CONFLICT (account) DO UPDATE SET body = EXCLUDED.body",
-                &[&escrows.0, &escrows.1],
+                "INSERT INTO state_escrows (account, listing_account, body)
+                 SELECT * FROM UNNEST($1::text[], $2::text[], $3::text[])
+                 ON CONFLICT (account) DO UPDATE SET listing_account = EXCLUDED.listing_account,
+                   body = EXCLUDED.body",
+                &[&escrows.0, &escrows.1, &escrows.2],
             )
             .await?;
         }
@@ -547,6 +555,91 @@ impl StateDb for PgState {
             .await?;
             Ok(())
         })
+    }
+
+    fn begin_read(&mut self) -> Result<(), StoreError> {
+        self.pg.run(|c| async move {
+            c.batch_execute("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")
+                .await?;
+            Ok(())
+        })
+    }
+
+    fn end_read(&mut self) -> Result<(), StoreError> {
+        self.pg.run(|c| async move {
+            c.batch_execute("COMMIT").await?;
+            Ok(())
+        })
+    }
+
+    fn totals(&mut self) -> Result<Totals, StoreError> {
+        self.pg.run(|c| async move {
+            let r = c
+                .query_one(
+                    "SELECT (SELECT count(*) FROM state_listings), (SELECT count(*) FROM state_offers),
+                            (SELECT count(*) FROM state_settlements), (SELECT count(*) FROM state_rejected)",
+                    &[],
+                )
+                .await?;
+            Ok(super::read::totals_of(r.get(0), r.get(1), r.get(2), r.get(3)))
+        })
+    }
+
+    fn listings_of_seller(&mut self, seller: &str) -> Result<Vec<ListingState>, StoreError> {
+        let rows = self.pairs(
+            "SELECT id, body FROM state_listings WHERE seller = ANY($1)",
+            &BTreeSet::from([seller.to_string()]),
+        )?;
+        Ok(decoded(rows)?.into_iter().map(|(_, l)| l).collect())
+    }
+
+    fn listing_by_escrow(&mut self, account: &str) -> Result<Option<ListingState>, StoreError> {
+        let rows = self.pairs(
+            "SELECT id, body FROM state_listings WHERE escrow_account = ANY($1)",
+            &BTreeSet::from([account.to_string()]),
+        )?;
+        Ok(decoded(rows)?.into_iter().map(|(_, l)| l).next())
+    }
+
+    fn escrows_into(
+        &mut self,
+        accounts: &BTreeSet<String>,
+    ) -> Result<Vec<(String, EscrowState)>, StoreError> {
+        decoded(self.pairs(
+            "SELECT account, body FROM state_escrows WHERE listing_account = ANY($1)",
+            accounts,
+        )?)
+    }
+
+    fn listings_after(
+        &mut self,
+        after: Option<&str>,
+        seller: Option<&str>,
+        limit: usize,
+    ) -> Result<Vec<ListingState>, StoreError> {
+        let after = after.unwrap_or("").to_string();
+        let seller = seller.map(str::to_string);
+        let rows: Vec<(String, String)> = self.pg.run(move |c| async move {
+            let rows = c
+                .query(
+                    "SELECT id, body FROM state_listings
+                     WHERE id > $1 AND ($2::text IS NULL OR seller = $2) ORDER BY id LIMIT $3",
+                    &[&after, &seller, &(limit as i64)],
+                )
+                .await?;
+            Ok(rows.iter().map(|r| (r.get(0), r.get(1))).collect())
+        })?;
+        Ok(decoded(rows)?.into_iter().map(|(_, l)| l).collect())
+    }
+
+    fn rejected(
+        &mut self,
+        signatures: &BTreeSet<String>,
+    ) -> Result<Vec<(String, Vec<Rejected>)>, StoreError> {
+        decoded(self.pairs(
+            "SELECT signature, body FROM state_rejected WHERE signature = ANY($1)",
+            signatures,
+        )?)
     }
 
     fn scan(

@@ -5,7 +5,9 @@
 //! Owns the SQL only.
 
 use super::{keys, restore, Commit, HeadJson, Kind, Rewound, Row, StateDb, Undo};
-use crate::fold::{EscrowState, Head, ListingState, OfferState, Rows, Settlement};
+use crate::fold::{
+    EscrowState, Head, ListingState, OfferState, Rejected, Rows, Settlement, Totals,
+};
 use crate::record::Position;
 use crate::store::StoreError;
 use rusqlite::{params, Connection, OptionalExtension};
@@ -140,12 +142,16 @@ fn write_row(tx: &rusqlite::Transaction<'_>, row: &Row) -> Result<(), StoreError
                  ON CONFLICT (signature) DO UPDATE SET body = ?2",
             )?
             .execute(params![signature, body])?,
-        Row::Escrow { account, body } => tx
+        Row::Escrow {
+            account,
+            listing_account,
+            body,
+        } => tx
             .prepare_cached(
-                "INSERT INTO state_escrows (account, body) VALUES (?1, ?2)
-                 ON CONFLICT (account) DO UPDATE SET body = ?2",
+                "INSERT INTO state_escrows (account, listing_account, body) VALUES (?1, ?2, ?3)
+                 ON CONFLICT (account) DO UPDATE SET listing_account = ?2, body = ?3",
             )?
-            .execute(params![account, body])?,
+            .execute(params![account, listing_account, body])?,
         Row::Seen { signature, at } => tx
             .prepare_cached(
                 "INSERT INTO state_seen (signature, slot, idx) VALUES (?1, ?2, ?3)
@@ -400,6 +406,78 @@ impl StateDb for SqliteState {
              COMMIT;",
         )?;
         Ok(())
+    }
+
+    fn begin_read(&mut self) -> Result<(), StoreError> {
+        self.conn.execute_batch("BEGIN DEFERRED")?;
+        Ok(())
+    }
+
+    fn end_read(&mut self) -> Result<(), StoreError> {
+        self.conn.execute_batch("COMMIT")?;
+        Ok(())
+    }
+
+    fn totals(&mut self) -> Result<Totals, StoreError> {
+        Ok(self.conn.query_row(
+            "SELECT (SELECT count(*) FROM state_listings), (SELECT count(*) FROM state_offers),
+                    (SELECT count(*) FROM state_settlements), (SELECT count(*) FROM state_rejected)",
+            [],
+            |r| Ok(super::read::totals_of(r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?)),
+        )?)
+    }
+
+    fn listings_of_seller(&mut self, seller: &str) -> Result<Vec<ListingState>, StoreError> {
+        let rows = self.each(
+            "SELECT id, body FROM state_listings WHERE seller = ?1",
+            &BTreeSet::from([seller.to_string()]),
+        )?;
+        Ok(decoded(rows)?.into_iter().map(|(_, l)| l).collect())
+    }
+
+    fn listing_by_escrow(&mut self, account: &str) -> Result<Option<ListingState>, StoreError> {
+        let rows = self.each(
+            "SELECT id, body FROM state_listings WHERE escrow_account = ?1",
+            &BTreeSet::from([account.to_string()]),
+        )?;
+        Ok(decoded(rows)?.into_iter().map(|(_, l)| l).next())
+    }
+
+    fn escrows_into(
+        &mut self,
+        accounts: &BTreeSet<String>,
+    ) -> Result<Vec<(String, EscrowState)>, StoreError> {
+        decoded(self.each(
+            "SELECT account, body FROM state_escrows WHERE listing_account = ?1",
+            accounts,
+        )?)
+    }
+
+    fn listings_after(
+        &mut self,
+        after: Option<&str>,
+        seller: Option<&str>,
+        limit: usize,
+    ) -> Result<Vec<ListingState>, StoreError> {
+        let mut stmt = self.conn.prepare_cached(
+            "SELECT id, body FROM state_listings
+             WHERE id > ?1 AND (?2 IS NULL OR seller = ?2) ORDER BY id LIMIT ?3",
+        )?;
+        let rows = stmt.query_map(params![after.unwrap_or(""), seller, limit as i64], |r| {
+            Ok((r.get(0)?, r.get(1)?))
+        })?;
+        let rows: Vec<(String, String)> = rows.collect::<Result<_, _>>()?;
+        Ok(decoded(rows)?.into_iter().map(|(_, l)| l).collect())
+    }
+
+    fn rejected(
+        &mut self,
+        signatures: &BTreeSet<String>,
+    ) -> Result<Vec<(String, Vec<Rejected>)>, StoreError> {
+        decoded(self.each(
+            "SELECT signature, body FROM state_rejected WHERE signature = ?1",
+            signatures,
+        )?)
     }
 
     fn scan(

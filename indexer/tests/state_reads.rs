@@ -1,0 +1,169 @@
+//! An API server that folds nothing answers from the state tables what
+//! the writer's whole state would: every view (listings and their pages,
+//! offers, buys, a buyer's settlement, seller reputation, escrow
+//! deposits), for anonymous readers and for each party of private
+//! listings, is byte for byte the same over the part of the market
+//! [`indexer::statedb::read::scope`] loads as over the whole fold.
+
+use indexer::book::ManifestBook;
+use indexer::fold::{FoldConfig, State};
+use indexer::record::{sort_chain_order, TxRecord};
+use indexer::statedb::durable;
+use indexer::statedb::read::{scope, Scope};
+use indexer::statedb::sqlite::SqliteState;
+use indexer::statedb::StateDb;
+use indexer::store::{LogStore, SqliteStore};
+use indexer::synth::{wallet, LogBuilder, COUNTER_PRICE_LAMPORTS, LIST_PRICE_LAMPORTS};
+use indexer::views::{self, ListingFilter};
+use node::market::MemoOp;
+use serde_json::{json, Value};
+
+/// Public and private trades, hostile shapes, escrow buys.
+fn market() -> Vec<TxRecord> {
+    let mut b = LogBuilder::new();
+    for i in 0..6u64 {
+        b.trade(i, 3);
+        b.hostile_trade(100 + i, 3);
+        let seller = wallet(1, i % 3);
+        let buyer = wallet(2, 900 + i);
+        let private = b.list(&seller, 200 + i, "private");
+        let offer = b.offer(&buyer, &private, 30_000_000);
+        b.counter(&seller, &offer, COUNTER_PRICE_LAMPORTS);
+        b.memo(&seller, MemoOp::Accept { offer_id: offer });
+        let buy = b.buy(&buyer, &private, COUNTER_PRICE_LAMPORTS);
+        if i % 2 == 0 {
+            b.release(&seller, &private, &buyer, &buy);
+        }
+        let escrowed = b.list_escrow(&seller, 300 + i, node::escrow::PROGRAM_ID);
+        b.escrow_buy(&wallet(2, 950 + i), &escrowed);
+        b.escrow_reveal(&seller, &escrowed, &wallet(2, 950 + i));
+        let plain = b.list(&seller, 400 + i, "auction");
+        b.buy(&wallet(2, 970 + i), &plain, LIST_PRICE_LAMPORTS);
+    }
+    b.finish()
+}
+
+fn whole(records: &[TxRecord]) -> State {
+    let mut sorted = records.to_vec();
+    sort_chain_order(&mut sorted);
+    let mut book = ManifestBook::new();
+    book.add_records(&sorted);
+    State::fold(&sorted, &book, &FoldConfig::default())
+}
+
+/// Every view of `s` the scope `sc` answers, as JSON, for `viewer`.
+fn views_of(s: &State, sc: &Scope, viewer: Option<&str>) -> Value {
+    let cfg = FoldConfig::default();
+    match sc {
+        Scope::Listing(id) => {
+            let Some(l) = s.listings.get(id) else {
+                return Value::Null;
+            };
+            json!({
+                "listing": views::listing(s, l, viewer),
+                "offers": views::offers_of(s, id, viewer),
+                "escrows": views::visible_escrows(s, l, viewer),
+                "settlement_for": s.settlements_of(id).map(|(_, b)| views::settlement_for(s, id, &b.buyer, &cfg)).collect::<Vec<_>>(),
+            })
+        }
+        Scope::Offer(id) => match s.offers.get(id) {
+            Some(o) if views::may_see_offer(s, o, viewer) => views::offer(o, s.view_now()),
+            _ => Value::Null,
+        },
+        Scope::Settlement(sig) => match s.settlements.get(sig) {
+            Some(b) => views::settlement(s, sig, b, &cfg),
+            None => Value::Null,
+        },
+        Scope::Seller(pk) => json!({
+            "reputation": views::reputation(s, pk, &cfg, viewer),
+            "latencies": views::release_latencies(s, pk, viewer).len(),
+        }),
+        Scope::Escrow(account) => match s.escrows.get(account) {
+            Some(e) => json!({
+                "escrow": e,
+                "visible": views::may_see_escrow(s, e, viewer),
+                "listing": views::escrow_listing(s, e).map(|l| l.listing_id.clone()),
+            }),
+            None => Value::Null,
+        },
+        Scope::Page(f) => serde_json::to_value(views::listings(s, f, viewer)).unwrap(),
+        Scope::Transactions(sigs) => json!(sigs
+            .iter()
+            .map(|sig| (
+                s.has_folded(sig),
+                s.rejected
+                    .get(sig)
+                    .map(|r| serde_json::to_value(r).unwrap())
+            ))
+            .collect::<Vec<_>>()),
+        Scope::Head => json!([s.now, s.last, s.transactions, s.totals()]),
+    }
+}
+
+#[test]
+fn every_view_over_the_tables_is_the_whole_states() {
+    let records = market();
+    let s = whole(&records);
+    let mut log = SqliteStore::in_memory().unwrap();
+    log.put_records(&records, u64::MAX).unwrap();
+    let mut db = SqliteState::in_memory().unwrap();
+    durable::catch_up(&log, &mut db, &FoldConfig::default(), 9, &mut |_, _| {}).unwrap();
+    let mut scopes = vec![Scope::Head, Scope::Listing("no-such-listing".into())];
+    scopes.extend(s.listings.keys().map(|id| Scope::Listing(id.clone())));
+    scopes.extend(s.offers.keys().map(|id| Scope::Offer(id.clone())));
+    scopes.extend(
+        s.settlements
+            .keys()
+            .map(|sig| Scope::Settlement(sig.clone())),
+    );
+    scopes.extend(s.escrows.keys().map(|a| Scope::Escrow(a.clone())));
+    let sellers: std::collections::BTreeSet<String> =
+        s.listings.values().map(|l| l.seller.clone()).collect();
+    scopes.extend(sellers.iter().map(|pk| Scope::Seller(pk.clone())));
+    let sigs: Vec<String> = records.iter().map(|r| r.tx.signature.clone()).collect();
+    scopes.extend(sigs.chunks(7).map(|c| Scope::Transactions(c.to_vec())));
+    for status in [None, Some("all"), Some("cancelled"), Some("expired")] {
+        for limit in [1, 4, 1_000] {
+            let mut f = ListingFilter {
+                status: status.map(str::to_string),
+                limit,
+                ..ListingFilter::default()
+            };
+            scopes.push(Scope::Page(f.clone()));
+            f.visibility = Some("private".into());
+            scopes.push(Scope::Page(f.clone()));
+            f.visibility = None;
+            f.seller = sellers.iter().next().cloned();
+            f.max_price_usd = Some(1.0);
+            scopes.push(Scope::Page(f.clone()));
+            f.after = s.listings.keys().nth(5).cloned();
+            scopes.push(Scope::Page(f));
+        }
+    }
+    let buyers: Vec<String> = s
+        .settlements
+        .values()
+        .map(|b| b.buyer.clone())
+        .take(3)
+        .collect();
+    let mut viewers: Vec<Option<&str>> = vec![None];
+    viewers.extend(sellers.iter().map(|v| Some(v.as_str())));
+    viewers.extend(buyers.iter().map(|v| Some(v.as_str())));
+    let mut compared = 0;
+    for sc in &scopes {
+        let part = scope(&mut db, sc).unwrap();
+        for viewer in &viewers {
+            let want = views_of(&s, sc, *viewer);
+            let got = views_of(&part, sc, *viewer);
+            assert_eq!(got, want, "{sc:?} as {viewer:?}");
+            compared += 1;
+        }
+        // a scope holds its part, not the market
+        if matches!(sc, Scope::Listing(_) | Scope::Offer(_)) {
+            assert!(part.listings.len() <= 1 && part.settlements.len() < s.settlements.len());
+        }
+    }
+    assert!(compared > 500, "{compared}");
+    assert!(s.listings.values().any(|l| l.visibility == "private"));
+    assert_eq!(db.totals().unwrap(), s.totals());
+}
