@@ -6,14 +6,22 @@
 //! ([`Snapshots`]), so the state is always exactly the fold of the stored
 //! log and the cost of a change does not grow with the log's history.
 //!
+//! With PostgreSQL the state lives in the database instead
+//! ([`Indexer::open_tables`], [`crate::statedb`]): the writer folds each
+//! change into the state tables in bounded memory, and every reader
+//! (the writer's own API, any number of API servers on the primary or a
+//! hot standby) answers from them ([`Indexer::read`]), folding nothing.
+//!
 //! Owns that invariant only: it never talks to the network.
 
 use crate::book::ManifestBook;
 use crate::fold::{FoldConfig, State};
 use crate::record::{sort_chain_order, Position, TxRecord};
 use crate::snapshots::Snapshots;
+use crate::statedb::read::Scope;
+use crate::statedb::StateDb;
 use crate::store::{LogStore, StoreError};
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, OnceLock, RwLock};
 
 /// What one ingest changed.
@@ -51,6 +59,29 @@ pub const REFOLD_PAGE: usize = 10_000;
 /// Most hinted records waiting for their turn to be stored and folded.
 pub const MAX_LATE_QUEUE: usize = 1024;
 
+/// The state as tables: the writer's connection (none where this process
+/// only serves) and a pool of readers.
+struct Tables {
+    writer: Option<Mutex<Box<dyn StateDb>>>,
+    readers: Vec<Mutex<Box<dyn StateDb>>>,
+    next: AtomicUsize,
+    /// The hash of the tables at a head (slot position, transactions).
+    hash: Mutex<Option<(Option<Position>, u64, String)>>,
+}
+
+impl Tables {
+    /// A reader: a free one if any, else the next in turn.
+    fn reader(&self) -> MutexGuard<'_, Box<dyn StateDb>> {
+        for r in &self.readers {
+            if let Ok(g) = r.try_lock() {
+                return g;
+            }
+        }
+        let i = self.next.fetch_add(1, Ordering::Relaxed) % self.readers.len();
+        self.readers[i].lock().unwrap_or_else(|p| p.into_inner())
+    }
+}
+
 /// Log + state.
 pub struct Indexer {
     store: Mutex<Box<dyn LogStore>>,
@@ -70,6 +101,8 @@ pub struct Indexer {
     applied_seq: Mutex<Option<u64>>,
     /// The chain's clock, shared by every state installed.
     clock: Arc<crate::clock::ChainClock>,
+    /// The state as tables (`None`: folded in memory).
+    tables: Option<Tables>,
 }
 
 impl Indexer {
@@ -91,11 +124,144 @@ impl Indexer {
             suffix_refolds: AtomicU64::new(0),
             applied_seq: Mutex::new(None),
             clock: Arc::new(crate::clock::ChainClock::default()),
+            tables: None,
         };
         // read before the fold: every change after it is caught up later
         *ix.applied_seq.lock().unwrap_or_else(|p| p.into_inner()) = ix.store().log_seq()?;
         ix.refold()?;
         Ok(ix)
+    }
+
+    /// Opens over a store with the state kept as tables: `writer` (the
+    /// one process that folds; `None` on an API server) is brought up to
+    /// the log at once (`progress`: records folded, of how many), and
+    /// `readers` (at least one) answer [`Indexer::read`]. Nothing is
+    /// folded in memory.
+    pub fn open_tables(
+        store: Box<dyn LogStore>,
+        cfg: FoldConfig,
+        writer: Option<Box<dyn StateDb>>,
+        readers: Vec<Box<dyn StateDb>>,
+        progress: crate::statedb::durable::Progress<'_>,
+    ) -> Result<Indexer, StoreError> {
+        if readers.is_empty() {
+            return Err(StoreError::Foreign(
+                "the state tables need at least one reader connection".into(),
+            ));
+        }
+        let ix = Indexer {
+            store: Mutex::new(store),
+            folded: RwLock::new(Folded {
+                state: Arc::new(State::new()),
+                book: ManifestBook::new(),
+                hash: Arc::new(OnceLock::new()),
+                snapshots: Snapshots::new(),
+            }),
+            cfg,
+            late: Mutex::new(Vec::new()),
+            late_turn: Mutex::new(()),
+            fold_turn: Mutex::new(()),
+            refolds: AtomicU64::new(0),
+            suffix_refolds: AtomicU64::new(0),
+            applied_seq: Mutex::new(None),
+            clock: Arc::new(crate::clock::ChainClock::default()),
+            tables: Some(Tables {
+                writer: writer.map(Mutex::new),
+                readers: readers.into_iter().map(Mutex::new).collect(),
+                next: AtomicUsize::new(0),
+                hash: Mutex::new(None),
+            }),
+        };
+        ix.fold_into_tables(progress)?;
+        Ok(ix)
+    }
+
+    /// Whether the state is kept as tables.
+    pub fn keeps_tables(&self) -> bool {
+        self.tables.is_some()
+    }
+
+    /// Brings the state tables up to the log (the writer only; a no-op
+    /// elsewhere). Holds the fold turn.
+    fn fold_into_tables(
+        &self,
+        progress: crate::statedb::durable::Progress<'_>,
+    ) -> Result<Applied, StoreError> {
+        let Some(writer) = self.tables.as_ref().and_then(|t| t.writer.as_ref()) else {
+            return Ok(Applied::default());
+        };
+        let _turn = self.fold_turn.lock().unwrap_or_else(|p| p.into_inner());
+        let mut db = writer.lock().unwrap_or_else(|p| p.into_inner());
+        let store = self.store();
+        let done = crate::statedb::durable::catch_up(
+            &**store,
+            &mut **db,
+            &self.cfg,
+            crate::statedb::durable::PAGE,
+            progress,
+        )?;
+        if done.rebuilt {
+            self.refolds.fetch_add(1, Ordering::Relaxed);
+        } else if done.rewound {
+            self.suffix_refolds.fetch_add(1, Ordering::Relaxed);
+        }
+        Ok(Applied {
+            refolded: done.rewound || done.rebuilt,
+            refolded_records: done.folded,
+            ..Applied::default()
+        })
+    }
+
+    /// The part of the market `scope` names, consistent with one head:
+    /// the whole state where it is folded in memory, else read from the
+    /// tables for this answer alone.
+    pub fn read(&self, scope: &Scope) -> Result<Arc<State>, StoreError> {
+        let Some(tables) = &self.tables else {
+            return Ok(self.state());
+        };
+        let mut s = crate::statedb::read::scope(&mut **tables.reader(), scope)?;
+        s.clock = self.clock.clone();
+        Ok(Arc::new(s))
+    }
+
+    /// Which of `signatures` are not folded yet.
+    pub fn unfolded(&self, signatures: &[String]) -> Result<Vec<String>, StoreError> {
+        let s = self.read(&Scope::Transactions(signatures.to_vec()))?;
+        Ok(signatures
+            .iter()
+            .filter(|sig| !s.has_folded(sig))
+            .cloned()
+            .collect())
+    }
+
+    /// The head and the state hash, computed once per head (streamed
+    /// from the tables, where the state is kept there).
+    pub fn head_hash(&self) -> Result<(Arc<State>, String), StoreError> {
+        let Some(tables) = &self.tables else {
+            return Ok(self.state_hash());
+        };
+        let mut db = tables.reader();
+        db.begin_read()?;
+        let hashed = (|| -> Result<_, StoreError> {
+            let head = db.head()?;
+            let mut cached = tables.hash.lock().unwrap_or_else(|p| p.into_inner());
+            let hash = match &*cached {
+                Some((last, n, h)) if *last == head.last && *n == head.transactions => h.clone(),
+                _ => {
+                    let h = crate::statedb::state_hash(&mut **db)?;
+                    *cached = Some((head.last, head.transactions, h.clone()));
+                    h
+                }
+            };
+            Ok((head, hash))
+        })();
+        db.end_read()?;
+        let (head, hash) = hashed?;
+        let mut s = State::new();
+        s.now = head.now;
+        s.last = head.last;
+        s.transactions = head.transactions;
+        Ok((Arc::new(s), hash))
     }
 
     /// The fold's rules.
@@ -223,7 +389,7 @@ impl Indexer {
             queue.push(record.clone());
         }
         let _turn = self.late_turn.lock().unwrap_or_else(|p| p.into_inner());
-        if self.state().has_folded(&signature) {
+        if self.unfolded(std::slice::from_ref(&signature))?.is_empty() {
             return Ok(Some(Applied::default()));
         }
         let mut batch = std::mem::take(&mut *self.late.lock().unwrap_or_else(|p| p.into_inner()));
@@ -252,6 +418,13 @@ impl Indexer {
             store.finalize_through(final_slot)?;
             store.remove(vanished)?
         };
+        if self.tables.is_some() {
+            drop(_turn);
+            let mut applied = self.fold_into_tables(&mut |_, _| {})?;
+            applied.stored = records.len();
+            applied.removed = removed;
+            return Ok(applied);
+        }
         let removed_sigs: &[String] = if removed > 0 { vanished } else { &[] };
         let mut applied = self.fold_changes(records, removed_sigs)?;
         applied.removed = removed;
@@ -263,6 +436,10 @@ impl Indexer {
     /// applied, folded as the writer folds them (suffix refolds
     /// included), or a whole refold where the store keeps no numbers.
     pub fn catch_up(&self) -> Result<Applied, StoreError> {
+        if self.tables.is_some() {
+            // the tables are the state: nothing to fold here
+            return Ok(Applied::default());
+        }
         let _turn = self.fold_turn.lock().unwrap_or_else(|p| p.into_inner());
         let since = *self.applied_seq.lock().unwrap_or_else(|p| p.into_inner());
         let changes = match since {

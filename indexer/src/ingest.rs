@@ -244,8 +244,7 @@ pub fn bad_key(signature: &str) -> String {
 /// it, which does, is how ingest finds it; a rebuild finds it the same way.
 fn unfolded_named_buys(ix: &Indexer, records: &[TxRecord]) -> Vec<Signature> {
     let batch: BTreeSet<&str> = records.iter().map(|r| r.tx.signature.as_str()).collect();
-    let state = ix.state();
-    let mut named: Vec<Signature> = records
+    let mut named: Vec<String> = records
         .iter()
         .flat_map(|r| {
             r.tx.memos
@@ -263,8 +262,15 @@ fn unfolded_named_buys(ix: &Indexer, records: &[TxRecord]) -> Vec<Signature> {
                     _ => None,
                 })
         })
-        .filter(|sig| !batch.contains(sig.as_str()) && !state.has_folded(sig))
-        .filter_map(|sig| Signature::from_str(&sig).ok())
+        .filter(|sig| !batch.contains(sig.as_str()))
+        .collect();
+    named.sort();
+    named.dedup();
+    // a read that fails leaves them to be fetched: folding is idempotent
+    let named = ix.unfolded(&named).unwrap_or(named);
+    let mut named: Vec<Signature> = named
+        .iter()
+        .filter_map(|sig| Signature::from_str(sig).ok())
         .collect();
     named.sort();
     named.dedup();

@@ -11,6 +11,7 @@ use crate::api::{self, AppState};
 use crate::engine::Indexer;
 use crate::http;
 use crate::ingest::RpcSource;
+use crate::statedb::read::Scope;
 use std::future::Future;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -129,8 +130,9 @@ async fn fold_as_notified(
                 tokio::time::sleep(DIRECT_PAUSE).await;
             }
             fold_notified(&source, &ix, &waiting).await;
-            let s = ix.state();
-            waiting.retain(|sig| !s.has_folded(sig));
+            if let Ok(left) = unfolded(&ix, waiting.clone()).await {
+                waiting = left;
+            }
         }
         if !waiting.is_empty() {
             tracing::debug!(left = waiting.len(), "notified transactions left to a poll");
@@ -202,6 +204,19 @@ async fn wake_on_chain(
 /// for the polls).
 const DIRECT_FOLDS: usize = 16;
 
+/// Which of `signatures` are not folded yet, read on the blocking pool.
+async fn unfolded(ix: &Arc<Indexer>, signatures: Vec<String>) -> Result<Vec<String>, ()> {
+    let ix = ix.clone();
+    match tokio::task::spawn_blocking(move || ix.unfolded(&signatures)).await {
+        Ok(Ok(left)) => Ok(left),
+        Ok(Err(e)) => {
+            tracing::warn!(error = %e, "could not read which transactions are folded");
+            Err(())
+        }
+        Err(_) => Err(()),
+    }
+}
+
 /// Fetches and folds each of `signatures` the state has not folded yet,
 /// the way a hinted transaction is (`Indexer::ingest_hinted`): the record
 /// read at `confirmed` with its block position and manifests, its
@@ -210,15 +225,14 @@ const DIRECT_FOLDS: usize = 16;
 /// that fails to fetch, is left to the polls: nothing is lost, the
 /// history is the record.
 async fn fold_notified(source: &RpcSource, ix: &Arc<Indexer>, signatures: &[String]) {
-    let todo: Vec<node::chain::Signature> = {
-        let s = ix.state();
-        signatures
-            .iter()
-            .filter(|sig| !s.has_folded(sig))
-            .filter_map(|sig| sig.parse().ok())
-            .take(DIRECT_FOLDS)
-            .collect()
+    let Ok(left) = unfolded(ix, signatures.to_vec()).await else {
+        return;
     };
+    let todo: Vec<node::chain::Signature> = left
+        .iter()
+        .filter_map(|sig| sig.parse().ok())
+        .take(DIRECT_FOLDS)
+        .collect();
     if todo.is_empty() {
         return;
     }
@@ -263,14 +277,20 @@ async fn poll_once(source: &RpcSource, ix: &Arc<Indexer>, metrics: &api::Metrics
         Ok(r) => {
             metrics.record_poll(&r);
             if r.fetched > 0 || r.applied.removed > 0 {
-                let s = ix.state();
+                let ix2 = ix.clone();
+                let totals = tokio::task::spawn_blocking(move || ix2.read(&Scope::Head))
+                    .await
+                    .ok()
+                    .and_then(Result::ok)
+                    .map(|s| s.totals())
+                    .unwrap_or_default();
                 tracing::info!(
                     fetched = r.fetched,
                     removed = r.applied.removed,
                     final_slot = r.final_slot,
-                    listings = s.listings.len(),
-                    offers = s.offers.len(),
-                    settlements = s.settlements.len(),
+                    listings = totals.listings,
+                    offers = totals.offers,
+                    settlements = totals.settlements,
                     ms = started.elapsed().as_millis() as u64,
                     "ingested"
                 );

@@ -3,8 +3,9 @@
 //! may see them), and the hints `POST /listings` and
 //! `/listings/{id}/cancel`. The settle route is `settle`.
 
-use super::request::{check_cluster, hint, known_listing, listing_id, signed_in_on, viewer};
+use super::request::{check_cluster, hint, known_listing, listing_id, read, signed_in_on, viewer};
 use super::{ApiError, AppState, Res, MAX_PAGE};
+use crate::statedb::read::Scope;
 use crate::views::{self, ListingFilter};
 use axum::extract::{Path, Query, State as AxState};
 use axum::http::HeaderMap;
@@ -75,7 +76,7 @@ pub(super) async fn browse(
     check_cluster(&st, &q)?;
     let f = parse_filter(&q)?;
     let who = viewer(&st, &headers).await?;
-    let s = st.ix.state();
+    let s = read(&st, Scope::Page(f.clone())).await?;
     Ok(Json(views::listings(&s, &f, who.as_deref())).into_response())
 }
 
@@ -88,7 +89,7 @@ pub(super) async fn show_listing(
     check_cluster(&st, &q)?;
     listing_id(&id)?;
     let who = viewer(&st, &headers).await?;
-    let s = st.ix.state();
+    let s = read(&st, Scope::Listing(id.clone())).await?;
     let l = known_listing(&s, &id)?;
     Ok(Json(json!({
         "listing": views::listing(&s, l, who.as_deref()),
@@ -105,7 +106,7 @@ pub(super) async fn listing_offers(
     check_cluster(&st, &q)?;
     listing_id(&id)?;
     let who = viewer(&st, &headers).await?;
-    let s = st.ix.state();
+    let s = read(&st, Scope::Listing(id.clone())).await?;
     known_listing(&s, &id)?;
     Ok(Json(
         json!({"offers": views::offers_of(&s, &id, who.as_deref())}),
@@ -143,7 +144,7 @@ pub(super) async fn post_listing(
         Some((&b.listing_arweave_id, &b.manifest)),
     )
     .await?;
-    let s = st.ix.state();
+    let s = read(&st, Scope::Listing(id.clone())).await?;
     let l = s
         .listings
         .get(&id)
@@ -176,7 +177,7 @@ pub(super) async fn post_cancel(
         None,
     )
     .await?;
-    let s = st.ix.state();
+    let s = read(&st, Scope::Listing(id.clone())).await?;
     let l = known_listing(&s, &id)?;
     Ok(Json(
         json!({"ok": true, "listing": views::listing(&s, l, Some(&who))}),

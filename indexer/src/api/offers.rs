@@ -2,8 +2,9 @@
 //! hints `POST /listings/{id}/offers`, `/offers/{id}/counter` and
 //! `/offers/{id}/{accept,reject,withdraw}`.
 
-use super::request::{check_cluster, hint, listing_id, offer_id, signed_in_on, viewer};
+use super::request::{check_cluster, hint, listing_id, offer_id, read, signed_in_on, viewer};
 use super::{ApiError, AppState, Res};
+use crate::statedb::read::Scope;
 use crate::views;
 use axum::extract::{Path, Query, State as AxState};
 use axum::http::HeaderMap;
@@ -23,7 +24,7 @@ pub(super) async fn show_offer(
     check_cluster(&st, &q)?;
     offer_id(&id)?;
     let who = viewer(&st, &headers).await?;
-    let s = st.ix.state();
+    let s = read(&st, Scope::Offer(id.clone())).await?;
     // a hidden offer is indistinguishable from a missing one
     match s.offers.get(&id) {
         Some(o) if views::may_see_offer(&s, o, who.as_deref()) => {
@@ -66,11 +67,11 @@ pub(super) async fn post_offer(
         Some((&b.offer_arweave_id, &b.manifest)),
     )
     .await?;
-    offer_reply(&st, &oid, &who)
+    offer_reply(&st, &oid, &who).await
 }
 
-fn offer_reply(st: &AppState, id: &str, who: &str) -> Res<Json<Value>> {
-    let s = st.ix.state();
+async fn offer_reply(st: &AppState, id: &str, who: &str) -> Res<Json<Value>> {
+    let s = read(st, Scope::Offer(id.to_string())).await?;
     let o = s
         .offers
         .get(id)
@@ -98,7 +99,7 @@ async fn offer_action(
     let who = signed_in_on(&st, &headers, &b.cluster).await?;
     offer_id(&id)?;
     hint(&st, &who, &b.tx_signature, |op| wanted(op, &id), None).await?;
-    offer_reply(&st, &id, &who)
+    offer_reply(&st, &id, &who).await
 }
 
 /// `POST /offers/{id}/<action>`: a hint for the memo `wanted` accepts.
@@ -139,5 +140,5 @@ pub(super) async fn post_counter(
         Some((&b.counter_arweave_id, &b.manifest)),
     )
     .await?;
-    offer_reply(&st, &id, &who)
+    offer_reply(&st, &id, &who).await
 }

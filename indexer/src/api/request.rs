@@ -8,11 +8,13 @@ use super::{ApiError, AppState, Res};
 use crate::auth;
 use crate::engine::Indexer;
 use crate::fold::{ListingState, State};
+use crate::statedb::read::Scope;
 use axum::http::{header, HeaderMap};
 use node::market::{is_listing_id, is_offer_id, MemoOp};
 use serde_json::Value;
 use std::collections::HashMap;
 use std::str::FromStr;
+use std::sync::Arc;
 
 pub(super) fn check_cluster(st: &AppState, q: &HashMap<String, String>) -> Res<()> {
     match q.get("cluster").map(String::as_str) {
@@ -71,6 +73,12 @@ pub(super) async fn blocking<T: Send + 'static>(
         })?
 }
 
+/// The part of the market `scope` names, read on the blocking pool (see
+/// [`Indexer::read`]).
+pub(super) async fn read(st: &AppState, scope: Scope) -> Res<Arc<State>> {
+    blocking(st, move |ix| Ok(ix.read(&scope)?)).await
+}
+
 /// The signed-in wallet, if a valid session token was sent.
 pub(super) async fn viewer(st: &AppState, headers: &HeaderMap) -> Res<Option<String>> {
     let Some(token) = bearer(headers).map(str::to_string) else {
@@ -120,7 +128,8 @@ pub(super) async fn hint(
         .ok_or_else(|| ApiError::unavailable("this indexer runs without RPC; hints are off"))?;
     let sig = node::chain::Signature::from_str(tx_signature)
         .map_err(|_| ApiError::bad("transaction signature is not base58 64 bytes"))?;
-    let s = st.ix.state();
+    let this = Scope::Transactions(vec![tx_signature.to_string()]);
+    let s = read(st, this.clone()).await?;
     if !s.has_folded(tx_signature) {
         let Some(rec) = source.record(&st.ix, sig).await? else {
             return Err(ApiError::not_found(
@@ -164,7 +173,7 @@ pub(super) async fn hint(
         })
         .await?;
     }
-    let s = st.ix.state();
+    let s = read(st, this).await?;
     if let Some(rej) = s.rejected.get(tx_signature) {
         let reasons: Vec<String> = rej.iter().map(|r| r.reason.to_string()).collect();
         return Err(ApiError::conflict(format!(

@@ -20,6 +20,7 @@
 
 use super::request::{listing_id, offer_id, signed_in_on};
 use super::{ApiError, AppState, Res};
+use crate::statedb::read::Scope;
 use axum::extract::{Path, State as AxState};
 use axum::http::HeaderMap;
 use axum::Json;
@@ -79,7 +80,7 @@ pub(super) async fn settle(
         .cluster_time()
         .await
         .map_err(|e| ApiError::unavailable(format!("RPC: {e}")))?;
-    let s = st.ix.state();
+    let s = super::request::read(&st, Scope::Listing(id.clone())).await?;
     let now = s.now.max(cluster_now).saturating_add(SETTLE_MARGIN_SECS);
     let l = super::request::known_listing(&s, &id)?;
     // `currency`, when sent, must be what the listing settles in

@@ -4,8 +4,9 @@
 //! trades only to whom `views::may_see_trade` lets see them (its seller
 //! and that buyer, signed in). Read-only.
 
-use super::request::{check_cluster, known_listing, listing_id, signed_in, viewer};
+use super::request::{check_cluster, known_listing, listing_id, read, signed_in, viewer};
 use super::{ApiError, AppState, Res};
+use crate::statedb::read::Scope;
 use crate::views;
 use axum::extract::{Path, Query, State as AxState};
 use axum::http::HeaderMap;
@@ -29,7 +30,7 @@ pub(super) async fn settlement(
         .get("buyer")
         .filter(|b| is_pubkey(b))
         .ok_or_else(|| ApiError::bad("`buyer` must be the buyer's base58 pubkey"))?;
-    let s = st.ix.state();
+    let s = read(&st, Scope::Listing(id.clone())).await?;
     let l = known_listing(&s, &id)?;
     // only a private listing needs a session: a public one answers anyone
     let who = if l.visibility == "private" {
@@ -56,7 +57,7 @@ pub(super) async fn seller(
     }
     let who = viewer(&st, &headers).await?;
     Ok(Json(views::reputation(
-        &st.ix.state(),
+        &*read(&st, Scope::Seller(pk.clone())).await?,
         &pk,
         st.ix.config(),
         who.as_deref(),
@@ -74,7 +75,7 @@ pub(super) async fn show_escrow(
         return Err(ApiError::bad("escrow must be a base58 32-byte key"));
     }
     let who = viewer(&st, &headers).await?;
-    let s = st.ix.state();
+    let s = read(&st, Scope::Escrow(pk.clone())).await?;
     let e = s
         .escrows
         .get(&pk)

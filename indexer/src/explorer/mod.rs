@@ -15,12 +15,14 @@ pub mod timeline;
 
 use crate::api::AppState;
 use crate::fold::State;
+use crate::statedb::read::Scope;
 use axum::extract::{Path, Query, State as AxState};
 use axum::http::StatusCode;
 use axum::response::{Html, IntoResponse, Response};
 use axum::routing::get;
 use axum::Router;
 use std::collections::HashMap;
+use std::sync::Arc;
 
 /// Page size of the listings page.
 pub const PAGE: usize = 50;
@@ -44,11 +46,28 @@ fn not_found(state: &State, detail: &str) -> Response {
     )
 }
 
+/// The part of the market `scope` names (see `Indexer::read`), read on
+/// the blocking pool; a page saying the store failed, if it did.
+async fn read(st: &AppState, scope: Scope) -> Result<Arc<State>, Response> {
+    let ix = st.ix.clone();
+    let read = tokio::task::spawn_blocking(move || ix.read(&scope)).await;
+    match read {
+        Ok(Ok(s)) => Ok(s),
+        Ok(Err(e)) => Err(page(
+            StatusCode::SERVICE_UNAVAILABLE,
+            pages::error(&State::new(), "Unavailable", &e.to_string()),
+        )),
+        Err(e) => Err(page(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            pages::error(&State::new(), "Internal error", &e.to_string()),
+        )),
+    }
+}
+
 async fn index(
     AxState(st): AxState<AppState>,
     Query(q): Query<HashMap<String, String>>,
 ) -> Response {
-    let s = st.ix.state();
     // the API's own filter parsing: the same limits and the same errors
     let mut q = q;
     q.retain(|_, v| !v.trim().is_empty());
@@ -56,18 +75,29 @@ async fn index(
     let f = match crate::api::parse_filter(&q) {
         Ok(f) => f,
         Err(e) => {
+            let s = match read(&st, Scope::Head).await {
+                Ok(s) => s,
+                Err(r) => return r,
+            };
             return page(
                 StatusCode::BAD_REQUEST,
                 pages::error(&s, "Bad filter", &e.detail),
-            )
+            );
         }
+    };
+    let s = match read(&st, Scope::Page(f.clone())).await {
+        Ok(s) => s,
+        Err(r) => return r,
     };
     let (rows, next) = crate::views::listing_page(&s, &f);
     page(StatusCode::OK, pages::listings(&s, &f, &rows, next))
 }
 
 async fn listing(AxState(st): AxState<AppState>, Path(id): Path<String>) -> Response {
-    let s = st.ix.state();
+    let s = match read(&st, Scope::Listing(id.clone())).await {
+        Ok(s) => s,
+        Err(r) => return r,
+    };
     let Some(l) = s.listings.get(&id) else {
         return not_found(&s, &format!("No listing {id} on chain."));
     };
@@ -83,7 +113,10 @@ async fn listing(AxState(st): AxState<AppState>, Path(id): Path<String>) -> Resp
 }
 
 async fn seller(AxState(st): AxState<AppState>, Path(pk): Path<String>) -> Response {
-    let s = st.ix.state();
+    let s = match read(&st, Scope::Seller(pk.clone())).await {
+        Ok(s) => s,
+        Err(r) => return r,
+    };
     if pk.parse::<node::chain::Pubkey>().is_err() {
         return page(
             StatusCode::BAD_REQUEST,
