@@ -90,10 +90,7 @@ impl DbArg {
     /// Where the log is, for messages (a Postgres URL without its password).
     fn describe(&self) -> String {
         match &self.pg {
-            Some(url) => match url.split_once('@') {
-                Some((_, host)) => format!("postgres (…@{host})"),
-                None => "postgres".to_string(),
-            },
+            Some(url) => redact(url),
             None => self.db.display().to_string(),
         }
     }
@@ -236,6 +233,15 @@ struct ServeArgs {
     /// With SQLite (no notifications): milliseconds between refolds.
     #[arg(long, default_value_t = 2_000)]
     refold_ms: u64,
+    /// With --pg: read the state from this database instead, a hot
+    /// standby of it (streaming replication); sign-in sessions are still
+    /// written to --pg. Each answer names the log position it reflects
+    /// (header x-indexer-position).
+    #[arg(long, requires = "pg", value_name = "URL")]
+    read_pg: Option<String>,
+    /// With --pg: connections reading the state (concurrent answers).
+    #[arg(long, default_value_t = 8)]
+    readers: usize,
     #[command(flatten)]
     limits: LimitArgs,
 }
@@ -290,19 +296,27 @@ async fn dispatch(cli: Cli) -> Result<()> {
         Cmd::Serve(a) => serve(a).await,
         Cmd::Rebuild(a) => rebuild(a, json).await,
         Cmd::StateHash(d) => {
-            let ix = open_indexer(&d, FoldConfig::default(), None, Create::No)?;
-            let s = ix.state();
+            let ix = match &d.pg {
+                // the tables as the writer keeps them (never a second writer)
+                Some(url) => {
+                    let store = open_store(&d, Create::No)?;
+                    open_tables(store, FoldConfig::default(), None, url, 1)?
+                }
+                None => open_indexer(&d, FoldConfig::default(), None, Create::No)?,
+            };
+            let (s, hash) = ix.head_hash()?;
+            let t = ix.read(&indexer::statedb::read::Scope::Head)?.totals();
             print(
                 json,
                 json!({
-                    "state_hash": s.hash(),
+                    "state_hash": hash,
                     "transactions": s.transactions,
-                    "listings": s.listings.len(),
-                    "offers": s.offers.len(),
-                    "settlements": s.settlements.len(),
-                    "rejected": s.rejected.len(),
+                    "listings": t.listings,
+                    "offers": t.offers,
+                    "settlements": t.settlements,
+                    "rejected": t.rejected,
                 }),
-                &s.hash(),
+                &hash,
             );
             Ok(())
         }
@@ -397,7 +411,63 @@ fn open_indexer(
         store.set_meta("fee_treasury", cfg.fee_treasury.as_deref().unwrap_or(""))?;
         store.set_meta("release_grace_secs", &cfg.release_grace_secs.to_string())?;
     }
-    Ok(Indexer::open(store, cfg)?)
+    match &db.pg {
+        // the server mode: the state lives in the database
+        Some(url) => open_tables(store, cfg, Some(url), url, 4),
+        None => Ok(Indexer::open(store, cfg)?),
+    }
+}
+
+/// Opens over `store` with the state kept as tables: folded into the
+/// database at `writer_url` (the writer; `None` on an API server), read
+/// through `readers` connections to `read_url` (the same database, or a
+/// hot standby of it). A long fold logs its progress.
+fn open_tables(
+    store: Box<dyn LogStore>,
+    cfg: FoldConfig,
+    writer_url: Option<&str>,
+    read_url: &str,
+    readers: usize,
+) -> Result<Indexer> {
+    use indexer::statedb::postgres::PgState;
+    use indexer::statedb::StateDb;
+    let writer: Option<Box<dyn StateDb>> = match writer_url {
+        Some(url) => Some(Box::new(
+            PgState::connect_writer(url).context("the state tables (writer)")?,
+        )),
+        None => None,
+    };
+    let readers = (0..readers.max(1))
+        .map(|_| {
+            PgState::connect(read_url)
+                .map(|r| Box::new(r) as Box<dyn StateDb>)
+                .with_context(|| format!("read the state tables at {}", redact(read_url)))
+        })
+        .collect::<Result<Vec<_>>>()?;
+    let started = std::time::Instant::now();
+    let mut said = started;
+    let mut progress = |folded: usize, total: usize| {
+        if said.elapsed() >= Duration::from_secs(10) {
+            said = std::time::Instant::now();
+            let rate = folded as f64 / started.elapsed().as_secs_f64().max(1e-9);
+            tracing::info!(
+                folded,
+                total,
+                records_per_second = rate as u64,
+                eta_secs = ((total.saturating_sub(folded)) as f64 / rate.max(1.0)) as u64,
+                "folding the log into the state tables"
+            );
+        }
+    };
+    Ok(Indexer::open_tables(store, cfg, writer, readers, &mut progress)?)
+}
+
+/// A Postgres URL for messages: its host alone, never its credentials.
+fn redact(url: &str) -> String {
+    match url.split_once('@') {
+        Some((_, host)) => format!("postgres (…@{host})"),
+        None => "postgres".to_string(),
+    }
 }
 
 /// The cluster and fold rules a writer recorded in `store`.
@@ -516,7 +586,17 @@ async fn serve(a: ServeArgs) -> Result<()> {
     let signals = stop_signals()?;
     let store = open_store(&a.db, Create::No)?;
     let (cluster, cfg) = recorded_rules(&*store, &a.db)?;
-    let ix = Arc::new(Indexer::open(store, cfg)?);
+    let ix = Arc::new(match &a.db.pg {
+        // stateless: answers read the state tables (on a standby, if named)
+        Some(url) => open_tables(
+            store,
+            cfg,
+            None,
+            a.read_pg.as_deref().unwrap_or(url),
+            a.readers,
+        )?,
+        None => Indexer::open(store, cfg)?,
+    });
     let listener = tokio::net::TcpListener::bind(&a.listen)
         .await
         .with_context(|| format!("listen on {}", a.listen))?;
@@ -527,11 +607,19 @@ async fn serve(a: ServeArgs) -> Result<()> {
         ..AppState::new(ix.clone(), &cluster)
     };
     tracing::info!(listen = %listener.local_addr()?, %cluster, db = %a.db.describe(), "brainctl-indexer replica serving");
-    let changes = match a.db.pg.clone() {
-        Some(url) => indexer::service::Changes::Postgres(url),
-        None => indexer::service::Changes::Every(Duration::from_millis(a.refold_ms.max(100))),
-    };
-    indexer::service::run_replica(listener, state, changes, signals.signalled()).await?;
+    if a.db.pg.is_some() {
+        // the state tables are the state: nothing to fold, only answers
+        indexer::http::serve(listener, state, signals.signalled()).await?;
+        return Ok(());
+    }
+    let every = Duration::from_millis(a.refold_ms.max(100));
+    indexer::service::run_replica(
+        listener,
+        state,
+        indexer::service::Changes::Every(every),
+        signals.signalled(),
+    )
+    .await?;
     Ok(())
 }
 
@@ -579,20 +667,19 @@ async fn rebuild(a: RebuildArgs, json: bool) -> Result<()> {
             }
         }
     };
-    let s = ix.state();
+    let (s, hash) = ix.head_hash()?;
     let secs = started.elapsed().as_secs_f64();
     print(
         json,
         json!({
-            "state_hash": s.hash(),
+            "state_hash": hash,
             "transactions": s.transactions,
             "fetched": report.fetched,
             "final_slot": report.final_slot,
             "seconds": secs,
         }),
         &format!(
-            "{}\n({} transactions fetched through final slot {} in {secs:.1} s)",
-            s.hash(),
+            "{hash}\n({} transactions fetched through final slot {} in {secs:.1} s)",
             report.fetched,
             report.final_slot
         ),

@@ -76,7 +76,9 @@ pub(super) async fn blocking<T: Send + 'static>(
 /// The part of the market `scope` names, read on the blocking pool (see
 /// [`Indexer::read`]).
 pub(super) async fn read(st: &AppState, scope: Scope) -> Res<Arc<State>> {
-    blocking(st, move |ix| Ok(ix.read(&scope)?)).await
+    let s = blocking(st, move |ix| Ok(ix.read(&scope)?)).await?;
+    crate::http::note_position(s.last);
+    Ok(s)
 }
 
 /// The signed-in wallet, if a valid session token was sent.

@@ -52,7 +52,10 @@ async fn read(st: &AppState, scope: Scope) -> Result<Arc<State>, Response> {
     let ix = st.ix.clone();
     let read = tokio::task::spawn_blocking(move || ix.read(&scope)).await;
     match read {
-        Ok(Ok(s)) => Ok(s),
+        Ok(Ok(s)) => {
+            crate::http::note_position(s.last);
+            Ok(s)
+        }
         Ok(Err(e)) => Err(page(
             StatusCode::SERVICE_UNAVAILABLE,
             pages::error(&State::new(), "Unavailable", &e.to_string()),

@@ -20,6 +20,9 @@ use tokio_postgres::Client;
 
 /// Rows a hash scan reads per query.
 const SCAN_PAGE: i64 = 10_000;
+/// Advisory lock the one writer of the state tables holds for as long as
+/// its connection lives.
+const WRITER_LOCK: i64 = 0x4252_4e4b;
 
 /// The PostgreSQL state tables.
 pub struct PgState {
@@ -32,6 +35,23 @@ impl PgState {
         Ok(PgState {
             pg: PgStore::connect(url)?,
         })
+    }
+
+    /// Connects as the one writer: refused while another process holds
+    /// the writer's lock (two writers would fold the same batches twice).
+    pub fn connect_writer(url: &str) -> Result<PgState, StoreError> {
+        let s = PgState::connect(url)?;
+        let locked: bool = s.pg.run(|c| async move {
+            Ok(c.query_one("SELECT pg_try_advisory_lock($1)", &[&WRITER_LOCK])
+                .await?
+                .get(0))
+        })?;
+        if !locked {
+            return Err(StoreError::Foreign(
+                "another writer (`brainctl-indexer run`) holds this database's state tables; stop it first".into(),
+            ));
+        }
+        Ok(s)
     }
 
     /// `(key, body)` rows `sql` selects with the key list as `$1`.
