@@ -439,7 +439,7 @@ fn open_tables(
     };
     let readers = (0..readers.max(1))
         .map(|_| {
-            PgState::connect(read_url)
+            PgState::connect_reader(read_url)
                 .map(|r| Box::new(r) as Box<dyn StateDb>)
                 .with_context(|| format!("read the state tables at {}", redact(read_url)))
         })
@@ -459,7 +459,13 @@ fn open_tables(
             );
         }
     };
-    Ok(Indexer::open_tables(store, cfg, writer, readers, &mut progress)?)
+    Ok(Indexer::open_tables(
+        store,
+        cfg,
+        writer,
+        readers,
+        &mut progress,
+    )?)
 }
 
 /// A Postgres URL for messages: its host alone, never its credentials.
@@ -680,8 +686,7 @@ async fn rebuild(a: RebuildArgs, json: bool) -> Result<()> {
         }),
         &format!(
             "{hash}\n({} transactions fetched through final slot {} in {secs:.1} s)",
-            report.fetched,
-            report.final_slot
+            report.fetched, report.final_slot
         ),
     );
     Ok(())

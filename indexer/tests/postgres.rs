@@ -1,9 +1,12 @@
 //! The indexer on PostgreSQL, against a real validator and a real server
-//! the harness starts: one writer (`run --pg`) and two read replicas
-//! (`serve --pg`) follow a trade (list, buy, a forged cancel) and serve
-//! the same state hash; a session made on one replica works on the other;
-//! the writer killed (SIGKILL) and started again loses nothing and the
-//! replicas follow what it ingests next.
+//! the harness starts with a hot standby of it (`pg_basebackup`,
+//! streaming replication): one writer (`run --pg`, folding into the state
+//! tables) and two API servers that fold nothing (`serve --pg`, one
+//! reading the primary, one the standby) follow a trade (list, buy, a
+//! forged cancel) and serve the same state hash, each answer naming its
+//! log position; a session made on one works on the other; the writer
+//! killed (SIGKILL) and started again loses and repeats nothing, and the
+//! API servers serve what it folds next.
 
 use e2e::indexer_api::Api;
 use node::arweave::{FsStore, Uploader};
@@ -96,6 +99,7 @@ fn kill(Owned(child): &mut Owned, signal: i32) {
 fn a_writer_and_two_replicas_share_one_log_and_survive_the_writer_dying() {
     let v = e2e::validator();
     let pg = e2e::postgres::start();
+    let standby = pg.standby();
     let rt = e2e::multi_thread_runtime();
     let dir = tempfile::tempdir().unwrap();
     let items = dir.path().join("items");
@@ -124,13 +128,15 @@ fn a_writer_and_two_replicas_share_one_log_and_survive_the_writer_dying() {
     let mut writer = spawn(dir.path(), "writer", &writer_args);
     let writer_api = api(dir.path(), "writer");
     wait_state(&writer_api, &rt, |_| true);
-    let mut replicas: Vec<Owned> = (0..2)
-        .map(|i| {
-            spawn(
-                dir.path(),
-                &format!("replica{i}"),
-                &["serve", "--pg", &pg.url, "--listen", "127.0.0.1:0"],
-            )
+    let mut replicas: Vec<Owned> = [None, Some(&standby.url)]
+        .iter()
+        .enumerate()
+        .map(|(i, read)| {
+            let mut args = vec!["serve", "--pg", &pg.url, "--listen", "127.0.0.1:0"];
+            if let Some(url) = read {
+                args.extend(["--read-pg", url.as_str()]);
+            }
+            spawn(dir.path(), &format!("replica{i}"), &args)
         })
         .collect();
     let replica_apis: Vec<Api> = (0..2)
@@ -198,6 +204,20 @@ fn a_writer_and_two_replicas_share_one_log_and_survive_the_writer_dying() {
     let (code, shown) = rt.block_on(replica_apis[1].get(&format!("/listings/{listing_id}"), None));
     assert_eq!(code, 200, "{shown}");
     assert_eq!(shown["listing"]["manifest"]["listing_id"], listing_id);
+    // the standby's answer names the position it reflects: the buy's
+    let res = rt
+        .block_on(reqwest::get(format!(
+            "{}/listings/{listing_id}",
+            replica_apis[1].base
+        )))
+        .unwrap();
+    let position = res.headers()["x-indexer-position"]
+        .to_str()
+        .unwrap()
+        .to_string();
+    let (slot, index) = position.split_once(':').expect("slot:index");
+    assert!(slot.parse::<u64>().unwrap() >= shown["listing"]["listed_slot"].as_u64().unwrap());
+    index.parse::<u32>().unwrap();
 
     // a session made on one replica works on the other (and on the writer)
     let token = rt.block_on(replica_apis[0].sign_in(&buyer));

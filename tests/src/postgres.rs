@@ -13,8 +13,88 @@ use std::time::{Duration, Instant};
 pub struct TestPostgres {
     /// `postgres://brainctl@127.0.0.1:PORT/brainctl`.
     pub url: String,
+    port: u16,
     child: std::process::Child,
     dir: PathBuf,
+}
+
+/// Runs the server on `data` (in `dir`) on a free port until it answers.
+fn serve(bin: &Path, dir: PathBuf, data: &Path) -> TestPostgres {
+    let port = crate::free_port_block(1);
+    let log = dir.join("postgres.log");
+    let child = as_db_user(&bin.join("postgres"))
+        .arg("-D")
+        .arg(data)
+        .args(["-p", &port.to_string(), "-k"])
+        .arg(&dir)
+        .args([
+            "-c",
+            "listen_addresses=127.0.0.1",
+            "-c",
+            "fsync=off",
+            "-c",
+            "max_connections=50",
+        ])
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(std::fs::File::create(&log).expect("log"))
+        .spawn()
+        .expect("spawn postgres");
+    let pg = TestPostgres {
+        url: format!("postgres://brainctl@127.0.0.1:{port}/brainctl"),
+        port,
+        child,
+        dir,
+    };
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        let ready = Command::new(bin.join("pg_isready"))
+            .args(["-h", "127.0.0.1", "-p", &port.to_string(), "-q"])
+            .status()
+            .is_ok_and(|s| s.success());
+        if ready {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "postgres did not start: {}",
+            std::fs::read_to_string(&log).unwrap_or_default()
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    pg
+}
+
+impl TestPostgres {
+    /// A hot standby of this server: `pg_basebackup` of its data with
+    /// the replication settings written (`-R`), started on its own free
+    /// port, following the primary by streaming replication (read-only).
+    pub fn standby(&self) -> TestPostgres {
+        let bin = bin_dir();
+        let dir = crate::scratch_dir("brainctl-pg-standby-");
+        chown_to_db_user(&dir);
+        let data = dir.join("data");
+        let out = as_db_user(&bin.join("pg_basebackup"))
+            .args([
+                "-h",
+                "127.0.0.1",
+                "-p",
+                &self.port.to_string(),
+                "-U",
+                "brainctl",
+            ])
+            .arg("-D")
+            .arg(&data)
+            .args(["-R", "-X", "stream", "--no-sync"])
+            .output()
+            .expect("run pg_basebackup");
+        assert!(
+            out.status.success(),
+            "pg_basebackup failed: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        serve(&bin, dir, &data)
+    }
 }
 
 fn bin_dir() -> PathBuf {
@@ -81,47 +161,8 @@ pub fn start() -> TestPostgres {
         "initdb failed: {}",
         String::from_utf8_lossy(&out.stderr)
     );
-    let port = crate::free_port_block(1);
-    let log = dir.join("postgres.log");
-    let child = as_db_user(&bin.join("postgres"))
-        .arg("-D")
-        .arg(&data)
-        .args(["-p", &port.to_string(), "-k"])
-        .arg(&dir)
-        .args([
-            "-c",
-            "listen_addresses=127.0.0.1",
-            "-c",
-            "fsync=off",
-            "-c",
-            "max_connections=50",
-        ])
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(std::fs::File::create(&log).expect("log"))
-        .spawn()
-        .expect("spawn postgres");
-    let pg = TestPostgres {
-        url: format!("postgres://brainctl@127.0.0.1:{port}/brainctl"),
-        child,
-        dir: dir.clone(),
-    };
-    let deadline = Instant::now() + Duration::from_secs(60);
-    loop {
-        let ready = Command::new(bin.join("pg_isready"))
-            .args(["-h", "127.0.0.1", "-p", &port.to_string(), "-q"])
-            .status()
-            .is_ok_and(|s| s.success());
-        if ready {
-            break;
-        }
-        assert!(
-            Instant::now() < deadline,
-            "postgres did not start: {}",
-            std::fs::read_to_string(&log).unwrap_or_default()
-        );
-        std::thread::sleep(Duration::from_millis(200));
-    }
+    let pg = serve(&bin, dir, &data);
+    let port = pg.port;
     let out = Command::new(bin.join("createdb"))
         .args([
             "-h",

@@ -37,14 +37,24 @@ impl PgState {
         })
     }
 
+    /// Connects to read only (a hot standby, or the primary as an API
+    /// server reads it): the schema is never touched.
+    pub fn connect_reader(url: &str) -> Result<PgState, StoreError> {
+        Ok(PgState {
+            pg: PgStore::connect_read_only(url, crate::store::postgres::STATE_SCHEMA)?,
+        })
+    }
+
     /// Connects as the one writer: refused while another process holds
     /// the writer's lock (two writers would fold the same batches twice).
     pub fn connect_writer(url: &str) -> Result<PgState, StoreError> {
         let s = PgState::connect(url)?;
         let locked: bool = s.pg.run(|c| async move {
-            Ok(c.query_one("SELECT pg_try_advisory_lock($1)", &[&WRITER_LOCK])
-                .await?
-                .get(0))
+            Ok(
+                c.query_one("SELECT pg_try_advisory_lock($1)", &[&WRITER_LOCK])
+                    .await?
+                    .get(0),
+            )
         })?;
         if !locked {
             return Err(StoreError::Foreign(

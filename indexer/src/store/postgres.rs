@@ -24,6 +24,9 @@ use tokio_postgres::{AsyncMessage, Client, NoTls};
 /// The channel the writer notifies on every change to the log.
 pub const LOG_CHANNEL: &str = "brainctl_indexer_log";
 
+/// The schema version that holds the state tables.
+pub const STATE_SCHEMA: usize = 3;
+
 const MIGRATIONS: &[&str] = &[
     include_str!("../../../migrations/indexer-pg/0001_init.sql"),
     include_str!("../../../migrations/indexer-pg/0002_change_numbers.sql"),
@@ -66,6 +69,34 @@ impl PgStore {
     /// Connects to `url` (a libpq URL or key=value string) and brings the
     /// schema up to date.
     pub fn connect(url: &str) -> Result<PgStore, StoreError> {
+        let store = PgStore::open(url)?;
+        store.migrate()?;
+        Ok(store)
+    }
+
+    /// Connects to `url` without touching the schema (a hot standby is
+    /// read-only): the schema must already be at least `version`.
+    pub fn connect_read_only(url: &str, version: usize) -> Result<PgStore, StoreError> {
+        let store = PgStore::open(url)?;
+        let have: i32 = store.run(|c| async move {
+            Ok(
+                c.query_opt("SELECT version FROM brainctl_indexer_schema", &[])
+                    .await
+                    .ok()
+                    .flatten()
+                    .map_or(0, |r| r.get(0)),
+            )
+        })?;
+        if (have as usize) < version {
+            return Err(StoreError::Foreign(format!(
+                "the database holds indexer schema v{have}, this reader needs v{version}: start the writer (`brainctl-indexer run --pg`) on its primary first"
+            )));
+        }
+        Ok(store)
+    }
+
+    /// The connection alone.
+    fn open(url: &str) -> Result<PgStore, StoreError> {
         let rt = tokio::runtime::Builder::new_multi_thread()
             .worker_threads(1)
             .thread_name("indexer-pg")
@@ -82,12 +113,10 @@ impl PgStore {
             });
             Ok(client)
         })?;
-        let store = PgStore {
+        Ok(PgStore {
             rt: Some(rt),
             client: Arc::new(client),
-        };
-        store.migrate()?;
-        Ok(store)
+        })
     }
 
     /// Runs `f` with the client on the store's runtime.
