@@ -85,7 +85,8 @@ impl TestPostgres {
             ])
             .arg("-D")
             .arg(&data)
-            .args(["-R", "-X", "stream", "--no-sync"])
+            // a fast checkpoint: a spread one waits for the next (minutes)
+            .args(["-R", "-X", "stream", "--no-sync", "--checkpoint=fast"])
             .output()
             .expect("run pg_basebackup");
         assert!(
