@@ -48,7 +48,12 @@ CREATE TABLE state_head (
     transactions BIGINT NOT NULL,
     applied_seq  BIGINT,
     floor_slot   BIGINT,
-    floor_idx    BIGINT
+    floor_idx    BIGINT,
+    -- the whole market's counts (kept per batch: answers never count rows)
+    n_listings    BIGINT NOT NULL DEFAULT 0,
+    n_offers      BIGINT NOT NULL DEFAULT 0,
+    n_settlements BIGINT NOT NULL DEFAULT 0,
+    n_rejected    BIGINT NOT NULL DEFAULT 0
 );
 CREATE TABLE state_batches (
     batch       BIGSERIAL PRIMARY KEY,

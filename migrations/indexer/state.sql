@@ -48,7 +48,12 @@ CREATE TABLE IF NOT EXISTS state_head (
     transactions INTEGER NOT NULL,
     applied_seq  INTEGER,
     floor_slot   INTEGER,
-    floor_idx    INTEGER
+    floor_idx    INTEGER,
+    -- the whole market's counts (kept per batch: answers never count rows)
+    n_listings    INTEGER NOT NULL DEFAULT 0,
+    n_offers      INTEGER NOT NULL DEFAULT 0,
+    n_settlements INTEGER NOT NULL DEFAULT 0,
+    n_rejected    INTEGER NOT NULL DEFAULT 0
 );
 CREATE TABLE IF NOT EXISTS state_batches (
     batch       INTEGER PRIMARY KEY,

@@ -95,6 +95,9 @@ enum Cmd {
         /// PostgreSQL URL of an empty database (the bench writes its log).
         #[arg(long, env = "BRAINCTL_BENCH_PG")]
         pg: String,
+        /// A hot standby of it: also measure an API server reading there.
+        #[arg(long, env = "BRAINCTL_BENCH_PG_STANDBY")]
+        standby: Option<String>,
         /// Records in the generated log.
         #[arg(long, default_value_t = 100_000)]
         records: usize,
@@ -225,11 +228,12 @@ async fn dispatch(cli: Cli) -> Result<()> {
         }
         Cmd::Tables {
             pg,
+            standby,
             records,
             samples,
         } => {
             let r = tokio::task::spawn_blocking(move || {
-                indexer::loadtest::tables::tables(&pg, records, samples)
+                indexer::loadtest::tables::tables(&pg, standby.as_deref(), records, samples)
             })
             .await??;
             print(json, serde_json::to_value(&r)?, &r.summary());

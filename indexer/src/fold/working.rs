@@ -194,6 +194,8 @@ pub struct Changes {
     pub escrows: Vec<(String, EscrowState)>,
     /// Transactions folded, and where.
     pub seen: Vec<(String, Position)>,
+    /// How many listings, offers, buys and refused transactions are new.
+    pub added: super::Totals,
 }
 
 impl Changes {
@@ -317,7 +319,19 @@ impl State {
             }
         }
         let position = |sig: &str| self.folded_at(sig);
+        fn adds<V: PartialEq>(
+            d: imbl::ordmap::DiffIter<'_, '_, String, V, imbl::shared_ptr::DefaultSharedPtr>,
+        ) -> u64 {
+            d.filter(|d| matches!(d, DiffItem::Add(..))).count() as u64
+        }
+        let added = super::Totals {
+            listings: adds(before.listings.diff(&self.listings)),
+            offers: adds(before.offers.diff(&self.offers)),
+            settlements: adds(before.settlements.diff(&self.settlements)),
+            rejected: adds(before.rejected.diff(&self.rejected)),
+        };
         Changes {
+            added,
             listings: before
                 .listings
                 .diff(&self.listings)

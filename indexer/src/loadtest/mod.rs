@@ -144,7 +144,7 @@ struct Page {
     next_cursor: Option<String>,
 }
 
-fn percentile(sorted: &[Duration], p: f64) -> f64 {
+pub(crate) fn percentile(sorted: &[Duration], p: f64) -> f64 {
     if sorted.is_empty() {
         return 0.0;
     }
@@ -154,15 +154,15 @@ fn percentile(sorted: &[Duration], p: f64) -> f64 {
 
 /// `state` served on a free 127.0.0.1 port in this process, with a
 /// client pooling `clients` connections.
-struct LocalServer {
-    base: String,
-    http: reqwest::Client,
+pub(crate) struct LocalServer {
+    pub(crate) base: String,
+    pub(crate) http: reqwest::Client,
     stop: tokio::sync::oneshot::Sender<()>,
     task: tokio::task::JoinHandle<std::io::Result<()>>,
 }
 
 impl LocalServer {
-    async fn start(state: AppState, clients: usize) -> Result<LocalServer, LoadError> {
+    pub(crate) async fn start(state: AppState, clients: usize) -> Result<LocalServer, LoadError> {
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
         let base = format!("http://{}", listener.local_addr()?);
         let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
@@ -181,7 +181,7 @@ impl LocalServer {
         })
     }
 
-    async fn stop(self) {
+    pub(crate) async fn stop(self) {
         let _ = self.stop.send(());
         let _ = self.task.await;
     }

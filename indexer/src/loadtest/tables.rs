@@ -6,6 +6,11 @@
 //! while it runs (sampled every 20 ms), one new memo's catch-up, a record
 //! landing [`OUT_OF_ORDER_DISTANCE`] records before the head (a rewind of
 //! the batches after it), and streaming the state hash from the tables.
+//! Given a hot standby, also an API server that folds nothing reading it
+//! (the `serve --pg --read-pg` stack, in process): the time from a new
+//! listing's commit on the primary until that server answers it, and
+//! `GET /listings` and `GET /listings/{id}` latency under 100 concurrent
+//! clients.
 //!
 //! Owns measuring only; it writes only the database it is given.
 
@@ -46,6 +51,37 @@ pub struct TablesReport {
     pub out_of_order_refolded: usize,
     /// Streaming the state hash from the tables.
     pub state_hash_seconds: f64,
+    /// Reads on a hot standby, when one was given.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub standby: Option<StandbyReads>,
+}
+
+/// An API server reading the state from a hot standby.
+#[derive(Debug, Clone, Serialize)]
+pub struct StandbyReads {
+    /// From a new listing's commit on the primary until the standby's API
+    /// server answers it (ms).
+    pub visible_ms: super::scale::Millis,
+    /// Concurrent clients.
+    pub clients: usize,
+    /// `GET /listings?limit=50`: p50, p99 (ms) and requests.
+    pub browse: Percentiles,
+    /// `GET /listings/{id}`: p50, p99 (ms) and requests.
+    pub detail: Percentiles,
+    /// Resident memory after the load (MiB): this process held the
+    /// server, its readers and the bench's own log generator.
+    pub rss_after_mib: f64,
+}
+
+/// Latency percentiles of one request kind.
+#[derive(Debug, Clone, Serialize)]
+pub struct Percentiles {
+    /// Requests answered (all 200).
+    pub requests: usize,
+    /// Median (ms).
+    pub p50_ms: f64,
+    /// 99th percentile (ms).
+    pub p99_ms: f64,
 }
 
 impl TablesReport {
@@ -57,7 +93,7 @@ impl TablesReport {
              resident memory: {:.0} MiB before, {:.0} MiB peak while folding\n\
              one new memo caught up: p50 {:.1} ms, max {:.1} ms ({} samples)\n\
              a record {} before the head: {:.1} ms, {} records folded again\n\
-             state hash streamed from the tables: {:.1} s",
+             state hash streamed from the tables: {:.1} s{}",
             self.records,
             self.memos,
             self.cold_fold_seconds,
@@ -71,6 +107,20 @@ impl TablesReport {
             self.out_of_order_ms,
             self.out_of_order_refolded,
             self.state_hash_seconds,
+            self.standby.as_ref().map_or(String::new(), |s| format!(
+                "\nan API server on the hot standby: a new listing visible after p50 {:.1} ms (max {:.1} ms)\n\
+                 {} clients: GET /listings p50 {:.1} ms p99 {:.1} ms ({} requests); GET /listings/{{id}} p50 {:.1} ms p99 {:.1} ms ({} requests); {:.0} MiB resident",
+                s.visible_ms.p50_ms,
+                s.visible_ms.max_ms,
+                s.clients,
+                s.browse.p50_ms,
+                s.browse.p99_ms,
+                s.browse.requests,
+                s.detail.p50_ms,
+                s.detail.p99_ms,
+                s.detail.requests,
+                s.rss_after_mib,
+            )),
         )
     }
 }
@@ -87,8 +137,20 @@ fn peak_rss(stop: Arc<AtomicBool>) -> std::thread::JoinHandle<f64> {
     })
 }
 
-/// Runs the benchmark over an empty database at `pg_url`.
-pub fn tables(pg_url: &str, records: usize, samples: usize) -> Result<TablesReport, ScaleError> {
+/// Clients of the standby's API server.
+const CLIENTS: usize = 100;
+/// Requests each client sends of each kind.
+const PER_CLIENT: usize = 20;
+
+/// Runs the benchmark over an empty database at `pg_url` (and an API
+/// server on `standby_url`, a hot standby of it, when given). Runs on a
+/// blocking thread of a tokio runtime (the API server's).
+pub fn tables(
+    pg_url: &str,
+    standby_url: Option<&str>,
+    records: usize,
+    samples: usize,
+) -> Result<TablesReport, ScaleError> {
     let mut log = PgStore::connect(pg_url)?;
     let Generated {
         mut builder,
@@ -133,6 +195,18 @@ pub fn tables(pg_url: &str, records: usize, samples: usize) -> Result<TablesRepo
     let out_of_order_ms = started.elapsed().as_secs_f64() * 1e3;
     let started = Instant::now();
     state_hash(&mut db)?;
+    let state_hash_seconds = started.elapsed().as_secs_f64();
+    let standby = match standby_url {
+        Some(url) => Some(standby_reads(
+            pg_url,
+            url,
+            &mut log,
+            &mut db,
+            &mut builder,
+            samples,
+        )?),
+        None => None,
+    };
     Ok(TablesReport {
         records: n,
         memos,
@@ -143,6 +217,129 @@ pub fn tables(pg_url: &str, records: usize, samples: usize) -> Result<TablesRepo
         new_memo_ms: super::scale::Millis::of(new_memo),
         out_of_order_ms,
         out_of_order_refolded: late.folded,
-        state_hash_seconds: started.elapsed().as_secs_f64(),
+        state_hash_seconds,
+        standby,
+    })
+}
+
+/// An API server reading `standby_url`: visibility of new listings
+/// written through `log`/`db` on the primary, then read latency.
+fn standby_reads(
+    pg_url: &str,
+    standby_url: &str,
+    log: &mut PgStore,
+    db: &mut PgState,
+    builder: &mut crate::synth::LogBuilder,
+    samples: usize,
+) -> Result<StandbyReads, ScaleError> {
+    use crate::statedb::StateDb;
+    let cfg = FoldConfig::default();
+    let readers = (0..8)
+        .map(|_| PgState::connect_reader(standby_url).map(|r| Box::new(r) as Box<dyn StateDb>))
+        .collect::<Result<Vec<_>, _>>()?;
+    let ix = crate::engine::Indexer::open_tables(
+        Box::new(PgStore::connect(pg_url)?),
+        cfg.clone(),
+        None,
+        readers,
+        &mut |_, _| {},
+    )?;
+    let rt = tokio::runtime::Handle::current();
+    let server = rt
+        .block_on(super::LocalServer::start(
+            crate::api::AppState::new(Arc::new(ix), "localnet"),
+            CLIENTS,
+        ))
+        .map_err(|e| std::io::Error::other(e.to_string()))?;
+    let (http, base) = (server.http.clone(), server.base.clone());
+    // a new listing committed on the primary, until the standby serves it
+    let mut visible = Vec::new();
+    for i in 0..samples.max(1) {
+        let seller = crate::synth::wallet(1, i as u64 % 1_000);
+        let listing = builder.list(&seller, 20_000_000 + i as u64, "auction");
+        let batch = builder.take_records();
+        log.put_records(&batch, FINAL)?;
+        durable::catch_up(&*log, db, &cfg, PAGE, &mut |_, _| {})?;
+        let committed = Instant::now();
+        let url = format!("{base}/listings/{}", listing.listing_id);
+        loop {
+            let ok = rt
+                .block_on(http.get(&url).send())
+                .is_ok_and(|r| r.status().is_success());
+            if ok {
+                break;
+            }
+            if committed.elapsed().as_secs() > 30 {
+                return Err(ScaleError::Lagged(listing.listing_id));
+            }
+            std::thread::sleep(std::time::Duration::from_micros(500));
+        }
+        visible.push(committed.elapsed().as_secs_f64() * 1e3);
+    }
+    // ids to read: a page of listings from the server itself
+    let ids: Vec<String> = rt
+        .block_on(async {
+            let v: serde_json::Value = http
+                .get(format!("{base}/listings?limit=100&status=all"))
+                .send()
+                .await?
+                .json()
+                .await?;
+            Ok::<_, reqwest::Error>(v)
+        })
+        .map_err(|e| std::io::Error::other(e.to_string()))?["listings"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|l| l["listing_id"].as_str().map(str::to_string))
+        .collect();
+    let load = |paths: Vec<String>| -> Result<Percentiles, ScaleError> {
+        let times = rt.block_on(async {
+            let tasks: Vec<_> = (0..CLIENTS)
+                .map(|c| {
+                    let (http, base) = (http.clone(), base.clone());
+                    let paths = paths.clone();
+                    tokio::spawn(async move {
+                        let mut times = Vec::with_capacity(PER_CLIENT);
+                        for i in 0..PER_CLIENT {
+                            let path = &paths[(c * PER_CLIENT + i) % paths.len()];
+                            let t = Instant::now();
+                            let res = http.get(format!("{base}{path}")).send().await;
+                            match res {
+                                Ok(r) if r.status().is_success() => {
+                                    let _ = r.bytes().await;
+                                    times.push(t.elapsed());
+                                }
+                                Ok(r) => return Err(format!("{path}: {}", r.status())),
+                                Err(e) => return Err(format!("{path}: {e}")),
+                            }
+                        }
+                        Ok(times)
+                    })
+                })
+                .collect();
+            let mut all = Vec::new();
+            for t in tasks {
+                all.extend(t.await.map_err(|e| e.to_string())??);
+            }
+            Ok::<_, String>(all)
+        });
+        let mut all = times.map_err(std::io::Error::other)?;
+        all.sort();
+        Ok(Percentiles {
+            requests: all.len(),
+            p50_ms: super::percentile(&all, 0.50),
+            p99_ms: super::percentile(&all, 0.99),
+        })
+    };
+    let browse = load(vec!["/listings?limit=50".to_string()])?;
+    let detail = load(ids.iter().map(|id| format!("/listings/{id}")).collect())?;
+    rt.block_on(server.stop());
+    Ok(StandbyReads {
+        visible_ms: super::scale::Millis::of(visible),
+        clients: CLIENTS,
+        browse,
+        detail,
+        rss_after_mib: rss_mib(),
     })
 }

@@ -21,6 +21,9 @@ pub const PAGE: usize = 5_000;
 /// A rebuild writes undo rows only for its last records: a rewind further
 /// back (an old record arriving late) rebuilds.
 pub const UNDO_TAIL: usize = 20_000;
+/// Most records a batch with undo rows folds (a rewind takes back whole
+/// batches).
+pub const UNDO_BATCH: usize = 500;
 
 /// What one catch-up did.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -132,7 +135,11 @@ fn fold_log(
     let undo_from = undo_tail.map_or(0, |t| total.saturating_sub(t));
     let mut folded = 0usize;
     loop {
-        let records = log.records_page(after, page.max(1))?;
+        // the tail a rewind may reach is folded in small batches: taking
+        // one back refolds little more than the distance to the change
+        let undo = folded + page > undo_from;
+        let size = if undo { page.min(UNDO_BATCH) } else { page };
+        let records = log.records_page(after, size.max(1))?;
         if records.is_empty() {
             break;
         }
@@ -176,6 +183,7 @@ pub fn fold_page(
         head: after.head(),
         undo: undo.then(|| (before.head(), undo_of(&changes, &before))),
         applied_seq,
+        added: changes.added,
     })
 }
 

@@ -166,6 +166,19 @@ pub struct Commit {
     /// The log change number the state reflects after this batch (`None`:
     /// unchanged; a catch-up sets it with its last batch).
     pub applied_seq: Option<u64>,
+    /// New listings, offers, buys and refused transactions (the counts).
+    pub added: Totals,
+}
+
+/// The counts `deletes` take away.
+pub fn removed_by(deletes: &Deletes) -> Totals {
+    let n = |k: Kind| deletes.iter().filter(|(kind, _)| *kind == k).count() as u64;
+    Totals {
+        listings: n(Kind::Listing),
+        offers: n(Kind::Offer),
+        settlements: n(Kind::Settlement),
+        rejected: n(Kind::Rejected),
+    }
 }
 
 /// What [`StateDb::rewind`] did.

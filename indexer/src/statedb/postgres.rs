@@ -108,6 +108,22 @@ async fn read_head(c: &Client) -> Result<(Head, Option<u64>, Option<Position>), 
         .unwrap_or_default())
 }
 
+/// Moves the counts by `t` (`sign` 1: added, -1: taken away).
+async fn count(c: &Client, t: Totals, sign: i64) -> Result<(), StoreError> {
+    c.execute(
+        "UPDATE state_head SET n_listings = n_listings + $1, n_offers = n_offers + $2,
+           n_settlements = n_settlements + $3, n_rejected = n_rejected + $4",
+        &[
+            &(sign * t.listings as i64),
+            &(sign * t.offers as i64),
+            &(sign * t.settlements as i64),
+            &(sign * t.rejected as i64),
+        ],
+    )
+    .await?;
+    Ok(())
+}
+
 async fn write_head(
     c: &Client,
     head: &Head,
@@ -463,6 +479,7 @@ impl StateDb for PgState {
         let head = commit.head;
         let undo = commit.undo.clone();
         let applied_seq = commit.applied_seq;
+        let added = commit.added;
         self.pg.transaction(move |c| async move {
             let (_, applied, mut floor) = read_head(&c).await?;
             columns.write(&c).await?;
@@ -494,7 +511,8 @@ impl StateDb for PgState {
                 (None, last) if changed => floor = last.max(floor),
                 _ => {}
             }
-            write_head(&c, &head, applied_seq.or(applied), floor).await
+            write_head(&c, &head, applied_seq.or(applied), floor).await?;
+            count(&c, added, 1).await
         })
     }
 
@@ -547,6 +565,7 @@ impl StateDb for PgState {
             })
             .collect::<Result<Vec<_>, StoreError>>()?;
         let (rows, deletes) = restore(&undo)?;
+        let removed = super::removed_by(&deletes);
         let columns = Columns::of(&rows);
         self.pg.transaction(move |c| async move {
             columns.write(&c).await?;
@@ -555,7 +574,8 @@ impl StateDb for PgState {
                 .await?;
             c.execute("DELETE FROM state_batches WHERE batch >= $1", &[&oldest])
                 .await?;
-            write_head(&c, &head, applied, floor).await
+            write_head(&c, &head, applied, floor).await?;
+            count(&c, removed, -1).await
         })?;
         Ok(Rewound::To(head))
     }
@@ -605,13 +625,14 @@ impl StateDb for PgState {
     fn totals(&mut self) -> Result<Totals, StoreError> {
         self.pg.run(|c| async move {
             let r = c
-                .query_one(
-                    "SELECT (SELECT count(*) FROM state_listings), (SELECT count(*) FROM state_offers),
-                            (SELECT count(*) FROM state_settlements), (SELECT count(*) FROM state_rejected)",
+                .query_opt(
+                    "SELECT n_listings, n_offers, n_settlements, n_rejected FROM state_head",
                     &[],
                 )
                 .await?;
-            Ok(super::read::totals_of(r.get(0), r.get(1), r.get(2), r.get(3)))
+            Ok(r.map_or_else(Totals::default, |r| {
+                super::read::totals_of(r.get(0), r.get(1), r.get(2), r.get(3))
+            }))
         })
     }
 

@@ -174,6 +174,21 @@ fn table(kind: Kind) -> (&'static str, &'static str) {
     }
 }
 
+/// Moves the counts by `t` (`sign` 1: added, -1: taken away).
+fn count(tx: &rusqlite::Transaction<'_>, t: Totals, sign: i64) -> Result<(), StoreError> {
+    tx.execute(
+        "UPDATE state_head SET n_listings = n_listings + ?1, n_offers = n_offers + ?2,
+           n_settlements = n_settlements + ?3, n_rejected = n_rejected + ?4",
+        params![
+            sign * t.listings as i64,
+            sign * t.offers as i64,
+            sign * t.settlements as i64,
+            sign * t.rejected as i64
+        ],
+    )?;
+    Ok(())
+}
+
 fn write_head(
     tx: &rusqlite::Transaction<'_>,
     head: &Head,
@@ -324,6 +339,7 @@ impl StateDb for SqliteState {
             _ => {}
         }
         write_head(&tx, &c.head, applied, floor)?;
+        count(&tx, c.added, 1)?;
         tx.commit()?;
         Ok(())
     }
@@ -379,6 +395,7 @@ impl StateDb for SqliteState {
         tx.execute("DELETE FROM state_undo WHERE batch >= ?1", [oldest])?;
         tx.execute("DELETE FROM state_batches WHERE batch >= ?1", [oldest])?;
         write_head(&tx, &head, applied, floor)?;
+        count(&tx, super::removed_by(&deletes), -1)?;
         tx.commit()?;
         Ok(Rewound::To(head))
     }
@@ -419,12 +436,22 @@ impl StateDb for SqliteState {
     }
 
     fn totals(&mut self) -> Result<Totals, StoreError> {
-        Ok(self.conn.query_row(
-            "SELECT (SELECT count(*) FROM state_listings), (SELECT count(*) FROM state_offers),
-                    (SELECT count(*) FROM state_settlements), (SELECT count(*) FROM state_rejected)",
-            [],
-            |r| Ok(super::read::totals_of(r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?)),
-        )?)
+        Ok(self
+            .conn
+            .query_row(
+                "SELECT n_listings, n_offers, n_settlements, n_rejected FROM state_head",
+                [],
+                |r| {
+                    Ok(super::read::totals_of(
+                        r.get(0)?,
+                        r.get(1)?,
+                        r.get(2)?,
+                        r.get(3)?,
+                    ))
+                },
+            )
+            .optional()?
+            .unwrap_or_default())
     }
 
     fn listings_of_seller(&mut self, seller: &str) -> Result<Vec<ListingState>, StoreError> {
