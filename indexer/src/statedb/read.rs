@@ -37,8 +37,9 @@ pub enum Scope {
     Head,
 }
 
-/// Listings read per query while a page is filled.
-const PAGE_SCAN: usize = 200;
+/// Most listings read per query while a page is filled (the first query
+/// reads one page's worth, each next one twice the last).
+const PAGE_SCAN: usize = 1_000;
 
 /// The state for `scope`, read in one snapshot.
 pub fn scope(db: &mut dyn StateDb, scope: &Scope) -> Result<State, StoreError> {
@@ -56,6 +57,8 @@ fn read(db: &mut dyn StateDb, scope: &Scope) -> Result<State, StoreError> {
     s.transactions = head.transactions;
     s.totals = Some(db.totals()?);
     let mut listings: BTreeSet<String> = BTreeSet::new();
+    // listings already read whole (a page's), not read again
+    let mut read_whole: Vec<crate::fold::ListingState> = Vec::new();
     match scope {
         Scope::Listing(id) => {
             listings.insert(id.clone());
@@ -88,23 +91,26 @@ fn read(db: &mut dyn StateDb, scope: &Scope) -> Result<State, StoreError> {
         Scope::Page(f) => {
             let now = s.view_now();
             let mut after = f.after.clone();
-            let mut found = 0usize;
+            let mut scan = (f.limit + 1).min(PAGE_SCAN);
             'scan: loop {
-                let rows = db.listings_after(after.as_deref(), f.seller.as_deref(), PAGE_SCAN)?;
-                for l in &rows {
-                    if f.matches(l, now) {
+                let rows = db.listings_after(after.as_deref(), f.seller.as_deref(), scan)?;
+                let full = rows.len() == scan;
+                let last = rows.last().map(|l| l.listing_id.clone());
+                for l in rows {
+                    if f.matches(&l, now) {
                         listings.insert(l.listing_id.clone());
-                        found += 1;
+                        read_whole.push(l);
                         // one past the page: the view sets the next cursor
-                        if found > f.limit {
+                        if read_whole.len() > f.limit {
                             break 'scan;
                         }
                     }
                 }
-                match rows.last() {
-                    Some(l) if rows.len() == PAGE_SCAN => after = Some(l.listing_id.clone()),
+                match last {
+                    Some(id) if full => after = Some(id),
                     _ => break,
                 }
+                scan = (scan * 2).min(PAGE_SCAN);
             }
         }
         Scope::Transactions(sigs) => {
@@ -122,7 +128,10 @@ fn read(db: &mut dyn StateDb, scope: &Scope) -> Result<State, StoreError> {
         return Ok(s);
     }
     let mut accounts = BTreeSet::new();
-    for l in db.listings(&listings)? {
+    if read_whole.is_empty() {
+        read_whole = db.listings(&listings)?;
+    }
+    for l in read_whole {
         if let Some(account) = s.put_listing(Arc::new(l)) {
             accounts.insert(account);
         }
