@@ -45,14 +45,16 @@ struct Cli {
 enum Cmd {
     /// Ingest continuously and serve the HTTP API until SIGINT/SIGTERM.
     Run(RunArgs),
-    /// A read replica: serve the API from a log another process (`run`)
-    /// writes, refolding on every change (Postgres LISTEN/NOTIFY; SQLite:
-    /// every --refold-ms). Hints and /settle are off; sign-in works and
-    /// sessions are shared with every process on the same database.
+    /// An API server beside the writer: answers from the state tables
+    /// another process (`run`) keeps (the same SQLite file, the Postgres
+    /// database, or a hot standby of it with --read-pg), folding nothing.
+    /// Hints and /settle are off; sign-in works and sessions are shared
+    /// with every process on the same database.
     Serve(ServeArgs),
     /// Re-read the whole chain history into an empty log and print its state hash.
     Rebuild(RebuildArgs),
-    /// Print the hash of the canonical state folded from the stored log.
+    /// Print the hash of the canonical state: folded from the stored log
+    /// (SQLite), or of the state tables the writer keeps (PostgreSQL).
     StateHash(DbArg),
     /// Write the stored log as JSONL (one transaction record per line).
     ExportLog {
@@ -230,8 +232,9 @@ struct ServeArgs {
     /// database holds, the same on every replica of it).
     #[arg(long)]
     domain: Option<String>,
-    /// With SQLite (no notifications): milliseconds between refolds.
-    #[arg(long, default_value_t = 2_000)]
+    /// Ignored (kept for scripts): a server reads the state tables the
+    /// writer keeps and never refolds.
+    #[arg(long, default_value_t = 2_000, hide = true)]
     refold_ms: u64,
     /// With --pg: read the state from this database instead, a hot
     /// standby of it (streaming replication); sign-in sessions are still
@@ -296,13 +299,14 @@ async fn dispatch(cli: Cli) -> Result<()> {
         Cmd::Serve(a) => serve(a).await,
         Cmd::Rebuild(a) => rebuild(a, json).await,
         Cmd::StateHash(d) => {
+            let store = open_store(&d, Create::No)?;
             let ix = match &d.pg {
                 // the tables as the writer keeps them (never a second writer)
-                Some(url) => {
-                    let store = open_store(&d, Create::No)?;
-                    open_tables(store, FoldConfig::default(), None, url, 1)?
+                Some(_) => {
+                    open_tables(store, FoldConfig::default(), &StateAt::reader(&d, None), 1)?
                 }
-                None => open_indexer(&d, FoldConfig::default(), None, Create::No)?,
+                // the stored log folded here, whatever wrote the file
+                None => Indexer::open(store, FoldConfig::default())?,
             };
             let (s, hash) = ix.head_hash()?;
             let t = ix.read(&indexer::statedb::read::Scope::Head)?.totals();
@@ -411,37 +415,102 @@ fn open_indexer(
         store.set_meta("fee_treasury", cfg.fee_treasury.as_deref().unwrap_or(""))?;
         store.set_meta("release_grace_secs", &cfg.release_grace_secs.to_string())?;
     }
-    match &db.pg {
-        // the server mode: the state lives in the database
-        Some(url) => open_tables(store, cfg, Some(url), url, 4),
-        None => Ok(Indexer::open(store, cfg)?),
+    // the state lives in the database, beside the log
+    open_tables(store, cfg, &StateAt::writer(db), 4)
+}
+
+/// Where the state tables are, and who opens them.
+struct StateAt {
+    /// The writer's database (`None`: this process only reads).
+    writer: Option<StateUrl>,
+    /// The database the readers read (the same, or a hot standby).
+    read: StateUrl,
+}
+
+/// A state database.
+#[derive(Clone)]
+enum StateUrl {
+    /// PostgreSQL.
+    Pg(String),
+    /// The SQLite file of the log.
+    Sqlite(PathBuf),
+}
+
+impl StateAt {
+    /// The one writer of `db`'s tables (reading them too).
+    fn writer(db: &DbArg) -> StateAt {
+        let at = StateUrl::of(db);
+        StateAt {
+            writer: Some(at.clone()),
+            read: at,
+        }
+    }
+
+    /// A reader of `db`'s tables, or of `read_pg` (a standby) if named.
+    fn reader(db: &DbArg, read_pg: Option<&str>) -> StateAt {
+        StateAt {
+            writer: None,
+            read: match read_pg {
+                Some(url) => StateUrl::Pg(url.to_string()),
+                None => StateUrl::of(db),
+            },
+        }
     }
 }
 
-/// Opens over `store` with the state kept as tables: folded into the
-/// database at `writer_url` (the writer; `None` on an API server), read
-/// through `readers` connections to `read_url` (the same database, or a
-/// hot standby of it). A long fold logs its progress.
+impl StateUrl {
+    fn of(db: &DbArg) -> StateUrl {
+        match &db.pg {
+            Some(url) => StateUrl::Pg(url.clone()),
+            None => StateUrl::Sqlite(db.db.clone()),
+        }
+    }
+
+    fn describe(&self) -> String {
+        match self {
+            StateUrl::Pg(url) => redact(url),
+            StateUrl::Sqlite(path) => path.display().to_string(),
+        }
+    }
+
+    fn writer(&self) -> Result<Box<dyn indexer::statedb::StateDb>> {
+        use indexer::statedb::{postgres::PgState, sqlite::SqliteState};
+        Ok(match self {
+            StateUrl::Pg(url) => Box::new(PgState::connect_writer(url)?),
+            StateUrl::Sqlite(path) => Box::new(SqliteState::open(path)?),
+        })
+    }
+
+    fn reader(&self) -> Result<Box<dyn indexer::statedb::StateDb>> {
+        use indexer::statedb::{postgres::PgState, sqlite::SqliteState};
+        Ok(match self {
+            StateUrl::Pg(url) => Box::new(PgState::connect_reader(url)?),
+            StateUrl::Sqlite(path) => Box::new(SqliteState::open(path)?),
+        })
+    }
+}
+
+/// Opens over `store` with the state kept as tables `at` (folded there
+/// by the writer, if this process is it; read through `readers`
+/// connections). A long fold logs its progress.
 fn open_tables(
     store: Box<dyn LogStore>,
     cfg: FoldConfig,
-    writer_url: Option<&str>,
-    read_url: &str,
+    at: &StateAt,
     readers: usize,
 ) -> Result<Indexer> {
-    use indexer::statedb::postgres::PgState;
-    use indexer::statedb::StateDb;
-    let writer: Option<Box<dyn StateDb>> = match writer_url {
-        Some(url) => Some(Box::new(
-            PgState::connect_writer(url).context("the state tables (writer)")?,
-        )),
+    let writer = match &at.writer {
+        Some(w) => Some(
+            w.writer()
+                .with_context(|| format!("the state tables at {} (writer)", w.describe()))?,
+        ),
         None => None,
     };
     let readers = (0..readers.max(1))
         .map(|_| {
-            PgState::connect_reader(read_url)
-                .map(|r| Box::new(r) as Box<dyn StateDb>)
-                .with_context(|| format!("read the state tables at {}", redact(read_url)))
+            at.read
+                .reader()
+                .with_context(|| format!("read the state tables at {}", at.read.describe()))
         })
         .collect::<Result<Vec<_>>>()?;
     let started = std::time::Instant::now();
@@ -592,17 +661,9 @@ async fn serve(a: ServeArgs) -> Result<()> {
     let signals = stop_signals()?;
     let store = open_store(&a.db, Create::No)?;
     let (cluster, cfg) = recorded_rules(&*store, &a.db)?;
-    let ix = Arc::new(match &a.db.pg {
-        // stateless: answers read the state tables (on a standby, if named)
-        Some(url) => open_tables(
-            store,
-            cfg,
-            None,
-            a.read_pg.as_deref().unwrap_or(url),
-            a.readers,
-        )?,
-        None => Indexer::open(store, cfg)?,
-    });
+    // stateless: answers read the state tables (on a standby, if named)
+    let at = StateAt::reader(&a.db, a.read_pg.as_deref());
+    let ix = Arc::new(open_tables(store, cfg, &at, a.readers)?);
     let listener = tokio::net::TcpListener::bind(&a.listen)
         .await
         .with_context(|| format!("listen on {}", a.listen))?;
@@ -612,20 +673,9 @@ async fn serve(a: ServeArgs) -> Result<()> {
         limiter: a.limits.limiter()?,
         ..AppState::new(ix.clone(), &cluster)
     };
-    tracing::info!(listen = %listener.local_addr()?, %cluster, db = %a.db.describe(), "brainctl-indexer replica serving");
-    if a.db.pg.is_some() {
-        // the state tables are the state: nothing to fold, only answers
-        indexer::http::serve(listener, state, signals.signalled()).await?;
-        return Ok(());
-    }
-    let every = Duration::from_millis(a.refold_ms.max(100));
-    indexer::service::run_replica(
-        listener,
-        state,
-        indexer::service::Changes::Every(every),
-        signals.signalled(),
-    )
-    .await?;
+    tracing::info!(listen = %listener.local_addr()?, %cluster, db = %a.db.describe(), "brainctl-indexer serving (reads the state tables)");
+    // the state tables are the state: nothing to fold, only answers
+    indexer::http::serve(listener, state, signals.signalled()).await?;
     Ok(())
 }
 
