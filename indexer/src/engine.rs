@@ -106,9 +106,9 @@ pub struct Indexer {
 }
 
 impl Indexer {
-    /// Opens over a store, folding its whole log.
-    pub fn open(store: Box<dyn LogStore>, cfg: FoldConfig) -> Result<Indexer, StoreError> {
-        let ix = Indexer {
+    /// The indexer over `store`, nothing folded yet.
+    fn with(store: Box<dyn LogStore>, cfg: FoldConfig, tables: Option<Tables>) -> Indexer {
+        Indexer {
             store: Mutex::new(store),
             folded: RwLock::new(Folded {
                 state: Arc::new(State::new()),
@@ -124,8 +124,13 @@ impl Indexer {
             suffix_refolds: AtomicU64::new(0),
             applied_seq: Mutex::new(None),
             clock: Arc::new(crate::clock::ChainClock::default()),
-            tables: None,
-        };
+            tables,
+        }
+    }
+
+    /// Opens over a store, folding its whole log.
+    pub fn open(store: Box<dyn LogStore>, cfg: FoldConfig) -> Result<Indexer, StoreError> {
+        let ix = Indexer::with(store, cfg, None);
         // read before the fold: every change after it is caught up later
         *ix.applied_seq.lock().unwrap_or_else(|p| p.into_inner()) = ix.store().log_seq()?;
         ix.refold()?;
@@ -149,29 +154,13 @@ impl Indexer {
                 "the state tables need at least one reader connection".into(),
             ));
         }
-        let ix = Indexer {
-            store: Mutex::new(store),
-            folded: RwLock::new(Folded {
-                state: Arc::new(State::new()),
-                book: ManifestBook::new(),
-                hash: Arc::new(OnceLock::new()),
-                snapshots: Snapshots::new(),
-            }),
-            cfg,
-            late: Mutex::new(Vec::new()),
-            late_turn: Mutex::new(()),
-            fold_turn: Mutex::new(()),
-            refolds: AtomicU64::new(0),
-            suffix_refolds: AtomicU64::new(0),
-            applied_seq: Mutex::new(None),
-            clock: Arc::new(crate::clock::ChainClock::default()),
-            tables: Some(Tables {
-                writer: writer.map(Mutex::new),
-                readers: readers.into_iter().map(Mutex::new).collect(),
-                next: AtomicUsize::new(0),
-                hash: Mutex::new(None),
-            }),
+        let tables = Tables {
+            writer: writer.map(Mutex::new),
+            readers: readers.into_iter().map(Mutex::new).collect(),
+            next: AtomicUsize::new(0),
+            hash: Mutex::new(None),
         };
+        let ix = Indexer::with(store, cfg, Some(tables));
         ix.fold_into_tables(progress)?;
         Ok(ix)
     }

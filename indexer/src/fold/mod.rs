@@ -178,7 +178,7 @@ impl State {
 }
 
 /// Feeds serde_json's output straight into the hasher (no buffer).
-struct HashWriter<'a>(&'a mut Sha256);
+pub(crate) struct HashWriter<'a>(pub(crate) &'a mut Sha256);
 
 impl std::io::Write for HashWriter<'_> {
     fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {

@@ -61,19 +61,55 @@ impl Kind {
         self as i16
     }
 
+    /// Every kind.
+    pub const ALL: [Kind; 6] = [
+        Kind::Listing,
+        Kind::Offer,
+        Kind::Settlement,
+        Kind::Rejected,
+        Kind::Escrow,
+        Kind::Seen,
+    ];
+
     /// The kind stored as `n`.
     pub fn from_number(n: i64) -> Option<Kind> {
-        [
-            Kind::Listing,
-            Kind::Offer,
-            Kind::Settlement,
-            Kind::Rejected,
-            Kind::Escrow,
-            Kind::Seen,
-        ]
-        .into_iter()
-        .find(|k| *k as i64 == n)
+        Kind::ALL.into_iter().find(|k| *k as i64 == n)
     }
+}
+
+/// The table and key column of a kind.
+pub(crate) fn table(kind: Kind) -> (&'static str, &'static str) {
+    match kind {
+        Kind::Listing => ("state_listings", "id"),
+        Kind::Offer => ("state_offers", "id"),
+        Kind::Settlement => ("state_settlements", "signature"),
+        Kind::Rejected => ("state_rejected", "signature"),
+        Kind::Escrow => ("state_escrows", "account"),
+        Kind::Seen => ("state_seen", "signature"),
+    }
+}
+
+/// A stored position (both parts or none).
+pub(crate) fn position(slot: Option<i64>, idx: Option<i64>) -> Option<Position> {
+    Some((slot? as u64, idx? as u32))
+}
+
+/// Rows `(key, canonical JSON)` decoded.
+pub(crate) fn decoded<T: DeserializeOwned>(
+    rows: Vec<(String, String)>,
+) -> Result<Vec<(String, T)>, StoreError> {
+    rows.into_iter()
+        .map(|(k, b)| decode(&k, &b).map(|v| (k, v)))
+        .collect()
+}
+
+/// Buy rows `(signature, canonical JSON)` decoded.
+pub(crate) fn settlements(
+    rows: Vec<(String, String)>,
+) -> Result<Vec<(String, Settlement)>, StoreError> {
+    rows.into_iter()
+        .map(|(k, b)| decode_settlement(&k, &b).map(|v| (k, v)))
+        .collect()
 }
 
 /// A listing's row: the columns its queries filter on, and its body.
@@ -458,20 +494,6 @@ pub fn restore(undo: &[Undo]) -> Result<(Vec<Row>, Deletes), StoreError> {
     Ok((rows, deletes))
 }
 
-/// Feeds bytes straight into the hasher.
-struct HashWriter<'a>(&'a mut Sha256);
-
-impl std::io::Write for HashWriter<'_> {
-    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        self.0.update(buf);
-        Ok(buf.len())
-    }
-
-    fn flush(&mut self) -> std::io::Result<()> {
-        Ok(())
-    }
-}
-
 /// The state hash ([`State::hash`]) of the state in `db`, streamed from
 /// its tables in key order: the same bytes the in-memory state encodes,
 /// never more than one row in memory.
@@ -505,7 +527,7 @@ pub fn state_hash(db: &mut dyn StateDb) -> Result<String, StoreError> {
                 h.update(b",");
             }
             first = false;
-            serde_json::to_writer(HashWriter(&mut h), key).expect("a key serializes");
+            serde_json::to_writer(crate::fold::HashWriter(&mut h), key).expect("a key serializes");
             h.update(b":");
             h.update(row.as_bytes());
             Ok(())

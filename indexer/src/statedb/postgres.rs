@@ -7,7 +7,10 @@
 //!
 //! Owns the SQL only.
 
-use super::{restore, Commit, HeadJson, Kind, Rewound, Row, StateDb, Undo};
+use super::{
+    decoded, position, restore, settlements, table, Commit, HeadJson, Kind, Rewound, Row, StateDb,
+    Undo,
+};
 use crate::fold::{
     EscrowState, Head, ListingState, OfferState, Rejected, Rows, Settlement, Totals,
 };
@@ -81,10 +84,6 @@ impl PgState {
     }
 }
 
-fn position(slot: Option<i64>, idx: Option<i64>) -> Option<Position> {
-    Some((slot? as u64, idx? as u32))
-}
-
 async fn read_head(c: &Client) -> Result<(Head, Option<u64>, Option<Position>), StoreError> {
     let row = c
         .query_opt(
@@ -148,18 +147,6 @@ async fn write_head(
     )
     .await?;
     Ok(())
-}
-
-/// The table and key column of a kind.
-fn table(kind: Kind) -> (&'static str, &'static str) {
-    match kind {
-        Kind::Listing => ("state_listings", "id"),
-        Kind::Offer => ("state_offers", "id"),
-        Kind::Settlement => ("state_settlements", "signature"),
-        Kind::Rejected => ("state_rejected", "signature"),
-        Kind::Escrow => ("state_escrows", "account"),
-        Kind::Seen => ("state_seen", "signature"),
-    }
 }
 
 /// Text columns.
@@ -329,14 +316,7 @@ impl Columns {
 
 /// Deletes `keys` of each kind.
 async fn delete(c: &Client, deletes: Vec<(Kind, String)>) -> Result<(), StoreError> {
-    for kind in [
-        Kind::Listing,
-        Kind::Offer,
-        Kind::Settlement,
-        Kind::Rejected,
-        Kind::Escrow,
-        Kind::Seen,
-    ] {
+    for kind in Kind::ALL {
         let keys: Vec<&String> = deletes
             .iter()
             .filter(|(k, _)| *k == kind)
@@ -350,20 +330,6 @@ async fn delete(c: &Client, deletes: Vec<(Kind, String)>) -> Result<(), StoreErr
             .await?;
     }
     Ok(())
-}
-
-fn decoded<T: serde::de::DeserializeOwned>(
-    rows: Vec<(String, String)>,
-) -> Result<Vec<(String, T)>, StoreError> {
-    rows.into_iter()
-        .map(|(k, b)| super::decode(&k, &b).map(|v| (k, v)))
-        .collect()
-}
-
-fn settlements(rows: Vec<(String, String)>) -> Result<Vec<(String, Settlement)>, StoreError> {
-    rows.into_iter()
-        .map(|(k, b)| super::decode_settlement(&k, &b).map(|v| (k, v)))
-        .collect()
 }
 
 impl Rows for PgState {

@@ -4,7 +4,10 @@
 //!
 //! Owns the SQL only.
 
-use super::{keys, restore, Commit, HeadJson, Kind, Rewound, Row, StateDb, Undo};
+use super::{
+    decoded, keys, position, restore, settlements, table, Commit, HeadJson, Kind, Rewound, Row,
+    StateDb, Undo,
+};
 use crate::fold::{
     EscrowState, Head, ListingState, OfferState, Rejected, Rows, Settlement, Totals,
 };
@@ -57,24 +60,6 @@ impl SqliteState {
         }
         Ok(out)
     }
-}
-
-fn settlements(rows: Vec<(String, String)>) -> Result<Vec<(String, Settlement)>, StoreError> {
-    rows.into_iter()
-        .map(|(k, b)| super::decode_settlement(&k, &b).map(|v| (k, v)))
-        .collect()
-}
-
-fn decoded<T: serde::de::DeserializeOwned>(
-    rows: Vec<(String, String)>,
-) -> Result<Vec<(String, T)>, StoreError> {
-    rows.into_iter()
-        .map(|(k, b)| super::decode(&k, &b).map(|v| (k, v)))
-        .collect()
-}
-
-fn position(slot: Option<i64>, idx: Option<i64>) -> Option<Position> {
-    Some((slot? as u64, idx? as u32))
 }
 
 fn read_head(conn: &Connection) -> Result<(Head, Option<u64>, Option<Position>), StoreError> {
@@ -160,18 +145,6 @@ fn write_row(tx: &rusqlite::Transaction<'_>, row: &Row) -> Result<(), StoreError
             .execute(params![signature, at.0 as i64, at.1 as i64])?,
     };
     Ok(())
-}
-
-/// The table and key column of a kind.
-fn table(kind: Kind) -> (&'static str, &'static str) {
-    match kind {
-        Kind::Listing => ("state_listings", "id"),
-        Kind::Offer => ("state_offers", "id"),
-        Kind::Settlement => ("state_settlements", "signature"),
-        Kind::Rejected => ("state_rejected", "signature"),
-        Kind::Escrow => ("state_escrows", "account"),
-        Kind::Seen => ("state_seen", "signature"),
-    }
 }
 
 /// Moves the counts by `t` (`sign` 1: added, -1: taken away).
