@@ -10,43 +10,11 @@ use axum::middleware::{self, Next};
 use axum::response::Response;
 use axum::Router;
 
-/// The header naming the log position an answer reflects: the slot and
-/// index in block of the last transaction folded into the state it read
-/// (`none` before the first), so a client of several API servers (a
-/// primary and hot standbys) sees how far behind each answer is.
-pub const POSITION_HEADER: &str = "x-indexer-position";
-
-tokio::task_local! {
-    /// The position of the state the current request read, if it read one.
-    static POSITION: std::cell::Cell<Option<Option<crate::record::Position>>>;
-}
-
-/// Notes the position of the state a request read (for its header).
-pub fn note_position(last: Option<crate::record::Position>) {
-    let _ = POSITION.try_with(|p| p.set(Some(last)));
-}
-
-async fn position(req: Request, next: Next) -> Response {
-    let (mut res, read) = POSITION
-        .scope(std::cell::Cell::new(None), async {
-            let res = next.run(req).await;
-            (res, POSITION.with(|p| p.get()))
-        })
-        .await;
-    if let Some(last) = read {
-        let v = last.map_or("none".to_string(), |(slot, i)| format!("{slot}:{i}"));
-        if let Ok(v) = axum::http::HeaderValue::from_str(&v) {
-            res.headers_mut().insert(POSITION_HEADER, v);
-        }
-    }
-    res
-}
-
 /// The API and the explorer on one router, with `state`.
 pub fn router(state: AppState) -> Router {
     crate::api::routes()
         .merge(crate::explorer::routes())
-        .layer(middleware::from_fn(position))
+        .layer(middleware::from_fn(crate::position::header))
         .layer(DefaultBodyLimit::max(MAX_BODY_BYTES))
         .layer(middleware::from_fn_with_state(
             state.limiter.clone(),

@@ -16,6 +16,7 @@
 //! - [`clock`]: the chain's clock as last read (views judge expiry by it)
 //! - [`auth`], [`views`], [`api`]: the HTTP surface
 //! - [`explorer`]: the web explorer (HTML for people) at `/`
+//! - [`position`]: the log position each answer names (a header)
 //! - [`http`]: the API and the explorer on one router, served
 //! - [`service`]: the writer and replica loops with their shutdown futures
 //!
@@ -33,6 +34,7 @@ pub mod http;
 pub mod ingest;
 pub mod loadtest;
 pub mod logfile;
+pub mod position;
 pub mod record;
 pub mod service;
 pub mod snapshots;

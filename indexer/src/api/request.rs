@@ -77,7 +77,7 @@ pub(super) async fn blocking<T: Send + 'static>(
 /// [`Indexer::read`]).
 pub(super) async fn read(st: &AppState, scope: Scope) -> Res<Arc<State>> {
     let s = blocking(st, move |ix| Ok(ix.read(&scope)?)).await?;
-    crate::http::note_position(s.last);
+    crate::position::note_position(s.last);
     Ok(s)
 }
 

@@ -53,7 +53,7 @@ async fn read(st: &AppState, scope: Scope) -> Result<Arc<State>, Response> {
     let read = tokio::task::spawn_blocking(move || ix.read(&scope)).await;
     match read {
         Ok(Ok(s)) => {
-            crate::http::note_position(s.last);
+            crate::position::note_position(s.last);
             Ok(s)
         }
         Ok(Err(e)) => Err(page(
