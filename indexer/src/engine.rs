@@ -469,7 +469,8 @@ impl Indexer {
         };
         let earliest = {
             let f = self.folded.read().expect("state lock");
-            earliest_change(&f.state, &records, removed)
+            let s = &f.state;
+            crate::record::earliest_change(s.last, |sig| s.folded_at(sig), &records, removed)
         };
         if let Some(from) = earliest {
             applied.refolded_records = self.refold_from(Some(from))?;
@@ -494,28 +495,4 @@ impl Indexer {
         }
         Ok(applied)
     }
-}
-
-/// Where the earliest change among `records` and `removed` lies, if any
-/// is not simply after everything `state` folded: a record folded at
-/// another position (the earlier of the two), a new record at or before
-/// the head, a removed record that was folded.
-fn earliest_change(state: &State, records: &[TxRecord], removed: &[String]) -> Option<Position> {
-    let mut earliest: Option<Position> = None;
-    let mut note = |p: Position| earliest = Some(earliest.map_or(p, |e| e.min(p)));
-    for r in records {
-        let at = r.position();
-        match state.folded_at(r.signature()) {
-            Some(folded) if folded == at => {}
-            Some(folded) => note(folded.min(at)),
-            None if state.last.is_some_and(|last| at <= last) => note(at),
-            None => {}
-        }
-    }
-    for sig in removed {
-        if let Some(folded) = state.folded_at(sig) {
-            note(folded);
-        }
-    }
-    earliest
 }

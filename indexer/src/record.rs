@@ -48,3 +48,33 @@ pub fn sort_chain_order(records: &mut [TxRecord]) {
             .then_with(|| a.tx.signature.cmp(&b.tx.signature))
     });
 }
+
+/// Where the earliest change among `records` (stored or updated) and
+/// `removed` lies against a fold whose head is `head` and which folded
+/// each signature at `folded_at`, if any is not simply after the head: a
+/// record folded at another position (the earlier of the two), a new
+/// record at or before the head, a removed record that was folded.
+pub fn earliest_change(
+    head: Option<Position>,
+    folded_at: impl Fn(&str) -> Option<Position>,
+    records: &[TxRecord],
+    removed: &[String],
+) -> Option<Position> {
+    let mut earliest: Option<Position> = None;
+    let mut note = |p: Position| earliest = Some(earliest.map_or(p, |e: Position| e.min(p)));
+    for r in records {
+        let at = r.position();
+        match folded_at(r.signature()) {
+            Some(folded) if folded == at => {}
+            Some(folded) => note(folded.min(at)),
+            None if head.is_some_and(|last| at <= last) => note(at),
+            None => {}
+        }
+    }
+    for sig in removed {
+        if let Some(folded) = folded_at(sig) {
+            note(folded);
+        }
+    }
+    earliest
+}

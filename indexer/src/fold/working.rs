@@ -211,14 +211,11 @@ impl Changes {
 }
 
 impl State {
-    /// The state holding every row `records` can touch, read from `rows`
-    /// (with the scalars), indexes rebuilt: folding `records` over it
-    /// changes exactly what folding them over the whole state would.
-    pub fn working_set<R: Rows + ?Sized>(
-        rows: &mut R,
-        records: &[TxRecord],
-    ) -> Result<State, R::Error> {
-        let mut keys = Keys::of(records);
+    /// The state holding every row the records `keys` were read from
+    /// ([`Keys::of`]) can touch, read from `rows` (with the scalars),
+    /// indexes rebuilt: folding those records over it changes exactly
+    /// what folding them over the whole state would.
+    pub fn working_set<R: Rows + ?Sized>(rows: &mut R, mut keys: Keys) -> Result<State, R::Error> {
         let head = rows.head()?;
         let mut s = State {
             now: head.now,

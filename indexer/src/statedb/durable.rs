@@ -166,12 +166,13 @@ pub fn fold_page(
 ) -> Result<(), StoreError> {
     let mut book = ManifestBook::new();
     book.add_records(records);
+    let keys = crate::fold::Keys::of(records);
     // bodies the memos name that other records carried
-    let mut named = crate::fold::Keys::of(records).manifests;
+    let mut named = keys.manifests.clone();
     named.retain(|id| book.get(id).is_none());
     let bodies = db.manifests(&named)?;
     book.add_bodies(bodies.iter().map(|(id, b)| (id, b)));
-    let before = State::working_set(db, records)?;
+    let before = State::working_set(db, keys)?;
     let mut after = before.clone();
     for r in records {
         after.apply_one(r, &book, cfg);
@@ -187,10 +188,8 @@ pub fn fold_page(
     })
 }
 
-/// Where the earliest change among `records` (stored or updated in the
-/// log) and `removed` lies, if any is not simply after the head: a
-/// record folded at another position (the earlier of the two), a new
-/// record at or before the head, a removed record that was folded.
+/// [`crate::record::earliest_change`] against the tables' head and the
+/// positions they hold for `records` and `removed`.
 fn earliest_change(
     db: &mut dyn StateDb,
     records: &[TxRecord],
@@ -200,21 +199,10 @@ fn earliest_change(
     let mut sigs: BTreeSet<String> = records.iter().map(|r| r.tx.signature.clone()).collect();
     sigs.extend(removed.iter().cloned());
     let seen: std::collections::HashMap<String, Position> = db.seen(&sigs)?.into_iter().collect();
-    let mut earliest: Option<Position> = None;
-    let mut note = |p: Position| earliest = Some(earliest.map_or(p, |e: Position| e.min(p)));
-    for r in records {
-        let at = r.position();
-        match seen.get(r.signature()) {
-            Some(folded) if *folded == at => {}
-            Some(folded) => note((*folded).min(at)),
-            None if head.is_some_and(|last| at <= last) => note(at),
-            None => {}
-        }
-    }
-    for sig in removed {
-        if let Some(folded) = seen.get(sig) {
-            note(*folded);
-        }
-    }
-    Ok(earliest)
+    Ok(crate::record::earliest_change(
+        head,
+        |sig| seen.get(sig).copied(),
+        records,
+        removed,
+    ))
 }
