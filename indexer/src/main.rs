@@ -477,7 +477,7 @@ impl StateUrl {
         use indexer::statedb::{postgres::PgState, sqlite::SqliteState};
         Ok(match self {
             StateUrl::Pg(url) => Box::new(PgState::connect_writer(url)?),
-            StateUrl::Sqlite(path) => Box::new(SqliteState::open(path)?),
+            StateUrl::Sqlite(path) => Box::new(SqliteState::open_writer(path)?),
         })
     }
 

@@ -2,9 +2,9 @@
 //! keeps its server loop): the writer ([`run`]: fold each transaction
 //! the chain's push notifications name as it comes, poll whenever a
 //! subscription becomes live and every interval as the safety net, and
-//! serve the API) and the read replica ([`run_replica`]:
-//! catch up when the shared log changes and serve), each until its shutdown
-//! future completes. The binary only parses flags, binds and wires the
+//! serve the API) until its shutdown future completes. API servers that
+//! fold nothing (`serve`) run [`crate::http::serve`] over tables the
+//! writer keeps. The binary only parses flags, binds and wires the
 //! signals; tests run these very loops in-process on 127.0.0.1:0.
 
 use crate::api::{self, AppState};
@@ -303,62 +303,4 @@ async fn poll_once(source: &RpcSource, ix: &Arc<Indexer>, metrics: &api::Metrics
             0
         }
     }
-}
-
-/// What tells a replica that the shared log changed.
-pub enum Changes {
-    /// PostgreSQL `LISTEN/NOTIFY` on this database.
-    Postgres(String),
-    /// A timer (SQLite: the writer is another process).
-    Every(Duration),
-}
-
-/// Serves `state` (a replica: no chain access) on `listener`, catching up
-/// with the log ([`Indexer::catch_up`]: the changes since the last one
-/// applied, or a refold where the store keeps no change numbers) whenever
-/// `changes` says it changed, until `shutdown` completes.
-pub async fn run_replica(
-    listener: TcpListener,
-    state: AppState,
-    changes: Changes,
-    shutdown: impl Future<Output = ()> + Send + 'static,
-) -> std::io::Result<()> {
-    let ix = state.ix.clone();
-    let (changed_tx, mut changed) = tokio::sync::mpsc::channel::<()>(16);
-    let watcher = match changes {
-        Changes::Postgres(url) => {
-            tokio::spawn(crate::store::postgres::log_changes(url, changed_tx))
-        }
-        Changes::Every(every) => tokio::spawn(async move {
-            while changed_tx.send(()).await.is_ok() {
-                tokio::time::sleep(every).await;
-            }
-        }),
-    };
-    let refolder = tokio::spawn(async move {
-        while changed.recv().await.is_some() {
-            while changed.try_recv().is_ok() {}
-            let ix = ix.clone();
-            match tokio::task::spawn_blocking(move || ix.catch_up()).await {
-                Ok(Ok(applied)) => {
-                    if applied.stored > 0 || applied.removed > 0 || applied.refolded {
-                        tracing::debug!(
-                            stored = applied.stored,
-                            removed = applied.removed,
-                            refolded = applied.refolded_records,
-                            "caught up with the log"
-                        );
-                    }
-                }
-                Ok(Err(e)) => {
-                    tracing::warn!(error = %e, "catching up failed; retrying on the next change")
-                }
-                Err(e) => tracing::warn!(error = %e, "refold task failed"),
-            }
-        }
-    });
-    let served = http::serve(listener, state, shutdown).await;
-    watcher.abort();
-    refolder.abort();
-    served
 }

@@ -7,6 +7,7 @@
 use indexer::book::ManifestBook;
 use indexer::fold::{FoldConfig, Head, Rows, State};
 use indexer::record::{sort_chain_order, Position, TxRecord};
+use indexer::statedb::around::{Anchor, Around};
 use indexer::statedb::durable::{self, CaughtUp};
 use indexer::statedb::sqlite::SqliteState;
 use indexer::statedb::{state_hash, Commit, Kind, Rewound, StateDb};
@@ -167,7 +168,10 @@ fn rewinds(log: &mut dyn LogStore, db: &mut dyn StateDb) {
     assert_eq!(state_hash(db).unwrap(), replay(&now).hash());
     assert!(db.seen(&BTreeSet::from([gone])).unwrap().is_empty());
     // the counts the tables keep went back with every rewind
-    assert_eq!(db.totals().unwrap(), replay(&now).totals());
+    assert_eq!(
+        db.around(&Anchor::nothing()).unwrap().totals,
+        replay(&now).totals()
+    );
 }
 
 #[test]
@@ -277,26 +281,8 @@ impl<D: StateDb> StateDb for Dying<'_, D> {
     fn end_read(&mut self) -> Result<(), StoreError> {
         self.db.end_read()
     }
-    fn totals(&mut self) -> Result<indexer::fold::Totals, StoreError> {
-        self.db.totals()
-    }
-    fn listings_of_seller(
-        &mut self,
-        seller: &str,
-    ) -> Result<Vec<indexer::fold::ListingState>, StoreError> {
-        self.db.listings_of_seller(seller)
-    }
-    fn listing_by_escrow(
-        &mut self,
-        account: &str,
-    ) -> Result<Option<indexer::fold::ListingState>, StoreError> {
-        self.db.listing_by_escrow(account)
-    }
-    fn escrows_into(
-        &mut self,
-        accounts: &BTreeSet<String>,
-    ) -> Result<Vec<(String, indexer::fold::EscrowState)>, StoreError> {
-        self.db.escrows_into(accounts)
+    fn around(&mut self, anchor: &Anchor) -> Result<Around, StoreError> {
+        self.db.around(anchor)
     }
     fn listings_after(
         &mut self,
@@ -369,7 +355,7 @@ proptest! {
         }
         catch_up(&log, &mut db, page);
         prop_assert_eq!(state_hash(&mut db).unwrap(), replay(&records).hash());
-        prop_assert_eq!(db.totals().unwrap(), replay(&records).totals());
+        prop_assert_eq!(db.around(&Anchor::nothing()).unwrap().totals, replay(&records).totals());
     }
 }
 
@@ -437,5 +423,77 @@ fn on_postgres_the_tables_fold_rewind_and_hash_the_same() {
     }
     let done = catch_up(&log, &mut db, 11);
     assert!(!done.rebuilt || done.folded <= records.len());
+    assert_eq!(state_hash(&mut db).unwrap(), replay(&records).hash());
+}
+
+/// One writer per SQLite file: a second is refused, naming the lock, until
+/// the first is gone.
+#[test]
+fn a_second_sqlite_writer_is_refused_until_the_first_is_gone() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("indexer.db");
+    SqliteStore::open(&path).unwrap();
+    let first = SqliteState::open_writer(&path).unwrap();
+    let refused = SqliteState::open_writer(&path)
+        .err()
+        .expect("a second writer");
+    assert!(
+        refused.to_string().contains("indexer.db.writer.lock"),
+        "{refused}"
+    );
+    // readers are never refused
+    SqliteState::open(&path).unwrap();
+    drop(first);
+    SqliteState::open_writer(&path).unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    let mode = std::fs::metadata(dir.path().join("indexer.db.writer.lock"))
+        .unwrap()
+        .permissions()
+        .mode();
+    assert_eq!(mode & 0o777, 0o600);
+}
+
+/// A log stored before the store kept the manifests its records carried
+/// (schema v3) gets them from its records when opened, and a rebuild
+/// over it folds what the whole log does.
+#[test]
+fn a_log_from_before_carried_manifests_is_backfilled_on_open() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("indexer.db");
+    let records = mixed_log(4);
+    SqliteStore::open(&path)
+        .unwrap()
+        .put_records(&records, u64::MAX)
+        .unwrap();
+    let want: std::collections::BTreeMap<String, serde_json::Value> = records
+        .iter()
+        .flat_map(|r| &r.manifests)
+        .map(|(id, b)| (id.clone(), (**b).clone()))
+        .collect();
+    assert!(want.len() >= 4, "{}", want.len());
+    let carried = |log: &SqliteStore| -> std::collections::BTreeMap<String, serde_json::Value> {
+        let mut all = std::collections::BTreeMap::new();
+        let mut after: Option<String> = None;
+        // two at a time: the paging is exercised too
+        while let Some((id, _)) = {
+            let page = log.carried_manifests(after.as_deref(), 2).unwrap();
+            for (id, body) in &page {
+                all.insert(id.clone(), serde_json::from_str(body).unwrap());
+            }
+            page.last().cloned()
+        } {
+            after = Some(id);
+        }
+        all
+    };
+    assert_eq!(carried(&SqliteStore::open(&path).unwrap()), want);
+    rusqlite::Connection::open(&path)
+        .unwrap()
+        .execute_batch("DROP TABLE carried_manifests; PRAGMA user_version = 3;")
+        .unwrap();
+    let log = SqliteStore::open(&path).unwrap();
+    assert_eq!(carried(&log), want);
+    let mut db = SqliteState::open(&path).unwrap();
+    assert!(catch_up(&log, &mut db, 7).rebuilt);
     assert_eq!(state_hash(&mut db).unwrap(), replay(&records).hash());
 }

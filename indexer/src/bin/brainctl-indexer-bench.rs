@@ -73,25 +73,14 @@ enum Cmd {
         #[arg(long, default_value_t = 200)]
         requests: usize,
     },
-    /// The indexer at a market's scale: a generated log of N records in
-    /// PostgreSQL (trades with the hostile shapes), a writer and a read
-    /// replica: cold rebuild, memory, the replica's lag for a new memo and
-    /// for a record landing before the head, against a whole refold.
+    /// The indexer at a market's scale: a generated log of N records
+    /// (trades with the hostile shapes) written into PostgreSQL, folded
+    /// into the state tables by the writer's catch-up loop (cold rate,
+    /// peak memory, a new memo alone and behind junk, a record before the
+    /// head, the state hash) and, with a hot standby, an API server
+    /// reading it (visibility after commit, 100 concurrent clients).
+    #[command(alias = "tables")]
     Scale {
-        /// PostgreSQL URL of an empty database (the bench writes its log).
-        #[arg(long, env = "BRAINCTL_BENCH_PG")]
-        pg: String,
-        /// Records in the generated log.
-        #[arg(long, default_value_t = 100_000)]
-        records: usize,
-        /// Events of each kind measured.
-        #[arg(long, default_value_t = 20)]
-        samples: usize,
-    },
-    /// The state kept as tables at scale: a generated log of N records in
-    /// PostgreSQL folded into the state tables by the writer's catch-up
-    /// loop (cold rate, peak memory, a new memo, a record before the head).
-    Tables {
         /// PostgreSQL URL of an empty database (the bench writes its log).
         #[arg(long, env = "BRAINCTL_BENCH_PG")]
         pg: String,
@@ -218,15 +207,6 @@ async fn dispatch(cli: Cli) -> Result<()> {
             Ok(())
         }
         Cmd::Scale {
-            pg,
-            records,
-            samples,
-        } => {
-            let r = indexer::loadtest::scale::scale(&pg, records, samples).await?;
-            print(json, serde_json::to_value(&r)?, &r.summary());
-            Ok(())
-        }
-        Cmd::Tables {
             pg,
             standby,
             records,

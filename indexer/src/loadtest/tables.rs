@@ -1,11 +1,12 @@
-//! The state kept as tables at a market's scale
-//! (`brainctl-indexer-bench tables`): a generated log of N records (trades
-//! with the hostile shapes) in PostgreSQL, folded into the state tables by
-//! the loop the writer runs ([`crate::statedb::durable::catch_up`]).
-//! Measures the cold fold's rate and the process's peak resident memory
-//! while it runs (sampled every 20 ms), one new memo's catch-up, a record
-//! landing [`OUT_OF_ORDER_DISTANCE`] records before the head (a rewind of
-//! the batches after it), and streaming the state hash from the tables.
+//! The indexer at a market's scale (`brainctl-indexer-bench scale`): a
+//! generated log of N records (trades with the hostile shapes) written
+//! straight into PostgreSQL, folded into the state tables by the loop the
+//! writer runs ([`crate::statedb::durable::catch_up`]). Measures the cold
+//! fold's rate and the process's peak resident memory while it runs
+//! (sampled every 20 ms), one new memo's catch-up alone and behind
+//! [`JUNK_PER_MEMO`] hostile records, a record landing
+//! [`OUT_OF_ORDER_DISTANCE`] records before the head (a rewind of the
+//! batches after it), and streaming the state hash from the tables.
 //! Given a hot standby, also an API server that folds nothing reading it
 //! (the `serve --pg --read-pg` stack, in process): the time from a new
 //! listing's commit on the primary until that server answers it, and
@@ -35,6 +36,8 @@ pub struct TablesReport {
     pub records: usize,
     /// Memos among them.
     pub memos: usize,
+    /// Generating the log and writing it into PostgreSQL (s).
+    pub generate_seconds: f64,
     /// Resident memory before the cold fold (MiB).
     pub rss_before_mib: f64,
     /// Peak resident memory while it ran (MiB).
@@ -45,6 +48,8 @@ pub struct TablesReport {
     pub cold_fold_records_per_second: f64,
     /// One new memo stored and caught up (ms, median and largest).
     pub new_memo_ms: super::scale::Millis,
+    /// The same behind [`JUNK_PER_MEMO`] hostile records in its batch.
+    pub junk_new_memo_ms: super::scale::Millis,
     /// A record landing before the head: stored and caught up (ms).
     pub out_of_order_ms: f64,
     /// Records that catch-up folded again.
@@ -88,14 +93,15 @@ impl TablesReport {
     /// Human-readable lines.
     pub fn summary(&self) -> String {
         format!(
-            "records {} ({} memos)\n\
+            "records {} ({} memos), generated into PostgreSQL in {:.0} s\n\
              cold fold into the tables: {:.1} s, {:.0} records/s\n\
              resident memory: {:.0} MiB before, {:.0} MiB peak while folding\n\
-             one new memo caught up: p50 {:.1} ms, max {:.1} ms ({} samples)\n\
+             one new memo caught up: p50 {:.1} ms, max {:.1} ms ({} samples); behind {} hostile records: p50 {:.1} ms, max {:.1} ms\n\
              a record {} before the head: {:.1} ms, {} records folded again\n\
              state hash streamed from the tables: {:.1} s{}",
             self.records,
             self.memos,
+            self.generate_seconds,
             self.cold_fold_seconds,
             self.cold_fold_records_per_second,
             self.rss_before_mib,
@@ -103,6 +109,9 @@ impl TablesReport {
             self.new_memo_ms.p50_ms,
             self.new_memo_ms.max_ms,
             self.new_memo_ms.n,
+            JUNK_PER_MEMO,
+            self.junk_new_memo_ms.p50_ms,
+            self.junk_new_memo_ms.max_ms,
             OUT_OF_ORDER_DISTANCE,
             self.out_of_order_ms,
             self.out_of_order_refolded,
@@ -137,6 +146,9 @@ fn peak_rss(stop: Arc<AtomicBool>) -> std::thread::JoinHandle<f64> {
     })
 }
 
+/// Hostile records ahead of each new memo in the junk phase.
+pub const JUNK_PER_MEMO: usize = 550;
+
 /// Clients of the standby's API server.
 const CLIENTS: usize = 100;
 /// Requests each client sends of each kind.
@@ -157,24 +169,17 @@ pub fn tables(
         held_out,
         records: n,
         memos,
-        ..
+        seconds: generate_seconds,
     } = generate(&mut log, records, 1)?;
-    let mut db = PgState::connect(pg_url)?;
+    let mut db = PgState::connect_writer(pg_url)?;
     let cfg = FoldConfig::default();
     let rss_before_mib = rss_mib();
     let stop = Arc::new(AtomicBool::new(false));
     let sampler = peak_rss(stop.clone());
     let started = Instant::now();
-    let mut last_report = Instant::now();
+    let mut eta = super::scale::Eta::new("folded");
     let done = durable::catch_up(&log, &mut db, &cfg, PAGE, &mut |folded, total| {
-        if last_report.elapsed().as_secs() >= 10 {
-            last_report = Instant::now();
-            let rate = folded as f64 / started.elapsed().as_secs_f64();
-            eprintln!(
-                "folded {folded}/{total} ({rate:.0}/s, about {:.0} s left)",
-                (total - folded) as f64 / rate.max(1.0)
-            );
-        }
+        eta.tick(folded, total)
     })?;
     let cold = started.elapsed().as_secs_f64();
     stop.store(true, Ordering::Relaxed);
@@ -193,6 +198,22 @@ pub fn tables(
     log.put_records(&held_out, FINAL)?;
     let late = durable::catch_up(&log, &mut db, &cfg, PAGE, &mut |_, _| {})?;
     let out_of_order_ms = started.elapsed().as_secs_f64() * 1e3;
+    // under attack: hostile records ahead of every new memo in its batch
+    let mut junk_new_memo = Vec::new();
+    for i in 0..samples.max(1) {
+        let mut n = 30_000_000 + (i * JUNK_PER_MEMO) as u64;
+        while builder.records().len() < JUNK_PER_MEMO {
+            builder.hostile_trade(n, 1_000);
+            n += 1;
+        }
+        let seller = crate::synth::wallet(1, i as u64 % 1_000);
+        builder.list(&seller, 40_000_000 + i as u64, "auction");
+        let batch = builder.take_records();
+        let started = Instant::now();
+        log.put_records(&batch, FINAL)?;
+        durable::catch_up(&log, &mut db, &cfg, PAGE, &mut |_, _| {})?;
+        junk_new_memo.push(started.elapsed().as_secs_f64() * 1e3);
+    }
     let started = Instant::now();
     state_hash(&mut db)?;
     let state_hash_seconds = started.elapsed().as_secs_f64();
@@ -210,11 +231,13 @@ pub fn tables(
     Ok(TablesReport {
         records: n,
         memos,
+        generate_seconds,
         rss_before_mib,
         rss_peak_mib,
         cold_fold_seconds: cold,
         cold_fold_records_per_second: done.folded as f64 / cold.max(1e-9),
         new_memo_ms: super::scale::Millis::of(new_memo),
+        junk_new_memo_ms: super::scale::Millis::of(junk_new_memo),
         out_of_order_ms,
         out_of_order_refolded: late.folded,
         state_hash_seconds,

@@ -88,15 +88,15 @@ pub fn catch_up_with(
     }
     if done.rebuilt {
         // a memo may name a body only a later record carried: every body
-        // in the log is known before the first page folds
-        let mut after = None;
+        // the log's records carried is known before the first page folds
+        let mut after: Option<String> = None;
         loop {
-            let records = log.records_page(after, page.max(1))?;
-            keep_manifests(db, &records)?;
-            match records.last() {
-                Some(last) => after = Some(last.position()),
-                None => break,
+            let bodies = log.carried_manifests(after.as_deref(), page.max(1))?;
+            if bodies.is_empty() {
+                break;
             }
+            db.put_manifests(&bodies)?;
+            after = bodies.last().map(|(id, _)| id.clone());
         }
     }
     let tail = done.rebuilt.then_some(undo_tail);

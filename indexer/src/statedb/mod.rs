@@ -15,6 +15,7 @@
 //! Owns the encoding and the storage contract; never decides what a
 //! record means (that is [`crate::fold`]) nor when to fold ([`durable`]).
 
+pub mod around;
 pub mod durable;
 pub mod postgres;
 pub mod read;
@@ -25,6 +26,7 @@ use crate::fold::{
 };
 use crate::record::Position;
 use crate::store::StoreError;
+use around::{Anchor, Around};
 use serde::de::DeserializeOwned;
 use sha2::{Digest, Sha256};
 use std::collections::BTreeSet;
@@ -246,17 +248,9 @@ pub trait StateDb: Rows<Error = StoreError> + Send {
     fn begin_read(&mut self) -> Result<(), StoreError>;
     /// Ends it.
     fn end_read(&mut self) -> Result<(), StoreError>;
-    /// The whole market's counts.
-    fn totals(&mut self) -> Result<Totals, StoreError>;
-    /// Every listing of `seller`.
-    fn listings_of_seller(&mut self, seller: &str) -> Result<Vec<ListingState>, StoreError>;
-    /// The listing whose escrow program account is `account`.
-    fn listing_by_escrow(&mut self, account: &str) -> Result<Option<ListingState>, StoreError>;
-    /// Every escrow deposit into the listing accounts `accounts`.
-    fn escrows_into(
-        &mut self,
-        accounts: &BTreeSet<String>,
-    ) -> Result<Vec<(String, EscrowState)>, StoreError>;
+    /// What an answer about the listings `anchor` names reads, in one
+    /// statement (its own snapshot, or the open read's).
+    fn around(&mut self, anchor: &Anchor) -> Result<Around, StoreError>;
     /// At most `limit` listings after the id `after` in id order (of
     /// `seller` alone, when named).
     fn listings_after(

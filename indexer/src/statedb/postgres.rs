@@ -7,6 +7,7 @@
 //!
 //! Owns the SQL only.
 
+use super::around::{self, Anchor, Around, AroundRow, Dialect};
 use super::{
     decoded, position, restore, settlements, table, Commit, HeadJson, Kind, Rewound, Row, StateDb,
     Undo,
@@ -15,17 +16,25 @@ use crate::fold::{
     EscrowState, Head, ListingState, OfferState, Rejected, Rows, Settlement, Totals,
 };
 use crate::record::Position;
+use crate::store::pg_conn::Conn;
 use crate::store::{PgStore, StoreError};
 use serde_json::Value;
 use std::collections::BTreeSet;
 use std::sync::Arc;
-use tokio_postgres::Client;
 
 /// Rows a hash scan reads per query.
 const SCAN_PAGE: i64 = 10_000;
 /// Advisory lock the one writer of the state tables holds for as long as
 /// its connection lives.
 const WRITER_LOCK: i64 = 0x4252_4e4b;
+
+/// [`around::TEMPLATE`] in PostgreSQL's notation.
+const DIALECT: Dialect = Dialect {
+    params: ["$1::text", "$2::bool", "$3::text"],
+    unnest: "SELECT json_array_elements_text($1::text::json) AS id",
+    head: "json_build_array({cols})::text",
+    collate: "COLLATE \"C\"",
+};
 
 /// The PostgreSQL state tables.
 pub struct PgState {
@@ -50,9 +59,14 @@ impl PgState {
 
     /// Connects as the one writer: refused while another process holds
     /// the writer's lock (two writers would fold the same batches twice).
+    /// Its commits do not wait for the WAL flush (`synchronous_commit
+    /// off`): the tables are derived from the log, and a server crash that
+    /// loses the newest batches leaves an older consistent head and change
+    /// number, from which the writer folds them again.
     pub fn connect_writer(url: &str) -> Result<PgState, StoreError> {
         let s = PgState::connect(url)?;
         let locked: bool = s.pg.run(|c| async move {
+            c.batch_execute("SET synchronous_commit TO off").await?;
             Ok(
                 c.query_one("SELECT pg_try_advisory_lock($1)", &[&WRITER_LOCK])
                     .await?
@@ -84,7 +98,7 @@ impl PgState {
     }
 }
 
-async fn read_head(c: &Client) -> Result<(Head, Option<u64>, Option<Position>), StoreError> {
+async fn read_head(c: &Conn) -> Result<(Head, Option<u64>, Option<Position>), StoreError> {
     let row = c
         .query_opt(
             "SELECT now, last_slot, last_idx, transactions, applied_seq, floor_slot, floor_idx
@@ -108,7 +122,7 @@ async fn read_head(c: &Client) -> Result<(Head, Option<u64>, Option<Position>), 
 }
 
 /// Moves the counts by `t` (`sign` 1: added, -1: taken away).
-async fn count(c: &Client, t: Totals, sign: i64) -> Result<(), StoreError> {
+async fn count(c: &Conn, t: Totals, sign: i64) -> Result<(), StoreError> {
     c.execute(
         "UPDATE state_head SET n_listings = n_listings + $1, n_offers = n_offers + $2,
            n_settlements = n_settlements + $3, n_rejected = n_rejected + $4",
@@ -124,7 +138,7 @@ async fn count(c: &Client, t: Totals, sign: i64) -> Result<(), StoreError> {
 }
 
 async fn write_head(
-    c: &Client,
+    c: &Conn,
     head: &Head,
     applied_seq: Option<u64>,
     floor: Option<Position>,
@@ -233,7 +247,7 @@ impl Columns {
         c
     }
 
-    async fn write(self, c: &Client) -> Result<(), StoreError> {
+    async fn write(self, c: &Conn) -> Result<(), StoreError> {
         let Columns {
             listings,
             offers,
@@ -315,7 +329,7 @@ impl Columns {
 }
 
 /// Deletes `keys` of each kind.
-async fn delete(c: &Client, deletes: Vec<(Kind, String)>) -> Result<(), StoreError> {
+async fn delete(c: &Conn, deletes: Vec<(Kind, String)>) -> Result<(), StoreError> {
     for kind in Kind::ALL {
         let keys: Vec<&String> = deletes
             .iter()
@@ -588,44 +602,17 @@ impl StateDb for PgState {
         })
     }
 
-    fn totals(&mut self) -> Result<Totals, StoreError> {
-        self.pg.run(|c| async move {
-            let r = c
-                .query_opt(
-                    "SELECT n_listings, n_offers, n_settlements, n_rejected FROM state_head",
-                    &[],
-                )
-                .await?;
-            Ok(r.map_or_else(Totals::default, |r| {
-                super::read::totals_of(r.get(0), r.get(1), r.get(2), r.get(3))
-            }))
-        })
-    }
-
-    fn listings_of_seller(&mut self, seller: &str) -> Result<Vec<ListingState>, StoreError> {
-        let rows = self.pairs(
-            "SELECT id, body FROM state_listings WHERE seller = ANY($1)",
-            &BTreeSet::from([seller.to_string()]),
-        )?;
-        Ok(decoded(rows)?.into_iter().map(|(_, l)| l).collect())
-    }
-
-    fn listing_by_escrow(&mut self, account: &str) -> Result<Option<ListingState>, StoreError> {
-        let rows = self.pairs(
-            "SELECT id, body FROM state_listings WHERE escrow_account = ANY($1)",
-            &BTreeSet::from([account.to_string()]),
-        )?;
-        Ok(decoded(rows)?.into_iter().map(|(_, l)| l).next())
-    }
-
-    fn escrows_into(
-        &mut self,
-        accounts: &BTreeSet<String>,
-    ) -> Result<Vec<(String, EscrowState)>, StoreError> {
-        decoded(self.pairs(
-            "SELECT account, body FROM state_escrows WHERE listing_account = ANY($1)",
-            accounts,
-        )?)
+    fn around(&mut self, anchor: &Anchor) -> Result<Around, StoreError> {
+        let (p1, p2, p3) = anchor.params();
+        let sql = DIALECT.sql(anchor);
+        let rows: Vec<AroundRow> = self.pg.run(move |c| async move {
+            let rows = c.query(&sql, &[&p1, &p2, &p3]).await?;
+            Ok(rows
+                .iter()
+                .map(|r| (r.get::<_, i32>(0) as i64, r.get(1), r.get(2)))
+                .collect())
+        })?;
+        around::decode_rows(rows)
     }
 
     fn listings_after(

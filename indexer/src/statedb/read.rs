@@ -9,8 +9,9 @@
 //!
 //! Owns "which rows an answer needs"; never writes.
 
+use super::around::{Anchor, Around};
 use super::StateDb;
-use crate::fold::{State, Totals};
+use crate::fold::{ListingState, State};
 use crate::store::StoreError;
 use crate::views::ListingFilter;
 use std::collections::BTreeSet;
@@ -43,121 +44,100 @@ const PAGE_SCAN: usize = 1_000;
 
 /// The state for `scope`, read in one snapshot.
 pub fn scope(db: &mut dyn StateDb, scope: &Scope) -> Result<State, StoreError> {
+    let anchor = match scope {
+        Scope::Listing(id) => Anchor::Listings {
+            ids: BTreeSet::from([id.clone()]),
+            bodies: true,
+        },
+        Scope::Offer(id) => Anchor::Offer(id.clone()),
+        Scope::Settlement(sig) => Anchor::Settlement(sig.clone()),
+        Scope::Seller(pk) => Anchor::Seller(pk.clone()),
+        Scope::Escrow(account) => Anchor::Escrow(account.clone()),
+        Scope::Head => Anchor::nothing(),
+        // several statements: one read transaction holds them together
+        Scope::Page(f) => return in_read(db, |db| page(db, f)),
+        Scope::Transactions(sigs) => return in_read(db, |db| transactions(db, sigs)),
+    };
+    let mut s = State::new();
+    put_around(&mut s, db.around(&anchor)?);
+    Ok(s)
+}
+
+/// `f` inside a read transaction.
+fn in_read(
+    db: &mut dyn StateDb,
+    f: impl FnOnce(&mut dyn StateDb) -> Result<State, StoreError>,
+) -> Result<State, StoreError> {
     db.begin_read()?;
-    let s = read(db, scope);
+    let s = f(db);
     db.end_read()?;
     s
 }
 
-fn read(db: &mut dyn StateDb, scope: &Scope) -> Result<State, StoreError> {
-    let head = db.head()?;
+/// A page of listings as `f` picks them, with what hangs on them.
+fn page(db: &mut dyn StateDb, f: &ListingFilter) -> Result<State, StoreError> {
     let mut s = State::new();
-    s.now = head.now;
-    s.last = head.last;
-    s.transactions = head.transactions;
-    s.totals = Some(db.totals()?);
-    let mut listings: BTreeSet<String> = BTreeSet::new();
-    // listings already read whole (a page's), not read again
-    let mut read_whole: Vec<crate::fold::ListingState> = Vec::new();
-    match scope {
-        Scope::Listing(id) => {
-            listings.insert(id.clone());
-        }
-        // an offer and a buy always name a folded listing: its scope
-        // holds them, in chain order
-        Scope::Offer(id) => {
-            listings.extend(db.offers(&one(id))?.into_iter().map(|o| o.listing_id));
-        }
-        Scope::Settlement(sig) => {
-            listings.extend(
-                db.settlements(&one(sig))?
-                    .into_iter()
-                    .map(|(_, b)| b.listing_id),
-            );
-        }
-        Scope::Seller(pk) => {
-            for l in db.listings_of_seller(pk)? {
-                listings.insert(l.listing_id.clone());
-            }
-        }
-        Scope::Escrow(account) => {
-            for (account, e) in db.escrows(&one(account))? {
-                if let Some(l) = db.listing_by_escrow(&e.listing)? {
-                    listings.insert(l.listing_id.clone());
+    s.now = db.head()?.now;
+    let now = s.view_now();
+    let mut picked: Vec<ListingState> = Vec::new();
+    let mut after = f.after.clone();
+    let mut scan = (f.limit + 1).min(PAGE_SCAN);
+    'scan: loop {
+        let rows = db.listings_after(after.as_deref(), f.seller.as_deref(), scan)?;
+        let full = rows.len() == scan;
+        let last = rows.last().map(|l| l.listing_id.clone());
+        for l in rows {
+            if f.matches(&l, now) {
+                picked.push(l);
+                // one past the page: the view sets the next cursor
+                if picked.len() > f.limit {
+                    break 'scan;
                 }
-                s.escrows.insert(account, e);
             }
         }
-        Scope::Page(f) => {
-            let now = s.view_now();
-            let mut after = f.after.clone();
-            let mut scan = (f.limit + 1).min(PAGE_SCAN);
-            'scan: loop {
-                let rows = db.listings_after(after.as_deref(), f.seller.as_deref(), scan)?;
-                let full = rows.len() == scan;
-                let last = rows.last().map(|l| l.listing_id.clone());
-                for l in rows {
-                    if f.matches(&l, now) {
-                        listings.insert(l.listing_id.clone());
-                        read_whole.push(l);
-                        // one past the page: the view sets the next cursor
-                        if read_whole.len() > f.limit {
-                            break 'scan;
-                        }
-                    }
-                }
-                match last {
-                    Some(id) if full => after = Some(id),
-                    _ => break,
-                }
-                scan = (scan * 2).min(PAGE_SCAN);
-            }
+        match last {
+            Some(id) if full => after = Some(id),
+            _ => break,
         }
-        Scope::Transactions(sigs) => {
-            let sigs: BTreeSet<String> = sigs.iter().cloned().collect();
-            for (sig, at) in db.seen(&sigs)? {
-                s.put_seen(sig, at);
-            }
-            for (sig, r) in db.rejected(&sigs)? {
-                s.rejected.insert(sig, r);
-            }
-        }
-        Scope::Head => {}
+        scan = (scan * 2).min(PAGE_SCAN);
     }
-    if listings.is_empty() {
-        return Ok(s);
+    let ids = picked.iter().map(|l| l.listing_id.clone()).collect();
+    let mut around = db.around(&Anchor::Listings { ids, bodies: false })?;
+    around.listings = picked;
+    put_around(&mut s, around);
+    Ok(s)
+}
+
+/// Whether each of `sigs` was folded, and its refused memos.
+fn transactions(db: &mut dyn StateDb, sigs: &[String]) -> Result<State, StoreError> {
+    let mut s = State::new();
+    put_around(&mut s, db.around(&Anchor::nothing())?);
+    let sigs: BTreeSet<String> = sigs.iter().cloned().collect();
+    for (sig, at) in db.seen(&sigs)? {
+        s.put_seen(sig, at);
     }
-    let mut accounts = BTreeSet::new();
-    if read_whole.is_empty() {
-        read_whole = db.listings(&listings)?;
-    }
-    for l in read_whole {
-        if let Some(account) = s.put_listing(Arc::new(l)) {
-            accounts.insert(account);
-        }
-    }
-    for o in db.offers_of(&listings)? {
-        s.put_offer(Arc::new(o));
-    }
-    for (sig, b) in db.settlements_of(&listings)? {
-        s.put_settlement(sig, Arc::new(b));
-    }
-    for (account, e) in db.escrows_into(&accounts)? {
-        s.escrows.insert(account, e);
+    for (sig, r) in db.rejected(&sigs)? {
+        s.rejected.insert(sig, r);
     }
     Ok(s)
 }
 
-fn one(key: &str) -> BTreeSet<String> {
-    BTreeSet::from([key.to_string()])
-}
-
-/// Row counts of the whole market.
-pub fn totals_of(listings: i64, offers: i64, settlements: i64, rejected: i64) -> Totals {
-    Totals {
-        listings: listings as u64,
-        offers: offers as u64,
-        settlements: settlements as u64,
-        rejected: rejected as u64,
+/// Puts what an [`Around`] read into `s`.
+fn put_around(s: &mut State, a: Around) {
+    s.now = a.head.now;
+    s.last = a.head.last;
+    s.transactions = a.head.transactions;
+    s.totals = Some(a.totals);
+    for l in a.listings {
+        s.put_listing(Arc::new(l));
+    }
+    for o in a.offers {
+        s.put_offer(Arc::new(o));
+    }
+    for (sig, b) in a.settlements {
+        s.put_settlement(sig, Arc::new(b));
+    }
+    for (account, e) in a.escrows {
+        s.escrows.insert(account, e);
     }
 }

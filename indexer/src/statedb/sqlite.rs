@@ -4,6 +4,7 @@
 //!
 //! Owns the SQL only.
 
+use super::around::{self, Anchor, Around, AroundRow, Dialect};
 use super::{
     decoded, keys, position, restore, settlements, table, Commit, HeadJson, Kind, Rewound, Row,
     StateDb, Undo,
@@ -16,15 +17,26 @@ use crate::store::StoreError;
 use rusqlite::{params, Connection, OptionalExtension};
 use serde_json::Value;
 use std::collections::BTreeSet;
+use std::os::unix::fs::OpenOptionsExt;
 use std::path::Path;
 use std::sync::Arc;
 
 /// The schema (idempotent: every statement creates only what is missing).
 pub const SCHEMA: &str = include_str!("../../../migrations/indexer/state.sql");
 
+/// [`around::TEMPLATE`] in SQLite's notation.
+const DIALECT: Dialect = Dialect {
+    params: ["?1", "?2", "?3"],
+    unnest: "SELECT value AS id FROM json_each(?1)",
+    head: "json_array({cols})",
+    collate: "COLLATE BINARY",
+};
+
 /// The SQLite state tables.
 pub struct SqliteState {
     conn: Connection,
+    /// The writer's lock file, held open (and locked) while it lives.
+    _writer: Option<std::fs::File>,
 }
 
 impl SqliteState {
@@ -32,6 +44,41 @@ impl SqliteState {
     /// open its log store first, which creates and stamps it).
     pub fn open(path: &Path) -> Result<SqliteState, StoreError> {
         Self::init(Connection::open(path)?)
+    }
+
+    /// Opens the tables as their one writer: refused while another
+    /// process holds the writer's lock (`<path>.writer.lock`; two
+    /// writers would fold the same batches twice). The lock goes with
+    /// the process, however it ends.
+    pub fn open_writer(path: &Path) -> Result<SqliteState, StoreError> {
+        let mut lock_path = path.as_os_str().to_owned();
+        lock_path.push(".writer.lock");
+        let lock_path = std::path::PathBuf::from(lock_path);
+        let lock_err = |source: std::io::Error| StoreError::Lock {
+            path: lock_path.clone(),
+            source,
+        };
+        let file = std::fs::OpenOptions::new()
+            .create(true)
+            .truncate(false)
+            .write(true)
+            .mode(0o600)
+            .open(&lock_path)
+            .map_err(&lock_err)?;
+        match file.try_lock() {
+            Ok(()) => {}
+            Err(std::fs::TryLockError::WouldBlock) => {
+                return Err(StoreError::Foreign(format!(
+                    "another writer (`brainctl-indexer run`) holds {} (lock {}); stop it first",
+                    path.display(),
+                    lock_path.display()
+                )))
+            }
+            Err(std::fs::TryLockError::Error(e)) => return Err(lock_err(e)),
+        }
+        let mut s = Self::open(path)?;
+        s._writer = Some(file);
+        Ok(s)
     }
 
     /// Tables in memory.
@@ -44,7 +91,10 @@ impl SqliteState {
         conn.pragma_update(None, "journal_mode", "WAL")?;
         conn.pragma_update(None, "synchronous", "NORMAL")?;
         conn.execute_batch(SCHEMA)?;
-        Ok(SqliteState { conn })
+        Ok(SqliteState {
+            conn,
+            _writer: None,
+        })
     }
 
     /// `(key, body)` rows `sql` selects for each key in `set` (one cached
@@ -408,49 +458,15 @@ impl StateDb for SqliteState {
         Ok(())
     }
 
-    fn totals(&mut self) -> Result<Totals, StoreError> {
-        Ok(self
-            .conn
-            .query_row(
-                "SELECT n_listings, n_offers, n_settlements, n_rejected FROM state_head",
-                [],
-                |r| {
-                    Ok(super::read::totals_of(
-                        r.get(0)?,
-                        r.get(1)?,
-                        r.get(2)?,
-                        r.get(3)?,
-                    ))
-                },
-            )
-            .optional()?
-            .unwrap_or_default())
-    }
-
-    fn listings_of_seller(&mut self, seller: &str) -> Result<Vec<ListingState>, StoreError> {
-        let rows = self.each(
-            "SELECT id, body FROM state_listings WHERE seller = ?1",
-            &BTreeSet::from([seller.to_string()]),
-        )?;
-        Ok(decoded(rows)?.into_iter().map(|(_, l)| l).collect())
-    }
-
-    fn listing_by_escrow(&mut self, account: &str) -> Result<Option<ListingState>, StoreError> {
-        let rows = self.each(
-            "SELECT id, body FROM state_listings WHERE escrow_account = ?1",
-            &BTreeSet::from([account.to_string()]),
-        )?;
-        Ok(decoded(rows)?.into_iter().map(|(_, l)| l).next())
-    }
-
-    fn escrows_into(
-        &mut self,
-        accounts: &BTreeSet<String>,
-    ) -> Result<Vec<(String, EscrowState)>, StoreError> {
-        decoded(self.each(
-            "SELECT account, body FROM state_escrows WHERE listing_account = ?1",
-            accounts,
-        )?)
+    fn around(&mut self, anchor: &Anchor) -> Result<Around, StoreError> {
+        let (p1, p2, p3) = anchor.params();
+        let mut stmt = self.conn.prepare_cached(&DIALECT.sql(anchor))?;
+        let rows = stmt
+            .query_map(params![p1, p2, p3], |r| {
+                Ok((r.get(0)?, r.get(1)?, r.get(2)?))
+            })?
+            .collect::<Result<Vec<AroundRow>, _>>()?;
+        around::decode_rows(rows)
     }
 
     fn listings_after(

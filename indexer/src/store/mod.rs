@@ -6,6 +6,7 @@
 //!
 //! Owns persistence only: it never interprets a record.
 
+pub mod pg_conn;
 pub mod postgres;
 
 pub use postgres::PgStore;
@@ -19,9 +20,19 @@ const MIGRATIONS: &[&str] = &[
     include_str!("../../../migrations/indexer/0001_init.sql"),
     include_str!("../../../migrations/indexer/0002_nonce_pubkey.sql"),
     include_str!("../../../migrations/indexer/0003_change_numbers.sql"),
+    include_str!("../../../migrations/indexer/0004_carried_manifests.sql"),
 ];
 /// `PRAGMA application_id` of indexer databases ("BRNI").
 pub const APPLICATION_ID: i64 = 0x4252_4e49;
+
+/// The manifest bodies `records` carry, once per id, as text.
+pub(crate) fn carried(records: &[TxRecord]) -> std::collections::BTreeMap<&str, String> {
+    records
+        .iter()
+        .flat_map(|r| &r.manifests)
+        .map(|(id, body)| (id.as_str(), body.to_string()))
+        .collect()
+}
 
 /// Storage errors.
 #[derive(Debug, thiserror::Error)]
@@ -43,6 +54,14 @@ pub enum StoreError {
     /// PostgreSQL.
     #[error("indexer database (postgres): {0}")]
     Postgres(#[from] tokio_postgres::Error),
+    /// The writer's lock file cannot be opened or locked.
+    #[error("indexer writer lock {path}: {source}")]
+    Lock {
+        /// The lock file.
+        path: std::path::PathBuf,
+        /// Why.
+        source: std::io::Error,
+    },
     /// The store's connection task is gone.
     #[error("indexer database connection closed")]
     Closed,
@@ -112,6 +131,14 @@ pub trait LogStore: Send {
         after: Option<Position>,
         limit: usize,
     ) -> Result<Vec<TxRecord>, StoreError>;
+    /// At most `limit` of the manifest bodies the log's records carried
+    /// (kept by [`LogStore::put_records`], never taken back: an id names
+    /// one body), `(id, body)` in id order (bytewise) after `after`.
+    fn carried_manifests(
+        &self,
+        after: Option<&str>,
+        limit: usize,
+    ) -> Result<Vec<(String, String)>, StoreError>;
     /// How many records come after `after` (`None`: all of them).
     fn count_after(&self, after: Option<Position>) -> Result<usize, StoreError>;
     /// What changed in the log after change number `seq` (a read
@@ -364,10 +391,30 @@ impl LogStore for SqliteStore {
                     seq
                 ])?;
             }
+            let mut stmt = tx.prepare_cached(
+                "INSERT OR IGNORE INTO carried_manifests (id, body) VALUES (?1, ?2)",
+            )?;
+            for (id, body) in carried(records) {
+                stmt.execute(params![id, body])?;
+            }
         }
         set_taken_seq(&tx, seq)?;
         tx.commit()?;
         Ok(())
+    }
+
+    fn carried_manifests(
+        &self,
+        after: Option<&str>,
+        limit: usize,
+    ) -> Result<Vec<(String, String)>, StoreError> {
+        let mut stmt = self.conn.prepare_cached(
+            "SELECT id, body FROM carried_manifests WHERE id > ?1 ORDER BY id LIMIT ?2",
+        )?;
+        let rows = stmt.query_map(params![after.unwrap_or(""), limit as i64], |r| {
+            Ok((r.get(0)?, r.get(1)?))
+        })?;
+        Ok(rows.collect::<Result<_, _>>()?)
     }
 
     fn clear_log(&mut self) -> Result<(), StoreError> {

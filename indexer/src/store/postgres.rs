@@ -1,9 +1,9 @@
 //! The [`LogStore`] on PostgreSQL, for operators who outgrow one machine:
-//! one writer (`brainctl-indexer run --pg`) ingests into the shared log
-//! and any number of read replicas (`serve --pg`) fold the same log and
-//! share sessions and nonces. Every change to the log is announced with
-//! `NOTIFY brainctl_indexer_log` in its own transaction, so replicas
-//! refold on commit ([`log_changes`]).
+//! one writer (`brainctl-indexer run --pg`) ingests into the log and
+//! folds it into the state tables beside it; any number of API servers
+//! (`serve --pg`) share its sessions and nonces. Each change to the log
+//! takes a change number in its own transaction, so the writer's
+//! catch-up reads only what changed.
 //!
 //! Built on `tokio-postgres` (the async client; the sync `postgres` crate
 //! wraps it and would panic when called from an async context). The store
@@ -13,16 +13,13 @@
 //!
 //! Owns persistence only, exactly as the SQLite store does.
 
+use super::pg_conn::Conn;
 use super::{after_key, nonce_bounds, LogChanges, LogStore, Nonce, NoncePut, Session, StoreError};
 use crate::record::{Position, TxRecord};
 use serde_json::Value;
 use std::future::Future;
 use std::sync::Arc;
-use std::time::Duration;
-use tokio_postgres::{AsyncMessage, Client, NoTls};
-
-/// The channel the writer notifies on every change to the log.
-pub const LOG_CHANNEL: &str = "brainctl_indexer_log";
+use tokio_postgres::NoTls;
 
 /// The schema version that holds the state tables.
 pub const STATE_SCHEMA: usize = 3;
@@ -31,6 +28,7 @@ const MIGRATIONS: &[&str] = &[
     include_str!("../../../migrations/indexer-pg/0001_init.sql"),
     include_str!("../../../migrations/indexer-pg/0002_change_numbers.sql"),
     include_str!("../../../migrations/indexer-pg/0003_state.sql"),
+    include_str!("../../../migrations/indexer-pg/0004_carried_manifests.sql"),
 ];
 /// Advisory lock held while migrating (several processes may start at once).
 const MIGRATION_LOCK: i64 = 0x4252_4e49;
@@ -41,7 +39,7 @@ const LOG_LOCK: i64 = 0x4252_4e4a;
 /// The Postgres store.
 pub struct PgStore {
     rt: Option<tokio::runtime::Runtime>,
-    client: Arc<Client>,
+    client: Arc<Conn>,
 }
 
 impl Drop for PgStore {
@@ -115,7 +113,7 @@ impl PgStore {
         })?;
         Ok(PgStore {
             rt: Some(rt),
-            client: Arc::new(client),
+            client: Arc::new(Conn::new(client)),
         })
     }
 
@@ -123,7 +121,7 @@ impl PgStore {
     pub(crate) fn run<T, F, Fut>(&self, f: F) -> Result<T, StoreError>
     where
         T: Send + 'static,
-        F: FnOnce(Arc<Client>) -> Fut,
+        F: FnOnce(Arc<Conn>) -> Fut,
         Fut: Future<Output = Result<T, StoreError>> + Send + 'static,
     {
         let rt = self.rt.as_ref().ok_or(StoreError::Closed)?;
@@ -134,7 +132,7 @@ impl PgStore {
     pub(crate) fn transaction<T, F, Fut>(&self, f: F) -> Result<T, StoreError>
     where
         T: Send + 'static,
-        F: FnOnce(Arc<Client>) -> Fut,
+        F: FnOnce(Arc<Conn>) -> Fut,
         Fut: Future<Output = Result<T, StoreError>> + Send + 'static,
     {
         self.run(|c| {
@@ -194,7 +192,7 @@ impl PgStore {
 }
 
 /// Takes the log's lock for the rest of the transaction.
-async fn lock_log(c: &Client) -> Result<(), StoreError> {
+async fn lock_log(c: &Conn) -> Result<(), StoreError> {
     c.execute("SELECT pg_advisory_xact_lock($1)", &[&LOG_LOCK])
         .await?;
     Ok(())
@@ -209,7 +207,7 @@ fn decode_rows(rows: Vec<tokio_postgres::Row>) -> Result<Vec<TxRecord>, StoreErr
 
 /// The number after which the removal log is complete (meta
 /// [`super::REMOVALS_KEPT_AFTER`]; 0 while nothing was pruned or cleared).
-async fn removals_kept_after(c: &Client) -> Result<i64, StoreError> {
+async fn removals_kept_after(c: &Conn) -> Result<i64, StoreError> {
     Ok(c.query_opt(
         "SELECT value FROM meta WHERE key = $1",
         &[&super::REMOVALS_KEPT_AFTER],
@@ -219,7 +217,7 @@ async fn removals_kept_after(c: &Client) -> Result<i64, StoreError> {
     .unwrap_or(0))
 }
 
-async fn set_removals_kept_after(c: &Client, after: i64) -> Result<(), StoreError> {
+async fn set_removals_kept_after(c: &Conn, after: i64) -> Result<(), StoreError> {
     c.execute(
         "INSERT INTO meta (key, value) VALUES ($1, $2)
          ON CONFLICT (key) DO UPDATE SET value = excluded.value",
@@ -231,7 +229,7 @@ async fn set_removals_kept_after(c: &Client, after: i64) -> Result<(), StoreErro
 
 /// Drops all but the newest `keep` removals, moving the mark (under the
 /// log lock, in the caller's transaction).
-async fn prune_removals_pg(c: &Client, keep: u64) -> Result<(), StoreError> {
+async fn prune_removals_pg(c: &Conn, keep: u64) -> Result<(), StoreError> {
     let cut = c
         .query_opt(
             "SELECT seq FROM txs_removed ORDER BY seq DESC LIMIT 1 OFFSET $1",
@@ -244,12 +242,6 @@ async fn prune_removals_pg(c: &Client, keep: u64) -> Result<(), StoreError> {
         let after = removals_kept_after(c).await?.max(cut);
         set_removals_kept_after(c, after).await?;
     }
-    Ok(())
-}
-
-async fn notify(c: &Client) -> Result<(), StoreError> {
-    c.execute("SELECT pg_notify($1, '')", &[&LOG_CHANNEL])
-        .await?;
     Ok(())
 }
 
@@ -276,6 +268,10 @@ impl LogStore for PgStore {
             finals.push(r.tx.slot <= final_slot);
             jsons.push(serde_json::to_string(r).expect("records serialize"));
         }
+        let (ids, bodies): (Vec<String>, Vec<String>) = super::carried(records)
+            .into_iter()
+            .map(|(id, body)| (id.to_string(), body))
+            .unzip();
         self.transaction(|c| async move {
             lock_log(&c).await?;
             // set-based: one statement per batch, whatever its size
@@ -288,7 +284,16 @@ impl LogStore for PgStore {
                 &[&sigs, &slots, &idxs, &finals, &jsons],
             )
             .await?;
-            notify(&c).await
+            if !ids.is_empty() {
+                c.execute(
+                    "INSERT INTO carried_manifests (id, body)
+                     SELECT * FROM UNNEST($1::text[], $2::text[])
+                     ON CONFLICT (id) DO NOTHING",
+                    &[&ids, &bodies],
+                )
+                .await?;
+            }
+            Ok(())
         })
     }
 
@@ -320,6 +325,23 @@ impl LogStore for PgStore {
                 )
                 .await?,
             )
+        })
+    }
+
+    fn carried_manifests(
+        &self,
+        after: Option<&str>,
+        limit: usize,
+    ) -> Result<Vec<(String, String)>, StoreError> {
+        let (after, limit) = (after.unwrap_or("").to_string(), limit as i64);
+        self.run(move |c| async move {
+            let rows = c
+                .query(
+                    "SELECT id, body FROM carried_manifests WHERE id > $1 ORDER BY id LIMIT $2",
+                    &[&after, &limit],
+                )
+                .await?;
+            Ok(rows.iter().map(|r| (r.get(0), r.get(1))).collect())
         })
     }
 
@@ -438,7 +460,6 @@ impl LogStore for PgStore {
                 .await? as usize;
             if n > 0 {
                 prune_removals_pg(&c, super::REMOVALS_KEPT).await?;
-                notify(&c).await?;
             }
             Ok(n)
         })
@@ -459,7 +480,7 @@ impl LogStore for PgStore {
                 .await?;
             let cleared_at: i64 = c.query_one("SELECT nextval('txs_seq')", &[]).await?.get(0);
             set_removals_kept_after(&c, cleared_at).await?;
-            notify(&c).await
+            Ok(())
         })
     }
 
@@ -646,68 +667,4 @@ impl LogStore for PgStore {
             Ok(())
         })
     }
-}
-
-/// Sends `()` on `changed` whenever the writer announces a change to the
-/// log (and once after every (re)connection, since notifications sent
-/// while disconnected are lost). Reconnects with backoff; returns when
-/// `changed` is closed. Runs on the caller's runtime.
-pub async fn log_changes(url: String, changed: tokio::sync::mpsc::Sender<()>) {
-    let mut backoff = Duration::from_millis(250);
-    loop {
-        match listen_once(&url, &changed).await {
-            Ok(()) => return,
-            Err(e) => tracing::warn!(error = %e, "postgres LISTEN lost; reconnecting"),
-        }
-        if changed.is_closed() {
-            return;
-        }
-        tokio::time::sleep(backoff).await;
-        backoff = (backoff * 2).min(Duration::from_secs(5));
-    }
-}
-
-/// One LISTEN connection until it fails (`Err`) or `changed` closes.
-async fn listen_once(url: &str, changed: &tokio::sync::mpsc::Sender<()>) -> Result<(), StoreError> {
-    let (client, mut conn) = tokio_postgres::connect(url, NoTls).await?;
-    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
-    let driver = tokio::spawn(async move {
-        let mut messages = futures_util::stream::poll_fn(move |cx| conn.poll_message(cx));
-        use futures_util::StreamExt;
-        while let Some(m) = messages.next().await {
-            match m {
-                Ok(AsyncMessage::Notification(_)) => {
-                    if tx.send(Ok(())).is_err() {
-                        return;
-                    }
-                }
-                Ok(_) => {}
-                Err(e) => {
-                    let _ = tx.send(Err(e));
-                    return;
-                }
-            }
-        }
-    });
-    client
-        .batch_execute(&format!("LISTEN {LOG_CHANNEL}"))
-        .await?;
-    // anything committed before LISTEN took effect
-    if changed.send(()).await.is_err() {
-        driver.abort();
-        return Ok(());
-    }
-    let result = loop {
-        match rx.recv().await {
-            Some(Ok(())) => {
-                if changed.send(()).await.is_err() {
-                    break Ok(());
-                }
-            }
-            Some(Err(e)) => break Err(e.into()),
-            None => break Err(StoreError::Closed),
-        }
-    };
-    driver.abort();
-    result
 }

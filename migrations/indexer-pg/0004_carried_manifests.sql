@@ -1,0 +1,12 @@
+-- The manifest bodies the log's records carried, by Arweave id, written
+-- with each record (LogStore::put_records): a rebuild of the state tables
+-- learns every body a memo may name from this table alone instead of
+-- reading the whole log twice. Never taken back (an id names one body).
+-- Records stored before this migration are copied in now.
+CREATE TABLE carried_manifests (
+    id   TEXT COLLATE "C" PRIMARY KEY,
+    body TEXT NOT NULL
+);
+INSERT INTO carried_manifests (id, body)
+    SELECT m.key, m.value::text FROM txs, json_each(txs.record::json -> 'manifests') AS m
+    ON CONFLICT (id) DO NOTHING;
