@@ -134,19 +134,21 @@ fn head_of(body: &str) -> Result<(Head, Totals), StoreError> {
     ))
 }
 
-/// The statement, around the listing ids `ids` selects (one column,
-/// `id`); `{p1}`..`{p3}` the parameters of [`Anchor::params`] in the
-/// backend's notation, `{head}` its JSON array of the head's columns,
-/// `{c}` its bytewise collation.
-pub const TEMPLATE: &str = "WITH ids AS ({ids}),
- l AS (SELECT id, escrow_account, body FROM state_listings WHERE id IN (SELECT id FROM ids))
+/// The statement, around the listing ids `{ids}` selects (one column,
+/// `id`), kept in the `ids` CTE as the backend likes (`{ids_cte}`) and
+/// matched with `{in_ids}` (and the listings' escrow accounts with
+/// `{in_accounts}`): PostgreSQL gets arrays, which its indexes answer
+/// (`IN` over a CTE of unknown size plans as a scan of the whole table);
+/// SQLite gets `IN` subqueries. `{p1}`..`{p3}` are the parameters of
+/// [`Anchor::params`] in the backend's notation, `{head}` its JSON array
+/// of the head's columns, `{c}` its bytewise collation.
+pub const TEMPLATE: &str = "WITH ids AS ({ids_cte}),
+ l AS (SELECT id, escrow_account, body FROM state_listings WHERE id {in_ids})
  SELECT 0 AS k, '' {c} AS key, {head} AS body, 0 AS slot, 0 AS idx FROM state_head
  UNION ALL SELECT 1, id, body, 0, 0 FROM l WHERE {p2}
- UNION ALL SELECT 2, id, body, 0, 0 FROM state_offers WHERE listing_id IN (SELECT id FROM ids)
- UNION ALL SELECT 3, signature, body, slot, idx FROM state_settlements
-   WHERE listing_id IN (SELECT id FROM ids)
- UNION ALL SELECT 4, account, body, 0, 0 FROM state_escrows
-   WHERE listing_account IN (SELECT escrow_account FROM l)
+ UNION ALL SELECT 2, id, body, 0, 0 FROM state_offers WHERE listing_id {in_ids}
+ UNION ALL SELECT 3, signature, body, slot, idx FROM state_settlements WHERE listing_id {in_ids}
+ UNION ALL SELECT 4, account, body, 0, 0 FROM state_escrows WHERE listing_account {in_accounts}
  UNION ALL SELECT 4, account, body, 0, 0 FROM state_escrows WHERE account = {p3}
  ORDER BY k, slot, idx, key";
 
@@ -170,6 +172,12 @@ pub fn ids_sql(anchor: &Anchor) -> &'static str {
 
 /// A backend's notation for [`TEMPLATE`].
 pub struct Dialect {
+    /// The `ids` CTE's body around `{ids}`.
+    pub ids_cte: &'static str,
+    /// "Is one of the ids" (`ids` CTE).
+    pub in_ids: &'static str,
+    /// "Is one of the listings' escrow accounts" (`l` CTE).
+    pub in_accounts: &'static str,
     /// Parameters 1 to 3, typed as the statement needs them.
     pub params: [&'static str; 3],
     /// One row (`id`) per element of the JSON array parameter 1.
@@ -188,6 +196,9 @@ impl Dialect {
     pub fn sql(&self, anchor: &Anchor) -> String {
         let [p1, p2, p3] = self.params;
         TEMPLATE
+            .replace("{ids_cte}", self.ids_cte)
+            .replace("{in_ids}", self.in_ids)
+            .replace("{in_accounts}", self.in_accounts)
             .replace("{ids}", ids_sql(anchor))
             .replace("{unnest}", self.unnest)
             .replace("{head}", &self.head.replace("{cols}", HEAD_COLS))

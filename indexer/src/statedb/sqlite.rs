@@ -26,6 +26,9 @@ pub const SCHEMA: &str = include_str!("../../../migrations/indexer/state.sql");
 
 /// [`around::TEMPLATE`] in SQLite's notation.
 const DIALECT: Dialect = Dialect {
+    ids_cte: "{ids}",
+    in_ids: "IN (SELECT id FROM ids)",
+    in_accounts: "IN (SELECT escrow_account FROM l)",
     params: ["?1", "?2", "?3"],
     unnest: "SELECT value AS id FROM json_each(?1)",
     head: "json_array({cols})",
