@@ -107,6 +107,12 @@ pub fn visible_escrows<'a>(
     l: &'a ListingState,
     viewer: Viewer<'a>,
 ) -> Vec<(&'a String, &'a EscrowState)> {
+    // deposits go only into escrow listings' accounts (the fold links no
+    // other); deriving an account costs a curve check per bump tried, so
+    // a page of plain listings derives none
+    if !l.is_escrow() || state.escrows.is_empty() {
+        return Vec::new();
+    }
     let Ok(account) = crate::fold::escrow_listing_account(&l.seller, &l.listing_id) else {
         return Vec::new();
     };
@@ -494,11 +500,7 @@ pub fn reputation_with(
         // an escrow buy is a sale once its seller is paid (claimed after
         // the dispute window, undisputed); before, it may still be proven
         // a lie or refunded
-        let escrow = l
-            .manifest
-            .get("escrow_program")
-            .is_some_and(|p| !p.is_null());
-        if escrow && s.claimed.is_none() {
+        if l.is_escrow() && s.claimed.is_none() {
             if state.settlement_status(s, cfg) == "unreleased" {
                 r.unreleased_paid_buys += 1;
             }

@@ -209,6 +209,16 @@ impl State {
     }
 }
 
+impl ListingState {
+    /// Whether the listing settles through the escrow program (its
+    /// manifest names one).
+    pub fn is_escrow(&self) -> bool {
+        self.manifest
+            .get("escrow_program")
+            .is_some_and(|p| !p.is_null())
+    }
+}
+
 /// The escrow program's listing account of (seller, listing id).
 pub fn escrow_listing_account(seller: &str, listing_id: &str) -> Result<String, Refusal> {
     let seller_key: node::chain::Pubkey = seller.parse().map_err(|_| Refusal::SellerNotPubkey {

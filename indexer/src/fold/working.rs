@@ -255,10 +255,7 @@ impl State {
     /// escrow program account, for an escrow listing.
     pub(crate) fn put_listing(&mut self, l: Arc<ListingState>) -> Option<String> {
         let mut account = None;
-        if l.manifest
-            .get("escrow_program")
-            .is_some_and(|p| !p.is_null())
-        {
+        if l.is_escrow() {
             if let Ok(a) = super::escrow_listing_account(&l.seller, &l.listing_id) {
                 self.escrow_listings.insert(a.clone(), l.listing_id.clone());
                 account = Some(a);

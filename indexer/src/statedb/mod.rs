@@ -332,10 +332,7 @@ pub fn decode_settlement(key: &str, body: &str) -> Result<Settlement, StoreError
 
 /// A listing's row.
 pub fn listing_row(l: &ListingState) -> ListingRow {
-    let escrow = l
-        .manifest
-        .get("escrow_program")
-        .is_some_and(|p| !p.is_null());
+    let escrow = l.is_escrow();
     ListingRow {
         id: l.listing_id.clone(),
         seller: l.seller.clone(),
