@@ -475,16 +475,16 @@ fn a_log_from_before_carried_manifests_is_backfilled_on_open() {
         let mut all = std::collections::BTreeMap::new();
         let mut after: Option<String> = None;
         // two at a time: the paging is exercised too
-        while let Some((id, _)) = {
+        loop {
             let page = log.carried_manifests(after.as_deref(), 2).unwrap();
-            for (id, body) in &page {
-                all.insert(id.clone(), serde_json::from_str(body).unwrap());
+            let Some((last, _)) = page.last().cloned() else {
+                return all;
+            };
+            for (id, body) in page {
+                all.insert(id, serde_json::from_str(&body).unwrap());
             }
-            page.last().cloned()
-        } {
-            after = Some(id);
+            after = Some(last);
         }
-        all
     };
     assert_eq!(carried(&SqliteStore::open(&path).unwrap()), want);
     rusqlite::Connection::open(&path)

@@ -146,6 +146,19 @@ fn peak_rss(stop: Arc<AtomicBool>) -> std::thread::JoinHandle<f64> {
     })
 }
 
+/// Stores `batch` as final and catches the tables up, as the writer does
+/// for each poll: how long it took (ms), and what the catch-up did.
+fn store_and_catch_up(
+    log: &mut PgStore,
+    db: &mut PgState,
+    batch: &[crate::record::TxRecord],
+) -> Result<(f64, durable::CaughtUp), ScaleError> {
+    let started = Instant::now();
+    log.put_records(batch, FINAL)?;
+    let done = durable::catch_up(log, db, &FoldConfig::default(), PAGE, &mut |_, _| {})?;
+    Ok((started.elapsed().as_secs_f64() * 1e3, done))
+}
+
 /// Hostile records ahead of each new memo in the junk phase.
 pub const JUNK_PER_MEMO: usize = 550;
 
@@ -189,15 +202,9 @@ pub fn tables(
         builder.trade(10_000_000 + i as u64, 1_000);
         let mut batch = builder.take_records();
         batch.truncate(1);
-        let started = Instant::now();
-        log.put_records(&batch, FINAL)?;
-        durable::catch_up(&log, &mut db, &cfg, PAGE, &mut |_, _| {})?;
-        new_memo.push(started.elapsed().as_secs_f64() * 1e3);
+        new_memo.push(store_and_catch_up(&mut log, &mut db, &batch)?.0);
     }
-    let started = Instant::now();
-    log.put_records(&held_out, FINAL)?;
-    let late = durable::catch_up(&log, &mut db, &cfg, PAGE, &mut |_, _| {})?;
-    let out_of_order_ms = started.elapsed().as_secs_f64() * 1e3;
+    let (out_of_order_ms, late) = store_and_catch_up(&mut log, &mut db, &held_out)?;
     // under attack: hostile records ahead of every new memo in its batch
     let mut junk_new_memo = Vec::new();
     for i in 0..samples.max(1) {
@@ -209,10 +216,7 @@ pub fn tables(
         let seller = crate::synth::wallet(1, i as u64 % 1_000);
         builder.list(&seller, 40_000_000 + i as u64, "auction");
         let batch = builder.take_records();
-        let started = Instant::now();
-        log.put_records(&batch, FINAL)?;
-        durable::catch_up(&log, &mut db, &cfg, PAGE, &mut |_, _| {})?;
-        junk_new_memo.push(started.elapsed().as_secs_f64() * 1e3);
+        junk_new_memo.push(store_and_catch_up(&mut log, &mut db, &batch)?.0);
     }
     let started = Instant::now();
     state_hash(&mut db)?;
@@ -256,13 +260,12 @@ fn standby_reads(
     samples: usize,
 ) -> Result<StandbyReads, ScaleError> {
     use crate::statedb::StateDb;
-    let cfg = FoldConfig::default();
     let readers = (0..8)
         .map(|_| PgState::connect_reader(standby_url).map(|r| Box::new(r) as Box<dyn StateDb>))
         .collect::<Result<Vec<_>, _>>()?;
     let ix = crate::engine::Indexer::open_tables(
         Box::new(PgStore::connect(pg_url)?),
-        cfg.clone(),
+        FoldConfig::default(),
         None,
         readers,
         &mut |_, _| {},
@@ -280,9 +283,7 @@ fn standby_reads(
     for i in 0..samples.max(1) {
         let seller = crate::synth::wallet(1, i as u64 % 1_000);
         let listing = builder.list(&seller, 20_000_000 + i as u64, "auction");
-        let batch = builder.take_records();
-        log.put_records(&batch, FINAL)?;
-        durable::catch_up(&*log, db, &cfg, PAGE, &mut |_, _| {})?;
+        store_and_catch_up(log, db, &builder.take_records())?;
         let committed = Instant::now();
         let url = format!("{base}/listings/{}", listing.listing_id);
         loop {

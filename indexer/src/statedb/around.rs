@@ -100,10 +100,14 @@ pub fn decode_rows(rows: Vec<AroundRow>) -> Result<Around, StoreError> {
             K_HEAD => (a.head, a.totals) = head_of(&body)?,
             K_LISTING => a.listings.push(decode(&key, &body)?),
             K_OFFER => a.offers.push(decode(&key, &body)?),
-            K_SETTLEMENT => a
-                .settlements
-                .push((key.clone(), decode_settlement(&key, &body)?)),
-            K_ESCROW => a.escrows.push((key.clone(), decode(&key, &body)?)),
+            K_SETTLEMENT => {
+                let b = decode_settlement(&key, &body)?;
+                a.settlements.push((key, b));
+            }
+            K_ESCROW => {
+                let e = decode(&key, &body)?;
+                a.escrows.push((key, e));
+            }
             other => {
                 return Err(StoreError::Foreign(format!(
                     "state read returned a row of unknown kind {other}"

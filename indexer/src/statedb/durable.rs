@@ -107,10 +107,9 @@ pub fn catch_up_with(
 /// Stores the manifest bodies `records` carry (by Arweave id: an id names
 /// one body, so a stored body is never replaced or taken back).
 fn keep_manifests(db: &mut dyn StateDb, records: &[TxRecord]) -> Result<(), StoreError> {
-    let bodies: Vec<(String, String)> = records
-        .iter()
-        .flat_map(|r| &r.manifests)
-        .map(|(id, b)| (id.clone(), b.to_string()))
+    let bodies: Vec<(String, String)> = crate::store::carried(records)
+        .into_iter()
+        .map(|(id, body)| (id.to_string(), body))
         .collect();
     if bodies.is_empty() {
         return Ok(());
