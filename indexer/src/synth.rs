@@ -76,6 +76,12 @@ impl LogBuilder {
         GENESIS_TIME + (self.slot as i64 * 2) / 5
     }
 
+    /// Lets `seconds` of chain time pass (slots of 0.4 s) before the next
+    /// record: listings expire.
+    pub fn pass_time(&mut self, seconds: u64) {
+        self.slot += seconds * 5 / 2;
+    }
+
     /// Appends one successful transaction signed by `signers` (fee payer
     /// first) carrying `memo`, `transfers` and `manifests`.
     pub fn push(

@@ -41,6 +41,23 @@ fn market() -> Vec<TxRecord> {
         b.escrow_reveal(&seller, &escrowed, &wallet(2, 950 + i));
         let plain = b.list(&seller, 400 + i, "auction");
         b.buy(&wallet(2, 970 + i), &plain, LIST_PRICE_LAMPORTS);
+        // cancelled by its seller
+        let gone = b.list(&seller, 500 + i, "auction");
+        b.memo(
+            &seller,
+            MemoOp::Cancel {
+                listing_id: gone.listing_id,
+            },
+        );
+        // the same listing id listed again by another seller: contested
+        if i < 2 {
+            b.list(&wallet(1, 7), 400 + i, "auction");
+        }
+    }
+    // a month and more on, every listing so far has expired; new ones live
+    b.pass_time(31 * 24 * 3600);
+    for i in 0..3u64 {
+        b.list(&wallet(1, i), 600 + i, if i == 0 { "private" } else { "auction" });
     }
     b.finish()
 }
@@ -137,7 +154,23 @@ fn every_view_is_the_whole_states(db: &mut dyn StateDb) {
     scopes.extend(sellers.iter().map(|pk| Scope::Seller(pk.clone())));
     let sigs: Vec<String> = records.iter().map(|r| r.tx.signature.clone()).collect();
     scopes.extend(sigs.chunks(7).map(|c| Scope::Transactions(c.to_vec())));
-    for status in [None, Some("all"), Some("cancelled"), Some("expired")] {
+    // every status is held by some listing, so a page the database
+    // sieves wrongly differs from the whole state's
+    let now = s.view_now();
+    for status in ["live", "cancelled", "expired", "contested"] {
+        let n = s.listings.values().filter(|l| l.status(now) == status).count();
+        assert!(n > 0, "no {status} listing in the market");
+    }
+    let statuses = [
+        None,
+        Some("all"),
+        Some("live"),
+        Some("cancelled"),
+        Some("expired"),
+        Some("contested"),
+        Some("sold"),
+    ];
+    for status in statuses {
         for limit in [1, 4, 1_000] {
             let mut f = ListingFilter {
                 status: status.map(str::to_string),
@@ -147,10 +180,17 @@ fn every_view_is_the_whole_states(db: &mut dyn StateDb) {
             scopes.push(Scope::Page(f.clone()));
             f.visibility = Some("private".into());
             scopes.push(Scope::Page(f.clone()));
-            f.visibility = None;
-            f.seller = sellers.iter().next().cloned();
-            f.max_price_usd = Some(1.0);
+            f.category = Some("lesson".into());
             scopes.push(Scope::Page(f.clone()));
+            f.visibility = None;
+            f.category = Some("no-such-category".into());
+            scopes.push(Scope::Page(f.clone()));
+            f.category = None;
+            f.seller = sellers.iter().next().cloned();
+            for price in [1.0, 10.0] {
+                f.max_price_usd = Some(price);
+                scopes.push(Scope::Page(f.clone()));
+            }
             f.after = s.listings.keys().nth(5).cloned();
             scopes.push(Scope::Page(f));
         }

@@ -68,6 +68,55 @@ fn mixed_log(n: u64) -> Vec<TxRecord> {
     b.finish()
 }
 
+/// Listings of every view column's kind: private and public, cancelled
+/// by their seller, listed again by another seller (contested).
+fn view_market() -> Vec<TxRecord> {
+    let mut b = LogBuilder::new();
+    for i in 0..4u64 {
+        b.trade(i, 2);
+        let seller = wallet(1, i % 2);
+        let visibility = if i % 2 == 0 { "private" } else { "auction" };
+        let l = b.list(&seller, 100 + i, visibility);
+        if i % 2 == 1 {
+            b.memo(
+                &seller,
+                node::market::MemoOp::Cancel {
+                    listing_id: l.listing_id,
+                },
+            );
+        } else {
+            b.list(&wallet(1, 9), 100 + i, "auction");
+        }
+    }
+    b.finish()
+}
+
+/// A listing's view columns: `(id, cancelled, contested, expires_at,
+/// visibility, price_usd)`.
+type ViewColumns = (String, bool, bool, i64, String, Option<f64>);
+
+/// The view columns the writer computes for each `(id, body)`.
+fn view_columns_of(bodies: &[(String, String)]) -> Vec<ViewColumns> {
+    let cols: Vec<ViewColumns> = bodies
+        .iter()
+        .map(|(id, body)| {
+            let l = indexer::statedb::listing_row(&indexer::statedb::decode(id, body).unwrap());
+            (
+                l.id,
+                l.cancelled,
+                l.contested,
+                l.expires_at,
+                l.visibility,
+                Some(l.price_usd),
+            )
+        })
+        .collect();
+    // the market holds each kind, so a column filled wrongly shows
+    assert!(cols.iter().any(|c| c.1) && cols.iter().any(|c| c.2));
+    assert!(cols.iter().any(|c| c.4 == "private") && cols.iter().any(|c| !c.1 && !c.2));
+    cols
+}
+
 fn log_with(records: &[TxRecord], final_slot: u64) -> SqliteStore {
     let mut log = SqliteStore::in_memory().unwrap();
     log.put_records(records, final_slot).unwrap();
@@ -286,11 +335,10 @@ impl<D: StateDb> StateDb for Dying<'_, D> {
     }
     fn listings_after(
         &mut self,
-        after: Option<&str>,
-        seller: Option<&str>,
+        sieve: &indexer::statedb::sieve::Sieve,
         limit: usize,
     ) -> Result<Vec<indexer::fold::ListingState>, StoreError> {
-        self.db.listings_after(after, seller, limit)
+        self.db.listings_after(sieve, limit)
     }
     fn rejected(
         &mut self,
@@ -424,6 +472,109 @@ fn on_postgres_the_tables_fold_rewind_and_hash_the_same() {
     let done = catch_up(&log, &mut db, 11);
     assert!(!done.rebuilt || done.folded <= records.len());
     assert_eq!(state_hash(&mut db).unwrap(), replay(&records).hash());
+    // a database from before the listings' view columns (schema v4)
+    // gets them filled from the bodies by the migration
+    let url = database(&pg, "views");
+    let mut log = PgStore::connect(&url).unwrap();
+    log.put_records(&view_market(), u64::MAX).unwrap();
+    catch_up(&log, &mut PgState::connect(&url).unwrap(), 5);
+    let (stored, bodies) = pg_view_columns(&url);
+    let want = view_columns_of(&bodies);
+    assert_eq!(stored, want);
+    pg_exec(
+        &url,
+        "DROP INDEX state_listings_open;
+         ALTER TABLE state_listings DROP COLUMN cancelled, DROP COLUMN contested,
+           DROP COLUMN expires_at, DROP COLUMN visibility, DROP COLUMN price_usd;
+         UPDATE brainctl_indexer_schema SET version = 4;",
+    );
+    PgStore::connect(&url).unwrap();
+    assert_eq!(pg_view_columns(&url).0, want);
+}
+
+/// Runs `f` on a connection to `url`.
+fn with_pg<T>(url: &str, f: impl AsyncFnOnce(&tokio_postgres::Client) -> T) -> T {
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    rt.block_on(async {
+        let (c, conn) = tokio_postgres::connect(url, tokio_postgres::NoTls)
+            .await
+            .unwrap();
+        tokio::spawn(conn);
+        f(&c).await
+    })
+}
+
+fn pg_exec(url: &str, sql: &str) {
+    with_pg(url, async |c| c.batch_execute(sql).await.unwrap());
+}
+
+/// The stored view columns and the bodies, in id order.
+fn pg_view_columns(url: &str) -> (Vec<ViewColumns>, Vec<(String, String)>) {
+    let rows = with_pg(url, async |c| {
+        c.query(
+            "SELECT id, cancelled, contested, expires_at, visibility, price_usd, body
+             FROM state_listings ORDER BY id",
+            &[],
+        )
+        .await
+        .unwrap()
+    });
+    rows.iter()
+        .map(|r| {
+            (
+                (r.get(0), r.get(1), r.get(2), r.get(3), r.get(4), r.get(5)),
+                (r.get(0), r.get(6)),
+            )
+        })
+        .unzip()
+}
+
+/// A SQLite state file from before the listings' view columns gets them,
+/// filled from the bodies, when a process opens it.
+#[test]
+fn a_state_file_from_before_the_view_columns_gets_them_on_open() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("indexer.db");
+    let mut log = SqliteStore::open(&path).unwrap();
+    log.put_records(&view_market(), u64::MAX).unwrap();
+    catch_up(&log, &mut SqliteState::open(&path).unwrap(), 5);
+    let read = || -> (Vec<ViewColumns>, Vec<(String, String)>) {
+        let conn = rusqlite::Connection::open(&path).unwrap();
+        let mut stmt = conn
+            .prepare(
+                "SELECT id, cancelled, contested, expires_at, visibility, price_usd, body
+                 FROM state_listings ORDER BY id",
+            )
+            .unwrap();
+        let rows = stmt
+            .query_map([], |r| {
+                Ok((
+                    (r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?, r.get(5)?),
+                    (r.get(0)?, r.get(6)?),
+                ))
+            })
+            .unwrap();
+        rows.map(Result::unwrap).unzip()
+    };
+    let (stored, bodies) = read();
+    let want = view_columns_of(&bodies);
+    assert_eq!(stored, want);
+    rusqlite::Connection::open(&path)
+        .unwrap()
+        .execute_batch(
+            "DROP INDEX state_listings_open;
+             ALTER TABLE state_listings DROP COLUMN cancelled;
+             ALTER TABLE state_listings DROP COLUMN contested;
+             ALTER TABLE state_listings DROP COLUMN expires_at;
+             ALTER TABLE state_listings DROP COLUMN visibility;
+             ALTER TABLE state_listings DROP COLUMN price_usd;",
+        )
+        .unwrap();
+    SqliteState::open(&path).unwrap();
+    assert_eq!(read().0, want);
 }
 
 /// One writer per SQLite file: a second is refused, naming the lock, until

@@ -5,7 +5,15 @@ CREATE TABLE IF NOT EXISTS state_listings (
     id             TEXT PRIMARY KEY,
     seller         TEXT NOT NULL,
     escrow_account TEXT,
-    body           TEXT NOT NULL
+    body           TEXT NOT NULL,
+    -- the view columns a listings page filters on (statedb::sieve; a file
+    -- from before them gets them from state-view-columns.sql, and the
+    -- index `state_listings_open` with them)
+    cancelled      BOOLEAN NOT NULL DEFAULT FALSE,
+    contested      BOOLEAN NOT NULL DEFAULT FALSE,
+    expires_at     INTEGER NOT NULL DEFAULT 0,
+    visibility     TEXT NOT NULL DEFAULT '',
+    price_usd      REAL
 );
 CREATE INDEX IF NOT EXISTS state_listings_by_seller ON state_listings (seller);
 CREATE INDEX IF NOT EXISTS state_listings_by_escrow ON state_listings (escrow_account);

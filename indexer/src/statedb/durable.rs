@@ -15,6 +15,7 @@ use crate::fold::{FoldConfig, State};
 use crate::record::{Position, TxRecord};
 use crate::store::{LogStore, StoreError};
 use std::collections::BTreeSet;
+use std::sync::mpsc::sync_channel;
 
 /// Records folded per committed batch.
 pub const PAGE: usize = 5_000;
@@ -120,6 +121,11 @@ fn keep_manifests(db: &mut dyn StateDb, records: &[TxRecord]) -> Result<(), Stor
 /// Folds every log record after the tables' head, `page` a commit; the
 /// last commit records `seq`. Undo rows are written only for the last
 /// `undo_tail` records (`None`: for all).
+///
+/// Two stages overlap: a checker thread verifies the manifests of the
+/// next page ([`ManifestBook`]: signatures, the costly part) while this
+/// thread folds the page before it and waits on the database's commit.
+/// At most two pages are read ahead, so memory stays bounded.
 fn fold_log(
     log: &dyn LogStore,
     db: &mut dyn StateDb,
@@ -132,26 +138,70 @@ fn fold_log(
     let mut after = db.head()?.last;
     let total = log.count_after(after)?;
     let undo_from = undo_tail.map_or(0, |t| total.saturating_sub(t));
-    let mut folded = 0usize;
-    loop {
-        // the tail a rewind may reach is folded in small batches: taking
-        // one back refolds little more than the distance to the change
-        let undo = folded + page > undo_from;
-        let size = if undo { page.min(UNDO_BATCH) } else { page };
-        let records = log.records_page(after, size.max(1))?;
-        if records.is_empty() {
-            break;
+    let folded = std::thread::scope(|s| -> Result<usize, StoreError> {
+        let (to_check, checking) = sync_channel::<Page>(1);
+        let (to_fold, checked) = sync_channel::<(Page, ManifestBook)>(1);
+        s.spawn(move || {
+            for p in checking {
+                let book = checked_book(&p.records);
+                if to_fold.send((p, book)).is_err() {
+                    return;
+                }
+            }
+        });
+        let (mut read, mut folded, mut ahead, mut more) = (0usize, 0usize, 0usize, true);
+        loop {
+            while more && ahead < 2 {
+                // the tail a rewind may reach is folded in small batches:
+                // taking one back refolds little more than the distance to
+                // the change
+                let undo = read + page > undo_from;
+                let size = if undo { page.min(UNDO_BATCH) } else { page };
+                let records = log.records_page(after, size.max(1))?;
+                if records.is_empty() {
+                    more = false;
+                    break;
+                }
+                let undo = read + records.len() > undo_from;
+                read += records.len();
+                after = records.last().map(TxRecord::position);
+                to_check
+                    .send(Page { records, undo })
+                    .map_err(|_| checker_gone())?;
+                ahead += 1;
+            }
+            if ahead == 0 {
+                return Ok(folded);
+            }
+            let (p, book) = checked.recv().map_err(|_| checker_gone())?;
+            ahead -= 1;
+            fold_checked(db, cfg, &p.records, book, p.undo, None)?;
+            folded += p.records.len();
+            progress(folded, total);
         }
-        let undo = folded + records.len() > undo_from;
-        fold_page(db, cfg, &records, undo, None)?;
-        folded += records.len();
-        progress(folded, total);
-        after = records.last().map(TxRecord::position);
-    }
+    })?;
     if seq.is_some() {
         fold_page(db, cfg, &[], true, seq)?;
     }
     Ok(folded)
+}
+
+/// A page read from the log, on its way to the fold.
+struct Page {
+    records: Vec<TxRecord>,
+    /// Whether its commit writes undo rows.
+    undo: bool,
+}
+
+fn checker_gone() -> StoreError {
+    StoreError::Foreign("the manifest checker thread stopped".into())
+}
+
+/// The manifests `records` carry, checked.
+fn checked_book(records: &[TxRecord]) -> ManifestBook {
+    let mut book = ManifestBook::new();
+    book.add_records(records);
+    book
 }
 
 /// Folds `records` (after the head, in chain order) over their working
@@ -163,8 +213,18 @@ pub fn fold_page(
     undo: bool,
     applied_seq: Option<u64>,
 ) -> Result<(), StoreError> {
-    let mut book = ManifestBook::new();
-    book.add_records(records);
+    fold_checked(db, cfg, records, checked_book(records), undo, applied_seq)
+}
+
+/// [`fold_page`] with the manifests `records` carry already in `book`.
+fn fold_checked(
+    db: &mut dyn StateDb,
+    cfg: &FoldConfig,
+    records: &[TxRecord],
+    mut book: ManifestBook,
+    undo: bool,
+    applied_seq: Option<u64>,
+) -> Result<(), StoreError> {
     let keys = crate::fold::Keys::of(records);
     // bodies the memos name that other records carried
     let mut named = keys.manifests.clone();

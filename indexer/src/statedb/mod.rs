@@ -19,6 +19,7 @@ pub mod around;
 pub mod durable;
 pub mod postgres;
 pub mod read;
+pub mod sieve;
 pub mod sqlite;
 
 use crate::fold::{
@@ -114,7 +115,8 @@ pub(crate) fn settlements(
         .collect()
 }
 
-/// A listing's row: the columns its queries filter on, and its body.
+/// A listing's row: the columns its queries filter on (the view columns
+/// a page's [`sieve::Sieve`] reads among them), and its body.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ListingRow {
     /// Listing id (the key).
@@ -123,6 +125,16 @@ pub struct ListingRow {
     pub seller: String,
     /// The escrow program's listing account, for an escrow listing.
     pub escrow_account: Option<String>,
+    /// Cancelled by its seller.
+    pub cancelled: bool,
+    /// Listed again by another seller (its status is `contested`).
+    pub contested: bool,
+    /// Expiry (unix seconds).
+    pub expires_at: i64,
+    /// auction | private.
+    pub visibility: String,
+    /// Price (USD).
+    pub price_usd: f64,
     /// Canonical JSON.
     pub body: String,
 }
@@ -251,12 +263,10 @@ pub trait StateDb: Rows<Error = StoreError> + Send {
     /// What an answer about the listings `anchor` names reads, in one
     /// statement (its own snapshot, or the open read's).
     fn around(&mut self, anchor: &Anchor) -> Result<Around, StoreError>;
-    /// At most `limit` listings after the id `after` in id order (of
-    /// `seller` alone, when named).
+    /// At most `limit` listings `sieve` lets through, in id order.
     fn listings_after(
         &mut self,
-        after: Option<&str>,
-        seller: Option<&str>,
+        sieve: &sieve::Sieve,
         limit: usize,
     ) -> Result<Vec<ListingState>, StoreError>;
     /// The refused memos of the transactions `signatures`.
@@ -339,6 +349,11 @@ pub fn listing_row(l: &ListingState) -> ListingRow {
         escrow_account: escrow
             .then(|| crate::fold::escrow_listing_account(&l.seller, &l.listing_id).ok())
             .flatten(),
+        cancelled: l.cancelled.is_some(),
+        contested: !l.contested_by.is_empty(),
+        expires_at: l.expires_at,
+        visibility: l.visibility.clone(),
+        price_usd: l.price_usd,
         body: body(l),
     }
 }

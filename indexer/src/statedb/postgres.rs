@@ -8,6 +8,7 @@
 //! Owns the SQL only.
 
 use super::around::{self, Anchor, Around, AroundRow, Dialect};
+use super::sieve::{Param, Sieve};
 use super::{
     decoded, position, restore, settlements, table, Commit, HeadJson, Kind, Rewound, Row, StateDb,
     Undo,
@@ -169,10 +170,24 @@ type Texts = Vec<String>;
 /// Integer columns.
 type Ints = Vec<i64>;
 
+/// Listing rows as columns.
+#[derive(Default)]
+struct ListingColumns {
+    id: Texts,
+    seller: Texts,
+    escrow_account: Vec<Option<String>>,
+    body: Texts,
+    cancelled: Vec<bool>,
+    contested: Vec<bool>,
+    expires_at: Ints,
+    visibility: Texts,
+    price_usd: Vec<f64>,
+}
+
 /// Columns of each table's rows, as arrays for one `UNNEST` upsert.
 #[derive(Default)]
 struct Columns {
-    listings: (Texts, Texts, Vec<Option<String>>, Texts),
+    listings: ListingColumns,
     offers: (Texts, Texts, Texts),
     /// Buys at a known position.
     buys_at: (Texts, Texts, Ints, Ints, Texts),
@@ -189,10 +204,16 @@ impl Columns {
         for row in rows {
             match row.clone() {
                 Row::Listing(l) => {
-                    c.listings.0.push(l.id);
-                    c.listings.1.push(l.seller);
-                    c.listings.2.push(l.escrow_account);
-                    c.listings.3.push(l.body);
+                    let c = &mut c.listings;
+                    c.id.push(l.id);
+                    c.seller.push(l.seller);
+                    c.escrow_account.push(l.escrow_account);
+                    c.body.push(l.body);
+                    c.cancelled.push(l.cancelled);
+                    c.contested.push(l.contested);
+                    c.expires_at.push(l.expires_at);
+                    c.visibility.push(l.visibility);
+                    c.price_usd.push(l.price_usd);
                 }
                 Row::Offer {
                     id,
@@ -258,13 +279,29 @@ impl Columns {
             escrows,
             seen,
         } = self;
-        if !listings.0.is_empty() {
+        if !listings.id.is_empty() {
+            let l = &listings;
             c.execute(
-                "INSERT INTO state_listings (id, seller, escrow_account, body)
-                 SELECT * FROM UNNEST($1::text[], $2::text[], $3::text[], $4::text[])
+                "INSERT INTO state_listings (id, seller, escrow_account, body, cancelled,
+                   contested, expires_at, visibility, price_usd)
+                 SELECT * FROM UNNEST($1::text[], $2::text[], $3::text[], $4::text[],
+                   $5::bool[], $6::bool[], $7::int8[], $8::text[], $9::float8[])
                  ON CONFLICT (id) DO UPDATE SET seller = EXCLUDED.seller,
-                   escrow_account = EXCLUDED.escrow_account, body = EXCLUDED.body",
-                &[&listings.0, &listings.1, &listings.2, &listings.3],
+                   escrow_account = EXCLUDED.escrow_account, body = EXCLUDED.body,
+                   cancelled = EXCLUDED.cancelled, contested = EXCLUDED.contested,
+                   expires_at = EXCLUDED.expires_at, visibility = EXCLUDED.visibility,
+                   price_usd = EXCLUDED.price_usd",
+                &[
+                    &l.id,
+                    &l.seller,
+                    &l.escrow_account,
+                    &l.body,
+                    &l.cancelled,
+                    &l.contested,
+                    &l.expires_at,
+                    &l.visibility,
+                    &l.price_usd,
+                ],
             )
             .await?;
         }
@@ -618,20 +655,20 @@ impl StateDb for PgState {
 
     fn listings_after(
         &mut self,
-        after: Option<&str>,
-        seller: Option<&str>,
+        sieve: &Sieve,
         limit: usize,
     ) -> Result<Vec<ListingState>, StoreError> {
-        let after = after.unwrap_or("").to_string();
-        let seller = seller.map(str::to_string);
+        let (sql, params) = sieve.query(limit, |n| format!("${n}"));
         let rows: Vec<(String, String)> = self.pg.run(move |c| async move {
-            let rows = c
-                .query(
-                    "SELECT id, body FROM state_listings
-                     WHERE id > $1 AND ($2::text IS NULL OR seller = $2) ORDER BY id LIMIT $3",
-                    &[&after, &seller, &(limit as i64)],
-                )
-                .await?;
+            let params: Vec<&(dyn tokio_postgres::types::ToSql + Sync)> = params
+                .iter()
+                .map(|p| match p {
+                    Param::Text(s) => s as &(dyn tokio_postgres::types::ToSql + Sync),
+                    Param::Int(i) => i,
+                    Param::Real(f) => f,
+                })
+                .collect();
+            let rows = c.query(&sql, &params).await?;
             Ok(rows.iter().map(|r| (r.get(0), r.get(1))).collect())
         })?;
         Ok(decoded(rows)?.into_iter().map(|(_, l)| l).collect())

@@ -10,6 +10,7 @@
 //! Owns "which rows an answer needs"; never writes.
 
 use super::around::{Anchor, Around};
+use super::sieve::Sieve;
 use super::StateDb;
 use crate::fold::{ListingState, State};
 use crate::store::StoreError;
@@ -74,7 +75,8 @@ fn in_read(
     s
 }
 
-/// A page of listings as `f` picks them, with what hangs on them.
+/// A page of listings as `f` picks them, with what hangs on them: the
+/// database sieves ([`Sieve`]), the filter decides.
 fn page(db: &mut dyn StateDb, f: &ListingFilter) -> Result<State, StoreError> {
     let mut s = State::new();
     s.now = db.head()?.now;
@@ -83,7 +85,7 @@ fn page(db: &mut dyn StateDb, f: &ListingFilter) -> Result<State, StoreError> {
     let mut after = f.after.clone();
     let mut scan = (f.limit + 1).min(PAGE_SCAN);
     'scan: loop {
-        let rows = db.listings_after(after.as_deref(), f.seller.as_deref(), scan)?;
+        let rows = db.listings_after(&Sieve::of(f, after.as_deref(), now), scan)?;
         let full = rows.len() == scan;
         let last = rows.last().map(|l| l.listing_id.clone());
         for l in rows {

@@ -5,6 +5,7 @@
 //! Owns the SQL only.
 
 use super::around::{self, Anchor, Around, AroundRow, Dialect};
+use super::sieve::{Param, Sieve};
 use super::{
     decoded, keys, position, restore, settlements, table, Commit, HeadJson, Kind, Rewound, Row,
     StateDb, Undo,
@@ -23,6 +24,14 @@ use std::sync::Arc;
 
 /// The schema (idempotent: every statement creates only what is missing).
 pub const SCHEMA: &str = include_str!("../../../migrations/indexer/state.sql");
+
+/// Adds and fills the listings' view columns in a file from before them.
+const VIEW_COLUMNS: &str = include_str!("../../../migrations/indexer/state-view-columns.sql");
+
+/// The index a live page walks (see [`super::sieve`]); made after the
+/// columns it names exist.
+const OPEN_INDEX: &str = "CREATE INDEX IF NOT EXISTS state_listings_open
+    ON state_listings (id, expires_at) WHERE NOT cancelled AND NOT contested";
 
 /// [`around::TEMPLATE`] in SQLite's notation.
 const DIALECT: Dialect = Dialect {
@@ -94,6 +103,8 @@ impl SqliteState {
         conn.pragma_update(None, "journal_mode", "WAL")?;
         conn.pragma_update(None, "synchronous", "NORMAL")?;
         conn.execute_batch(SCHEMA)?;
+        add_view_columns(&conn)?;
+        conn.execute_batch(OPEN_INDEX)?;
         Ok(SqliteState {
             conn,
             _writer: None,
@@ -113,6 +124,29 @@ impl SqliteState {
         }
         Ok(out)
     }
+}
+
+/// Brings a state file from before the listings' view columns up to
+/// them, once (the first process to open it; others wait on its lock).
+fn add_view_columns(conn: &Connection) -> Result<(), StoreError> {
+    let has = |conn: &Connection| -> Result<bool, StoreError> {
+        Ok(conn.query_row(
+            "SELECT count(*) FROM pragma_table_info('state_listings') WHERE name = 'expires_at'",
+            [],
+            |r| r.get::<_, i64>(0),
+        )? > 0)
+    };
+    if has(conn)? {
+        return Ok(());
+    }
+    conn.execute_batch("BEGIN IMMEDIATE")?;
+    let done = if has(conn)? {
+        Ok(())
+    } else {
+        conn.execute_batch(VIEW_COLUMNS).map_err(StoreError::from)
+    };
+    conn.execute_batch(if done.is_ok() { "COMMIT" } else { "ROLLBACK" })?;
+    done
 }
 
 fn read_head(conn: &Connection) -> Result<(Head, Option<u64>, Option<Position>), StoreError> {
@@ -141,10 +175,24 @@ fn write_row(tx: &rusqlite::Transaction<'_>, row: &Row) -> Result<(), StoreError
     match row {
         Row::Listing(l) => tx
             .prepare_cached(
-                "INSERT INTO state_listings (id, seller, escrow_account, body) VALUES (?1, ?2, ?3, ?4)
-                 ON CONFLICT (id) DO UPDATE SET seller = ?2, escrow_account = ?3, body = ?4",
+                "INSERT INTO state_listings (id, seller, escrow_account, body, cancelled,
+                   contested, expires_at, visibility, price_usd)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)
+                 ON CONFLICT (id) DO UPDATE SET seller = ?2, escrow_account = ?3, body = ?4,
+                   cancelled = ?5, contested = ?6, expires_at = ?7, visibility = ?8,
+                   price_usd = ?9",
             )?
-            .execute(params![l.id, l.seller, l.escrow_account, l.body])?,
+            .execute(params![
+                l.id,
+                l.seller,
+                l.escrow_account,
+                l.body,
+                l.cancelled,
+                l.contested,
+                l.expires_at,
+                l.visibility,
+                l.price_usd
+            ])?,
         Row::Offer {
             id,
             listing_id,
@@ -474,15 +522,17 @@ impl StateDb for SqliteState {
 
     fn listings_after(
         &mut self,
-        after: Option<&str>,
-        seller: Option<&str>,
+        sieve: &Sieve,
         limit: usize,
     ) -> Result<Vec<ListingState>, StoreError> {
-        let mut stmt = self.conn.prepare_cached(
-            "SELECT id, body FROM state_listings
-             WHERE id > ?1 AND (?2 IS NULL OR seller = ?2) ORDER BY id LIMIT ?3",
-        )?;
-        let rows = stmt.query_map(params![after.unwrap_or(""), seller, limit as i64], |r| {
+        let (sql, params) = sieve.query(limit, |n| format!("?{n}"));
+        let mut stmt = self.conn.prepare_cached(&sql)?;
+        let params = params.iter().map(|p| match p {
+            Param::Text(s) => rusqlite::types::Value::Text(s.clone()),
+            Param::Int(i) => rusqlite::types::Value::Integer(*i),
+            Param::Real(f) => rusqlite::types::Value::Real(*f),
+        });
+        let rows = stmt.query_map(rusqlite::params_from_iter(params), |r| {
             Ok((r.get(0)?, r.get(1)?))
         })?;
         let rows: Vec<(String, String)> = rows.collect::<Result<_, _>>()?;

@@ -21,14 +21,16 @@ use std::future::Future;
 use std::sync::Arc;
 use tokio_postgres::NoTls;
 
-/// The schema version that holds the state tables.
-pub const STATE_SCHEMA: usize = 3;
+/// The schema version a state reader needs (the state tables with their
+/// listings' view columns).
+pub const STATE_SCHEMA: usize = 5;
 
 const MIGRATIONS: &[&str] = &[
     include_str!("../../../migrations/indexer-pg/0001_init.sql"),
     include_str!("../../../migrations/indexer-pg/0002_change_numbers.sql"),
     include_str!("../../../migrations/indexer-pg/0003_state.sql"),
     include_str!("../../../migrations/indexer-pg/0004_carried_manifests.sql"),
+    include_str!("../../../migrations/indexer-pg/0005_listing_view_columns.sql"),
 ];
 /// Advisory lock held while migrating (several processes may start at once).
 const MIGRATION_LOCK: i64 = 0x4252_4e49;
