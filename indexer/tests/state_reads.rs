@@ -49,16 +49,18 @@ fn market() -> Vec<TxRecord> {
                 listing_id: gone.listing_id,
             },
         );
-        // the same listing id listed again by another seller: contested
-        if i < 2 {
-            b.list(&wallet(1, 7), 400 + i, "auction");
-        }
     }
     // a month and more on, every listing so far has expired; new ones live
     b.pass_time(31 * 24 * 3600);
     for i in 0..3u64 {
-        b.list(&wallet(1, i), 600 + i, if i == 0 { "private" } else { "auction" });
+        b.list(
+            &wallet(1, i),
+            600 + i,
+            if i == 0 { "private" } else { "auction" },
+        );
     }
+    // the same listing id listed again by another seller: contested
+    b.list(&wallet(1, 7), 601, "auction");
     b.finish()
 }
 
@@ -158,7 +160,11 @@ fn every_view_is_the_whole_states(db: &mut dyn StateDb) {
     // sieves wrongly differs from the whole state's
     let now = s.view_now();
     for status in ["live", "cancelled", "expired", "contested"] {
-        let n = s.listings.values().filter(|l| l.status(now) == status).count();
+        let n = s
+            .listings
+            .values()
+            .filter(|l| l.status(now) == status)
+            .count();
         assert!(n > 0, "no {status} listing in the market");
     }
     let statuses = [

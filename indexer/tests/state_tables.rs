@@ -552,7 +552,14 @@ fn a_state_file_from_before_the_view_columns_gets_them_on_open() {
         let rows = stmt
             .query_map([], |r| {
                 Ok((
-                    (r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?, r.get(5)?),
+                    (
+                        r.get(0)?,
+                        r.get(1)?,
+                        r.get(2)?,
+                        r.get(3)?,
+                        r.get(4)?,
+                        r.get(5)?,
+                    ),
                     (r.get(0)?, r.get(6)?),
                 ))
             })

@@ -1,14 +1,16 @@
 -- The folded state as tables (indexer::statedb). Idempotent: opened by
 -- every process that reads or writes the state. Each entity row holds its
 -- canonical JSON (the bytes the state hash covers); keys sort bytewise.
+-- state_listings: cancelled .. price_usd are the view columns a listings
+-- page filters on (statedb::sieve); a file from before them gets them from
+-- state-view-columns.sql, and the index state_listings_open with them.
+-- (No comments inside a CREATE TABLE: SQLite keeps its text, and a later
+-- ALTER TABLE .. DROP COLUMN cannot parse it back.)
 CREATE TABLE IF NOT EXISTS state_listings (
     id             TEXT PRIMARY KEY,
     seller         TEXT NOT NULL,
     escrow_account TEXT,
     body           TEXT NOT NULL,
-    -- the view columns a listings page filters on (statedb::sieve; a file
-    -- from before them gets them from state-view-columns.sql, and the
-    -- index `state_listings_open` with them)
     cancelled      BOOLEAN NOT NULL DEFAULT FALSE,
     contested      BOOLEAN NOT NULL DEFAULT FALSE,
     expires_at     INTEGER NOT NULL DEFAULT 0,

@@ -91,7 +91,9 @@ impl Sieve {
             }
             "contested" => {
                 let now = bind(Param::Int(self.now));
-                conds.push(format!("NOT cancelled AND contested AND expires_at > {now}"));
+                conds.push(format!(
+                    "NOT cancelled AND contested AND expires_at > {now}"
+                ));
             }
             "expired" => {
                 let now = bind(Param::Int(self.now));
@@ -131,11 +133,7 @@ mod tests {
         );
         assert_eq!(
             params,
-            vec![
-                Param::Text("L9".into()),
-                Param::Int(1_700),
-                Param::Int(21)
-            ]
+            vec![Param::Text("L9".into()), Param::Int(1_700), Param::Int(21)]
         );
     }
 
