@@ -18,6 +18,7 @@ use crate::book::ManifestBook;
 use crate::fold::{FoldConfig, State};
 use crate::record::{sort_chain_order, Position, TxRecord};
 use crate::snapshots::Snapshots;
+use crate::statedb::answers::{self, Answers};
 use crate::statedb::read::Scope;
 use crate::statedb::StateDb;
 use crate::store::{LogStore, StoreError};
@@ -67,6 +68,8 @@ struct Tables {
     next: AtomicUsize,
     /// The hash of the tables at a head (slot position, transactions).
     hash: Mutex<Option<(Option<Position>, u64, String)>>,
+    /// The hot answers' states at the tables' current version.
+    answers: Answers,
 }
 
 impl Tables {
@@ -159,6 +162,7 @@ impl Indexer {
             readers: readers.into_iter().map(Mutex::new).collect(),
             next: AtomicUsize::new(0),
             hash: Mutex::new(None),
+            answers: Answers::default(),
         };
         let ix = Indexer::with(store, cfg, Some(tables));
         ix.fold_into_tables(progress)?;
@@ -203,14 +207,30 @@ impl Indexer {
 
     /// The part of the market `scope` names, consistent with one head:
     /// the whole state where it is folded in memory, else read from the
-    /// tables for this answer alone.
+    /// tables for this answer alone, or, for a page or a listing, the
+    /// state an earlier answer read at the tables' current version
+    /// ([`answers`]).
     pub fn read(&self, scope: &Scope) -> Result<Arc<State>, StoreError> {
         let Some(tables) = &self.tables else {
             return Ok(self.state());
         };
-        let mut s = crate::statedb::read::scope(&mut **tables.reader(), scope)?;
+        let mut db = tables.reader();
+        let kept = match (answers::key(scope), db.version()?) {
+            (Some(key), Some(version)) => Some((key, version)),
+            _ => None,
+        };
+        if let Some((key, version)) = &kept {
+            if let Some(s) = tables.answers.get(*version, key) {
+                return Ok(s);
+            }
+        }
+        let mut s = crate::statedb::read::scope(&mut **db, scope)?;
         s.clock = self.clock.clone();
-        Ok(Arc::new(s))
+        let s = Arc::new(s);
+        if let Some((key, version)) = kept {
+            tables.answers.put(version, key, s.clone());
+        }
+        Ok(s)
     }
 
     /// Which of `signatures` are not folded yet.

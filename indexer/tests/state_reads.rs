@@ -19,6 +19,7 @@ use indexer::synth::{wallet, LogBuilder, COUNTER_PRICE_LAMPORTS, LIST_PRICE_LAMP
 use indexer::views::{self, ListingFilter};
 use node::market::MemoOp;
 use serde_json::{json, Value};
+use std::sync::Arc;
 
 /// Public and private trades, hostile shapes, escrow buys.
 fn market() -> Vec<TxRecord> {
@@ -227,4 +228,51 @@ fn every_view_is_the_whole_states(db: &mut dyn StateDb) {
     assert!(compared > 500, "{compared}");
     assert!(s.listings.values().any(|l| l.visibility == "private"));
     assert_eq!(db.around(&Anchor::nothing()).unwrap().totals, s.totals());
+}
+
+/// On PostgreSQL an API server keeps the state a page or a listing read
+/// for the commit it was read at: asked again, it answers from the same
+/// state; one commit later, from the new one (the last record, which
+/// contests a live listing, moves it off the default page).
+#[test]
+fn kept_answers_never_outlive_their_commit() {
+    let pg = e2e::postgres::start();
+    let records = market();
+    let (before, last) = records.split_at(records.len() - 1);
+    let log = SqliteStore::in_memory().unwrap();
+    let ix = indexer::engine::Indexer::open_tables(
+        Box::new(log),
+        FoldConfig::default(),
+        Some(Box::new(PgState::connect(&pg.url).unwrap())),
+        vec![Box::new(PgState::connect_reader(&pg.url).unwrap())],
+        &mut |_, _| {},
+    )
+    .unwrap();
+    ix.ingest(before.to_vec(), u64::MAX, &[]).unwrap();
+    let page = Scope::Page(ListingFilter {
+        limit: 1_000,
+        ..Default::default()
+    });
+    let Scope::Page(f) = &page else {
+        unreachable!()
+    };
+    let all = whole(&records);
+    let contested = all.listings.values().find(|l| !l.contested_by.is_empty());
+    let listing = Scope::Listing(contested.unwrap().listing_id.clone());
+    let first = ix.read(&page).unwrap();
+    assert!(Arc::ptr_eq(&first, &ix.read(&page).unwrap()), "kept");
+    let one = ix.read(&listing).unwrap();
+    assert!(Arc::ptr_eq(&one, &ix.read(&listing).unwrap()), "kept");
+    let view = |s: &State| serde_json::to_value(views::listings(s, f, None)).unwrap();
+    assert_eq!(view(&first), view(&whole(before)));
+    ix.ingest(last.to_vec(), u64::MAX, &[]).unwrap();
+    let next = ix.read(&page).unwrap();
+    assert!(!Arc::ptr_eq(&first, &next));
+    assert_ne!(
+        view(&first),
+        view(&next),
+        "the contested listing left the page"
+    );
+    assert_eq!(view(&next), view(&all));
+    assert!(!Arc::ptr_eq(&one, &ix.read(&listing).unwrap()));
 }

@@ -15,6 +15,7 @@
 //! Owns the encoding and the storage contract; never decides what a
 //! record means (that is [`crate::fold`]) nor when to fold ([`durable`]).
 
+pub mod answers;
 pub mod around;
 pub mod durable;
 pub mod postgres;
@@ -255,6 +256,14 @@ pub trait StateDb: Rows<Error = StoreError> + Send {
     fn put_manifests(&mut self, bodies: &[(String, String)]) -> Result<(), StoreError>;
     /// Empties every table but the manifests (a rebuild).
     fn clear(&mut self) -> Result<(), StoreError>;
+    /// Which commit of the tables a read now sees, where the database
+    /// names one ([`answers`]: answers are kept per version). PostgreSQL:
+    /// the transaction that last wrote the head row, which every commit
+    /// and rewind rewrites. `None` (SQLite, whose reads are in-process,
+    /// or an empty state): nothing is kept.
+    fn version(&mut self) -> Result<Option<i64>, StoreError> {
+        Ok(None)
+    }
     /// Starts a read snapshot: every read until [`StateDb::end_read`] sees
     /// the tables as of one commit.
     fn begin_read(&mut self) -> Result<(), StoreError>;

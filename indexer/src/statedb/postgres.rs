@@ -625,6 +625,18 @@ impl StateDb for PgState {
         })
     }
 
+    fn version(&mut self) -> Result<Option<i64>, StoreError> {
+        self.pg.run(|c| async move {
+            let row = c
+                .query_opt(
+                    "SELECT xmin::text::bigint FROM state_head WHERE one = 1",
+                    &[],
+                )
+                .await?;
+            Ok(row.map(|r| r.get(0)))
+        })
+    }
+
     fn begin_read(&mut self) -> Result<(), StoreError> {
         self.pg.run(|c| async move {
             c.batch_execute("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")
