@@ -1,6 +1,7 @@
 //! A throwaway PostgreSQL server for tests: `initdb` in a temp dir, the
 //! server on a free loopback port with trust auth and fsync off, one
-//! database, stopped (SIGQUIT: immediate) when the handle drops. Uses the
+//! database, stopped (SIGQUIT: immediate) when the handle drops. A
+//! benchmark may add settings ([`start_with`]; a standby inherits them). Uses the
 //! binaries of Debian's `postgresql` package (`localnet/install` installs
 //! it) or `BRAINCTL_PG_BIN`. As root, the server runs as the `postgres`
 //! user (PostgreSQL refuses root).
@@ -16,10 +17,12 @@ pub struct TestPostgres {
     port: u16,
     child: std::process::Child,
     dir: PathBuf,
+    /// The `-c NAME=VALUE` settings beyond the defaults.
+    settings: Vec<String>,
 }
 
 /// Runs the server on `data` (in `dir`) on a free port until it answers.
-fn serve(bin: &Path, dir: PathBuf, data: &Path) -> TestPostgres {
+fn serve(bin: &Path, dir: PathBuf, data: &Path, settings: &[String]) -> TestPostgres {
     let port = crate::free_port_block(1);
     let log = dir.join("postgres.log");
     let child = as_db_user(&bin.join("postgres"))
@@ -35,6 +38,7 @@ fn serve(bin: &Path, dir: PathBuf, data: &Path) -> TestPostgres {
             "-c",
             "max_connections=50",
         ])
+        .args(settings.iter().flat_map(|s| ["-c", s.as_str()]))
         .stdin(Stdio::null())
         .stdout(Stdio::null())
         .stderr(std::fs::File::create(&log).expect("log"))
@@ -45,6 +49,7 @@ fn serve(bin: &Path, dir: PathBuf, data: &Path) -> TestPostgres {
         port,
         child,
         dir,
+        settings: settings.to_vec(),
     };
     let deadline = Instant::now() + Duration::from_secs(60);
     loop {
@@ -94,7 +99,7 @@ impl TestPostgres {
             "pg_basebackup failed: {}",
             String::from_utf8_lossy(&out.stderr)
         );
-        serve(&bin, dir, &data)
+        serve(&bin, dir, &data, &self.settings)
     }
 }
 
@@ -147,6 +152,11 @@ fn chown_to_db_user(path: &Path) {
 
 /// Starts a server; panics with its log if it does not come up.
 pub fn start() -> TestPostgres {
+    start_with(&[])
+}
+
+/// [`start`] with `settings` (`NAME=VALUE`, each passed as `-c`).
+pub fn start_with(settings: &[String]) -> TestPostgres {
     let bin = bin_dir();
     let dir = crate::scratch_dir("brainctl-pg-");
     chown_to_db_user(&dir);
@@ -162,7 +172,7 @@ pub fn start() -> TestPostgres {
         "initdb failed: {}",
         String::from_utf8_lossy(&out.stderr)
     );
-    let pg = serve(&bin, dir, &data);
+    let pg = serve(&bin, dir, &data, settings);
     let port = pg.port;
     let out = Command::new(bin.join("createdb"))
         .args([

@@ -5,8 +5,22 @@
 //! it in `BRAINCTL_BENCH_PG_STANDBY`); exits with COMMAND's status. For
 //! benchmarks that need a database (`brainctl-indexer-bench scale`,
 //! `tables`).
+//!
+//! The servers are sized as an operator would size a dedicated one
+//! ([`server_settings`]: a quarter of memory as shared buffers, checkpoints
+//! spaced for bulk loads), not with PostgreSQL's 128 MB defaults. SIGINT
+//! and SIGTERM are passed on to COMMAND; the servers stop once it exits.
 
-use std::process::{Command, ExitCode};
+use std::process::{Command, ExitCode, ExitStatus};
+use std::sync::atomic::{AtomicI32, Ordering};
+use std::time::Duration;
+
+/// The last SIGINT/SIGTERM received, not yet passed on (0: none).
+static PENDING: AtomicI32 = AtomicI32::new(0);
+
+extern "C" fn on_signal(sig: libc::c_int) {
+    PENDING.store(sig, Ordering::SeqCst);
+}
 
 fn main() -> ExitCode {
     let mut args: Vec<String> = std::env::args().skip(1).collect();
@@ -19,14 +33,18 @@ fn main() -> ExitCode {
         eprintln!("usage: with-postgres [--standby] -- COMMAND [ARGS...]");
         return ExitCode::from(2);
     };
-    let pg = e2e::postgres::start();
+    for sig in [libc::SIGINT, libc::SIGTERM] {
+        // SAFETY: the handler only stores to an atomic
+        unsafe { libc::signal(sig, on_signal as *const () as libc::sighandler_t) };
+    }
+    let pg = e2e::postgres::start_with(&server_settings());
     let replica = standby.then(|| pg.standby());
     let mut command = Command::new(program);
     command.args(rest).env("BRAINCTL_BENCH_PG", &pg.url);
     if let Some(r) = &replica {
         command.env("BRAINCTL_BENCH_PG_STANDBY", &r.url);
     }
-    let status = command.status();
+    let status = command.spawn().and_then(wait_passing_signals);
     drop(replica);
     drop(pg);
     match status {
@@ -40,4 +58,40 @@ fn main() -> ExitCode {
             ExitCode::FAILURE
         }
     }
+}
+
+/// Waits for `child`, passing on each SIGINT/SIGTERM this process gets.
+fn wait_passing_signals(mut child: std::process::Child) -> std::io::Result<ExitStatus> {
+    loop {
+        if let Some(status) = child.try_wait()? {
+            return Ok(status);
+        }
+        let sig = PENDING.swap(0, Ordering::SeqCst);
+        if sig != 0 {
+            // SAFETY: signals our own child, which we have not reaped
+            unsafe { libc::kill(child.id() as libc::pid_t, sig) };
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+/// Settings for a server that has the machine to itself: shared buffers a
+/// quarter of memory (at most 4 GiB), the planner told half is page cache,
+/// checkpoints no more often than every 8 GiB of WAL or 30 minutes.
+fn server_settings() -> Vec<String> {
+    let mib = total_memory_mib().unwrap_or(4096);
+    vec![
+        format!("shared_buffers={}MB", (mib / 4).clamp(128, 4096)),
+        format!("effective_cache_size={}MB", (mib / 2).max(256)),
+        "max_wal_size=8GB".into(),
+        "checkpoint_timeout=30min".into(),
+    ]
+}
+
+/// `MemTotal` from /proc/meminfo, in MiB.
+fn total_memory_mib() -> Option<u64> {
+    let info = std::fs::read_to_string("/proc/meminfo").ok()?;
+    let line = info.lines().find(|l| l.starts_with("MemTotal:"))?;
+    let kib: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
+    Some(kib / 1024)
 }
