@@ -18,7 +18,7 @@ use crate::book::ManifestBook;
 use crate::fold::{FoldConfig, State};
 use crate::record::{sort_chain_order, Position, TxRecord};
 use crate::snapshots::Snapshots;
-use crate::statedb::answers::{self, Answers};
+use crate::statedb::answers::{self, Answer, Answers};
 use crate::statedb::read::Scope;
 use crate::statedb::StateDb;
 use crate::store::{LogStore, StoreError};
@@ -211,8 +211,15 @@ impl Indexer {
     /// state an earlier answer read at the tables' current version
     /// ([`answers`]).
     pub fn read(&self, scope: &Scope) -> Result<Arc<State>, StoreError> {
+        Ok(self.answer(scope)?.state.clone())
+    }
+
+    /// [`Indexer::read`], with what anonymous readers were answered from
+    /// the same state at the same version ([`Answer::public`]; nothing
+    /// kept where the state is folded in memory or not kept).
+    pub fn answer(&self, scope: &Scope) -> Result<Arc<Answer>, StoreError> {
         let Some(tables) = &self.tables else {
-            return Ok(self.state());
+            return Ok(Arc::new(Answer::new(self.state())));
         };
         let mut db = tables.reader();
         let kept = match (answers::key(scope), db.version()?) {
@@ -220,17 +227,17 @@ impl Indexer {
             _ => None,
         };
         if let Some((key, version)) = &kept {
-            if let Some(s) = tables.answers.get(*version, key) {
-                return Ok(s);
+            if let Some(a) = tables.answers.get(*version, key) {
+                return Ok(a);
             }
         }
         let mut s = crate::statedb::read::scope(&mut **db, scope)?;
         s.clock = self.clock.clone();
-        let s = Arc::new(s);
+        let a = Arc::new(Answer::new(Arc::new(s)));
         if let Some((key, version)) = kept {
-            tables.answers.put(version, key, s.clone());
+            tables.answers.put(version, key, a.clone());
         }
-        Ok(s)
+        Ok(a)
     }
 
     /// Which of `signatures` are not folded yet.

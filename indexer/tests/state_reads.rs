@@ -276,3 +276,91 @@ fn kept_answers_never_outlive_their_commit() {
     assert_eq!(view(&next), view(&all));
     assert!(!Arc::ptr_eq(&one, &ix.read(&listing).unwrap()));
 }
+
+/// `GET url` on `rt`: status, the `x-indexer-position` header and the body.
+fn get(rt: &tokio::runtime::Runtime, url: &str) -> (u16, Option<String>, Vec<u8>) {
+    rt.block_on(async {
+        let r = reqwest::get(url).await.unwrap();
+        let position = r
+            .headers()
+            .get("x-indexer-position")
+            .map(|v| v.to_str().unwrap().to_string());
+        (
+            r.status().as_u16(),
+            position,
+            r.bytes().await.unwrap().to_vec(),
+        )
+    })
+}
+
+#[test]
+fn anonymous_answers_kept_over_http_are_the_views_of_their_commit() {
+    let pg = e2e::postgres::start();
+    let records = market();
+    let (before, last) = records.split_at(records.len() - 1);
+    let ix = Arc::new(
+        indexer::engine::Indexer::open_tables(
+            Box::new(SqliteStore::in_memory().unwrap()),
+            FoldConfig::default(),
+            Some(Box::new(PgState::connect(&pg.url).unwrap())),
+            vec![Box::new(PgState::connect_reader(&pg.url).unwrap())],
+            &mut |_, _| {},
+        )
+        .unwrap(),
+    );
+    ix.ingest(before.to_vec(), u64::MAX, &[]).unwrap();
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let listener = rt
+        .block_on(tokio::net::TcpListener::bind("127.0.0.1:0"))
+        .unwrap();
+    let base = format!("http://{}", listener.local_addr().unwrap());
+    rt.spawn(indexer::http::serve(
+        listener,
+        indexer::api::AppState::new(ix.clone(), "localnet"),
+        std::future::pending(),
+    ));
+    let f = ListingFilter {
+        limit: 100,
+        ..Default::default()
+    };
+    let all = whole(&records);
+    let contested = all.listings.values().find(|l| !l.contested_by.is_empty());
+    let id = contested.unwrap().listing_id.clone();
+    let page_url = format!("{base}/listings?limit=100");
+    let listing_url = format!("{base}/listings/{id}");
+    let page_view = |s: &State| serde_json::to_value(views::listings(s, &f, None)).unwrap();
+    let listing_view = |s: &State| {
+        let l = &s.listings[&id];
+        json!({"listing": views::listing(s, l, None), "offers": views::offers_of(s, &id, None)})
+    };
+    let json = |b: &[u8]| serde_json::from_slice::<Value>(b).unwrap();
+
+    let position_of = |s: &State| s.last.map(|(slot, i)| format!("{slot}:{i}"));
+    let (code, position, first) = get(&rt, &page_url);
+    assert_eq!(code, 200);
+    assert_eq!(position, position_of(&whole(before)));
+    assert_eq!(json(&first), page_view(&whole(before)));
+    assert_eq!(
+        get(&rt, &page_url).2,
+        first,
+        "the kept bytes, the same answer"
+    );
+    let (code, _, one) = get(&rt, &listing_url);
+    assert_eq!(code, 200);
+    assert_eq!(json(&one), listing_view(&whole(before)));
+    assert_eq!(get(&rt, &listing_url).2, one);
+    // the offers route reads the same kept state and renders its own
+    let (_, _, offers) = get(&rt, &format!("{listing_url}/offers"));
+    assert_eq!(
+        json(&offers),
+        json!({"offers": listing_view(&whole(before))["offers"]})
+    );
+
+    // a commit later, nothing kept answers
+    ix.ingest(last.to_vec(), u64::MAX, &[]).unwrap();
+    let (_, position, next) = get(&rt, &page_url);
+    assert_eq!(position, position_of(&all));
+    assert_ne!(next, first, "the contested listing left the page");
+    assert_eq!(json(&next), page_view(&all));
+    assert_eq!(json(&get(&rt, &listing_url).2), listing_view(&all));
+}

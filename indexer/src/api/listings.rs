@@ -3,13 +3,16 @@
 //! may see them), and the hints `POST /listings` and
 //! `/listings/{id}/cancel`. The settle route is `settle`.
 
-use super::request::{check_cluster, hint, known_listing, listing_id, read, signed_in_on, viewer};
+use super::request::{
+    answer, answer_json, check_cluster, hint, known_listing, listing_id, read, signed_in_on,
+    to_json, viewer,
+};
 use super::{ApiError, AppState, Res, MAX_PAGE};
 use crate::statedb::read::Scope;
 use crate::views::{self, ListingFilter};
 use axum::extract::{Path, Query, State as AxState};
 use axum::http::HeaderMap;
-use axum::response::{IntoResponse, Response};
+use axum::response::Response;
 use axum::Json;
 use node::market::{is_listing_id, is_pubkey, MemoOp};
 use serde::Deserialize;
@@ -76,8 +79,10 @@ pub(super) async fn browse(
     check_cluster(&st, &q)?;
     let f = parse_filter(&q)?;
     let who = viewer(&st, &headers).await?;
-    let s = read(&st, Scope::Page(f.clone())).await?;
-    Ok(Json(views::listings(&s, &f, who.as_deref())).into_response())
+    let a = answer(&st, Scope::Page(f.clone())).await?;
+    answer_json(&a, "browse", who.as_deref(), |s, who| {
+        to_json(&views::listings(s, &f, who))
+    })
 }
 
 pub(super) async fn show_listing(
@@ -85,16 +90,19 @@ pub(super) async fn show_listing(
     Path(id): Path<String>,
     Query(q): Query<HashMap<String, String>>,
     headers: HeaderMap,
-) -> Res<Json<Value>> {
+) -> Res<Response> {
     check_cluster(&st, &q)?;
     listing_id(&id)?;
     let who = viewer(&st, &headers).await?;
-    let s = read(&st, Scope::Listing(id.clone())).await?;
-    let l = known_listing(&s, &id)?;
-    Ok(Json(json!({
-        "listing": views::listing(&s, l, who.as_deref()),
-        "offers": views::offers_of(&s, &id, who.as_deref()),
-    })))
+    let a = answer(&st, Scope::Listing(id.clone())).await?;
+    known_listing(&a.state, &id)?;
+    answer_json(&a, "listing", who.as_deref(), |s, who| {
+        let l = known_listing(s, &id)?;
+        to_json(&json!({
+            "listing": views::listing(s, l, who),
+            "offers": views::offers_of(s, &id, who),
+        }))
+    })
 }
 
 pub(super) async fn listing_offers(
@@ -102,15 +110,15 @@ pub(super) async fn listing_offers(
     Path(id): Path<String>,
     Query(q): Query<HashMap<String, String>>,
     headers: HeaderMap,
-) -> Res<Json<Value>> {
+) -> Res<Response> {
     check_cluster(&st, &q)?;
     listing_id(&id)?;
     let who = viewer(&st, &headers).await?;
-    let s = read(&st, Scope::Listing(id.clone())).await?;
-    known_listing(&s, &id)?;
-    Ok(Json(
-        json!({"offers": views::offers_of(&s, &id, who.as_deref())}),
-    ))
+    let a = answer(&st, Scope::Listing(id.clone())).await?;
+    known_listing(&a.state, &id)?;
+    answer_json(&a, "offers", who.as_deref(), |s, who| {
+        to_json(&json!({"offers": views::offers_of(s, &id, who)}))
+    })
 }
 
 #[derive(Deserialize)]

@@ -8,8 +8,11 @@ use super::{ApiError, AppState, Res};
 use crate::auth;
 use crate::engine::Indexer;
 use crate::fold::{ListingState, State};
+use crate::statedb::answers::Answer;
 use crate::statedb::read::Scope;
-use axum::http::{header, HeaderMap};
+use axum::body::Bytes;
+use axum::http::{header, HeaderMap, HeaderValue};
+use axum::response::{IntoResponse, Response};
 use node::market::{is_listing_id, is_offer_id, MemoOp};
 use serde_json::Value;
 use std::collections::HashMap;
@@ -76,9 +79,49 @@ pub(super) async fn blocking<T: Send + 'static>(
 /// The part of the market `scope` names, read on the blocking pool (see
 /// [`Indexer::read`]).
 pub(super) async fn read(st: &AppState, scope: Scope) -> Res<Arc<State>> {
-    let s = blocking(st, move |ix| Ok(ix.read(&scope)?)).await?;
-    crate::position::note_position(s.last);
-    Ok(s)
+    Ok(answer(st, scope).await?.state.clone())
+}
+
+/// [`read`], with what anonymous readers were answered from the same
+/// state ([`Indexer::answer`]).
+pub(super) async fn answer(st: &AppState, scope: Scope) -> Res<Arc<Answer>> {
+    let a = blocking(st, move |ix| Ok(ix.answer(&scope)?)).await?;
+    crate::position::note_position(a.state.last);
+    Ok(a)
+}
+
+/// The JSON `render` makes of `a`'s state for `who`: for an anonymous
+/// reader, the bytes rendered once per kept state, `route` and view time
+/// ([`Answer::public`]); for a signed-in one, rendered for them.
+pub(super) fn answer_json(
+    a: &Answer,
+    route: &'static str,
+    who: Option<&str>,
+    render: impl Fn(&State, Option<&str>) -> Res<Vec<u8>>,
+) -> Res<Response> {
+    let body = match who {
+        None => a.public(route, |s| render(s, None))?,
+        Some(w) => Bytes::from(render(&a.state, Some(w))?),
+    };
+    Ok((
+        [(
+            header::CONTENT_TYPE,
+            HeaderValue::from_static("application/json"),
+        )],
+        body,
+    )
+        .into_response())
+}
+
+/// `v` as JSON bytes.
+pub(super) fn to_json(v: &impl serde::Serialize) -> Res<Vec<u8>> {
+    serde_json::to_vec(v).map_err(|e| {
+        ApiError::new(
+            axum::http::StatusCode::INTERNAL_SERVER_ERROR,
+            "internal",
+            format!("answer did not serialize: {e}"),
+        )
+    })
 }
 
 /// The signed-in wallet, if a valid session token was sent.
