@@ -296,12 +296,6 @@ impl<D: StateDb> Rows for Dying<'_, D> {
     ) -> Result<Vec<(String, indexer::fold::EscrowState)>, StoreError> {
         self.db.escrows(accounts)
     }
-    fn manifests(
-        &mut self,
-        ids: &BTreeSet<String>,
-    ) -> Result<Vec<(String, std::sync::Arc<serde_json::Value>)>, StoreError> {
-        self.db.manifests(ids)
-    }
     fn seen(&mut self, sigs: &BTreeSet<String>) -> Result<Vec<(String, Position)>, StoreError> {
         self.db.seen(sigs)
     }
@@ -320,9 +314,6 @@ impl<D: StateDb> StateDb for Dying<'_, D> {
     }
     fn rewind(&mut self, from: Position) -> Result<Rewound, StoreError> {
         self.db.rewind(from)
-    }
-    fn put_manifests(&mut self, bodies: &[(String, String)]) -> Result<(), StoreError> {
-        self.db.put_manifests(bodies)
     }
     fn begin_read(&mut self) -> Result<(), StoreError> {
         self.db.begin_read()
@@ -486,10 +477,22 @@ fn on_postgres_the_tables_fold_rewind_and_hash_the_same() {
         "DROP INDEX state_listings_open;
          ALTER TABLE state_listings DROP COLUMN cancelled, DROP COLUMN contested,
            DROP COLUMN expires_at, DROP COLUMN visibility, DROP COLUMN price_usd;
+         CREATE TABLE state_manifests (id TEXT PRIMARY KEY, body TEXT NOT NULL);
          UPDATE brainctl_indexer_schema SET version = 4;",
     );
     PgStore::connect(&url).unwrap();
     assert_eq!(pg_view_columns(&url).0, want);
+    // and its copy of the carried bodies is gone (a batch reads the log's)
+    let copies: i64 = with_pg(&url, async |c| {
+        c.query_one(
+            "SELECT count(*) FROM pg_tables WHERE tablename = 'state_manifests'",
+            &[],
+        )
+        .await
+        .unwrap()
+        .get(0)
+    });
+    assert_eq!(copies, 0);
 }
 
 /// Runs `f` on a connection to `url`.
@@ -577,11 +580,22 @@ fn a_state_file_from_before_the_view_columns_gets_them_on_open() {
              ALTER TABLE state_listings DROP COLUMN contested;
              ALTER TABLE state_listings DROP COLUMN expires_at;
              ALTER TABLE state_listings DROP COLUMN visibility;
-             ALTER TABLE state_listings DROP COLUMN price_usd;",
+             ALTER TABLE state_listings DROP COLUMN price_usd;
+             CREATE TABLE state_manifests (id TEXT PRIMARY KEY, body TEXT NOT NULL);",
         )
         .unwrap();
     SqliteState::open(&path).unwrap();
     assert_eq!(read().0, want);
+    // and its copy of the carried bodies is gone (a batch reads the log's)
+    let copies: i64 = rusqlite::Connection::open(&path)
+        .unwrap()
+        .query_row(
+            "SELECT count(*) FROM sqlite_master WHERE name = 'state_manifests'",
+            [],
+            |r| r.get(0),
+        )
+        .unwrap();
+    assert_eq!(copies, 0);
 }
 
 /// One writer per SQLite file: a second is refused, naming the lock, until

@@ -78,9 +78,6 @@ CREATE TABLE IF NOT EXISTS state_undo (
     body  TEXT
 );
 CREATE INDEX IF NOT EXISTS state_undo_by_batch ON state_undo (batch);
--- manifest bodies any stored record carried, by Arweave id (a memo may
--- name a body another record carried); never cleared
-CREATE TABLE IF NOT EXISTS state_manifests (
-    id   TEXT PRIMARY KEY,
-    body TEXT NOT NULL
-);
+-- a batch reads the bodies other records carried from the log's own
+-- carried_manifests; files from before kept a copy here
+DROP TABLE IF EXISTS state_manifests;

@@ -62,11 +62,6 @@ pub trait Rows {
         &mut self,
         accounts: &BTreeSet<String>,
     ) -> Result<Vec<(String, EscrowState)>, Self::Error>;
-    /// Manifest bodies by Arweave id, among those any stored record carried.
-    fn manifests(
-        &mut self,
-        ids: &BTreeSet<String>,
-    ) -> Result<Vec<(String, Arc<Value>)>, Self::Error>;
     /// Where each of `signatures` that was folded sits.
     fn seen(
         &mut self,

@@ -75,7 +75,6 @@ pub fn catch_up_with(
             done.rebuilt = true;
         }
         Some(changes) => {
-            keep_manifests(db, &changes.records)?;
             if let Some(from) = earliest_change(db, &changes.records, &changes.removed)? {
                 match db.rewind(from)? {
                     Rewound::To(_) => done.rewound = true,
@@ -87,35 +86,9 @@ pub fn catch_up_with(
             }
         }
     }
-    if done.rebuilt {
-        // a memo may name a body only a later record carried: every body
-        // the log's records carried is known before the first page folds
-        let mut after: Option<String> = None;
-        loop {
-            let bodies = log.carried_manifests(after.as_deref(), page.max(1))?;
-            if bodies.is_empty() {
-                break;
-            }
-            db.put_manifests(&bodies)?;
-            after = bodies.last().map(|(id, _)| id.clone());
-        }
-    }
     let tail = done.rebuilt.then_some(undo_tail);
     done.folded = fold_log(log, db, cfg, seq, page, tail, progress)?;
     Ok(done)
-}
-
-/// Stores the manifest bodies `records` carry (by Arweave id: an id names
-/// one body, so a stored body is never replaced or taken back).
-fn keep_manifests(db: &mut dyn StateDb, records: &[TxRecord]) -> Result<(), StoreError> {
-    let bodies: Vec<(String, String)> = crate::store::carried(records)
-        .into_iter()
-        .map(|(id, body)| (id.to_string(), body))
-        .collect();
-    if bodies.is_empty() {
-        return Ok(());
-    }
-    db.put_manifests(&bodies)
 }
 
 /// Folds every log record after the tables' head, `page` a commit; the
@@ -175,13 +148,13 @@ fn fold_log(
             }
             let (p, book) = checked.recv().map_err(|_| checker_gone())?;
             ahead -= 1;
-            fold_checked(db, cfg, &p.records, book, p.undo, None)?;
+            fold_checked(log, db, cfg, &p.records, book, p.undo, None)?;
             folded += p.records.len();
             progress(folded, total);
         }
     })?;
     if seq.is_some() {
-        fold_page(db, cfg, &[], true, seq)?;
+        fold_checked(log, db, cfg, &[], ManifestBook::new(), true, seq)?;
     }
     Ok(folded)
 }
@@ -205,19 +178,12 @@ fn checked_book(records: &[TxRecord]) -> ManifestBook {
 }
 
 /// Folds `records` (after the head, in chain order) over their working
-/// set and commits what changed.
-pub fn fold_page(
-    db: &mut dyn StateDb,
-    cfg: &FoldConfig,
-    records: &[TxRecord],
-    undo: bool,
-    applied_seq: Option<u64>,
-) -> Result<(), StoreError> {
-    fold_checked(db, cfg, records, checked_book(records), undo, applied_seq)
-}
-
-/// [`fold_page`] with the manifests `records` carry already in `book`.
+/// set and commits what changed; `book` holds the manifests `records`
+/// carry, checked. A memo may name a body another record carried: those
+/// come from the log's carried bodies ([`LogStore::carried_bodies`]), so
+/// the page sees every body the whole-log fold sees.
 fn fold_checked(
+    log: &dyn LogStore,
     db: &mut dyn StateDb,
     cfg: &FoldConfig,
     records: &[TxRecord],
@@ -226,10 +192,9 @@ fn fold_checked(
     applied_seq: Option<u64>,
 ) -> Result<(), StoreError> {
     let keys = crate::fold::Keys::of(records);
-    // bodies the memos name that other records carried
     let mut named = keys.manifests.clone();
     named.retain(|id| book.get(id).is_none());
-    let bodies = db.manifests(&named)?;
+    let bodies = log.carried_bodies(&named)?;
     book.add_bodies(bodies.iter().map(|(id, b)| (id, b)));
     let before = State::working_set(db, keys)?;
     let mut after = before.clone();

@@ -251,10 +251,7 @@ pub trait StateDb: Rows<Error = StoreError> + Send {
     /// Takes back, newest first, every batch whose last record sits at or
     /// after `from`, in one transaction.
     fn rewind(&mut self, from: Position) -> Result<Rewound, StoreError>;
-    /// Stores manifest bodies by Arweave id (kept: never cleared or
-    /// taken back, an id names one body).
-    fn put_manifests(&mut self, bodies: &[(String, String)]) -> Result<(), StoreError>;
-    /// Empties every table but the manifests (a rebuild).
+    /// Empties every table (a rebuild).
     fn clear(&mut self) -> Result<(), StoreError>;
     /// Which commit of the tables a read now sees, where the database
     /// names one ([`answers`]: answers are kept per version). PostgreSQL:

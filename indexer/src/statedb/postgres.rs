@@ -19,9 +19,7 @@ use crate::fold::{
 use crate::record::Position;
 use crate::store::pg_conn::Conn;
 use crate::store::{PgStore, StoreError};
-use serde_json::Value;
 use std::collections::BTreeSet;
-use std::sync::Arc;
 
 /// Rows a hash scan reads per query.
 const SCAN_PAGE: i64 = 10_000;
@@ -443,20 +441,6 @@ impl Rows for PgState {
         )?)
     }
 
-    fn manifests(
-        &mut self,
-        ids: &BTreeSet<String>,
-    ) -> Result<Vec<(String, Arc<Value>)>, StoreError> {
-        let rows = self.pairs(
-            "SELECT id, body FROM state_manifests WHERE id = ANY($1)",
-            ids,
-        )?;
-        Ok(decoded::<Value>(rows)?
-            .into_iter()
-            .map(|(id, b)| (id, Arc::new(b)))
-            .collect())
-    }
-
     fn seen(
         &mut self,
         signatures: &BTreeSet<String>,
@@ -596,21 +580,6 @@ impl StateDb for PgState {
             count(&c, removed, -1).await
         })?;
         Ok(Rewound::To(head))
-    }
-
-    fn put_manifests(&mut self, bodies: &[(String, String)]) -> Result<(), StoreError> {
-        let ids: Vec<String> = bodies.iter().map(|(id, _)| id.clone()).collect();
-        let texts: Vec<String> = bodies.iter().map(|(_, b)| b.clone()).collect();
-        self.pg.run(move |c| async move {
-            c.execute(
-                "INSERT INTO state_manifests (id, body)
-                 SELECT DISTINCT ON (id) * FROM UNNEST($1::text[], $2::text[]) AS t(id, body)
-                 ON CONFLICT (id) DO NOTHING",
-                &[&ids, &texts],
-            )
-            .await?;
-            Ok(())
-        })
     }
 
     fn clear(&mut self) -> Result<(), StoreError> {

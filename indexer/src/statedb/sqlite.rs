@@ -16,11 +16,9 @@ use crate::fold::{
 use crate::record::Position;
 use crate::store::StoreError;
 use rusqlite::{params, Connection, OptionalExtension};
-use serde_json::Value;
 use std::collections::BTreeSet;
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::Path;
-use std::sync::Arc;
 
 /// The schema (idempotent: every statement creates only what is missing).
 pub const SCHEMA: &str = include_str!("../../../migrations/indexer/state.sql");
@@ -343,17 +341,6 @@ impl Rows for SqliteState {
         )?)
     }
 
-    fn manifests(
-        &mut self,
-        ids: &BTreeSet<String>,
-    ) -> Result<Vec<(String, Arc<Value>)>, StoreError> {
-        let rows = self.each("SELECT id, body FROM state_manifests WHERE id = ?1", ids)?;
-        Ok(decoded::<Value>(rows)?
-            .into_iter()
-            .map(|(id, b)| (id, Arc::new(b)))
-            .collect())
-    }
-
     fn seen(
         &mut self,
         signatures: &BTreeSet<String>,
@@ -472,20 +459,6 @@ impl StateDb for SqliteState {
         count(&tx, super::removed_by(&deletes), -1)?;
         tx.commit()?;
         Ok(Rewound::To(head))
-    }
-
-    fn put_manifests(&mut self, bodies: &[(String, String)]) -> Result<(), StoreError> {
-        let tx = self.conn.transaction()?;
-        {
-            let mut stmt = tx.prepare_cached(
-                "INSERT INTO state_manifests (id, body) VALUES (?1, ?2) ON CONFLICT (id) DO NOTHING",
-            )?;
-            for (id, body) in bodies {
-                stmt.execute(params![id, body])?;
-            }
-        }
-        tx.commit()?;
-        Ok(())
     }
 
     fn clear(&mut self) -> Result<(), StoreError> {

@@ -15,6 +15,7 @@ use crate::record::{Position, TxRecord};
 use rusqlite::{params, Connection, OptionalExtension};
 use serde_json::Value;
 use std::path::Path;
+use std::sync::Arc;
 
 const MIGRATIONS: &[&str] = &[
     include_str!("../../../migrations/indexer/0001_init.sql"),
@@ -139,6 +140,13 @@ pub trait LogStore: Send {
         after: Option<&str>,
         limit: usize,
     ) -> Result<Vec<(String, String)>, StoreError>;
+    /// The bodies among `ids` that the log's records carried (a memo may
+    /// name a body another record carried), decoded: what a fold of part
+    /// of the log needs to see every body the whole-log fold sees.
+    fn carried_bodies(
+        &self,
+        ids: &std::collections::BTreeSet<String>,
+    ) -> Result<Vec<(String, Arc<Value>)>, StoreError>;
     /// How many records come after `after` (`None`: all of them).
     fn count_after(&self, after: Option<Position>) -> Result<usize, StoreError>;
     /// What changed in the log after change number `seq` (a read
@@ -367,6 +375,15 @@ fn decode(signature: String, json: &str) -> Result<TxRecord, StoreError> {
     serde_json::from_str(json).map_err(|source| StoreError::Corrupt { signature, source })
 }
 
+/// A carried manifest body back from its stored text.
+pub(crate) fn decode_body(id: &str, body: &str) -> Result<(String, Arc<Value>), StoreError> {
+    let value = serde_json::from_str(body).map_err(|source| StoreError::Corrupt {
+        signature: id.to_string(),
+        source,
+    })?;
+    Ok((id.to_string(), Arc::new(value)))
+}
+
 impl LogStore for SqliteStore {
     fn put_records(&mut self, records: &[TxRecord], final_slot: u64) -> Result<(), StoreError> {
         let tx = self
@@ -415,6 +432,23 @@ impl LogStore for SqliteStore {
             Ok((r.get(0)?, r.get(1)?))
         })?;
         Ok(rows.collect::<Result<_, _>>()?)
+    }
+
+    fn carried_bodies(
+        &self,
+        ids: &std::collections::BTreeSet<String>,
+    ) -> Result<Vec<(String, Arc<Value>)>, StoreError> {
+        let mut stmt = self
+            .conn
+            .prepare_cached("SELECT body FROM carried_manifests WHERE id = ?1")?;
+        let mut out = Vec::new();
+        for id in ids {
+            let body: Option<String> = stmt.query_row([id], |r| r.get(0)).optional()?;
+            if let Some(body) = body {
+                out.push(decode_body(id, &body)?);
+            }
+        }
+        Ok(out)
     }
 
     fn clear_log(&mut self) -> Result<(), StoreError> {

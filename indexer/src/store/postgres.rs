@@ -31,6 +31,7 @@ const MIGRATIONS: &[&str] = &[
     include_str!("../../../migrations/indexer-pg/0003_state.sql"),
     include_str!("../../../migrations/indexer-pg/0004_carried_manifests.sql"),
     include_str!("../../../migrations/indexer-pg/0005_listing_view_columns.sql"),
+    include_str!("../../../migrations/indexer-pg/0006_drop_state_manifests.sql"),
 ];
 /// Advisory lock held while migrating (several processes may start at once).
 const MIGRATION_LOCK: i64 = 0x4252_4e49;
@@ -345,6 +346,28 @@ impl LogStore for PgStore {
                 .await?;
             Ok(rows.iter().map(|r| (r.get(0), r.get(1))).collect())
         })
+    }
+
+    fn carried_bodies(
+        &self,
+        ids: &std::collections::BTreeSet<String>,
+    ) -> Result<Vec<(String, Arc<Value>)>, StoreError> {
+        if ids.is_empty() {
+            return Ok(Vec::new());
+        }
+        let ids: Vec<String> = ids.iter().cloned().collect();
+        let rows: Vec<(String, String)> = self.run(move |c| async move {
+            let rows = c
+                .query(
+                    "SELECT id, body FROM carried_manifests WHERE id = ANY($1)",
+                    &[&ids],
+                )
+                .await?;
+            Ok(rows.iter().map(|r| (r.get(0), r.get(1))).collect())
+        })?;
+        rows.iter()
+            .map(|(id, body)| super::decode_body(id, body))
+            .collect()
     }
 
     fn count_after(&self, after: Option<Position>) -> Result<usize, StoreError> {
