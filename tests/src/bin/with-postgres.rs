@@ -77,14 +77,14 @@ fn wait_passing_signals(mut child: std::process::Child) -> std::io::Result<ExitS
 
 /// Settings for a server that has the machine to itself: shared buffers a
 /// quarter of memory (at most 4 GiB), the planner told half is page cache,
-/// checkpoints no more often than every 4 GiB of WAL or 30 minutes (each
+/// checkpoints no more often than every 2 GiB of WAL or 30 minutes (each
 /// of the two servers keeps up to that much WAL on disk).
 fn server_settings() -> Vec<String> {
     let mib = total_memory_mib().unwrap_or(4096);
     vec![
         format!("shared_buffers={}MB", (mib / 4).clamp(128, 4096)),
         format!("effective_cache_size={}MB", (mib / 2).max(256)),
-        "max_wal_size=4GB".into(),
+        "max_wal_size=2GB".into(),
         "checkpoint_timeout=30min".into(),
     ]
 }
