@@ -18,7 +18,7 @@ use crate::book::ManifestBook;
 use crate::fold::{FoldConfig, State};
 use crate::record::{sort_chain_order, Position, TxRecord};
 use crate::snapshots::Snapshots;
-use crate::statedb::answers::{self, Answer, Answers};
+use crate::statedb::answers::{self, Answer, Answers, Staleness};
 use crate::statedb::read::Scope;
 use crate::statedb::StateDb;
 use crate::store::{LogStore, StoreError};
@@ -208,36 +208,36 @@ impl Indexer {
     /// The part of the market `scope` names, consistent with one head:
     /// the whole state where it is folded in memory, else read from the
     /// tables for this answer alone, or, for a page or a listing, the
-    /// state an earlier answer read at the tables' current version
-    /// ([`answers`]).
+    /// state read at the tables' current version for every request that
+    /// asks for it ([`answers`]).
     pub fn read(&self, scope: &Scope) -> Result<Arc<State>, StoreError> {
-        Ok(self.answer(scope)?.state.clone())
+        Ok(self.answer(scope, Staleness::Never)?.state.clone())
     }
 
     /// [`Indexer::read`], with what anonymous readers were answered from
     /// the same state at the same version ([`Answer::public`]; nothing
-    /// kept where the state is folded in memory or not kept).
-    pub fn answer(&self, scope: &Scope) -> Result<Arc<Answer>, StoreError> {
+    /// kept where the state is folded in memory or not kept). Given
+    /// [`Staleness::WhileRead`], a page or listing another request is
+    /// reading at a newer version is answered from the state kept for
+    /// the commit before (it names its own position).
+    pub fn answer(&self, scope: &Scope, staleness: Staleness) -> Result<Arc<Answer>, StoreError> {
         let Some(tables) = &self.tables else {
             return Ok(Arc::new(Answer::new(self.state())));
         };
         let mut db = tables.reader();
-        let kept = match (answers::key(scope), db.version()?) {
-            (Some(key), Some(version)) => Some((key, version)),
-            _ => None,
+        let read = |db: &mut dyn StateDb| -> Result<Answer, StoreError> {
+            let mut s = crate::statedb::read::scope(db, scope)?;
+            s.clock = self.clock.clone();
+            Ok(Answer::new(Arc::new(s)))
         };
-        if let Some((key, version)) = &kept {
-            if let Some(a) = tables.answers.get(*version, key) {
-                return Ok(a);
+        match (answers::key(scope), db.version()?) {
+            (Some(key), Some(version)) => {
+                tables
+                    .answers
+                    .get_or_read(version, key, staleness, || read(&mut **db))
             }
+            _ => read(&mut **db).map(Arc::new),
         }
-        let mut s = crate::statedb::read::scope(&mut **db, scope)?;
-        s.clock = self.clock.clone();
-        let a = Arc::new(Answer::new(Arc::new(s)));
-        if let Some((key, version)) = kept {
-            tables.answers.put(version, key, a.clone());
-        }
-        Ok(a)
     }
 
     /// Which of `signatures` are not folded yet.

@@ -14,6 +14,7 @@ use indexer::statedb::{state_hash, Commit, Kind, Rewound, StateDb};
 use indexer::store::{LogStore, SqliteStore, StoreError};
 use indexer::synth::{self, wallet, LogBuilder};
 use node::escrow::EscrowEvent;
+use node::market::MemoOp;
 use proptest::prelude::*;
 use std::collections::BTreeSet;
 
@@ -34,6 +35,25 @@ fn mixed_log(n: u64) -> Vec<TxRecord> {
         b.trade(i, 3);
         b.hostile_trade(1_000 + i, 3);
         let seller = wallet(1, i % 3);
+        // two buys, then a release whose envelope the log does not carry
+        // (the reference's bare one): it settles the oldest paid buy, read
+        // from the listing's buys (in pages of one, from the page before)
+        let l = b.list(&seller, 3_000 + i, "auction");
+        for k in 0..2 {
+            b.buy(
+                &wallet(2, 9_000 + 2 * i + k),
+                &l,
+                synth::LIST_PRICE_LAMPORTS,
+            );
+        }
+        b.memo(
+            &seller,
+            MemoOp::Release {
+                listing_id: l.listing_id.clone(),
+                envelope_arweave_id: format!("{:A<43}", i),
+                minted_token_address: wallet(0xAB, i).address(),
+            },
+        );
         let l = b.list_escrow(&seller, 2_000 + i, node::escrow::PROGRAM_ID);
         for (k, end) in (0..3u64).zip(["claim", "refund", "fraud"]) {
             let buyer = wallet(2, 5_000 + 3 * i + k);
@@ -151,6 +171,13 @@ fn a_mixed_log_folds_the_same_in_pages_of_any_size() {
     let records = mixed_log(12);
     let state = replay(&records);
     assert!(!state.escrows.is_empty() && !state.rejected.is_empty());
+    // the bare releases settled a buy each
+    let released = state
+        .settlements
+        .values()
+        .filter(|s| matches!(s.status, indexer::fold::SettlementStatus::Released { .. }))
+        .count();
+    assert!(released >= 12 * 2, "{released}");
     let want = state.hash();
     for page in [1, 2, 17, 5_000] {
         let log = log_with(&records, u64::MAX);

@@ -42,6 +42,10 @@ impl ApiError {
     pub fn unavailable(detail: impl Into<String>) -> ApiError {
         ApiError::new(StatusCode::SERVICE_UNAVAILABLE, "unavailable", detail)
     }
+    /// 500: the server's own failure, not the request's.
+    pub fn internal(detail: impl Into<String>) -> ApiError {
+        ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, "internal", detail)
+    }
     /// Any status.
     pub fn new(status: StatusCode, error: &'static str, detail: impl Into<String>) -> ApiError {
         ApiError {

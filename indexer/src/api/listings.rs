@@ -95,7 +95,6 @@ pub(super) async fn show_listing(
     listing_id(&id)?;
     let who = viewer(&st, &headers).await?;
     let a = answer(&st, Scope::Listing(id.clone())).await?;
-    known_listing(&a.state, &id)?;
     answer_json(&a, "listing", who.as_deref(), |s, who| {
         let l = known_listing(s, &id)?;
         to_json(&json!({

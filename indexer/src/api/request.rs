@@ -8,7 +8,7 @@ use super::{ApiError, AppState, Res};
 use crate::auth;
 use crate::engine::Indexer;
 use crate::fold::{ListingState, State};
-use crate::statedb::answers::Answer;
+use crate::statedb::answers::{Answer, Staleness};
 use crate::statedb::read::Scope;
 use axum::body::Bytes;
 use axum::http::{header, HeaderMap, HeaderValue};
@@ -67,25 +67,26 @@ pub(super) async fn blocking<T: Send + 'static>(
     let ix = st.ix.clone();
     tokio::task::spawn_blocking(move || f(&ix))
         .await
-        .map_err(|e| {
-            ApiError::new(
-                axum::http::StatusCode::INTERNAL_SERVER_ERROR,
-                "internal",
-                format!("request task failed: {e}"),
-            )
-        })?
+        .map_err(|e| ApiError::internal(format!("request task failed: {e}")))?
 }
 
-/// The part of the market `scope` names, read on the blocking pool (see
-/// [`Indexer::read`]).
+/// The part of the market `scope` names at the tables' current version,
+/// read on the blocking pool (see [`Indexer::read`]): what a caller that
+/// just acted (a hint, `/settle`) must see.
 pub(super) async fn read(st: &AppState, scope: Scope) -> Res<Arc<State>> {
-    Ok(answer(st, scope).await?.state.clone())
+    Ok(answer_at(st, scope, Staleness::Never).await?.state.clone())
 }
 
-/// [`read`], with what anonymous readers were answered from the same
-/// state ([`Indexer::answer`]).
+/// [`read`] for the anonymous `GET` routes, with what anonymous readers
+/// were answered from the same state ([`Indexer::answer`]): while another
+/// request reads a hot page or listing at a newer commit, the state kept
+/// for the commit before (the answer names its position).
 pub(super) async fn answer(st: &AppState, scope: Scope) -> Res<Arc<Answer>> {
-    let a = blocking(st, move |ix| Ok(ix.answer(&scope)?)).await?;
+    answer_at(st, scope, Staleness::WhileRead).await
+}
+
+async fn answer_at(st: &AppState, scope: Scope, staleness: Staleness) -> Res<Arc<Answer>> {
+    let a = blocking(st, move |ix| Ok(ix.answer(&scope, staleness)?)).await?;
     crate::position::note_position(a.state.last);
     Ok(a)
 }
@@ -115,13 +116,7 @@ pub(super) fn answer_json(
 
 /// `v` as JSON bytes.
 pub(super) fn to_json(v: &impl serde::Serialize) -> Res<Vec<u8>> {
-    serde_json::to_vec(v).map_err(|e| {
-        ApiError::new(
-            axum::http::StatusCode::INTERNAL_SERVER_ERROR,
-            "internal",
-            format!("answer did not serialize: {e}"),
-        )
-    })
+    serde_json::to_vec(v).map_err(|e| ApiError::internal(format!("answer did not serialize: {e}")))
 }
 
 /// The signed-in wallet, if a valid session token was sent.

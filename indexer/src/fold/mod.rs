@@ -20,6 +20,7 @@
 mod escrow;
 mod listing;
 mod offer;
+mod overlay;
 mod refusal;
 mod settlement;
 mod working;
@@ -28,6 +29,7 @@ pub use escrow::EscrowState;
 pub use listing::escrow_listing_account;
 pub use listing::ListingState;
 pub use offer::{OfferState, OfferStatus, Terms};
+pub use overlay::Overlay;
 pub use refusal::{BuyRefusal, ManifestKind, Party, Refusal};
 pub use settlement::{Settlement, SettlementStatus};
 pub use working::{Changes, Head, Keys, Rows};

@@ -118,46 +118,73 @@ pub(crate) struct Generated {
 /// Generates about `n` records into the log `store` (an empty database),
 /// holding out `held` records [`OUT_OF_ORDER_DISTANCE`] and more before
 /// the head; returns the builder (to go on from the head), the held-out
-/// records, the records and memos written, and how long it took.
+/// records, the records and memos written, and how long it took. One
+/// thread builds (and signs) the next batch while this one stores the
+/// last.
 pub(crate) fn generate(
     store: &mut PgStore,
     n: usize,
     held: usize,
 ) -> Result<Generated, ScaleError> {
-    let mut b = LogBuilder::new();
-    let (mut written, mut memo_count, mut held_out) = (0usize, 0usize, Vec::new());
-    let hold_from = n.saturating_sub(OUT_OF_ORDER_DISTANCE + held);
-    let mut i = 0u64;
     let started = Instant::now();
-    let mut eta = Eta::new("generated");
-    while written < n {
-        eta.tick(written, n);
-        while b.records().len() < 5_000 && written + b.records().len() < n {
-            if i.is_multiple_of(2) {
-                b.hostile_trade(i, 1_000);
-            } else {
-                b.trade(i, 1_000);
+    let hold_from = n.saturating_sub(OUT_OF_ORDER_DISTANCE + held);
+    let (to_store, batches) = std::sync::mpsc::sync_channel::<Vec<TxRecord>>(2);
+    let (b, held_out, written, memo_count) = std::thread::scope(|s| {
+        let builder = s.spawn(move || {
+            let mut b = LogBuilder::new();
+            let (mut written, mut held_out) = (0usize, Vec::new());
+            let mut i = 0u64;
+            while written < n {
+                while b.records().len() < 5_000 && written + b.records().len() < n {
+                    if i.is_multiple_of(2) {
+                        b.hostile_trade(i, 1_000);
+                    } else {
+                        b.trade(i, 1_000);
+                    }
+                    i += 1;
+                }
+                let mut batch = b.take_records();
+                if batch.is_empty() {
+                    break;
+                }
+                // hold out the first `held` list records past `hold_from`
+                let mut k = 0;
+                while k < batch.len() {
+                    let at = written + k;
+                    if at >= hold_from
+                        && held_out.len() < held
+                        && batch[k].tx.memos[0].contains(":list:")
+                    {
+                        held_out.push(batch.remove(k));
+                    } else {
+                        k += 1;
+                    }
+                }
+                written += batch.len();
+                if to_store.send(batch).is_err() {
+                    break;
+                }
             }
-            i += 1;
-        }
-        let mut batch = b.take_records();
-        if batch.is_empty() {
-            break;
-        }
-        // hold out the first `held` list records past `hold_from`
-        let mut k = 0;
-        while k < batch.len() {
-            let at = written + k;
-            if at >= hold_from && held_out.len() < held && batch[k].tx.memos[0].contains(":list:") {
-                held_out.push(batch.remove(k));
-            } else {
-                k += 1;
+            (b, held_out)
+        });
+        let mut eta = Eta::new("generated");
+        let (mut written, mut memo_count) = (0usize, 0usize);
+        let mut stored = Ok(());
+        for batch in batches {
+            eta.tick(written, n);
+            if let Err(e) = store.put_records(&batch, FINAL) {
+                stored = Err(e);
+                break;
             }
+            written += batch.len();
+            memo_count += memos(&batch);
         }
-        store.put_records(&batch, FINAL)?;
-        written += batch.len();
-        memo_count += memos(&batch);
-    }
+        let (b, held_out) = builder
+            .join()
+            .map_err(|_| std::io::Error::other("the log generator panicked"))?;
+        stored?;
+        Ok::<_, ScaleError>((b, held_out, written, memo_count))
+    })?;
     Ok(Generated {
         builder: b,
         held_out,

@@ -11,11 +11,11 @@
 
 use super::{rows_of, undo_of, Commit, Rewound, StateDb};
 use crate::book::ManifestBook;
-use crate::fold::{FoldConfig, State};
+use crate::fold::{FoldConfig, Overlay, State};
 use crate::record::{Position, TxRecord};
 use crate::store::{LogStore, StoreError};
 use std::collections::BTreeSet;
-use std::sync::mpsc::sync_channel;
+use std::sync::mpsc::{sync_channel, Receiver, SyncSender};
 
 /// Records folded per committed batch.
 pub const PAGE: usize = 5_000;
@@ -95,10 +95,15 @@ pub fn catch_up_with(
 /// last commit records `seq`. Undo rows are written only for the last
 /// `undo_tail` records (`None`: for all).
 ///
-/// Two stages overlap: a checker thread verifies the manifests of the
-/// next page ([`ManifestBook`]: signatures, the costly part) while this
-/// thread folds the page before it and waits on the database's commit.
-/// At most two pages are read ahead, so memory stays bounded.
+/// Three stages overlap: a checker thread verifies the manifests of the
+/// page after next ([`ManifestBook`]: signatures), this thread folds the
+/// next page, and a committer thread, which alone uses `db`, commits the
+/// page before. The next page reads its working set through the folded,
+/// not yet committed page ([`Overlay`]), read before that page's commit
+/// on the one connection, so it sees exactly what the tables will hold.
+/// Commits stay in order, one batch each: a process killed at any step
+/// resumes from the last one. At most two pages are read ahead and one
+/// folded page waits, so memory stays bounded.
 fn fold_log(
     log: &dyn LogStore,
     db: &mut dyn StateDb,
@@ -122,41 +127,113 @@ fn fold_log(
                 }
             }
         });
-        let (mut read, mut folded, mut ahead, mut more) = (0usize, 0usize, 0usize, true);
-        loop {
-            while more && ahead < 2 {
-                // the tail a rewind may reach is folded in small batches:
-                // taking one back refolds little more than the distance to
-                // the change
-                let undo = read + page > undo_from;
-                let size = if undo { page.min(UNDO_BATCH) } else { page };
-                let records = log.records_page(after, size.max(1))?;
-                if records.is_empty() {
-                    more = false;
-                    break;
+        let (to_commit, jobs) = sync_channel::<Job>(2);
+        let db = &mut *db;
+        let committer = s.spawn(move || commit_jobs(db, jobs));
+        let mut fold = || -> Result<usize, StoreError> {
+            let (mut read, mut folded, mut ahead, mut more) = (0usize, 0usize, 0usize, true);
+            let mut pending: Option<(State, Commit)> = None;
+            loop {
+                while more && ahead < 2 {
+                    // the tail a rewind may reach is folded in small
+                    // batches: taking one back refolds little more than
+                    // the distance to the change
+                    let undo = read + page > undo_from;
+                    let size = if undo { page.min(UNDO_BATCH) } else { page };
+                    let records = log.records_page(after, size.max(1))?;
+                    if records.is_empty() {
+                        more = false;
+                        break;
+                    }
+                    let undo = read + records.len() > undo_from;
+                    read += records.len();
+                    after = records.last().map(TxRecord::position);
+                    to_check
+                        .send(Page { records, undo })
+                        .map_err(|_| checker_gone())?;
+                    ahead += 1;
                 }
-                let undo = read + records.len() > undo_from;
-                read += records.len();
-                after = records.last().map(TxRecord::position);
-                to_check
-                    .send(Page { records, undo })
-                    .map_err(|_| checker_gone())?;
-                ahead += 1;
+                if ahead == 0 {
+                    if let Some((_, commit)) = pending {
+                        to_commit
+                            .send(Job::Commit(commit))
+                            .map_err(|_| committer_gone())?;
+                    }
+                    return Ok(folded);
+                }
+                let (p, book) = checked.recv().map_err(|_| checker_gone())?;
+                ahead -= 1;
+                let (keys, book) = with_bodies(log, &p.records, book)?;
+                let (over, commit) = pending.take().map(|(s, c)| (Box::new(s), c)).unzip();
+                let (reply, answer) = sync_channel(1);
+                to_commit
+                    .send(Job::Read { keys, over, reply })
+                    .map_err(|_| committer_gone())?;
+                if let Some(c) = commit {
+                    to_commit
+                        .send(Job::Commit(c))
+                        .map_err(|_| committer_gone())?;
+                }
+                let before = answer.recv().map_err(|_| committer_gone())??;
+                pending = Some(fold_page(&before, &p.records, &book, cfg, p.undo, None));
+                folded += p.records.len();
+                progress(folded, total);
             }
-            if ahead == 0 {
-                return Ok(folded);
-            }
-            let (p, book) = checked.recv().map_err(|_| checker_gone())?;
-            ahead -= 1;
-            fold_checked(log, db, cfg, &p.records, book, p.undo, None)?;
-            folded += p.records.len();
-            progress(folded, total);
-        }
+        };
+        let folded = fold();
+        drop(to_commit);
+        // the committer's own failure first: it is why the fold stopped
+        let committed = committer.join().map_err(|_| committer_gone())?;
+        committed?;
+        folded
     })?;
     if seq.is_some() {
-        fold_checked(log, db, cfg, &[], ManifestBook::new(), true, seq)?;
+        let keys = crate::fold::Keys::of(&[]);
+        let before = State::working_set(db, keys)?;
+        let (_, commit) = fold_page(&before, &[], &ManifestBook::new(), cfg, true, seq);
+        db.commit(&commit)?;
     }
     Ok(folded)
+}
+
+/// What the committer thread does, in the order sent.
+enum Job {
+    /// Read a page's working set, through a folded page not committed
+    /// yet (sent before its commit).
+    Read {
+        keys: crate::fold::Keys,
+        over: Option<Box<State>>,
+        reply: SyncSender<Result<State, StoreError>>,
+    },
+    /// Commit a folded page.
+    Commit(Commit),
+}
+
+/// Runs `jobs` on `db` until they end or one fails (a failed read is
+/// answered to the fold; a failed commit is returned).
+fn commit_jobs(db: &mut dyn StateDb, jobs: Receiver<Job>) -> Result<(), StoreError> {
+    for job in jobs {
+        match job {
+            Job::Read { keys, over, reply } => {
+                let before = match &over {
+                    Some(folded) => {
+                        let mut rows = Overlay {
+                            rows: &mut *db,
+                            folded,
+                        };
+                        State::working_set(&mut rows, keys)
+                    }
+                    None => State::working_set(&mut *db, keys),
+                };
+                let failed = before.is_err();
+                if reply.send(before).is_err() || failed {
+                    return Ok(());
+                }
+            }
+            Job::Commit(c) => db.commit(&c)?,
+        }
+    }
+    Ok(())
 }
 
 /// A page read from the log, on its way to the fold.
@@ -170,6 +247,10 @@ fn checker_gone() -> StoreError {
     StoreError::Foreign("the manifest checker thread stopped".into())
 }
 
+fn committer_gone() -> StoreError {
+    StoreError::Foreign("the committer thread stopped".into())
+}
+
 /// The manifests `records` carry, checked.
 fn checked_book(records: &[TxRecord]) -> ManifestBook {
     let mut book = ManifestBook::new();
@@ -177,39 +258,47 @@ fn checked_book(records: &[TxRecord]) -> ManifestBook {
     book
 }
 
-/// Folds `records` (after the head, in chain order) over their working
-/// set and commits what changed; `book` holds the manifests `records`
-/// carry, checked. A memo may name a body another record carried: those
-/// come from the log's carried bodies ([`LogStore::carried_bodies`]), so
-/// the page sees every body the whole-log fold sees.
-fn fold_checked(
+/// The keys `records` name, and `book` (the manifests they carry,
+/// checked) with the bodies other records carried that their memos
+/// name, from the log ([`LogStore::carried_bodies`]): a page sees every
+/// body the whole-log fold sees.
+fn with_bodies(
     log: &dyn LogStore,
-    db: &mut dyn StateDb,
-    cfg: &FoldConfig,
     records: &[TxRecord],
     mut book: ManifestBook,
-    undo: bool,
-    applied_seq: Option<u64>,
-) -> Result<(), StoreError> {
+) -> Result<(crate::fold::Keys, ManifestBook), StoreError> {
     let keys = crate::fold::Keys::of(records);
     let mut named = keys.manifests.clone();
     named.retain(|id| book.get(id).is_none());
     let bodies = log.carried_bodies(&named)?;
     book.add_bodies(bodies.iter().map(|(id, b)| (id, b)));
-    let before = State::working_set(db, keys)?;
+    Ok((keys, book))
+}
+
+/// Folds `records` (after the head, in chain order) over their working
+/// set `before`: the state after, and the commit of what changed.
+fn fold_page(
+    before: &State,
+    records: &[TxRecord],
+    book: &ManifestBook,
+    cfg: &FoldConfig,
+    undo: bool,
+    applied_seq: Option<u64>,
+) -> (State, Commit) {
     let mut after = before.clone();
     for r in records {
-        after.apply_one(r, &book, cfg);
+        after.apply_one(r, book, cfg);
     }
-    let changes = after.changes_from(&before);
-    db.commit(&Commit {
+    let changes = after.changes_from(before);
+    let commit = Commit {
         rows: rows_of(&changes),
         deletes: Vec::new(),
         head: after.head(),
-        undo: undo.then(|| (before.head(), undo_of(&changes, &before))),
+        undo: undo.then(|| (before.head(), undo_of(&changes, before))),
         applied_seq,
         added: changes.added,
-    })
+    };
+    (after, commit)
 }
 
 /// [`crate::record::earliest_change`] against the tables' head and the

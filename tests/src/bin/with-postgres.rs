@@ -44,6 +44,14 @@ fn main() -> ExitCode {
     if let Some(r) = &replica {
         command.env("BRAINCTL_BENCH_PG_STANDBY", &r.url);
     }
+    // a signal while the servers started: stop them, run nothing
+    let pending = PENDING.swap(0, Ordering::SeqCst);
+    if pending != 0 {
+        drop(replica);
+        drop(pg);
+        eprintln!("with-postgres: signal {pending} during start-up; {program} not run");
+        return ExitCode::from(128 + pending as u8);
+    }
     let status = command.spawn().and_then(wait_passing_signals);
     drop(replica);
     drop(pg);
