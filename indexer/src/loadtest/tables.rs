@@ -181,8 +181,11 @@ pub const JUNK_PER_MEMO: usize = 550;
 
 /// Clients of the standby's API server.
 const CLIENTS: usize = 100;
-/// Requests each client sends of each kind.
+/// Requests each client sends of a page no request repeats.
 const PER_CLIENT: usize = 20;
+/// Requests each client sends of a kept page or listing: enough for the
+/// load to span several of the writer's commits.
+const PER_CLIENT_KEPT: usize = 200;
 /// The writer's pace during the loads: a commit a slot.
 const SLOT: std::time::Duration = std::time::Duration::from_millis(400);
 
@@ -337,6 +340,7 @@ fn standby_reads(
         .filter_map(|l| l["listing_id"].as_str().map(str::to_string))
         .collect();
     let load = |paths: Vec<String>, warm: bool| -> Result<Percentiles, String> {
+        let per_client = if warm { PER_CLIENT_KEPT } else { PER_CLIENT };
         if warm {
             // a server answering the market serves these pages all day:
             // the first request of each is not what a reader waits for
@@ -358,9 +362,9 @@ fn standby_reads(
                     let (http, base) = (http.clone(), base.clone());
                     let paths = paths.clone();
                     tokio::spawn(async move {
-                        let mut times = Vec::with_capacity(PER_CLIENT);
-                        for i in 0..PER_CLIENT {
-                            let path = &paths[(c * PER_CLIENT + i) % paths.len()];
+                        let mut times = Vec::with_capacity(per_client);
+                        for i in 0..per_client {
+                            let path = &paths[(c * per_client + i) % paths.len()];
                             let t = Instant::now();
                             let res = http.get(format!("{base}{path}")).send().await;
                             match res {

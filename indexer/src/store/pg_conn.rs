@@ -71,6 +71,16 @@ impl Conn {
         self.client.query_opt(&s, params).await
     }
 
+    /// [`Client::query_one`] outside the cache: prepared unnamed and
+    /// planned for these values. For a range whose size varies by orders
+    /// of magnitude (the log after the head: all of it on a rebuild, a few
+    /// records after): the generic plan PostgreSQL switches a cached
+    /// statement to after five runs fits one of them, and a count that
+    /// scanned the whole log cost every new memo 200 ms at 1,000,000.
+    pub async fn query_one_planned(&self, sql: &str, params: Params<'_>) -> Result<Row, Error> {
+        self.client.query_one(sql, params).await
+    }
+
     /// [`Client::execute`] through the cache.
     pub async fn execute(&self, sql: &str, params: Params<'_>) -> Result<u64, Error> {
         let s = self.statement(sql).await?;

@@ -374,7 +374,7 @@ impl LogStore for PgStore {
         let (slot, idx) = after_key(after);
         self.run(move |c| async move {
             let n: i64 = c
-                .query_one(
+                .query_one_planned(
                     "SELECT count(*) FROM txs WHERE (slot, idx) > ($1, $2)",
                     &[&slot, &idx],
                 )

@@ -8,7 +8,8 @@
 //!
 //! The servers are sized as an operator would size a dedicated one
 //! ([`server_settings`]: a quarter of memory as shared buffers, checkpoints
-//! spaced for bulk loads), not with PostgreSQL's 128 MB defaults. SIGINT
+//! spaced for bulk loads), not with PostgreSQL's 128 MB defaults; more
+//! settings in `WITH_POSTGRES_SETTINGS`. SIGINT
 //! and SIGTERM are passed on to COMMAND; the servers stop once it exits.
 
 use std::process::{Command, ExitCode, ExitStatus};
@@ -87,14 +88,19 @@ fn wait_passing_signals(mut child: std::process::Child) -> std::io::Result<ExitS
 /// quarter of memory (at most 4 GiB), the planner told half is page cache,
 /// checkpoints no more often than every 2 GiB of WAL or 30 minutes (each
 /// of the two servers keeps up to that much WAL on disk).
+/// `WITH_POSTGRES_SETTINGS` (space-separated `NAME=VALUE`, e.g.
+/// `log_min_duration_statement=20`) come last and win.
 fn server_settings() -> Vec<String> {
     let mib = total_memory_mib().unwrap_or(4096);
-    vec![
+    let mut settings = vec![
         format!("shared_buffers={}MB", (mib / 4).clamp(128, 4096)),
         format!("effective_cache_size={}MB", (mib / 2).max(256)),
         "max_wal_size=2GB".into(),
         "checkpoint_timeout=30min".into(),
-    ]
+    ];
+    let extra = std::env::var("WITH_POSTGRES_SETTINGS").unwrap_or_default();
+    settings.extend(extra.split_whitespace().map(str::to_string));
+    settings
 }
 
 /// `MemTotal` from /proc/meminfo, in MiB.
