@@ -188,8 +188,7 @@ fn fold_log(
         folded
     })?;
     if seq.is_some() {
-        let keys = crate::fold::Keys::of(&[]);
-        let before = State::working_set(db, keys)?;
+        let before = State::working_set(db, crate::fold::Keys::default())?;
         let (_, commit) = fold_page(&before, &[], &ManifestBook::new(), cfg, true, seq);
         db.commit(&commit)?;
     }
