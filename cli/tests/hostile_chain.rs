@@ -64,29 +64,74 @@ fn wait_state(seller: &Env, sigs: &BTreeSet<&str>, want: &str, daemon: &mut Runn
     }
 }
 
-/// The release memos signed by `seller` in `pay_to`'s history: (signature, mint).
+/// A `release` memo the seller signed.
+#[derive(Debug)]
+struct Release {
+    /// The transaction carrying it.
+    tx: String,
+    /// The envelope it publishes (one per buy).
+    envelope: String,
+    /// The receipt it names.
+    mint: String,
+}
+
+/// The release memos signed by `seller` in `pay_to`'s history.
 fn releases_on_chain(
     v: &TestValidator,
     pay_to: &node::chain::Pubkey,
     seller: &node::chain::Pubkey,
-) -> Vec<(String, String)> {
+) -> Vec<Release> {
     let (rt, chain) = (e2e::runtime(), v.chain());
     rt.block_on(node::market::status::memo_ops(&chain, pay_to))
         .unwrap()
         .into_iter()
-        .filter_map(|(sig, op)| match op {
+        .filter_map(|(tx, op)| match op {
             node::market::MemoOp::Release {
+                envelope_arweave_id,
                 minted_token_address,
                 ..
-            } => Some((sig, minted_token_address)),
+            } => Some(Release {
+                tx,
+                envelope: envelope_arweave_id,
+                mint: minted_token_address,
+            }),
             _ => None,
         })
-        .filter(|(sig, _)| {
-            rt.block_on(chain.transaction(&sig.parse().unwrap()))
+        .filter(|r| {
+            rt.block_on(chain.transaction(&r.tx.parse().unwrap()))
                 .unwrap()
                 .is_some_and(|t| t.signed_by(&seller.to_string()))
         })
         .collect()
+}
+
+/// Exactly once on chain: one release memo for each buy in `honest`, no
+/// two publishing the same envelope, and each buy's recorded release
+/// (transaction, envelope, receipt) among them. Several memos may share
+/// a transaction: `listen` releases buys of one listing together.
+fn assert_released_once(releases: &[Release], seller: &Env, honest: &BTreeSet<&str>, why: &str) {
+    assert_eq!(releases.len(), honest.len(), "{why}: {releases:?}");
+    let envelopes: BTreeSet<&str> = releases.iter().map(|r| r.envelope.as_str()).collect();
+    assert_eq!(
+        envelopes.len(),
+        honest.len(),
+        "{why}: one envelope a release: {releases:?}"
+    );
+    let state = node::listen::ListenDb::open(&seller.path(".brainctl/listen.db")).unwrap();
+    for sig in honest {
+        let row = state.get(sig).unwrap();
+        assert!(
+            releases
+                .iter()
+                .any(|r| Some(&r.tx) == row.release_sig.as_ref()
+                    && Some(&r.envelope) == row.envelope_id.as_ref()
+                    && Some(&r.mint) == row.mint_address.as_ref()),
+            "{why}: {sig} released by {:?} with {:?} and {:?}: {releases:?}",
+            row.release_sig,
+            row.envelope_id,
+            row.mint_address
+        );
+    }
 }
 
 /// A seller's listings: one live, one cancelled before any buy, one
@@ -315,29 +360,10 @@ fn honest_buys_are_released_exactly_once_among_hostile_ones() {
     }
     eprintln!("seed {seed}: {by_shape:?}");
 
-    // exactly once on chain: one release memo per honest buy, each in its
-    // own transaction, naming the receipt recorded for the buy (a unit of
-    // the listing's mint: `listen`'s default receipt)
+    // exactly once on chain, naming the receipt recorded for each buy (a
+    // unit of the listing's mint: `listen`'s default receipt)
     let releases = releases_on_chain(v, &target.pay_to, &target.seller);
-    let transactions: BTreeSet<&String> = releases.iter().map(|(r, _)| r).collect();
-    assert_eq!(releases.len(), honest.len(), "seed {seed}: {releases:?}");
-    assert_eq!(
-        transactions.len(),
-        honest.len(),
-        "seed {seed}: one release a transaction"
-    );
-    for sig in &honest {
-        let row = state.get(sig).unwrap();
-        assert!(
-            releases
-                .iter()
-                .any(|(r, m)| Some(r) == row.release_sig.as_ref()
-                    && Some(m) == row.mint_address.as_ref()),
-            "seed {seed}: {sig} released by {:?} with {:?}",
-            row.release_sig,
-            row.mint_address
-        );
-    }
+    assert_released_once(&releases, &seller, &honest, &why);
 
     // the indexer kept up, and its state is what a rebuild from scratch gives
     std::thread::sleep(Duration::from_secs(2));
@@ -487,7 +513,7 @@ fn token_buys_are_released_exactly_once_among_hostile_ones() {
         assert_eq!(reason["reason"], expected, "seed {seed}: {shape:?} {sig}");
     }
     let releases = releases_on_chain(v, &target.pay_to, &target.pay_to);
-    assert_eq!(releases.len(), honest.len(), "seed {seed}: exactly once");
+    assert_released_once(&releases, &seller, &honest, &why);
     std::thread::sleep(Duration::from_secs(2));
     indexer_matches_rebuild(&v.rpc_url, &base, &dir, shared.path(), &why);
     let shown = util::services::get(&format!("{base}/listings/{}", target.listing_id)).unwrap();
@@ -560,7 +586,7 @@ fn rpc_faults_are_weather() {
     let honest: BTreeSet<&str> = sigs.iter().map(String::as_str).collect();
     wait_released(&seller, &honest, &mut daemon, "after the faults");
     let releases = releases_on_chain(v, &target.pay_to, &target.seller);
-    assert_eq!(releases.len(), honest.len(), "exactly once: {releases:?}");
+    assert_released_once(&releases, &seller, &honest, "after the faults");
     std::thread::sleep(Duration::from_secs(2));
     indexer_matches_rebuild(&v.rpc_url, &base, &dir, shared.path(), "after the faults");
     assert!(daemon.stop().success());
@@ -601,7 +627,7 @@ fn a_validator_restart_mid_run_loses_nothing() {
     let honest: BTreeSet<&str> = sigs.iter().map(String::as_str).collect();
     wait_released(&seller, &honest, &mut daemon, "after the restart");
     let releases = releases_on_chain(&own, &target.pay_to, &target.seller);
-    assert_eq!(releases.len(), honest.len(), "exactly once: {releases:?}");
+    assert_released_once(&releases, &seller, &honest, "after the restart");
     std::thread::sleep(Duration::from_secs(2));
     indexer_matches_rebuild(
         &own.rpc_url,

@@ -25,21 +25,58 @@ pub struct Overlay<'a, R: ?Sized> {
     pub folded: &'a State,
 }
 
-/// `keys` split into those `held` answers and the rest.
-fn split<T>(
+/// The rows of `keys`: those `held` answers, then the rest from `stored`
+/// (not called when `held` answers every key).
+fn held_then_stored<T, E>(
     keys: &BTreeSet<String>,
     held: impl Fn(&str) -> Option<T>,
-) -> (Vec<T>, BTreeSet<String>) {
-    let (mut found, mut rest) = (Vec::new(), BTreeSet::new());
+    stored: impl FnOnce(&BTreeSet<String>) -> Result<Vec<T>, E>,
+) -> Result<Vec<T>, E> {
+    let (mut out, mut rest) = (Vec::new(), BTreeSet::new());
     for k in keys {
         match held(k) {
-            Some(v) => found.push(v),
+            Some(v) => out.push(v),
             None => {
                 rest.insert(k.clone());
             }
         }
     }
-    (found, rest)
+    if !rest.is_empty() {
+        out.extend(stored(&rest)?);
+    }
+    Ok(out)
+}
+
+/// A listing's rows: the `stored` ones (in the storage's order), each
+/// replaced by the one `held` has for its `key`, then the `added` keys'
+/// rows the storage lacks (a batch's rows of a listing follow its stored
+/// ones).
+fn stored_then_added<'k, T>(
+    mut stored: Vec<T>,
+    key: impl Fn(&T) -> &str,
+    held: impl Fn(&str) -> Option<T>,
+    added: impl Iterator<Item = &'k String>,
+) -> Vec<T> {
+    for row in &mut stored {
+        if let Some(newer) = held(key(row)) {
+            *row = newer;
+        }
+    }
+    let known: HashSet<String> = stored.iter().map(|r| key(r).to_string()).collect();
+    for k in added {
+        if !known.contains(k) {
+            stored.extend(held(k));
+        }
+    }
+    stored
+}
+
+/// `state`'s settlement of the buy `sig`, keyed by it.
+fn settled(state: &State, sig: &str) -> Option<(String, Settlement)> {
+    state
+        .settlements
+        .get(sig)
+        .map(|b| (sig.to_string(), (**b).clone()))
 }
 
 impl<R: Rows + ?Sized> Rows for Overlay<'_, R> {
@@ -50,110 +87,86 @@ impl<R: Rows + ?Sized> Rows for Overlay<'_, R> {
     }
 
     fn listings(&mut self, ids: &BTreeSet<String>) -> Result<Vec<ListingState>, Self::Error> {
-        let (mut out, rest) = split(ids, |id| {
-            self.folded.listings.get(id).map(|l| (**l).clone())
-        });
-        if !rest.is_empty() {
-            out.extend(self.rows.listings(&rest)?);
-        }
-        Ok(out)
+        held_then_stored(
+            ids,
+            |id| self.folded.listings.get(id).map(|l| (**l).clone()),
+            |rest| self.rows.listings(rest),
+        )
     }
 
     fn offers(&mut self, ids: &BTreeSet<String>) -> Result<Vec<OfferState>, Self::Error> {
-        let (mut out, rest) = split(ids, |id| self.folded.offers.get(id).map(|o| (**o).clone()));
-        if !rest.is_empty() {
-            out.extend(self.rows.offers(&rest)?);
-        }
-        Ok(out)
+        held_then_stored(
+            ids,
+            |id| self.folded.offers.get(id).map(|o| (**o).clone()),
+            |rest| self.rows.offers(rest),
+        )
     }
 
     fn offers_of(
         &mut self,
         listing_ids: &BTreeSet<String>,
     ) -> Result<Vec<OfferState>, Self::Error> {
-        let mut out = self.rows.offers_of(listing_ids)?;
-        for o in &mut out {
-            if let Some(newer) = self.folded.offers.get(&o.offer_id) {
-                *o = (**newer).clone();
-            }
-        }
-        let stored: HashSet<String> = out.iter().map(|o| o.offer_id.clone()).collect();
-        for l in listing_ids {
-            for id in self.folded.offers_by_listing.get(l).into_iter().flatten() {
-                if !stored.contains(id) {
-                    out.extend(self.folded.offers.get(id).map(|o| (**o).clone()));
-                }
-            }
-        }
-        Ok(out)
+        let added = listing_ids
+            .iter()
+            .flat_map(|l| self.folded.offers_by_listing.get(l).into_iter().flatten());
+        Ok(stored_then_added(
+            self.rows.offers_of(listing_ids)?,
+            |o| &o.offer_id,
+            |id| self.folded.offers.get(id).map(|o| (**o).clone()),
+            added,
+        ))
     }
 
     fn settlements(
         &mut self,
         signatures: &BTreeSet<String>,
     ) -> Result<Vec<(String, Settlement)>, Self::Error> {
-        let (mut out, rest) = split(signatures, |sig| {
-            self.folded
-                .settlements
-                .get(sig)
-                .map(|b| (sig.to_string(), (**b).clone()))
-        });
-        if !rest.is_empty() {
-            out.extend(self.rows.settlements(&rest)?);
-        }
-        Ok(out)
+        held_then_stored(
+            signatures,
+            |sig| settled(self.folded, sig),
+            |rest| self.rows.settlements(rest),
+        )
     }
 
     fn settlements_of(
         &mut self,
         listing_ids: &BTreeSet<String>,
     ) -> Result<Vec<(String, Settlement)>, Self::Error> {
-        let mut out = self.rows.settlements_of(listing_ids)?;
-        for (sig, b) in &mut out {
-            if let Some(newer) = self.folded.settlements.get(sig) {
-                *b = (**newer).clone();
-            }
-        }
-        // a listing's buys the batch added follow its stored ones
-        let stored: HashSet<String> = out.iter().map(|(sig, _)| sig.clone()).collect();
-        for l in listing_ids {
-            for sig in self.folded.buys_by_listing.get(l).into_iter().flatten() {
-                if !stored.contains(sig) {
-                    if let Some(b) = self.folded.settlements.get(sig) {
-                        out.push((sig.clone(), (**b).clone()));
-                    }
-                }
-            }
-        }
-        Ok(out)
+        let added = listing_ids
+            .iter()
+            .flat_map(|l| self.folded.buys_by_listing.get(l).into_iter().flatten());
+        Ok(stored_then_added(
+            self.rows.settlements_of(listing_ids)?,
+            |(sig, _)| sig,
+            |sig| settled(self.folded, sig),
+            added,
+        ))
     }
 
     fn escrows(
         &mut self,
         accounts: &BTreeSet<String>,
     ) -> Result<Vec<(String, EscrowState)>, Self::Error> {
-        let (mut out, rest) = split(accounts, |a| {
-            self.folded
-                .escrows
-                .get(a)
-                .map(|e| (a.to_string(), e.clone()))
-        });
-        if !rest.is_empty() {
-            out.extend(self.rows.escrows(&rest)?);
-        }
-        Ok(out)
+        held_then_stored(
+            accounts,
+            |a| {
+                self.folded
+                    .escrows
+                    .get(a)
+                    .map(|e| (a.to_string(), e.clone()))
+            },
+            |rest| self.rows.escrows(rest),
+        )
     }
 
     fn seen(
         &mut self,
         signatures: &BTreeSet<String>,
     ) -> Result<Vec<(String, Position)>, Self::Error> {
-        let (mut out, rest) = split(signatures, |sig| {
-            self.folded.folded_at(sig).map(|at| (sig.to_string(), at))
-        });
-        if !rest.is_empty() {
-            out.extend(self.rows.seen(&rest)?);
-        }
-        Ok(out)
+        held_then_stored(
+            signatures,
+            |sig| self.folded.folded_at(sig).map(|at| (sig.to_string(), at)),
+            |rest| self.rows.seen(rest),
+        )
     }
 }

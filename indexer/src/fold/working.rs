@@ -72,7 +72,12 @@ pub trait Rows {
 /// The keys a batch names directly.
 #[derive(Debug, Default, Clone, PartialEq, Eq)]
 pub struct Keys {
-    /// Transaction signatures (the records', and buys named by envelopes).
+    /// Transaction signatures named by the records (buys named by
+    /// envelopes): never the records' own, which no storage holds before
+    /// their batch is folded (the log holds a signature once, batches are
+    /// disjoint and in chain order while the catch-up is the log's only
+    /// writer, and a rewind takes back the seen rows of what it takes
+    /// back), so reading them would find nothing.
     pub signatures: BTreeSet<String>,
     /// Listing ids.
     pub listings: BTreeSet<String>,
@@ -105,7 +110,6 @@ impl Keys {
     pub fn of(records: &[TxRecord]) -> Keys {
         let mut k = Keys::default();
         for r in records {
-            k.signatures.insert(r.tx.signature.clone());
             for ev in node::escrow::events_in(&r.tx) {
                 k.escrows.extend(escrow_of(&ev));
             }
@@ -125,6 +129,9 @@ impl Keys {
                     Err(_) => {}
                 }
             }
+        }
+        for r in records {
+            k.signatures.remove(&r.tx.signature);
         }
         k
     }

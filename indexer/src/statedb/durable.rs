@@ -13,7 +13,7 @@ use super::{rows_of, undo_of, Commit, Rewound, StateDb};
 use crate::book::ManifestBook;
 use crate::fold::{FoldConfig, Overlay, State};
 use crate::record::{Position, TxRecord};
-use crate::store::{LogStore, StoreError};
+use crate::store::{LogChanges, LogStore, StoreError};
 use std::collections::BTreeSet;
 use std::sync::mpsc::{sync_channel, Receiver, SyncSender};
 
@@ -42,6 +42,11 @@ pub type Progress<'a> = &'a mut dyn FnMut(usize, usize);
 
 /// Brings `db` up to the log in `log`, folding `page` records a commit
 /// (a rebuild keeps undo rows for its last [`UNDO_TAIL`]).
+///
+/// The caller is the log's only writer while this runs (the engine's
+/// fold turn; the one writer the tables' lock admits): a record read
+/// twice in one catch-up, moved under it, would be folded twice, since
+/// a batch never looks up its own records ([`crate::fold::Keys`]).
 pub fn catch_up(
     log: &dyn LogStore,
     db: &mut dyn StateDb,
@@ -75,7 +80,7 @@ pub fn catch_up_with(
             done.rebuilt = true;
         }
         Some(changes) => {
-            if let Some(from) = earliest_change(db, &changes.records, &changes.removed)? {
+            if let Some(from) = earliest_change(db, &changes)? {
                 match db.rewind(from)? {
                     Rewound::To(_) => done.rewound = true,
                     Rewound::Unreachable => {
@@ -300,21 +305,36 @@ fn fold_page(
     (after, commit)
 }
 
-/// [`crate::record::earliest_change`] against the tables' head and the
-/// positions they hold for `records` and `removed`.
+/// [`crate::record::earliest_change`] of `changes` against the tables'
+/// head and the positions they hold. A record stored only where it is
+/// now ([`LogChanges::in_place`]) and after the head was never folded
+/// (the head moves back only by a rewind, which takes back the seen rows
+/// of what it takes back): its position is not looked up, so a batch of
+/// new records costs no lookup each.
 fn earliest_change(
     db: &mut dyn StateDb,
-    records: &[TxRecord],
-    removed: &[String],
+    changes: &LogChanges,
 ) -> Result<Option<Position>, StoreError> {
     let head = db.head()?.last;
-    let mut sigs: BTreeSet<String> = records.iter().map(|r| r.tx.signature.clone()).collect();
-    sigs.extend(removed.iter().cloned());
-    let seen: std::collections::HashMap<String, Position> = db.seen(&sigs)?.into_iter().collect();
+    let unfolded = |r: &TxRecord| {
+        changes.in_place.contains(r.signature()) && head.is_none_or(|h| r.position() > h)
+    };
+    let mut sigs: BTreeSet<String> = changes
+        .records
+        .iter()
+        .filter(|r| !unfolded(r))
+        .map(|r| r.tx.signature.clone())
+        .collect();
+    sigs.extend(changes.removed.iter().cloned());
+    let seen: std::collections::HashMap<String, Position> = if sigs.is_empty() {
+        Default::default()
+    } else {
+        db.seen(&sigs)?.into_iter().collect()
+    };
     Ok(crate::record::earliest_change(
         head,
         |sig| seen.get(sig).copied(),
-        records,
-        removed,
+        &changes.records,
+        &changes.removed,
     ))
 }

@@ -22,6 +22,7 @@ const MIGRATIONS: &[&str] = &[
     include_str!("../../../migrations/indexer/0002_nonce_pubkey.sql"),
     include_str!("../../../migrations/indexer/0003_change_numbers.sql"),
     include_str!("../../../migrations/indexer/0004_carried_manifests.sql"),
+    include_str!("../../../migrations/indexer/0005_txs_moved.sql"),
 ];
 /// `PRAGMA application_id` of indexer databases ("BRNI").
 pub const APPLICATION_ID: i64 = 0x4252_4e49;
@@ -77,6 +78,37 @@ pub struct LogChanges {
     pub removed: Vec<String>,
     /// The newest change number read (the next call's `seq`).
     pub seq: u64,
+    /// The signatures among `records` stored only where they are now
+    /// (never at another position, and not removed since and stored
+    /// again): a fold can have folded such a record only there, so one
+    /// after the fold's head was not folded and needs no lookup.
+    pub in_place: std::collections::HashSet<String>,
+}
+
+impl LogChanges {
+    /// The changes of `rows` (each record with whether it was ever stored
+    /// at another position) and `listed` (removals, oldest first), read
+    /// up to change number `seq`.
+    fn of(rows: Vec<(TxRecord, bool)>, listed: Vec<String>, seq: u64) -> LogChanges {
+        let in_place = {
+            let removed: std::collections::HashSet<&str> =
+                listed.iter().map(String::as_str).collect();
+            rows.iter()
+                .filter(|(r, moved)| !moved && !removed.contains(r.signature()))
+                .map(|(r, _)| r.signature().to_string())
+                .collect()
+        };
+        let records: Vec<TxRecord> = rows.into_iter().map(|(r, _)| r).collect();
+        let stored: std::collections::HashSet<&str> =
+            records.iter().map(|r| r.signature()).collect();
+        let removed = unstored_removals(listed, &stored);
+        LogChanges {
+            records,
+            removed,
+            seq,
+            in_place,
+        }
+    }
 }
 
 /// A session: who, until when.
@@ -392,9 +424,11 @@ impl LogStore for SqliteStore {
         let mut seq = taken_seq(&tx)?;
         {
             let mut stmt = tx.prepare_cached(
-                "INSERT INTO txs (signature, slot, idx, final, record, seq) VALUES (?1, ?2, ?3, ?4, ?5, ?6)
+                "INSERT INTO txs (signature, slot, idx, final, record, seq, moved)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, 0)
                  ON CONFLICT(signature) DO UPDATE SET slot = excluded.slot, idx = excluded.idx,
-                   final = max(final, excluded.final), record = excluded.record, seq = excluded.seq",
+                   final = max(final, excluded.final), record = excluded.record, seq = excluded.seq,
+                   moved = moved OR slot <> excluded.slot OR idx <> excluded.idx",
             )?;
             for r in records {
                 let json = serde_json::to_string(r).expect("records serialize");
@@ -475,35 +509,34 @@ impl LogStore for SqliteStore {
             return Ok(None);
         }
         let newest = taken_seq(&tx)? as u64;
-        let records = {
+        let rows = {
             let mut stmt = tx.prepare_cached(
-                "SELECT signature, record FROM txs WHERE seq > ?1 ORDER BY slot, idx, signature",
+                "SELECT signature, record, moved FROM txs WHERE seq > ?1
+                 ORDER BY slot, idx, signature",
             )?;
             let rows = stmt.query_map([seq as i64], |r| {
-                Ok((r.get::<_, String>(0)?, r.get::<_, String>(1)?))
+                Ok((
+                    r.get::<_, String>(0)?,
+                    r.get::<_, String>(1)?,
+                    r.get::<_, bool>(2)?,
+                ))
             })?;
             rows.map(|row| {
-                let (sig, json) = row?;
-                decode(sig, &json)
+                let (sig, json, moved) = row?;
+                Ok((decode(sig, &json)?, moved))
             })
-            .collect::<Result<Vec<_>, _>>()?
+            .collect::<Result<Vec<_>, StoreError>>()?
         };
-        let stored: std::collections::HashSet<&str> =
-            records.iter().map(|r| r.signature()).collect();
-        let removed = {
+        let listed = {
             let mut stmt =
                 tx.prepare_cached("SELECT signature FROM txs_removed WHERE seq > ?1 ORDER BY seq")?;
             let listed = stmt
                 .query_map([seq as i64], |r| r.get::<_, String>(0))?
                 .collect::<Result<Vec<_>, _>>()?;
-            unstored_removals(listed, &stored)
+            listed
         };
         tx.commit()?;
-        Ok(Some(LogChanges {
-            records,
-            removed,
-            seq: newest,
-        }))
+        Ok(Some(LogChanges::of(rows, listed, newest)))
     }
 
     fn is_empty(&self) -> Result<bool, StoreError> {

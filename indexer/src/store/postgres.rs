@@ -32,6 +32,8 @@ const MIGRATIONS: &[&str] = &[
     include_str!("../../../migrations/indexer-pg/0004_carried_manifests.sql"),
     include_str!("../../../migrations/indexer-pg/0005_listing_view_columns.sql"),
     include_str!("../../../migrations/indexer-pg/0006_drop_state_manifests.sql"),
+    include_str!("../../../migrations/indexer-pg/0007_signatures_compare_as_bytes.sql"),
+    include_str!("../../../migrations/indexer-pg/0008_txs_moved.sql"),
 ];
 /// Advisory lock held while migrating (several processes may start at once).
 const MIGRATION_LOCK: i64 = 0x4252_4e49;
@@ -279,11 +281,12 @@ impl LogStore for PgStore {
             lock_log(&c).await?;
             // set-based: one statement per batch, whatever its size
             c.execute(
-                "INSERT INTO txs (signature, slot, idx, final, record)
-                 SELECT * FROM UNNEST($1::text[], $2::bigint[], $3::bigint[], $4::bool[], $5::text[])
+                "INSERT INTO txs (signature, slot, idx, final, record, moved)
+                 SELECT *, false FROM UNNEST($1::text[], $2::bigint[], $3::bigint[], $4::bool[], $5::text[])
                  ON CONFLICT (signature) DO UPDATE SET slot = excluded.slot, idx = excluded.idx,
                    final = txs.final OR excluded.final, record = excluded.record,
-                   seq = nextval('txs_seq')",
+                   seq = nextval('txs_seq'),
+                   moved = txs.moved OR txs.slot <> excluded.slot OR txs.idx <> excluded.idx",
                 &[&sigs, &slots, &idxs, &finals, &jsons],
             )
             .await?;
@@ -413,7 +416,7 @@ impl LogStore for PgStore {
                     // by change number (its index): the caller sorts into
                     // chain order, and a sort by chain order here could
                     // walk that whole index for a few new rows
-                    "SELECT signature, record, seq FROM txs WHERE seq > $1 ORDER BY seq",
+                    "SELECT signature, record, seq, moved FROM txs WHERE seq > $1 ORDER BY seq",
                     &[&since],
                 )
                 .await?;
@@ -421,8 +424,6 @@ impl LogStore for PgStore {
             for r in &rows {
                 newest = newest.max(r.get::<_, i64>(2));
             }
-            let stored: std::collections::HashSet<&str> =
-                rows.iter().map(|r| r.get::<_, &str>(0)).collect();
             let mut listed = Vec::new();
             for r in c
                 .query(
@@ -434,12 +435,11 @@ impl LogStore for PgStore {
                 newest = newest.max(r.get::<_, i64>(1));
                 listed.push(r.get::<_, String>(0));
             }
-            let removed = super::unstored_removals(listed, &stored);
-            Ok(Some(LogChanges {
-                records: decode_rows(rows)?,
-                removed,
-                seq: newest as u64,
-            }))
+            let rows = rows
+                .into_iter()
+                .map(|r| Ok((decode(r.get(0), r.get::<_, &str>(1))?, r.get::<_, bool>(3))))
+                .collect::<Result<Vec<_>, StoreError>>()?;
+            Ok(Some(LogChanges::of(rows, listed, newest as u64)))
         })
     }
 
