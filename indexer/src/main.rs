@@ -21,11 +21,6 @@ use std::str::FromStr;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-/// The fold allocates and frees a working set a page: mimalloc spends
-/// less of the writer's CPU on it than the system allocator.
-#[global_allocator]
-static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
-
 #[derive(Parser)]
 #[command(
     name = "brainctl-indexer",

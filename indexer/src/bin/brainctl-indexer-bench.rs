@@ -15,11 +15,6 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;
 
-/// The fold allocates and frees a working set a page: mimalloc spends
-/// less of the writer's CPU on it than the system allocator.
-#[global_allocator]
-static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
-
 #[derive(Parser)]
 #[command(
     name = "brainctl-indexer-bench",
