@@ -717,3 +717,26 @@ fn a_log_from_before_carried_manifests_is_backfilled_on_open() {
     assert!(catch_up(&log, &mut db, 7).rebuilt);
     assert_eq!(state_hash(&mut db).unwrap(), replay(&records).hash());
 }
+
+/// A catch-up of up to one and a half pages folds them in one commit,
+/// which also records the log's change number; a longer one pages.
+#[test]
+fn a_short_catch_up_is_one_commit_recording_the_change_number() {
+    let records = synth::trades(60, 3);
+    let mut log = SqliteStore::in_memory().unwrap();
+    let mut db = SqliteState::in_memory().unwrap();
+    log.put_records(&records[..60], 0).unwrap();
+    catch_up(&log, &mut db, 100);
+    for (batch, commits) in [(60..200, 1), (200..360, 2)] {
+        log.put_records(&records[batch.clone()], 0).unwrap();
+        let mut counting = Dying {
+            db: &mut db,
+            commits: 0,
+            die_at: usize::MAX,
+        };
+        let done = catch_up(&log, &mut counting, 100);
+        assert_eq!((done.folded, counting.commits), (batch.len(), commits));
+        assert_eq!(db.applied_seq().unwrap(), log.log_seq().unwrap());
+    }
+    assert_eq!(state_hash(&mut db).unwrap(), replay(&records).hash());
+}

@@ -67,6 +67,7 @@ pub fn catch_up_with(
     undo_tail: usize,
     progress: Progress<'_>,
 ) -> Result<CaughtUp, StoreError> {
+    let started = std::time::Instant::now();
     // read before the fold: every change after it is caught up next time
     let seq = log.log_seq()?;
     let changes = match db.applied_seq()? {
@@ -91,8 +92,17 @@ pub fn catch_up_with(
             }
         }
     }
+    let changes_read = started.elapsed();
     let tail = done.rebuilt.then_some(undo_tail);
     done.folded = fold_log(log, db, cfg, seq, page, tail, progress)?;
+    tracing::debug!(
+        folded = done.folded,
+        rewound = done.rewound,
+        rebuilt = done.rebuilt,
+        changes_ms = changes_read.as_secs_f64() * 1e3,
+        total_ms = started.elapsed().as_secs_f64() * 1e3,
+        "caught up"
+    );
     Ok(done)
 }
 
@@ -118,9 +128,18 @@ fn fold_log(
     undo_tail: Option<usize>,
     progress: Progress<'_>,
 ) -> Result<usize, StoreError> {
-    let mut after = db.head()?.last;
-    let total = log.count_after(after)?;
-    let undo_from = undo_tail.map_or(0, |t| total.saturating_sub(t));
+    let after = db.head()?.last;
+    let mut pages = LogPages::new(log, after);
+    // a rebuild counts first: where its undo tail starts depends on it
+    let rebuild_total = match undo_tail {
+        Some(_) => Some(log.count_after(after)?),
+        None => None,
+    };
+    let undo_from = match (undo_tail, rebuild_total) {
+        (Some(t), Some(total)) => total.saturating_sub(t),
+        _ => 0,
+    };
+    let (mut total, mut recorded) = (rebuild_total, false);
     let folded = std::thread::scope(|s| -> Result<usize, StoreError> {
         let (to_check, checking) = sync_channel::<Page>(1);
         let (to_fold, checked) = sync_channel::<(Page, ManifestBook)>(1);
@@ -145,16 +164,28 @@ fn fold_log(
                     // the distance to the change
                     let undo = read + page > undo_from;
                     let size = if undo { page.min(UNDO_BATCH) } else { page };
-                    let records = log.records_page(after, size.max(1))?;
+                    let (records, last) = pages.next(size.max(1))?;
                     if records.is_empty() {
                         more = false;
                         break;
                     }
+                    more = !last;
                     let undo = read + records.len() > undo_from;
                     read += records.len();
-                    after = records.last().map(TxRecord::position);
+                    // a catch-up of two pages or less needs no count (the
+                    // planner may scan the log for one); a longer one
+                    // counts once, for progress
+                    if last {
+                        total = total.or(Some(read));
+                    } else if total.is_none() && read >= 2 * size {
+                        total = Some(read + pages.held.len() + log.count_after(pages.after)?);
+                    }
                     to_check
-                        .send(Page { records, undo })
+                        .send(Page {
+                            records,
+                            undo,
+                            last,
+                        })
                         .map_err(|_| checker_gone())?;
                     ahead += 1;
                 }
@@ -180,9 +211,13 @@ fn fold_log(
                         .map_err(|_| committer_gone())?;
                 }
                 let before = answer.recv().map_err(|_| committer_gone())??;
-                pending = Some(fold_page(&before, &p.records, &book, cfg, p.undo, None));
+                // the last page records the change number: no commit of
+                // its own after it
+                let applied = if p.last { seq } else { None };
+                recorded |= p.last;
+                pending = Some(fold_page(&before, &p.records, &book, cfg, p.undo, applied));
                 folded += p.records.len();
-                progress(folded, total);
+                progress(folded, total.unwrap_or(read + pages.held.len()));
             }
         };
         let folded = fold();
@@ -192,7 +227,7 @@ fn fold_log(
         committed?;
         folded
     })?;
-    if seq.is_some() {
+    if seq.is_some() && !recorded {
         let before = State::working_set(db, crate::fold::Keys::default())?;
         let (_, commit) = fold_page(&before, &[], &ManifestBook::new(), cfg, true, seq);
         db.commit(&commit)?;
@@ -245,6 +280,53 @@ struct Page {
     records: Vec<TxRecord>,
     /// Whether its commit writes undo rows.
     undo: bool,
+    /// Whether it ends the log.
+    last: bool,
+}
+
+/// The log after a position, a page at a time, in chain order. A page
+/// asked for `size` records holds up to half as many again when that
+/// ends the log, so a catch-up a little longer than a page folds and
+/// commits once.
+struct LogPages<'a> {
+    log: &'a dyn LogStore,
+    /// The position after which the next read starts.
+    after: Option<Position>,
+    /// Records read and not handed out yet.
+    held: std::collections::VecDeque<TxRecord>,
+}
+
+impl<'a> LogPages<'a> {
+    fn new(log: &'a dyn LogStore, after: Option<Position>) -> LogPages<'a> {
+        LogPages {
+            log,
+            after,
+            held: Default::default(),
+        }
+    }
+
+    /// The next page of about `size` records, and whether it ends the
+    /// log (empty: nothing after).
+    fn next(&mut self, size: usize) -> Result<(Vec<TxRecord>, bool), StoreError> {
+        // more than a page: a read that fills it still holds one back,
+        // so the log never ends on an empty page
+        let limit = size + (size / 2).max(1);
+        // a page held back from a larger size may already fill this one
+        if self.held.len() < limit {
+            let wanted = limit - self.held.len();
+            let fresh = self.log.records_page(self.after, wanted)?;
+            let last = fresh.len() < wanted;
+            if let Some(r) = fresh.last() {
+                self.after = Some(r.position());
+            }
+            self.held.extend(fresh);
+            if last {
+                return Ok((self.held.drain(..).collect(), true));
+            }
+        }
+        let records: Vec<TxRecord> = self.held.drain(..size.min(self.held.len())).collect();
+        Ok((records, false))
+    }
 }
 
 fn checker_gone() -> StoreError {
@@ -337,4 +419,61 @@ fn earliest_change(
         &changes.records,
         &changes.removed,
     ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::LogPages;
+    use crate::record::TxRecord;
+    use crate::store::{LogStore, SqliteStore};
+
+    /// Pages of a log of `n` records asked `sizes` in turn: each page's
+    /// length and whether it was flagged last.
+    fn pages(n: u64, sizes: &[usize]) -> (Vec<(usize, bool)>, Vec<TxRecord>, Vec<TxRecord>) {
+        let mut log = SqliteStore::in_memory().unwrap();
+        let records = crate::synth::trades(n, 3);
+        log.put_records(&records, u64::MAX).unwrap();
+        let mut p = LogPages::new(&log, None);
+        let (mut shape, mut read) = (Vec::new(), Vec::new());
+        for size in sizes.iter().cycle() {
+            let (page, last) = p.next(*size).unwrap();
+            shape.push((page.len(), last));
+            read.extend(page);
+            if last {
+                break;
+            }
+        }
+        (shape, read, log.records().unwrap())
+    }
+
+    #[test]
+    fn a_page_takes_the_end_of_the_log_when_it_is_under_half_a_page_more() {
+        // 4 trades: 24 records
+        let (shape, read, all) = pages(4, &[10]);
+        assert_eq!(shape, vec![(10, false), (14, true)]);
+        assert_eq!(read, all);
+        // exactly one and a half pages: the read fills, the next is empty
+        let (shape, read, all) = pages(4, &[16]);
+        assert_eq!(shape, vec![(16, false), (8, true)]);
+        assert_eq!(read, all);
+        // a page larger than the log
+        let (shape, _, _) = pages(4, &[100]);
+        assert_eq!(shape, vec![(24, true)]);
+    }
+
+    #[test]
+    fn pages_of_changing_sizes_hand_out_every_record_once_in_order() {
+        for sizes in [&[20, 2][..], &[1], &[3, 7, 1], &[9, 30]] {
+            let (shape, read, all) = pages(4, sizes);
+            assert_eq!(read, all, "sizes {sizes:?}: {shape:?}");
+            assert!(shape.last().unwrap().1);
+            assert!(shape.iter().all(|(len, _)| *len > 0), "{shape:?}");
+        }
+    }
+
+    #[test]
+    fn an_empty_log_is_one_empty_last_page() {
+        let log = SqliteStore::in_memory().unwrap();
+        assert_eq!(LogPages::new(&log, None).next(5).unwrap(), (vec![], true));
+    }
 }

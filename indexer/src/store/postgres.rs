@@ -114,6 +114,10 @@ impl PgStore {
                     tracing::warn!(error = %e, "postgres connection ended");
                 }
             });
+            // every query here is an index lookup or a bounded page: JIT
+            // compiles (about 5 ms) only a plan the planner misestimated,
+            // e.g. before the first ANALYZE of a freshly loaded log
+            client.batch_execute("SET jit = off").await?;
             Ok(client)
         })?;
         Ok(PgStore {
