@@ -719,15 +719,16 @@ fn a_log_from_before_carried_manifests_is_backfilled_on_open() {
 }
 
 /// A catch-up of up to one and a half pages folds them in one commit,
-/// which also records the log's change number; a longer one pages.
+/// which also records the log's change number; a longer one pages; killed
+/// at that one commit, the next catch-up does it all.
 #[test]
 fn a_short_catch_up_is_one_commit_recording_the_change_number() {
-    let records = synth::trades(60, 3);
+    let records = synth::trades(80, 3);
     let mut log = SqliteStore::in_memory().unwrap();
     let mut db = SqliteState::in_memory().unwrap();
     log.put_records(&records[..60], 0).unwrap();
     catch_up(&log, &mut db, 100);
-    for (batch, commits) in [(60..200, 1), (200..360, 2)] {
+    for (batch, commits) in [(60..210, 1), (210..361, 2)] {
         log.put_records(&records[batch.clone()], 0).unwrap();
         let mut counting = Dying {
             db: &mut db,
@@ -738,5 +739,51 @@ fn a_short_catch_up_is_one_commit_recording_the_change_number() {
         assert_eq!((done.folded, counting.commits), (batch.len(), commits));
         assert_eq!(db.applied_seq().unwrap(), log.log_seq().unwrap());
     }
+    log.put_records(&records[361..], 0).unwrap();
+    let before = db.applied_seq().unwrap();
+    let mut dying = Dying {
+        db: &mut db,
+        commits: 0,
+        die_at: 1,
+    };
+    assert!(durable::catch_up(
+        &log,
+        &mut dying,
+        &FoldConfig::default(),
+        100,
+        &mut |_, _| {}
+    )
+    .is_err());
+    assert_eq!(db.applied_seq().unwrap(), before);
+    assert_eq!(catch_up(&log, &mut db, 100).folded, records.len() - 361);
+    assert_eq!(db.applied_seq().unwrap(), log.log_seq().unwrap());
+    assert_eq!(state_hash(&mut db).unwrap(), replay(&records).hash());
+}
+
+/// A rebuild in pages larger than a batch with undo rows hands the undo
+/// tail out in batches from what it read ahead: the same state, and a
+/// late record in the tail refolds from there.
+#[test]
+fn a_rebuild_in_large_pages_keeps_its_undo_tail() {
+    let mut records = synth::trades(500, 3);
+    let late = records.remove(records.len() - 300);
+    let mut log = SqliteStore::in_memory().unwrap();
+    let mut db = SqliteState::in_memory().unwrap();
+    log.put_records(&records, 0).unwrap();
+    let done = durable::catch_up_with(
+        &log,
+        &mut db,
+        &FoldConfig::default(),
+        1_000,
+        600,
+        &mut |_, _| {},
+    )
+    .unwrap();
+    assert_eq!(done.folded, records.len());
+    log.put_records(std::slice::from_ref(&late), 0).unwrap();
+    let done = catch_up(&log, &mut db, 1_000);
+    assert!(done.rewound && !done.rebuilt, "{done:?}");
+    assert!(done.folded <= 300 + 750, "{done:?}");
+    records.push(late);
     assert_eq!(state_hash(&mut db).unwrap(), replay(&records).hash());
 }

@@ -117,8 +117,9 @@ pub fn catch_up_with(
 /// not yet committed page ([`Overlay`]), read before that page's commit
 /// on the one connection, so it sees exactly what the tables will hold.
 /// Commits stay in order, one batch each: a process killed at any step
-/// resumes from the last one. At most two pages are read ahead and one
-/// folded page waits, so memory stays bounded.
+/// resumes from the last one. At most two pages are read ahead (and up
+/// to half a page held back, [`LogPages`]) and one folded page waits,
+/// so memory stays bounded.
 fn fold_log(
     log: &dyn LogStore,
     db: &mut dyn StateDb,
@@ -286,13 +287,14 @@ struct Page {
 
 /// The log after a position, a page at a time, in chain order. A page
 /// asked for `size` records holds up to half as many again when that
-/// ends the log, so a catch-up a little longer than a page folds and
+/// ends the log, so a catch-up of up to one and a half pages folds and
 /// commits once.
 struct LogPages<'a> {
     log: &'a dyn LogStore,
     /// The position after which the next read starts.
     after: Option<Position>,
-    /// Records read and not handed out yet.
+    /// Records read and not handed out yet (at most half a page and
+    /// one, or what a larger page size left).
     held: std::collections::VecDeque<TxRecord>,
 }
 
@@ -308,12 +310,13 @@ impl<'a> LogPages<'a> {
     /// The next page of about `size` records, and whether it ends the
     /// log (empty: nothing after).
     fn next(&mut self, size: usize) -> Result<(Vec<TxRecord>, bool), StoreError> {
-        // more than a page: a read that fills it still holds one back,
-        // so the log never ends on an empty page
+        // up to half a page more when that ends the log (at least one
+        // more: a log never ends on an empty page)
         let limit = size + (size / 2).max(1);
         // a page held back from a larger size may already fill this one
-        if self.held.len() < limit {
-            let wanted = limit - self.held.len();
+        if self.held.len() <= limit {
+            // one past the limit tells whether the log ends within it
+            let wanted = limit + 1 - self.held.len();
             let fresh = self.log.records_page(self.after, wanted)?;
             let last = fresh.len() < wanted;
             if let Some(r) = fresh.last() {
@@ -408,11 +411,8 @@ fn earliest_change(
         .map(|r| r.tx.signature.clone())
         .collect();
     sigs.extend(changes.removed.iter().cloned());
-    let seen: std::collections::HashMap<String, Position> = if sigs.is_empty() {
-        Default::default()
-    } else {
-        db.seen(&sigs)?.into_iter().collect()
-    };
+    // none to look up costs no query on either database
+    let seen: std::collections::HashMap<String, Position> = db.seen(&sigs)?.into_iter().collect();
     Ok(crate::record::earliest_change(
         head,
         |sig| seen.get(sig).copied(),
@@ -452,10 +452,13 @@ mod tests {
         let (shape, read, all) = pages(4, &[10]);
         assert_eq!(shape, vec![(10, false), (14, true)]);
         assert_eq!(read, all);
-        // exactly one and a half pages: the read fills, the next is empty
+        // exactly one and a half pages: one page
         let (shape, read, all) = pages(4, &[16]);
-        assert_eq!(shape, vec![(16, false), (8, true)]);
+        assert_eq!(shape, vec![(24, true)]);
         assert_eq!(read, all);
+        // one more: two
+        let (shape, _, _) = pages(4, &[15]);
+        assert_eq!(shape, vec![(15, false), (9, true)]);
         // a page larger than the log
         let (shape, _, _) = pages(4, &[100]);
         assert_eq!(shape, vec![(24, true)]);
@@ -463,11 +466,19 @@ mod tests {
 
     #[test]
     fn pages_of_changing_sizes_hand_out_every_record_once_in_order() {
-        for sizes in [&[20, 2][..], &[1], &[3, 7, 1], &[9, 30]] {
+        // a size that shrinks hands out what a larger one held back
+        for sizes in [&[10, 2][..], &[1], &[3, 7, 1], &[9, 30], &[8, 1, 1, 2]] {
             let (shape, read, all) = pages(4, sizes);
             assert_eq!(read, all, "sizes {sizes:?}: {shape:?}");
-            assert!(shape.last().unwrap().1);
-            assert!(shape.iter().all(|(len, _)| *len > 0), "{shape:?}");
+            for (i, (len, last)) in shape.iter().enumerate() {
+                let size = sizes[i % sizes.len()];
+                // a page is its size, or up to half as much again ending the log
+                assert_eq!(*last, i + 1 == shape.len(), "{sizes:?}: {shape:?}");
+                match last {
+                    false => assert_eq!(*len, size, "{sizes:?}: {shape:?}"),
+                    true => assert!(*len > 0 && *len <= size + (size / 2).max(1)),
+                }
+            }
         }
     }
 

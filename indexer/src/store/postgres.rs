@@ -116,8 +116,12 @@ impl PgStore {
             });
             // every query here is an index lookup or a bounded page: JIT
             // compiles (about 5 ms) only a plan the planner misestimated,
-            // e.g. before the first ANALYZE of a freshly loaded log
-            client.batch_execute("SET jit = off").await?;
+            // e.g. before the first ANALYZE of a freshly loaded log. A
+            // server without JIT (before PostgreSQL 11) refuses the name
+            // and has nothing to turn off
+            if let Err(e) = client.batch_execute("SET jit = off").await {
+                tracing::debug!(error = %e, "postgres without jit");
+            }
             Ok(client)
         })?;
         Ok(PgStore {
