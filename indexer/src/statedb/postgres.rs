@@ -352,10 +352,17 @@ impl Columns {
             .await?;
         }
         if !seen.0.is_empty() {
+            // no unique index to arbitrate (migration 0009: a hash
+            // index): the rows it has are moved, the rest inserted
             c.execute(
-                "INSERT INTO state_seen (signature, slot, idx)
-                 SELECT * FROM UNNEST($1::text[], $2::int8[], $3::int8[])
-                 ON CONFLICT (signature) DO UPDATE SET slot = EXCLUDED.slot, idx = EXCLUDED.idx",
+                "WITH input (signature, slot, idx) AS (
+                   SELECT * FROM UNNEST($1::text[], $2::int8[], $3::int8[])),
+                 moved AS (
+                   UPDATE state_seen s SET slot = i.slot, idx = i.idx FROM input i
+                   WHERE s.signature = i.signature RETURNING s.signature)
+                 INSERT INTO state_seen (signature, slot, idx)
+                 SELECT * FROM input i
+                 WHERE NOT EXISTS (SELECT 1 FROM moved m WHERE m.signature = i.signature)",
                 &[&seen.0, &seen.1, &seen.2],
             )
             .await?;

@@ -34,6 +34,7 @@ const MIGRATIONS: &[&str] = &[
     include_str!("../../../migrations/indexer-pg/0006_drop_state_manifests.sql"),
     include_str!("../../../migrations/indexer-pg/0007_signatures_compare_as_bytes.sql"),
     include_str!("../../../migrations/indexer-pg/0008_txs_moved.sql"),
+    include_str!("../../../migrations/indexer-pg/0009_seen_by_hash.sql"),
 ];
 /// Advisory lock held while migrating (several processes may start at once).
 const MIGRATION_LOCK: i64 = 0x4252_4e49;
