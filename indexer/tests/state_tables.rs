@@ -147,6 +147,33 @@ fn catch_up(log: &dyn LogStore, db: &mut dyn StateDb, page: usize) -> CaughtUp {
     durable::catch_up(log, db, &FoldConfig::default(), page, &mut |_, _| {}).unwrap()
 }
 
+/// A catch-up that keeps undo rows for the last `tail` records only.
+fn catch_up_keeping(
+    log: &dyn LogStore,
+    db: &mut dyn StateDb,
+    page: usize,
+    tail: usize,
+) -> CaughtUp {
+    durable::catch_up_with(log, db, &FoldConfig::default(), page, tail, &mut |_, _| {}).unwrap()
+}
+
+/// A catch-up by a writer killed at its `die_at`th commit: whether it died.
+fn killed_at<D: StateDb>(log: &dyn LogStore, db: &mut D, page: usize, die_at: usize) -> bool {
+    let mut dying = Dying {
+        db,
+        commits: 0,
+        die_at,
+    };
+    durable::catch_up(
+        log,
+        &mut dying,
+        &FoldConfig::default(),
+        page,
+        &mut |_, _| {},
+    )
+    .is_err()
+}
+
 #[test]
 fn the_recorded_fixture_log_hashes_to_its_pinned_value_from_the_tables() {
     let path =
@@ -273,15 +300,7 @@ fn a_rewind_past_a_rebuilds_last_undo_rows_rebuilds() {
     let log = log_with(&records, u64::MAX);
     let mut db = SqliteState::in_memory().unwrap();
     // a cold fold writes undo rows only for its tail
-    durable::catch_up_with(
-        &log,
-        &mut db,
-        &FoldConfig::default(),
-        10,
-        20,
-        &mut |_, _| {},
-    )
-    .unwrap();
+    catch_up_keeping(&log, &mut db, 10, 20);
     let first: Position = records[0].position();
     assert_eq!(db.rewind(first).unwrap(), Rewound::Unreachable);
     let tail = records[records.len() - 5].position();
@@ -427,9 +446,7 @@ proptest! {
             log.put_records(&rest[..k], 0).unwrap();
             rest = &rest[k..];
             if !died {
-                let mut dying = Dying { db: &mut db, commits: 0, die_at };
-                let r = durable::catch_up(&log, &mut dying, &FoldConfig::default(), page, &mut |_, _| {});
-                died = r.is_err();
+                died = killed_at(&log, &mut db, page, die_at);
                 if died {
                     continue;
                 }
@@ -487,23 +504,26 @@ fn on_postgres_the_tables_fold_rewind_and_hash_the_same() {
         &mut PgStore::connect(&url).unwrap(),
         &mut PgState::connect(&url).unwrap(),
     );
-    // the seen set, kept one row a signature by the writer (no unique
-    // index: migration 0009), holds each record where the log has it now
-    let (rows, signatures, elsewhere, logged): (i64, i64, i64, i64) = with_pg(&url, async |c| {
-        let r = c
-            .query_one(
-                "SELECT count(*), count(DISTINCT signature),
-                   (SELECT count(*) FROM txs t LEFT JOIN state_seen s USING (signature)
-                    WHERE s.slot IS DISTINCT FROM t.slot OR s.idx IS DISTINCT FROM t.idx),
-                   (SELECT count(*) FROM txs)
-                 FROM state_seen",
-                &[],
-            )
-            .await
-            .unwrap();
-        (r.get(0), r.get(1), r.get(2), r.get(3))
-    });
+    // the log and the seen set, each kept one row a signature by its
+    // writer (no unique index: migrations 0009 and 0010), hold every
+    // record once, the seen set where the log has it now
+    let (rows, signatures, elsewhere, logged, distinct): (i64, i64, i64, i64, i64) =
+        with_pg(&url, async |c| {
+            let r = c
+                .query_one(
+                    "SELECT count(*), count(DISTINCT signature),
+                       (SELECT count(*) FROM txs t LEFT JOIN state_seen s USING (signature)
+                        WHERE s.slot IS DISTINCT FROM t.slot OR s.idx IS DISTINCT FROM t.idx),
+                       (SELECT count(*) FROM txs), (SELECT count(DISTINCT signature) FROM txs)
+                     FROM state_seen",
+                    &[],
+                )
+                .await
+                .unwrap();
+            (r.get(0), r.get(1), r.get(2), r.get(3), r.get(4))
+        });
     assert_eq!((rows, signatures, elsewhere), (logged, logged, 0));
+    assert_eq!(distinct, logged);
     // a writer killed mid-catch-up resumes from the tables
     let url = database(&pg, "killed");
     let records = mixed_log(6);
@@ -511,15 +531,7 @@ fn on_postgres_the_tables_fold_rewind_and_hash_the_same() {
     log.put_records(&records, u64::MAX).unwrap();
     let mut db = PgState::connect(&url).unwrap();
     for die_at in [2, 5] {
-        let mut dying = Dying {
-            db: &mut db,
-            commits: 0,
-            die_at,
-        };
-        assert!(
-            durable::catch_up(&log, &mut dying, &FoldConfig::default(), 11, &mut |_, _| {})
-                .is_err()
-        );
+        assert!(killed_at(&log, &mut db, 11, die_at));
     }
     let done = catch_up(&log, &mut db, 11);
     assert!(!done.rebuilt || done.folded <= records.len());
@@ -542,6 +554,8 @@ fn on_postgres_the_tables_fold_rewind_and_hash_the_same() {
          ALTER TABLE txs DROP COLUMN moved;
          DROP INDEX state_seen_by_signature;
          ALTER TABLE state_seen ADD PRIMARY KEY (signature);
+         DROP INDEX txs_by_signature;
+         ALTER TABLE txs ADD PRIMARY KEY (signature);
          UPDATE brainctl_indexer_schema SET version = 4;",
     );
     PgStore::connect(&url).unwrap();
@@ -760,19 +774,7 @@ fn a_short_catch_up_is_one_commit_recording_the_change_number() {
     }
     log.put_records(&records[361..], 0).unwrap();
     let before = db.applied_seq().unwrap();
-    let mut dying = Dying {
-        db: &mut db,
-        commits: 0,
-        die_at: 1,
-    };
-    assert!(durable::catch_up(
-        &log,
-        &mut dying,
-        &FoldConfig::default(),
-        100,
-        &mut |_, _| {}
-    )
-    .is_err());
+    assert!(killed_at(&log, &mut db, 100, 1));
     assert_eq!(db.applied_seq().unwrap(), before);
     assert_eq!(catch_up(&log, &mut db, 100).folded, records.len() - 361);
     assert_eq!(db.applied_seq().unwrap(), log.log_seq().unwrap());
@@ -789,15 +791,7 @@ fn a_rebuild_in_large_pages_keeps_its_undo_tail() {
     let mut log = SqliteStore::in_memory().unwrap();
     let mut db = SqliteState::in_memory().unwrap();
     log.put_records(&records, 0).unwrap();
-    let done = durable::catch_up_with(
-        &log,
-        &mut db,
-        &FoldConfig::default(),
-        1_000,
-        600,
-        &mut |_, _| {},
-    )
-    .unwrap();
+    let done = catch_up_keeping(&log, &mut db, 1_000, 600);
     assert_eq!(done.folded, records.len());
     log.put_records(std::slice::from_ref(&late), 0).unwrap();
     let done = catch_up(&log, &mut db, 1_000);

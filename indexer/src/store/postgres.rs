@@ -35,6 +35,7 @@ const MIGRATIONS: &[&str] = &[
     include_str!("../../../migrations/indexer-pg/0007_signatures_compare_as_bytes.sql"),
     include_str!("../../../migrations/indexer-pg/0008_txs_moved.sql"),
     include_str!("../../../migrations/indexer-pg/0009_seen_by_hash.sql"),
+    include_str!("../../../migrations/indexer-pg/0010_txs_by_hash.sql"),
 ];
 /// Advisory lock held while migrating (several processes may start at once).
 const MIGRATION_LOCK: i64 = 0x4252_4e49;
@@ -288,14 +289,21 @@ impl LogStore for PgStore {
             .unzip();
         self.transaction(|c| async move {
             lock_log(&c).await?;
-            // set-based: one statement per batch, whatever its size
+            // set-based: one statement per batch, whatever its size. No
+            // unique index arbitrates (migration 0010: a hash index); the
+            // log's lock makes this the only writer, which updates the
+            // rows it has and inserts the rest
             c.execute(
-                "INSERT INTO txs (signature, slot, idx, final, record, moved)
-                 SELECT *, false FROM UNNEST($1::text[], $2::bigint[], $3::bigint[], $4::bool[], $5::text[])
-                 ON CONFLICT (signature) DO UPDATE SET slot = excluded.slot, idx = excluded.idx,
-                   final = txs.final OR excluded.final, record = excluded.record,
-                   seq = nextval('txs_seq'),
-                   moved = txs.moved OR txs.slot <> excluded.slot OR txs.idx <> excluded.idx",
+                "WITH input (signature, slot, idx, final, record) AS (
+                   SELECT * FROM UNNEST($1::text[], $2::bigint[], $3::bigint[], $4::bool[], $5::text[])),
+                 stored AS (
+                   UPDATE txs t SET slot = i.slot, idx = i.idx, final = t.final OR i.final,
+                     record = i.record, seq = nextval('txs_seq'),
+                     moved = t.moved OR t.slot <> i.slot OR t.idx <> i.idx
+                   FROM input i WHERE t.signature = i.signature RETURNING t.signature)
+                 INSERT INTO txs (signature, slot, idx, final, record, moved)
+                 SELECT i.*, false FROM input i
+                 WHERE NOT EXISTS (SELECT 1 FROM stored s WHERE s.signature = i.signature)",
                 &[&sigs, &slots, &idxs, &finals, &jsons],
             )
             .await?;
