@@ -498,6 +498,21 @@ fn on_postgres_the_tables_fold_rewind_and_hash_the_same() {
         state_hash(&mut db).unwrap(),
         "dca430765a055328bd325bddcf9a0ffe08298b06b22194de56daec70cfbd5a10"
     );
+    // the writer (here a superuser) installed pg_prewarm, and after a
+    // rebuild reads the log's lookup indexes back with it: each block of
+    // the log's signature index and of the carried bodies' ids
+    let index_blocks: i64 = with_pg(&url, async |c| {
+        c.query_one(
+            "SELECT (sum(pg_relation_size(i)) / current_setting('block_size')::int8)::int8
+             FROM unnest(ARRAY['txs_by_signature', 'carried_manifests_pkey']::regclass[]) i",
+            &[],
+        )
+        .await
+        .unwrap()
+        .get(0)
+    });
+    assert!(index_blocks > 0);
+    assert_eq!(log.warm_lookups().unwrap(), index_blocks as u64);
     // late, moved and vanished records
     let url = database(&pg, "rewinds");
     rewinds(

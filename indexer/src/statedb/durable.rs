@@ -95,6 +95,9 @@ pub fn catch_up_with(
     let changes_read = started.elapsed();
     let tail = done.rebuilt.then_some(undo_tail);
     done.folded = fold_log(log, db, cfg, seq, page, tail, progress)?;
+    if done.rebuilt {
+        warm_lookups(log);
+    }
     tracing::debug!(
         folded = done.folded,
         rewound = done.rewound,
@@ -104,6 +107,22 @@ pub fn catch_up_with(
         "caught up"
     );
     Ok(done)
+}
+
+/// After a rebuild, which read the whole log and pushed the indexes new
+/// records are looked up by out of the server's cache, reads them back in
+/// (best effort: a failure costs only speed, so it is logged, not raised).
+fn warm_lookups(log: &dyn LogStore) {
+    let started = std::time::Instant::now();
+    match log.warm_lookups() {
+        Ok(0) => {}
+        Ok(blocks) => tracing::info!(
+            blocks,
+            ms = started.elapsed().as_secs_f64() * 1e3,
+            "read the log's lookup indexes back into the database's cache"
+        ),
+        Err(e) => tracing::warn!(error = %e, "could not warm the log's lookup indexes"),
+    }
 }
 
 /// Folds every log record after the tables' head, `page` a commit; the

@@ -215,6 +215,14 @@ pub trait LogStore: Send {
         let _ = keep;
         Ok(())
     }
+    /// Reads the indexes a stored batch looks its records up by back into
+    /// the server's cache, after a long read of the whole log (a rebuild)
+    /// pushed them out: else the batches stored next read them a page a
+    /// record. How many blocks it read; 0 where there is no such cache
+    /// (SQLite) or no way to fill it (PostgreSQL without `pg_prewarm`).
+    fn warm_lookups(&self) -> Result<u64, StoreError> {
+        Ok(0)
+    }
     /// Whether no record is stored.
     fn is_empty(&self) -> Result<bool, StoreError>;
     /// Whether a record is stored.

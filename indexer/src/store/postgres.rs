@@ -76,7 +76,25 @@ impl PgStore {
     pub fn connect(url: &str) -> Result<PgStore, StoreError> {
         let store = PgStore::open(url)?;
         store.migrate()?;
+        store.offer_prewarm()?;
         Ok(store)
+    }
+
+    /// Installs `pg_prewarm` (PostgreSQL's contrib, in Debian's server
+    /// package) where this role may ([`LogStore::warm_lookups`] uses it);
+    /// where it may not, the log works the same, only colder after a
+    /// rebuild.
+    fn offer_prewarm(&self) -> Result<(), StoreError> {
+        self.run(|c| async move {
+            c.batch_execute(
+                "DO $$ BEGIN CREATE EXTENSION IF NOT EXISTS pg_prewarm;
+                 EXCEPTION WHEN OTHERS THEN
+                   RAISE DEBUG 'pg_prewarm not installed: %', SQLERRM;
+                 END $$",
+            )
+            .await?;
+            Ok(())
+        })
     }
 
     /// Connects to `url` without touching the schema (a hot standby is
@@ -533,6 +551,42 @@ impl LogStore for PgStore {
                 .await?
                 .get(0);
             Ok(!any)
+        })
+    }
+
+    fn warm_lookups(&self) -> Result<u64, StoreError> {
+        self.run(|c| async move {
+            let installed = c
+                .query_one(
+                    "SELECT EXISTS (SELECT 1 FROM pg_extension WHERE extname = 'pg_prewarm')",
+                    &[],
+                )
+                .await?
+                .get::<_, bool>(0);
+            if !installed {
+                return Ok(0);
+            }
+            // the log's signature index and the carried bodies' ids, if
+            // together they fit in half the shared buffers (more would
+            // push out what the last batches use)
+            let blocks: i64 = c
+                .query_one(
+                    "WITH lookups AS (
+                       SELECT to_regclass(n) AS i
+                       FROM unnest(ARRAY['txs_by_signature', 'carried_manifests_pkey']) n
+                       WHERE to_regclass(n) IS NOT NULL),
+                     fits AS (
+                       SELECT sum(pg_relation_size(i)) / current_setting('block_size')::int8
+                              <= (SELECT setting::int8 / 2 FROM pg_settings
+                                  WHERE name = 'shared_buffers') AS ok
+                       FROM lookups)
+                     SELECT COALESCE(sum(pg_prewarm(i)), 0)::int8
+                     FROM lookups, fits WHERE fits.ok",
+                    &[],
+                )
+                .await?
+                .get(0);
+            Ok(blocks as u64)
         })
     }
 
