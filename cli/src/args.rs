@@ -634,6 +634,13 @@ pub struct BuyArgs {
     /// that say escrow are always paid into escrow.
     #[arg(long, conflicts_with = "offer")]
     pub escrow: bool,
+    /// Pay an escrow listing whose blob cannot prove on chain what its
+    /// manifest promises (a format 1 blob: the bundle hash; format 2 under
+    /// a stated memory count: the count), accepting that its seller could
+    /// be paid for another plaintext. Refused by default and under any
+    /// spend policy; `show` and `quote` say what each listing proves.
+    #[arg(long)]
+    pub allow_unproven_blob: bool,
     #[command(flatten)]
     pub receive: ReceiveOpts,
 }
@@ -667,6 +674,13 @@ pub struct QuoteArgs {
     /// ...or of the seller's counter to it (found on chain when omitted).
     #[arg(long, requires = "offer", allow_hyphen_values = true)]
     pub counter: Option<String>,
+    /// Quote an escrow listing whose blob cannot prove on chain what its
+    /// manifest promises (a format 1 blob: the bundle hash; format 2 under
+    /// a stated memory count: the count), accepting that its seller could
+    /// be paid for another plaintext. Refused by default and under any
+    /// spend policy; `show` and `quote` say what each listing proves.
+    #[arg(long)]
+    pub allow_unproven_blob: bool,
     #[command(flatten)]
     pub storage: StorageOpts,
     #[command(flatten)]

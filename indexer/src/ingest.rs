@@ -334,6 +334,11 @@ impl RpcSource {
         &self.chain
     }
 
+    /// The storage gateway manifests (and escrow blobs) are read from.
+    pub fn gateway(&self) -> &Source {
+        &self.gateway
+    }
+
     /// The addresses whose history is polled.
     pub fn addresses(&self) -> &[Pubkey] {
         &self.addresses

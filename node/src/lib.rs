@@ -40,6 +40,7 @@ pub mod crypto;
 #[cfg(feature = "chain")]
 pub mod escrow;
 pub mod export;
+pub mod fault;
 pub mod import;
 pub mod keys;
 #[cfg(feature = "chain")]

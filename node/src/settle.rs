@@ -318,6 +318,16 @@ pub enum Rejection {
         /// End of the release window.
         deadline: i64,
     },
+    /// The listing was convicted of fraud (another buyer proved its blob
+    /// lies): no reveal is sent to it; the deposit is declined, returned
+    /// in full.
+    #[error("the listing was convicted of fraud; declined, returned in full")]
+    ListingConvicted,
+    /// The listing's committed key point is none the seller's wallet
+    /// derives on this cluster: no reveal could satisfy it; declined at
+    /// once, returned in full.
+    #[error("the listing's committed key point is not derived from the seller's wallet on this cluster; declined, returned in full")]
+    ForeignKey,
 }
 
 /// What every buy must show before its payment is looked at: success, one

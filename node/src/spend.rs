@@ -135,6 +135,11 @@ pub enum Refusal {
         /// What is left of the budget.
         remaining: u64,
     },
+    /// An escrow listing whose blob cannot prove on chain what its
+    /// manifest promises: no policy allows paying for one (a person buys
+    /// it by hand, naming the risk, with no policy in force).
+    #[error("this escrow listing's blob cannot prove on chain what its manifest promises (see `brainctl marketplace quote`): a spend policy never allows such a buy")]
+    UnprovenBlob,
 }
 
 /// Spend policy and ledger errors.
@@ -369,6 +374,9 @@ pub struct Spend<'a> {
     pub lamports: u64,
     /// What a token buy pays: the mint and base units.
     pub token: Option<(&'a str, u64)>,
+    /// An escrow buy whose blob cannot prove what its manifest promises
+    /// (`buy --allow-unproven-blob`): refused by every policy.
+    pub unproven: bool,
 }
 
 /// What a marketplace action other than a buy is about to spend.
@@ -538,6 +546,9 @@ impl SpendLedger {
         now: i64,
     ) -> Result<Standing, SpendError> {
         let standing = self.standing(policy, now)?;
+        if spend.unproven {
+            return Err(Refusal::UnprovenBlob.into());
+        }
         policy.judge(spend.seller, spend.lamports, standing.spent_24h_lamports)?;
         if let Some((mint, units)) = spend.token {
             let spent = Self::units_spent_since(&self.conn, mint, now - WINDOW_SECS)?;
@@ -559,6 +570,9 @@ impl SpendLedger {
             spend.token,
             now,
             |tx, spent| {
+                if spend.unproven {
+                    return Err(Refusal::UnprovenBlob.into());
+                }
                 policy.judge(spend.seller, spend.lamports, spent)?;
                 if let Some((mint, units)) = spend.token {
                     let spent = Self::units_spent_since(tx, mint, now - WINDOW_SECS)?;
@@ -683,6 +697,7 @@ mod tests {
             seller: "Seller1111",
             lamports,
             token: None,
+            unproven: false,
         }
     }
 
@@ -777,6 +792,27 @@ mod tests {
 
     /// A token buy needs its mint named by the policy; its units count
     /// against that mint's limits alone, and only while it may have paid.
+    #[test]
+    fn no_policy_allows_an_unproven_escrow_blob() {
+        let (_d, mut l) = ledger();
+        // the most permissive policy there is still refuses it
+        let p = SpendPolicy::default();
+        let unproven = Spend {
+            unproven: true,
+            ..spend(1)
+        };
+        assert!(matches!(
+            l.check(&p, &unproven, NOW),
+            Err(SpendError::Refused(Refusal::UnprovenBlob))
+        ));
+        assert!(matches!(
+            l.reserve(&p, &unproven, NOW),
+            Err(SpendError::Refused(Refusal::UnprovenBlob))
+        ));
+        assert_eq!(l.standing(&p, NOW).unwrap().spent_24h_lamports, 0);
+        assert!(l.reserve(&p, &spend(1), NOW).is_ok());
+    }
+
     #[test]
     fn token_buys_count_against_their_mints_limits() {
         let (_d, mut l) = ledger();

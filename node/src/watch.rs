@@ -4,9 +4,15 @@
 //! ([`crate::market::buy::advance_sealed`]): a reveal is opened with the
 //! blob kept from before the payment and imported, or, when it lies,
 //! proven on chain inside the dispute window; a deposit the seller left
-//! past its window, declined or expired is refunded with what it is owed.
-//! A failed step (RPC down, a proof not landed) stays pending and is tried
-//! again next pass.
+//! past its window, declined or expired is refunded with what it is owed,
+//! and so is a reveal on a listing another buyer convicted. A deposit
+//! recorded when signed is confirmed landed first (one whose blockhash
+//! expired without it is closed: no deposit), and an imported buy's
+//! escrow is closed once the seller is paid (claimed for it, where the
+//! seller has not) so its rent comes back. A failed step (RPC down, a
+//! proof not landed) stays pending and is tried again next pass; a row
+//! that no longer reads is reported each pass and skipped, never stopping
+//! the others.
 //!
 //! The loop runs until its shutdown future completes; durable state is
 //! the pending store's rows (one statement per change) and the chain, so
@@ -14,8 +20,10 @@
 //! same scope), a dispute or refund already landed finds the escrow
 //! closed. Never sells, never pays.
 
-use crate::chain::Chain;
-use crate::market::buy::{advance_sealed, BuyError, ImportTarget, SealedStep};
+use crate::chain::{Chain, LandingOf};
+use crate::market::buy::{
+    advance_sealed, close_imported, BuyError, ClosingStep, ImportTarget, SealedStep,
+};
 use crate::market::pending::{PendingBuy, PendingError, PendingEscrows, State, Target};
 use crate::wallet::Wallet;
 use std::future::Future;
@@ -51,7 +59,79 @@ pub async fn pass(
     now: impl Fn() -> i64,
 ) -> Result<Vec<Outcome>, WatchError> {
     let mut out = Vec::new();
-    for p in store.pending()? {
+    for row in store.pending()? {
+        let p = match row {
+            Ok(p) => p,
+            Err(e) => {
+                let why = e.to_string();
+                tracing::warn!(error = %why, "a pending escrow row does not read: skipped");
+                let buy_signature = match &e {
+                    PendingError::BadManifest { buy_signature, .. } => buy_signature.clone(),
+                    _ => String::new(),
+                };
+                out.push(Outcome {
+                    buy_signature,
+                    listing_id: String::new(),
+                    state: State::Pending,
+                    detail: why,
+                });
+                continue;
+            }
+        };
+        if p.state == State::Imported {
+            match close_imported(chain, buyer, &p.listing).await {
+                Ok(ClosingStep::Waiting) => {}
+                Ok(closed) => {
+                    let detail = match closed {
+                        ClosingStep::Closed { signature } => {
+                            format!("imported; escrow closed, its rent back in {signature}")
+                        }
+                        _ => "imported; escrow closed".to_string(),
+                    };
+                    store.escrow_closed(&p.buy_signature, &detail, now())?;
+                    out.push(Outcome {
+                        buy_signature: p.buy_signature.clone(),
+                        listing_id: p.listing.listing_id.clone(),
+                        state: State::Imported,
+                        detail,
+                    });
+                }
+                Err(e) => {
+                    tracing::warn!(buy = %p.buy_signature, error = %e, "closing an imported escrow: tried again next pass");
+                }
+            }
+            continue;
+        }
+        if !p.landed {
+            let Ok(sig) = p.buy_signature.parse::<crate::chain::Signature>() else {
+                out.push(Outcome {
+                    buy_signature: p.buy_signature.clone(),
+                    listing_id: p.listing.listing_id.clone(),
+                    state: State::Pending,
+                    detail: "its signature is not base58: the row was edited; skipped".into(),
+                });
+                continue;
+            };
+            match chain.landing_of(&sig, p.last_valid_height).await {
+                Ok(LandingOf::Landed { .. }) => store.mark_landed(&p.buy_signature, now())?,
+                Ok(LandingOf::InFlight) => continue,
+                Ok(LandingOf::Never) => {
+                    let detail = "no deposit: its blockhash expired without it landing".to_string();
+                    store.finish(&p.buy_signature, State::Closed, &detail, now())?;
+                    out.push(Outcome {
+                        buy_signature: p.buy_signature.clone(),
+                        listing_id: p.listing.listing_id.clone(),
+                        state: State::Closed,
+                        detail,
+                    });
+                    continue;
+                }
+                Err(e) => {
+                    tracing::warn!(buy = %p.buy_signature, error = %e, "whether the deposit landed: asked again next pass");
+                    continue;
+                }
+            }
+        }
         let (state, detail) = match step(chain, buyer, &p).await {
             Ok(SealedStep::Waiting) => continue,
             Ok(SealedStep::Imported(report)) => (
@@ -138,7 +218,8 @@ pub async fn run(
             _ = &mut shutdown => return Ok(()),
         };
         report(&outcomes);
-        if until_done && store.pending()?.is_empty() {
+        // done once nothing readable is left to act on
+        if until_done && store.pending()?.iter().all(Result::is_err) {
             return Ok(());
         }
         tokio::select! {

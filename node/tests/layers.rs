@@ -8,7 +8,7 @@ use std::path::Path;
 
 /// Lowest first. A module may use its own layer and those below.
 const LAYERS: &[&[&str]] = &[
-    &["crypto", "clock", "stop"],
+    &["crypto", "clock", "stop", "fault"],
     &[
         "wallet",
         "bundle",

@@ -214,11 +214,14 @@ pub fn show(
             Some(("on_chain", "on_chain")) => out.push(
                 "  bundle proof on chain: a plaintext other than the bundle hash above, or holding another memory count than the preview's, is fraud the program convicts (blob format 3)".into(),
             ),
+            Some(("on_chain", _)) if p["memories_count"].is_u64() => out.push(
+                "  bundle proof on chain: a plaintext other than the bundle hash above is fraud the program convicts; the preview's memory count is not proven (blob format 2): `buy` refuses it unless you name --allow-unproven-blob (never under a spend policy)".into(),
+            ),
             Some(("on_chain", _)) => out.push(
-                "  bundle proof on chain: a plaintext other than the bundle hash above is fraud the program convicts; the memory count is not proven (blob format 2)".into(),
+                "  bundle proof on chain: a plaintext other than the bundle hash above is fraud the program convicts (blob format 2)".into(),
             ),
             Some(_) => out.push(
-                "  bundle proof none: listed before midstate commitments (blob format 1); a lying chunk is provable, a plaintext other than the bundle hash is only detected by your client".into(),
+                "  bundle proof none: listed before midstate commitments (blob format 1); a lying chunk is provable, a plaintext other than the bundle hash is not, so its seller could be paid for garbage: `buy` refuses it unless you name --allow-unproven-blob (never under a spend policy)".into(),
             ),
             None => {}
         }

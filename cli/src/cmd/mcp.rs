@@ -681,6 +681,8 @@ impl BrainctlServer {
                 listing: a.manifest_id,
                 offer: a.offer,
                 counter: None,
+                // an agent never pays for a blob that cannot prove its promise
+                allow_unproven_blob: false,
                 storage: s.storage.clone(),
                 indexer: s.indexer.clone(),
             }))
@@ -703,6 +705,7 @@ impl BrainctlServer {
                 offer: a.offer,
                 counter: None,
                 escrow: false,
+                allow_unproven_blob: false,
                 receive: s.receive(),
             }))
         })

@@ -9,7 +9,11 @@
 //! `deposit` instead (`node::market::escrow_trade::deposit_plan`, as
 //! `buy` sends it): the on-chain listing must match the signed manifest
 //! and take deposits, one deposit per buyer; offers do not apply. A direct
-//! payment there would never be released.
+//! payment there would never be released. The escrow blob is fetched and
+//! checked first, as `buy` checks it (the committed length and root, the
+//! promised format and memory count), and one that cannot prove on chain
+//! what its manifest promises is refused (`Unproven`): no deposit is built
+//! for a listing whose seller could be paid for garbage.
 //!
 //! A listing that settles in a token (its manifest's `settlement`) gets
 //! `node::market::tx::token_buy_instructions`: checked transfers of the
@@ -134,6 +138,31 @@ pub(super) async fn settle(
                 EscrowReadError::Mint(m) => ApiError::conflict(m.to_string()),
                 other => ApiError::unavailable(format!("RPC: {other}")),
             })?;
+        // the blob a buyer would pay for, checked as `buy` checks it (the
+        // listing account matched the manifest above, so its terms are
+        // the manifest's)
+        let blob = source
+            .gateway()
+            .fetch(
+                node::market::buy::blob_item(&listing),
+                node::seal::MAX_BLOB_BYTES,
+            )
+            .await
+            .map_err(|_| {
+                ApiError::unavailable(format!(
+                    "the listing's escrow blob {} could not be read from this indexer's storage gateway; nothing was built (try again, or buy with `brainctl marketplace buy`)",
+                    listing.encrypted_bundle_uri
+                ))
+            })?;
+        let terms = node::market::escrow_trade::manifest_terms(&listing)
+            .map_err(|e| ApiError::conflict(e.to_string()))?;
+        let proof = node::market::escrow_trade::check_blob_before_paying(
+            &terms,
+            &node::market::escrow_trade::BlobPromise::of(&listing),
+            &blob,
+            node::market::escrow_trade::Unproven::Refuse,
+        )
+        .map_err(|e| ApiError::conflict(e.to_string()))?;
         let account = node::escrow::listing_address(
             &Pubkey::from_str(&listing.seller_pubkey)
                 .map_err(|_| ApiError::conflict("the listing's seller is malformed"))?,
@@ -160,6 +189,7 @@ pub(super) async fn settle(
                 "program": node::escrow::PROGRAM_ID,
                 "listing_account": account.to_string(),
                 "escrow_account": node::escrow::escrow_address(&account, &buyer).to_string(),
+                "blob_proof": proof,
             },
             "recent_blockhash": blockhash,
             "last_valid_block_height": last_valid,

@@ -31,6 +31,13 @@ enum Preflight {
     Skip,
     /// Not simulated; a failure on chain is returned as landed (tests).
     SkipAndAcceptFailure,
+    /// Never simulated, not even for its compute-unit limit (this one is
+    /// used): the instructions carry a secret no RPC may see before the
+    /// transaction is signed and sent (a sealed escrow's reveal).
+    Secret {
+        /// The compute-unit limit.
+        cu_limit: u32,
+    },
 }
 
 /// Called with each transaction signed for a send, before it is sent:
@@ -40,6 +47,20 @@ enum Preflight {
 /// to send durably first, and after a crash finish it with
 /// [`Chain::finish_recorded`] instead of signing anew.
 pub type RecordSend<'a> = &'a (dyn Fn(&Signature, u64, &[u8]) -> Result<(), ChainError> + Sync);
+
+/// Where a signed transaction stands ([`Chain::landing_of`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LandingOf {
+    /// It landed (succeeded or failed) in this slot.
+    Landed {
+        /// Its slot.
+        slot: u64,
+    },
+    /// Not seen yet; its blockhash is still valid.
+    InFlight,
+    /// Its blockhash expired and it is nowhere: it never will land.
+    Never,
+}
 
 /// A transaction that landed.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -313,13 +334,26 @@ impl Chain {
         payer: &Pubkey,
         signers: usize,
     ) -> Result<(Vec<Instruction>, Budget), ChainError> {
-        use super::priority::{limit_for, with_budget, written, FALLBACK_CU_LIMIT};
+        use super::priority::{limit_for, FALLBACK_CU_LIMIT};
         let limit = match self.units_of(ixs, payer).await? {
             Some(units) => limit_for(units),
             // no simulation: the limit the caller set, if higher
             None => super::priority::limit_set(ixs)
                 .map_or(FALLBACK_CU_LIMIT, |l| l.max(FALLBACK_CU_LIMIT)),
         };
+        self.budget_with_limit(ixs, payer, signers, limit).await
+    }
+
+    /// [`Chain::budget_for`] with the compute-unit limit given (nothing
+    /// simulated).
+    async fn budget_with_limit(
+        &self,
+        ixs: &[Instruction],
+        payer: &Pubkey,
+        signers: usize,
+        limit: u32,
+    ) -> Result<(Vec<Instruction>, Budget), ChainError> {
+        use super::priority::{with_budget, written, FALLBACK_CU_LIMIT};
         let price = match self.priority.fixed_micro_lamports {
             Some(_) => self.priority.price(&[], limit),
             None => {
@@ -557,6 +591,41 @@ impl Chain {
             .await
     }
 
+    /// [`Chain::send`] (preflight, rebuilt up to 3 times), each signed
+    /// transaction handed to `record` before it is sent: a caller that
+    /// must never lose track of a payment keeps it before it can land.
+    pub async fn send_recorded(
+        &self,
+        ixs: &[Instruction],
+        signers: &[&Keypair],
+        record: RecordSend<'_>,
+    ) -> Result<Sent, ChainError> {
+        self.send_inner(ixs, signers, Preflight::Simulate, 3, Some(record))
+            .await
+    }
+
+    /// Where a transaction signed with a blockhash valid until
+    /// `last_valid` stands: landed (failed or not), still able to land,
+    /// or never to land (its blockhash expired without it, asked of the
+    /// whole history and of `getTransaction`).
+    pub async fn landing_of(
+        &self,
+        sig: &Signature,
+        last_valid: u64,
+    ) -> Result<LandingOf, ChainError> {
+        let (status, height) = self.landing.read(&self.rpc, sig).await?;
+        if let Some(status) = status {
+            return Ok(LandingOf::Landed { slot: status.slot });
+        }
+        if height <= last_valid {
+            return Ok(LandingOf::InFlight);
+        }
+        Ok(match self.landed_after_all(sig, true).await? {
+            Some(slot) => LandingOf::Landed { slot },
+            None => LandingOf::Never,
+        })
+    }
+
     /// Finishes a transaction kept by a [`RecordSend`] before a crash:
     /// `Some` once it landed (sent again, the very same bytes, while its
     /// blockhash is valid: a copy is the same signature and lands once);
@@ -701,6 +770,29 @@ impl Chain {
             .await
     }
 
+    /// Sends `ixs` carrying a secret (a sealed escrow's reveal `s`) that
+    /// no RPC may see unless it is signed and sent for good: never
+    /// simulated (the compute-unit limit is `cu_limit`, the price from the
+    /// recent fees), no preflight, one blockhash only (one that expires
+    /// unlanded is [`ChainError::Expired`], never rebuilt), the signed
+    /// transaction handed to `record` before it is sent.
+    pub async fn send_secret_once(
+        &self,
+        ixs: &[Instruction],
+        signers: &[&Keypair],
+        cu_limit: u32,
+        record: RecordSend<'_>,
+    ) -> Result<Sent, ChainError> {
+        self.send_inner(
+            ixs,
+            signers,
+            Preflight::Secret { cu_limit },
+            1,
+            Some(record),
+        )
+        .await
+    }
+
     /// Like [`Chain::send`] but skips preflight, so a transaction that
     /// fails on chain still lands (with `meta.err`). Returns the failure as
     /// `Ok` with the slot, for tests of hostile transactions.
@@ -723,6 +815,10 @@ impl Chain {
     ) -> Result<Sent, ChainError> {
         let skip_preflight = preflight != Preflight::Simulate;
         let accept_failed = preflight == Preflight::SkipAndAcceptFailure;
+        let secret_limit = match preflight {
+            Preflight::Secret { cu_limit } => Some(cu_limit),
+            _ => None,
+        };
         let send_started = std::time::Instant::now();
         let payer = signers
             .first()
@@ -730,9 +826,16 @@ impl Chain {
         // every transaction of ours carries its compute budget; a hostile
         // test transaction is sent exactly as built
         let budgeted;
-        let ixs = match accept_failed {
-            true => ixs,
-            false => {
+        let ixs = match (accept_failed, secret_limit) {
+            (true, _) => ixs,
+            (false, Some(limit)) => {
+                budgeted = self
+                    .budget_with_limit(ixs, &payer.pubkey(), signers.len(), limit)
+                    .await?
+                    .0;
+                &budgeted[..]
+            }
+            (false, None) => {
                 budgeted = self
                     .budget_for(ixs, &payer.pubkey(), signers.len())
                     .await?
@@ -923,6 +1026,17 @@ impl Chain {
         address: &Pubkey,
         until: Option<&Signature>,
     ) -> Result<Vec<SigInfo>, ChainError> {
+        self.signatures_at_most(address, until, usize::MAX).await
+    }
+
+    /// [`Chain::signatures_for`], at most the newest `max` entries (whole
+    /// pages of 1,000): for a lookup in a history anyone can lengthen.
+    pub async fn signatures_at_most(
+        &self,
+        address: &Pubkey,
+        until: Option<&Signature>,
+        max: usize,
+    ) -> Result<Vec<SigInfo>, ChainError> {
         let mut out: Vec<SigInfo> = Vec::new();
         let mut before: Option<Signature> = None;
         loop {
@@ -943,7 +1057,7 @@ impl Chain {
             })?);
             let full = page.len() == 1000;
             out.extend(page);
-            if !full {
+            if !full || out.len() >= max {
                 break;
             }
         }

@@ -21,7 +21,7 @@ pub mod test_dollar;
 pub mod test_price;
 pub mod token;
 
-pub use client::{Budget, Chain, Sent, SigInfo};
+pub use client::{Budget, Chain, LandingOf, RecordSend, Sent, SigInfo};
 pub use cluster::{parse_commitment, ClusterKind, Endpoint};
 pub use fees::{FeeOp, FeePolicy};
 pub use parsed_tx::{ParsedTx, ProgramCall};

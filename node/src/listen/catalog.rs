@@ -24,7 +24,10 @@ pub struct DbCatalog {
 
 impl DbCatalog {
     /// Loads every recorded listing whose key is present (others are
-    /// skipped with a warning: they cannot be released).
+    /// skipped with a warning: they cannot be released), and every escrow
+    /// listing with or without its key file: a reveal needs no blob key
+    /// (k is derived again from the wallet), so a lost key file never
+    /// leaves a deposit unanswered and its seller slashed.
     /// `fee` is the protocol fee in force on this cluster (treasury,
     /// fee_bps), `None` off mainnet.
     pub fn load(
@@ -36,6 +39,10 @@ impl DbCatalog {
         for l in db.listings()? {
             match keys.load_for_listing(&l.listing_id) {
                 Ok((_, key)) => entries.push((l, *key)),
+                Err(e) if l.escrow => {
+                    tracing::info!(listing = %l.listing_id, error = %e, "no key file for an escrow listing: its deposits are answered from the wallet alone");
+                    entries.push((l, [0; 32]))
+                }
                 Err(e) => {
                     tracing::warn!(listing = %l.listing_id, error = %e, "no key for listing; buys of it cannot be released")
                 }

@@ -138,7 +138,7 @@ impl SendJournal {
             self.keep_for(&buys, sig, last_valid, wire).map_err(|e| {
                 ChainError::Config(format!("keeping the release before sending it: {e}"))
             })?;
-            super::fault::maybe_abort("release_signed");
+            crate::fault::maybe_abort("release_signed");
             Ok(())
         }
     }

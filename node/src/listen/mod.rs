@@ -11,7 +11,6 @@
 pub mod catalog;
 pub mod daemon;
 pub mod deposits;
-pub mod fault;
 pub mod journal;
 pub mod pass;
 pub mod release;

@@ -273,13 +273,42 @@ async fn claim_due(
     let payer = seller.solana_keypair();
     let me = payer.pubkey();
     let mut settings = None;
+    let mut first_error = None;
     for listing_id in listings {
         let account = crate::escrow::listing_address(&me, &listing_id);
-        let revealed =
-            super::deposits::held_deposits(chain, &account, crate::escrow::EscrowStatus::Revealed)
-                .await?;
+        // one listing's RPC error never stops the claims of the others
+        let revealed = match super::deposits::held_deposits(
+            chain,
+            &account,
+            crate::escrow::EscrowStatus::Revealed,
+        )
+        .await
+        {
+            Ok(revealed) => revealed,
+            Err(e) => {
+                tracing::warn!(%listing_id, error = %e, "revealed escrows not read; will retry");
+                first_error.get_or_insert(e);
+                continue;
+            }
+        };
         if revealed.is_empty() {
             continue;
+        }
+        // a convicted listing pays nothing: the program refuses its claims
+        // (each buyer takes its deposit and share back)
+        match crate::market::escrow_trade::read_account(
+            chain,
+            &account,
+            crate::escrow::ListingAccount::decode,
+        )
+        .await
+        {
+            Ok(Some(l)) if l.status == crate::escrow::ListingStatus::Convicted => continue,
+            Ok(_) => {}
+            Err(e) => {
+                tracing::warn!(%listing_id, error = %e, "listing not read; its claims wait");
+                continue;
+            }
         }
         let s = match &settings {
             Some(s) => s,
@@ -329,7 +358,10 @@ async fn claim_due(
             }
         }
     }
-    Ok(())
+    match first_error {
+        Some(e) => Err(e.into()),
+        None => Ok(()),
+    }
 }
 
 /// What the escrows of our listing `account` hold: the listing's token
@@ -402,14 +434,28 @@ async fn discover_deposits(
     // the settings and the cluster's clock, read once a pass when a
     // deposit is held
     let mut clock: Option<(crate::escrow::SettingsAccount, i64)> = None;
+    let mut first_error: Option<ChainError> = None;
     for listing_id in catalog.escrow_listings(&payment_address.to_string()) {
         let Some(terms) = catalog.terms(&listing_id) else {
             continue;
         };
         let account = crate::escrow::listing_address(&me, &listing_id);
-        let held =
-            super::deposits::held_deposits(chain, &account, crate::escrow::EscrowStatus::Deposited)
-                .await?;
+        // one listing's RPC error never stops the discovery of the others'
+        // deposits (it is reported once they are all looked at)
+        let held = match super::deposits::held_deposits(
+            chain,
+            &account,
+            crate::escrow::EscrowStatus::Deposited,
+        )
+        .await
+        {
+            Ok(held) => held,
+            Err(e) => {
+                tracing::warn!(%listing_id, error = %e, "deposits not read; will retry");
+                first_error.get_or_insert(e);
+                continue;
+            }
+        };
         if held.is_empty() {
             continue;
         }
@@ -448,7 +494,10 @@ async fn discover_deposits(
             }
         }
     }
-    Ok(())
+    match first_error {
+        Some(e) => Err(PassStep::Chain(e)),
+        None => Ok(()),
+    }
 }
 
 /// Expires a deposit left past its answer deadline (the program's
@@ -528,7 +577,7 @@ async fn discover(
             {
                 continue;
             }
-            super::fault::maybe_abort("seen");
+            crate::fault::maybe_abort("seen");
             tracing::debug!(sig = %info.signature, slot = info.slot, "seen");
             report.seen += 1;
             // a failure the history reports is judged from the transaction
@@ -600,7 +649,7 @@ fn record_verdicts(
         match verdict {
             Ok(Ok(buy)) => {
                 db.mark_verified(&buy)?;
-                super::fault::maybe_abort("verified");
+                crate::fault::maybe_abort("verified");
                 report.verified += 1;
             }
             Ok(Err(why)) => {
@@ -738,7 +787,7 @@ async fn upload_due(
                 .map_err(ReleaseError::from)
         });
         match recorded {
-            Ok(_) => super::fault::maybe_abort("envelope_uploaded"),
+            Ok(_) => crate::fault::maybe_abort("envelope_uploaded"),
             Err(ReleaseError::State(e @ StateError::Sql(_))) => return Err(e),
             Err(e) => retry_later(
                 db,

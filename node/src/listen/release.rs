@@ -136,6 +136,17 @@ struct Pending {
 /// grace, a seller may reveal until 15 s past the nominal window.
 pub const REVEAL_MARGIN_SECS: i64 = 75;
 
+/// The compute-unit limit of a reveal transaction, which is never
+/// simulated (its `s` would reach the RPC): the program's `reveal` with its
+/// event (about 20,000 CU, measured on the SBF build), the discovery
+/// reference, and the memo at about 360 CU a byte, with room to spare.
+pub fn reveal_cu_limit(memo_bytes: usize) -> u32 {
+    let memo = u32::try_from(memo_bytes)
+        .unwrap_or(u32::MAX)
+        .saturating_mul(400);
+    60_000u32.saturating_add(memo).min(1_400_000)
+}
+
 /// A sealed-escrow listing's release, as two transactions because the
 /// token, the memo and the program's `reveal` together exceed a packet:
 /// 1. the `release` memo + the program's `reveal` of s = k + b (k derived
@@ -150,6 +161,7 @@ pub const REVEAL_MARGIN_SECS: i64 = 75;
 async fn land_escrow_release(
     chain: &Chain,
     seller: &Wallet,
+    journal: &SendJournal,
     row: &crate::seller::BuyRow,
     goods: &Goods<'_>,
     p: Pending,
@@ -185,7 +197,15 @@ async fn land_escrow_release(
             }))
         }
         Some(e) if e.status != EscrowStatus::Deposited => {
-            match landed_release(chain, &at, &memo_text, &me).await? {
+            // the reveal kept before it was sent is the record; the
+            // escrow's history (anyone can lengthen it) is read, bounded,
+            // only when nothing was kept
+            let kept = kept_release(chain, journal, &row.signature, &memo_text, &me).await?;
+            let found = match kept {
+                Some(sig) => Some(sig),
+                None => landed_release(chain, &at, &memo_text, &me).await?,
+            };
+            match found {
                 Some(sig) => sig,
                 // a deposit again at this address (`<escrow>#<n>`) that is
                 // no longer held, with no reveal of ours for it: another
@@ -203,64 +223,104 @@ async fn land_escrow_release(
             let b = seller_blinding(&seller.x25519_secret(), &at, &e.buyer_x25519)?;
             let settings = crate::market::escrow_trade::read_settings(chain).await?;
             let deadline = settings.answer_deadline(e.deposited_at);
-            let late = chain.cluster_time().await? + REVEAL_MARGIN_SECS >= deadline;
-            let why = match (escrow_math::client::point_of(&b) != e.blind_point, late) {
-                (true, _) => Some(Rejection::BlindingDeclined),
-                (false, true) => Some(Rejection::RevealTooLate { deadline }),
-                (false, false) => None,
-            };
-            if let Some(why) = why {
-                // a decline publishes nothing and returns the deposit in
-                // full; one that lands late fails harmlessly
-                tracing::warn!(escrow = %at, reason = %why, "declining the deposit");
-                let decline = crate::escrow::decline(&listing, buyer, &me);
-                if let Err(err) = chain.send(&[decline], &[&payer]).await {
-                    // still held: answered only once the decline lands (a
-                    // deposit again at this address is then a new buy);
-                    // past the window nothing can answer it (the buyer
-                    // refunds it with the stake share)
-                    if chain.cluster_time().await? < deadline {
-                        tracing::warn!(escrow = %at, error = %err, "decline failed; will retry");
-                        return Err(err.into());
-                    }
-                    tracing::warn!(escrow = %at, error = %err, "decline failed after the release window");
-                }
-                return Err(ReleaseError::Abandoned(why));
-            }
-            // k by the derivation the listing committed to (bound to this
-            // cluster, or the first one for an older listing)
-            let genesis = chain.genesis_hash().await?;
-            let committed = read_account(chain, &listing, crate::escrow::ListingAccount::decode)
-                .await?
-                .and_then(|l| {
-                    crate::escrow::committed_scalar(
-                        seller,
-                        &genesis,
-                        &row.listing_id,
-                        &l.terms.key_point,
-                    )
-                });
-            let k = committed.ok_or_else(|| ReleaseError::ForeignKey(row.listing_id.clone()))?;
-            let s = escrow_math::client::reveal(&k, &b);
-            release.push(crate::escrow::reveal(&listing, buyer, &me, &s));
-            // one blockhash only: a reveal is never rebuilt past the margin
-            // (the next pass checks the window again, or declines)
-            match chain.send_once(&release, &[&payer]).await {
-                Ok(sent) => sent.signature.to_string(),
-                // revealed concurrently or before a crash: the program refused a second one
-                Err(err)
-                    if state()
-                        .await?
-                        .is_some_and(|e| e.status != EscrowStatus::Deposited) =>
+            // a reveal sent before (kept before it was sent): its s is
+            // known to the RPC that took it, so it is never declined
+            // now; one that landed is the answer
+            let kept = journal.kept(&row.signature)?;
+            let mut landed = None;
+            for k in &kept {
+                if let Some(sent) = chain
+                    .finish_recorded(&k.signature, k.last_valid, &k.wire)
+                    .await?
                 {
-                    tracing::info!(error = %err, escrow = %at, "escrow already revealed; recording it");
-                    released_by(chain, &at, &memo_text, &me).await?
+                    landed = Some(sent.signature.to_string());
+                    break;
                 }
-                Err(err) => return Err(err.into()),
+            }
+            match landed {
+                Some(sig) => sig,
+                None => {
+                    let now = chain.cluster_time().await?;
+                    // k by the derivation the listing committed to (bound
+                    // to this cluster, or the first one for an older listing)
+                    let genesis = chain.genesis_hash().await?;
+                    let onchain =
+                        read_account(chain, &listing, crate::escrow::ListingAccount::decode)
+                            .await?;
+                    let convicted = onchain
+                        .as_ref()
+                        .is_some_and(|l| l.status == crate::escrow::ListingStatus::Convicted);
+                    let committed = onchain.as_ref().and_then(|l| {
+                        crate::escrow::committed_scalar(
+                            seller,
+                            &genesis,
+                            &row.listing_id,
+                            &l.terms.key_point,
+                        )
+                    });
+                    let late = now + REVEAL_MARGIN_SECS >= deadline;
+                    let why = if escrow_math::client::point_of(&b) != e.blind_point {
+                        Some(Rejection::BlindingDeclined)
+                    } else if convicted {
+                        Some(Rejection::ListingConvicted)
+                    } else if committed.is_none() {
+                        Some(Rejection::ForeignKey)
+                    } else if late && kept.is_empty() {
+                        Some(Rejection::RevealTooLate { deadline })
+                    } else {
+                        None
+                    };
+                    if let Some(why) = why {
+                        return decline_deposit(chain, seller, &listing, buyer, deadline, why)
+                            .await;
+                    }
+                    if now >= deadline {
+                        // a reveal sent before that never landed, and the
+                        // program takes none now: the buyer refunds it
+                        return Err(ReleaseError::Abandoned(Rejection::RevealTooLate {
+                            deadline,
+                        }));
+                    }
+                    let k = committed
+                        .ok_or_else(|| ReleaseError::ForeignKey(row.listing_id.clone()))?;
+                    let s = escrow_math::client::reveal(&k, &b);
+                    release.push(crate::escrow::reveal(&listing, buyer, &me, &s));
+                    // never simulated (s would reach the RPC before it is
+                    // sent for good), kept before it is sent, one blockhash:
+                    // the next pass finishes or sends it again until the
+                    // answer deadline, and never declines it
+                    let record = journal.recorder(&row.signature);
+                    match chain
+                        .send_secret_once(
+                            &release,
+                            &[&payer],
+                            reveal_cu_limit(memo_text.len()),
+                            &record,
+                        )
+                        .await
+                    {
+                        Ok(sent) => sent.signature.to_string(),
+                        // revealed concurrently or before a crash: the program refused a second one
+                        Err(err)
+                            if state()
+                                .await?
+                                .is_some_and(|e| e.status != EscrowStatus::Deposited) =>
+                        {
+                            tracing::info!(error = %err, escrow = %at, "escrow already revealed; recording it");
+                            match kept_release(chain, journal, &row.signature, &memo_text, &me)
+                                .await?
+                            {
+                                Some(sig) => sig,
+                                None => released_by(chain, &at, &memo_text, &me).await?,
+                            }
+                        }
+                        Err(err) => return Err(err.into()),
+                    }
+                }
             }
         }
     };
-    super::fault::maybe_abort("release_sent");
+    crate::fault::maybe_abort("release_sent");
     if !is_our_mint(chain, &mint).await? {
         if let Err(e) = mint_token(chain, seller, &seed, buyer, goods, standard, vec![]).await {
             if !is_our_mint(chain, &mint).await? {
@@ -269,6 +329,56 @@ async fn land_escrow_release(
         }
     }
     Ok(sig)
+}
+
+/// Declines a deposit (`why`): a decline publishes nothing and returns the
+/// deposit in full; one that lands late fails harmlessly. A decline that
+/// fails inside the window is retried next pass (the deposit is answered
+/// only once it lands).
+async fn decline_deposit(
+    chain: &Chain,
+    seller: &Wallet,
+    listing: &Pubkey,
+    buyer: &Pubkey,
+    deadline: i64,
+    why: crate::settle::Rejection,
+) -> Result<String, ReleaseError> {
+    let payer = seller.solana_keypair();
+    tracing::warn!(listing = %listing, %buyer, reason = %why, "declining the deposit");
+    let decline = crate::escrow::decline(listing, buyer, &payer.pubkey());
+    if let Err(err) = chain.send(&[decline], &[&payer]).await {
+        // past the window nothing can answer it (the buyer refunds it
+        // with the stake share)
+        if chain.cluster_time().await? < deadline {
+            tracing::warn!(%buyer, error = %err, "decline failed; will retry");
+            return Err(err.into());
+        }
+        tracing::warn!(%buyer, error = %err, "decline failed after the release window");
+    }
+    Err(ReleaseError::Abandoned(why))
+}
+
+/// A release of `buy` kept in `journal` before it was sent that landed
+/// with our memo (a successful transaction we signed carrying it): the
+/// record of a reveal after a crash, read without the escrow's history.
+async fn kept_release(
+    chain: &Chain,
+    journal: &SendJournal,
+    buy: &str,
+    memo_text: &str,
+    seller: &Pubkey,
+) -> Result<Option<String>, ReleaseError> {
+    for k in journal.kept(buy)? {
+        if let Some(tx) = chain.transaction(&k.signature).await? {
+            if tx.succeeded
+                && tx.signed_by(&seller.to_string())
+                && tx.memos.iter().any(|m| m == memo_text)
+            {
+                return Ok(Some(k.signature.to_string()));
+            }
+        }
+    }
+    Ok(None)
 }
 
 /// The transaction in the escrow's history that released it with our memo.
@@ -308,17 +418,33 @@ fn release_candidates(history: &[crate::chain::SigInfo], memo_text: &str) -> Vec
         .collect()
 }
 
+/// How much of an address's history [`landed_release`] reads: anyone can
+/// lengthen it (a 1-lamport transfer a signature), so a lookup after a
+/// crash reads the newest pages only. A release is found sooner from what
+/// was kept before it was sent (the journal); one buried deeper than this
+/// is not found, and the buy is retried (the chain refuses a second mint
+/// or reveal), never released twice.
+pub const RELEASE_HISTORY_MAX: usize = 5_000;
+
 /// Proof that a release landed: the first successful transaction in
-/// `address`'s history carrying exactly `memo_text`, signed by `seller`
-/// (a stranger can copy the memo text, not the seller's signature).
+/// `address`'s newest [`RELEASE_HISTORY_MAX`] history entries carrying
+/// exactly `memo_text`, signed by `seller` (a stranger can copy the memo
+/// text, not the seller's signature).
 pub async fn landed_release(
     chain: &Chain,
     address: &Pubkey,
     memo_text: &str,
     seller: &Pubkey,
 ) -> Result<Option<String>, ChainError> {
-    let history = chain.signatures_for(address, None).await?;
-    for candidate in release_candidates(&history, memo_text) {
+    let history = chain
+        .signatures_at_most(address, None, RELEASE_HISTORY_MAX)
+        .await?;
+    if history.len() >= RELEASE_HISTORY_MAX {
+        tracing::warn!(%address, entries = history.len(), "a long history: only its newest entries are searched for our release");
+    }
+    // oldest first (a release lands before copies of its memo can); a
+    // stranger's copies cost a lookup each, so only so many are read
+    for candidate in release_candidates(&history, memo_text).into_iter().take(64) {
         let Ok(sig) = Signature::from_str(&candidate) else {
             continue;
         };
@@ -696,7 +822,7 @@ pub async fn land_release(
             memo_text,
             extra,
         };
-        return land_escrow_release(chain, seller, row, goods, p).await;
+        return land_escrow_release(chain, seller, journal, row, goods, p).await;
     }
     let me = payer.pubkey();
     // a release that landed before (a crash, a send that timed out) made
@@ -709,7 +835,7 @@ pub async fn land_release(
     let sig = match minted {
         Ok(sent) => {
             tracing::debug!(buy = %row.signature, release = %sent.signature, slot = sent.slot, ms = started.elapsed().as_millis() as u64, "release landed");
-            super::fault::maybe_abort("release_sent");
+            crate::fault::maybe_abort("release_sent");
             sent.signature.to_string()
         }
         // landed concurrently or before a crash: the builder found the mint
@@ -903,7 +1029,7 @@ pub async fn land_shared_release(
         }
     };
     tracing::debug!(releases = rows.len(), release = %sent.signature, slot = sent.slot, ms = started.elapsed().as_millis() as u64, "shared release landed");
-    super::fault::maybe_abort("release_sent");
+    crate::fault::maybe_abort("release_sent");
     Ok(sent.signature.to_string())
 }
 
@@ -930,7 +1056,7 @@ async fn land_kept_release(
             .await?
         {
             tracing::info!(buy = %row.signature, release = %sent.signature, "a release kept before a restart landed; recording it");
-            super::fault::maybe_abort("release_sent");
+            crate::fault::maybe_abort("release_sent");
             return Ok(sent.signature.to_string());
         }
     }
@@ -960,7 +1086,7 @@ async fn land_kept_release(
                 .await?
         }
     };
-    super::fault::maybe_abort("release_sent");
+    crate::fault::maybe_abort("release_sent");
     Ok(sent.signature.to_string())
 }
 

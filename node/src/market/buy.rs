@@ -209,6 +209,11 @@ pub struct Quote {
     /// at (source account, feed, price, confidence, age) and the tolerance.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub usd: Option<crate::market::usd_price::UsdQuoteNow>,
+    /// An escrow buy: what its blob lets the program prove about what the
+    /// manifest promises (checked before paying, refused where it falls
+    /// short unless the buyer named `--allow-unproven-blob`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub escrow_proof: Option<crate::market::escrow_trade::BlobProof>,
 }
 
 impl Quote {
@@ -222,6 +227,7 @@ impl Quote {
                 .token
                 .as_ref()
                 .map(|t| (t.mint.as_str(), t.price_units)),
+            unproven: self.escrow_proof.is_some_and(|p| p.gap().is_some()),
         }
     }
 
@@ -251,8 +257,22 @@ impl Quote {
             ),
             None => String::new(),
         };
+        let proof = match &self.escrow_proof {
+            Some(p) => format!(
+                "; blob format {}: {}",
+                p.blob_format,
+                match p.gap() {
+                    None => match p.proves_memory_count {
+                        Some(true) => "a plaintext other than the bundle hash or the preview's memory count is fraud the program convicts",
+                        _ => "a plaintext other than the bundle hash is fraud the program convicts",
+                    },
+                    Some(gap) => gap,
+                }
+            ),
+            None => String::new(),
+        };
         format!(
-            "{} ({}, {}): {paid}{rate}; priority fee at most {} lamports",
+            "{} ({}, {}): {paid}{rate}; priority fee at most {} lamports{proof}",
             self.listing_id, self.settles, self.terms, self.priority_fee_max_lamports
         )
     }
@@ -317,6 +337,8 @@ pub const BUY_MARGIN_SECS: i64 = 30;
 /// handle's commitment: a cancel the seller sent is seen at once), an escrow
 /// listing's on-chain account must match its manifest, negotiated terms
 /// must be this buyer's and accepted on chain.
+/// An escrow listing whose blob cannot prove what its manifest promises
+/// is refused ([`crate::market::escrow_trade::Unproven::Refuse`]).
 pub async fn plan_buy(
     chain: &Chain,
     source: &Source,
@@ -324,18 +346,33 @@ pub async fn plan_buy(
     listing: &Listing,
     terms: Terms<'_>,
 ) -> Result<BuyPlan, BuyError> {
-    let mut plan = plan_priced(chain, source, buyer, listing, terms).await?;
+    plan_buy_with(chain, source, buyer, listing, terms, Default::default()).await
+}
+
+/// [`plan_buy`], an escrow blob that cannot prove what its manifest
+/// promises paid for only when `unproven` allows it (a person's
+/// `--allow-unproven-blob`).
+pub async fn plan_buy_with(
+    chain: &Chain,
+    source: &Source,
+    buyer: &Wallet,
+    listing: &Listing,
+    terms: Terms<'_>,
+    unproven: crate::market::escrow_trade::Unproven,
+) -> Result<BuyPlan, BuyError> {
+    let mut plan = plan_priced(chain, source, buyer, listing, terms, unproven).await?;
     plan.quote.priority_fee_max_lamports = chain.priority().max_lamports;
     Ok(plan)
 }
 
-/// [`plan_buy`] before the priority fee's cap is named.
+/// [`plan_buy_with`] before the priority fee's cap is named.
 async fn plan_priced(
     chain: &Chain,
     source: &Source,
     buyer: &Wallet,
     listing: &Listing,
     terms: Terms<'_>,
+    unproven: crate::market::escrow_trade::Unproven,
 ) -> Result<BuyPlan, BuyError> {
     // the latest the buy could land, by the chain's clock
     let now = chain.cluster_time().await? + BUY_MARGIN_SECS;
@@ -343,7 +380,7 @@ async fn plan_priced(
         if let Terms::Negotiated { .. } = terms {
             return Err(ListingRefusal::EscrowAtListedPriceOnly.into());
         }
-        return plan_escrow(chain, source, buyer, listing, now).await;
+        return plan_escrow(chain, source, buyer, listing, now, unproven).await;
     }
     // a listing priced in USD at settle time: its price account now (the
     // buy's own quote_usd, at its slot, is what `listen` checks)
@@ -505,6 +542,7 @@ fn quote(
             .saturating_add(LAMPORTS_PER_SIGNATURE),
         token: None,
         usd: None,
+        escrow_proof: None,
     }
 }
 
@@ -564,21 +602,27 @@ async fn negotiated_price(
 /// field) and take deposits, and the blob on Arweave must be the committed
 /// ciphertext; the deposit binds those terms and this buyer's blinding
 /// point B. The seller is paid only by revealing the key to this buyer.
+/// A blob that cannot prove what the manifest promises is refused unless
+/// `unproven` allows it.
 async fn plan_escrow(
     chain: &Chain,
     source: &Source,
     buyer: &Wallet,
     listing: &Listing,
     now: i64,
+    unproven: crate::market::escrow_trade::Unproven,
 ) -> Result<BuyPlan, BuyError> {
-    use crate::market::escrow_trade::{blind_point_for, check_blob, checked_listing, BlobPromise};
+    use crate::market::escrow_trade::{
+        blind_point_for, check_blob_before_paying, checked_listing, BlobPromise,
+    };
     let kp = buyer.solana_keypair();
     let (account, onchain, _) = checked_listing(chain, listing, now).await?;
     let blob = source
         .fetch(blob_item(listing), crate::seal::MAX_BLOB_BYTES)
         .await?;
-    check_blob(&onchain.terms, &BlobPromise::of(listing), &blob)
-        .map_err(crate::market::escrow_trade::EscrowReadError::from)?;
+    let proof =
+        check_blob_before_paying(&onchain.terms, &BlobPromise::of(listing), &blob, unproven)
+            .map_err(crate::market::escrow_trade::EscrowReadError::from)?;
     let blind = blind_point_for(&buyer.x25519_secret(), &onchain, &account, &kp.pubkey())
         .map_err(crate::market::escrow_trade::EscrowReadError::from)?;
     let crate::market::escrow_trade::DepositPlan {
@@ -609,6 +653,7 @@ async fn plan_escrow(
             price_units: price,
             protocol_fee_units: 0,
         });
+        q.escrow_proof = Some(proof);
         return Ok(BuyPlan {
             quote: q,
             instructions,
@@ -618,7 +663,8 @@ async fn plan_escrow(
     let rent = chain
         .rent_exemption(crate::escrow::ESCROW_ACCOUNT_SPACE)
         .await?;
-    let quote = quote(listing, "escrow", "listed".into(), price, 0, rent);
+    let mut quote = quote(listing, "escrow", "listed".into(), price, 0, rent);
+    quote.escrow_proof = Some(proof);
     // the spend ledger reserves the quote: the program must take no more
     if simulated > quote.total_lamports {
         return Err(crate::market::escrow_trade::EscrowReadError::from(
@@ -637,7 +683,7 @@ async fn plan_escrow(
 }
 
 /// The Arweave item of a listing's blob.
-fn blob_item(listing: &Listing) -> &str {
+pub fn blob_item(listing: &Listing) -> &str {
     listing.encrypted_bundle_uri.trim_start_matches("ar://")
 }
 
@@ -652,19 +698,43 @@ pub async fn execute(
     plan: &BuyPlan,
     guard: Option<SpendGuard<'_>>,
 ) -> Result<String, BuyError> {
+    execute_recorded(chain, buyer, plan, guard, None).await
+}
+
+/// [`execute`], each signed transaction handed to `record` before it is
+/// sent (its signature and last valid block height: an escrow buy is kept
+/// pending from then on, so a crash or a lost confirmation after it lands
+/// never leaves an untracked deposit).
+pub async fn execute_recorded(
+    chain: &Chain,
+    buyer: &Wallet,
+    plan: &BuyPlan,
+    guard: Option<SpendGuard<'_>>,
+    record: Option<crate::chain::RecordSend<'_>>,
+) -> Result<String, BuyError> {
     use crate::spend::Outcome;
     let kp = buyer.solana_keypair();
+    let send = || async {
+        let sent = match record {
+            Some(record) => {
+                chain
+                    .send_recorded(&plan.instructions, &[&kp], record)
+                    .await
+            }
+            None => chain.send(&plan.instructions, &[&kp]).await,
+        };
+        if sent.is_ok() {
+            crate::fault::maybe_abort("buy_landed");
+        }
+        sent
+    };
     let Some(SpendGuard { policy, ledger }) = guard else {
-        return Ok(chain
-            .send(&plan.instructions, &[&kp])
-            .await?
-            .signature
-            .to_string());
+        return Ok(send().await?.signature.to_string());
     };
     let now = time::OffsetDateTime::now_utc().unix_timestamp();
     let q = &plan.quote;
     let id = ledger.reserve(policy, &q.spend(), now)?;
-    match chain.send(&plan.instructions, &[&kp]).await {
+    match send().await {
         Ok(sent) => {
             let signature = sent.signature.to_string();
             ledger.settle(
@@ -793,7 +863,7 @@ pub async fn dispute_escrow(
 /// The listing's blob, checked against its committed length and root on
 /// every fetch (a gateway serving other bytes is caught before they are
 /// opened or proven against).
-async fn fetch_committed_blob(source: &Source, listing: &Listing) -> Result<Vec<u8>, BuyError> {
+pub async fn fetch_committed_blob(source: &Source, listing: &Listing) -> Result<Vec<u8>, BuyError> {
     use crate::market::escrow_trade::{check_blob, manifest_terms, BlobPromise, EscrowReadError};
     let blob = source
         .fetch(blob_item(listing), crate::seal::MAX_BLOB_BYTES)
@@ -914,11 +984,22 @@ pub async fn advance_sealed(
         check_blob, manifest_terms, read_account, read_settings, BlobPromise, EscrowPlanError,
         EscrowReadError,
     };
-    let at = crate::escrow::escrow_address(&escrow_listing_account(listing)?, &buyer_pubkey(buyer));
+    let account = escrow_listing_account(listing)?;
+    let at = crate::escrow::escrow_address(&account, &buyer_pubkey(buyer));
     let Some(e) = read_account(chain, &at, crate::escrow::EscrowAccount::decode).await? else {
         return Ok(SealedStep::Closed(format!("escrow {at} is closed")));
     };
+    // a listing another buyer convicted: every reveal of it opened the
+    // same lying blob, and the program refunds this deposit with its
+    // share whatever the dispute window says
+    let convicted = e.status == EscrowStatus::Revealed
+        && read_account(chain, &account, crate::escrow::ListingAccount::decode)
+            .await?
+            .is_some_and(|l| l.status == crate::escrow::ListingStatus::Convicted);
     match e.status {
+        EscrowStatus::Revealed if convicted => {
+            tracing::warn!(listing = %listing.listing_id, "the listing was convicted of fraud: refunding this escrow with its share");
+        }
         EscrowStatus::Deposited => {
             let deadline = read_settings(chain).await?.answer_deadline(e.deposited_at);
             if chain.cluster_time().await? < deadline {
@@ -964,6 +1045,89 @@ pub async fn advance_sealed(
     }
     let signature = refund_escrow(chain, buyer, listing).await?;
     Ok(SealedStep::Refunded { signature })
+}
+
+/// What a look at an imported buy's escrow did ([`close_imported`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ClosingStep {
+    /// Revealed, its dispute window still open: the seller is not paid yet.
+    Waiting,
+    /// Closed to this buyer (the escrow's rent back, and where the listing
+    /// was convicted since, the deposit and share too): the refund.
+    Closed {
+        /// The `refund_sealed`.
+        signature: String,
+    },
+    /// Nothing left to close.
+    Gone,
+}
+
+/// One look at this wallet's escrow of `listing` after its delivery was
+/// imported: once the dispute window passed, the payment is claimed for
+/// the seller if it has not been (anyone may; a lamport escrow, or a
+/// token one whose seller's account exists) and the escrow closed, its
+/// rent back to the buyer, so no rent is left behind and the buyer may
+/// deposit on the listing again.
+pub async fn close_imported(
+    chain: &Chain,
+    buyer: &Wallet,
+    listing: &Listing,
+) -> Result<ClosingStep, BuyError> {
+    use crate::escrow::{EscrowStatus, ListingStatus};
+    use crate::market::escrow_trade::{
+        claim_instructions, read_account, read_settings, vault_mint, EscrowPlanError,
+        EscrowReadError,
+    };
+    let account = escrow_listing_account(listing)?;
+    let me = buyer_pubkey(buyer);
+    let at = crate::escrow::escrow_address(&account, &me);
+    let Some(e) = read_account(chain, &at, crate::escrow::EscrowAccount::decode).await? else {
+        return Ok(ClosingStep::Gone);
+    };
+    if e.status == EscrowStatus::Revealed {
+        let onchain = read_account(chain, &account, crate::escrow::ListingAccount::decode)
+            .await?
+            .ok_or_else(|| {
+                EscrowReadError::from(EscrowPlanError::NoListingAccount(
+                    listing.listing_id.clone(),
+                ))
+            })?;
+        if onchain.status != ListingStatus::Convicted {
+            let settings = read_settings(chain).await?;
+            let closes = e.revealed_at.saturating_add(settings.dispute_window_secs);
+            if chain.cluster_time().await? < closes {
+                return Ok(ClosingStep::Waiting);
+            }
+            let token = vault_mint(chain, &onchain).await?;
+            if let Some(mint) = &token {
+                // never pays the seller's token account's rent
+                if !crate::chain::token::has_associated(chain, &onchain.seller, mint).await? {
+                    return Ok(ClosingStep::Waiting);
+                }
+            }
+            let ixs = claim_instructions(
+                &me,
+                &account,
+                &me,
+                &onchain.seller,
+                &settings.treasury,
+                token.as_ref(),
+            );
+            let kp = buyer.solana_keypair();
+            // the claim only pays the seller what the delivery earned; the
+            // seller's own `listen` may claim first (then this fails and
+            // the escrow is `Claimed` below)
+            if let Err(err) = chain.send(&ixs[ixs.len() - 1..], &[&kp]).await {
+                tracing::info!(escrow = %at, error = %err, "claim not sent by the buyer; the escrow is read again");
+            }
+            let after = read_account(chain, &at, crate::escrow::EscrowAccount::decode).await?;
+            if !after.is_some_and(|e| e.status == EscrowStatus::Claimed) {
+                return Ok(ClosingStep::Waiting);
+            }
+        }
+    }
+    let signature = refund_escrow(chain, buyer, listing).await?;
+    Ok(ClosingStep::Closed { signature })
 }
 
 /// Waits for the seller's answer on this buyer's sealed escrow and acts on

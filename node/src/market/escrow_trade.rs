@@ -200,6 +200,16 @@ pub enum EscrowPlanError {
     /// No misdelivery to prove.
     #[error("every chunk of the blob opens to its commitment under the revealed key: there is no misdelivery to prove")]
     NothingToDispute,
+    /// The blob cannot prove on chain what its manifest promises (a v1
+    /// blob: the bundle hash; a v2 blob under a stated memory count: the
+    /// count): a seller could be paid for another plaintext.
+    #[error("the listing's escrow blob is format {format}: {gap}, so its seller could be paid for a plaintext other than the one the listing promises and no fraud proof would convict it; refusing to pay. `brainctl marketplace show` and `quote` say what each listing proves; a person who accepts that risk buys with `--allow-unproven-blob` (a spend policy never allows it)")]
+    Unproven {
+        /// The blob's format (1 or 2).
+        format: u8,
+        /// What it cannot prove.
+        gap: &'static str,
+    },
 }
 
 fn hash_bytes(hex_hash: &str) -> Result<[u8; 32], EscrowPlanError> {
@@ -428,6 +438,86 @@ impl BlobPromise {
                 .and_then(serde_json::Value::as_u64),
         }
     }
+}
+
+/// Whether a buy pays for an escrow blob that cannot prove on chain what
+/// its manifest promises ([`BlobProof::gap`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Unproven {
+    /// Refused before paying ([`EscrowPlanError::Unproven`]): what every
+    /// client does unless a person names the risk.
+    #[default]
+    Refuse,
+    /// Paid anyway (`buy --allow-unproven-blob`; never under a spend
+    /// policy, never through MCP or `/settle`).
+    Allow,
+}
+
+/// What an escrow blob lets the program prove about what its manifest
+/// promises: a plaintext other than the bundle `bundle_hash` names (v2 and
+/// v3 blobs), and one holding another memory count than the preview
+/// states (v3 blobs). What `quote` shows and the buy judges.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+pub struct BlobProof {
+    /// The blob's format (1, 2 or 3), read from the blob itself.
+    pub blob_format: u8,
+    /// A plaintext other than the bundle `bundle_hash` names is fraud the
+    /// program convicts.
+    pub proves_bundle_hash: bool,
+    /// A plaintext holding another memory count than the preview states
+    /// is fraud the program convicts (`None`: the manifest states none).
+    pub proves_memory_count: Option<bool>,
+}
+
+impl BlobProof {
+    /// What `blob` proves of `promise`.
+    pub fn of(promise: &BlobPromise, blob: &Blob<'_>) -> BlobProof {
+        BlobProof {
+            blob_format: blob.format.number(),
+            proves_bundle_hash: blob.format.has_midstates(),
+            proves_memory_count: promise
+                .memories
+                .map(|_| blob.format == escrow_math::blob::Format::V3),
+        }
+    }
+
+    /// What the blob cannot prove of the promise, if anything.
+    pub fn gap(&self) -> Option<&'static str> {
+        if !self.proves_bundle_hash {
+            return Some("it commits no SHA-256 states, so nothing proves its plaintext is the bundle the manifest's bundle_hash names");
+        }
+        if self.proves_memory_count == Some(false) {
+            return Some("it commits no memory tallies, so nothing proves its plaintext holds the memory count the preview states");
+        }
+        None
+    }
+
+    /// Refuses (unless `unproven` allows it) a blob that cannot prove
+    /// what its manifest promises.
+    pub fn judge(&self, unproven: Unproven) -> Result<(), EscrowPlanError> {
+        match (self.gap(), unproven) {
+            (Some(gap), Unproven::Refuse) => Err(EscrowPlanError::Unproven {
+                format: self.blob_format,
+                gap,
+            }),
+            _ => Ok(()),
+        }
+    }
+}
+
+/// Checks `blob` as [`check_blob`] does and judges what it proves
+/// ([`BlobProof::judge`]): what every buyer runs before paying an escrow
+/// listing (`buy`, MCP, the indexer's `/settle`).
+pub fn check_blob_before_paying(
+    terms: &Terms,
+    promise: &BlobPromise,
+    blob: &[u8],
+    unproven: Unproven,
+) -> Result<BlobProof, EscrowPlanError> {
+    check_blob(terms, promise, blob)?;
+    let proof = BlobProof::of(promise, &Blob::parse(blob)?);
+    proof.judge(unproven)?;
+    Ok(proof)
 }
 
 /// Checks the blob on Arweave is the committed ciphertext: an escrow blob
@@ -1070,6 +1160,86 @@ mod tests {
             ..l.clone()
         };
         assert_eq!(BlobPromise::of(&float).memories, None);
+    }
+
+    /// Issue 67.1: a blob that cannot prove what its manifest promises
+    /// (v1: the bundle hash; v2 under a stated count: the count) is
+    /// refused before paying unless the buyer names the risk; one that
+    /// proves more than promised is paid.
+    #[test]
+    fn a_blob_that_cannot_prove_the_promise_is_refused_before_paying() {
+        use escrow_math::blob::Format;
+        let seller = Wallet::generate();
+        let (l, blob) = manifest(&seller, 5_000);
+        let terms = manifest_terms(&l).unwrap();
+        let promise = BlobPromise::of(&l);
+        let proof = check_blob_before_paying(&terms, &promise, &blob, Unproven::Refuse).unwrap();
+        assert_eq!(
+            proof,
+            BlobProof {
+                blob_format: 3,
+                proves_bundle_hash: true,
+                proves_memory_count: Some(true)
+            }
+        );
+        let plain = vec![7u8; 700];
+        let v1 = escrow_math::blob::seal_v1(&[3; 32], &plain).unwrap();
+        let v2 = escrow_math::blob::seal_v2(&[3; 32], &plain).unwrap();
+        // what a downgrading seller's manifest says: no blob_format (v1)
+        for (old, memories, format, gap) in [
+            (&v1, Some(9), 1, "SHA-256 states"),
+            (&v1, None, 1, "SHA-256 states"),
+            (&v2, Some(9), 2, "memory tallies"),
+        ] {
+            let old_terms = Terms {
+                blob_root: old.root,
+                plain_len: old.plain_len,
+                ..terms
+            };
+            let older = BlobPromise {
+                format: Format::V1,
+                memories,
+            };
+            let refused =
+                check_blob_before_paying(&old_terms, &older, &old.bytes, Unproven::Refuse)
+                    .unwrap_err();
+            match &refused {
+                EscrowPlanError::Unproven { format: f, gap: g } => {
+                    assert_eq!(*f, format);
+                    assert!(g.contains(gap), "{g}");
+                }
+                other => panic!("not refused as unproven: {other}"),
+            }
+            assert!(refused.to_string().contains("--allow-unproven-blob"));
+            let allowed =
+                check_blob_before_paying(&old_terms, &older, &old.bytes, Unproven::Allow).unwrap();
+            assert_eq!(allowed.blob_format, format);
+            assert!(allowed.gap().is_some());
+            // the commitment checks run whatever is allowed
+            let mut other = old.bytes.clone();
+            let last = other.len() - 1;
+            other[last] ^= 1;
+            assert!(matches!(
+                check_blob_before_paying(&old_terms, &older, &other, Unproven::Allow),
+                Err(EscrowPlanError::BlobRoot { .. })
+            ));
+        }
+        // a v2 blob where the manifest states no count proves all it promises
+        let v2_terms = Terms {
+            blob_root: v2.root,
+            plain_len: v2.plain_len,
+            ..terms
+        };
+        let no_count = BlobPromise {
+            format: Format::V2,
+            memories: None,
+        };
+        let proof =
+            check_blob_before_paying(&v2_terms, &no_count, &v2.bytes, Unproven::Refuse).unwrap();
+        assert_eq!(
+            (proof.proves_bundle_hash, proof.proves_memory_count),
+            (true, None)
+        );
     }
 
     #[test]

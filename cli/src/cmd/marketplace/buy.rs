@@ -5,6 +5,7 @@
 use super::super::storage::source;
 use super::{buy_failure, negotiate_failure, CliResult, Context, Failure};
 use crate::args::{BudgetArgs, BuyArgs, FetchArgs, QuoteArgs, ReceiveOpts, RefundArgs};
+use node::market::escrow_trade::Unproven;
 use serde_json::json;
 use std::time::Duration;
 
@@ -15,6 +16,7 @@ pub(super) fn buy(a: BuyArgs, ctx: &Context) -> CliResult<()> {
         offer,
         counter,
         escrow,
+        allow_unproven_blob,
         receive,
     } = a;
     let how = match offer {
@@ -22,7 +24,7 @@ pub(super) fn buy(a: BuyArgs, ctx: &Context) -> CliResult<()> {
         None if escrow => Payment::Escrow,
         None => Payment::Listed,
     };
-    buy_or_fetch(ctx, &listing, how, &receive)
+    buy_or_fetch(ctx, &listing, how, unproven(allow_unproven_blob), &receive)
 }
 
 /// `marketplace fetch`: finish a paid buy.
@@ -31,8 +33,17 @@ pub(super) fn fetch(a: FetchArgs, ctx: &Context) -> CliResult<()> {
         ctx,
         &a.listing,
         Payment::Already(a.buy_signature),
+        Unproven::Refuse,
         &a.receive,
     )
+}
+
+/// What `--allow-unproven-blob` asks.
+fn unproven(allow: bool) -> Unproven {
+    match allow {
+        true => Unproven::Allow,
+        false => Unproven::Refuse,
+    }
 }
 
 /// `marketplace quote`: what a buy would cost, and the spend policy's verdict.
@@ -41,6 +52,7 @@ pub(super) fn quote(a: QuoteArgs, ctx: &Context) -> CliResult<()> {
         listing,
         offer,
         counter,
+        allow_unproven_blob,
         storage,
         indexer,
     } = a;
@@ -48,7 +60,8 @@ pub(super) fn quote(a: QuoteArgs, ctx: &Context) -> CliResult<()> {
         Some(offer) => Payment::Negotiated { offer, counter },
         None => Payment::Listed,
     };
-    quote_payment(ctx, &listing, how, &storage, &indexer)?;
+    let allow = unproven(allow_unproven_blob);
+    quote_payment(ctx, &listing, how, allow, &storage, &indexer)?;
     Ok(())
 }
 
@@ -167,8 +180,9 @@ fn plan_payment(
     src: &node::arweave::Source,
     l: &node::market::manifest::Listing,
     how: &Payment,
+    unproven: Unproven,
 ) -> CliResult<node::market::buy::BuyPlan> {
-    use node::market::buy::{plan_buy, Terms};
+    use node::market::buy::{plan_buy_with, Terms};
     // a refusal of the listing itself (cancelled, expired, not accepted) is
     // a refusal (exit 1); an escrow plan the flags got wrong is bad input
     let refused = |e: node::market::buy::BuyError| match l.escrow_program {
@@ -181,7 +195,14 @@ fn plan_payment(
             node::market::escrow_trade::EscrowPlanError::NotEscrow(l.listing_id.clone()),
         )),
         Payment::Escrow | Payment::Listed => ctx
-            .block_on(plan_buy(chain, src, wallet, l, Terms::Listed))
+            .block_on(plan_buy_with(
+                chain,
+                src,
+                wallet,
+                l,
+                Terms::Listed,
+                unproven,
+            ))
             .map_err(refused),
         Payment::Negotiated { offer, counter } => {
             let o = ctx
@@ -212,7 +233,7 @@ fn plan_payment(
                 ),
                 None => None,
             };
-            ctx.block_on(plan_buy(
+            ctx.block_on(plan_buy_with(
                 chain,
                 src,
                 wallet,
@@ -221,6 +242,7 @@ fn plan_payment(
                     offer: &o,
                     counter: c.as_ref(),
                 },
+                unproven,
             ))
             .map_err(refused)
         }
@@ -233,6 +255,7 @@ fn quote_payment(
     ctx: &Context,
     listing: &str,
     how: Payment,
+    unproven: Unproven,
     storage: &crate::args::StorageOpts,
     indexer: &crate::args::IndexerOpts,
 ) -> CliResult<()> {
@@ -240,7 +263,7 @@ fn quote_payment(
     let chain = ctx.chain()?;
     let src = source(ctx, storage)?;
     let l = super::named::listing(ctx, &src, indexer, listing)?;
-    let plan = plan_payment(ctx, &chain, &wallet, &src, &l, &how)?;
+    let plan = plan_payment(ctx, &chain, &wallet, &src, &l, &how, unproven)?;
     let q = &plan.quote;
     let now = time::OffsetDateTime::now_utc().unix_timestamp();
     let (policy, verdict) = match ctx.spend_policy()? {
@@ -339,6 +362,7 @@ fn buy_or_fetch(
     ctx: &Context,
     listing: &str,
     how: Payment,
+    unproven: Unproven,
     receive: &ReceiveOpts,
 ) -> CliResult<()> {
     let timeout = receive.timeout;
@@ -357,19 +381,32 @@ fn buy_or_fetch(
     // an escrow buy is kept pending (with the blob checked before paying)
     // from the moment its deposit lands until it ends
     let pending = match l.escrow_program {
-        Some(_) => Some(ctx.pending_escrows()?),
+        Some(_) => Some(std::sync::Mutex::new(ctx.pending_escrows()?)),
         None => None,
     };
     let mut kept_blob: Option<Vec<u8>> = None;
     let sig = match how {
         Payment::Already(sig) => {
             if let Some(p) = &pending {
+                let p = p.lock().unwrap_or_else(|e| e.into_inner());
                 kept_blob = p.get(&sig).map_err(anyhow::Error::from)?.map(|b| b.blob);
+                if kept_blob.is_none() {
+                    // a buy this client never recorded (another machine's,
+                    // an older brainctl's): kept from now on, with the blob
+                    // checked against its commitments
+                    let blob = ctx
+                        .block_on(node::market::buy::fetch_committed_blob(&src, &l))
+                        .map_err(buy_failure)?;
+                    let (escrow, target) = pending_row(ctx, &wallet, &l, receive)?;
+                    p.record(&sig, &escrow, &l, &blob, &target, unix_now())
+                        .map_err(anyhow::Error::from)?;
+                    kept_blob = Some(blob);
+                }
             }
             sig
         }
         how => {
-            let plan = plan_payment(ctx, &chain, &wallet, &src, &l, &how)?;
+            let plan = plan_payment(ctx, &chain, &wallet, &src, &l, &how, unproven)?;
             let q = &plan.quote;
             if !ctx.json {
                 let price = match &q.token {
@@ -405,27 +442,75 @@ fn buy_or_fetch(
                 }
                 _ => None,
             };
-            let sig = ctx
-                .block_on(node::market::buy::execute(&chain, &wallet, &plan, guard))
-                .map_err(buy_failure)?;
+            // an escrow deposit is kept pending from the moment it is
+            // signed, before it is sent: a crash or a lost confirmation
+            // after it lands leaves a row `watch` finishes
+            let signed: std::sync::Mutex<Vec<String>> = Default::default();
+            let keep = match (&pending, &plan.checked_blob) {
+                (Some(p), Some(blob)) => Some((p, blob, pending_row(ctx, &wallet, &l, receive)?)),
+                _ => None,
+            };
+            let record = |sig: &node::chain::Signature, last_valid: u64, _wire: &[u8]| {
+                let Some((p, blob, (escrow, target))) = &keep else {
+                    return Ok(());
+                };
+                p.lock()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .record_signed(
+                        &sig.to_string(),
+                        escrow,
+                        &l,
+                        blob,
+                        target,
+                        last_valid,
+                        unix_now(),
+                    )
+                    .map_err(|e| {
+                        node::chain::ChainError::Config(format!("the buy was not sent: {e}"))
+                    })?;
+                signed
+                    .lock()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .push(sig.to_string());
+                Ok(())
+            };
+            let paid = ctx.block_on(node::market::buy::execute_recorded(
+                &chain,
+                &wallet,
+                &plan,
+                guard,
+                Some(&record),
+            ));
+            // every other signed attempt was rebuilt because its blockhash
+            // expired without it: it never lands
+            let attempts = signed.into_inner().unwrap_or_else(|e| e.into_inner());
+            if let Some(p) = &pending {
+                let p = p.lock().unwrap_or_else(|e| e.into_inner());
+                let landed = paid.as_ref().ok();
+                for attempt in attempts.iter().filter(|a| Some(*a) != landed) {
+                    let never = match &paid {
+                        Ok(sig) => Some(format!("never landed: sent again as {sig}")),
+                        Err(e) if never_landed(e) => Some(format!("no deposit: {e}")),
+                        Err(_) => None,
+                    };
+                    if let Some(why) = never {
+                        p.finish(
+                            attempt,
+                            node::market::pending::State::Closed,
+                            &why,
+                            unix_now(),
+                        )
+                        .map_err(anyhow::Error::from)?;
+                    }
+                }
+                if let Some(sig) = landed {
+                    p.mark_landed(sig, unix_now())
+                        .map_err(anyhow::Error::from)?;
+                }
+            }
+            let sig = paid.map_err(buy_failure)?;
             if !ctx.json {
                 eprintln!("paid: {sig}");
-            }
-            if let (Some(p), Some(blob)) = (&pending, &plan.checked_blob) {
-                let me = node::chain::Signer::pubkey(&wallet.solana_keypair());
-                let seller: node::chain::Pubkey = l.seller_pubkey.parse().map_err(|_| {
-                    Failure::bad_input(anyhow::anyhow!("the listing's seller_pubkey is not a key"))
-                })?;
-                let escrow = node::escrow::escrow_address(
-                    &node::escrow::listing_address(&seller, &l.listing_id),
-                    &me,
-                );
-                let target = match receive.into_brainctl_db.as_deref() {
-                    Some(path) => node::market::pending::Target::BrainctlDb(path.to_path_buf()),
-                    None => node::market::pending::Target::Store(ctx.db_path.clone()),
-                };
-                p.record(&sig, &escrow.to_string(), &l, blob, &target, unix_now())
-                    .map_err(anyhow::Error::from)?;
             }
             kept_blob = plan.checked_blob;
             sig
@@ -470,6 +555,7 @@ fn buy_or_fetch(
             return Ok(());
         }
         (report, Some(p)) => {
+            let p = p.lock().unwrap_or_else(|e| e.into_inner());
             use node::market::buy::BuyError;
             use node::market::escrow_trade::{EscrowPlanError, EscrowReadError};
             use node::market::pending::State;
@@ -512,6 +598,41 @@ fn buy_or_fetch(
         ),
     });
     Ok(())
+}
+
+/// The escrow account and import target a pending escrow buy of `l` by
+/// this wallet is kept under.
+fn pending_row(
+    ctx: &Context,
+    wallet: &node::wallet::Wallet,
+    l: &node::market::manifest::Listing,
+    receive: &ReceiveOpts,
+) -> CliResult<(String, node::market::pending::Target)> {
+    let me = node::chain::Signer::pubkey(&wallet.solana_keypair());
+    let seller: node::chain::Pubkey = l.seller_pubkey.parse().map_err(|_| {
+        Failure::bad_input(anyhow::anyhow!("the listing's seller_pubkey is not a key"))
+    })?;
+    let escrow =
+        node::escrow::escrow_address(&node::escrow::listing_address(&seller, &l.listing_id), &me);
+    let target = match receive.into_brainctl_db.as_deref() {
+        Some(path) => node::market::pending::Target::BrainctlDb(path.to_path_buf()),
+        None => node::market::pending::Target::Store(ctx.db_path.clone()),
+    };
+    Ok((escrow.to_string(), target))
+}
+
+/// Whether a failed buy provably never landed (refused in preflight, its
+/// blockhash expired without it, or landed failed: no deposit either way).
+fn never_landed(e: &node::market::buy::BuyError) -> bool {
+    match e {
+        node::market::buy::BuyError::Chain(c) => {
+            matches!(
+                c,
+                node::chain::ChainError::Expired | node::chain::ChainError::TxFailed { .. }
+            ) || c.is_preflight_refusal()
+        }
+        _ => false,
+    }
 }
 
 fn unix_now() -> i64 {

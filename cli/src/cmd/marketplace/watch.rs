@@ -15,9 +15,13 @@ pub(super) fn watch(a: WatchArgs, ctx: &Context) -> CliResult<()> {
             .map_err(anyhow::Error::from)?;
         let shown: Vec<_> = rows
             .iter()
-            .map(|p| {
-                json!({"buy_signature": p.buy_signature, "listing_id": p.listing.listing_id,
-                    "escrow": p.escrow, "state": p.state, "detail": p.detail})
+            .map(|row| match row {
+                Ok(p) => {
+                    json!({"buy_signature": p.buy_signature, "listing_id": p.listing.listing_id,
+                    "escrow": p.escrow, "state": p.state, "detail": p.detail,
+                    "landed": p.landed, "escrow_open": p.escrow_open})
+                }
+                Err(e) => json!({"unreadable": e.to_string()}),
             })
             .collect();
         let v = json!({"ok": true, "buys": shown});
@@ -26,8 +30,8 @@ pub(super) fn watch(a: WatchArgs, ctx: &Context) -> CliResult<()> {
                 return "no escrow buys recorded for this wallet".to_string();
             }
             rows.iter()
-                .map(|p| {
-                    format!(
+                .map(|row| match row {
+                    Ok(p) => format!(
                         "{:<9} {}  {}  {}",
                         serde_json::to_value(p.state)
                             .ok()
@@ -35,8 +39,9 @@ pub(super) fn watch(a: WatchArgs, ctx: &Context) -> CliResult<()> {
                             .unwrap_or_default(),
                         p.listing.listing_id,
                         p.buy_signature,
-                        p.detail
-                    )
+                        crate::terminal::safe(&p.detail)
+                    ),
+                    Err(e) => format!("unreadable {}", crate::terminal::safe(&e.to_string())),
                 })
                 .collect::<Vec<_>>()
                 .join("\n")
@@ -52,7 +57,7 @@ pub(super) fn watch(a: WatchArgs, ctx: &Context) -> CliResult<()> {
         let outcomes = ctx
             .block_on(node::watch::pass(&chain, &wallet, &store, now))
             .map_err(anyhow::Error::from)?;
-        let still = store.pending().map_err(anyhow::Error::from)?.len();
+        let still = store.open_count().map_err(anyhow::Error::from)?;
         let v = json!({"ok": true, "outcomes": outcomes, "still_pending": still});
         ctx.emit(&v, || {
             let mut out: Vec<String> = outcomes

@@ -3,7 +3,9 @@
 //! the same as SIGKILL). Steps: `seen` (a new buy recorded, not yet
 //! fetched), `verified`, `envelope_uploaded`, `release_signed` (a release
 //! the chain would take twice kept in the journal, not yet sent),
-//! `release_sent` (the release transaction landed but is not yet recorded).
+//! `release_sent` (the release transaction landed but is not yet recorded)
+//! in `listen`; `deposit_landed` (a buyer's escrow deposit landed, the
+//! `buy` not yet past it) in the buyer's `execute`.
 //!
 //! Compiled in only with the `fault-injection` feature (the CLI's tests
 //! turn it on through a dev-dependency); every other build has a no-op, so
