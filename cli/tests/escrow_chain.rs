@@ -25,7 +25,8 @@ use node::escrow::{self, EscrowAccount, EscrowStatus, ListingAccount};
 use serde_json::Value;
 use std::time::{Duration, Instant};
 use util::escrow::{
-    address, buyer_buys, buying, configured, escrow_seller, ok, LISTING_STAKE, STAKE,
+    address, buyer_buys, buyer_buys_with, buying, buying_with, configured, escrow_seller, ok,
+    LISTING_STAKE, STAKE,
 };
 use util::Env;
 
@@ -488,6 +489,9 @@ fn the_escrow_trade_runs_through_the_binaries_on_the_deployed_program() {
     assert!(rt.block_on(chain.send(&[deposit], &[&after])).is_err());
 }
 
+/// What a cheating seller's listings cost.
+const CHEAT_PRICE: u64 = 50_000_000;
+
 /// How the cheating seller lies.
 #[derive(Clone, Copy, PartialEq)]
 enum Lie {
@@ -535,8 +539,7 @@ fn a_seller_who_overstates_the_memory_count_is_convicted_by_the_buyers_own_clien
 fn cheating_seller(lie: Lie) {
     use node::arweave::{FsStore, Uploader};
     use node::escrow::math::blob::{seal, seal_v1, Blob};
-    use node::market::manifest::{build_listing, EscrowCommitments, Listing, NewListing};
-    const PRICE: u64 = 50_000_000;
+    const PRICE: u64 = CHEAT_PRICE;
     let (v, treasury) = configured(&[], 300);
     let (rt, chain) = (e2e::runtime(), v.chain());
 
@@ -589,77 +592,26 @@ fn cheating_seller(lie: Lie) {
     // the buyer's check before paying passes
     let stated = Blob::parse(&bytes).unwrap().stated_memories();
     assert_eq!(stated.is_some_and(|n| n == 5), lie == Lie::MemoryCount);
-    let blob_id = rt
-        .block_on(uploader.put_signed(
-            &seller,
-            bytes,
-            node::publish::BLOB_CONTENT_TYPE,
-            node::publish::ESCROW_BLOB_SCHEMA,
-        ))
-        .unwrap();
-    let now = time::OffsetDateTime::now_utc().unix_timestamp();
-    let manifest_json = build_listing(
-        &seller,
-        &NewListing {
-            listing_id: &id,
-            bundle_hash: &bundle_hash,
-            payment_address: None,
-            price_usd: 5.0,
-            price_lamports: PRICE,
-            duration_hours: 1.0,
-            visibility: "auction",
-            encrypted_bundle_uri: &format!("ar://{blob_id}"),
-            metadata_uri: "ar://metadata",
-            preview: serde_json::json!({"memories_count": stated.unwrap_or(1)}),
-            now,
-            escrow_program: Some(escrow::PROGRAM_ID),
-            escrow_terms: Some(EscrowCommitments {
-                key_point: escrow::math::client::point_of(&k),
-                blob_root: lying_root,
-                plain_len: sealed.plain_len,
-                seller_x25519: seller.x25519_public(),
-                blob_format: if lie == Lie::OldListingChunk {
-                    node::escrow::math::blob::Format::V1
-                } else {
-                    node::escrow::math::blob::Format::V3
-                },
-            }),
-            settlement: None,
-            usd_at_settle: None,
-        },
-    )
-    .unwrap();
-    let manifest = rt
-        .block_on(uploader.put_signed(
-            &seller,
-            serde_json::to_vec(&manifest_json).unwrap(),
-            "application/json",
-            node::market::manifest::LISTING_SCHEMA,
-        ))
-        .unwrap();
-    let listing = Listing::from_value(manifest_json).unwrap();
-    let settings = rt
-        .block_on(node::market::escrow_trade::read_settings(&chain))
-        .unwrap();
-    let list_ix = node::market::escrow_trade::list_instruction(
-        &seller_pk,
-        &listing,
-        (STAKE, u32::MAX),
-        &settings,
-    )
-    .unwrap();
-    let op = node::market::MemoOp::List {
-        listing_arweave_id: manifest.clone(),
-        bundle_hash,
+    let format = if lie == Lie::OldListingChunk {
+        node::escrow::math::blob::Format::V1
+    } else {
+        node::escrow::math::blob::Format::V3
     };
-    rt.block_on(node::market::tx::post_memo_with(
-        &chain,
+    let (manifest, blob_id) = list_as_cheater(
+        &v,
+        &uploader,
         &seller,
-        &op,
-        &seller_pk,
-        vec![list_ix],
-    ))
-    .unwrap();
+        &id,
+        Sealed {
+            bytes,
+            plain_len: sealed.plain_len,
+            root: lying_root,
+            key_point: escrow::math::client::point_of(&k),
+            format,
+        },
+        &bundle_hash,
+        stated.map_or(1, u64::from),
+    );
     let account = escrow::listing_address(&seller_pk, &id);
     let balance = |k: &Pubkey| rt.block_on(chain.balance(k)).unwrap();
     let rent = rt
@@ -685,7 +637,12 @@ fn cheating_seller(lie: Lie) {
 
     // a buyer whose `buy` returns before the seller answers: the buy is
     // kept pending with the blob it checked, not failed
-    let (patient, pending) = buyer_buys(&v, &manifest, &dir, 1);
+    // a blob that cannot prove its promise is paid for only by name
+    let unproven: &[&str] = match lie {
+        Lie::OldListingChunk => &["--allow-unproven-blob"],
+        _ => &[],
+    };
+    let (patient, pending) = buyer_buys_with(&v, &manifest, &dir, 1, unproven);
     assert_eq!(pending.code, 0, "{}", pending.stderr);
     assert_eq!(pending.json()["status"], "pending", "{}", pending.stdout);
     let patient_pk = pubkey_of(&v, &patient);
@@ -699,7 +656,7 @@ fn cheating_seller(lie: Lie) {
     let patient_before = balance(&patient_pk);
 
     // another buyer buys through the CLI and waits; the seller reveals
-    let (buyer, buying) = buying(&v, &manifest, &dir, 90);
+    let (buyer, buying) = buying_with(&v, &manifest, &dir, 90, unproven);
     let buyer_pk = pubkey_of(&v, &buyer);
     let at = escrow::escrow_address(&account, &buyer_pk);
     wait_for("the buyer's deposit", 60, || {
@@ -826,6 +783,582 @@ fn cheating_seller(lie: Lie) {
     assert!(rt
         .block_on(chain.send(&[claim], &[&seller.solana_keypair()]))
         .is_err());
+}
+
+/// Issue 67.1 through the binaries: a seller who seals a consistent blob
+/// of garbage in a format that cannot prove its promise (format 1: the
+/// bundle hash; format 2 under a stated memory count: the count), with an
+/// attractive bundle hash and preview, is refused by `quote` and `buy`
+/// before the buyer pays a lamport; naming `--allow-unproven-blob` under
+/// a spend policy is refused too, and `quote` with the flag says what the
+/// blob cannot prove.
+#[test]
+fn a_seller_who_downgrades_the_blob_format_is_refused_before_the_buyer_pays() {
+    use node::arweave::{FsStore, Uploader};
+    use node::escrow::math::blob::{seal_v1, seal_v2, Blob, Format, Sealed as SealedBlob};
+    let (v, _treasury) = configured(&[], 300);
+    let chain = v.chain();
+    let rt = e2e::runtime();
+    let balance = |k: &Pubkey| rt.block_on(chain.balance(k)).unwrap();
+    let seller = node::wallet::Wallet::generate();
+    v.fund(&seller.address().parse().unwrap(), 5);
+    let work = tempfile::tempdir().unwrap();
+    let dir = work.path().join("items").display().to_string();
+    let uploader = Uploader::Fs(FsStore::new(&dir));
+    // what the listing promises (twelve memories, as the preview says) and
+    // what it seals, consistently: garbage
+    let promised = hex::encode(escrow::math::sha256(&[b"a bundle of twelve memories"]));
+    let garbage = vec![0x41u8; 900];
+    type Seal = fn(&[u8; 32], &[u8]) -> Result<SealedBlob, node::escrow::math::blob::BlobError>;
+    for (seal, format) in [(seal_v1 as Seal, 1u8), (seal_v2 as Seal, 2u8)] {
+        let id = node::market::list::new_listing_id();
+        let k = escrow::listing_scalar(&seller, &id);
+        let sealed = seal(&k, &garbage).unwrap();
+        let root = Blob::parse(&sealed.bytes).unwrap().root();
+        let (manifest, _) = list_as_cheater(
+            &v,
+            &uploader,
+            &seller,
+            &id,
+            Sealed {
+                bytes: sealed.bytes,
+                plain_len: sealed.plain_len,
+                root,
+                key_point: escrow::math::client::point_of(&k),
+                // the manifest names no format (what a v1 listing says)
+                format: Format::V1,
+            },
+            &promised,
+            12,
+        );
+        let buyer = Env::new();
+        buyer.ok(&["wallet", "new"]);
+        ok(&v, &buyer, &["wallet", "airdrop", "2", "--json"]);
+        let buyer_pk = pubkey_of(&v, &buyer);
+        let before = balance(&buyer_pk);
+        let said = |r: &util::Run| format!("{}{}", r.stdout, r.stderr);
+        let quote = onchain(
+            &v,
+            &buyer,
+            &[
+                "marketplace",
+                "quote",
+                &manifest,
+                "--storage-dir",
+                &dir,
+                "--json",
+            ],
+        );
+        assert_ne!(quote.code, 0, "{}", said(&quote));
+        assert!(
+            said(&quote).contains(&format!("blob is format {format}"))
+                && said(&quote).contains("--allow-unproven-blob"),
+            "{}",
+            said(&quote)
+        );
+        let args = util::escrow::buy_args(&v, &manifest, &dir, 5, &[]);
+        let bought = buyer.run(&args.iter().map(String::as_str).collect::<Vec<_>>());
+        assert_ne!(bought.code, 0, "{}", said(&bought));
+        assert!(
+            said(&bought).contains("--allow-unproven-blob"),
+            "{}",
+            said(&bought)
+        );
+        // the person's flag shows what the blob cannot prove
+        let named = onchain(
+            &v,
+            &buyer,
+            &[
+                "marketplace",
+                "quote",
+                &manifest,
+                "--storage-dir",
+                &dir,
+                "--allow-unproven-blob",
+                "--json",
+            ],
+        );
+        assert_eq!(named.code, 0, "{}", said(&named));
+        let proof = named.json()["quote"]["escrow_proof"].clone();
+        assert_eq!(proof["blob_format"], format, "{proof}");
+        assert_eq!(proof["proves_bundle_hash"], format >= 2, "{proof}");
+        assert_eq!(proof["proves_memory_count"], false, "{proof}");
+        assert_eq!(
+            named.json()["allowed"],
+            true,
+            "no spend policy: {}",
+            named.stdout
+        );
+        // under a spend policy (an agent's), never, even named
+        buyer.ok(&[
+            "marketplace",
+            "budget",
+            "--set-max-per-buy-lamports",
+            "5000000000",
+        ]);
+        let args = util::escrow::buy_args(&v, &manifest, &dir, 5, &["--allow-unproven-blob"]);
+        let policed = buyer.run(&args.iter().map(String::as_str).collect::<Vec<_>>());
+        assert_ne!(policed.code, 0, "{}", said(&policed));
+        assert!(
+            said(&policed).contains("a spend policy never allows such a buy"),
+            "{}",
+            said(&policed)
+        );
+        // not a lamport paid, no escrow made
+        assert_eq!(balance(&buyer_pk), before);
+        let account = escrow::listing_address(&seller.address().parse().unwrap(), &id);
+        assert!(read(
+            &v,
+            &escrow::escrow_address(&account, &buyer_pk),
+            EscrowAccount::decode
+        )
+        .is_none());
+    }
+}
+
+/// Issue 67.3, 67.6, 67.8 and 67.9 through the binaries: a `buy` killed
+/// right after its deposit landed (before it could record anything after
+/// the send) left a pending row recorded when the deposit was signed;
+/// the seller's `listen`, its key file lost, still reveals (a reveal needs
+/// none); `watch` skips a row the user's edit made unreadable, confirms
+/// the deposit landed, imports, and once the dispute window passed claims
+/// for the seller and closes the escrow, its rent back to the buyer.
+#[test]
+fn a_buy_killed_after_its_deposit_landed_is_finished_by_watch_and_its_rent_comes_back() {
+    let (v, _treasury) = configured(&[], DISPUTE as u64);
+    let chain = v.chain();
+    let rt = e2e::runtime();
+    let balance = |k: &Pubkey| rt.block_on(chain.balance(k)).unwrap();
+    let work = tempfile::tempdir().unwrap();
+    let dir = work.path().join("items").display().to_string();
+    let (seller, listed) = escrow_seller(&v, &dir, "Kill-safe escrow lesson");
+    let manifest = listed["listing"]["manifest_id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let id = listed["listing"]["listing_id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let seller_pk = pubkey_of(&v, &seller);
+    let account = escrow::listing_address(&seller_pk, &id);
+    // the seller's key files are gone
+    std::fs::remove_dir_all(seller.path(".brainctl/keys")).unwrap();
+
+    let buyer = Env::new();
+    buyer.ok(&["wallet", "new"]);
+    ok(&v, &buyer, &["wallet", "airdrop", "2", "--json"]);
+    let buyer_pk = pubkey_of(&v, &buyer);
+    let at = escrow::escrow_address(&account, &buyer_pk);
+    let start = balance(&buyer_pk);
+    let died = buyer
+        .cmd()
+        .args(util::escrow::buy_args(&v, &manifest, &dir, 60, &[]))
+        .env("BRAINCTL_FAULT_ABORT_AFTER", "buy_landed")
+        .output()
+        .unwrap();
+    assert!(!died.status.success(), "the buy died after landing");
+    let deposit = read(&v, &at, EscrowAccount::decode).expect("the deposit landed");
+    assert_eq!(deposit.status, EscrowStatus::Deposited);
+    let kept = onchain(&v, &buyer, &["marketplace", "watch", "--list", "--json"]);
+    let row = kept.json()["buys"][0].clone();
+    assert_eq!(
+        (row["state"].clone(), row["landed"].clone()),
+        ("pending".into(), false.into()),
+        "{row}"
+    );
+    // the user's edit leaves a second row unreadable
+    let db = rusqlite::Connection::open(buyer.path(".brainctl/pending-escrows.db")).unwrap();
+    db.execute(
+        "INSERT INTO pending SELECT 'edited', listing_id, escrow, '{\"not\": \"a manifest\"}', blob,
+             target, state, detail, created_at, updated_at, landed, last_valid_height, escrow_open
+         FROM pending",
+        [],
+    )
+    .unwrap();
+    drop(db);
+
+    // the seller answers without its key file
+    wait_for("the reveal", 120, || {
+        let out = seller
+            .cmd()
+            .args(["-u", &v.rpc_url, "--commitment", "confirmed"])
+            .args([
+                "marketplace",
+                "listen",
+                "--once",
+                "--storage-dir",
+                &dir,
+                "--json",
+            ])
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        read(&v, &at, EscrowAccount::decode).is_some_and(|e| e.status == EscrowStatus::Revealed)
+    });
+    let watched = onchain(
+        &v,
+        &buyer,
+        &[
+            "marketplace",
+            "watch",
+            "--until-done",
+            "--every",
+            "1",
+            "--json",
+        ],
+    );
+    assert_eq!(watched.code, 0, "{}{}", watched.stdout, watched.stderr);
+    let outcomes: Vec<Value> = watched
+        .stdout
+        .lines()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .map(|o| o["outcome"].clone())
+        .collect();
+    let detail = |o: &Value| o["detail"].as_str().unwrap_or("").to_string();
+    assert!(
+        outcomes
+            .iter()
+            .any(|o| o["buy_signature"] == "edited" && detail(o).contains("does not read")),
+        "the edited row is reported: {outcomes:?}"
+    );
+    assert!(
+        outcomes
+            .iter()
+            .any(|o| o["state"] == "imported" && !detail(o).contains("escrow closed")),
+        "imported: {outcomes:?}"
+    );
+    assert!(
+        outcomes.iter().any(|o| o["state"] == "imported" && detail(o).contains("escrow closed, its rent back")),
+        "its escrow closed: {outcomes:?}"
+    );
+    let listed = onchain(&v, &buyer, &["marketplace", "watch", "--list", "--json"]);
+    let mine = listed.json()["buys"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|b| {
+            b["buy_signature"] != Value::Null
+                && b["escrow_open"] == false
+                && b["state"] == "imported"
+        })
+        .cloned();
+    assert!(mine.is_some(), "{}", listed.stdout);
+    // the escrow is gone: the buyer paid the price and fees, its rent back
+    assert!(
+        read(&v, &at, EscrowAccount::decode).is_none(),
+        "the escrow closed"
+    );
+    let spent = start - balance(&buyer_pk);
+    assert!(
+        spent >= deposit.amount && spent <= deposit.amount + 30_000,
+        "the price and at most a few fees, no rent left behind: {spent}"
+    );
+    let memories = buyer
+        .ok(&[
+            "memory",
+            "search",
+            "Kill-safe",
+            "--include-imported",
+            "--json",
+        ])
+        .json();
+    assert!(
+        memories.to_string().contains("Kill-safe escrow lesson"),
+        "{memories}"
+    );
+}
+
+/// Issue 67.4 through the binaries: once one buyer convicts a listing,
+/// another buyer whose client was offline through its whole dispute
+/// window is still refunded its deposit, rent and share by `watch` (it
+/// used to try a dispute after the window and give up).
+#[test]
+fn a_late_buyer_of_a_convicted_listing_is_refunded_with_its_share() {
+    use node::arweave::{FsStore, Uploader};
+    use node::escrow::math::blob::{seal, Blob, Format};
+    let (v, _treasury) = configured(&[], DISPUTE as u64);
+    let (rt, chain) = (e2e::runtime(), v.chain());
+    let balance = |k: &Pubkey| rt.block_on(chain.balance(k)).unwrap();
+    let seller = node::wallet::Wallet::generate();
+    let seller_pk: Pubkey = seller.address().parse().unwrap();
+    v.fund(&seller_pk, 5);
+    let work = tempfile::tempdir().unwrap();
+    let dir = work.path().join("items").display().to_string();
+    let uploader = Uploader::Fs(FsStore::new(&dir));
+    let id = node::market::list::new_listing_id();
+    let plain: Vec<u8> = (0..2_000u32).map(|i| (i % 251) as u8).collect();
+    let bundle_hash = hex::encode(escrow::math::sha256(&[&plain]));
+    let k = escrow::listing_scalar(&seller, &id);
+    let mut shipped = plain.clone();
+    shipped[1_000] ^= 0x55;
+    let sealed = seal(&k, &shipped).unwrap();
+    let stated = Blob::parse(&sealed.bytes)
+        .unwrap()
+        .stated_memories()
+        .unwrap();
+    let (manifest, _) = list_as_cheater(
+        &v,
+        &uploader,
+        &seller,
+        &id,
+        Sealed {
+            root: sealed.root,
+            bytes: sealed.bytes,
+            plain_len: sealed.plain_len,
+            key_point: escrow::math::client::point_of(&k),
+            format: Format::V3,
+        },
+        &bundle_hash,
+        u64::from(stated),
+    );
+    let account = escrow::listing_address(&seller_pk, &id);
+    let reveal_to = |buyer_pk: &Pubkey| {
+        let at = escrow::escrow_address(&account, buyer_pk);
+        let e = read(&v, &at, EscrowAccount::decode).unwrap();
+        let b = node::market::escrow_trade::seller_blinding(
+            &seller.x25519_secret(),
+            &at,
+            &e.buyer_x25519,
+        )
+        .unwrap();
+        let s = escrow::math::client::reveal(&k, &b);
+        rt.block_on(chain.send(
+            &[escrow::reveal(&account, buyer_pk, &seller_pk, &s)],
+            &[&seller.solana_keypair()],
+        ))
+        .unwrap();
+    };
+    // two buyers deposit and go away (their buys kept pending)
+    let (first, pending) = buyer_buys(&v, &manifest, &dir, 1);
+    assert_eq!(pending.json()["status"], "pending", "{}", pending.stdout);
+    let (late, pending) = buyer_buys(&v, &manifest, &dir, 1);
+    assert_eq!(pending.json()["status"], "pending", "{}", pending.stdout);
+    let (first_pk, late_pk) = (pubkey_of(&v, &first), pubkey_of(&v, &late));
+    // the first is revealed to and convicts the listing at once
+    reveal_to(&first_pk);
+    let convicting = onchain(&v, &first, &["marketplace", "watch", "--once", "--json"]);
+    assert_eq!(convicting.code, 0, "{}", convicting.stderr);
+    assert_eq!(
+        read(&v, &account, ListingAccount::decode).unwrap().status,
+        node::escrow::ListingStatus::Convicted,
+        "{}",
+        convicting.stdout
+    );
+    // the late buyer's reveal; its client is offline past its dispute window
+    reveal_to(&late_pk);
+    let late_before = balance(&late_pk);
+    let rent = rt
+        .block_on(chain.rent_exemption(escrow::ESCROW_ACCOUNT_SPACE))
+        .unwrap();
+    std::thread::sleep(Duration::from_secs(DISPUTE as u64 + 3));
+    let watched = onchain(&v, &late, &["marketplace", "watch", "--once", "--json"]);
+    assert_eq!(watched.code, 0, "{}", watched.stderr);
+    assert_eq!(
+        watched.json()["outcomes"][0]["state"],
+        "refunded",
+        "{}",
+        watched.stdout
+    );
+    let back = balance(&late_pk) - late_before;
+    assert!(
+        back + 10_000 >= CHEAT_PRICE + rent + STAKE / 2 && back <= CHEAT_PRICE + rent + STAKE / 2,
+        "deposit, rent and the share back, less the fee: {back}"
+    );
+}
+
+/// Issue 67.5 through the binaries: the seller's RPC withholds the reveal
+/// (it answers the send and forwards nothing), so the reveal's `s` is
+/// known to it and the reveal never lands; `listen`'s next pass, inside
+/// the last 75 s before the answer deadline where a first reveal would be
+/// declined, sends the reveal again and it lands: never declined once
+/// sent. No transaction the seller's node asked the RPC to simulate
+/// carried `s`.
+#[test]
+fn a_reveal_an_rpc_withholds_is_sent_again_and_never_declined() {
+    use e2e::proxy::{Fault, FaultProxy};
+    let (v, _treasury) = configured(&[], 300);
+    let proxy = FaultProxy::start(&v.rpc_url);
+    let chain = v.chain();
+    let rt = e2e::runtime();
+    let work = tempfile::tempdir().unwrap();
+    let dir = work.path().join("items").display().to_string();
+    let (seller, listed) = escrow_seller(&v, &dir, "Withheld reveal lesson");
+    let manifest = listed["listing"]["manifest_id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let id = listed["listing"]["listing_id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let account = escrow::listing_address(&pubkey_of(&v, &seller), &id);
+    let (buyer, pending) = buyer_buys(&v, &manifest, &dir, 1);
+    assert_eq!(pending.json()["status"], "pending", "{}", pending.stdout);
+    let at = escrow::escrow_address(&account, &pubkey_of(&v, &buyer));
+    let deposited_at = read(&v, &at, EscrowAccount::decode).unwrap().deposited_at;
+    let listen = || {
+        seller
+            .cmd()
+            .args(["-u", &proxy.url, "--commitment", "confirmed"])
+            .args([
+                "marketplace",
+                "listen",
+                "--once",
+                "--storage-dir",
+                &dir,
+                "--json",
+            ])
+            .output()
+            .unwrap()
+    };
+    proxy.set(Fault::DropSends);
+    let first = listen();
+    let status = |v: &e2e::TestValidator| read(v, &at, EscrowAccount::decode).unwrap().status;
+    assert_eq!(
+        status(&v),
+        EscrowStatus::Deposited,
+        "the reveal was withheld: {}",
+        String::from_utf8_lossy(&first.stderr)
+    );
+    // inside the margin where a first reveal is declined
+    let deadline = deposited_at + WINDOW + 90;
+    wait_for("the decline margin", 200, || {
+        rt.block_on(chain.cluster_time()).unwrap() + 75 >= deadline + 5
+    });
+    proxy.set(Fault::None);
+    let mut again = listen();
+    for _ in 0..5 {
+        if status(&v) != EscrowStatus::Deposited {
+            break;
+        }
+        again = listen();
+    }
+    let e = read(&v, &at, EscrowAccount::decode).unwrap();
+    assert_eq!(
+        e.status,
+        EscrowStatus::Revealed,
+        "sent again, never declined: {}",
+        String::from_utf8_lossy(&again.stderr)
+    );
+    let simulated = proxy.simulated();
+    assert!(
+        !simulated.is_empty(),
+        "the node simulates its other transactions"
+    );
+    for wire in &simulated {
+        assert!(
+            !wire.windows(32).any(|w| w == e.revealed),
+            "a simulation carried s"
+        );
+    }
+    let opened = onchain(&v, &buyer, &["marketplace", "watch", "--once", "--json"]);
+    assert_eq!(
+        opened.json()["outcomes"][0]["state"],
+        "imported",
+        "{}",
+        opened.stdout
+    );
+}
+
+/// What a cheating seller's own tooling sealed and commits to.
+struct Sealed {
+    bytes: Vec<u8>,
+    plain_len: u64,
+    root: [u8; 32],
+    key_point: [u8; 32],
+    format: node::escrow::math::blob::Format,
+}
+
+/// A cheating seller's listing (its own tooling, through the node's
+/// library): `sealed` uploaded as the blob, a manifest naming `format`,
+/// `bundle_hash` and a preview of `memories_count`, listed in the program
+/// with the `list` memo. Returns the manifest's and the blob's item ids.
+fn list_as_cheater(
+    v: &e2e::TestValidator,
+    uploader: &node::arweave::Uploader,
+    seller: &node::wallet::Wallet,
+    id: &str,
+    sealed: Sealed,
+    bundle_hash: &str,
+    memories_count: u64,
+) -> (String, String) {
+    use node::market::manifest::{build_listing, EscrowCommitments, Listing, NewListing};
+    const PRICE: u64 = CHEAT_PRICE;
+    let (rt, chain) = (e2e::runtime(), v.chain());
+    let seller_pk: Pubkey = seller.address().parse().unwrap();
+    let blob_id = rt
+        .block_on(uploader.put_signed(
+            seller,
+            sealed.bytes,
+            node::publish::BLOB_CONTENT_TYPE,
+            node::publish::ESCROW_BLOB_SCHEMA,
+        ))
+        .unwrap();
+    let now = time::OffsetDateTime::now_utc().unix_timestamp();
+    let manifest_json = build_listing(
+        seller,
+        &NewListing {
+            listing_id: id,
+            bundle_hash,
+            payment_address: None,
+            price_usd: 5.0,
+            price_lamports: PRICE,
+            duration_hours: 1.0,
+            visibility: "auction",
+            encrypted_bundle_uri: &format!("ar://{blob_id}"),
+            metadata_uri: "ar://metadata",
+            preview: serde_json::json!({"memories_count": memories_count}),
+            now,
+            escrow_program: Some(escrow::PROGRAM_ID),
+            escrow_terms: Some(EscrowCommitments {
+                key_point: sealed.key_point,
+                blob_root: sealed.root,
+                plain_len: sealed.plain_len,
+                seller_x25519: seller.x25519_public(),
+                blob_format: sealed.format,
+            }),
+            settlement: None,
+            usd_at_settle: None,
+        },
+    )
+    .unwrap();
+    let manifest = rt
+        .block_on(uploader.put_signed(
+            seller,
+            serde_json::to_vec(&manifest_json).unwrap(),
+            "application/json",
+            node::market::manifest::LISTING_SCHEMA,
+        ))
+        .unwrap();
+    let listing = Listing::from_value(manifest_json).unwrap();
+    let settings = rt
+        .block_on(node::market::escrow_trade::read_settings(&chain))
+        .unwrap();
+    let list_ix = node::market::escrow_trade::list_instruction(
+        &seller_pk,
+        &listing,
+        (STAKE, u32::MAX),
+        &settings,
+    )
+    .unwrap();
+    let op = node::market::MemoOp::List {
+        listing_arweave_id: manifest.clone(),
+        bundle_hash: bundle_hash.to_string(),
+    };
+    rt.block_on(node::market::tx::post_memo_with(
+        &chain,
+        seller,
+        &op,
+        &seller_pk,
+        vec![list_ix],
+    ))
+    .unwrap();
+    (manifest, blob_id)
 }
 
 /// `listen` killed after each step of a sealed-escrow release (the

@@ -13,11 +13,16 @@
 //!   it is forwarded (slow-landing transactions; the rest is forwarded);
 //! - [`Fault::PriorityFees`]: `getRecentPrioritizationFees` answers
 //!   that fee in every recent slot (a congested cluster);
+//! - [`Fault::DropSends`]: every `sendTransaction` is answered with its
+//!   signature and never forwarded (a node that withholds transactions:
+//!   it has seen them, the cluster never will);
 //! - [`Fault::None`]: requests are forwarded unchanged;
 //!
 //! and, beside the fault, [`FaultProxy::substitute`]: a lying node that
 //! answers a method's question about one signature (`getTransaction`,
-//! `getSignatureStatuses`) as if asked about another.
+//! `getSignatureStatuses`) as if asked about another; and
+//! [`FaultProxy::simulated`]: every transaction a client asked it to
+//! simulate (what an RPC learns before anything is sent).
 //!
 //! HTTP/1.1 with `Content-Length` bodies (what the Solana client sends),
 //! keep-alive honoured; each request is forwarded with reqwest.
@@ -53,6 +58,9 @@ pub enum Fault {
     /// (micro-lamports per compute unit) in each of 150 recent slots (a
     /// congested cluster); forward the rest.
     PriorityFees(u64),
+    /// Answer every `sendTransaction` with its signature, forwarding
+    /// nothing (the transaction never lands); forward the rest.
+    DropSends,
 }
 
 /// A running proxy (its own thread and runtime; stops with the process).
@@ -65,7 +73,12 @@ pub struct FaultProxy {
     stats: Arc<Mutex<(u64, u64)>>,
     /// Calls of the method about the first signature ask about the second.
     swap: Swap,
+    /// Every transaction asked to be simulated (wire bytes).
+    simulated: Simulated,
 }
+
+/// Transactions asked to be simulated.
+type Simulated = Arc<Mutex<Vec<Vec<u8>>>>;
 
 /// (method, signature asked, signature the proxy asks about instead).
 type Swap = Arc<Mutex<Option<(String, String, String)>>>;
@@ -81,11 +94,13 @@ impl FaultProxy {
         let stats = Arc::new(Mutex::new((0, 0)));
         let (wake, watch) = tokio::sync::watch::channel(Fault::None);
         let swap: Swap = Arc::new(Mutex::new(None));
-        let (f, s, up, sw) = (
+        let simulated: Simulated = Arc::default();
+        let (f, s, up, sw, sim) = (
             fault.clone(),
             stats.clone(),
             upstream.to_string(),
             swap.clone(),
+            simulated.clone(),
         );
         std::thread::spawn(move || {
             let rt = tokio::runtime::Builder::new_multi_thread()
@@ -93,7 +108,7 @@ impl FaultProxy {
                 .enable_all()
                 .build()
                 .expect("proxy runtime");
-            rt.block_on(serve(std_listener, port, up, f, s, sw, watch));
+            rt.block_on(serve(std_listener, port, up, f, s, (sw, sim), watch));
         });
         FaultProxy {
             url: format!("http://127.0.0.1:{port}"),
@@ -101,7 +116,14 @@ impl FaultProxy {
             wake,
             stats,
             swap,
+            simulated,
         }
+    }
+
+    /// The wire bytes of every transaction a client asked to simulate
+    /// through this proxy so far.
+    pub fn simulated(&self) -> Vec<Vec<u8>> {
+        self.simulated.lock().expect("simulated lock").clone()
     }
 
     /// From now on, `method` calls naming `asked` are forwarded naming
@@ -138,7 +160,7 @@ async fn serve(
     upstream: String,
     fault: Arc<Mutex<Fault>>,
     stats: Arc<Mutex<(u64, u64)>>,
-    swap: Swap,
+    (swap, simulated): (Swap, Simulated),
     mut watch: tokio::sync::watch::Receiver<Fault>,
 ) {
     let client = reqwest::Client::new();
@@ -169,7 +191,7 @@ async fn serve(
             accepted = l.accept() => {
                 if let Ok((stream, _)) = accepted {
                     let (c, u, f, s) = (client.clone(), upstream.clone(), fault.clone(), stats.clone());
-                    conns.spawn(connection(stream, c, u, f, s, swap.clone()));
+                    conns.spawn(connection(stream, c, u, f, s, (swap.clone(), simulated.clone())));
                 }
             }
             changed = watch.changed() => {
@@ -189,7 +211,7 @@ async fn connection(
     upstream: String,
     fault: Arc<Mutex<Fault>>,
     stats: Arc<Mutex<(u64, u64)>>,
-    swap: Swap,
+    (swap, simulated): (Swap, Simulated),
 ) {
     let (read, mut write) = stream.into_split();
     let mut read = BufReader::new(read);
@@ -204,7 +226,15 @@ async fn connection(
                 body = text.replace(&asked, &answered).into_bytes();
             }
         }
+        if let Some(wire) = transaction_param(&body, "simulateTransaction") {
+            simulated.lock().expect("simulated lock").push(wire);
+        }
         let now = *fault.lock().expect("fault lock");
+        let dropped = if now == Fault::DropSends {
+            transaction_param(&body, "sendTransaction")
+        } else {
+            None
+        };
         let hidden = now == Fault::HideStatuses
             && String::from_utf8_lossy(&body).contains("\"getSignatureStatuses\"");
         let timeless = now == Fault::NoBlockTime
@@ -213,7 +243,8 @@ async fn connection(
             && String::from_utf8_lossy(&body).contains("\"sendTransaction\"");
         let pricing = matches!(now, Fault::PriorityFees(_))
             && String::from_utf8_lossy(&body).contains("\"getRecentPrioritizationFees\"");
-        let faulted = hidden
+        let faulted = dropped.is_some()
+            || hidden
             || timeless
             || sending
             || pricing
@@ -225,6 +256,7 @@ async fn connection(
                     | Fault::NoBlockTime
                     | Fault::StallSends(_)
                     | Fault::PriorityFees(_)
+                    | Fault::DropSends
             );
         {
             let mut s = stats.lock().expect("stats lock");
@@ -278,7 +310,22 @@ async fn connection(
                 let reply = serde_json::json!({"jsonrpc": "2.0", "id": id, "result": fees});
                 (200, reply.to_string().into_bytes())
             }
-            Fault::None | Fault::HideStatuses | Fault::NoBlockTime | Fault::PriorityFees(_) => {
+            Fault::DropSends if dropped.is_some() => {
+                let wire = dropped.unwrap_or_default();
+                // the first signature (after its compact-u16 count, < 128)
+                let sig = bs58::encode(wire.get(1..65).unwrap_or_default()).into_string();
+                let id = serde_json::from_slice::<serde_json::Value>(&body)
+                    .ok()
+                    .and_then(|v| v.get("id").cloned())
+                    .unwrap_or(serde_json::Value::Null);
+                let reply = serde_json::json!({"jsonrpc": "2.0", "id": id, "result": sig});
+                (200, reply.to_string().into_bytes())
+            }
+            Fault::None
+            | Fault::HideStatuses
+            | Fault::NoBlockTime
+            | Fault::PriorityFees(_)
+            | Fault::DropSends => {
                 forward(&client, &upstream, &path, body).await
             }
         };
@@ -292,6 +339,20 @@ async fn connection(
             return;
         }
     }
+}
+
+/// The transaction (wire bytes) a JSON-RPC request of `method` carries as
+/// its first parameter (base64, as the Solana client sends it).
+fn transaction_param(body: &[u8], method: &str) -> Option<Vec<u8>> {
+    use base64::Engine;
+    let v: serde_json::Value = serde_json::from_slice(body).ok()?;
+    if v.get("method")?.as_str()? != method {
+        return None;
+    }
+    let encoded = v.get("params")?.get(0)?.as_str()?;
+    base64::engine::general_purpose::STANDARD
+        .decode(encoded)
+        .ok()
 }
 
 pub(crate) fn reason(status: u16) -> &'static str {

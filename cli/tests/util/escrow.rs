@@ -33,11 +33,36 @@ pub fn buyer_buys(
     dir: &str,
     timeout_secs: u64,
 ) -> (Env, super::Run) {
+    buyer_buys_with(v, manifest, dir, timeout_secs, &[])
+}
+
+/// [`buyer_buys`] with `extra` flags for `buy` (e.g. `--allow-unproven-blob`).
+pub fn buyer_buys_with(
+    v: &e2e::TestValidator,
+    manifest: &str,
+    dir: &str,
+    timeout_secs: u64,
+    extra: &[&str],
+) -> (Env, super::Run) {
     let buyer = Env::new();
     buyer.ok(&["wallet", "new"]);
     ok(v, &buyer, &["wallet", "airdrop", "2", "--json"]);
+    let args = buy_args(v, manifest, dir, timeout_secs, extra);
+    let run = buyer.run(&args.iter().map(String::as_str).collect::<Vec<_>>());
+    (buyer, run)
+}
+
+/// `-u <v> --commitment confirmed marketplace buy <manifest> --storage-dir
+/// <dir> --timeout <secs> --json` and `extra`.
+pub fn buy_args(
+    v: &e2e::TestValidator,
+    manifest: &str,
+    dir: &str,
+    timeout_secs: u64,
+    extra: &[&str],
+) -> Vec<String> {
     let timeout = timeout_secs.to_string();
-    let run = buyer.run(&[
+    let mut args = vec![
         "-u",
         v.rpc_url.as_str(),
         "--commitment",
@@ -50,8 +75,9 @@ pub fn buyer_buys(
         "--timeout",
         &timeout,
         "--json",
-    ]);
-    (buyer, run)
+    ];
+    args.extend_from_slice(extra);
+    args.into_iter().map(String::from).collect()
 }
 
 /// The address of `e`'s wallet, read without a validator.
@@ -151,23 +177,23 @@ pub fn buying(
     dir: &str,
     timeout_secs: u64,
 ) -> (Env, std::process::Child) {
+    buying_with(v, manifest, dir, timeout_secs, &[])
+}
+
+/// [`buying`] with `extra` flags for `buy`.
+pub fn buying_with(
+    v: &e2e::TestValidator,
+    manifest: &str,
+    dir: &str,
+    timeout_secs: u64,
+    extra: &[&str],
+) -> (Env, std::process::Child) {
     let buyer = Env::new();
     buyer.ok(&["wallet", "new"]);
     ok(v, &buyer, &["wallet", "airdrop", "2", "--json"]);
-    let timeout = timeout_secs.to_string();
     let child = buyer
         .cmd()
-        .args(["-u", &v.rpc_url, "--commitment", "confirmed"])
-        .args([
-            "marketplace",
-            "buy",
-            manifest,
-            "--storage-dir",
-            dir,
-            "--timeout",
-            &timeout,
-            "--json",
-        ])
+        .args(buy_args(v, manifest, dir, timeout_secs, extra))
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped())
         .spawn()

@@ -67,6 +67,15 @@ pub enum MintRefusal {
         /// What it would do.
         why: &'static str,
     },
+    /// A freeze authority this client does not know could freeze an
+    /// escrow's vault (holding a refund or a conviction's payout hostage).
+    #[error("mint {mint}: its freeze authority {authority} could freeze an escrow's vault and hold a refund or a proven lie's payout hostage; escrow buys are taken only in mints with no freeze authority or issued by a known issuer (USDC, USDT, the localnet's test dollar)")]
+    FreezeAuthority {
+        /// The mint.
+        mint: Pubkey,
+        /// Its freeze authority.
+        authority: Pubkey,
+    },
     /// Reading the account failed.
     #[error(transparent)]
     Chain(#[from] crate::chain::ChainError),
@@ -91,10 +100,28 @@ pub async fn read_escrow_mint(
 ) -> Result<TokenMint, MintRefusal> {
     let (owner, data) = fetch_mint(chain, address).await?;
     let mint = mint_from_account(address, &owner, &data)?;
-    match escrow_mint_refusal(address, &data) {
+    match escrow_mint_refusal(address, &data).or_else(|| freeze_refusal(address, &data)) {
         Some(refusal) => Err(refusal),
         None => Ok(mint),
     }
+}
+
+/// Why an escrow refuses `data`'s mint for its freeze authority (`None`:
+/// it has none, or it is one of [`DOLLAR_MINTS`], whose issuers' freeze
+/// authorities are known): a seller holding, or colluding with, a mint's
+/// freeze authority could freeze a vault through a dispute window.
+pub fn freeze_refusal(address: &Pubkey, data: &[u8]) -> Option<MintRefusal> {
+    use spl_token_2022_interface::extension::StateWithExtensions;
+    use spl_token_2022_interface::state::Mint;
+    if DOLLAR_MINTS.contains(address) {
+        return None;
+    }
+    let state = StateWithExtensions::<Mint>::unpack(data).ok()?;
+    let authority: Option<Pubkey> = state.base.freeze_authority.into();
+    authority.map(|a| MintRefusal::FreezeAuthority {
+        mint: *address,
+        authority: Pubkey::new_from_array(a.to_bytes()),
+    })
 }
 
 /// Why the escrow program would refuse `data`'s mint (`None`: it takes
@@ -416,6 +443,41 @@ mod tests {
             state.init_account_type().unwrap();
         }
         data
+    }
+
+    /// Issue 67.2: a mint whose freeze authority could freeze a vault is
+    /// refused for an escrow buy, naming the authority, unless it is a
+    /// known dollar (its issuer's authority); one without passes.
+    #[test]
+    fn a_mint_a_stranger_can_freeze_is_refused_for_an_escrow() {
+        let address = Pubkey::new_unique();
+        assert!(freeze_refusal(&address, &mint_bytes(&[], |_| {})).is_none());
+        let freezer = Pubkey::new_unique();
+        let mut frozen = mint_bytes(&[], |_| {});
+        {
+            use spl_token_2022_interface::extension::StateWithExtensionsMut;
+            let mut state =
+                StateWithExtensionsMut::<spl_token_2022_interface::state::Mint>::unpack(
+                    &mut frozen,
+                )
+                .unwrap();
+            state.base.freeze_authority = Some(freezer).into();
+            state.pack_base();
+        }
+        match freeze_refusal(&address, &frozen) {
+            Some(MintRefusal::FreezeAuthority { mint, authority }) => {
+                assert_eq!((mint, authority), (address, freezer));
+            }
+            other => panic!("not refused for its freeze authority: {other:?}"),
+        }
+        assert!(MintRefusal::FreezeAuthority {
+            mint: address,
+            authority: freezer
+        }
+        .to_string()
+        .contains(&freezer.to_string()));
+        // USDC's issuer may freeze; the client knows it
+        assert!(freeze_refusal(&DOLLAR_MINTS[0], &frozen).is_none());
     }
 
     /// An escrow vault's mint: what the program takes (a close authority,

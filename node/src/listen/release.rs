@@ -144,7 +144,7 @@ pub fn reveal_cu_limit(memo_bytes: usize) -> u32 {
     let memo = u32::try_from(memo_bytes)
         .unwrap_or(u32::MAX)
         .saturating_mul(400);
-    60_000u32.saturating_add(memo).min(1_400_000)
+    100_000u32.saturating_add(memo).min(1_400_000)
 }
 
 /// A sealed-escrow listing's release, as two transactions because the

@@ -214,6 +214,11 @@ pub struct Quote {
     /// short unless the buyer named `--allow-unproven-blob`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub escrow_proof: Option<crate::market::escrow_trade::BlobProof>,
+    /// An escrow buy: the windows and the slash share the program's
+    /// settings guarantee (refused off a localnet when they do not
+    /// protect a buyer).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub escrow_protection: Option<crate::market::escrow_trade::Protection>,
 }
 
 impl Quote {
@@ -271,8 +276,15 @@ impl Quote {
             ),
             None => String::new(),
         };
+        let protection = match &self.escrow_protection {
+            Some(p) => format!(
+                "; the seller answers within {} s, a lie is provable for {} s after the reveal, a missed reveal or a proven lie pays you {} lamports of the seller's stake",
+                p.release_window_secs, p.dispute_window_secs, p.slash_share_lamports
+            ),
+            None => String::new(),
+        };
         format!(
-            "{} ({}, {}): {paid}{rate}; priority fee at most {} lamports{proof}",
+            "{} ({}, {}): {paid}{rate}; priority fee at most {} lamports{proof}{protection}",
             self.listing_id, self.settles, self.terms, self.priority_fee_max_lamports
         )
     }
@@ -543,6 +555,7 @@ fn quote(
         token: None,
         usd: None,
         escrow_proof: None,
+        escrow_protection: None,
     }
 }
 
@@ -616,7 +629,8 @@ async fn plan_escrow(
         blind_point_for, check_blob_before_paying, checked_listing, BlobPromise,
     };
     let kp = buyer.solana_keypair();
-    let (account, onchain, _) = checked_listing(chain, listing, now).await?;
+    let (account, onchain, settings) = checked_listing(chain, listing, now).await?;
+    let protection = crate::market::escrow_trade::Protection::of(&settings);
     let blob = source
         .fetch(blob_item(listing), crate::seal::MAX_BLOB_BYTES)
         .await?;
@@ -654,6 +668,7 @@ async fn plan_escrow(
             protocol_fee_units: 0,
         });
         q.escrow_proof = Some(proof);
+        q.escrow_protection = Some(protection);
         return Ok(BuyPlan {
             quote: q,
             instructions,
@@ -665,6 +680,7 @@ async fn plan_escrow(
         .await?;
     let mut quote = quote(listing, "escrow", "listed".into(), price, 0, rent);
     quote.escrow_proof = Some(proof);
+    quote.escrow_protection = Some(protection);
     // the spend ledger reserves the quote: the program must take no more
     if simulated > quote.total_lamports {
         return Err(crate::market::escrow_trade::EscrowReadError::from(

@@ -200,6 +200,11 @@ pub enum EscrowPlanError {
     /// No misdelivery to prove.
     #[error("every chunk of the blob opens to its commitment under the revealed key: there is no misdelivery to prove")]
     NothingToDispute,
+    /// The program's settings do not protect a buyer on this cluster: a
+    /// dispute window too short for a client that is offline a while to
+    /// prove a lie, or no slash share to pay a missed reveal.
+    #[error("the escrow program's settings on this cluster do not protect a buyer: {0}; refusing to pay")]
+    Unprotected(String),
     /// The blob cannot prove on chain what its manifest promises (a v1
     /// blob: the bundle hash; a v2 blob under a stated memory count: the
     /// count): a seller could be paid for another plaintext.
@@ -638,7 +643,58 @@ pub async fn checked_listing(
         .await?
         .ok_or_else(|| EscrowPlanError::NoListingAccount(listing.listing_id.clone()))?;
     check_listing(listing, &onchain, &settings, now)?;
+    Protection::of(&settings).judge(chain.cluster_kind().await?)?;
     Ok((account, onchain, settings))
+}
+
+/// The shortest dispute window a buyer pays into off a local cluster: a
+/// buyer whose client is offline a few hours still proves a lie when it
+/// comes back (the program's own floor outside its `localnet` build).
+pub const BUYER_MIN_DISPUTE_WINDOW_SECS: i64 = 6 * 3_600;
+
+/// What the program's settings guarantee a buyer, as `quote` shows it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+pub struct Protection {
+    /// Seconds the seller has to reveal or decline.
+    pub release_window_secs: i64,
+    /// Seconds after a reveal in which a lie is proven.
+    pub dispute_window_secs: i64,
+    /// What a missed reveal or a proven lie pays the buyer from the
+    /// seller's stake (lamports).
+    pub slash_share_lamports: u64,
+}
+
+impl Protection {
+    /// What `settings` guarantee.
+    pub fn of(settings: &SettingsAccount) -> Protection {
+        Protection {
+            release_window_secs: settings.release_window_secs,
+            dispute_window_secs: settings.dispute_window_secs,
+            slash_share_lamports: deposit_share(settings),
+        }
+    }
+
+    /// Refuses, on any cluster but a local one (`kind`, by genesis hash),
+    /// a dispute window under [`BUYER_MIN_DISPUTE_WINDOW_SECS`] (a program
+    /// built with its `localnet` feature looks like any other) or a zero
+    /// slash share.
+    pub fn judge(&self, kind: crate::chain::cluster::ClusterKind) -> Result<(), EscrowPlanError> {
+        if kind == crate::chain::cluster::ClusterKind::Local {
+            return Ok(());
+        }
+        if self.dispute_window_secs < BUYER_MIN_DISPUTE_WINDOW_SECS {
+            return Err(EscrowPlanError::Unprotected(format!(
+                "its dispute window is {} s, under the {BUYER_MIN_DISPUTE_WINDOW_SECS} s (6 h) a buyer's client needs to prove a lie after being offline (a program built for a localnet?)",
+                self.dispute_window_secs
+            )));
+        }
+        if self.slash_share_lamports == 0 {
+            return Err(EscrowPlanError::Unprotected(
+                "its slash share is 0 lamports: a missed reveal or a proven lie costs the seller nothing".into(),
+            ));
+        }
+        Ok(())
+    }
 }
 
 /// The mint a deposit into an escrow listing in a token pays in, as the
@@ -1160,6 +1216,54 @@ mod tests {
             ..l.clone()
         };
         assert_eq!(BlobPromise::of(&float).memories, None);
+    }
+
+    /// Issue 67.7: off a local cluster, a short dispute window or a zero
+    /// share is refused before paying; a local cluster takes both.
+    #[test]
+    fn settings_that_do_not_protect_a_buyer_are_refused_off_a_localnet() {
+        use crate::chain::cluster::ClusterKind;
+        let good = Protection {
+            release_window_secs: 3_600,
+            dispute_window_secs: BUYER_MIN_DISPUTE_WINDOW_SECS,
+            slash_share_lamports: 1,
+        };
+        for kind in [
+            ClusterKind::MainnetBeta,
+            ClusterKind::Devnet,
+            ClusterKind::Testnet,
+        ] {
+            assert_eq!(good.judge(kind), Ok(()));
+            let short = Protection {
+                dispute_window_secs: 10,
+                ..good
+            };
+            assert!(
+                matches!(short.judge(kind), Err(EscrowPlanError::Unprotected(w)) if w.contains("10 s"))
+            );
+            let free = Protection {
+                slash_share_lamports: 0,
+                ..good
+            };
+            assert!(
+                matches!(free.judge(kind), Err(EscrowPlanError::Unprotected(w)) if w.contains("slash share is 0"))
+            );
+            assert_eq!(
+                Protection {
+                    dispute_window_secs: 10,
+                    slash_share_lamports: 0,
+                    ..good
+                }
+                .judge(ClusterKind::Local),
+                Ok(())
+            );
+        }
+        let settings = SettingsAccount {
+            min_stake: 1,
+            slash_bps: 1,
+            ..settings()
+        };
+        assert_eq!(Protection::of(&settings).slash_share_lamports, 0);
     }
 
     /// Issue 67.1: a blob that cannot prove what its manifest promises

@@ -4,13 +4,16 @@
 //! root recomputed over it; `--lie bundle`: a blob sealed consistently,
 //! every chunk opening to its hashes and states, of another plaintext than
 //! the bundle the manifest's `bundle_hash` names; either way the buyer's
-//! check of the blob against the root before paying passes), then
+//! check of the blob against the root before paying passes; `--lie
+//! downgrade`: another plaintext sealed consistently as an old format 1
+//! blob under a manifest naming no format, which proves nothing about the
+//! bundle hash: the buyer refuses it before paying), then
 //! reveals the listing's true key to each deposit as an honest `listen`
 //! would, and so would be paid after the dispute window for a blob that
 //! does not open, unless the buyer proves it.
 //!
 //! `lying-seller --rpc URL --home DIR --gateway URL [--stake LAMPORTS]
-//! [--reveals N] [--timeout SECS] [--lie chunk|bundle]`: the wallet is `DIR/.brainctl/wallet.json`
+//! [--reveals N] [--timeout SECS] [--lie chunk|bundle|downgrade]`: the wallet is `DIR/.brainctl/wallet.json`
 //! (funded), the Arweave key `DIR/.brainctl/arweave-wallet.pkcs8`. Prints
 //! `{"manifest": …, "listing_id": …}` once listed, then a line per reveal,
 //! and exits after N reveals (default 1) or the timeout (default 120 s).
@@ -18,7 +21,7 @@
 use node::arweave::gateway::Gateway;
 use node::arweave::Uploader;
 use node::chain::{Chain, Endpoint, Pubkey};
-use node::escrow::math::blob::{seal, Blob};
+use node::escrow::math::blob::{seal, seal_v1, Blob, Format};
 use node::escrow::{self, EscrowStatus};
 use node::market::manifest::{build_listing, EscrowCommitments, Listing, NewListing};
 use node::wallet::Wallet;
@@ -37,7 +40,7 @@ struct Args {
 }
 
 fn usage(why: &str) -> ! {
-    eprintln!("lying-seller: {why}\nusage: lying-seller --rpc URL --home DIR --gateway URL [--stake LAMPORTS] [--reveals N] [--timeout SECS] [--lie chunk|bundle]");
+    eprintln!("lying-seller: {why}\nusage: lying-seller --rpc URL --home DIR --gateway URL [--stake LAMPORTS] [--reveals N] [--timeout SECS] [--lie chunk|bundle|downgrade]");
     std::process::exit(2)
 }
 
@@ -61,8 +64,8 @@ fn args() -> Args {
             "--stake" => stake = number(&value),
             "--reveals" => reveals = number(&value) as usize,
             "--timeout" => timeout = number(&value),
-            "--lie" if value == "chunk" || value == "bundle" => lie = value,
-            "--lie" => usage(&format!("--lie {value}: chunk or bundle")),
+            "--lie" if ["chunk", "bundle", "downgrade"].contains(&value.as_str()) => lie = value,
+            "--lie" => usage(&format!("--lie {value}: chunk, bundle or downgrade")),
             other => usage(&format!("unknown flag {other}")),
         }
     }
@@ -105,13 +108,13 @@ fn main() {
         .collect();
     let bundle_hash = hex::encode(escrow::math::sha256(&[&plain]));
     let k = escrow::listing_scalar(&seller, &id);
-    let sealed = if a.lie == "bundle" {
-        // the same length, one memory's words changed
-        let mut shipped = plain.clone();
-        shipped[40..47].copy_from_slice(b"NOTHING");
-        seal(&k, &shipped).expect("seal")
-    } else {
-        seal(&k, &plain).expect("seal")
+    // the same length, one memory's words changed
+    let mut shipped = plain.clone();
+    shipped[40..47].copy_from_slice(b"NOTHING");
+    let (sealed, format) = match a.lie.as_str() {
+        "bundle" => (seal(&k, &shipped).expect("seal"), Format::V3),
+        "downgrade" => (seal_v1(&k, &shipped).expect("seal"), Format::V1),
+        _ => (seal(&k, &plain).expect("seal"), Format::V3),
     };
     let mut bytes = sealed.bytes;
     if a.lie == "chunk" {
@@ -146,7 +149,7 @@ fn main() {
             visibility: "auction",
             encrypted_bundle_uri: &format!("ar://{blob_id}"),
             metadata_uri: "ar://metadata",
-            preview: serde_json::json!({"memories_count": stated.unwrap_or(1)}),
+            preview: serde_json::json!({"memories_count": stated.unwrap_or(30)}),
             now,
             escrow_program: Some(escrow::PROGRAM_ID),
             escrow_terms: Some(EscrowCommitments {
@@ -154,7 +157,7 @@ fn main() {
                 blob_root: lying_root,
                 plain_len: sealed.plain_len,
                 seller_x25519: seller.x25519_public(),
-                blob_format: node::escrow::math::blob::Format::V3,
+                blob_format: format,
             }),
             settlement: None,
             usd_at_settle: None,
