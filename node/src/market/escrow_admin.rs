@@ -121,6 +121,13 @@ pub fn check_settings(c: &NewConfig) -> Result<(), ConfigureError> {
             "must be above 0: the stake is the bond",
         );
     }
+    if escrow_math::slash_share(c.min_stake, c.slash_bps) == 0 {
+        return bad(
+            "min_stake",
+            c.min_stake.to_string(),
+            "with this --slash-bps its slash share rounds to 0 lamports (a missed reveal or a proven lie would cost the seller nothing): raise --min-stake-lamports or --slash-bps",
+        );
+    }
     Ok(())
 }
 
@@ -288,6 +295,15 @@ mod tests {
             (
                 NewConfig {
                     min_stake: 0,
+                    ..config()
+                },
+                "min_stake",
+            ),
+            // a share that rounds to nothing (issue 67.7)
+            (
+                NewConfig {
+                    min_stake: 1,
+                    slash_bps: 9_999,
                     ..config()
                 },
                 "min_stake",

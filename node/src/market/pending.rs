@@ -6,7 +6,7 @@
 //! is sent (its signature is known then: a crash or a lost confirmation
 //! after landing leaves a row, never an untracked deposit), marked landed
 //! once it is; `fetch` records one it does not find; `buy` itself, `fetch`,
-//! and the `marketplace watch` service finish it ([`crate::watch`]: a row
+//! and the `marketplace watch` service finish it (a row
 //! whose deposit never landed is closed once its blockhash expired). A gateway that stops serving the blob never leaves
 //! the buyer unable to open it or to prove a lie: the checked copy is here.
 //!

@@ -363,6 +363,7 @@ ERRORS = [
     ("NotExpirable",
      "only a deposit past its release window and grace, or a reveal on a convicted listing, "
      "can be expired"),
+    ("ZeroShare", "min_stake and slash_bps give a slash share of 0 lamports: raise either"),
 ]
 
 idl = {

@@ -171,4 +171,9 @@ pub enum EscrowError {
     /// An escrow that cannot be expired (yet).
     #[msg("only a deposit past its release window and grace, or a reveal on a convicted listing, can be expired")]
     NotExpirable,
+    /// Settings whose slash share (`min_stake · slash_bps / 10⁴`) rounds
+    /// to zero: a missed reveal or a proven lie would cost the seller
+    /// nothing.
+    #[msg("min_stake and slash_bps give a slash share of 0 lamports: raise either")]
+    ZeroShare,
 }

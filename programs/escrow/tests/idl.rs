@@ -1181,7 +1181,8 @@ fn every_variant_is_listed(e: EscrowError, l: SealedListingStatus, s: SealedEscr
         | StakeReserved
         | ZeroMaxOpen
         | TreasuryNotRentExempt
-        | NotExpirable => {}
+        | NotExpirable
+        | ZeroShare => {}
     }
     match l {
         SealedListingStatus::Live
@@ -1256,6 +1257,7 @@ fn errors_match_the_program() {
         ZeroMaxOpen,
         TreasuryNotRentExempt,
         NotExpirable,
+        ZeroShare,
     ];
     let errors = idl["errors"].as_array().unwrap();
     assert_eq!(errors.len(), all.len());

@@ -825,6 +825,15 @@ async fn listings_and_settings_refuse_unusable_values() {
             },
             EscrowError::ZeroSlash,
         ),
+        // issue 67.7: a share that rounds to nothing slashes nothing
+        (
+            SettingsArgs {
+                min_stake: 1,
+                slash_bps: 9_999,
+                ..T::args()
+            },
+            EscrowError::ZeroShare,
+        ),
         (
             SettingsArgs {
                 fee_bps: 1_001,

@@ -66,6 +66,10 @@ pub fn check_settings(a: &SettingsArgs) -> Result<()> {
         );
     }
     require!(a.min_stake > 0, EscrowError::ZeroMinStake);
+    require!(
+        escrow_math::slash_share(a.min_stake, a.slash_bps) > 0,
+        EscrowError::ZeroShare
+    );
     Ok(())
 }
 
