@@ -1005,17 +1005,7 @@ pub async fn advance_sealed(
     let Some(e) = read_account(chain, &at, crate::escrow::EscrowAccount::decode).await? else {
         return Ok(SealedStep::Closed(format!("escrow {at} is closed")));
     };
-    // a listing another buyer convicted: every reveal of it opened the
-    // same lying blob, and the program refunds this deposit with its
-    // share whatever the dispute window says
-    let convicted = e.status == EscrowStatus::Revealed
-        && read_account(chain, &account, crate::escrow::ListingAccount::decode)
-            .await?
-            .is_some_and(|l| l.status == crate::escrow::ListingStatus::Convicted);
     match e.status {
-        EscrowStatus::Revealed if convicted => {
-            tracing::warn!(listing = %listing.listing_id, "the listing was convicted of fraud: refunding this escrow with its share");
-        }
         EscrowStatus::Deposited => {
             let deadline = read_settings(chain).await?.answer_deadline(e.deposited_at);
             if chain.cluster_time().await? < deadline {
@@ -1040,6 +1030,28 @@ pub async fn advance_sealed(
                     escrow_math::blob::BlobError::Misdelivery { index }
                     | escrow_math::blob::BlobError::BrokenLink { index },
                 ) if e.status == EscrowStatus::Revealed => {
+                    let closes = e
+                        .revealed_at
+                        .saturating_add(read_settings(chain).await?.dispute_window_secs);
+                    if chain.cluster_time().await? >= closes {
+                        // too late to prove it; but a listing another buyer
+                        // convicted refunds this deposit with its share
+                        // whatever the window says
+                        let convicted =
+                            read_account(chain, &account, crate::escrow::ListingAccount::decode)
+                                .await?
+                                .is_some_and(|l| {
+                                    l.status == crate::escrow::ListingStatus::Convicted
+                                });
+                        if convicted {
+                            tracing::warn!(listing = %listing.listing_id, index, "the listing was convicted of fraud: refunding this escrow with its share");
+                            let signature = refund_escrow(chain, buyer, listing).await?;
+                            return Ok(SealedStep::Refunded { signature });
+                        }
+                        return Ok(SealedStep::Closed(format!(
+                            "chunk {index} of the blob does not open, found after the dispute window: the seller is paid"
+                        )));
+                    }
                     tracing::warn!(listing = %listing.listing_id, index, "the revealed key does not open the committed blob: proving it on chain");
                     match send_dispute(chain, buyer, listing, blob, &k).await {
                         Ok(signature) => Ok(SealedStep::Disputed { index, signature }),
