@@ -25,8 +25,8 @@ use node::escrow::{self, EscrowAccount, EscrowStatus, ListingAccount};
 use serde_json::Value;
 use std::time::{Duration, Instant};
 use util::escrow::{
-    address, buyer_buys, buyer_buys_with, buying, buying_with, configured, escrow_seller, ok,
-    LISTING_STAKE, STAKE,
+    address, buyer_buys, buyer_buys_with, buying, buying_with, configured, escrow_seller,
+    list_as_cheater, ok, Sealed, CHEAT_PRICE, LISTING_STAKE, STAKE,
 };
 use util::Env;
 
@@ -488,9 +488,6 @@ fn the_escrow_trade_runs_through_the_binaries_on_the_deployed_program() {
     let deposit = escrow::deposit(&account, &after.pubkey(), &terms, &blind, &[8; 32]);
     assert!(rt.block_on(chain.send(&[deposit], &[&after])).is_err());
 }
-
-/// What a cheating seller's listings cost.
-const CHEAT_PRICE: u64 = 50_000_000;
 
 /// How the cheating seller lies.
 #[derive(Clone, Copy, PartialEq)]
@@ -1263,102 +1260,6 @@ fn a_reveal_an_rpc_withholds_is_sent_again_and_never_declined() {
         "{}",
         opened.stdout
     );
-}
-
-/// What a cheating seller's own tooling sealed and commits to.
-struct Sealed {
-    bytes: Vec<u8>,
-    plain_len: u64,
-    root: [u8; 32],
-    key_point: [u8; 32],
-    format: node::escrow::math::blob::Format,
-}
-
-/// A cheating seller's listing (its own tooling, through the node's
-/// library): `sealed` uploaded as the blob, a manifest naming `format`,
-/// `bundle_hash` and a preview of `memories_count`, listed in the program
-/// with the `list` memo. Returns the manifest's and the blob's item ids.
-fn list_as_cheater(
-    v: &e2e::TestValidator,
-    uploader: &node::arweave::Uploader,
-    seller: &node::wallet::Wallet,
-    id: &str,
-    sealed: Sealed,
-    bundle_hash: &str,
-    memories_count: u64,
-) -> (String, String) {
-    use node::market::manifest::{build_listing, EscrowCommitments, Listing, NewListing};
-    const PRICE: u64 = CHEAT_PRICE;
-    let (rt, chain) = (e2e::runtime(), v.chain());
-    let seller_pk: Pubkey = seller.address().parse().unwrap();
-    let blob_id = rt
-        .block_on(uploader.put_signed(
-            seller,
-            sealed.bytes,
-            node::publish::BLOB_CONTENT_TYPE,
-            node::publish::ESCROW_BLOB_SCHEMA,
-        ))
-        .unwrap();
-    let now = time::OffsetDateTime::now_utc().unix_timestamp();
-    let manifest_json = build_listing(
-        seller,
-        &NewListing {
-            listing_id: id,
-            bundle_hash,
-            payment_address: None,
-            price_usd: 5.0,
-            price_lamports: PRICE,
-            duration_hours: 1.0,
-            visibility: "auction",
-            encrypted_bundle_uri: &format!("ar://{blob_id}"),
-            metadata_uri: "ar://metadata",
-            preview: serde_json::json!({"memories_count": memories_count}),
-            now,
-            escrow_program: Some(escrow::PROGRAM_ID),
-            escrow_terms: Some(EscrowCommitments {
-                key_point: sealed.key_point,
-                blob_root: sealed.root,
-                plain_len: sealed.plain_len,
-                seller_x25519: seller.x25519_public(),
-                blob_format: sealed.format,
-            }),
-            settlement: None,
-            usd_at_settle: None,
-        },
-    )
-    .unwrap();
-    let manifest = rt
-        .block_on(uploader.put_signed(
-            seller,
-            serde_json::to_vec(&manifest_json).unwrap(),
-            "application/json",
-            node::market::manifest::LISTING_SCHEMA,
-        ))
-        .unwrap();
-    let listing = Listing::from_value(manifest_json).unwrap();
-    let settings = rt
-        .block_on(node::market::escrow_trade::read_settings(&chain))
-        .unwrap();
-    let list_ix = node::market::escrow_trade::list_instruction(
-        &seller_pk,
-        &listing,
-        (STAKE, u32::MAX),
-        &settings,
-    )
-    .unwrap();
-    let op = node::market::MemoOp::List {
-        listing_arweave_id: manifest.clone(),
-        bundle_hash: bundle_hash.to_string(),
-    };
-    rt.block_on(node::market::tx::post_memo_with(
-        &chain,
-        seller,
-        &op,
-        &seller_pk,
-        vec![list_ix],
-    ))
-    .unwrap();
-    (manifest, blob_id)
 }
 
 /// `listen` killed after each step of a sealed-escrow release (the

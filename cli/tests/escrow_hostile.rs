@@ -51,9 +51,14 @@ enum Shape {
     ForgedRelease,
     /// A stranger's reveal on an honest deposit.
     StrangerReveal,
+    /// `plan_buy` of another seller's listing beside the honest one whose
+    /// blob is garbage sealed consistently in a format that cannot prove
+    /// the manifest's promise (format 1, or 2 under a stated count):
+    /// refused before anything is paid.
+    Downgraded,
 }
 
-const SHAPES: [Shape; 13] = [
+const SHAPES: [Shape; 14] = [
     Shape::Honest,
     Shape::Bare,
     Shape::WrongBlind,
@@ -67,6 +72,7 @@ const SHAPES: [Shape; 13] = [
     Shape::OtherExpiry,
     Shape::ForgedRelease,
     Shape::StrangerReveal,
+    Shape::Downgraded,
 ];
 
 impl Shape {
@@ -157,6 +163,41 @@ fn honest_deposits_are_revealed_exactly_once_among_hostile_ones() {
     let terms = held.terms;
 
     let (mut daemon, mut indexer, base) = services(&seller, &v.rpc_url, &dir, shared.path());
+    // a downgrading seller's listings beside the honest one (format 1;
+    // format 2 under a stated count), both listed in the program
+    let downgraded: Vec<node::market::manifest::Listing> = {
+        use node::escrow::math::blob::{seal_v1, seal_v2, Blob, Format};
+        let cheat = Wallet::generate();
+        v.fund(&cheat.address().parse().unwrap(), 5);
+        let uploader = node::arweave::Uploader::Fs(node::arweave::FsStore::new(&dir));
+        let promised = hex::encode(escrow::math::sha256(&[b"a dozen fine memories"]));
+        [seal_v1, seal_v2]
+            .into_iter()
+            .map(|seal| {
+                let id = node::market::list::new_listing_id();
+                let k = escrow::listing_scalar(&cheat, &id);
+                let sealed = seal(&k, &[0x41; 600]).unwrap();
+                let root = Blob::parse(&sealed.bytes).unwrap().root();
+                let (manifest, _) = util::escrow::list_as_cheater(
+                    &v,
+                    &uploader,
+                    &cheat,
+                    &id,
+                    util::escrow::Sealed {
+                        bytes: sealed.bytes,
+                        plain_len: sealed.plain_len,
+                        root,
+                        key_point: escrow::math::client::point_of(&k),
+                        format: Format::V1,
+                    },
+                    &promised,
+                    12,
+                );
+                rt.block_on(node::market::buy::fetch_listing(&src, &manifest))
+                    .unwrap()
+            })
+            .collect()
+    };
 
     // every shape at least once, in a random order, then random ones
     let mut shapes = SHAPES.to_vec();
@@ -254,6 +295,29 @@ fn honest_deposits_are_revealed_exactly_once_among_hostile_ones() {
                 };
                 rt.block_on(node::market::tx::post_memo(&chain, &buyer, &op, &seller_pk))
                     .unwrap();
+                false
+            }
+            Shape::Downgraded => {
+                let l = &downgraded[rng.below(2) as usize];
+                let before = rt.block_on(chain.balance(&me)).unwrap();
+                match rt.block_on(node::market::buy::plan_buy(
+                    &chain,
+                    &src,
+                    &buyer,
+                    l,
+                    node::market::buy::Terms::Listed,
+                )) {
+                    Err(e) => assert!(
+                        e.to_string().contains("--allow-unproven-blob"),
+                        "seed {seed}: refused for another reason: {e}"
+                    ),
+                    Ok(_) => panic!("seed {seed}: a downgraded blob was planned for payment"),
+                }
+                assert_eq!(
+                    rt.block_on(chain.balance(&me)).unwrap(),
+                    before,
+                    "seed {seed}"
+                );
                 false
             }
             Shape::StrangerReveal => {

@@ -186,39 +186,67 @@ fn the_indexer_settles_an_escrow_listing_with_the_programs_deposit() {
     let (seller, buyer, earlier) = (Wallet::generate(), Wallet::generate(), Wallet::generate());
     let seller_pk = seller.solana_keypair().pubkey();
     let id = "20261123-e5c0000000e6";
+    // a downgraded listing beside it: garbage sealed consistently as a
+    // format 1 blob, whose manifest promises a bundle it cannot prove
+    let downgraded = "20261123-e5c0000000e7";
     let now = time::OffsetDateTime::now_utc().unix_timestamp();
+    let dir = tempfile::tempdir().unwrap();
+    let rt = e2e::multi_thread_runtime();
+    let store = FsStore::new(dir.path().join("items"));
+    let uploader = Uploader::Fs(store.clone());
+    let listed =
+        |id: &str, sealed: node::escrow::math::blob::Sealed, k: &[u8; 32], format, count| {
+            let blob = rt
+                .block_on(uploader.put_signed(
+                    &seller,
+                    sealed.bytes,
+                    node::publish::BLOB_CONTENT_TYPE,
+                    node::publish::ESCROW_BLOB_SCHEMA,
+                ))
+                .unwrap();
+            build_listing(
+                &seller,
+                &NewListing {
+                    listing_id: id,
+                    bundle_hash: &"ab".repeat(32),
+                    payment_address: None,
+                    price_usd: 8.0,
+                    price_lamports: PRICE,
+                    duration_hours: 24.0,
+                    visibility: "auction",
+                    encrypted_bundle_uri: &format!("ar://{blob}"),
+                    metadata_uri: "ar://meta",
+                    preview: json!({"memories_count": count}),
+                    now,
+                    escrow_program: Some(node::escrow::PROGRAM_ID),
+                    escrow_terms: Some(node::market::manifest::EscrowCommitments {
+                        key_point: node::escrow::math::client::point_of(k),
+                        blob_root: sealed.root,
+                        plain_len: sealed.plain_len,
+                        seller_x25519: seller.x25519_public(),
+                        blob_format: format,
+                    }),
+                    settlement: None,
+                    usd_at_settle: None,
+                },
+            )
+            .unwrap()
+        };
     let k = node::escrow::listing_scalar(&seller, id);
     let sealed = node::escrow::math::blob::seal(&k, b"{}").unwrap();
-    let manifest = build_listing(
-        &seller,
-        &NewListing {
-            listing_id: id,
-            bundle_hash: &"ab".repeat(32),
-            payment_address: None,
-            price_usd: 8.0,
-            price_lamports: PRICE,
-            duration_hours: 24.0,
-            visibility: "auction",
-            encrypted_bundle_uri: "ar://blob",
-            metadata_uri: "ar://meta",
-            preview: json!({"memories_count": 1}),
-            now,
-            escrow_program: Some(node::escrow::PROGRAM_ID),
-            escrow_terms: Some(node::market::manifest::EscrowCommitments {
-                key_point: node::escrow::math::client::point_of(&k),
-                blob_root: sealed.root,
-                plain_len: sealed.plain_len,
-                seller_x25519: seller.x25519_public(),
-                blob_format: node::escrow::math::blob::Format::V3,
-            }),
-            settlement: None,
-            usd_at_settle: None,
-        },
-    )
-    .unwrap();
+    let manifest = listed(id, sealed, &k, node::escrow::math::blob::Format::V3, 0);
     let listing = Listing::from_value(manifest.clone()).unwrap();
+    let k1 = node::escrow::listing_scalar(&seller, downgraded);
+    let garbage = node::escrow::math::blob::seal_v1(&k1, &[0x41; 700]).unwrap();
+    let manifest_v1 = listed(
+        downgraded,
+        garbage,
+        &k1,
+        node::escrow::math::blob::Format::V1,
+        12,
+    );
+    let listing_v1 = Listing::from_value(manifest_v1.clone()).unwrap();
     // the program's accounts as `list --escrow` and an earlier deposit left them
-    let dir = tempfile::tempdir().unwrap();
     let account = listing_address(&seller_pk, id);
     let earlier_pk = earlier.solana_keypair().pubkey();
     account_file(
@@ -226,6 +254,12 @@ fn the_indexer_settles_an_escrow_listing_with_the_programs_deposit() {
         &account,
         &program_id(),
         &listing_bytes(&seller_pk, &listing, 1),
+    );
+    account_file(
+        dir.path(),
+        &listing_address(&seller_pk, downgraded),
+        &program_id(),
+        &listing_bytes(&seller_pk, &listing_v1, 1),
     );
     account_file(
         dir.path(),
@@ -252,26 +286,25 @@ fn the_indexer_settles_an_escrow_listing_with_the_programs_deposit() {
     for w in [&seller, &buyer, &earlier] {
         v.fund(&w.solana_keypair().pubkey(), 1);
     }
-    let rt = e2e::multi_thread_runtime();
     let chain = v.chain();
-    let store = FsStore::new(dir.path().join("items"));
-    let uploader = Uploader::Fs(store.clone());
-    let item = rt
-        .block_on(uploader.put_signed(
-            &seller,
-            serde_json::to_vec(&manifest).unwrap(),
-            "application/json",
-            LISTING_SCHEMA,
+    for (manifest, listing) in [(&manifest, &listing), (&manifest_v1, &listing_v1)] {
+        let item = rt
+            .block_on(uploader.put_signed(
+                &seller,
+                serde_json::to_vec(manifest).unwrap(),
+                "application/json",
+                LISTING_SCHEMA,
+            ))
+            .unwrap();
+        let op = MemoOp::List {
+            listing_arweave_id: item,
+            bundle_hash: listing.bundle_hash.clone(),
+        };
+        rt.block_on(node::market::tx::post_memo(
+            &chain, &seller, &op, &seller_pk,
         ))
         .unwrap();
-    let op = MemoOp::List {
-        listing_arweave_id: item,
-        bundle_hash: listing.bundle_hash.clone(),
-    };
-    rt.block_on(node::market::tx::post_memo(
-        &chain, &seller, &op, &seller_pk,
-    ))
-    .unwrap();
+    }
 
     // the indexer, in process, follows the chain and serves the API
     let ix = Arc::new(
@@ -302,15 +335,15 @@ fn the_indexer_settles_an_escrow_listing_with_the_programs_deposit() {
         http: reqwest::Client::new(),
     };
     rt.spawn(http::serve(listener, state, std::future::pending()));
-    let path = format!("/listings/{id}/settle");
-    let settle = |who: &Wallet, extra: serde_json::Value| {
+    let settle_on = |id: &str, who: &Wallet, extra: serde_json::Value| {
         let token = rt.block_on(api.sign_in(who));
         let mut body = json!({"buyer_x25519_pubkey": who.x25519_address(), "cluster": "localnet"});
         body.as_object_mut()
             .unwrap()
             .extend(extra.as_object().unwrap().clone());
-        rt.block_on(api.post(&path, body, Some(&token)))
+        rt.block_on(api.post(&format!("/listings/{id}/settle"), body, Some(&token)))
     };
+    let settle = |who: &Wallet, extra: serde_json::Value| settle_on(id, who, extra);
 
     // without B: the buyer must derive it (the indexer cannot)
     let (code, body) = settle(&buyer, json!({}));
@@ -377,4 +410,24 @@ fn the_indexer_settles_an_escrow_listing_with_the_programs_deposit() {
     let (code, body) = settle(&earlier, json!({"blind_point": blind}));
     assert_eq!(code, 409, "{body}");
     assert!(body.to_string().contains("already deposited"), "{body}");
+    // the blob was read and checked: the deposit names what it proves
+    let (_, body) = settle(&buyer, json!({"blind_point": blind}));
+    assert_eq!(body["escrow"]["blob_proof"]["blob_format"], 3, "{body}");
+    // issue 67.1: no deposit is built for a blob that cannot prove what
+    // its manifest promises
+    let account_v1 = listing_address(&seller_pk, downgraded);
+    let b1 = node::market::escrow_trade::buyer_blinding(
+        &buyer.x25519_secret(),
+        &seller.x25519_public(),
+        &account_v1,
+        &buyer_pk,
+    )
+    .unwrap();
+    let blind_v1 = hex::encode(node::escrow::math::client::point_of(&b1));
+    let (code, body) = settle_on(downgraded, &buyer, json!({"blind_point": blind_v1}));
+    assert_eq!(code, 409, "{body}");
+    assert!(
+        body.to_string().contains("blob is format 1") && body.get("tx_base64").is_none(),
+        "{body}"
+    );
 }
