@@ -364,6 +364,8 @@ ERRORS = [
      "only a deposit past its release window and grace, or a reveal on a convicted listing, "
      "can be expired"),
     ("ZeroShare", "min_stake and slash_bps give a slash share of 0 lamports: raise either"),
+    ("TreasuryFrozen",
+     "the treasury's token account of the mint is frozen; the claim pays once it is thawed"),
 ]
 
 idl = {

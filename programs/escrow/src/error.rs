@@ -176,4 +176,8 @@ pub enum EscrowError {
     /// nothing.
     #[msg("min_stake and slash_bps give a slash share of 0 lamports: raise either")]
     ZeroShare,
+    /// The treasury's token account is frozen: the claim waits for the
+    /// thaw (a freeze never waives the fee).
+    #[msg("the treasury's token account of the mint is frozen; the claim pays once it is thawed")]
+    TreasuryFrozen,
 }

@@ -1182,7 +1182,8 @@ fn every_variant_is_listed(e: EscrowError, l: SealedListingStatus, s: SealedEscr
         | ZeroMaxOpen
         | TreasuryNotRentExempt
         | NotExpirable
-        | ZeroShare => {}
+        | ZeroShare
+        | TreasuryFrozen => {}
     }
     match l {
         SealedListingStatus::Live
@@ -1258,6 +1259,7 @@ fn errors_match_the_program() {
         TreasuryNotRentExempt,
         NotExpirable,
         ZeroShare,
+        TreasuryFrozen,
     ];
     let errors = idl["errors"].as_array().unwrap();
     assert_eq!(errors.len(), all.len());

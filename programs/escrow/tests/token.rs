@@ -611,9 +611,9 @@ async fn a_token_deposit_comes_back_whole_on_every_way_out() {
     );
 }
 
-/// The listing creates the treasury's account of the mint; one that
-/// cannot take the fee (frozen) sends it to the seller, and the claim
-/// still pays. A mint with an extension that could move, freeze, tax or
+/// The listing creates the treasury's account of the mint; while it is
+/// frozen the claim fails (a freeze never waives the fee, issue 67.2),
+/// and once thawed the claim pays the seller and the fee. A mint with an extension that could move, freeze, tax or
 /// block a vault (a transfer fee, a permanent delegate) is refused at
 /// listing, and at every deposit (a mint made again with one since takes
 /// no deposit); a lamport listing takes no token
@@ -628,14 +628,28 @@ async fn only_mints_that_cannot_touch_a_vault_are_listed_and_no_fee_blocks_a_cla
         .account(&treasury_account)
         .await
         .expect("the listing created the treasury's account");
+    let mut thawed = frozen.clone();
     frozen.data[108] = 2;
     w.ctx.set_account(&treasury_account, &frozen.into());
     let escrow = w.deposit(listing, 0).await;
     w.reveal(listing, escrow).await;
     w.advance(DISPUTE).await;
-    w.claim_with(listing, 0, |_| {}).await.unwrap();
+    assert_eq!(
+        custom(w.claim_with(listing, 0, |_| {}).await),
+        code(EscrowError::TreasuryFrozen)
+    );
     let seller = w.seller.key.pubkey();
-    assert_eq!(w.units_of(&seller).await, PRICE);
+    assert_eq!(w.units_of(&seller).await, 0, "nothing paid while frozen");
+    thawed.data[108] = 1;
+    w.ctx.set_account(&treasury_account, &thawed.into());
+    w.claim_with(listing, 0, |_| {}).await.unwrap();
+    let fee = (PRICE * u64::from(FEE_BPS)).div_ceil(10_000);
+    assert_eq!(w.units_of(&seller).await, PRICE - fee);
+    assert_eq!(
+        w.units_of(&w.treasury.pubkey()).await,
+        fee,
+        "the fee stayed owed"
+    );
 
     for kind in [MintKind::TransferFee, MintKind::PermanentDelegate] {
         let mut w = World::new(TOKEN_2022_PROGRAM, kind).await;

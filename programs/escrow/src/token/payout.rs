@@ -2,9 +2,12 @@
 //! the vault's payments: the price less the fee to a token account of the
 //! seller for the mint, the fee to the treasury's associated account of
 //! the mint (created when the listing opened), or to the seller when that
-//! account cannot take it (closed, frozen, no longer the treasury's, or
-//! with an extension that could refuse it): a claim never fails for the
-//! treasury's state. The emptied vault stays for the buyer to close.
+//! account cannot take it (closed, no longer the treasury's, or with an
+//! extension that could refuse it). A frozen treasury account fails the
+//! claim instead (`TreasuryFrozen`): whoever holds the mint's freeze
+//! authority (a seller who chose its own mint) never waives the fee by a
+//! freeze; the claim pays once it is thawed. The emptied vault stays for
+//! the buyer to close.
 
 use crate::constants::{SEALED_ESCROW_SEED, SEALED_LISTING_SEED, SETTINGS_SEED};
 use crate::error::EscrowError;
@@ -13,7 +16,7 @@ use crate::sealed::claim::{claimable, claimed};
 use crate::sealed::state::{SealedEscrow, SealedListing, Settings};
 use crate::token::as_escrow;
 use crate::token::vault::{
-    self, extensions_within, token_account, Token, IMMUTABLE_OWNER, INITIALIZED,
+    self, extensions_within, token_account, Token, FROZEN, IMMUTABLE_OWNER, INITIALIZED,
 };
 use anchor_lang::prelude::*;
 
@@ -76,6 +79,13 @@ impl ClaimToken<'_> {
         let a = ctx.accounts;
         let amount = claimable(&a.settings, &a.listing, &a.escrow)?;
         let (seller, mint) = (a.listing.seller, a.listing.mint);
+        // a freeze never waives the fee: the claim waits for the thaw
+        require!(
+            !token_account(&a.treasury_token).is_some_and(|t| {
+                t.owner == a.settings.treasury && t.mint == mint && t.state == FROZEN
+            }),
+            EscrowError::TreasuryFrozen
+        );
         token_account(&a.seller_token)
             .filter(|t| t.owner == seller && t.mint == mint)
             .ok_or_else(|| error!(EscrowError::WrongSellerAccount))?;

@@ -34,6 +34,9 @@ const TYPE_ACCOUNT: u8 = 2;
 /// A token account's `state`: initialized (not frozen).
 pub const INITIALIZED: u8 = 1;
 
+/// A token account's `state`: frozen by the mint's freeze authority.
+pub const FROZEN: u8 = 2;
+
 /// Token-2022 extension types (`ExtensionType` numbers) a mint may carry
 /// and still settle an escrow: none of them can move, freeze, tax or
 /// block what a vault holds (a close authority closes only a mint of no
