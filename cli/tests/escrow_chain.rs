@@ -782,7 +782,7 @@ fn cheating_seller(lie: Lie) {
         .is_err());
 }
 
-/// Issue 67.1 through the binaries: a seller who seals a consistent blob
+/// Through the binaries: a seller who seals a consistent blob
 /// of garbage in a format that cannot prove its promise (format 1: the
 /// bundle hash; format 2 under a stated memory count: the count), with an
 /// attractive bundle hash and preview, is refused by `quote` and `buy`
@@ -792,7 +792,8 @@ fn cheating_seller(lie: Lie) {
 #[test]
 fn a_seller_who_downgrades_the_blob_format_is_refused_before_the_buyer_pays() {
     use node::arweave::{FsStore, Uploader};
-    use node::escrow::math::blob::{seal_v1, seal_v2, Blob, Format, Sealed as SealedBlob};
+    use node::escrow::math::blob::{seal_v1, seal_v2};
+    use util::escrow::{list_downgraded, Seal};
     let (v, _treasury) = configured(&[], 300);
     let chain = v.chain();
     let rt = e2e::runtime();
@@ -806,28 +807,8 @@ fn a_seller_who_downgrades_the_blob_format_is_refused_before_the_buyer_pays() {
     // what it seals, consistently: garbage
     let promised = hex::encode(escrow::math::sha256(&[b"a bundle of twelve memories"]));
     let garbage = vec![0x41u8; 900];
-    type Seal = fn(&[u8; 32], &[u8]) -> Result<SealedBlob, node::escrow::math::blob::BlobError>;
     for (seal, format) in [(seal_v1 as Seal, 1u8), (seal_v2 as Seal, 2u8)] {
-        let id = node::market::list::new_listing_id();
-        let k = escrow::listing_scalar(&seller, &id);
-        let sealed = seal(&k, &garbage).unwrap();
-        let root = Blob::parse(&sealed.bytes).unwrap().root();
-        let (manifest, _) = list_as_cheater(
-            &v,
-            &uploader,
-            &seller,
-            &id,
-            Sealed {
-                bytes: sealed.bytes,
-                plain_len: sealed.plain_len,
-                root,
-                key_point: escrow::math::client::point_of(&k),
-                // the manifest names no format (what a v1 listing says)
-                format: Format::V1,
-            },
-            &promised,
-            12,
-        );
+        let (id, manifest) = list_downgraded(&v, &uploader, &seller, seal, &garbage, &promised, 12);
         let buyer = Env::new();
         buyer.ok(&["wallet", "new"]);
         ok(&v, &buyer, &["wallet", "airdrop", "2", "--json"]);
@@ -913,7 +894,7 @@ fn a_seller_who_downgrades_the_blob_format_is_refused_before_the_buyer_pays() {
     }
 }
 
-/// Issue 67.3, 67.6, 67.8 and 67.9 through the binaries: a `buy` killed
+/// Through the binaries: a `buy` killed
 /// right after its deposit landed (before it could record anything after
 /// the send) left a pending row recorded when the deposit was signed;
 /// the seller's `listen`, its key file lost, still reveals (a reveal needs
@@ -1070,7 +1051,7 @@ fn a_buy_killed_after_its_deposit_landed_is_finished_by_watch_and_its_rent_comes
     );
 }
 
-/// Issue 67.4 through the binaries: once one buyer convicts a listing,
+/// Through the binaries: once one buyer convicts a listing,
 /// another buyer whose client was offline through its whole dispute
 /// window is still refunded its deposit, rent and share by `watch` (it
 /// used to try a dispute after the window and give up).
@@ -1168,7 +1149,7 @@ fn a_late_buyer_of_a_convicted_listing_is_refunded_with_its_share() {
     );
 }
 
-/// Issue 67.5 through the binaries: the seller's RPC withholds the reveal
+/// Through the binaries: the seller's RPC withholds the reveal
 /// (it answers the send and forwards nothing), so the reveal's `s` is
 /// known to it and the reveal never lands; `listen`'s next pass, inside
 /// the last 75 s before the answer deadline where a first reveal would be

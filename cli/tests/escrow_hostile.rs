@@ -166,30 +166,20 @@ fn honest_deposits_are_revealed_exactly_once_among_hostile_ones() {
     // a downgrading seller's listings beside the honest one (format 1;
     // format 2 under a stated count), both listed in the program
     let downgraded: Vec<node::market::manifest::Listing> = {
-        use node::escrow::math::blob::{seal_v1, seal_v2, Blob, Format};
+        use node::escrow::math::blob::{seal_v1, seal_v2};
         let cheat = Wallet::generate();
         v.fund(&cheat.address().parse().unwrap(), 5);
         let uploader = node::arweave::Uploader::Fs(node::arweave::FsStore::new(&dir));
         let promised = hex::encode(escrow::math::sha256(&[b"a dozen fine memories"]));
-        [seal_v1, seal_v2]
+        [seal_v1 as util::escrow::Seal, seal_v2]
             .into_iter()
             .map(|seal| {
-                let id = node::market::list::new_listing_id();
-                let k = escrow::listing_scalar(&cheat, &id);
-                let sealed = seal(&k, &[0x41; 600]).unwrap();
-                let root = Blob::parse(&sealed.bytes).unwrap().root();
-                let (manifest, _) = util::escrow::list_as_cheater(
+                let (_, manifest) = util::escrow::list_downgraded(
                     &v,
                     &uploader,
                     &cheat,
-                    &id,
-                    util::escrow::Sealed {
-                        bytes: sealed.bytes,
-                        plain_len: sealed.plain_len,
-                        root,
-                        key_point: escrow::math::client::point_of(&k),
-                        format: Format::V1,
-                    },
+                    seal,
+                    &[0x41; 600],
                     &promised,
                     12,
                 );

@@ -51,6 +51,18 @@ pub enum WatchError {
     Pending(#[from] PendingError),
 }
 
+impl Outcome {
+    /// What a look at `p` left it at.
+    fn of(p: &PendingBuy, state: State, detail: String) -> Outcome {
+        Outcome {
+            buy_signature: p.buy_signature.clone(),
+            listing_id: p.listing.listing_id.clone(),
+            state,
+            detail,
+        }
+    }
+}
+
 /// One pass over every pending buy of `store`; returns what each did.
 pub async fn pass(
     chain: &Chain,
@@ -78,94 +90,92 @@ pub async fn pass(
                 continue;
             }
         };
-        if p.state == State::Imported {
-            match close_imported(chain, buyer, &p.listing).await {
-                Ok(ClosingStep::Waiting) => {}
-                Ok(closed) => {
-                    let detail = match closed {
-                        ClosingStep::Closed { signature } => {
-                            format!("imported; escrow closed, its rent back in {signature}")
-                        }
-                        _ => "imported; escrow closed".to_string(),
-                    };
-                    store.escrow_closed(&p.buy_signature, &detail, now())?;
-                    out.push(Outcome {
-                        buy_signature: p.buy_signature.clone(),
-                        listing_id: p.listing.listing_id.clone(),
-                        state: State::Imported,
-                        detail,
-                    });
-                }
-                Err(e) => {
-                    tracing::warn!(buy = %p.buy_signature, error = %e, "closing an imported escrow: tried again next pass");
-                }
-            }
-            continue;
-        }
-        if !p.landed {
-            let Ok(sig) = p.buy_signature.parse::<crate::chain::Signature>() else {
-                out.push(Outcome {
-                    buy_signature: p.buy_signature.clone(),
-                    listing_id: p.listing.listing_id.clone(),
-                    state: State::Pending,
-                    detail: "its signature is not base58: the row was edited; skipped".into(),
-                });
-                continue;
-            };
-            match chain.landing_of(&sig, p.last_valid_height).await {
-                Ok(LandingOf::Landed { .. }) => store.mark_landed(&p.buy_signature, now())?,
-                Ok(LandingOf::InFlight) => continue,
-                Ok(LandingOf::Never) => {
-                    let detail = "no deposit: its blockhash expired without it landing".to_string();
-                    store.finish(&p.buy_signature, State::Closed, &detail, now())?;
-                    out.push(Outcome {
-                        buy_signature: p.buy_signature.clone(),
-                        listing_id: p.listing.listing_id.clone(),
-                        state: State::Closed,
-                        detail,
-                    });
-                    continue;
-                }
-                Err(e) => {
-                    tracing::warn!(buy = %p.buy_signature, error = %e, "whether the deposit landed: asked again next pass");
-                    continue;
-                }
-            }
-        }
-        let (state, detail) = match step(chain, buyer, &p).await {
-            Ok(SealedStep::Waiting) => continue,
-            Ok(SealedStep::Imported(report)) => (
-                State::Imported,
-                serde_json::to_string(&report).unwrap_or_default(),
-            ),
-            Ok(SealedStep::Disputed { index, signature }) => (
-                State::Disputed,
-                format!("chunk {index} lied; fraud proven in {signature}"),
-            ),
-            Ok(SealedStep::Refunded { signature }) => (State::Refunded, signature),
-            Ok(SealedStep::Closed(why)) => (State::Closed, why),
-            Err(e) => {
-                let why = e.to_string();
-                tracing::warn!(buy = %p.buy_signature, error = %why, "pending escrow: tried again next pass");
-                store.note(&p.buy_signature, &why, now())?;
-                out.push(Outcome {
-                    buy_signature: p.buy_signature.clone(),
-                    listing_id: p.listing.listing_id.clone(),
-                    state: State::Pending,
-                    detail: why,
-                });
-                continue;
-            }
+        let looked = match p.state {
+            State::Imported => close(chain, buyer, store, &p, &now).await?,
+            _ => advance(chain, buyer, store, &p, &now).await?,
         };
-        store.finish(&p.buy_signature, state, &detail, now())?;
-        out.push(Outcome {
-            buy_signature: p.buy_signature.clone(),
-            listing_id: p.listing.listing_id.clone(),
-            state,
-            detail,
-        });
+        out.extend(looked);
     }
     Ok(out)
+}
+
+/// One look at an imported buy whose escrow still holds its rent: closed
+/// once the seller is paid (`None`: not yet, or tried again next pass).
+async fn close(
+    chain: &Chain,
+    buyer: &Wallet,
+    store: &PendingEscrows,
+    p: &PendingBuy,
+    now: &impl Fn() -> i64,
+) -> Result<Option<Outcome>, WatchError> {
+    let detail = match close_imported(chain, buyer, &p.listing).await {
+        Ok(ClosingStep::Waiting) => return Ok(None),
+        Ok(ClosingStep::Closed { signature }) => {
+            format!("imported; escrow closed, its rent back in {signature}")
+        }
+        Ok(ClosingStep::Gone) => "imported; escrow closed".to_string(),
+        Err(e) => {
+            tracing::warn!(buy = %p.buy_signature, error = %e, "closing an imported escrow: tried again next pass");
+            return Ok(None);
+        }
+    };
+    store.escrow_closed(&p.buy_signature, &detail, now())?;
+    Ok(Some(Outcome::of(p, State::Imported, detail)))
+}
+
+/// One look at a pending buy: a deposit recorded when signed is first
+/// confirmed landed (or closed once it never can), then its escrow is
+/// advanced (`None`: nothing to do yet).
+async fn advance(
+    chain: &Chain,
+    buyer: &Wallet,
+    store: &PendingEscrows,
+    p: &PendingBuy,
+    now: &impl Fn() -> i64,
+) -> Result<Option<Outcome>, WatchError> {
+    if !p.landed {
+        let Ok(sig) = p.buy_signature.parse::<crate::chain::Signature>() else {
+            return Ok(Some(Outcome::of(
+                p,
+                State::Pending,
+                "its signature is not base58: the row was edited; skipped".into(),
+            )));
+        };
+        match chain.landing_of(&sig, p.last_valid_height).await {
+            Ok(LandingOf::Landed { .. }) => store.mark_landed(&p.buy_signature, now())?,
+            Ok(LandingOf::InFlight) => return Ok(None),
+            Ok(LandingOf::Never) => {
+                let detail = "no deposit: its blockhash expired without it landing".to_string();
+                store.finish(&p.buy_signature, State::Closed, &detail, now())?;
+                return Ok(Some(Outcome::of(p, State::Closed, detail)));
+            }
+            Err(e) => {
+                tracing::warn!(buy = %p.buy_signature, error = %e, "whether the deposit landed: asked again next pass");
+                return Ok(None);
+            }
+        }
+    }
+    let (state, detail) = match step(chain, buyer, p).await {
+        Ok(SealedStep::Waiting) => return Ok(None),
+        Ok(SealedStep::Imported(report)) => (
+            State::Imported,
+            serde_json::to_string(&report).unwrap_or_default(),
+        ),
+        Ok(SealedStep::Disputed { index, signature }) => (
+            State::Disputed,
+            format!("chunk {index} lied; fraud proven in {signature}"),
+        ),
+        Ok(SealedStep::Refunded { signature }) => (State::Refunded, signature),
+        Ok(SealedStep::Closed(why)) => (State::Closed, why),
+        Err(e) => {
+            let why = e.to_string();
+            tracing::warn!(buy = %p.buy_signature, error = %why, "pending escrow: tried again next pass");
+            store.note(&p.buy_signature, &why, now())?;
+            return Ok(Some(Outcome::of(p, State::Pending, why)));
+        }
+    };
+    store.finish(&p.buy_signature, state, &detail, now())?;
+    Ok(Some(Outcome::of(p, state, detail)))
 }
 
 /// One look at `p`, importing into its own target.

@@ -413,7 +413,7 @@ fn the_indexer_settles_an_escrow_listing_with_the_programs_deposit() {
     // the blob was read and checked: the deposit names what it proves
     let (_, body) = settle(&buyer, json!({"blind_point": blind}));
     assert_eq!(body["escrow"]["blob_proof"]["blob_format"], 3, "{body}");
-    // issue 67.1: no deposit is built for a blob that cannot prove what
+    // no deposit is built for a blob that cannot prove what
     // its manifest promises
     let account_v1 = listing_address(&seller_pk, downgraded);
     let b1 = node::market::escrow_trade::buyer_blinding(

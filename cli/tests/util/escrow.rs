@@ -299,3 +299,47 @@ pub fn list_as_cheater(
     .unwrap();
     (manifest, blob_id)
 }
+
+/// How a downgrading seller seals: format 1 (`seal_v1`) or 2 (`seal_v2`).
+pub type Seal = fn(
+    &[u8; 32],
+    &[u8],
+)
+    -> Result<node::escrow::math::blob::Sealed, node::escrow::math::blob::BlobError>;
+
+/// A downgrading seller's listing: `garbage` sealed consistently by
+/// `seal` under a manifest that names no format (what a format 1 listing
+/// says), promising `bundle_hash` and `memories_count`. Returns its
+/// listing id and manifest item id.
+pub fn list_downgraded(
+    v: &e2e::TestValidator,
+    uploader: &node::arweave::Uploader,
+    seller: &node::wallet::Wallet,
+    seal: Seal,
+    garbage: &[u8],
+    bundle_hash: &str,
+    memories_count: u64,
+) -> (String, String) {
+    let id = node::market::list::new_listing_id();
+    let k = node::escrow::listing_scalar(seller, &id);
+    let sealed = seal(&k, garbage).unwrap();
+    let root = node::escrow::math::blob::Blob::parse(&sealed.bytes)
+        .unwrap()
+        .root();
+    let (manifest, _) = list_as_cheater(
+        v,
+        uploader,
+        seller,
+        &id,
+        Sealed {
+            bytes: sealed.bytes,
+            plain_len: sealed.plain_len,
+            root,
+            key_point: node::escrow::math::client::point_of(&k),
+            format: node::escrow::math::blob::Format::V1,
+        },
+        bundle_hash,
+        memories_count,
+    );
+    (id, manifest)
+}

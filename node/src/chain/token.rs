@@ -445,7 +445,7 @@ mod tests {
         data
     }
 
-    /// Issue 67.2: a mint whose freeze authority could freeze a vault is
+    /// A mint whose freeze authority could freeze a vault is
     /// refused for an escrow buy, naming the authority, unless it is a
     /// known dollar (its issuer's authority); one without passes.
     #[test]

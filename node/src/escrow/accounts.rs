@@ -219,6 +219,12 @@ impl SettingsAccount {
             .saturating_add(REVEAL_GRACE_SECS)
     }
 
+    /// Unix seconds from which a reveal made at `revealed_at` can no
+    /// longer be disputed (the dispute window's end): its claim opens then.
+    pub fn dispute_closes(&self, revealed_at: i64) -> i64 {
+        revealed_at.saturating_add(self.dispute_window_secs)
+    }
+
     /// Decodes a `Settings` account owned by `owner`.
     pub fn decode(owner: &Pubkey, data: &[u8]) -> Result<SettingsAccount, AccountError> {
         const KIND: &str = "Settings";

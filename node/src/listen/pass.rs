@@ -320,12 +320,7 @@ async fn claim_due(
         let (settings, now) = (&s.0, s.1);
         let due: Vec<_> = revealed
             .into_iter()
-            .filter(|h| {
-                now >= h
-                    .account
-                    .revealed_at
-                    .saturating_add(settings.dispute_window_secs)
-            })
+            .filter(|h| now >= settings.dispute_closes(h.account.revealed_at))
             .collect();
         if due.is_empty() {
             continue;

@@ -912,9 +912,7 @@ async fn send_dispute(
     if e.status != crate::escrow::EscrowStatus::Revealed {
         return Err(refuse(format!("it is {:?}, not revealed", e.status)).into());
     }
-    let closes = e
-        .revealed_at
-        .saturating_add(read_settings(chain).await?.dispute_window_secs);
+    let closes = read_settings(chain).await?.dispute_closes(e.revealed_at);
     if chain.cluster_time().await? >= closes {
         return Err(refuse(format!("the dispute window closed at unix time {closes}")).into());
     }
@@ -1030,9 +1028,7 @@ pub async fn advance_sealed(
                     escrow_math::blob::BlobError::Misdelivery { index }
                     | escrow_math::blob::BlobError::BrokenLink { index },
                 ) if e.status == EscrowStatus::Revealed => {
-                    let closes = e
-                        .revealed_at
-                        .saturating_add(read_settings(chain).await?.dispute_window_secs);
+                    let closes = read_settings(chain).await?.dispute_closes(e.revealed_at);
                     if chain.cluster_time().await? >= closes {
                         // too late to prove it; but a listing another buyer
                         // convicted refunds this deposit with its share
@@ -1122,8 +1118,7 @@ pub async fn close_imported(
             })?;
         if onchain.status != ListingStatus::Convicted {
             let settings = read_settings(chain).await?;
-            let closes = e.revealed_at.saturating_add(settings.dispute_window_secs);
-            if chain.cluster_time().await? < closes {
+            if chain.cluster_time().await? < settings.dispute_closes(e.revealed_at) {
                 return Ok(ClosingStep::Waiting);
             }
             let token = vault_mint(chain, &onchain).await?;

@@ -299,7 +299,7 @@ mod tests {
                 },
                 "min_stake",
             ),
-            // a share that rounds to nothing (issue 67.7)
+            // a share that rounds to nothing
             (
                 NewConfig {
                     min_stake: 1,

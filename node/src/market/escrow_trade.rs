@@ -866,7 +866,7 @@ pub fn refund_instructions(
         EscrowStatus::Revealed if listing_status == Some(ListingStatus::Convicted) => {}
         EscrowStatus::Revealed => {
             return Err(EscrowPlanError::Revealed {
-                closes_at: e.revealed_at.saturating_add(settings.dispute_window_secs),
+                closes_at: settings.dispute_closes(e.revealed_at),
             })
         }
         EscrowStatus::Deposited => {
@@ -1218,7 +1218,7 @@ mod tests {
         assert_eq!(BlobPromise::of(&float).memories, None);
     }
 
-    /// Issue 67.7: off a local cluster, a short dispute window or a zero
+    /// Off a local cluster, a short dispute window or a zero
     /// share is refused before paying; a local cluster takes both.
     #[test]
     fn settings_that_do_not_protect_a_buyer_are_refused_off_a_localnet() {
@@ -1266,7 +1266,7 @@ mod tests {
         assert_eq!(Protection::of(&settings).slash_share_lamports, 0);
     }
 
-    /// Issue 67.1: a blob that cannot prove what its manifest promises
+    /// A blob that cannot prove what its manifest promises
     /// (v1: the bundle hash; v2 under a stated count: the count) is
     /// refused before paying unless the buyer names the risk; one that
     /// proves more than promised is paid.

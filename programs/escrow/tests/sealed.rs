@@ -825,7 +825,7 @@ async fn listings_and_settings_refuse_unusable_values() {
             },
             EscrowError::ZeroSlash,
         ),
-        // issue 67.7: a share that rounds to nothing slashes nothing
+        // a share that rounds to nothing slashes nothing
         (
             SettingsArgs {
                 min_stake: 1,

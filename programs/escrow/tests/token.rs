@@ -612,7 +612,7 @@ async fn a_token_deposit_comes_back_whole_on_every_way_out() {
 }
 
 /// The listing creates the treasury's account of the mint; while it is
-/// frozen the claim fails (a freeze never waives the fee, issue 67.2),
+/// frozen the claim fails (a freeze never waives the fee),
 /// and once thawed the claim pays the seller and the fee. A mint with an extension that could move, freeze, tax or
 /// block a vault (a transfer fee, a permanent delegate) is refused at
 /// listing, and at every deposit (a mint made again with one since takes
