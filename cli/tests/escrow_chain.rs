@@ -1617,3 +1617,172 @@ fn an_escrow_listing_in_test_dollars_pays_the_seller_from_the_vault() {
     );
     drop(indexer);
 }
+
+/// Through the binaries, in a token: a seller lying in test dollars
+/// (another bundle sealed under the promised hash) is revealed to; the
+/// buyer's `marketplace watch` proves the lie: `dispute_token` convicts
+/// without a token moving (a freeze of the vault could only delay what
+/// follows), and the same pass withdraws the deposit from the vault with
+/// the stake share. The buyer's dollars come back to the unit, the
+/// listing is convicted, and the indexer reads the escrow as disputed
+/// after the withdrawal. A seller who lists in a mint whose freeze
+/// authority it holds is refused before the buyer pays, naming it.
+#[test]
+fn a_lying_seller_in_dollars_is_convicted_without_a_token_moving_and_a_freezing_one_is_refused() {
+    use node::arweave::{FsStore, Uploader};
+    use node::chain::test_dollar;
+    use node::escrow::math::blob::{seal, Blob, Format};
+    use util::escrow::list_as_cheater_in;
+    let (v, treasury) = configured(&e2e::test_dollar_args(), DISPUTE as u64);
+    let (rt, chain) = (e2e::runtime(), v.chain());
+    let dollar = test_dollar::mint();
+    v.fund_dollars(&treasury.pubkey(), 1);
+    let units = |owner: &Pubkey, mint: &node::chain::token::TokenMint| {
+        rt.block_on(node::chain::token::balance(&chain, owner, mint))
+            .unwrap()
+    };
+    let seller = node::wallet::Wallet::generate();
+    let seller_pk: Pubkey = seller.address().parse().unwrap();
+    v.fund(&seller_pk, 5);
+    let work = tempfile::tempdir().unwrap();
+    let dir = work.path().join("items").display().to_string();
+    let uploader = Uploader::Fs(FsStore::new(&dir));
+    let plain: Vec<u8> = (0..2_000u32).map(|i| (i % 251) as u8).collect();
+    let bundle_hash = hex::encode(escrow::math::sha256(&[&plain]));
+    let mut shipped = plain.clone();
+    shipped[1_000] ^= 0x55;
+    let lie = |id: &str| {
+        let k = escrow::listing_scalar(&seller, id);
+        let sealed = seal(&k, &shipped).unwrap();
+        let stated = Blob::parse(&sealed.bytes)
+            .unwrap()
+            .stated_memories()
+            .unwrap();
+        let commits = Sealed {
+            root: sealed.root,
+            bytes: sealed.bytes,
+            plain_len: sealed.plain_len,
+            key_point: escrow::math::client::point_of(&k),
+            format: Format::V3,
+        };
+        (k, commits, u64::from(stated))
+    };
+    let buyer_with_dollars = || {
+        let buyer = Env::new();
+        buyer.ok(&["wallet", "new"]);
+        ok(&v, &buyer, &["wallet", "airdrop", "2", "--json"]);
+        let pk = pubkey_of(&v, &buyer);
+        (buyer, pk)
+    };
+
+    // a mint whose freeze authority is the seller's: refused before paying
+    let freezing = node::chain::token::TokenMint {
+        address: v.create_mint_with(6, Some(&seller_pk)),
+        program: dollar.program,
+        decimals: 6,
+    };
+    let frozen_id = node::market::list::new_listing_id();
+    let (_, commits, stated) = lie(&frozen_id);
+    let (frozen_manifest, _) = list_as_cheater_in(
+        &v,
+        &uploader,
+        &seller,
+        &frozen_id,
+        commits,
+        &bundle_hash,
+        stated,
+        Some(&freezing),
+    );
+    let (wary, wary_pk) = buyer_with_dollars();
+    v.mint_tokens(&freezing, &wary_pk, 100 * CHEAT_PRICE);
+    let args = util::escrow::buy_args(&v, &frozen_manifest, &dir, 1, &[]);
+    let refused = wary.run(&args.iter().map(String::as_str).collect::<Vec<_>>());
+    assert_ne!(refused.code, 0, "{}", refused.stdout);
+    let said = format!("{}{}", refused.stdout, refused.stderr);
+    assert!(
+        said.contains("freeze authority") && said.contains(&seller_pk.to_string()),
+        "the refusal names the freeze authority: {said}"
+    );
+    assert_eq!(
+        units(&wary_pk, &freezing),
+        100 * CHEAT_PRICE,
+        "nothing paid"
+    );
+    let frozen_account = escrow::listing_address(&seller_pk, &frozen_id);
+    assert!(
+        read(
+            &v,
+            &escrow::escrow_address(&frozen_account, &wary_pk),
+            EscrowAccount::decode
+        )
+        .is_none(),
+        "no deposit"
+    );
+
+    // the lying listing in test dollars
+    let id = node::market::list::new_listing_id();
+    let (k, commits, stated) = lie(&id);
+    let (manifest, _) = list_as_cheater_in(
+        &v,
+        &uploader,
+        &seller,
+        &id,
+        commits,
+        &bundle_hash,
+        stated,
+        Some(&dollar),
+    );
+    let account = escrow::listing_address(&seller_pk, &id);
+    let (indexer, base) = util::services::indexer(&v.rpc_url, &dir, work.path());
+    let (buyer, buyer_pk) = buyer_with_dollars();
+    v.fund_dollars(&buyer_pk, 100);
+    let funds = units(&buyer_pk, &dollar);
+    let args = util::escrow::buy_args(&v, &manifest, &dir, 1, &[]);
+    let pending = buyer.run(&args.iter().map(String::as_str).collect::<Vec<_>>());
+    assert_eq!(pending.code, 0, "{}{}", pending.stdout, pending.stderr);
+    assert_eq!(pending.json()["status"], "pending", "{}", pending.stdout);
+    assert_eq!(
+        units(&buyer_pk, &dollar),
+        funds - CHEAT_PRICE,
+        "in the vault"
+    );
+    let at = escrow::escrow_address(&account, &buyer_pk);
+    let e = read(&v, &at, EscrowAccount::decode).expect("the escrow");
+    let b =
+        node::market::escrow_trade::seller_blinding(&seller.x25519_secret(), &at, &e.buyer_x25519)
+            .unwrap();
+    let s = escrow::math::client::reveal(&k, &b);
+    rt.block_on(chain.send(
+        &[escrow::reveal(&account, &buyer_pk, &seller_pk, &s)],
+        &[&seller.solana_keypair()],
+    ))
+    .unwrap();
+    let lamports_before = rt.block_on(chain.balance(&buyer_pk)).unwrap();
+
+    let watched = onchain(&v, &buyer, &["marketplace", "watch", "--once", "--json"]);
+    assert_eq!(watched.code, 0, "{}", watched.stderr);
+    let outcome = &watched.json()["outcomes"][0];
+    assert_eq!(outcome["state"], "disputed", "{}", watched.stdout);
+    assert_eq!(units(&buyer_pk, &dollar), funds, "every unit back");
+    let back = rt.block_on(chain.balance(&buyer_pk)).unwrap() - lamports_before;
+    assert!(
+        back + 20_000 >= STAKE / 2,
+        "the stake share (and the escrow's rent), less the fees: {back}"
+    );
+    assert!(read(&v, &at, EscrowAccount::decode).is_none(), "closed");
+    assert_eq!(
+        read(&v, &account, ListingAccount::decode).unwrap().status,
+        node::escrow::ListingStatus::Convicted
+    );
+    // the indexer folds the conviction and the withdrawal as one dispute
+    let url = format!("{base}/escrows/{at}");
+    wait_for("the indexer's dispute", 60, || {
+        util::services::get(&url).is_some_and(|j| j["escrow"]["status"] == "disputed")
+    });
+    let seen = util::services::get(&url).unwrap();
+    assert!(
+        seen["escrow"]["fraud_chunk"].is_number(),
+        "the lying chunk kept: {seen}"
+    );
+    drop(indexer);
+}

@@ -161,7 +161,21 @@ async fn advance(
             State::Imported,
             serde_json::to_string(&report).unwrap_or_default(),
         ),
-        Ok(SealedStep::Disputed { index, signature }) => (
+        Ok(SealedStep::Disputed {
+            index,
+            signature,
+            withdrawn: false,
+        }) => {
+            // a token conviction holds the deposit for this buyer; its
+            // withdrawal (a frozen vault waits for the thaw) is tried
+            // again next pass
+            let why = format!("chunk {index} lied; fraud proven in {signature}; the deposit is withdrawn next pass");
+            store.note(&p.buy_signature, &why, now())?;
+            return Ok(Some(Outcome::of(p, State::Pending, why)));
+        }
+        Ok(SealedStep::Disputed {
+            index, signature, ..
+        }) => (
             State::Disputed,
             format!("chunk {index} lied; fraud proven in {signature}"),
         ),

@@ -575,6 +575,12 @@ impl TestValidator {
     /// A new SPL Token mint of `decimals` whose authority is
     /// [`test_dollar_authority`].
     pub fn create_mint(&self, decimals: u8) -> Pubkey {
+        self.create_mint_with(decimals, None)
+    }
+
+    /// [`Self::create_mint`] with `freeze_authority` (who may freeze any
+    /// account of the mint).
+    pub fn create_mint_with(&self, decimals: u8, freeze_authority: Option<&Pubkey>) -> Pubkey {
         use node::chain::{Keypair, Signer};
         let authority = test_dollar_authority();
         self.fund(&authority.pubkey(), 1);
@@ -597,7 +603,7 @@ impl TestValidator {
                 &token,
                 &mint.pubkey(),
                 &authority.pubkey(),
-                None,
+                freeze_authority,
                 decimals,
             )
             .expect("initialize_mint2"),

@@ -226,7 +226,34 @@ pub fn list_as_cheater(
     bundle_hash: &str,
     memories_count: u64,
 ) -> (String, String) {
-    use node::market::manifest::{build_listing, EscrowCommitments, Listing, NewListing};
+    list_as_cheater_in(
+        v,
+        uploader,
+        seller,
+        id,
+        sealed,
+        bundle_hash,
+        memories_count,
+        None,
+    )
+}
+
+/// [`list_as_cheater`] in `mint` (`None`: lamports) at [`CHEAT_PRICE`]
+/// base units: the listing's `settlement` and `list_sealed_token`.
+#[allow(clippy::too_many_arguments)]
+pub fn list_as_cheater_in(
+    v: &e2e::TestValidator,
+    uploader: &node::arweave::Uploader,
+    seller: &node::wallet::Wallet,
+    id: &str,
+    sealed: Sealed,
+    bundle_hash: &str,
+    memories_count: u64,
+    mint: Option<&node::chain::token::TokenMint>,
+) -> (String, String) {
+    use node::market::manifest::{
+        build_listing, EscrowCommitments, Listing, NewListing, TokenSettlement,
+    };
     const PRICE: u64 = CHEAT_PRICE;
     let (rt, chain) = (e2e::runtime(), v.chain());
     let seller_pk: Pubkey = seller.address().parse().unwrap();
@@ -261,7 +288,12 @@ pub fn list_as_cheater(
                 seller_x25519: seller.x25519_public(),
                 blob_format: sealed.format,
             }),
-            settlement: None,
+            settlement: mint.map(|m| TokenSettlement {
+                mint: m.address.to_bytes(),
+                token_program: m.program.to_bytes(),
+                decimals: m.decimals,
+                price_units: PRICE,
+            }),
             usd_at_settle: None,
         },
     )

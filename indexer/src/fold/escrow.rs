@@ -142,9 +142,16 @@ impl State {
                 amount,
                 slashed,
             } => {
-                // closing a claimed escrow returns its rent only
-                if amount > 0 {
-                    self.escrow_refunded(&escrow.to_string(), r, slashed, "refunded", None);
+                // closing a claimed escrow returns its rent only; a token
+                // escrow's withdrawal after its conviction keeps the
+                // verdict (the fraud proof settled the buy)
+                let escrow = escrow.to_string();
+                let convicted = self
+                    .escrows
+                    .get(&escrow)
+                    .is_some_and(|e| e.status == "disputed");
+                if amount > 0 && !convicted {
+                    self.escrow_refunded(&escrow, r, slashed, "refunded", None);
                 }
             }
             EscrowEvent::FraudProven {

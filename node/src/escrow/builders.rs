@@ -301,8 +301,8 @@ pub fn claim_token(
     )
 }
 
-/// The accounts of `refund_sealed_token` and `dispute_token`: the vault
-/// back to `buyer`'s associated account of `mint`.
+/// The accounts of `refund_sealed_token`: the vault back to `buyer`'s
+/// associated account of `mint`.
 fn exit_token_accounts(listing: &Pubkey, buyer: &Pubkey, mint: &TokenMint) -> Vec<AccountMeta> {
     vec![
         AccountMeta::new_readonly(settings_address(), false),
@@ -462,30 +462,35 @@ impl FraudProof {
     }
 }
 
-/// `dispute_token` (or its step or link form) by `buyer` with `proof`.
-pub fn dispute_token(
-    listing: &Pubkey,
-    buyer: &Pubkey,
-    mint: &TokenMint,
-    proof: &FraudProof,
-) -> Instruction {
+/// `dispute_token` (or its step or link form) by `buyer` with `proof`:
+/// no token account is named (a conviction moves no token; the deposit
+/// waits in the vault for [`refund_token`]).
+pub fn dispute_token(listing: &Pubkey, buyer: &Pubkey, proof: &FraudProof) -> Instruction {
     ix(
         proof.args("_token"),
-        exit_token_accounts(listing, buyer, mint),
+        dispute_accounts(listing, buyer, false),
     )
 }
 
 /// `dispute` (or `dispute_step`, `dispute_link`) by `buyer` with `proof`.
 pub fn dispute(listing: &Pubkey, buyer: &Pubkey, proof: &FraudProof) -> Instruction {
-    ix(
-        proof.args(""),
-        vec![
-            AccountMeta::new_readonly(settings_address(), false),
-            AccountMeta::new(*listing, false),
-            AccountMeta::new(escrow_address(listing, buyer), false),
-            AccountMeta::new(*buyer, true),
-        ],
-    )
+    ix(proof.args(""), dispute_accounts(listing, buyer, true))
+}
+
+/// The accounts of a dispute: `buyer` is paid (writable) where the
+/// lamport escrow closes to it, only signs where the token escrow keeps
+/// the deposit.
+fn dispute_accounts(listing: &Pubkey, buyer: &Pubkey, buyer_paid: bool) -> Vec<AccountMeta> {
+    vec![
+        AccountMeta::new_readonly(settings_address(), false),
+        AccountMeta::new(*listing, false),
+        AccountMeta::new(escrow_address(listing, buyer), false),
+        if buyer_paid {
+            AccountMeta::new(*buyer, true)
+        } else {
+            AccountMeta::new_readonly(*buyer, true)
+        },
+    ]
 }
 
 /// `retire_sealed` by `seller`.

@@ -810,7 +810,7 @@ pub async fn refund_escrow(
     let listing_state =
         read_account(chain, &account, crate::escrow::ListingAccount::decode).await?;
     let token = match &listing_state {
-        Some(l) => crate::market::escrow_trade::vault_mint(chain, l).await?,
+        Some(l) => crate::market::escrow_trade::exit_mint(chain, &account, l, &kp.pubkey()).await?,
         None => None,
     };
     let now = chain.cluster_time().await?;
@@ -873,7 +873,9 @@ pub async fn dispute_escrow(
         ))
     })?;
     let blob = fetch_committed_blob(source, listing).await?;
-    send_dispute(chain, buyer, listing, &blob, &k).await
+    Ok(send_dispute(chain, buyer, listing, &blob, &k)
+        .await?
+        .signature)
 }
 
 /// The listing's blob, checked against its committed length and root on
@@ -898,7 +900,7 @@ async fn send_dispute(
     listing: &Listing,
     blob: &[u8],
     k: &[u8; 32],
-) -> Result<String, BuyError> {
+) -> Result<Disputed, BuyError> {
     use crate::market::escrow_trade::{
         fraud_proof, read_account, read_settings, EscrowPlanError, EscrowReadError,
     };
@@ -929,29 +931,46 @@ async fn send_dispute(
                 listing.listing_id.clone(),
             ))
         })?;
-    let token = crate::market::escrow_trade::vault_mint(chain, &onchain).await?;
-    if let Some(mint) = &token {
-        // the deposit returns to the buyer's associated account: made
-        // first, alone, if it was closed since (a deep proof fills a
-        // transaction by itself)
-        if !crate::chain::token::has_associated(chain, &kp.pubkey(), mint).await? {
-            let create =
-                crate::chain::token::create_associated_account(&kp.pubkey(), &kp.pubkey(), mint);
-            chain.send(&[create], &[&kp]).await?;
-        }
-    }
-    let ix = crate::market::escrow_trade::dispute_instruction(
-        &kp.pubkey(),
-        &account,
-        &proof,
-        token.as_ref(),
-    );
+    let in_token = onchain.mint.is_some();
+    let ix =
+        crate::market::escrow_trade::dispute_instruction(&kp.pubkey(), &account, &proof, in_token);
     tracing::info!(
         kind = proof.kind(),
         index = proof.index(),
         "sending the fraud proof"
     );
-    Ok(chain.send(&[ix], &[&kp]).await?.signature.to_string())
+    let signature = chain.send(&[ix], &[&kp]).await?.signature.to_string();
+    if !in_token {
+        return Ok(Disputed {
+            signature,
+            withdrawn: true,
+        });
+    }
+    // a token conviction moves no token: the deposit and the share are
+    // withdrawn now, or (a frozen vault, a lost send) by the next look
+    let withdrawn = match refund_escrow(chain, buyer, listing).await {
+        Ok(refund) => {
+            tracing::info!(%refund, "the convicted escrow's deposit withdrawn");
+            true
+        }
+        Err(e) => {
+            tracing::warn!(error = %e, "the fraud proof landed; withdrawing the deposit: tried again later");
+            false
+        }
+    };
+    Ok(Disputed {
+        signature,
+        withdrawn,
+    })
+}
+
+/// A fraud proof that landed ([`send_dispute`]).
+struct Disputed {
+    /// The dispute's signature.
+    signature: String,
+    /// Whether the deposit is back with the buyer (a token escrow's is
+    /// withdrawn after the conviction, and may wait for a frozen vault).
+    withdrawn: bool,
 }
 
 /// Where a sealed buy stands after one look at its escrow ([`advance_sealed`]).
@@ -962,12 +981,16 @@ pub enum SealedStep {
     /// Revealed: opened with the kept blob and imported.
     Imported(Imported),
     /// The revealed key opens another plaintext than committed: the fraud
-    /// proof landed (deposit, rent and the stake share back).
+    /// proof landed (deposit, rent and the stake share back, or for a
+    /// token escrow whose withdrawal has not landed yet, held for this
+    /// buyer in the expired escrow: the next look refunds it).
     Disputed {
         /// The lying chunk.
         index: u32,
         /// The dispute.
         signature: String,
+        /// Whether the deposit is back with the buyer.
+        withdrawn: bool,
     },
     /// Never revealed in the window (or declined, or expired): refunded
     /// (with the stake share when owed).
@@ -1050,7 +1073,11 @@ pub async fn advance_sealed(
                     }
                     tracing::warn!(listing = %listing.listing_id, index, "the revealed key does not open the committed blob: proving it on chain");
                     match send_dispute(chain, buyer, listing, blob, &k).await {
-                        Ok(signature) => Ok(SealedStep::Disputed { index, signature }),
+                        Ok(d) => Ok(SealedStep::Disputed {
+                            index,
+                            signature: d.signature,
+                            withdrawn: d.withdrawn,
+                        }),
                         Err(e) => {
                             tracing::warn!(error = %e, "the fraud proof was not sent");
                             Err(EscrowReadError::from(EscrowPlanError::Misdelivery { index }).into())
@@ -1191,7 +1218,14 @@ async fn fetch_and_import_sealed(
         match step {
             SealedStep::Waiting => {}
             SealedStep::Imported(report) => return Ok(report),
-            SealedStep::Disputed { index, signature } => {
+            // convicted in a token, the deposit not withdrawn yet (a
+            // frozen vault): the next look refunds it
+            SealedStep::Disputed {
+                withdrawn: false, ..
+            } => {}
+            SealedStep::Disputed {
+                index, signature, ..
+            } => {
                 return Err(
                     EscrowReadError::from(EscrowPlanError::Disputed { index, signature }).into(),
                 )

@@ -740,6 +740,38 @@ pub async fn vault_mint(
     }
 }
 
+/// [`vault_mint`] for `buyer`'s refund on the listing at `account`: a mint
+/// closed since (its supply reached zero, so the vault is empty: a claimed
+/// escrow's) is named by the token program that owns the vault, its
+/// decimals unread (closing an empty vault states none), so a closed mint
+/// never keeps an escrow's rent.
+pub async fn exit_mint(
+    chain: &Chain,
+    account: &Pubkey,
+    onchain: &ListingAccount,
+    buyer: &Pubkey,
+) -> Result<Option<TokenMint>, EscrowReadError> {
+    let missing = match vault_mint(chain, onchain).await {
+        Err(EscrowReadError::Mint(MintRefusal::Missing(address))) => address,
+        other => return other,
+    };
+    let escrow_at = escrow::escrow_address(account, buyer);
+    for program in [
+        crate::chain::token::TOKEN_PROGRAM_ID,
+        spl_token_2022_interface::ID,
+    ] {
+        let mint = TokenMint {
+            address: missing,
+            program,
+            decimals: 0,
+        };
+        if crate::chain::token::has_associated(chain, &escrow_at, &mint).await? {
+            return Ok(Some(mint));
+        }
+    }
+    Err(EscrowReadError::Mint(MintRefusal::Missing(missing)))
+}
+
 /// The claim of `buyer`'s revealed escrow on `seller`'s listing
 /// `account`: the program's `claim`, or in a token (`token`) the seller's
 /// associated account of the mint (created if missing, paid by `payer`)
@@ -761,19 +793,20 @@ pub fn claim_instructions(
     }
 }
 
-/// `buyer`'s `dispute` (or step or link form) with `proof`, or in a
-/// token `dispute_token` (the buyer's associated account must exist: a
-/// deep proof and the account's creation do not fit one transaction, so
-/// [`create_associated_account`] goes first, alone, when it was closed).
+/// `buyer`'s `dispute` (or step or link form) with `proof`, or on a
+/// listing in a token (`in_token`) `dispute_token`, which convicts without
+/// moving a token: the deposit is withdrawn after it with
+/// [`refund_instructions`] (the escrow is then expired).
 pub fn dispute_instruction(
     buyer: &Pubkey,
     account: &Pubkey,
     proof: &escrow::FraudProof,
-    token: Option<&TokenMint>,
+    in_token: bool,
 ) -> Instruction {
-    match token {
-        None => escrow::dispute(account, buyer, proof),
-        Some(mint) => escrow::dispute_token(account, buyer, mint, proof),
+    if in_token {
+        escrow::dispute_token(account, buyer, proof)
+    } else {
+        escrow::dispute(account, buyer, proof)
     }
 }
 
@@ -878,6 +911,11 @@ pub fn refund_instructions(
     }
     Ok(match token {
         None => vec![escrow::refund(listing_account, buyer)],
+        // a claimed escrow's vault is empty: nothing reaches the buyer's
+        // account (and its mint may be closed: nothing could create one)
+        Some(mint) if e.status == EscrowStatus::Claimed => {
+            vec![escrow::refund_token(listing_account, buyer, mint)]
+        }
         Some(mint) => vec![
             create_associated_account(buyer, buyer, mint),
             escrow::refund_token(listing_account, buyer, mint),

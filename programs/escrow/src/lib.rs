@@ -153,19 +153,21 @@ pub mod escrow {
         ExitToken::refund(ctx)
     }
 
-    /// Buyer: prove a misdelivery; the vault returns the deposit.
-    pub fn dispute_token(ctx: Context<ExitToken>, proof: FraudProof) -> Result<()> {
-        ExitToken::dispute(ctx, &proof)
+    /// Buyer: prove a misdelivery; the escrow is convicted without a
+    /// token moving (the deposit stays in the vault for
+    /// `refund_sealed_token`).
+    pub fn dispute_token(ctx: Context<DisputeToken>, proof: FraudProof) -> Result<()> {
+        DisputeToken::handler(ctx, &proof)
     }
 
     /// Buyer: `dispute_step` for a listing in a token.
-    pub fn dispute_step_token(ctx: Context<ExitToken>, proof: StepFraud) -> Result<()> {
-        ExitToken::dispute(ctx, &proof)
+    pub fn dispute_step_token(ctx: Context<DisputeToken>, proof: StepFraud) -> Result<()> {
+        DisputeToken::handler(ctx, &proof)
     }
 
     /// Buyer: `dispute_link` for a listing in a token.
-    pub fn dispute_link_token(ctx: Context<ExitToken>, proof: LinkFraud) -> Result<()> {
-        ExitToken::dispute(ctx, &proof)
+    pub fn dispute_link_token(ctx: Context<DisputeToken>, proof: LinkFraud) -> Result<()> {
+        DisputeToken::handler(ctx, &proof)
     }
 
     /// Buyer: the listing's USD in the currency paid, at this slot's

@@ -666,15 +666,11 @@ fn instructions_match_the_program() {
         (
             "dispute_token",
             i::DisputeToken::DISCRIMINATOR,
-            metas!(a::ExitToken {
+            metas!(a::DisputeToken {
                 settings,
                 listing,
                 escrow,
                 buyer,
-                mint,
-                vault,
-                buyer_token,
-                token_program,
                 event_authority,
                 program
             }),
@@ -682,15 +678,11 @@ fn instructions_match_the_program() {
         (
             "dispute_step_token",
             i::DisputeStepToken::DISCRIMINATOR,
-            metas!(a::ExitToken {
+            metas!(a::DisputeToken {
                 settings,
                 listing,
                 escrow,
                 buyer,
-                mint,
-                vault,
-                buyer_token,
-                token_program,
                 event_authority,
                 program
             }),
@@ -698,15 +690,11 @@ fn instructions_match_the_program() {
         (
             "dispute_link_token",
             i::DisputeLinkToken::DISCRIMINATOR,
-            metas!(a::ExitToken {
+            metas!(a::DisputeToken {
                 settings,
                 listing,
                 escrow,
                 buyer,
-                mint,
-                vault,
-                buyer_token,
-                token_program,
                 event_authority,
                 program
             }),

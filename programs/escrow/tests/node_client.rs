@@ -522,10 +522,18 @@ fn the_node_builds_what_anchor_builds() {
             anchor(exit, i::RefundSealedToken {}),
             "refund_sealed_token"
         );
+        let dispute = a::DisputeToken {
+            settings,
+            listing,
+            escrow,
+            buyer,
+            event_authority: escrow::EVENT_AUTHORITY_AND_BUMP.0,
+            program: escrow::ID,
+        };
         for (proof, want) in proof_pairs([0x71; 32], 7, &[1, 2], [0x72; 32], &[[0x73; 32]]) {
             assert_eq!(
-                client::dispute_token(&listing, &buyer, &mint, &proof),
-                with_data(&exit, want.token()),
+                client::dispute_token(&listing, &buyer, &proof),
+                with_data(&dispute, want.token()),
                 "dispute_token ({})",
                 proof.kind()
             );

@@ -491,9 +491,17 @@ async fn trade_in(program: Pubkey) {
         w.claim_with(listing, 0, |_| {}).await.is_err(),
         "a claim never repeats"
     );
-    // the buyer closes the vault and the escrow for their rent
+    // the buyer closes the vault and the escrow for their rent, even once
+    // the mint is gone (a mint with a close authority closes once its
+    // supply is zero; here it is removed): an empty vault closes without
+    // reading it
     let before = w.lamports(&w.buyer(0)).await;
+    let mint = w.mint.address;
+    let mint_account = w.account(&mint).await.expect("the mint");
+    w.ctx.set_account(&mint, &Account::default().into());
+    assert!(w.account(&mint).await.is_none());
     w.refund(listing, 0).await.unwrap();
+    w.ctx.set_account(&mint, &mint_account.into());
     assert_eq!(w.lamports(&w.buyer(0)).await, before + rents);
     assert!(w.account(&vault).await.is_none() && w.account(&escrow).await.is_none());
     assert_eq!(w.units_of(&w.buyer(0)).await, FUNDS - PRICE);
@@ -573,19 +581,49 @@ async fn a_token_deposit_comes_back_whole_on_every_way_out() {
         tallies: p.tallies,
     };
     let b2 = w.buyers[2].key.insecure_clone();
-    let no_fraud = client::dispute_token(&listing, &b2.pubkey(), &w.mint, &honest);
+    let no_fraud = client::dispute_token(&listing, &b2.pubkey(), &honest);
     assert_eq!(
         custom(w.send(&[no_fraud], &[&b2]).await),
         code(EscrowError::NoFraud)
     );
-    let before = w.lamports(&w.buyer(2)).await;
-    let dispute = client::dispute_token(&listing, &b2.pubkey(), &w.mint, &proof);
+    // the mint's freeze authority freezes the vault through the dispute
+    // window: the proof still convicts (no token moves), the escrow holds
+    // the share, the seller's claim is refused after the window, and the
+    // buyer withdraws once the vault is thawed
+    let vault2 = w.vault(&listing, 2);
+    let thawed = w.account(&vault2).await.expect("the vault");
+    let mut frozen = thawed.clone();
+    frozen.data[108] = 2;
+    w.ctx.set_account(&vault2, &frozen.into());
+    let escrow_before = w.lamports(&escrow).await;
+    let dispute = client::dispute_token(&listing, &b2.pubkey(), &proof);
     let cu = w.send(&[dispute], &[&b2]).await.unwrap();
     eprintln!("dispute_step_token: {cu} CU");
     let slash = STAKE * SLASH_BPS as u64 / 10_000;
+    let e: SealedEscrow = w.read(&escrow).await;
+    assert_eq!(e.status, SealedEscrowStatus::Expired);
+    assert_eq!(w.lamports(&escrow).await, escrow_before + slash);
+    assert_eq!(w.units(&vault2).await, PRICE, "no token moved");
+    let l: SealedListing = w.read(&listing).await;
+    assert_eq!(
+        l.status,
+        escrow::sealed::state::SealedListingStatus::Convicted
+    );
+    assert!(
+        w.refund(listing, 2).await.is_err(),
+        "a frozen vault delays the withdrawal"
+    );
+    w.advance(DISPUTE).await;
+    assert!(
+        w.claim_with(listing, 2, |_| {}).await.is_err(),
+        "a convicted escrow is never claimed, frozen or not"
+    );
+    w.ctx.set_account(&vault2, &thawed.into());
+    let before = w.lamports(&w.buyer(2)).await;
+    w.refund(listing, 2).await.unwrap();
     assert_eq!(w.units_of(&w.buyer(2)).await, FUNDS);
     assert!(w.lamports(&w.buyer(2)).await > before + slash);
-    assert!(w.account(&w.vault(&listing, 2)).await.is_none());
+    assert!(w.account(&vault2).await.is_none() && w.account(&escrow).await.is_none());
 
     // never revealed: after the window and its grace, anyone expires it
     // (the share moves into the escrow; the vault is not touched), and
@@ -785,12 +823,8 @@ async fn the_deepest_token_proofs_fit_one_transaction_and_convict() {
         .unwrap();
         assert_eq!((proof.kind(), proof.index()), want, "{name}");
         let b0 = w.buyers[0].key.insecure_clone();
-        let ix = node::market::escrow_trade::dispute_instruction(
-            &b0.pubkey(),
-            &listing,
-            &proof,
-            Some(&w.mint),
-        );
+        let ix =
+            node::market::escrow_trade::dispute_instruction(&b0.pubkey(), &listing, &proof, true);
         // what the node sends: the buyer alone, a compute-unit limit and price
         let size = common::buyer_tx_len(ix.clone(), &b0);
         assert!(size <= 1232, "{name}: {size} bytes");
@@ -800,6 +834,9 @@ async fn the_deepest_token_proofs_fit_one_transaction_and_convict() {
             want.1
         );
         assert!(cu < 200_000, "{name}: {cu} CU");
+        // convicted without a token moving; the withdrawal returns it
+        assert_eq!(w.units_of(&w.buyer(0)).await, FUNDS - PRICE);
+        w.refund(listing, 0).await.unwrap();
         assert_eq!(w.units_of(&w.buyer(0)).await, FUNDS);
         let l: SealedListing = w.read(&listing).await;
         assert_eq!(

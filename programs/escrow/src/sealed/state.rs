@@ -133,7 +133,8 @@ pub enum SealedEscrowStatus {
     /// The seller was paid; the buyer may close it for the rent.
     Claimed,
     /// The release window (and its grace) closed without a reveal, or the
-    /// listing was convicted after the reveal, and anyone expired it: the
+    /// listing was convicted after the reveal, and anyone expired it; or
+    /// its buyer proved fraud on a token listing (`dispute_token`): the
     /// slash share moved into the escrow, which the buyer closes for the
     /// deposit and the share whenever it comes back.
     Expired,

@@ -1,21 +1,22 @@
-//! `refund_sealed_token` and `dispute_token` (with `dispute_step_token`,
-//! `dispute_link_token`): `refund_sealed` and
-//! `dispute` for a listing in a token. Both first return everything the
-//! vault holds to the buyer's token account and close the vault to the
-//! buyer (its rent), signed by the escrow PDA, then decide as the lamport
-//! instructions do (a refused refund or proof undoes it all); the escrow
-//! closes to the buyer and a slash is paid in lamports from the stake.
+//! `refund_sealed_token`: `refund_sealed` for a listing in a token. It
+//! first returns everything the vault holds to the buyer's token account
+//! and closes the vault to the buyer (its rent), signed by the escrow
+//! PDA, then decides as `refund_sealed` does (a refused refund undoes it
+//! all); the escrow closes to the buyer and a slash is paid in lamports
+//! from the stake (or was moved into the escrow by `expire` or
+//! `dispute_token`). An empty vault (a claimed escrow's) closes without
+//! reading the mint, so a mint closed after the claim never locks the
+//! escrow's or the vault's rent.
 
 use crate::constants::{SEALED_ESCROW_SEED, SEALED_LISTING_SEED, SETTINGS_SEED};
 use crate::error::EscrowError;
-use crate::sealed::dispute::{convict, Decide};
 use crate::sealed::sealed_refund::{refund_due, refunded};
 use crate::sealed::state::{SealedEscrow, SealedListing, Settings};
 use crate::token::as_escrow;
-use crate::token::vault::{self, vault_balance, Token};
+use crate::token::vault::{self, close_account, is_vault_program, vault_balance, Token};
 use anchor_lang::prelude::*;
 
-/// Accounts of `refund_sealed_token` and `dispute_token`.
+/// Accounts of `refund_sealed_token`.
 #[event_cpi]
 #[derive(Accounts)]
 pub struct ExitToken<'info> {
@@ -57,24 +58,28 @@ pub struct ExitToken<'info> {
     /// token program checks the mint).
     #[account(mut)]
     pub buyer_token: UncheckedAccount<'info>,
-    /// CHECK: the mint's owner (address checked).
-    #[account(address = *mint.owner @ EscrowError::WrongTokenProgram)]
+    /// CHECK: the vault's token program, the mint's while it exists
+    /// (checked).
+    #[account(
+        constraint = is_vault_program(&token_program, &vault, &mint)
+            @ EscrowError::WrongTokenProgram
+    )]
     pub token_program: UncheckedAccount<'info>,
 }
 
 impl ExitToken<'_> {
     /// Moves all the vault holds to the buyer's token account and closes
-    /// the vault to the buyer.
+    /// the vault to the buyer (the mint is read only when it holds some).
     fn empty_vault(&self) -> Result<()> {
-        let token = Token::new(&self.token_program, &self.mint)?;
         let held = vault_balance(&self.vault, &self.escrow.key(), &self.mint.key())?;
         let escrow = self.escrow.to_account_info();
         let buyer = self.buyer.to_account_info();
         as_escrow(&self.escrow, |seeds| {
             if held > 0 {
+                let token = Token::new(&self.token_program, &self.mint)?;
                 token.transfer(&self.vault, &self.buyer_token, &escrow, held, seeds)?;
             }
-            token.close(&self.vault, &buyer, &escrow, seeds)
+            close_account(&self.token_program, &self.vault, &buyer, &escrow, seeds)
         })
     }
 
@@ -85,22 +90,5 @@ impl ExitToken<'_> {
         let buyer = a.buyer.to_account_info();
         let (returned, slashed) = refund_due(&a.settings, &mut a.listing, &a.escrow, &buyer)?;
         refunded(&a.event_authority, &a.escrow, returned, slashed)
-    }
-
-    /// `dispute_token` (and its step and link forms): `dispute`, the
-    /// deposit returned from the vault.
-    pub fn dispute(ctx: Context<ExitToken>, proof: &impl Decide) -> Result<()> {
-        let a = ctx.accounts;
-        a.empty_vault()?;
-        let buyer = a.buyer.to_account_info();
-        let events = a.event_authority.to_account_info();
-        convict(
-            &a.settings,
-            &mut a.listing,
-            &a.escrow,
-            &buyer,
-            proof,
-            &events,
-        )
     }
 }

@@ -12,24 +12,30 @@
 //!   the fee to the treasury's associated account (to the seller when the
 //!   treasury has none that can take it: a claim never fails for the
 //!   treasury's state), signed by the escrow PDA;
-//! - `refund_sealed_token` and `dispute_token` return everything the vault
-//!   holds to the buyer's token account and close it to the buyer.
+//! - `dispute_token` convicts without moving a token: the escrow becomes
+//!   `Expired` with the stake share in it, the deposit left in the vault;
+//! - `refund_sealed_token` returns everything the vault holds to the
+//!   buyer's token account and closes it to the buyer.
 //!
 //! `reveal`, `decline` and `retire_sealed` serve both currencies; the
 //! lamport instructions refuse a token listing and these a lamport one.
-//! A mint whose freeze authority freezes a vault stops its escrow: that is
-//! the mint's power over every account of it, stated to sellers and buyers.
+//! A mint whose freeze authority freezes a vault delays its payments (that
+//! is the mint's power over every account of it, stated to sellers and
+//! buyers) but decides nothing: a conviction is recorded without a token
+//! moving, and a frozen treasury account fails the claim.
 
 pub mod deposit;
 pub mod exit;
 pub mod open;
 pub mod payout;
+pub mod token_dispute;
 pub mod vault;
 
 pub use deposit::*;
 pub use exit::*;
 pub use open::*;
 pub use payout::*;
+pub use token_dispute::*;
 
 use crate::constants::SEALED_ESCROW_SEED;
 use crate::sealed::state::SealedEscrow;

@@ -252,31 +252,48 @@ impl<'a, 'info> Token<'a, 'info> {
         ];
         invoke_signed(&ix, &infos, seeds).map_err(Into::into)
     }
+}
 
-    /// `CloseAccount` of `account` (empty) to `destination`, authorized by
-    /// the PDA of `seeds`.
-    pub fn close(
-        &self,
-        account: &AccountInfo<'info>,
-        destination: &AccountInfo<'info>,
-        authority: &AccountInfo<'info>,
-        seeds: &[&[&[u8]]],
-    ) -> Result<()> {
-        let ix = Instruction {
-            program_id: self.program.key(),
-            accounts: vec![
-                AccountMeta::new(account.key(), false),
-                AccountMeta::new(destination.key(), false),
-                AccountMeta::new_readonly(authority.key(), true),
-            ],
-            data: vec![9],
-        };
-        let infos = [
-            account.clone(),
-            destination.clone(),
-            authority.clone(),
-            self.program.clone(),
-        ];
-        invoke_signed(&ix, &infos, seeds).map_err(Into::into)
-    }
+/// `CloseAccount` of `account` (empty) to `destination` under `program`,
+/// authorized by the PDA of `seeds`. Reads no mint: an empty vault closes
+/// even once its mint is closed.
+pub fn close_account<'info>(
+    program: &AccountInfo<'info>,
+    account: &AccountInfo<'info>,
+    destination: &AccountInfo<'info>,
+    authority: &AccountInfo<'info>,
+    seeds: &[&[&[u8]]],
+) -> Result<()> {
+    let ix = Instruction {
+        program_id: program.key(),
+        accounts: vec![
+            AccountMeta::new(account.key(), false),
+            AccountMeta::new(destination.key(), false),
+            AccountMeta::new_readonly(authority.key(), true),
+        ],
+        data: vec![9],
+    };
+    let infos = [
+        account.clone(),
+        destination.clone(),
+        authority.clone(),
+        program.clone(),
+    ];
+    invoke_signed(&ix, &infos, seeds).map_err(Into::into)
+}
+
+/// Whether `program` is the token program of an escrow's `vault` of
+/// `mint`: a token program that owns the vault and, while the mint exists,
+/// the mint (a mint closed once its supply reached zero leaves the
+/// vault's program the only one to name: its empty vault still closes).
+pub fn is_vault_program(
+    program: &AccountInfo<'_>,
+    vault: &AccountInfo<'_>,
+    mint: &AccountInfo<'_>,
+) -> bool {
+    let mint_closed =
+        mint.owner == &anchor_lang::solana_program::system_program::ID && mint.data_is_empty();
+    is_token_program(program.key)
+        && vault.owner == program.key
+        && (mint.owner == program.key || mint_closed)
 }
