@@ -869,6 +869,13 @@ pub struct ListenArgs {
     /// advertises devnet's: solana:EtWTRABZaYq6iMfeYKouRu166VU2xqa1).
     #[arg(long, value_name = "CAIP2", requires = "x402")]
     pub x402_network: Option<String>,
+    /// Another RPC endpoint each escrow reveal is also sent through
+    /// (repeatable; a moniker or an http(s):// URL): a reveal carries the
+    /// secret that pays you, so one RPC that takes it and withholds it
+    /// (it then knows the buyer's key) cannot keep it from landing in the
+    /// window. Reads stay on `-u`.
+    #[arg(long = "reveal-rpc", value_name = "URL")]
+    pub reveal_rpc: Vec<String>,
     #[command(flatten)]
     pub storage: StorageOpts,
     #[command(flatten)]

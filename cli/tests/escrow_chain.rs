@@ -1185,7 +1185,7 @@ fn a_reveal_an_rpc_withholds_is_sent_again_and_never_declined() {
     assert_eq!(pending.json()["status"], "pending", "{}", pending.stdout);
     let at = escrow::escrow_address(&account, &pubkey_of(&v, &buyer));
     let deposited_at = read(&v, &at, EscrowAccount::decode).unwrap().deposited_at;
-    let listen = || {
+    let listen_with = |extra: &[&str]| {
         seller
             .cmd()
             .args(["-u", &proxy.url, "--commitment", "confirmed"])
@@ -1197,9 +1197,11 @@ fn a_reveal_an_rpc_withholds_is_sent_again_and_never_declined() {
                 &dir,
                 "--json",
             ])
+            .args(extra)
             .output()
             .unwrap()
     };
+    let listen = || listen_with(&[]);
     proxy.set(Fault::DropSends);
     let first = listen();
     let status = |v: &e2e::TestValidator| read(v, &at, EscrowAccount::decode).unwrap().status;
@@ -1241,6 +1243,28 @@ fn a_reveal_an_rpc_withholds_is_sent_again_and_never_declined() {
         );
     }
     let opened = onchain(&v, &buyer, &["marketplace", "watch", "--once", "--json"]);
+    assert_eq!(
+        opened.json()["outcomes"][0]["state"],
+        "imported",
+        "{}",
+        opened.stdout
+    );
+
+    // with a second endpoint (`--reveal-rpc`), the same withholding RPC
+    // cannot hold a reveal back: it lands on the first pass
+    let (second, pending) = buyer_buys(&v, &manifest, &dir, 1);
+    assert_eq!(pending.json()["status"], "pending", "{}", pending.stdout);
+    let at = escrow::escrow_address(&account, &pubkey_of(&v, &second));
+    proxy.set(Fault::DropSends);
+    let relayed = listen_with(&["--reveal-rpc", &v.rpc_url]);
+    proxy.set(Fault::None);
+    assert_eq!(
+        read(&v, &at, EscrowAccount::decode).unwrap().status,
+        EscrowStatus::Revealed,
+        "relayed past the withholding RPC: {}",
+        String::from_utf8_lossy(&relayed.stderr)
+    );
+    let opened = onchain(&v, &second, &["marketplace", "watch", "--once", "--json"]);
     assert_eq!(
         opened.json()["outcomes"][0]["state"],
         "imported",

@@ -100,6 +100,10 @@ pub struct Chain {
     /// Lookup tables every message is compiled against (v0 when any;
     /// [`Chain::set_lookup_tables`]).
     tables: std::sync::RwLock<std::sync::Arc<[super::lookup::AddressLookupTableAccount]>>,
+    /// More RPC endpoints a secret-carrying send also goes through
+    /// ([`Chain::with_secret_relays`]), so one endpoint that withholds it
+    /// cannot keep it from landing.
+    relays: Vec<RpcClient>,
 }
 
 type Shape = Vec<(Pubkey, Vec<Pubkey>, usize)>;
@@ -153,7 +157,52 @@ impl Chain {
             recent_fees: Default::default(),
             budget_gate: Default::default(),
             tables: std::sync::RwLock::new(std::sync::Arc::new([])),
+            relays: Vec::new(),
         }
+    }
+
+    /// This handle, sending every secret-carrying transaction
+    /// ([`Chain::send_secret_once`], and its resends by
+    /// [`Chain::finish_recorded`]) through `relays` as well as its own
+    /// endpoint: a reveal withheld by one RPC still lands through another
+    /// (each learns `s` only from a transaction signed for good). Reads
+    /// stay on the handle's own endpoint.
+    pub fn with_secret_relays(mut self, relays: &[Endpoint]) -> Chain {
+        self.relays = relays
+            .iter()
+            .map(|e| {
+                RpcClient::new_with_timeout_and_commitment(
+                    e.rpc_url.clone(),
+                    Duration::from_secs(30),
+                    self.commitment,
+                )
+            })
+            .collect();
+        self
+    }
+
+    /// Sends the signed `tx` through every relay (no preflight, no retries
+    /// by the node); returns how many took it. A relay's error is logged by
+    /// its position only (its URL may carry an API key).
+    async fn relay(
+        &self,
+        tx: &impl solana_rpc_client::rpc_client::SerializableTransaction,
+    ) -> usize {
+        let config = solana_rpc_client_api::config::RpcSendTransactionConfig {
+            skip_preflight: true,
+            max_retries: Some(0),
+            ..Default::default()
+        };
+        let mut took = 0;
+        for (i, relay) in self.relays.iter().enumerate() {
+            match relay.send_transaction_with_config(tx, config).await {
+                Ok(_) => took += 1,
+                Err(e) => {
+                    tracing::warn!(relay = i + 1, error = %super::retry::described(&e), "a secret relay did not take the send")
+                }
+            }
+        }
+        took
     }
 
     /// Compiles every transaction this handle sends from now on as a v0
@@ -658,6 +707,7 @@ impl Chain {
             if let Err(e) = self.rpc.send_transaction_with_config(&tx, config).await {
                 tracing::debug!(%sig, error = %e, "a recorded transaction was not sent again");
             }
+            self.relay(&tx).await;
         }
         let landed = match self.wait_for_landing(sig, last_valid, false).await {
             Ok(Some(slot)) => Some(slot),
@@ -862,10 +912,25 @@ impl Chain {
                 })?;
                 record(&tx.signatures[0], last_valid, &wire)?;
             }
-            let sig = with_retry("sendTransaction", || {
+            let sent = with_retry("sendTransaction", || {
                 self.rpc.send_transaction_with_config(&tx, config)
             })
-            .await?;
+            .await;
+            // a secret goes through every relay too; the endpoint's own
+            // refusal fails the send only when no relay took it
+            let sig = if secret_limit.is_some() && !self.relays.is_empty() {
+                let took = self.relay(&tx).await;
+                match sent {
+                    Ok(sig) => sig,
+                    Err(e) if took == 0 => return Err(e.into()),
+                    Err(_) => {
+                        tracing::warn!(took, "the endpoint refused a secret send; relays took it");
+                        tx.signatures[0]
+                    }
+                }
+            } else {
+                sent?
+            };
             tracing::debug!(%sig, last_valid, ms = send_started.elapsed().as_millis() as u64, "sent; awaiting our commitment");
             let waited = self
                 .wait_for_landing(&sig, last_valid, accept_failed)

@@ -20,6 +20,22 @@ fn transient(e: &ClientError) -> bool {
     }
 }
 
+/// `e` as a log line may carry it: a transport error by its kind and HTTP
+/// status, never its URL (an RPC URL may hold an API key); an RPC's own
+/// answer as it gave it.
+pub fn described(e: &ClientError) -> String {
+    match e.kind() {
+        ErrorKind::Reqwest(r) => match r.status() {
+            Some(status) => format!("HTTP {status}"),
+            None if r.is_timeout() => "timed out".into(),
+            None if r.is_connect() => "could not connect".into(),
+            None => "the request failed".into(),
+        },
+        ErrorKind::Io(io) => format!("I/O error: {}", io.kind()),
+        other => other.to_string(),
+    }
+}
+
 /// Runs `op` with exponential backoff (250 ms doubling, capped at 4 s) on
 /// transient errors.
 pub async fn with_retry<T, F, Fut>(what: &str, mut op: F) -> Result<T, ChainError>

@@ -21,6 +21,7 @@ pub(super) fn listen(a: ListenArgs, ctx: &Context) -> CliResult<()> {
         x402,
         x402_network,
         x402_public_url,
+        reveal_rpc,
         storage,
         seller,
     } = a;
@@ -30,9 +31,15 @@ pub(super) fn listen(a: ListenArgs, ctx: &Context) -> CliResult<()> {
     let wallet = ctx.wallet()?;
     // a release stuck below our commitment (a fork, a restart) is
     // retried next round instead of holding up every other buy
+    let relays = reveal_rpc
+        .iter()
+        .map(|u| node::chain::Endpoint::parse(u))
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(|e| crate::failure::Failure::bad_input(anyhow::anyhow!("--reveal-rpc: {e}")))?;
     let chain = ctx
         .chain()?
-        .with_landing_budget(node::listen::daemon::LANDING_BUDGET);
+        .with_landing_budget(node::listen::daemon::LANDING_BUDGET)
+        .with_secret_relays(&relays);
     let db_path = seller_db_path(ctx, &seller)?;
     let mut db = ListenDb::open_daemon(&db_path)?;
     let keys = seller_keys(ctx, &seller)?;
