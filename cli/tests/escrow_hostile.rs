@@ -6,7 +6,11 @@
 //! every shape: a blinding point no reveal can satisfy, every committed
 //! term changed (price, key, root, length, seller key, expiry), a
 //! small-order B, a low-order X25519 key, a forged `release` memo and a
-//! stranger's reveal. Then: both services are alive; every honest deposit
+//! stranger's reveal; beside them a seller's listing whose key file is
+//! lost (its deposits answered from the wallet alone), a downgraded blob
+//! and a mint its seller can freeze (both refused before paying). The
+//! seller's RPC withholds every reveal (`listen --reveal-rpc` sends each
+//! through the validator too). Then: both services are alive; every honest deposit
 //! is revealed exactly once and its reveal opens k for that buyer alone;
 //! every wrong-B deposit is declined, never revealed; every other hostile
 //! deposit was refused by the program (no escrow account); the indexer
@@ -23,7 +27,7 @@ use node::wallet::Wallet;
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 use util::escrow::{configured, escrow_seller, LISTING_STAKE};
-use util::services::{get, services};
+use util::services::get;
 
 /// Transactions the generator sends per run.
 const SENDS: usize = 24;
@@ -56,9 +60,16 @@ enum Shape {
     /// the manifest's promise (format 1, or 2 under a stated count):
     /// refused before anything is paid.
     Downgraded,
+    /// `plan_buy` of a listing in a mint whose freeze authority its seller
+    /// holds (it could freeze a vault through a dispute window): refused
+    /// before anything is paid, naming the authority.
+    FreezingMint,
+    /// `plan_buy` + `execute` of the honest seller's second listing, whose
+    /// key file it lost: answered from the wallet alone, revealed.
+    Keyless,
 }
 
-const SHAPES: [Shape; 14] = [
+const SHAPES: [Shape; 16] = [
     Shape::Honest,
     Shape::Bare,
     Shape::WrongBlind,
@@ -73,12 +84,17 @@ const SHAPES: [Shape; 14] = [
     Shape::ForgedRelease,
     Shape::StrangerReveal,
     Shape::Downgraded,
+    Shape::FreezingMint,
+    Shape::Keyless,
 ];
 
 impl Shape {
     /// Deposits the program takes (and `listen` must answer).
     fn lands(self) -> bool {
-        matches!(self, Shape::Honest | Shape::Bare | Shape::WrongBlind)
+        matches!(
+            self,
+            Shape::Honest | Shape::Bare | Shape::WrongBlind | Shape::Keyless
+        )
     }
 }
 
@@ -162,14 +178,109 @@ fn honest_deposits_are_revealed_exactly_once_among_hostile_ones() {
     let id = listing.listing_id.clone();
     let terms = held.terms;
 
-    let (mut daemon, mut indexer, base) = services(&seller, &v.rpc_url, &dir, shared.path());
+    // the same seller's second listing, its key file lost: a reveal needs
+    // none (k comes from the wallet), so its deposits are answered
+    let keyless = {
+        let stake = LISTING_STAKE.to_string();
+        let again = util::escrow::ok(
+            &v,
+            &seller,
+            &[
+                "marketplace",
+                "list",
+                "b.signed.json",
+                "--price-usd",
+                "1",
+                "--sol-usd",
+                "100",
+                "--escrow",
+                "--stake-lamports",
+                &stake,
+                "--storage-dir",
+                &dir,
+                "--json",
+            ],
+        );
+        let id = again["listing"]["listing_id"].as_str().unwrap();
+        std::fs::remove_file(seller.path(&format!(".brainctl/keys/{id}.listing"))).unwrap();
+        let manifest = again["listing"]["manifest_id"].as_str().unwrap();
+        rt.block_on(node::market::buy::fetch_listing(&src, manifest))
+            .unwrap()
+    };
+    let keyless_account = escrow::listing_address(&seller_pk, &keyless.listing_id);
+    let keyless_terms = rt
+        .block_on(read_account(
+            &chain,
+            &keyless_account,
+            ListingAccount::decode,
+        ))
+        .unwrap()
+        .unwrap()
+        .terms;
+
+    // the seller's RPC withholds every reveal (it has seen s, the cluster
+    // never will); `--reveal-rpc` sends each through the validator too.
+    // The indexer reads the validator.
+    let proxy = e2e::proxy::FaultProxy::start(&v.rpc_url);
+    proxy.set(e2e::proxy::Fault::DropSendsCarrying(
+        node::chain::anchor::discriminator("global", "reveal"),
+    ));
+    let (mut indexer, base) = util::services::indexer(&v.rpc_url, &dir, shared.path());
+    let mut daemon = util::services::listen(
+        &seller,
+        &proxy.url,
+        &dir,
+        shared.path(),
+        &["--reveal-rpc", &v.rpc_url],
+        "warn,node::listen=debug,node::chain=debug",
+    );
+    let uploader = node::arweave::Uploader::Fs(node::arweave::FsStore::new(&dir));
+    // a seller who lists in a mint whose freeze authority it holds
+    let freezing = {
+        use node::escrow::math::blob::{seal, Blob, Format};
+        let cheat = Wallet::generate();
+        let cheat_pk: Pubkey = cheat.address().parse().unwrap();
+        v.fund(&cheat_pk, 5);
+        let mint = node::chain::token::TokenMint {
+            address: v.create_mint_with(6, Some(&cheat_pk)),
+            program: node::chain::token::TOKEN_PROGRAM_ID,
+            decimals: 6,
+        };
+        let id = node::market::list::new_listing_id();
+        let k = escrow::listing_scalar(&cheat, &id);
+        let plain = [0x42; 700];
+        let sealed = seal(&k, &plain).unwrap();
+        let stated = Blob::parse(&sealed.bytes)
+            .unwrap()
+            .stated_memories()
+            .unwrap();
+        let (manifest, _) = util::escrow::list_as_cheater_in(
+            &v,
+            &uploader,
+            &cheat,
+            &id,
+            util::escrow::Sealed {
+                root: sealed.root,
+                bytes: sealed.bytes,
+                plain_len: sealed.plain_len,
+                key_point: escrow::math::client::point_of(&k),
+                format: Format::V3,
+            },
+            &hex::encode(escrow::math::sha256(&[&plain])),
+            u64::from(stated),
+            Some(&mint),
+        );
+        let listing = rt
+            .block_on(node::market::buy::fetch_listing(&src, &manifest))
+            .unwrap();
+        (listing, cheat_pk)
+    };
     // a downgrading seller's listings beside the honest one (format 1;
     // format 2 under a stated count), both listed in the program
     let downgraded: Vec<node::market::manifest::Listing> = {
         use node::escrow::math::blob::{seal_v1, seal_v2};
         let cheat = Wallet::generate();
         v.fund(&cheat.address().parse().unwrap(), 5);
-        let uploader = node::arweave::Uploader::Fs(node::arweave::FsStore::new(&dir));
         let promised = hex::encode(escrow::math::sha256(&[b"a dozen fine memories"]));
         [seal_v1 as util::escrow::Seal, seal_v2]
             .into_iter()
@@ -310,6 +421,42 @@ fn honest_deposits_are_revealed_exactly_once_among_hostile_ones() {
                 );
                 false
             }
+            Shape::FreezingMint => {
+                let before = rt.block_on(chain.balance(&me)).unwrap();
+                match rt.block_on(node::market::buy::plan_buy(
+                    &chain,
+                    &src,
+                    &buyer,
+                    &freezing.0,
+                    node::market::buy::Terms::Listed,
+                )) {
+                    Err(e) => assert!(
+                        e.to_string().contains("freeze authority")
+                            && e.to_string().contains(&freezing.1.to_string()),
+                        "seed {seed}: refused for another reason: {e}"
+                    ),
+                    Ok(_) => panic!("seed {seed}: a freezable mint was planned for payment"),
+                }
+                assert_eq!(
+                    rt.block_on(chain.balance(&me)).unwrap(),
+                    before,
+                    "seed {seed}"
+                );
+                false
+            }
+            Shape::Keyless => {
+                let plan = rt
+                    .block_on(node::market::buy::plan_buy(
+                        &chain,
+                        &src,
+                        &buyer,
+                        &keyless,
+                        node::market::buy::Terms::Listed,
+                    ))
+                    .unwrap_or_else(|e| panic!("seed {seed}: plan keyless: {e}"));
+                rt.block_on(node::market::buy::execute(&chain, &buyer, &plan, None))
+                    .is_ok()
+            }
             Shape::StrangerReveal => {
                 // on an honest deposit, if one exists: refused (not the seller)
                 if let Some(h) = sent.iter().find(|s| s.shape == Shape::Honest) {
@@ -329,9 +476,14 @@ fn honest_deposits_are_revealed_exactly_once_among_hostile_ones() {
             shape.lands(),
             "seed {seed}: {shape:?} landed: {landed}"
         );
+        let on = if shape == Shape::Keyless {
+            &keyless_account
+        } else {
+            &account
+        };
         sent.push(Sent {
             shape,
-            escrow: escrow::escrow_address(&account, &me),
+            escrow: escrow::escrow_address(on, &me),
             buyer,
         });
     }
@@ -367,21 +519,21 @@ fn honest_deposits_are_revealed_exactly_once_among_hostile_ones() {
             .block_on(read_account(&chain, &s.escrow, EscrowAccount::decode))
             .unwrap();
         match s.shape {
-            Shape::Honest | Shape::Bare => {
+            Shape::Honest | Shape::Bare | Shape::Keyless => {
                 let e = got.unwrap_or_else(|| panic!("{why}: {:?} escrow gone", s.shape));
                 assert_eq!(e.status, EscrowStatus::Revealed, "{why}: {:?}", s.shape);
                 // the reveal opens k for this buyer, and K is k·G
                 let me = s.buyer.solana_keypair().pubkey();
-                let b = buyer_blinding(
-                    &s.buyer.x25519_secret(),
-                    &terms.seller_x25519,
-                    &account,
-                    &me,
-                )
-                .unwrap();
-                escrow::math::client::open(&e.revealed, &b, &terms.key_point).unwrap_or_else(
-                    |err| panic!("{why}: {:?} reveal does not open k: {err}", s.shape),
-                );
+                let (on, t) = if s.shape == Shape::Keyless {
+                    (&keyless_account, &keyless_terms)
+                } else {
+                    (&account, &terms)
+                };
+                let b =
+                    buyer_blinding(&s.buyer.x25519_secret(), &t.seller_x25519, on, &me).unwrap();
+                escrow::math::client::open(&e.revealed, &b, &t.key_point).unwrap_or_else(|err| {
+                    panic!("{why}: {:?} reveal does not open k: {err}", s.shape)
+                });
                 // exactly once: one release recorded by the daemon (it
                 // records the reveal once its send returns, a moment after
                 // the chain shows it)
@@ -479,6 +631,18 @@ fn honest_deposits_are_revealed_exactly_once_among_hostile_ones() {
             "{why}: each deposit its own receipt"
         );
     }
+
+    // every reveal went to the withholding RPC, and landed by the relay
+    let revealed = sent
+        .iter()
+        .filter(|s| matches!(s.shape, Shape::Honest | Shape::Bare | Shape::Keyless))
+        .count()
+        + again.len();
+    let (_, withheld) = proxy.stats();
+    assert!(
+        withheld as usize >= revealed,
+        "{why}: the RPC withheld {withheld} sends, {revealed} reveals landed"
+    );
 
     // the stake is whole: nothing hostile slashed it
     let after = rt

@@ -16,6 +16,8 @@
 //! - [`Fault::DropSends`]: every `sendTransaction` is answered with its
 //!   signature and never forwarded (a node that withholds transactions:
 //!   it has seen them, the cluster never will);
+//! - [`Fault::DropSendsCarrying`]: the same for the sends whose bytes
+//!   carry an instruction's discriminator (one kind withheld);
 //! - [`Fault::None`]: requests are forwarded unchanged;
 //!
 //! and, beside the fault, [`FaultProxy::substitute`]: a lying node that
@@ -61,6 +63,10 @@ pub enum Fault {
     /// Answer every `sendTransaction` with its signature, forwarding
     /// nothing (the transaction never lands); forward the rest.
     DropSends,
+    /// [`Fault::DropSends`] for the transactions whose bytes carry these
+    /// (an instruction's discriminator: an RPC that withholds one kind of
+    /// transaction, e.g. the escrow's reveals); forward the rest.
+    DropSendsCarrying([u8; 8]),
 }
 
 /// A running proxy (its own thread and runtime; stops with the process).
@@ -230,10 +236,11 @@ async fn connection(
             simulated.lock().expect("simulated lock").push(wire);
         }
         let now = *fault.lock().expect("fault lock");
-        let dropped = if now == Fault::DropSends {
-            transaction_param(&body, "sendTransaction")
-        } else {
-            None
+        let dropped = match now {
+            Fault::DropSends => transaction_param(&body, "sendTransaction"),
+            Fault::DropSendsCarrying(bytes) => transaction_param(&body, "sendTransaction")
+                .filter(|wire| wire.windows(bytes.len()).any(|w| w == bytes)),
+            _ => None,
         };
         let hidden = now == Fault::HideStatuses
             && String::from_utf8_lossy(&body).contains("\"getSignatureStatuses\"");
@@ -257,6 +264,7 @@ async fn connection(
                     | Fault::StallSends(_)
                     | Fault::PriorityFees(_)
                     | Fault::DropSends
+                    | Fault::DropSendsCarrying(_)
             );
         {
             let mut s = stats.lock().expect("stats lock");
@@ -310,7 +318,7 @@ async fn connection(
                 let reply = serde_json::json!({"jsonrpc": "2.0", "id": id, "result": fees});
                 (200, reply.to_string().into_bytes())
             }
-            Fault::DropSends if dropped.is_some() => {
+            Fault::DropSends | Fault::DropSendsCarrying(_) if dropped.is_some() => {
                 let wire = dropped.unwrap_or_default();
                 // the first signature (after its compact-u16 count, < 128)
                 let sig = bs58::encode(wire.get(1..65).unwrap_or_default()).into_string();
@@ -325,9 +333,8 @@ async fn connection(
             | Fault::HideStatuses
             | Fault::NoBlockTime
             | Fault::PriorityFees(_)
-            | Fault::DropSends => {
-                forward(&client, &upstream, &path, body).await
-            }
+            | Fault::DropSends
+            | Fault::DropSendsCarrying(_) => forward(&client, &upstream, &path, body).await,
         };
         let head = format!(
             "HTTP/1.1 {status} {}\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n",
