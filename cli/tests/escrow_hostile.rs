@@ -688,7 +688,10 @@ fn honest_deposits_are_revealed_exactly_once_among_hostile_ones() {
 /// escrow's permissionless `claim` behind memos that fill the log to the
 /// runtime's cap: the claims land, and the live indexer shows each escrow
 /// claimed and counts it as the seller's sale (the events are self-CPIs,
-/// which no log flood hides), and ends where a rebuild does.
+/// which no log flood hides), and ends where a rebuild does. Meanwhile a
+/// lying seller reveals to two buyers: the first's client convicts the
+/// listing at once, the second is offline through its whole dispute
+/// window and, back, is refunded its deposit, rent and share.
 #[test]
 fn puppet_bursts_while_listen_is_down_and_flooded_claims_hide_nothing() {
     const DISPUTE: i64 = 30;
@@ -725,6 +728,7 @@ fn puppet_bursts_while_listen_is_down_and_flooded_claims_hide_nothing() {
         .unwrap();
         w
     };
+    let mut lying_buyers: Vec<Wallet> = Vec::new();
     let puppets: Vec<Wallet> = (0..3 + rng.below(4)).map(|_| funded()).collect();
     for p in &puppets {
         let wrong = escrow::math::client::point_of(&[rng.below(250) as u8 + 1; 32]);
@@ -761,6 +765,110 @@ fn puppet_bursts_while_listen_is_down_and_flooded_claims_hide_nothing() {
             .unwrap()
             .map(|e| e.status)
     };
+
+    // meanwhile a lying seller (another bundle sealed under the promised
+    // hash) reveals to two buyers: the first's client convicts the listing
+    // at once; the second is offline through its whole dispute window
+    let (lying, lying_blob, lying_account, lying_revealed_at) = {
+        use node::escrow::math::blob::{seal, Blob, Format};
+        let cheat = Wallet::generate();
+        let cheat_pk: Pubkey = cheat.address().parse().unwrap();
+        v.fund(&cheat_pk, 5);
+        let uploader = node::arweave::Uploader::Fs(node::arweave::FsStore::new(&dir));
+        let id = node::market::list::new_listing_id();
+        let k = escrow::listing_scalar(&cheat, &id);
+        let promised: Vec<u8> = (0..1_500u32).map(|i| (i % 241) as u8).collect();
+        let mut shipped = promised.clone();
+        shipped[rng.below(1_500) as usize] ^= 0x5a;
+        let sealed = seal(&k, &shipped).unwrap();
+        let stated = Blob::parse(&sealed.bytes)
+            .unwrap()
+            .stated_memories()
+            .unwrap();
+        let blob = sealed.bytes.clone();
+        let (manifest, _) = util::escrow::list_as_cheater(
+            &v,
+            &uploader,
+            &cheat,
+            &id,
+            util::escrow::Sealed {
+                root: sealed.root,
+                bytes: sealed.bytes,
+                plain_len: sealed.plain_len,
+                key_point: escrow::math::client::point_of(&k),
+                format: Format::V3,
+            },
+            &hex::encode(escrow::math::sha256(&[&promised])),
+            u64::from(stated),
+        );
+        let lying = rt
+            .block_on(node::market::buy::fetch_listing(&src, &manifest))
+            .unwrap();
+        let at = escrow::listing_address(&cheat_pk, &id);
+        let mut revealed_at = 0;
+        for _ in 0..2 {
+            let b = funded();
+            let plan = rt
+                .block_on(node::market::buy::plan_buy(
+                    &chain,
+                    &src,
+                    &b,
+                    &lying,
+                    node::market::buy::Terms::Listed,
+                ))
+                .unwrap_or_else(|e| panic!("{why}: plan the lying listing: {e}"));
+            rt.block_on(node::market::buy::execute(&chain, &b, &plan, None))
+                .unwrap_or_else(|e| panic!("{why}: a deposit on the lying listing: {e}"));
+            let me = b.solana_keypair().pubkey();
+            let escrow_at = escrow::escrow_address(&at, &me);
+            let e = rt
+                .block_on(read_account(&chain, &escrow_at, EscrowAccount::decode))
+                .unwrap()
+                .unwrap();
+            let blind = node::market::escrow_trade::seller_blinding(
+                &cheat.x25519_secret(),
+                &escrow_at,
+                &e.buyer_x25519,
+            )
+            .unwrap();
+            let s = escrow::math::client::reveal(&k, &blind);
+            rt.block_on(chain.send(
+                &[escrow::reveal(&at, &me, &cheat_pk, &s)],
+                &[&cheat.solana_keypair()],
+            ))
+            .unwrap();
+            revealed_at = rt
+                .block_on(read_account(&chain, &escrow_at, EscrowAccount::decode))
+                .unwrap()
+                .unwrap()
+                .revealed_at;
+            lying_buyers.push(b);
+        }
+        (lying, blob, at, revealed_at)
+    };
+    let store_dir = tempfile::tempdir().unwrap();
+    let mut store = node::store::Store::open(&store_dir.path().join("brain.db")).unwrap();
+    let look = |b: &Wallet, store: &mut node::store::Store| {
+        rt.block_on(node::market::buy::advance_sealed(
+            &chain,
+            b,
+            &lying,
+            &lying_blob,
+            node::market::buy::ImportTarget::Store(store),
+        ))
+    };
+    match look(&lying_buyers[0], &mut store) {
+        Ok(node::market::buy::SealedStep::Disputed { .. }) => {}
+        other => panic!("{why}: the first buyer's look: {other:?}"),
+    }
+    assert_eq!(
+        rt.block_on(read_account(&chain, &lying_account, ListingAccount::decode))
+            .unwrap()
+            .unwrap()
+            .status,
+        node::escrow::ListingStatus::Convicted,
+        "{why}"
+    );
 
     // listen up: every puppet declined, every honest deposit revealed
     let daemon = util::services::listen(
@@ -811,9 +919,28 @@ fn puppet_bursts_while_listen_is_down_and_flooded_claims_hide_nothing() {
                 .unwrap()
         })
         .map(|e| e.revealed_at)
+        .chain([lying_revealed_at])
         .max()
         .unwrap();
     v.wait_block_time(revealed_at + DISPUTE + 1);
+    // the offline buyer of the convicted listing comes back past its
+    // window: refunded, deposit, rent and share
+    let late = &lying_buyers[1];
+    let late_pk = late.solana_keypair().pubkey();
+    let before = rt.block_on(chain.balance(&late_pk)).unwrap();
+    match look(late, &mut store) {
+        Ok(node::market::buy::SealedStep::Refunded { .. }) => {}
+        other => panic!("{why}: the late buyer's look: {other:?}"),
+    }
+    let rent = rt
+        .block_on(chain.rent_exemption(escrow::ESCROW_ACCOUNT_SPACE))
+        .unwrap();
+    let back = rt.block_on(chain.balance(&late_pk)).unwrap() - before;
+    let due = util::escrow::CHEAT_PRICE + rent + util::escrow::STAKE / 2;
+    assert!(
+        back <= due && back + 10_000 >= due,
+        "{why}: deposit, rent and share back, less the fee: {back} of {due}"
+    );
     let mut cranked = Vec::new();
     for h in &honest {
         let at = escrow_of(h);
@@ -880,6 +1007,21 @@ fn puppet_bursts_while_listen_is_down_and_flooded_claims_hide_nothing() {
             assert!(
                 Instant::now() < deadline,
                 "{why}: the indexer shows {got:?} for a flooded claim"
+            );
+            std::thread::sleep(Duration::from_millis(300));
+        }
+    }
+    // the convicting buyer's escrow disputed, the late one's refunded
+    for (b, want) in lying_buyers.iter().zip(["disputed", "refunded"]) {
+        let at = escrow::escrow_address(&lying_account, &b.solana_keypair().pubkey());
+        loop {
+            let got = get(&format!("{base}/escrows/{at}"));
+            if got.as_ref().is_some_and(|v| v["escrow"]["status"] == want) {
+                break;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "{why}: the indexer shows {got:?} for {at}, not {want}"
             );
             std::thread::sleep(Duration::from_millis(300));
         }
