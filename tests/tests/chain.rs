@@ -210,3 +210,101 @@ fn concurrent_sends_share_their_status_readings() {
         assert_eq!(tx.slot, s.slot);
     }
 }
+
+/// A release is looked up after a crash in its escrow's history, which
+/// anyone lengthens for a lamport a signature: the lookup reads at most
+/// the newest pages it is given, whatever the history's length. Here a
+/// stranger's copy of a release memo (not the seller's signature: skipped)
+/// is followed by the seller's release and 1,050 one-lamport transfers: with
+/// room for 2,000 entries the release is found; with 1,000 the lookup
+/// reads exactly one page and finds nothing (the buy is retried, never
+/// released twice); the production bound is 5,000.
+#[test]
+fn a_release_lookup_reads_a_bounded_history_however_long_anyone_makes_it() {
+    use node::listen::release::{landed_release_within, RELEASE_HISTORY_MAX};
+    use solana_sdk::transaction::Transaction;
+    const JUNK: u64 = 1_050;
+    let v = validator();
+    let rt = runtime();
+    let chain = v.chain();
+    let escrow = v.funded_keypair(1).pubkey();
+    let seller = v.funded_keypair(1);
+    let stranger = v.funded_keypair(5);
+    let text = "brainctl-marketplace/v1:release:20261207-0123456789ab:escrow:mint";
+    // a stranger's copy first (the oldest candidate: skipped, not signed
+    // by the seller), then the seller's release
+    rt.block_on(chain.send(
+        &[
+            transfer(&stranger.pubkey(), &escrow, 1),
+            memo(text, &stranger.pubkey()),
+        ],
+        &[&stranger],
+    ))
+    .unwrap();
+    let release = rt
+        .block_on(chain.send(
+            &[
+                transfer(&seller.pubkey(), &escrow, 1),
+                memo(text, &seller.pubkey()),
+            ],
+            &[&seller],
+        ))
+        .unwrap()
+        .signature
+        .to_string();
+    // the stranger's flood, sent without waiting (each amount its own tx)
+    let (blockhash, _) = rt
+        .block_on(
+            chain
+                .rpc()
+                .get_latest_blockhash_with_commitment(chain.commitment()),
+        )
+        .unwrap();
+    let config = solana_rpc_client_api::config::RpcSendTransactionConfig {
+        skip_preflight: true,
+        ..Default::default()
+    };
+    for lamports in 1..=JUNK {
+        let tx = Transaction::new_signed_with_payer(
+            &[transfer(&stranger.pubkey(), &escrow, lamports)],
+            Some(&stranger.pubkey()),
+            &[&stranger],
+            blockhash,
+        );
+        rt.block_on(chain.rpc().send_transaction_with_config(&tx, config))
+            .unwrap();
+    }
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(120);
+    loop {
+        let seen = rt
+            .block_on(chain.signatures_for(&escrow, None))
+            .unwrap()
+            .len();
+        if seen as u64 >= JUNK + 3 {
+            break;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the flood landed {seen} of {JUNK}"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(500));
+    }
+    let seller_pk = seller.pubkey();
+    let found = |max| {
+        rt.block_on(landed_release_within(
+            &chain, &escrow, text, &seller_pk, max,
+        ))
+        .unwrap()
+    };
+    assert_eq!(found(2_000), Some(release), "found under the flood");
+    assert_eq!(found(1_000), None, "past the bound: not read");
+    let one_page = rt
+        .block_on(chain.signatures_at_most(&escrow, None, 1_000))
+        .unwrap();
+    assert_eq!(
+        one_page.len(),
+        1_000,
+        "one page read, not the whole history"
+    );
+    assert_eq!(RELEASE_HISTORY_MAX, 5_000);
+}

@@ -436,10 +436,21 @@ pub async fn landed_release(
     memo_text: &str,
     seller: &Pubkey,
 ) -> Result<Option<String>, ChainError> {
-    let history = chain
-        .signatures_at_most(address, None, RELEASE_HISTORY_MAX)
-        .await?;
-    if history.len() >= RELEASE_HISTORY_MAX {
+    landed_release_within(chain, address, memo_text, seller, RELEASE_HISTORY_MAX).await
+}
+
+/// [`landed_release`] in `address`'s newest `max` history entries (whole
+/// pages of 1,000): what one lookup may cost, whatever the history's
+/// length.
+pub async fn landed_release_within(
+    chain: &Chain,
+    address: &Pubkey,
+    memo_text: &str,
+    seller: &Pubkey,
+    max: usize,
+) -> Result<Option<String>, ChainError> {
+    let history = chain.signatures_at_most(address, None, max).await?;
+    if history.len() >= max {
         tracing::warn!(%address, entries = history.len(), "a long history: only its newest entries are searched for our release");
     }
     // oldest first (a release lands before copies of its memo can); a
