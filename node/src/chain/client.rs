@@ -922,7 +922,7 @@ impl Chain {
                 let took = self.relay(&tx).await;
                 match sent {
                     Ok(sig) => sig,
-                    Err(e) if took == 0 => return Err(e.into()),
+                    Err(e) if took == 0 => return Err(e),
                     Err(_) => {
                         tracing::warn!(took, "the endpoint refused a secret send; relays took it");
                         tx.signatures[0]
