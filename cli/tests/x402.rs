@@ -1038,7 +1038,7 @@ fn a_priced_tool_call_runs_once_per_x402_payment() {
     );
     assert!(!replayed["text"].as_str().unwrap().contains("Paid answers"));
     for (name, reason) in [
-        ("tampered", "invalid_exact_svm_payload_amount_insufficient"),
+        ("tampered", "invalid_exact_svm_payload_amount_mismatch"),
         ("wrong_mint", "invalid_exact_svm_payload_mint_mismatch"),
     ] {
         assert_eq!(r[name]["is_error"], true, "{name}: {}", r[name]);

@@ -197,10 +197,7 @@ impl PaidCalls {
             asset: self.mint.address.to_string(),
             pay_to: self.pay_to.to_string(),
             max_timeout_seconds: self.max_timeout_seconds,
-            extra: wire::Extra {
-                fee_payer: fee_payer.to_string(),
-                memo: None,
-            },
+            extra: wire::Extra::paying(fee_payer.to_string(), None, &self.mint),
         }
     }
 

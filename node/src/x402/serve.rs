@@ -793,10 +793,7 @@ async fn sale(
         asset: mint.address.to_string(),
         pay_to: seller.to_string(),
         max_timeout_seconds: st.config.max_timeout_secs,
-        extra: wire::Extra {
-            fee_payer: seller.to_string(),
-            memo: Some(memo.clone()),
-        },
+        extra: wire::Extra::paying(seller.to_string(), Some(memo.clone()), &mint),
     };
     let url = match buyer {
         Some(b) => format!("{base}/x402/listings/{listing_id}?buyer={b}"),

@@ -3,14 +3,18 @@
 //! listing's price, in its mint, into the seller's associated token
 //! account, authorized and signed by its payer, with the buy memo, and
 //! nothing the seller's node (its fee payer) could be made to pay for
-//! beyond the fee. The specification's rules (x402 `exact` on SVM,
-//! "Facilitator Verification Rules"), stricter where it allows: the fee
-//! payer must be account 0 and in no instruction, no lookup tables,
-//! capped compute (at most 40 lamports of priority fee), after the
-//! transfer only the optional instructions the specification allows
-//! (wallets' Lighthouse assertions, at most two, in places 4 and 5; one
-//! memo), the mint's decimals, the exact amount, the payer's signature
-//! checked here.
+//! beyond the fee. The specification's rules (x402 `exact` on SVM), with
+//! each instruction classified by its role, as the reference's layout
+//! check does: the payment's own instructions in the protocol's order
+//! (compute-unit limit, price, `TransferChecked`, one memo), and up to
+//! [`MAX_GUARDS`] of a wallet's Lighthouse guards anywhere among them
+//! (Phantom's three before the transfer and one after, Solflare's two).
+//! Stricter where the specification allows: the fee payer must be account
+//! 0 and named by no instruction except a Lighthouse *assertion* (a guard
+//! on its lamports reads it; a memory write or close, which could charge
+//! it, is refused), a guard names only the payment's own accounts, no
+//! lookup tables, a priority fee of at most [`MAX_PRIORITY_LAMPORTS`], the
+//! mint's decimals, the exact amount, the payer's signature checked here.
 //!
 //! Pure: decodes and checks; co-signing is [`cosign`]. Never sends.
 
@@ -21,18 +25,28 @@ use solana_sdk::transaction::VersionedTransaction;
 
 /// The compute-budget program.
 const COMPUTE_BUDGET: Pubkey = solana_sdk::pubkey!("ComputeBudget111111111111111111111111111111");
-/// Lighthouse, whose assertions wallets (Phantom: one, Solflare: two)
-/// add after the transfer to protect their user; the specification
-/// requires a facilitator to allow them.
+/// Lighthouse, whose assertions wallets (Phantom, Solflare) add around
+/// the transfer to protect their user; the specification requires a
+/// facilitator to allow them.
 pub const LIGHTHOUSE: Pubkey = solana_sdk::pubkey!("L2TExMFKdjpN9kozasaurPirfHy9P8sbXoAN1qA3S95");
+/// Lighthouse's assertion instructions (their first data byte: 2
+/// `AssertAccountData` … 17 `AssertBubblegumTreeConfigAccount`): they
+/// read accounts and fail the transaction, nothing else. 0
+/// (`MemoryWrite`) and 1 (`MemoryClose`) take a payer and write.
+const LIGHTHOUSE_ASSERTIONS: std::ops::RangeInclusive<u8> = 2..=17;
+/// The most Lighthouse guards a payment may carry (current Phantom: four).
+pub const MAX_GUARDS: usize = 4;
 /// SPL Memo v3.
 const MEMO: Pubkey = solana_sdk::pubkey!("MemoSq4gqABAXKb96qnH8TysNcWxMyWCqXgDLGmfcHr");
 /// The highest compute-unit price the fee payer pays (micro-lamports;
-/// the SDK's client asks 1).
-pub const MAX_COMPUTE_UNIT_PRICE: u64 = 1_000;
-/// The highest compute-unit limit (the SDK's client asks 20,000): with
-/// the price cap, at most 40 lamports of priority fee a payment.
-pub const MAX_COMPUTE_UNIT_LIMIT: u32 = 40_000;
+/// the specification's default cap for a sponsor; the SDKs ask 1).
+pub const MAX_COMPUTE_UNIT_PRICE: u64 = 50_000;
+/// The highest compute-unit limit (the SDKs ask 20,000, Faremeter 50,000,
+/// a wallet's guards need more).
+pub const MAX_COMPUTE_UNIT_LIMIT: u32 = 400_000;
+/// The most priority fee a payment may cost the fee payer (limit × price,
+/// in lamports, rounded up): what bounds the fee, whatever the limit.
+pub const MAX_PRIORITY_LAMPORTS: u64 = 5_000;
 
 /// What the payment must be.
 #[derive(Debug, Clone)]
@@ -89,33 +103,54 @@ pub enum Refusal {
     /// The message loads accounts from lookup tables.
     #[error("the transaction loads accounts from lookup tables")]
     LookupTables,
-    /// Not 3 to 6 instructions.
-    #[error("the transaction has {0} instructions; an exact payment has 3 to 6")]
+    /// Not 3 to 4 + [`MAX_GUARDS`] instructions.
+    #[error("the transaction has {0} instructions; an exact payment has 3 to 8 (its 4 and at most {MAX_GUARDS} Lighthouse guards)")]
     InstructionCount(usize),
-    /// The first instruction is not a compute-unit limit (or too high).
-    #[error(
-        "the first instruction must set a compute-unit limit of at most {MAX_COMPUTE_UNIT_LIMIT}"
-    )]
+    /// No compute-unit limit first among the payment's instructions.
+    #[error("the payment's first instruction must set a compute-unit limit")]
     ComputeLimit,
-    /// The second is not a compute-unit price (or too high).
-    #[error("the second instruction must set a compute-unit price of at most {MAX_COMPUTE_UNIT_PRICE} micro-lamports")]
+    /// A compute-unit limit over [`MAX_COMPUTE_UNIT_LIMIT`].
+    #[error("the compute-unit limit {0} is over {MAX_COMPUTE_UNIT_LIMIT}")]
+    ComputeLimitTooHigh(u32),
+    /// No compute-unit price second among the payment's instructions.
+    #[error("the payment's second instruction must set a compute-unit price")]
     ComputePrice,
-    /// The third is not a `TransferChecked` of a token program.
+    /// A compute-unit price over [`MAX_COMPUTE_UNIT_PRICE`], or a priority
+    /// fee over [`MAX_PRIORITY_LAMPORTS`].
+    #[error("a compute-unit price of {0} micro-lamports is over this node's cap ({MAX_COMPUTE_UNIT_PRICE}, and at most {MAX_PRIORITY_LAMPORTS} lamports of priority fee)")]
+    ComputePriceTooHigh(u64),
+    /// No `TransferChecked` of a token program third among the payment's
+    /// instructions.
     #[error(
-        "the third instruction must be a TransferChecked of the SPL Token or Token-2022 program"
+        "the payment's third instruction must be a TransferChecked of the SPL Token or Token-2022 program"
     )]
     NoTransfer,
-    /// An instruction after the transfer is neither a memo nor, in places
-    /// 4 and 5, a Lighthouse assertion. (An assertion can pass the
-    /// simulation and fail on chain at the fee payer's cost: the payer's
-    /// failure budget, `super::guard`, bounds that.)
-    #[error("instruction {} is not one the specification allows after the transfer (a memo; a Lighthouse assertion in places 4 and 5)", .0 + 1)]
+    /// An instruction that is none of the payment's own (compute budget,
+    /// transfer, memo) nor a Lighthouse assertion, or one out of the
+    /// protocol's order. (An assertion can pass the simulation and fail on
+    /// chain at the fee payer's cost: the payer's failure budget,
+    /// `super::guard`, bounds that.)
+    #[error("instruction {} is not one an exact payment has (compute limit, compute price, TransferChecked, memo, in that order, and Lighthouse assertions)", .0 + 1)]
     UnknownInstruction(usize),
-    /// Not exactly one memo, or not the memo asked for.
+    /// A Lighthouse instruction that writes or closes an account (it
+    /// takes a payer), not an assertion.
+    #[error("instruction {} is a Lighthouse write or close, not an assertion", .0 + 1)]
+    GuardWrites(usize),
+    /// More Lighthouse guards than [`MAX_GUARDS`].
+    #[error("the transaction carries {0} Lighthouse guards; at most {MAX_GUARDS} are taken")]
+    TooManyGuards(usize),
+    /// A guard naming an account outside the payment's own (fee payer,
+    /// payer, the transfer's accounts).
+    #[error("instruction {} is a Lighthouse guard over an account outside the payment ({})", .0 + 1, .1)]
+    GuardAccount(usize, Pubkey),
+    /// No memo: the buy memo is what `listen` counts a payment by.
+    #[error("the transaction carries no memo: this seller counts a payment by its memo (the requirements' extra.memo); clients that send none (PayAI's x402-solana) cannot pay here")]
+    NoMemo,
+    /// More than one memo, or not the memo asked for.
     #[error("the transaction must carry exactly one memo (the buy memo where one is asked for)")]
     Memo,
     /// The fee payer is an account of an instruction (it could be made to pay).
-    #[error("the fee payer appears in an instruction: it pays the fee and nothing else")]
+    #[error("the fee payer appears in an instruction other than a Lighthouse assertion: it pays the fee and nothing else")]
     FeePayerInInstruction,
     /// The transfer's authority is not the payer.
     #[error("the transfer is authorized by {0}, not by the payer")]
@@ -155,14 +190,20 @@ impl Refusal {
             }
             Refusal::FeePayer(_) => "fee_payer_not_managed_by_facilitator",
             Refusal::LookupTables => "invalid_exact_svm_payload_transaction_lookup_tables",
-            Refusal::InstructionCount(_) => {
+            Refusal::InstructionCount(_) | Refusal::TooManyGuards(_) => {
                 "invalid_exact_svm_payload_transaction_instructions_length"
             }
             Refusal::ComputeLimit => {
                 "invalid_exact_svm_payload_transaction_instructions_compute_limit_instruction"
             }
+            Refusal::ComputeLimitTooHigh(_) => {
+                "invalid_exact_svm_payload_transaction_instructions_compute_limit_instruction_too_high"
+            }
             Refusal::ComputePrice => {
                 "invalid_exact_svm_payload_transaction_instructions_compute_price_instruction"
+            }
+            Refusal::ComputePriceTooHigh(_) => {
+                "invalid_exact_svm_payload_transaction_instructions_compute_price_instruction_too_high"
             }
             Refusal::NoTransfer | Refusal::TokenProgram(_) | Refusal::Decimals(_) => {
                 "invalid_exact_svm_payload_no_transfer_instruction"
@@ -171,14 +212,21 @@ impl Refusal {
                 "invalid_exact_svm_payload_unknown_fourth_instruction"
             }
             Refusal::UnknownInstruction(4) => "invalid_exact_svm_payload_unknown_fifth_instruction",
-            Refusal::UnknownInstruction(_) => "invalid_exact_svm_payload_unknown_sixth_instruction",
+            Refusal::UnknownInstruction(5) => "invalid_exact_svm_payload_unknown_sixth_instruction",
+            Refusal::UnknownInstruction(6) => {
+                "invalid_exact_svm_payload_unknown_seventh_instruction"
+            }
+            Refusal::UnknownInstruction(_) | Refusal::GuardWrites(_) | Refusal::GuardAccount(..) => {
+                "invalid_exact_svm_payload_unknown_optional_instruction"
+            }
+            Refusal::NoMemo => "invalid_exact_svm_payload_memo_count",
             Refusal::Memo => "invalid_exact_svm_payload_memo_mismatch",
             Refusal::FeePayerInInstruction | Refusal::Authority(_) => {
                 "invalid_exact_svm_payload_transaction_fee_payer_transferring_funds"
             }
             Refusal::Mint(_) => "invalid_exact_svm_payload_mint_mismatch",
             Refusal::Recipient(_) => "invalid_exact_svm_payload_recipient_mismatch",
-            Refusal::Amount { .. } => "invalid_exact_svm_payload_amount_insufficient",
+            Refusal::Amount { .. } => "invalid_exact_svm_payload_amount_mismatch",
         }
     }
 }
@@ -193,6 +241,66 @@ pub fn decode(transaction_b64: &str) -> Result<VersionedTransaction, Refusal> {
         return Err(Refusal::Undecodable);
     }
     bincode::deserialize(&bytes).map_err(|_| Refusal::Undecodable)
+}
+
+/// What one instruction of a payment is, by its program and data.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Role {
+    /// `SetComputeUnitLimit`.
+    Limit,
+    /// `SetComputeUnitPrice`.
+    Price,
+    /// A token program's `TransferChecked`.
+    Transfer,
+    /// An SPL memo.
+    Memo,
+    /// A Lighthouse assertion (a wallet's guard).
+    Guard,
+    /// A Lighthouse instruction that writes or closes.
+    GuardWriting,
+}
+
+/// The payment's own instructions, in the order they must come in (guards
+/// anywhere among them).
+const PROTOCOL_ORDER: [Role; 4] = [Role::Limit, Role::Price, Role::Transfer, Role::Memo];
+
+/// The role of an instruction of `program` with `data` (`None`: none a
+/// payment has).
+fn role_of(program: &Pubkey, data: &[u8]) -> Option<Role> {
+    let token = *program == crate::chain::token::TOKEN_PROGRAM_ID
+        || *program == spl_token_2022_interface::ID;
+    let first = data.first().copied();
+    if *program == COMPUTE_BUDGET {
+        return match first {
+            Some(2) => Some(Role::Limit),
+            Some(3) => Some(Role::Price),
+            _ => None,
+        };
+    }
+    if token {
+        return (first == Some(12)).then_some(Role::Transfer);
+    }
+    if *program == MEMO {
+        return Some(Role::Memo);
+    }
+    if *program == LIGHTHOUSE {
+        return Some(match first {
+            Some(v) if LIGHTHOUSE_ASSERTIONS.contains(&v) => Role::Guard,
+            _ => Role::GuardWriting,
+        });
+    }
+    None
+}
+
+/// Why a payment lacks the protocol's instruction number `have` (0: the
+/// compute-unit limit …), found at instruction `at` (or at its end).
+fn missing(have: usize, at: usize) -> Refusal {
+    match have {
+        0 => Refusal::ComputeLimit,
+        1 => Refusal::ComputePrice,
+        2 => Refusal::NoTransfer,
+        _ => Refusal::UnknownInstruction(at),
+    }
 }
 
 /// Checks `tx` against `e` (see the module doc).
@@ -213,58 +321,86 @@ pub fn check(tx: &VersionedTransaction, e: &Expected<'_>) -> Result<(), Refusal>
         return Err(Refusal::LookupTables);
     }
     let ixs = m.instructions();
-    if !(3..=6).contains(&ixs.len()) {
+    if !(3..=PROTOCOL_ORDER.len() + MAX_GUARDS).contains(&ixs.len()) {
         return Err(Refusal::InstructionCount(ixs.len()));
     }
     let key = |i: u8| keys.get(usize::from(i)).copied();
-    // every account any instruction names resolves, and none is the fee payer
-    for ix in ixs {
-        for &a in &ix.accounts {
-            match key(a) {
-                None => return Err(Refusal::Undecodable),
-                Some(k) if k == e.fee_payer => return Err(Refusal::FeePayerInInstruction),
-                Some(_) => {}
+    // each instruction's role; the payment's own in the protocol's order
+    let mut own: Vec<usize> = Vec::with_capacity(PROTOCOL_ORDER.len());
+    let mut guards = Vec::new();
+    for (i, ix) in ixs.iter().enumerate() {
+        let program = key(ix.program_id_index).ok_or(Refusal::Undecodable)?;
+        if ix.accounts.iter().any(|&a| key(a).is_none()) {
+            return Err(Refusal::Undecodable);
+        }
+        match role_of(&program, &ix.data) {
+            Some(Role::Guard) => guards.push(i),
+            Some(Role::GuardWriting) => return Err(Refusal::GuardWrites(i)),
+            Some(Role::Memo) if own.len() == PROTOCOL_ORDER.len() => return Err(Refusal::Memo),
+            Some(role) if PROTOCOL_ORDER.get(own.len()) == Some(&role) => own.push(i),
+            // out of the protocol's order: what was due there is missing
+            Some(_) => return Err(missing(own.len(), i)),
+            None if program == crate::chain::token::TOKEN_PROGRAM_ID
+                || program == spl_token_2022_interface::ID =>
+            {
+                return Err(Refusal::NoTransfer)
+            }
+            None => return Err(Refusal::UnknownInstruction(i)),
+        }
+    }
+    match own.len() {
+        3 => return Err(Refusal::NoMemo),
+        n if n < PROTOCOL_ORDER.len() => return Err(missing(n, ixs.len())),
+        _ => {}
+    }
+    if guards.len() > MAX_GUARDS {
+        return Err(Refusal::TooManyGuards(guards.len()));
+    }
+    let [limit_at, price_at, transfer_at, memo_at] = [own[0], own[1], own[2], own[3]];
+    // the fee payer only inside an assertion (which reads it)
+    for (i, ix) in ixs.iter().enumerate() {
+        if !guards.contains(&i) && ix.accounts.iter().any(|&a| key(a) == Some(e.fee_payer)) {
+            return Err(Refusal::FeePayerInInstruction);
+        }
+    }
+    let limit = Some(&ixs[limit_at].data)
+        .filter(|d| d.len() == 5)
+        .map(|d| u32::from_le_bytes(d[1..5].try_into().expect("4 bytes")))
+        .ok_or(Refusal::ComputeLimit)?;
+    if limit > MAX_COMPUTE_UNIT_LIMIT {
+        return Err(Refusal::ComputeLimitTooHigh(limit));
+    }
+    let price = Some(&ixs[price_at].data)
+        .filter(|d| d.len() == 9)
+        .map(|d| u64::from_le_bytes(d[1..9].try_into().expect("8 bytes")))
+        .ok_or(Refusal::ComputePrice)?;
+    let priority = (u128::from(limit) * u128::from(price)).div_ceil(1_000_000);
+    if price > MAX_COMPUTE_UNIT_PRICE || priority > u128::from(MAX_PRIORITY_LAMPORTS) {
+        return Err(Refusal::ComputePriceTooHigh(price));
+    }
+    let transfer = &ixs[transfer_at];
+    let program = key(transfer.program_id_index).ok_or(Refusal::Undecodable)?;
+    check_transfer(program, transfer, &key, e)?;
+    // a guard reads only the payment's own accounts
+    let mut payment_accounts = vec![e.fee_payer, e.payer];
+    payment_accounts.extend(transfer.accounts.iter().filter_map(|&a| key(a)));
+    for &i in &guards {
+        for &a in &ixs[i].accounts {
+            let k = key(a).ok_or(Refusal::Undecodable)?;
+            if !payment_accounts.contains(&k) {
+                return Err(Refusal::GuardAccount(i, k));
             }
         }
     }
-    let program = |i: usize| key(ixs[i].program_id_index).ok_or(Refusal::Undecodable);
-    let limit = (program(0)? == COMPUTE_BUDGET)
-        .then_some(&ixs[0].data)
-        .filter(|d| d.len() == 5 && d[0] == 2)
-        .map(|d| u32::from_le_bytes(d[1..5].try_into().expect("4 bytes")));
-    if limit.is_none_or(|l| l > MAX_COMPUTE_UNIT_LIMIT) {
-        return Err(Refusal::ComputeLimit);
-    }
-    let price = (program(1)? == COMPUTE_BUDGET)
-        .then_some(&ixs[1].data)
-        .filter(|d| d.len() == 9 && d[0] == 3)
-        .map(|d| u64::from_le_bytes(d[1..9].try_into().expect("8 bytes")));
-    if price.is_none_or(|p| p > MAX_COMPUTE_UNIT_PRICE) {
-        return Err(Refusal::ComputePrice);
-    }
-    check_transfer(program(2)?, &ixs[2], &key, e)?;
-    let mut memos = 0;
-    for (i, ix) in ixs.iter().enumerate().skip(3) {
-        match program(i)? {
-            // the wallet's own assertions, before the memo's last place
-            p if p == LIGHTHOUSE && i <= 4 => {}
-            p if p == MEMO => {
-                memos += 1;
-                let said = match e.memo {
-                    MemoRule::Exactly(memo) => ix.data == memo.as_bytes(),
-                    MemoRule::Nonce => {
-                        (1..=MAX_NONCE_BYTES).contains(&ix.data.len())
-                            && ix.data.iter().all(u8::is_ascii_alphanumeric)
-                    }
-                };
-                if !ix.accounts.is_empty() || !said {
-                    return Err(Refusal::Memo);
-                }
-            }
-            _ => return Err(Refusal::UnknownInstruction(i)),
+    let memo = &ixs[memo_at];
+    let said = match e.memo {
+        MemoRule::Exactly(text) => memo.data == text.as_bytes(),
+        MemoRule::Nonce => {
+            (1..=MAX_NONCE_BYTES).contains(&memo.data.len())
+                && memo.data.iter().all(u8::is_ascii_alphanumeric)
         }
-    }
-    if memos != 1 {
+    };
+    if !memo.accounts.is_empty() || !said {
         return Err(Refusal::Memo);
     }
     if !tx.signatures[1].verify(e.payer.as_ref(), &m.serialize()) {
@@ -282,14 +418,16 @@ pub fn payer_of(tx: &VersionedTransaction) -> Option<Pubkey> {
 /// The token account a checked payment spends (its transfer's source).
 pub fn source_of(tx: &VersionedTransaction) -> Option<Pubkey> {
     let m = &tx.message;
-    let ix = m.instructions().get(2)?;
-    m.static_account_keys()
-        .get(usize::from(*ix.accounts.first()?))
-        .copied()
+    let keys = m.static_account_keys();
+    let ix = m.instructions().iter().find(|ix| {
+        keys.get(usize::from(ix.program_id_index))
+            .is_some_and(|p| role_of(p, &ix.data) == Some(Role::Transfer))
+    })?;
+    keys.get(usize::from(*ix.accounts.first()?)).copied()
 }
 
-/// The third instruction: `TransferChecked` of exactly the price, in the
-/// mint, from any account to the seller's associated one, by the payer.
+/// The transfer: `TransferChecked` of exactly the price, in the mint,
+/// from any account to the seller's associated one, by the payer.
 fn check_transfer(
     program: Pubkey,
     ix: &solana_sdk::message::compiled_instruction::CompiledInstruction,
@@ -428,65 +566,129 @@ mod tests {
         );
     }
 
-    /// Wallets' own Lighthouse assertions after the transfer: Phantom's
-    /// one, Solflare's two, before the memo or around it, as the
-    /// specification places them; a third, one in the last place, or one
-    /// naming the fee payer is refused.
+    /// A Lighthouse assertion (`AssertAccountInfo` on lamports, ≥ 0: the
+    /// shape of a wallet's guard) over `target`.
+    fn guard(target: Pubkey) -> Instruction {
+        let mut data = vec![5, 0, 0];
+        data.extend_from_slice(&0u64.to_le_bytes());
+        data.push(4);
+        Instruction::new_with_bytes(
+            LIGHTHOUSE,
+            &data,
+            vec![AccountMeta::new_readonly(target, false)],
+        )
+    }
+
+    /// Current wallets' layouts, with their guards where they put them
+    /// (Phantom: three before the transfer, one after the memo, guarding
+    /// the fee payer's lamports among others; Solflare: two after the
+    /// transfer) pass; a fifth guard, a Lighthouse memory write (naming the
+    /// fee payer or not), a guard over an account outside the payment, or
+    /// a non-assertion naming the fee payer are refused.
     #[test]
-    fn wallets_lighthouse_assertions_pass_within_the_specs_places() {
+    fn phantom_and_solflare_layouts_pass_and_guards_only_read() {
         let c = Case::new();
         let e = c.expected();
-        // an assertion on the buyer's token account, as a wallet writes one
-        let assertion = || {
-            Instruction::new_with_bytes(
-                LIGHTHOUSE,
-                &[4, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0],
-                vec![AccountMeta::new_readonly(
-                    associated_account(&c.buyer.pubkey(), &c.mint),
-                    false,
-                )],
-            )
-        };
-        let shaped = |tail: &[&str]| {
-            let mut ixs = c.honest();
-            let memo = ixs.pop().unwrap();
-            for t in tail {
-                ixs.push(if *t == "lh" {
-                    assertion()
-                } else {
-                    memo.clone()
-                });
-            }
-            check(&c.tx(&ixs), &e)
-        };
-        assert_eq!(shaped(&["lh", "memo"]), Ok(()), "Phantom");
-        assert_eq!(shaped(&["lh", "lh", "memo"]), Ok(()), "Solflare");
-        assert_eq!(shaped(&["memo", "lh"]), Ok(()), "memo first");
-        assert_eq!(
-            shaped(&["lh", "memo", "lh"]),
-            Err(Refusal::UnknownInstruction(5))
-        );
-        assert_eq!(
-            Refusal::UnknownInstruction(5).reason(),
-            "invalid_exact_svm_payload_unknown_sixth_instruction"
-        );
-        assert_eq!(
-            shaped(&["lh", "lh", "lh", "memo"]),
-            Err(Refusal::InstructionCount(7))
-        );
-        assert_eq!(shaped(&["lh", "lh"]), Err(Refusal::Memo), "no memo");
-        let mut ixs = c.honest();
-        let mut naming_fee_payer = assertion();
-        naming_fee_payer
-            .accounts
-            .push(AccountMeta::new_readonly(c.fee_payer.pubkey(), false));
-        ixs.insert(3, naming_fee_payer);
-        assert_eq!(check(&c.tx(&ixs), &e), Err(Refusal::FeePayerInInstruction));
-        let tx = c.tx(&c.honest());
+        let [limit, price, transfer, memo]: [Instruction; 4] = c.honest().try_into().unwrap();
+        let source = associated_account(&c.buyer.pubkey(), &c.mint);
+        let fee_payer = c.fee_payer.pubkey();
+        // Phantom (its compute budget raised for the guards)
+        let phantom_limit =
+            Instruction::new_with_bytes(COMPUTE_BUDGET, &[2, 0x40, 0x0d, 0x03, 0], vec![]);
+        let phantom = vec![
+            phantom_limit.clone(),
+            price.clone(),
+            guard(fee_payer),
+            guard(source),
+            guard(c.buyer.pubkey()),
+            transfer.clone(),
+            memo.clone(),
+            guard(fee_payer),
+        ];
+        assert_eq!(check(&c.tx(&phantom), &e), Ok(()), "Phantom");
+        let solflare = vec![
+            limit.clone(),
+            price.clone(),
+            transfer.clone(),
+            guard(source),
+            guard(fee_payer),
+            memo.clone(),
+        ];
+        assert_eq!(check(&c.tx(&solflare), &e), Ok(()), "Solflare");
+        // Faremeter: a 50,000-unit limit
+        let faremeter = vec![
+            Instruction::new_with_bytes(COMPUTE_BUDGET, &[2, 0x50, 0xc3, 0, 0], vec![]),
+            price.clone(),
+            transfer.clone(),
+            memo.clone(),
+        ];
+        assert_eq!(check(&c.tx(&faremeter), &e), Ok(()), "Faremeter");
+        let tx = c.tx(&phantom);
         assert_eq!(payer_of(&tx), Some(c.buyer.pubkey()));
         assert_eq!(
             source_of(&tx),
-            Some(associated_account(&c.buyer.pubkey(), &c.mint))
+            Some(source),
+            "the transfer found by its role"
+        );
+
+        let mut five = phantom.clone();
+        five.insert(2, guard(source));
+        assert!(matches!(
+            check(&c.tx(&five), &e),
+            Err(Refusal::TooManyGuards(5) | Refusal::InstructionCount(9))
+        ));
+        // a memory write takes a payer: never, whoever it names
+        for payer in [fee_payer, c.buyer.pubkey()] {
+            let mut writing = solflare.clone();
+            writing[3] = Instruction::new_with_bytes(
+                LIGHTHOUSE,
+                &[0, 0, 0, 0, 8, 0],
+                vec![
+                    AccountMeta::new_readonly(LIGHTHOUSE, false),
+                    AccountMeta::new_readonly(
+                        solana_sdk::pubkey!("11111111111111111111111111111111"),
+                        false,
+                    ),
+                    AccountMeta::new(payer, true),
+                    AccountMeta::new(Pubkey::new_unique(), false),
+                    AccountMeta::new_readonly(source, false),
+                ],
+            );
+            assert_eq!(check(&c.tx(&writing), &e), Err(Refusal::GuardWrites(3)));
+            assert_eq!(
+                Refusal::GuardWrites(3).reason(),
+                "invalid_exact_svm_payload_unknown_optional_instruction"
+            );
+        }
+        let mut elsewhere = solflare.clone();
+        let stranger = Pubkey::new_unique();
+        elsewhere[4] = guard(stranger);
+        assert_eq!(
+            check(&c.tx(&elsewhere), &e),
+            Err(Refusal::GuardAccount(4, stranger))
+        );
+        // the fee payer in anything but an assertion
+        let mut memo_naming = solflare.clone();
+        memo_naming[5]
+            .accounts
+            .push(AccountMeta::new_readonly(fee_payer, false));
+        assert_eq!(
+            check(&c.tx(&memo_naming), &e),
+            Err(Refusal::FeePayerInInstruction)
+        );
+        // the payment's own out of order
+        let mut late_limit = phantom.clone();
+        late_limit.swap(0, 1);
+        assert_eq!(check(&c.tx(&late_limit), &e), Err(Refusal::ComputeLimit));
+        let mut memo_first = solflare.clone();
+        memo_first.swap(2, 5);
+        assert_eq!(check(&c.tx(&memo_first), &e), Err(Refusal::NoTransfer));
+        let no_memo = vec![limit, price, transfer, guard(source)];
+        assert_eq!(check(&c.tx(&no_memo), &e), Err(Refusal::NoMemo));
+        assert!(Refusal::NoMemo.to_string().contains("PayAI"));
+        assert_eq!(
+            Refusal::NoMemo.reason(),
+            "invalid_exact_svm_payload_memo_count"
         );
     }
 
@@ -525,7 +727,7 @@ mod tests {
                 String::from_utf8_lossy(&forged)
             );
         }
-        assert_eq!(with_memo(&[]), Err(Refusal::Memo));
+        assert_eq!(with_memo(&[]), Err(Refusal::NoMemo));
         assert_eq!(with_memo(&[nonce.clone(), nonce]), Err(Refusal::Memo));
     }
 
@@ -582,7 +784,7 @@ mod tests {
             with(&|ixs| {
                 ixs.pop();
             }),
-            Err(Refusal::Memo),
+            Err(Refusal::NoMemo),
             "no memo"
         );
         assert_eq!(
@@ -599,13 +801,20 @@ mod tests {
             Err(Refusal::UnknownInstruction(4))
         );
         assert_eq!(
-            with(&|ixs| ixs[0].data = vec![2, 0x41, 0x9c, 0, 0]),
-            Err(Refusal::ComputeLimit),
-            "40,001 units"
+            with(&|ixs| ixs[0].data = vec![2, 0x81, 0x1a, 0x06, 0]),
+            Err(Refusal::ComputeLimitTooHigh(400_001)),
         );
         assert_eq!(
-            with(&|ixs| ixs[1].data[1..9].copy_from_slice(&1_001u64.to_le_bytes())),
-            Err(Refusal::ComputePrice)
+            with(&|ixs| ixs[1].data[1..9].copy_from_slice(&50_001u64.to_le_bytes())),
+            Err(Refusal::ComputePriceTooHigh(50_001))
+        );
+        // 200,000 units at 30,000 micro-lamports: 6,000 lamports of fee
+        assert_eq!(
+            with(&|ixs| {
+                ixs[0].data = vec![2, 0x40, 0x0d, 0x03, 0];
+                ixs[1].data[1..9].copy_from_slice(&30_000u64.to_le_bytes());
+            }),
+            Err(Refusal::ComputePriceTooHigh(30_000))
         );
         assert_eq!(with(&|ixs| ixs.swap(0, 1)), Err(Refusal::ComputeLimit));
         // the fee payer as the transfer's source owner and authority: it

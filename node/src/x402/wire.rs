@@ -49,6 +49,31 @@ pub struct Extra {
     /// The memo the payment must carry, exactly.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub memo: Option<String>,
+    /// The asset's token program (SPL Token or Token-2022): clients that
+    /// derive token accounts without reading the mint (Faremeter) take it
+    /// from here. Advisory: the payment is checked against the mint.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub token_program: Option<String>,
+    /// The asset's decimals, as `TransferChecked` states them. Advisory.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub decimals: Option<u8>,
+}
+
+impl Extra {
+    /// What a payment must pay: fee payer and memo, with the asset's
+    /// program and decimals (`token`) for the clients that read them.
+    pub fn paying(
+        fee_payer: String,
+        memo: Option<String>,
+        token: &crate::chain::token::TokenMint,
+    ) -> Extra {
+        Extra {
+            fee_payer,
+            memo,
+            token_program: Some(token.program.to_string()),
+            decimals: Some(token.decimals),
+        }
+    }
 }
 
 /// One way to pay (v2).
@@ -220,6 +245,15 @@ pub fn matches_requirements(p: &PaymentPayload, ours: &Requirements) -> Result<(
         .and_then(|a| {
             serde_json::from_value(a).map_err(|_| "the accepted requirements do not read")
         })?;
+    // the advisory fields (program, decimals) may be dropped by a client
+    let accepted = Requirements {
+        extra: Extra {
+            token_program: ours.extra.token_program.clone(),
+            decimals: ours.extra.decimals,
+            ..accepted.extra
+        },
+        ..accepted
+    };
     (accepted == *ours)
         .then_some(())
         .ok_or_else(|| "the payment accepted other requirements than the ones asked for".into())
@@ -286,6 +320,8 @@ mod tests {
             extra: Extra {
                 fee_payer: "Seller".into(),
                 memo: Some("m".into()),
+                token_program: Some("TokenzQdBNbLqP5VEhdkAS6EPFLC1PHnBqCXEpPxuEb".into()),
+                decimals: Some(6),
             },
         };
         let v = serde_json::to_value(&r).unwrap();
@@ -293,6 +329,11 @@ mod tests {
         assert_eq!(v["maxTimeoutSeconds"], 60);
         assert_eq!(v["amount"], "2000000", "a string");
         assert_eq!(v["extra"]["feePayer"], "Seller");
+        assert_eq!(
+            v["extra"]["tokenProgram"],
+            "TokenzQdBNbLqP5VEhdkAS6EPFLC1PHnBqCXEpPxuEb"
+        );
+        assert_eq!(v["extra"]["decimals"], 6);
         let p: PaymentPayload = decode_header(&encode_header(&serde_json::json!({
             "x402Version": 2,
             "payload": {"transaction": "AQ=="},
@@ -324,6 +365,8 @@ mod tests {
             extra: Extra {
                 fee_payer: "Seller".into(),
                 memo: Some("x402:buy:20261126-0123456789ab".into()),
+                token_program: None,
+                decimals: None,
             },
         }
     }
@@ -367,6 +410,18 @@ mod tests {
                 "{field}"
             );
         }
+        // the advisory token program and decimals: dropped by a client,
+        // still the same requirements
+        let mut advertised = ours();
+        advertised.extra.token_program = Some(spl_token_2022_interface::ID.to_string());
+        advertised.extra.decimals = Some(6);
+        assert_eq!(
+            matches_requirements(
+                &payload(json!({"x402Version": 2, "payload": tx, "accepted": accepted})),
+                &advertised
+            ),
+            Ok(())
+        );
         let mut memo = accepted.clone();
         memo["extra"]["memo"] = json!("x402:buy:20261126-ffffffffffff");
         assert!(matches_requirements(
