@@ -20,7 +20,11 @@ use util::Env;
 const DEVNET: &str = "solana:EtWTRABZaYq6iMfeYKouRu166VU2xqa1";
 
 fn onchain(e: &Env, args: &[&str]) -> Value {
-    let v = e2e::validator();
+    onchain_on(e2e::validator(), e, args)
+}
+
+/// [`onchain`] on validator `v`.
+fn onchain_on(v: &e2e::TestValidator, e: &Env, args: &[&str]) -> Value {
     let mut full = vec!["-u", v.rpc_url.as_str(), "--commitment", "confirmed"];
     full.extend_from_slice(args);
     let r = e.run(&full);
@@ -479,10 +483,15 @@ fn where_the_fee_applies_an_x402_sales_release_pays_the_treasury() {
 /// two dollars in `mint` (worth a dollar a token), stored in `dir`: its
 /// home, and `list`'s answer.
 fn x402_seller(dir: &str, text: &str, mint: &Pubkey) -> (Env, Value) {
+    x402_seller_on(e2e::validator(), dir, text, mint)
+}
+
+/// [`x402_seller`] on validator `v`.
+fn x402_seller_on(v: &e2e::TestValidator, dir: &str, text: &str, mint: &Pubkey) -> (Env, Value) {
     let mint = mint.to_string();
     let seller = Env::new();
     seller.ok(&["wallet", "new"]);
-    onchain(&seller, &["wallet", "airdrop", "2", "--json"]);
+    onchain_on(v, &seller, &["wallet", "airdrop", "2", "--json"]);
     seller.ok(&["memory", "add", text, "-c", "lesson"]);
     seller.ok(&["export", "--sign", "-o", "b.signed.json"]);
     let mut args = vec![
@@ -503,8 +512,29 @@ fn x402_seller(dir: &str, text: &str, mint: &Pubkey) -> (Env, Value) {
     if !node::chain::token::is_dollar(&mint.parse().unwrap()) {
         args.extend(["--token-usd", "1"]);
     }
-    let listed = onchain(&seller, &args);
+    let listed = onchain_on(v, &seller, &args);
     (seller, listed)
+}
+
+/// The key an x402 answer `body` sealed to `buyer` opens the blob (in the
+/// items dir `dir`) to the listed bundle `bundle_hash`.
+fn assert_opens(dir: &str, buyer: &Keypair, body: &Value, bundle_hash: &str) {
+    use base64::Engine as _;
+    let source = node::arweave::Source::Fs(node::arweave::FsStore::new(dir));
+    let wallet = node::wallet::Wallet::from_keypair_bytes(&buyer.to_bytes()).unwrap();
+    let sealed = base64::engine::general_purpose::STANDARD
+        .decode(body["envelope"]["sealed_key_b64"].as_str().unwrap())
+        .unwrap();
+    let key = node::seal::open_sealed_key(&wallet.x25519_secret(), &sealed).unwrap();
+    let blob_id = body["encrypted_bundle_uri"]
+        .as_str()
+        .unwrap()
+        .trim_start_matches("ar://");
+    let blob = e2e::runtime()
+        .block_on(source.fetch(blob_id, 16 << 20))
+        .unwrap();
+    let plain = node::seal::decrypt_blob(&key, &blob).unwrap();
+    assert_eq!(hex::encode(node::crypto::sha256(&plain)), bundle_hash);
 }
 
 /// A keypair file for `who` in `dir` (solana-keygen's JSON array).
@@ -787,23 +817,7 @@ fn the_typescript_and_python_clients_buy_a_token_2022_listing() {
         rt.block_on(node::chain::token::balance(&chain, owner, &mint))
             .unwrap()
     };
-    let source = node::arweave::Source::Fs(node::arweave::FsStore::new(&dir));
-    // the key sealed to `buyer` opens the blob to the listed bundle
-    let opens = |buyer: &Keypair, body: &Value| {
-        let wallet = node::wallet::Wallet::from_keypair_bytes(&buyer.to_bytes()).unwrap();
-        use base64::Engine as _;
-        let sealed = base64::engine::general_purpose::STANDARD
-            .decode(body["envelope"]["sealed_key_b64"].as_str().unwrap())
-            .unwrap();
-        let key = node::seal::open_sealed_key(&wallet.x25519_secret(), &sealed).unwrap();
-        let blob_id = body["encrypted_bundle_uri"]
-            .as_str()
-            .unwrap()
-            .trim_start_matches("ar://");
-        let blob = rt.block_on(source.fetch(blob_id, 16 << 20)).unwrap();
-        let plain = node::seal::decrypt_blob(&key, &blob).unwrap();
-        assert_eq!(hex::encode(node::crypto::sha256(&plain)), bundle_hash);
-    };
+    let opens = |buyer: &Keypair, body: &Value| assert_opens(&dir, buyer, body, bundle_hash);
 
     // the TypeScript client
     let ts_buyer = Keypair::new();
@@ -1108,3 +1122,94 @@ fn a_priced_tool_call_runs_once_per_x402_payment() {
 
 /// The MCP server's bearer token in these tests.
 const TOKEN: &str = "a-test-token-of-forty-characters-0123456";
+
+/// The official TypeScript client, which does not follow `poll`, asking
+/// again after a 202 as such a client does (each time it builds and signs
+/// a new payment), on a young localnet (its finalized blockhash may still
+/// be genesis's: a payment on it lands seconds late) with the seller's
+/// sends held 6 s besides, so the first answer is certainly 202: it ends
+/// with the key, and the buyer paid once. The seller's node answered the
+/// retries with the first payment and sent no other.
+#[test]
+fn a_client_that_asks_again_after_a_202_gets_the_key_and_pays_once() {
+    use e2e::proxy::{Fault, FaultProxy};
+    let v = e2e::start(&[e2e::light_args(), e2e::test_dollar_args()].concat());
+    let rt = e2e::runtime();
+    let chain = v.chain();
+    let dollar = test_dollar::mint();
+    let shared = tempfile::tempdir().unwrap();
+    let dir = shared.path().join("items").display().to_string();
+    let (seller, listed) = x402_seller_on(&v, &dir, "Bought once, asked twice", &dollar.address);
+    let listing = &listed["listing"];
+    let (listing_id, bundle_hash) = (
+        listing["listing_id"].as_str().unwrap(),
+        listing["bundle_hash"].as_str().unwrap(),
+    );
+    let seller_pk: Pubkey = listing["payment_address"]
+        .as_str()
+        .unwrap()
+        .parse()
+        .unwrap();
+    let proxy = FaultProxy::start(&v.rpc_url);
+    proxy.set(Fault::StallSends(std::time::Duration::from_secs(6)));
+    let mut daemon = util::services::listen(
+        &seller,
+        &proxy.url,
+        &dir,
+        shared.path(),
+        &["--x402", "127.0.0.1:0", "--x402-network", DEVNET],
+        "warn,node::x402=info,node::listen=info",
+    );
+    let base = format!("http://{}", e2e::logged_listen_address(&daemon.1));
+    let units = |owner: &Pubkey| {
+        rt.block_on(node::chain::token::balance(&chain, owner, &dollar))
+            .unwrap()
+    };
+    let buyer = Keypair::new();
+    v.fund_dollars(&buyer.pubkey(), 5);
+    let (buyer_before, seller_before) = (units(&buyer.pubkey()), units(&seller_pk));
+    let out = e2e::x402::ts_client(shared.path())
+        .args(["--url", &base, "--listing", listing_id, "--rpc", &v.rpc_url])
+        .arg("--secret")
+        .arg(keypair_file(shared.path(), &buyer))
+        .arg("--retry")
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "buy.mjs --retry: {}\n{}\nlisten's log ends:\n{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr),
+        daemon.tail()
+    );
+    let ts: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(ts["first_status"], 202, "the slow path: {ts}");
+    assert_eq!(ts["status"], 200, "{ts}\n{}", daemon.tail());
+    assert!(ts["statuses"].as_array().unwrap().len() >= 2, "{ts}");
+    assert_eq!(
+        ts["settle"]["transaction"], ts["first_settle"]["transaction"],
+        "every answer names the first payment: {ts}"
+    );
+    assert_opens(&dir, &buyer, &ts["body"], bundle_hash);
+    // at least one retry signed another transaction (a newer blockhash),
+    // which the node answered with the first and never sent
+    let log = std::fs::read_to_string(&daemon.1).unwrap_or_default();
+    assert!(
+        log.contains("this payer already paid"),
+        "no retry carried a new payment: {ts}\n{}",
+        daemon.tail()
+    );
+    let price = 2 * test_dollar::UNITS_PER_DOLLAR;
+    assert_eq!(units(&buyer.pubkey()), buyer_before - price, "paid once");
+    assert_eq!(units(&seller_pk), seller_before + price, "paid once");
+    let db = node::listen::ListenDb::open(&seller.path(".brainctl/listen.db")).unwrap();
+    assert_eq!(
+        db.buys_by(listing_id, &buyer.pubkey().to_string())
+            .unwrap()
+            .len(),
+        1,
+        "one buy on chain"
+    );
+    assert!(daemon.alive(), "listen died:\n{}", daemon.tail());
+    assert!(daemon.stop().success());
+}

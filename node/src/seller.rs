@@ -585,6 +585,12 @@ impl ListenDb {
         self.buys_where("listing_id = ?1", &[&listing_id])
     }
 
+    /// The buys of one listing by one buyer (all states), oldest first: a
+    /// client that pays again for what it bought is answered with these.
+    pub fn buys_by(&self, listing_id: &str, buyer: &str) -> Result<Vec<BuyRow>, StateError> {
+        self.buys_where("listing_id = ?1 AND buyer = ?2", &[&listing_id, &buyer])
+    }
+
     /// Records a transient failure of `signature` at its current step:
     /// one more attempt, the error, and when to try again (capped
     /// exponential backoff). Returns the attempts so far.

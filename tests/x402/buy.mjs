@@ -6,10 +6,13 @@
 // on the localnet: the node advertises devnet's CAIP-2 id while the client
 // talks to the local validator (--rpc).
 //
-// Usage: node buy.mjs --url BASE --listing ID --rpc URL --secret FILE
+// Usage: node buy.mjs --url BASE --listing ID --rpc URL --secret FILE [--retry]
 //   FILE holds the buyer's 64-byte keypair as a JSON array (solana-keygen).
 // A 202 (pending) is finished by polling its `poll` URL, as the endpoint's
-// documentation says. Prints one JSON object on stdout: the first status,
+// documentation says; with --retry, as a client that does not follow
+// `poll` does: by asking again through the same paying fetch (each time it
+// builds and signs a new payment), once a second, until it gets the key.
+// `statuses` lists every answer's status. Prints one JSON object on stdout: the first status,
 // the final status and body (its sealed envelope, which the test opens
 // with the buyer's key), and the settlement header decoded.
 
@@ -27,6 +30,7 @@ const { values: a } = parseArgs({
     listing: { type: "string" },
     rpc: { type: "string" },
     secret: { type: "string" },
+    retry: { type: "boolean", default: false },
   },
 });
 const signer = await createKeyPairSignerFromBytes(
@@ -38,14 +42,27 @@ const pay = wrapFetchWithPaymentFromConfig(fetch, {
   schemes: [{ network: DEVNET, client: new ExactSvmScheme(signer, { rpcUrl: a.rpc }) }],
   spendControls: false,
 });
-const r = await pay(`${a.url}/x402/listings/${a.listing}`, { method: "GET" });
-const out = { first_status: r.status, status: r.status, payer: signer.address };
+const url = `${a.url}/x402/listings/${a.listing}`;
+let r = await pay(url, { method: "GET" });
+const out = { first_status: r.status, status: r.status, payer: signer.address, statuses: [r.status] };
 out.body = await r.json();
-const header = r.headers.get("PAYMENT-RESPONSE");
-if (header) {
-  out.settle = decodePaymentResponseHeader(header);
+const settled = (res) => {
+  const header = res.headers.get("PAYMENT-RESPONSE");
+  if (header) {
+    out.settle = decodePaymentResponseHeader(header);
+  }
+};
+settled(r);
+out.first_settle = out.settle;
+for (let i = 0; a.retry && r.status === 202 && i < 60; i += 1) {
+  await new Promise((done) => setTimeout(done, 1000));
+  r = await pay(url, { method: "GET" });
+  out.statuses.push(r.status);
+  out.status = r.status;
+  out.body = await r.json();
+  settled(r);
 }
-if (r.status === 202) {
+if (!a.retry && r.status === 202) {
   for (let i = 0; i < 240; i += 1) {
     const p = await fetch(out.body.poll);
     const body = await p.json();

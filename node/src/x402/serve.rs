@@ -8,15 +8,17 @@
 //! payment's signer (the key is sealed to its X25519 form; an optional
 //! `?buyer=` must name the same key). Admitted by [`super::guard`], the
 //! payment is co-signed, simulated and sent by a task of its own, and the
-//! request waits at most [`X402Config::answer_within`] (under the 5 s
-//! default timeout of common HTTP clients) for `listen`, running in the
-//! same process on the same state, to release that buy:
+//! request waits at most [`X402Config::answer_within`] from its arrival
+//! (under the 5 s default timeout of common HTTP clients) for `listen`,
+//! running in the same process on the same state, to release that buy:
 //!
 //! - 200: the release (the sealed envelope, the blob, the bundle hash);
 //! - 202: not released yet (`status: pending`, the payment's signature
 //!   in `PAYMENT-RESPONSE`, `success` once it landed): the client finishes
-//!   at `GET /x402/payments/{signature}` (`poll` in the body), or sends
-//!   the same payment again, which is the same transaction;
+//!   at `GET /x402/payments/{signature}` (`poll` in the body), or asks
+//!   again: a payer who already paid for the listing is answered with
+//!   that payment, and a new one it sends is never co-signed for good or
+//!   sent (a client that retries never pays twice);
 //! - 409: it landed and the settlement rules refused it; 402: it was
 //!   refused before being sent, or landed failed (nothing was paid).
 //!
@@ -128,7 +130,15 @@ pub struct X402State {
     reads: Reads,
     /// The payments this process sent, by signature.
     sent: Mutex<HashMap<String, (Sending, Instant)>>,
+    /// The payment this process sent for each (listing, payer): a client
+    /// that pays again for what it bought is answered with it.
+    sent_by_payer: Mutex<HashMap<(String, Pubkey), String>>,
+    /// Released envelopes read from storage, by item id (immutable).
+    envelopes: Mutex<HashMap<String, Arc<Value>>>,
 }
+
+/// Envelopes kept at most (a few KiB each).
+const MAX_ENVELOPES: usize = 4_096;
 
 impl X402State {
     /// The endpoint of `seller`'s listings recorded in the state at
@@ -152,7 +162,72 @@ impl X402State {
             settling: Arc::new(tokio::sync::Semaphore::new(concurrency)),
             config,
             sent: Mutex::new(HashMap::new()),
+            sent_by_payer: Mutex::new(HashMap::new()),
+            envelopes: Mutex::new(HashMap::new()),
         })
+    }
+
+    /// The payment `payer` already made for `listing_id`, if any that may
+    /// still pay (sent by this process and not known to have failed, or
+    /// recorded by `listen` and not refused): answered instead of a new
+    /// one, so a retrying client never pays twice.
+    async fn earlier_buy(
+        &self,
+        listing_id: &str,
+        payer: &Pubkey,
+    ) -> Result<Option<String>, Problem> {
+        let here = self
+            .sent_by_payer
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .get(&(listing_id.to_string(), *payer))
+            .cloned()
+            .filter(|sig| {
+                // one not seen landing is `listen`'s to find (below)
+                matches!(self.sending(sig), Some(Sending::InFlight | Sending::Landed))
+            });
+        if here.is_some() {
+            return Ok(here);
+        }
+        let db_path = self.db_path.clone();
+        let (id, buyer) = (listing_id.to_string(), payer.to_string());
+        tokio::task::spawn_blocking(move || {
+            let db = ListenDb::open(&db_path)?;
+            Ok::<_, crate::seller::StateError>(
+                db.buys_by(&id, &buyer)?
+                    .into_iter()
+                    .rev()
+                    .find(|b| b.state != BuyState::Rejected)
+                    .map(|b| b.signature),
+            )
+        })
+        .await
+        .map_err(|e| Problem::new(StatusCode::INTERNAL_SERVER_ERROR, None, e))?
+        .map_err(|e| Problem::new(StatusCode::INTERNAL_SERVER_ERROR, None, e))
+    }
+
+    /// The released envelope `id`, read once from storage within `budget`
+    /// (`None`: not readable in time; asked again next request).
+    async fn envelope(&self, id: &str, budget: Duration) -> Option<Arc<Value>> {
+        if let Some(v) = self
+            .envelopes
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .get(id)
+        {
+            return Some(v.clone());
+        }
+        let bytes = tokio::time::timeout(budget, self.source.fetch(id, 256 * 1024))
+            .await
+            .ok()?
+            .ok()?;
+        let v = Arc::new(serde_json::from_slice::<Value>(&bytes).ok()?);
+        let mut kept = self.envelopes.lock().unwrap_or_else(|p| p.into_inner());
+        if kept.len() >= MAX_ENVELOPES {
+            kept.clear();
+        }
+        kept.insert(id.to_string(), v.clone());
+        Some(v)
     }
 
     fn sending(&self, signature: &str) -> Option<Sending> {
@@ -297,7 +372,8 @@ async fn key(
         Ok(p) => p,
         Err(p) => return p.into_response(),
     };
-    let sold = sell(&st, &listing_id, q.buyer.as_deref(), &headers);
+    let arrived = tokio::time::Instant::now();
+    let sold = sell(&st, &listing_id, q.buyer.as_deref(), &headers, arrived);
     match tokio::time::timeout(request_budget(&st), sold).await {
         Ok(Ok(r)) => r,
         Ok(Err(p)) => p.into_response(),
@@ -369,7 +445,16 @@ async fn payment(
             }
             (Some(listing), _) => listing,
         };
-        answer(&st, &signature, outcome, &listing, &base_url(&st, &headers)).await
+        let deadline = tokio::time::Instant::now() + st.config.answer_within;
+        answer(
+            &st,
+            &signature,
+            outcome,
+            &listing,
+            &base_url(&st, &headers),
+            deadline,
+        )
+        .await
     };
     match tokio::time::timeout(request_budget(&st), answered).await {
         Ok(Ok(r)) => r,
@@ -388,7 +473,10 @@ async fn sell(
     listing_id: &str,
     buyer: Option<&str>,
     headers: &HeaderMap,
+    arrived: tokio::time::Instant,
 ) -> Result<Response, Problem> {
+    // the answer is due within its window of the request's arrival
+    let deadline = arrived + st.config.answer_within;
     let base = base_url(st, headers);
     let named_buyer = buyer
         .map(|b| {
@@ -446,7 +534,19 @@ async fn sell(
     )
     .map_err(|r| refused(&sale, &r))?;
     verify::cosign(&mut tx, &st.seller.solana_keypair());
-    let signature = tx.signatures[0].to_string();
+    // a payer who already paid for this listing (a client retrying after
+    // a 202 or a timeout, with a new transaction) is answered with that
+    // payment: this one is never sent
+    let signature = match st.earlier_buy(&sale.listing.listing_id, &payer).await? {
+        Some(earlier) => {
+            if earlier != tx.signatures[0].to_string() {
+                tracing::info!(listing = %sale.listing.listing_id, buyer = %payer, %earlier, "x402: this payer already paid; answered with that payment, the new one not sent");
+            }
+            earlier
+        }
+        None => tx.signatures[0].to_string(),
+    };
+    let fresh = signature == tx.signatures[0].to_string();
     let network = if v1 {
         wire::v1_network(&st.config.network)
             .unwrap_or_default()
@@ -468,10 +568,9 @@ async fn sell(
         st.sending(&signature),
         None | Some(Sending::Unsent(_)) | Some(Sending::Unknown(_))
     );
-    if matches!(outcome, Outcome::Pending) && resend {
+    if matches!(outcome, Outcome::Pending) && resend && fresh {
         send(st, tx, &ctx)?;
     }
-    let deadline = tokio::time::Instant::now() + st.config.answer_within;
     let outcome = loop {
         let (outcome, _) = release_of(st, &signature).await?;
         match (&outcome, st.sending(&signature)) {
@@ -489,9 +588,16 @@ async fn sell(
     let landed = !matches!(outcome, Outcome::Pending)
         || matches!(st.sending(&signature), Some(Sending::Landed));
     // the release, 409 with `listen`'s reason, or 202 pending
-    let mut response = answer(st, &signature, outcome, &sale.listing, &sale.poll_base)
-        .await
-        .unwrap_or_else(IntoResponse::into_response);
+    let mut response = answer(
+        st,
+        &signature,
+        outcome,
+        &sale.listing,
+        &sale.poll_base,
+        deadline,
+    )
+    .await
+    .unwrap_or_else(IntoResponse::into_response);
     let settled = SettleResponse {
         success: landed,
         transaction: signature.clone(),
@@ -540,6 +646,16 @@ fn send(
     })?;
     let signature = ctx.signature.to_string();
     st.set_sending(&signature, Sending::InFlight);
+    {
+        let mut by_payer = st.sent_by_payer.lock().unwrap_or_else(|p| p.into_inner());
+        if by_payer.len() >= MAX_SENT {
+            by_payer.clear();
+        }
+        by_payer.insert(
+            (ctx.sale.listing.listing_id.clone(), ctx.payer),
+            signature.clone(),
+        );
+    }
     let (st, listing) = (st.clone(), ctx.sale.listing.listing_id.clone());
     let payer = ctx.payer;
     tokio::spawn(async move {
@@ -610,6 +726,8 @@ fn pending_answer(
         "landed": landed,
         "released": false,
         "poll": format!("{base}/x402/payments/{signature}"),
+        // what a client that does not follow `poll` gets by trying again
+        "retry": "request the listing again, paying as before: this payer's earlier payment answers it and the new one is never sent",
     });
     if let Some(l) = listing {
         body["listing_id"] = json!(l.listing_id);
@@ -632,18 +750,21 @@ async fn answer(
     outcome: Outcome,
     listing: &ListingRecord,
     base: &str,
+    deadline: tokio::time::Instant,
 ) -> Result<Response, Problem> {
     match outcome {
         Outcome::Released {
             envelope_id,
             release_sig,
         } => {
-            let envelope = st
-                .source
-                .fetch(&envelope_id, 256 * 1024)
-                .await
-                .ok()
-                .and_then(|b| serde_json::from_slice::<Value>(&b).ok());
+            // read within what is left of the answer's window (at least a
+            // moment: a cached envelope is at hand)
+            let left = deadline
+                .saturating_duration_since(tokio::time::Instant::now())
+                .max(Duration::from_millis(250));
+            let Some(envelope) = st.envelope(&envelope_id, left).await else {
+                return Ok(pending_answer(st, signature, Some(listing), base));
+            };
             Ok((
                 StatusCode::OK,
                 axum::Json(json!({
