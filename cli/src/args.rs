@@ -869,6 +869,11 @@ pub struct ListenArgs {
     /// advertises devnet's: solana:EtWTRABZaYq6iMfeYKouRu166VU2xqa1).
     #[arg(long, value_name = "CAIP2", requires = "x402")]
     pub x402_network: Option<String>,
+    /// A web origin whose pages may call the x402 endpoint (CORS;
+    /// repeatable, e.g. https://shop.example; default: any origin, as a
+    /// public endpoint sells to anyone's page).
+    #[arg(long = "x402-cors-origin", value_name = "ORIGIN", requires = "x402")]
+    pub x402_cors_origin: Vec<String>,
     /// Another RPC endpoint each escrow reveal is also sent through
     /// (repeatable; a moniker or an http(s):// URL): a reveal carries the
     /// secret that pays you, so one RPC that takes it and withholds it

@@ -21,6 +21,7 @@ pub(super) fn listen(a: ListenArgs, ctx: &Context) -> CliResult<()> {
         x402,
         x402_network,
         x402_public_url,
+        x402_cors_origin,
         reveal_rpc,
         storage,
         seller,
@@ -60,6 +61,7 @@ pub(super) fn listen(a: ListenArgs, ctx: &Context) -> CliResult<()> {
             &addr,
             x402_network,
             x402_public_url,
+            x402_cors_origin,
         )?),
     };
     let config = node::listen::daemon::DaemonConfig {
@@ -156,6 +158,7 @@ fn x402_endpoint(
     addr: &str,
     network: Option<String>,
     public_url: Option<String>,
+    cors_origins: Vec<String>,
 ) -> CliResult<(
     std::net::TcpListener,
     std::sync::Arc<node::x402::serve::X402State>,
@@ -176,6 +179,17 @@ fn x402_endpoint(
                 anyhow::anyhow!("reading the cluster's genesis hash for --x402-network: {e}")
             })?,
     };
+    for o in &cors_origins {
+        let origin = o.trim_end_matches('/');
+        let scheme_host = origin
+            .strip_prefix("https://")
+            .or_else(|| origin.strip_prefix("http://"));
+        if scheme_host.is_none_or(|h| h.is_empty() || h.contains('/')) {
+            return Err(crate::failure::Failure::bad_input(anyhow::anyhow!(
+                "--x402-cors-origin {o}: an origin is a scheme and a host, e.g. https://shop.example (no path)"
+            )));
+        }
+    }
     let listener = std::net::TcpListener::bind(addr)
         .and_then(|l| l.set_nonblocking(true).map(|()| l))
         .map_err(|e| crate::failure::Failure::bad_input(anyhow::anyhow!("--x402 {addr}: {e}")))?;
@@ -187,6 +201,7 @@ fn x402_endpoint(
         source,
         node::x402::serve::X402Config {
             public_url,
+            cors_origins,
             ..node::x402::serve::X402Config::new(network)
         },
     );
