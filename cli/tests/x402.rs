@@ -778,12 +778,13 @@ fn hostile_x402_payers_pay_for_their_own_failures_and_honest_buyers_are_served()
 }
 
 /// A Token-2022 listing bought end to end by the official TypeScript
-/// client (`@x402/fetch` with `@x402/svm`) and by the Python SDK, each
+/// client (`@x402/fetch` with `@x402/svm`), the Python SDK and Faremeter's
+/// client (`@faremeter/fetch` with `@faremeter/payment-solana`), each
 /// given only the listing's URL with its default timeouts: each opens
 /// the key sealed to its payer, which decrypts the blob to the listed
-/// bundle; the seller is paid twice in the mint.
+/// bundle; the seller is paid three times in the mint.
 #[test]
-fn the_typescript_and_python_clients_buy_a_token_2022_listing() {
+fn the_typescript_python_and_faremeter_clients_buy_a_token_2022_listing() {
     let v = e2e::validator();
     let rt = e2e::runtime();
     let chain = v.chain();
@@ -851,7 +852,34 @@ fn the_typescript_and_python_clients_buy_a_token_2022_listing() {
     assert!(py["key_hex"].is_string(), "{py}");
     opens(&py_buyer, &py["body"]);
     assert_eq!(units(&py_buyer.pubkey()), 3_000_000);
-    assert_eq!(units(&seller_pk), 4_000_000, "paid twice, in the mint");
+
+    // Faremeter's client: a 50,000-unit compute limit, token accounts
+    // derived from the requirements' extra.tokenProgram
+    let fm_buyer = Keypair::new();
+    v.mint_tokens(&mint, &fm_buyer.pubkey(), 5_000_000);
+    let mint_s = mint.address.to_string();
+    let out = e2e::x402::faremeter_client(shared.path())
+        .args(["--url", &base, "--listing", listing_id, "--rpc", &v.rpc_url])
+        .args(["--mint", &mint_s, "--secret"])
+        .arg(keypair_file(shared.path(), &fm_buyer))
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "faremeter.mjs: {}\n{}\nlisten's log ends:\n{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr),
+        daemon.tail()
+    );
+    let fm: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(fm["status"], 200, "{fm}\n{}", daemon.tail());
+    opens(&fm_buyer, &fm["body"]);
+    assert_eq!(units(&fm_buyer.pubkey()), 3_000_000);
+    assert_eq!(
+        units(&seller_pk),
+        6_000_000,
+        "paid three times, in the mint"
+    );
 
     // the seller's account now requires a memo before each incoming
     // transfer, which an x402 payment carries after it: no longer offered

@@ -27,10 +27,22 @@ pub fn python() -> std::path::PathBuf {
 
 /// The official TypeScript x402 client (`tests/x402/buy.mjs` with
 /// `@x402/fetch` and `@x402/svm` from the cache): a command running the
-/// script from `work` (a copy beside a link to the installed packages;
-/// Node resolves an ES module's imports from where the file is).
-/// `localnet/install` installs the packages; missing fails and names it.
+/// script from `work`. `localnet/install` installs the packages; missing
+/// fails and names it.
 pub fn ts_client(work: &std::path::Path) -> std::process::Command {
+    node_client(work, "buy.mjs", "@x402/svm")
+}
+
+/// Faremeter's x402 client (`tests/x402/faremeter.mjs` with
+/// `@faremeter/fetch` and `@faremeter/payment-solana` from the cache).
+pub fn faremeter_client(work: &std::path::Path) -> std::process::Command {
+    node_client(work, "faremeter.mjs", "@faremeter/payment-solana")
+}
+
+/// `node tests/x402/<script>` run from `work` (a copy beside a link to
+/// the installed packages, which must hold `package`: Node resolves an ES
+/// module's imports from where the file is).
+fn node_client(work: &std::path::Path, script: &str, package: &str) -> std::process::Command {
     let cache = std::env::var("BRAINCTL_CACHE")
         .map(std::path::PathBuf::from)
         .unwrap_or_else(|_| {
@@ -38,8 +50,8 @@ pub fn ts_client(work: &std::path::Path) -> std::process::Command {
         });
     let modules = cache.join("x402-js/node_modules");
     assert!(
-        modules.join("@x402/fetch").is_dir() && modules.join("@x402/svm").is_dir(),
-        "{} has no @x402/fetch or @x402/svm: run ./localnet/install (its step installing the TypeScript x402 client)",
+        modules.join(package).is_dir(),
+        "{} has no {package}: run ./localnet/install (its step installing the TypeScript x402 clients)",
         modules.display()
     );
     let dir = work.join("ts-client");
@@ -48,14 +60,14 @@ pub fn ts_client(work: &std::path::Path) -> std::process::Command {
     if !link.exists() {
         std::os::unix::fs::symlink(&modules, &link).unwrap();
     }
-    let script = dir.join("buy.mjs");
+    let copy = dir.join(script);
     std::fs::copy(
-        concat!(env!("CARGO_MANIFEST_DIR"), "/x402/buy.mjs"),
-        &script,
+        format!("{}/x402/{script}", env!("CARGO_MANIFEST_DIR")),
+        &copy,
     )
     .unwrap();
     let mut cmd = std::process::Command::new("node");
-    cmd.arg(script);
+    cmd.arg(copy);
     cmd
 }
 
