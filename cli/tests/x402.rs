@@ -1144,6 +1144,49 @@ fn a_priced_tool_call_runs_once_per_x402_payment() {
     );
     assert!(!replayed["text"].as_str().unwrap().contains("Paid answers"));
     assert_eq!(units(&buyer.pubkey()), 990_000, "paid once");
+
+    // the official x402 MCP client (x402MCPClient, auto-payment): a call
+    // it pays for runs and is settled; one whose arguments do not read is
+    // paid for by the client's payload but never settled: nothing moves
+    let script = concat!(env!("CARGO_MANIFEST_DIR"), "/../tests/x402/mcp_official.py");
+    let out = Command::new(e2e::x402::python())
+        .arg(script)
+        .args(["--url", &url, "--token", TOKEN, "--rpc", &v.rpc_url])
+        .arg("--secret")
+        .arg(&secret)
+        .args(["--tool", "memory_search"])
+        .args(["--args", r#"{"query": "paid answers"}"#])
+        .args(["--bad-args", r#"{"query": 5}"#])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "mcp_official.py: {}\n{}\nthe server's log ends:\n{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr),
+        server.tail()
+    );
+    let official: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let paid = &official["paid"];
+    assert_eq!(paid["is_error"], false, "{official}\n{}", server.tail());
+    assert_eq!(paid["payment_made"], true, "{official}");
+    assert_eq!(paid["payment_response"]["success"], true, "{official}");
+    assert!(
+        paid["text"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("Paid answers come from here"),
+        "{official}"
+    );
+    assert!(
+        official["bad"]["is_error"] == true || official["bad"]["raised"].is_string(),
+        "bad arguments answer an error: {official}"
+    );
+    assert_eq!(
+        units(&buyer.pubkey()),
+        980_000,
+        "the official client's call paid once, its bad call nothing: {official}"
+    );
     assert!(server.alive(), "the server died:\n{}", server.tail());
     assert!(server.stop().success());
 }

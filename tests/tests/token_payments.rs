@@ -419,10 +419,19 @@ fn one_payment_runs_one_paid_call_across_two_servers() {
         )},
         "accepted": accepted,
     });
-    let (at_a, at_b) = rt.block_on(futures_util::future::join(
-        a.settle("memory_search", &payment),
-        b.settle("memory_search", &payment),
-    ));
+    // what a server does once the call answered: verify (claimed), then settle
+    let settle = |calls: &'static node::x402::paid_calls::PaidCalls| {
+        let payment = payment.clone();
+        async move {
+            calls
+                .verify("memory_search", &payment)
+                .await?
+                .settle()
+                .await
+        }
+    };
+    let (a, b): (&'static _, &'static _) = (Box::leak(Box::new(a)), Box::leak(Box::new(b)));
+    let (at_a, at_b) = rt.block_on(futures_util::future::join(settle(a), settle(b)));
     let refused = |r: &Result<_, node::x402::paid_calls::CallRefusal>| {
         r.as_ref().err().map(|e| e.reason.clone())
     };
@@ -441,8 +450,8 @@ fn one_payment_runs_one_paid_call_across_two_servers() {
         "the other server waits for the first"
     );
     rt.block_on(settled.served()).expect("served");
-    for server in [&a, &b] {
-        let again = rt.block_on(server.settle("memory_search", &payment));
+    for server in [a, b] {
+        let again = rt.block_on(settle(server));
         assert_eq!(
             refused(&again).as_deref(),
             Some("duplicate_settlement"),

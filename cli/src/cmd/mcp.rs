@@ -1105,15 +1105,36 @@ impl ServerHandler for BrainctlServer {
         let Some(payment) = payment else {
             return Ok(payment_required(paid, &tool, None).into());
         };
-        let settled = match paid.settle(&tool, &payment).await {
+        // checked and claimed, nothing sent: the call runs first, and only
+        // one that answers without error is paid for (as the reference's
+        // payment wrapper settles); one whose arguments do not read, or
+        // that answers an error, moves nothing: the same payment may pay
+        // for another call
+        let verified = match paid.verify(&tool, &payment).await {
+            Ok(verified) => verified,
+            Err(refusal) => return Ok(payment_required(paid, &tool, Some(refusal)).into()),
+        };
+        let call = rmcp::handler::server::tool::ToolCallContext::new(self, request, context);
+        let answered = self.tool_router.call(call).await;
+        let failed = match &answered {
+            Err(_) => true,
+            Ok(rmcp::model::CallToolResponse::Complete(r)) => r.is_error == Some(true),
+            Ok(_) => false,
+        };
+        if failed {
+            if let Err(e) = verified.abandon().await {
+                tracing::warn!(%tool, error = %e.message, "paid call: releasing an unused payment");
+            }
+            return answered;
+        }
+        let settled = match verified.settle().await {
             Ok(settled) => settled,
+            // the call answered but its payment did not settle: the answer
+            // is withheld
             Err(refusal) => return Ok(payment_required(paid, &tool, Some(refusal)).into()),
         };
         let response = serde_json::to_value(&settled.response).expect("serializes");
-        let call = rmcp::handler::server::tool::ToolCallContext::new(self, request, context);
-        // a call that never ran (arguments that do not read) leaves the
-        // payment unspent: the same payment runs the call when sent again
-        let mut answered = self.tool_router.call(call).await?;
+        let mut answered = answered?;
         if let Err(e) = settled.served().await {
             tracing::error!(%tool, error = %e.message, "paid call answered but not recorded as served");
         }

@@ -220,15 +220,17 @@ impl PaidCalls {
         })
     }
 
-    /// Settles `payment` (the request's `_meta["x402/payment"]`) for one
-    /// call of `tool`: checked, recorded, co-signed, sent and landed, or
-    /// refused. The call runs after this returns `Ok`, and
-    /// [`Settled::served`] records that it answered.
-    pub async fn settle(
+    /// Checks `payment` (the request's `_meta["x402/payment"]`) for one
+    /// call of `tool` and claims it, sending nothing: the call runs after
+    /// this returns `Ok`, and only a call that answered without error is
+    /// paid for ([`Verified::settle`]); one refused, or answering an error,
+    /// moves nothing ([`Verified`] dropped: the same payment may pay for
+    /// another call).
+    pub async fn verify(
         &self,
         tool: &str,
         payment: &serde_json::Value,
-    ) -> Result<Settled<'_>, CallRefusal> {
+    ) -> Result<Verified<'_>, CallRefusal> {
         let units = self
             .price(tool)
             .ok_or_else(|| CallRefusal::new("invalid_payload", format!("{tool} is free")))?;
@@ -289,17 +291,6 @@ impl PaidCalls {
                 "this payment is being settled by another call; retry when that one answers",
             )
         })?;
-        let response = |success: bool, reason: Option<&str>| SettleResponse {
-            success,
-            transaction: if success {
-                signature.clone()
-            } else {
-                String::new()
-            },
-            network: self.network.clone(),
-            payer: Some(payer.to_string()),
-            error_reason: reason.map(String::from),
-        };
         let (tool_name, payer_s, mint_s) = (
             tool.to_string(),
             payer.to_string(),
@@ -333,7 +324,6 @@ impl PaidCalls {
                     format!("payment {signature} landed failed; nothing was paid"),
                 ))
             }
-            CallState::Paid => {}
             // a payment this ledger never recorded that is on chain already
             // (another call's, copied from the chain, or one of a lost
             // ledger): it paid for something else, never for this call
@@ -345,73 +335,160 @@ impl PaidCalls {
                     format!("payment {signature} is already on chain: it paid for something else; pay again for this call"),
                 ));
             }
+            CallState::Paid | CallState::Sending => {}
+        }
+        Ok(Verified {
+            calls: self,
+            tool: tool.to_string(),
+            tx,
+            signature,
+            payer,
+            mint,
+            units,
+            state,
+            fresh,
+            claim,
+        })
+    }
+}
+
+/// A checked, claimed payment for one call, nothing sent yet: settled
+/// once the call answered without error, or dropped (a payment this
+/// ledger had not recorded before is forgotten: it stays the payer's, to
+/// pay for another call).
+pub struct Verified<'a> {
+    calls: &'a PaidCalls,
+    tool: String,
+    tx: solana_sdk::transaction::VersionedTransaction,
+    signature: String,
+    payer: Pubkey,
+    mint: TokenMint,
+    units: u64,
+    state: CallState,
+    fresh: bool,
+    claim: Claim<'a>,
+}
+
+impl<'a> Verified<'a> {
+    /// The payment's signature.
+    pub fn signature(&self) -> &str {
+        &self.signature
+    }
+
+    /// The call did not answer (its arguments did not read, or it
+    /// answered an error): nothing is sent, and a payment first recorded
+    /// by this call is forgotten, so the same payment pays for another.
+    pub async fn abandon(self) -> Result<(), CallRefusal> {
+        if self.fresh && self.state == CallState::Sending {
+            let sig = self.signature.clone();
+            self.calls.ledger(move |l| l.forget_unsent(&sig)).await?;
+        }
+        tracing::info!(tool = %self.tool, payer = %self.payer, "paid call: the call did not answer; its payment was not sent");
+        Ok(())
+    }
+
+    /// Sends and lands the payment (unless it landed before, for a call
+    /// that never answered): the call it paid for answered.
+    pub async fn settle(self) -> Result<Settled<'a>, CallRefusal> {
+        let Verified {
+            calls,
+            tool,
+            tx,
+            signature,
+            payer,
+            mint,
+            units,
+            state,
+            fresh,
+            claim,
+        } = self;
+        let response = |success: bool, reason: Option<&str>| SettleResponse {
+            success,
+            transaction: if success {
+                signature.clone()
+            } else {
+                String::new()
+            },
+            network: calls.network.clone(),
+            payer: Some(payer.to_string()),
+            error_reason: reason.map(String::from),
+        };
+        match state {
+            CallState::Served | CallState::Failed | CallState::Paid => {}
             CallState::Sending => {
-                let admission = self
+                let admission = calls
                     .guard
                     .admit(payer, verify::source_of(&tx).unwrap_or_default())
                     .map_err(|r| CallRefusal::new("settlement_refused", r))?;
-                match self.chain.send_cosigned(&tx).await {
-                Ok(_) => {
-                    let arrived = self.arrived(&signature, &mint).await?;
-                    let sig = signature.clone();
-                    if arrived < units {
-                        admission.failed();
-                        self.ledger(move |l| l.advance(&sig, CallState::Sending, CallState::Failed))
-                            .await?;
-                        tracing::warn!(%tool, %payer, %signature, arrived, units, "paid call: the payment arrived short");
-                        let mut r = CallRefusal::new(
+                match calls.chain.send_cosigned(&tx).await {
+                    Ok(_) => {
+                        let arrived = calls.arrived(&signature, &mint).await?;
+                        let sig = signature.clone();
+                        if arrived < units {
+                            admission.failed();
+                            calls
+                                .ledger(move |l| {
+                                    l.advance(&sig, CallState::Sending, CallState::Failed)
+                                })
+                                .await?;
+                            tracing::warn!(%tool, %payer, %signature, arrived, units, "paid call: the payment arrived short");
+                            let mut r = CallRefusal::new(
                             "invalid_exact_svm_payload_amount_insufficient",
                             format!("payment {signature} landed, but {arrived} of {units} base units arrived at the payee (the mint withholds part of a transfer); the call does not run"),
                         );
-                        r.settlement = Some(response(false, Some("amount_insufficient")));
+                            r.settlement = Some(response(false, Some("amount_insufficient")));
+                            return Err(r);
+                        }
+                        admission.landed();
+                        calls
+                            .ledger(move |l| l.advance(&sig, CallState::Sending, CallState::Paid))
+                            .await?;
+                        tracing::info!(%tool, %payer, %signature, units, "paid call: payment landed");
+                    }
+                    Err(e) => {
+                        let landed_failed = matches!(e, ChainError::TxFailed { .. });
+                        if landed_failed {
+                            admission.failed();
+                        }
+                        let never_sent = fresh && matches!(e, ChainError::Config(_));
+                        let sig = signature.clone();
+                        calls
+                            .ledger(move |l| {
+                                if landed_failed {
+                                    l.advance(&sig, CallState::Sending, CallState::Failed)
+                                        .map(drop)
+                                } else if never_sent {
+                                    l.forget_unsent(&sig)
+                                } else {
+                                    Ok(())
+                                }
+                            })
+                            .await?;
+                        tracing::warn!(%tool, %payer, error = %e, "paid call: payment not settled");
+                        let reason = if landed_failed || never_sent {
+                            "transaction_failed"
+                        } else {
+                            // it may still land: the same payment sent again
+                            // reconciles it
+                            "settlement_pending"
+                        };
+                        let mut r = CallRefusal::new(reason, e);
+                        r.settlement = Some(response(false, Some(reason)));
                         return Err(r);
                     }
-                    admission.landed();
-                    self.ledger(move |l| l.advance(&sig, CallState::Sending, CallState::Paid))
-                        .await?;
-                    tracing::info!(%tool, %payer, %signature, units, "paid call: payment landed");
-                }
-                Err(e) => {
-                    let landed_failed = matches!(e, ChainError::TxFailed { .. });
-                    if landed_failed {
-                        admission.failed();
-                    }
-                    let never_sent = fresh && matches!(e, ChainError::Config(_));
-                    let sig = signature.clone();
-                    self.ledger(move |l| {
-                        if landed_failed {
-                            l.advance(&sig, CallState::Sending, CallState::Failed)
-                                .map(drop)
-                        } else if never_sent {
-                            l.forget_unsent(&sig)
-                        } else {
-                            Ok(())
-                        }
-                    })
-                    .await?;
-                    tracing::warn!(%tool, %payer, error = %e, "paid call: payment not settled");
-                    let reason = if landed_failed || never_sent {
-                        "transaction_failed"
-                    } else {
-                        // it may still land: the same payment sent again
-                        // reconciles it
-                        "settlement_pending"
-                    };
-                    let mut r = CallRefusal::new(reason, e);
-                    r.settlement = Some(response(false, Some(reason)));
-                    return Err(r);
-                }
                 }
             }
         }
         Ok(Settled {
-            calls: self,
+            calls,
             response: response(true, None),
             signature,
             _claim: claim,
         })
     }
+}
 
+impl PaidCalls {
     /// What payment `signature` (landed) delivered to the payee's account,
     /// by the transaction's token balances.
     async fn arrived(&self, signature: &str, mint: &TokenMint) -> Result<u64, CallRefusal> {
