@@ -370,7 +370,13 @@ fn claim(tx: &ParsedTx, listing: &ListingTerms) -> Result<Claim, Rejection> {
         Some(x) => x,
         None => x25519_of(buyer).ok_or(Rejection::NoBuyMemo)?,
     };
-    if let Some(cancelled_at) = listing.cancelled_at_slot {
+    // a payment the seller's own node co-signed (an x402 sale: it checks
+    // the listing is live before it signs) was accepted by the seller: a
+    // cancel landing between its signature and its landing never takes
+    // the buyer's money
+    let cosigned = tx.fee_payer() == Some(listing.payment_address.as_str())
+        && tx.signers.len() == 2;
+    if let Some(cancelled_at) = listing.cancelled_at_slot.filter(|_| !cosigned) {
         if cancelled_at <= tx.slot {
             return Err(Rejection::ListingCancelled {
                 cancelled_at,
@@ -1054,6 +1060,15 @@ mod tests {
         assert!(
             verify_buy(&tx(1_000), &l, &[]).is_ok(),
             "a cancel after the buy does not void it"
+        );
+        // a payment the seller's node co-signed before its cancel landed
+        // (an x402 sale racing the cancel) is honoured
+        l.cancelled_at_slot = Some(50);
+        let mut cosigned = tx(1_000);
+        cosigned.signers = vec!["Seller".into(), "Buyer".into()];
+        assert!(
+            verify_buy(&cosigned, &l, &[]).is_ok(),
+            "the seller signed it: honoured"
         );
     }
 
