@@ -287,6 +287,7 @@ impl Context {
             id,
             &node::spend::Outcome::Paid {
                 signature: String::new(),
+                lamports: None,
             },
         )?;
         Ok(out)

@@ -374,8 +374,8 @@ fn claim(tx: &ParsedTx, listing: &ListingTerms) -> Result<Claim, Rejection> {
     // the listing is live before it signs) was accepted by the seller: a
     // cancel landing between its signature and its landing never takes
     // the buyer's money
-    let cosigned = tx.fee_payer() == Some(listing.payment_address.as_str())
-        && tx.signers.len() == 2;
+    let cosigned =
+        tx.fee_payer() == Some(listing.payment_address.as_str()) && tx.signers.len() == 2;
     if let Some(cancelled_at) = listing.cancelled_at_slot.filter(|_| !cosigned) {
         if cancelled_at <= tx.slot {
             return Err(Rejection::ListingCancelled {

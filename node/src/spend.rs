@@ -397,6 +397,10 @@ pub enum Outcome {
     Paid {
         /// The buy signature.
         signature: String,
+        /// What it cost in all, once known (the transaction's fee read
+        /// back: the priority fee it paid, not its most); `None` keeps the
+        /// reservation's.
+        lamports: Option<u64>,
     },
     /// It landed failed: only the network fee was spent.
     Failed {
@@ -635,9 +639,12 @@ impl SpendLedger {
     pub fn settle(&mut self, id: i64, outcome: &Outcome) -> Result<(), SpendError> {
         let (state, lamports, signature, note): (&str, Option<u64>, Option<&str>, Option<&str>) =
             match outcome {
-                Outcome::Paid { signature } => (
+                Outcome::Paid {
+                    signature,
+                    lamports,
+                } => (
                     "paid",
-                    None,
+                    *lamports,
                     Some(signature.as_str()).filter(|s| !s.is_empty()),
                     None,
                 ),
@@ -719,6 +726,7 @@ mod tests {
             a,
             &Outcome::Paid {
                 signature: "s0".into(),
+                lamports: None,
             },
         )
         .unwrap();
@@ -761,7 +769,8 @@ mod tests {
             l.settle(
                 c,
                 &Outcome::Paid {
-                    signature: "x".into()
+                    signature: "x".into(),
+                    lamports: None,
                 }
             ),
             Err(SpendError::NotReserved(_))
@@ -863,6 +872,7 @@ mod tests {
             second,
             &Outcome::Paid {
                 signature: "t".into(),
+                lamports: None,
             },
         )
         .unwrap();
@@ -980,6 +990,7 @@ mod tests {
             a,
             &Outcome::Paid {
                 signature: String::new(),
+                lamports: None,
             },
         )
         .unwrap();

@@ -222,12 +222,16 @@ pub struct Quote {
 }
 
 impl Quote {
-    /// What the spend policy judges: the lamports, and a token buy's units.
+    /// What the spend policy judges: the lamports (the priority fee at its
+    /// most included: a budget holds whatever the cluster's fees do), and
+    /// a token buy's units.
     pub fn spend(&self) -> crate::spend::Spend<'_> {
         crate::spend::Spend {
             listing_id: &self.listing_id,
             seller: &self.seller,
-            lamports: self.total_lamports,
+            lamports: self
+                .total_lamports
+                .saturating_add(self.priority_fee_max_lamports),
             token: self
                 .token
                 .as_ref()
@@ -753,10 +757,25 @@ pub async fn execute_recorded(
     match send().await {
         Ok(sent) => {
             let signature = sent.signature.to_string();
+            // what it cost: the quote's, with the fee it paid (priority
+            // included) in place of the network fee; unread, the
+            // reservation (the priority fee at its most) stands
+            let fee = chain
+                .transaction_json(&sent.signature)
+                .await
+                .ok()
+                .flatten()
+                .and_then(|t| t.pointer("/meta/fee").and_then(serde_json::Value::as_u64));
+            let lamports = fee.map(|f| {
+                q.total_lamports
+                    .saturating_sub(q.network_fee_lamports)
+                    .saturating_add(f)
+            });
             ledger.settle(
                 id,
                 &Outcome::Paid {
                     signature: signature.clone(),
+                    lamports,
                 },
             )?;
             Ok(signature)
