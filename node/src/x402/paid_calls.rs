@@ -56,6 +56,9 @@ pub enum SetupError {
     /// The ledger does not open.
     #[error(transparent)]
     Ledger(#[from] LedgerError),
+    /// The price list's `network` is not the cluster's.
+    #[error("price list `network`: {0}")]
+    Network(#[from] wire::NetworkMismatch),
 }
 
 /// Why a payment does not pay for the call; the MCP answer is the
@@ -119,9 +122,13 @@ impl PaidCalls {
         let mint = crate::chain::token::read_mint(&chain, &list.mint).await?;
         let fee_payer = wallet.solana_keypair();
         let pay_to = list.pay_to.unwrap_or_else(|| fee_payer.pubkey());
+        let cluster = wire::cluster_network(&chain).await?;
         let network = match list.network {
-            Some(n) => n,
-            None => wire::cluster_network(&chain).await?,
+            Some(n) => {
+                wire::check_network(&n, &cluster)?;
+                n
+            }
+            None => cluster,
         };
         let account = associated_account(&pay_to, &mint);
         if chain.balance(&account).await? == 0 {

@@ -602,6 +602,7 @@ async fn sell(
         signature: &signature,
         payer,
         network: &network,
+        v1,
     };
     // a payment already released (the same one sent again) is answered
     // from the state; one this process is sending is waited for; an
@@ -644,18 +645,13 @@ async fn sell(
     let settled = SettleResponse {
         success: landed,
         transaction: signature.clone(),
-        network,
+        network: network.clone(),
         payer: Some(payer.to_string()),
         error_reason: (!landed).then(|| "settlement_pending".into()),
     };
     let header = wire::encode_header(&settled);
-    let name = if v1 {
-        wire::X_PAYMENT_RESPONSE
-    } else {
-        wire::PAYMENT_RESPONSE
-    };
     if let Ok(v) = HeaderValue::from_str(&header) {
-        response.headers_mut().insert(name, v);
+        response.headers_mut().insert(ctx.response_header(), v);
     }
     Ok(response)
 }
@@ -666,6 +662,19 @@ struct Paid<'a> {
     signature: &'a str,
     payer: Pubkey,
     network: &'a str,
+    /// An x402 v1 client's (its answers' header is `X-PAYMENT-RESPONSE`).
+    v1: bool,
+}
+
+impl Paid<'_> {
+    /// The settlement header's name for this client's version.
+    fn response_header(&self) -> &'static str {
+        if self.v1 {
+            wire::X_PAYMENT_RESPONSE
+        } else {
+            wire::PAYMENT_RESPONSE
+        }
+    }
 }
 
 /// Admits `tx` and sends it from a task of its own, which records how it
@@ -749,7 +758,7 @@ fn not_paid(ctx: &Paid<'_>, reason: &str, why: &str, landed: bool) -> Problem {
     );
     p.body["reason"] = json!(reason);
     p.headers
-        .push((wire::PAYMENT_RESPONSE, wire::encode_header(&failed)));
+        .push((ctx.response_header(), wire::encode_header(&failed)));
     p
 }
 

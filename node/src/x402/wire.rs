@@ -229,6 +229,33 @@ pub async fn cluster_network(
     Ok(format!("solana:{}", &genesis.to_string()[..32]))
 }
 
+/// Why `named` cannot be advertised for the cluster whose own id is
+/// `cluster`.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("the network {named} is not this cluster's ({cluster}): a client would pay on another cluster; name the cluster's own id, or on a local validator devnet's or testnet's (the only ids x402 clients take besides mainnet's)")]
+pub struct NetworkMismatch {
+    /// The id asked for.
+    pub named: String,
+    /// The cluster's own id.
+    pub cluster: String,
+}
+
+/// Checks the CAIP-2 id `named` against the cluster's own (`cluster`, its
+/// genesis hash's): a public cluster advertises its own id only; a local
+/// validator (whose id no client knows) also devnet's or testnet's, never
+/// mainnet's.
+pub fn check_network(named: &str, cluster: &str) -> Result<(), NetworkMismatch> {
+    let public = [SOLANA_MAINNET, SOLANA_DEVNET, SOLANA_TESTNET];
+    let local = !public.contains(&cluster);
+    if named == cluster || (local && (named == SOLANA_DEVNET || named == SOLANA_TESTNET)) {
+        return Ok(());
+    }
+    Err(NetworkMismatch {
+        named: named.into(),
+        cluster: cluster.into(),
+    })
+}
+
 /// The requirements the payment says it paid must be ours exactly (v2),
 /// or its scheme and network (v1, which names nothing else).
 pub fn matches_requirements(p: &PaymentPayload, ours: &Requirements) -> Result<(), String> {
@@ -373,6 +400,28 @@ mod tests {
 
     fn payload(v: Value) -> PaymentPayload {
         serde_json::from_value(v).unwrap()
+    }
+
+    /// A public cluster advertises only its own id; a local one also
+    /// devnet's or testnet's, never mainnet's.
+    #[test]
+    fn the_advertised_network_is_the_clusters() {
+        let local = "solana:7gGJnpbg1Xx3PkwG6sGzaXWpnrYyKAFH";
+        assert_eq!(check_network(SOLANA_MAINNET, SOLANA_MAINNET), Ok(()));
+        assert_eq!(check_network(SOLANA_DEVNET, SOLANA_DEVNET), Ok(()));
+        assert_eq!(check_network(local, local), Ok(()));
+        assert_eq!(check_network(SOLANA_DEVNET, local), Ok(()));
+        assert_eq!(check_network(SOLANA_TESTNET, local), Ok(()));
+        for (named, cluster) in [
+            (SOLANA_MAINNET, local),
+            (SOLANA_DEVNET, SOLANA_MAINNET),
+            (SOLANA_MAINNET, SOLANA_DEVNET),
+            (SOLANA_TESTNET, SOLANA_DEVNET),
+            ("solana:whatever", local),
+        ] {
+            let e = check_network(named, cluster).unwrap_err();
+            assert!(e.to_string().contains(named), "{e}");
+        }
     }
 
     /// v2 must name exactly our requirements (a client that paid other

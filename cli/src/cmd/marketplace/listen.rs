@@ -171,13 +171,19 @@ fn x402_endpoint(
             .with_landing_budget(node::listen::daemon::LANDING_BUDGET),
         ctx.wallet()?,
     );
+    let cluster = ctx
+        .block_on(node::x402::wire::cluster_network(&chain))
+        .map_err(|e| {
+            anyhow::anyhow!("reading the cluster's genesis hash for --x402-network: {e}")
+        })?;
     let network = match network {
-        Some(n) => n,
-        None => ctx
-            .block_on(node::x402::wire::cluster_network(&chain))
-            .map_err(|e| {
-                anyhow::anyhow!("reading the cluster's genesis hash for --x402-network: {e}")
-            })?,
+        Some(n) => {
+            node::x402::wire::check_network(&n, &cluster).map_err(|e| {
+                crate::failure::Failure::bad_input(anyhow::anyhow!("--x402-network: {e}"))
+            })?;
+            n
+        }
+        None => cluster,
     };
     for o in &cors_origins {
         let origin = o.trim_end_matches('/');
