@@ -412,7 +412,9 @@ auth = dict(hdr, Authorization="Bearer " + token)
 out = {}
 with httpx2.Client(timeout=20) as c:
     out["health"] = c.get(base + "/health").status_code
-    out["no_token"] = c.post(base + "/mcp", json=init, headers=hdr).status_code
+    refused = c.post(base + "/mcp", json=init, headers=hdr)
+    out["no_token"] = refused.status_code
+    out["www_authenticate"] = refused.headers.get("www-authenticate")
     out["wrong_token"] = c.post(base + "/mcp", json=init,
         headers=dict(hdr, Authorization="Bearer " + "x" * 40)).status_code
     # its own connection: the server may close it after refusing the body
@@ -597,6 +599,12 @@ fn over_http_two_sessions_share_one_budget_and_see_only_allowed_tools() {
         "{r}"
     );
     assert_eq!(r["foreign_origin"], 403, "{r}");
+    assert!(
+        r["www_authenticate"]
+            .as_str()
+            .is_some_and(|h| h.starts_with("Bearer")),
+        "a 401 says how to authenticate: {r}"
+    );
     let burst: Vec<u64> = r["burst"]
         .as_array()
         .unwrap()

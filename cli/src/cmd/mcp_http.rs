@@ -2,12 +2,16 @@
 //! 2025-06-18, rmcp's server) with the reference's environment contract:
 //! - `BRAINCTL_HTTP_TOKEN` (32+ characters) required; every request to
 //!   `/mcp` carries `Authorization: Bearer <token>`, compared in constant
-//!   time (SHA-256 digests, no early exit); else 401;
+//!   time (SHA-256 digests, no early exit); else 401 with
+//!   `WWW-Authenticate: Bearer`;
 //! - the endpoint at `/mcp`, an open `GET /health`;
 //! - request bodies over 1 MiB refused (413); 100 requests a minute per
-//!   client IP (`BRAINCTL_HTTP_RATE_PER_MIN`, 0 = off), else 429;
+//!   client (an IPv4 address, an IPv6 /64: one host's whole block;
+//!   `BRAINCTL_HTTP_RATE_PER_MIN`, 0 = off), else 429; idle clients'
+//!   counters pruned as requests come;
 //! - host and port from `--http ADDR` or `BRAINCTL_HTTP_HOST` /
-//!   `BRAINCTL_HTTP_PORT` (0.0.0.0:8080);
+//!   `BRAINCTL_HTTP_PORT` (127.0.0.1:8080: loopback unless asked, as the
+//!   free tools spend the node's wallet);
 //! - against DNS rebinding (the MCP spec): a server bound to loopback
 //!   accepts only loopback `Host` names, others those in
 //!   `BRAINCTL_HTTP_ALLOWED_HOSTS` when set; a request carrying an
@@ -58,7 +62,7 @@ impl HttpConfig {
             ));
         }
         let addr = if arg.is_empty() {
-            let host = env("BRAINCTL_HTTP_HOST").unwrap_or_else(|| "0.0.0.0".into());
+            let host = env("BRAINCTL_HTTP_HOST").unwrap_or_else(|| "127.0.0.1".into());
             let port = env("BRAINCTL_HTTP_PORT").unwrap_or_else(|| "8080".into());
             let port: u16 = port
                 .trim()
@@ -103,6 +107,26 @@ impl HttpConfig {
 struct Gate {
     token_digest: [u8; 32],
     limiter: Option<DefaultKeyedRateLimiter<IpAddr>>,
+    /// Requests seen (every [`PRUNE_EVERY`]th prunes idle clients).
+    seen: std::sync::atomic::AtomicU64,
+}
+
+/// How often the rate limiter forgets clients whose budget is full again.
+const PRUNE_EVERY: u64 = 1_024;
+
+/// The client a request is rated as: its IPv4 address, or its IPv6 /64
+/// (a host holds a whole /64; rating each address would let it rotate).
+fn client_key(ip: IpAddr) -> IpAddr {
+    match ip {
+        IpAddr::V6(v6) => match v6.to_ipv4_mapped() {
+            Some(v4) => IpAddr::V4(v4),
+            None => {
+                let s = v6.segments();
+                IpAddr::V6(std::net::Ipv6Addr::new(s[0], s[1], s[2], s[3], 0, 0, 0, 0))
+            }
+        },
+        v4 => v4,
+    }
 }
 
 /// Whether `header` (an `Authorization` value) carries the token.
@@ -140,7 +164,12 @@ async fn gate(
     next: Next,
 ) -> Response {
     if let Some(limiter) = &gate.limiter {
-        if limiter.check_key(&peer.ip()).is_err() {
+        let n = gate.seen.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        if n % PRUNE_EVERY == PRUNE_EVERY - 1 {
+            limiter.retain_recent();
+            limiter.shrink_to_fit();
+        }
+        if limiter.check_key(&client_key(peer.ip())).is_err() {
             return refuse(StatusCode::TOO_MANY_REQUESTS, "rate limit exceeded");
         }
     }
@@ -149,7 +178,12 @@ async fn gate(
         .get("authorization")
         .and_then(|v| v.to_str().ok());
     if !bearer_matches(auth, &gate.token_digest) {
-        return refuse(StatusCode::UNAUTHORIZED, "unauthorized");
+        let mut r = refuse(StatusCode::UNAUTHORIZED, "unauthorized");
+        r.headers_mut().insert(
+            "www-authenticate",
+            axum::http::HeaderValue::from_static(r#"Bearer realm="brainctl-mcp""#),
+        );
+        return r;
     }
     next.run(request).await
 }
@@ -184,6 +218,7 @@ where
         token_digest: config.token_digest,
         limiter: NonZeroU32::new(config.rate_per_min)
             .map(|n| RateLimiter::keyed(Quota::per_minute(n))),
+        seen: Default::default(),
     });
     let app = axum::Router::new()
         .nest_service("/mcp", service)
@@ -232,7 +267,11 @@ mod tests {
         assert!(e.contains("at least 32") && !e.contains("\"x\""), "{e}");
         let t = "t".repeat(32);
         let c = HttpConfig::from_env("", env(&[("BRAINCTL_HTTP_TOKEN", &t)])).unwrap();
-        assert_eq!(c.addr.to_string(), "0.0.0.0:8080");
+        assert_eq!(
+            c.addr.to_string(),
+            "127.0.0.1:8080",
+            "loopback unless asked"
+        );
         assert_eq!(c.rate_per_min, 100);
         let c = HttpConfig::from_env(
             "127.0.0.1:9",
@@ -243,6 +282,21 @@ mod tests {
         )
         .unwrap();
         assert_eq!((c.addr.port(), c.rate_per_min), (9, 0));
+    }
+
+    /// An IPv6 client is rated by its /64, an IPv4 one (mapped or not) by
+    /// its address.
+    #[test]
+    fn clients_are_rated_by_address_or_v6_block() {
+        let a: IpAddr = "2001:db8:1:2:aaaa::1".parse().unwrap();
+        let b: IpAddr = "2001:db8:1:2:bbbb::9".parse().unwrap();
+        let other: IpAddr = "2001:db8:1:3::1".parse().unwrap();
+        assert_eq!(client_key(a), client_key(b));
+        assert_ne!(client_key(a), client_key(other));
+        let v4: IpAddr = "192.0.2.7".parse().unwrap();
+        let mapped: IpAddr = "::ffff:192.0.2.7".parse().unwrap();
+        assert_eq!(client_key(mapped), v4);
+        assert_eq!(client_key(v4), v4);
     }
 
     #[test]
