@@ -10,9 +10,14 @@
 //! - **Failure budgets**, each per hour: per payer, per source account,
 //!   and in all. Over its own budget a payer (or source) is refused until
 //!   its oldest failure is an hour old; over the budget in all, only
-//!   payers with no payment landed here are refused (so a burst of
-//!   throwaway payers cannot stop a repeat buyer), and the node's fee
-//!   spend on failed payments stays within the total.
+//!   payers with a payment landed here and no failure since are served
+//!   (so a burst of throwaway payers cannot stop a repeat buyer), and past
+//!   a hard cap nobody is, so the node's fee spend on failed payments
+//!   stays within the cap however many payers an attacker first makes
+//!   trusted.
+//! - **Refusal budgets**, the same for payments the simulation refused
+//!   (they cost the node a simulation and a status read, no fee): per
+//!   payer, per source, and in all for strangers.
 //! - **Requests per client**: unpaid requests cost the node reads; each
 //!   client IP gets a rate ([`Guard::allow_request`]).
 //!
@@ -48,6 +53,15 @@ pub struct GuardConfig {
     /// Failed payments in all in an hour before payers with no landed
     /// payment are refused.
     pub failures_in_all: usize,
+    /// Failed payments in all in an hour past which nobody is served
+    /// (what bounds the fee payer's loss to failures).
+    pub failures_cap: usize,
+    /// Payments the simulation refused, per payer in an hour.
+    pub refusals_per_payer: usize,
+    /// Payments the simulation refused, per source account in an hour.
+    pub refusals_per_source: usize,
+    /// Refused payments in all in an hour before strangers wait.
+    pub refusals_in_all: usize,
     /// Requests per minute per client IP (`0`: unlimited); a burst of a
     /// third of it.
     pub requests_per_minute: u32,
@@ -59,6 +73,10 @@ impl Default for GuardConfig {
             failures_per_payer: 2,
             failures_per_source: 2,
             failures_in_all: 200,
+            failures_cap: 1_000,
+            refusals_per_payer: 10,
+            refusals_per_source: 10,
+            refusals_in_all: 2_000,
             requests_per_minute: 300,
         }
     }
@@ -105,6 +123,22 @@ pub enum Refused {
         /// When the oldest failure leaves the window.
         retry_after: Duration,
     },
+    /// This party's payments were refused by the simulation too often.
+    #[error("payments of {party} were refused by the simulation {refusals} times in the last hour; retry in {} s", retry_after.as_secs())]
+    RefusedTooOften {
+        /// Who.
+        party: Party,
+        /// Refusals in the window.
+        refusals: usize,
+        /// When the oldest leaves the window.
+        retry_after: Duration,
+    },
+    /// Failures in all reached the hard cap: nobody is served.
+    #[error("payments failed on chain at the node's cost past its hourly cap; retry in {} s", retry_after.as_secs())]
+    Paused {
+        /// When the oldest failure leaves the window.
+        retry_after: Duration,
+    },
 }
 
 impl Refused {
@@ -113,7 +147,9 @@ impl Refused {
         match self {
             Refused::InFlight(_) => Duration::from_secs(2),
             Refused::FailedTooOften { retry_after, .. }
-            | Refused::StrangersPaused { retry_after } => *retry_after,
+            | Refused::RefusedTooOften { retry_after, .. }
+            | Refused::StrangersPaused { retry_after }
+            | Refused::Paused { retry_after } => *retry_after,
         }
     }
 }
@@ -121,9 +157,59 @@ impl Refused {
 #[derive(Default)]
 struct Book {
     in_flight: HashSet<Party>,
-    failures: HashMap<Party, VecDeque<Instant>>,
-    all_failures: VecDeque<Instant>,
+    /// Payments that landed failed (at the node's cost).
+    failures: Tally,
+    /// Payments the simulation refused (a read's cost).
+    refusals: Tally,
+    /// Payers with a payment landed here and no failure since.
     trusted: HashSet<Pubkey>,
+}
+
+/// Events in the window, per party and in all.
+#[derive(Default)]
+struct Tally {
+    per_party: HashMap<Party, VecDeque<Instant>>,
+    all: VecDeque<Instant>,
+}
+
+impl Tally {
+    /// Records one for both parties and in all.
+    fn record(&mut self, parties: [Party; 2], now: Instant) {
+        if self.per_party.len() >= MAX_TRACKED {
+            self.per_party.retain(|_, times| {
+                prune(times, now);
+                !times.is_empty()
+            });
+        }
+        for party in parties {
+            self.per_party.entry(party).or_default().push_back(now);
+        }
+        self.all.push_back(now);
+    }
+
+    /// The first of `parties` at or over its budget: the party, its count
+    /// in the window and when its oldest leaves.
+    fn over(
+        &mut self,
+        parties: [(Party, usize); 2],
+        now: Instant,
+    ) -> Option<(Party, usize, Duration)> {
+        for (party, budget) in parties {
+            if let Some(times) = self.per_party.get_mut(&party) {
+                prune(times, now);
+                if times.len() >= budget {
+                    return Some((party, times.len(), wait_of(times, now)));
+                }
+            }
+        }
+        None
+    }
+
+    /// Events in all in the window.
+    fn in_all(&mut self, now: Instant) -> usize {
+        prune(&mut self.all, now);
+        self.all.len()
+    }
 }
 
 /// Admission of payments and requests.
@@ -197,26 +283,48 @@ impl Guard {
                 return Err(Refused::InFlight(party));
             }
         }
-        for (party, budget) in [
-            (parties[0], self.config.failures_per_payer),
-            (parties[1], self.config.failures_per_source),
-        ] {
-            if let Some(times) = book.failures.get_mut(&party) {
-                prune(times, now);
-                if times.len() >= budget {
-                    return Err(Refused::FailedTooOften {
-                        party,
-                        failures: times.len(),
-                        retry_after: wait_of(times, now),
-                    });
-                }
-            }
+        let c = &self.config;
+        if let Some((party, failures, retry_after)) = book.failures.over(
+            [
+                (parties[0], c.failures_per_payer),
+                (parties[1], c.failures_per_source),
+            ],
+            now,
+        ) {
+            return Err(Refused::FailedTooOften {
+                party,
+                failures,
+                retry_after,
+            });
         }
-        prune(&mut book.all_failures, now);
-        if book.all_failures.len() >= self.config.failures_in_all && !book.trusted.contains(&payer)
-        {
+        if let Some((party, refusals, retry_after)) = book.refusals.over(
+            [
+                (parties[0], c.refusals_per_payer),
+                (parties[1], c.refusals_per_source),
+            ],
+            now,
+        ) {
+            return Err(Refused::RefusedTooOften {
+                party,
+                refusals,
+                retry_after,
+            });
+        }
+        let failures = book.failures.in_all(now);
+        if failures >= c.failures_cap {
+            return Err(Refused::Paused {
+                retry_after: wait_of(&book.failures.all, now),
+            });
+        }
+        let trusted = book.trusted.contains(&payer);
+        if !trusted && failures >= c.failures_in_all {
             return Err(Refused::StrangersPaused {
-                retry_after: wait_of(&book.all_failures, now),
+                retry_after: wait_of(&book.failures.all, now),
+            });
+        }
+        if !trusted && book.refusals.in_all(now) >= c.refusals_in_all {
+            return Err(Refused::StrangersPaused {
+                retry_after: wait_of(&book.refusals.all, now),
             });
         }
         book.in_flight.extend(parties);
@@ -229,16 +337,17 @@ impl Guard {
 
     fn failed_at(&self, payer: Pubkey, source: Pubkey, now: Instant) {
         let mut book = self.book.lock().unwrap_or_else(|p| p.into_inner());
-        if book.failures.len() >= MAX_TRACKED {
-            book.failures.retain(|_, times| {
-                prune(times, now);
-                !times.is_empty()
-            });
-        }
-        for party in [Party::Payer(payer), Party::Source(source)] {
-            book.failures.entry(party).or_default().push_back(now);
-        }
-        book.all_failures.push_back(now);
+        book.failures
+            .record([Party::Payer(payer), Party::Source(source)], now);
+        // a failure ends a payer's exemption from the budget in all
+        book.trusted.remove(&payer);
+    }
+
+    fn refused_at(&self, payer: Pubkey, source: Pubkey, now: Instant) {
+        let mut book = self.book.lock().unwrap_or_else(|p| p.into_inner());
+        book.refusals
+            .record([Party::Payer(payer), Party::Source(source)], now);
+        book.trusted.remove(&payer);
     }
 
     fn landed(&self, payer: Pubkey) {
@@ -251,8 +360,13 @@ impl Guard {
     /// Failed payments in all within the window.
     pub fn failures_in_window(&self) -> usize {
         let mut book = self.book.lock().unwrap_or_else(|p| p.into_inner());
-        prune(&mut book.all_failures, Instant::now());
-        book.all_failures.len()
+        book.failures.in_all(Instant::now())
+    }
+
+    /// Payments the simulation refused in all within the window.
+    pub fn refusals_in_window(&self) -> usize {
+        let mut book = self.book.lock().unwrap_or_else(|p| p.into_inner());
+        book.refusals.in_all(Instant::now())
     }
 }
 
@@ -277,6 +391,13 @@ impl Admission {
         self.guard
             .failed_at(self.payer, self.source, Instant::now());
     }
+
+    /// The simulation refused it (never sent; a read's cost): counted
+    /// against the payer, the source and the total of refusals.
+    pub fn refused(self) {
+        self.guard
+            .refused_at(self.payer, self.source, Instant::now());
+    }
 }
 
 impl Drop for Admission {
@@ -297,6 +418,7 @@ mod tests {
             failures_per_source: per_source,
             failures_in_all: in_all,
             requests_per_minute: 0,
+            ..GuardConfig::default()
         })
     }
 
@@ -381,6 +503,99 @@ mod tests {
             g.admit_at(regular, Pubkey::new_unique(), t0).is_ok(),
             "a payer with a landed payment is still served"
         );
+    }
+
+    /// Payers an attacker first made trusted (one landed payment each)
+    /// lose the exemption at their first failure, and past the hard cap
+    /// nobody is served: the fee payer's loss is bounded.
+    #[test]
+    fn trust_ends_at_a_failure_and_the_cap_binds_everyone() {
+        let g = Guard::new(GuardConfig {
+            failures_per_payer: 5,
+            failures_per_source: 5,
+            failures_in_all: 2,
+            failures_cap: 4,
+            requests_per_minute: 0,
+            ..GuardConfig::default()
+        });
+        let t0 = Instant::now();
+        let trusted: Vec<Pubkey> = (0..6).map(|_| Pubkey::new_unique()).collect();
+        for p in &trusted {
+            g.admit_at(*p, Pubkey::new_unique(), t0).unwrap().landed();
+        }
+        // two failures: strangers wait, the trusted go on
+        for p in &trusted[..2] {
+            let a = g.admit_at(*p, Pubkey::new_unique(), t0).unwrap();
+            g.failed_at(a.payer, a.source, t0);
+        }
+        assert!(matches!(
+            g.admit_at(Pubkey::new_unique(), Pubkey::new_unique(), t0),
+            Err(Refused::StrangersPaused { .. })
+        ));
+        assert!(
+            matches!(
+                g.admit_at(trusted[0], Pubkey::new_unique(), t0),
+                Err(Refused::StrangersPaused { .. })
+            ),
+            "a failure ended its exemption"
+        );
+        for p in &trusted[2..4] {
+            let a = g.admit_at(*p, Pubkey::new_unique(), t0).unwrap();
+            g.failed_at(a.payer, a.source, t0);
+        }
+        assert!(
+            matches!(
+                g.admit_at(trusted[5], Pubkey::new_unique(), t0),
+                Err(Refused::Paused { .. })
+            ),
+            "past the cap nobody is served"
+        );
+        assert!(g
+            .admit_at(trusted[5], Pubkey::new_unique(), t0 + WINDOW)
+            .is_ok());
+    }
+
+    /// Payments the simulation refuses are budgeted per payer and per
+    /// source, and in all for strangers.
+    #[test]
+    fn simulation_refusals_are_budgeted() {
+        let g = Guard::new(GuardConfig {
+            refusals_per_payer: 2,
+            refusals_per_source: 3,
+            refusals_in_all: 5,
+            requests_per_minute: 0,
+            ..GuardConfig::default()
+        });
+        let t0 = Instant::now();
+        let (payer, source) = (Pubkey::new_unique(), Pubkey::new_unique());
+        for _ in 0..2 {
+            let a = g.admit_at(payer, source, t0).unwrap();
+            g.refused_at(a.payer, a.source, t0);
+        }
+        assert!(matches!(
+            g.admit_at(payer, Pubkey::new_unique(), t0),
+            Err(Refused::RefusedTooOften {
+                party: Party::Payer(_),
+                refusals: 2,
+                ..
+            })
+        ));
+        let regular = Pubkey::new_unique();
+        g.admit_at(regular, Pubkey::new_unique(), t0)
+            .unwrap()
+            .landed();
+        for _ in 0..3 {
+            let a = g
+                .admit_at(Pubkey::new_unique(), Pubkey::new_unique(), t0)
+                .unwrap();
+            g.refused_at(a.payer, a.source, t0);
+        }
+        assert_eq!(g.refusals_in_window(), 5);
+        assert!(matches!(
+            g.admit_at(Pubkey::new_unique(), Pubkey::new_unique(), t0),
+            Err(Refused::StrangersPaused { .. })
+        ));
+        assert!(g.admit_at(regular, Pubkey::new_unique(), t0).is_ok());
     }
 
     #[test]

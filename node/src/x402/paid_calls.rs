@@ -454,10 +454,12 @@ impl<'a> Verified<'a> {
                     }
                     Err(e) => {
                         let landed_failed = matches!(e, ChainError::TxFailed { .. });
+                        let never_sent = fresh && matches!(e, ChainError::Config(_));
                         if landed_failed {
                             admission.failed();
+                        } else if never_sent {
+                            admission.refused();
                         }
-                        let never_sent = fresh && matches!(e, ChainError::Config(_));
                         let sig = signature.clone();
                         calls
                             .ledger(move |l| {

@@ -724,6 +724,7 @@ fn send(
                 Sending::Failed(err)
             }
             Err(ChainError::Config(why)) => {
+                admission.refused();
                 tracing::info!(%listing, buyer = %payer, reason = %why, "x402 payment refused by the simulation");
                 Sending::Unsent(why)
             }
