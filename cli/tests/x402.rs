@@ -252,9 +252,24 @@ fn an_x402_client_buys_a_token_listing_and_opens_its_key() {
     );
     assert!(spent >= fee, "{spent}");
 
+    // the same payer paying again (a new transaction: the client did not
+    // keep its answer) is answered with its first buy, paying nothing more
+    let again = client(&daemon, (&base, listing_id), &secret, &["--mode", "manual"]);
+    assert_eq!(again["status"], 200, "{again}");
+    assert_eq!(again["body"]["buy_signature"], buy_sig, "{again}");
+    assert_eq!(units(&buyer.pubkey()), 8_000_000, "asked again, paid once");
+
     // a replayed payment is the same transaction: the same buy, once
+    let second = Keypair::new();
+    v.fund_dollars(&second.pubkey(), 10);
+    let second_secret = keypair_file(work, &second);
     let header = {
-        let manual = client(&daemon, (&base, listing_id), &secret, &["--mode", "manual"]);
+        let manual = client(
+            &daemon,
+            (&base, listing_id),
+            &second_secret,
+            &["--mode", "manual"],
+        );
         assert_eq!(manual["status"], 200, "{manual}");
         manual["sent"]["PAYMENT-SIGNATURE"]
             .as_str()
@@ -262,12 +277,15 @@ fn an_x402_client_buys_a_token_listing_and_opens_its_key() {
             .to_string()
     };
     assert_eq!(
-        units(&buyer.pubkey()),
-        6_000_000,
+        units(&second.pubkey()),
+        8_000_000,
         "a second purchase, paid once"
     );
     let http = reqwest::Client::new();
-    let url = format!("{base}/x402/listings/{listing_id}?buyer={}", buyer.pubkey());
+    let url = format!(
+        "{base}/x402/listings/{listing_id}?buyer={}",
+        second.pubkey()
+    );
     let replay = |h: &str| {
         rt.block_on(async {
             let r = http
@@ -283,8 +301,8 @@ fn an_x402_client_buys_a_token_listing_and_opens_its_key() {
     assert_eq!((first.0, again.0), (200, 200), "{first:?} {again:?}");
     assert_eq!(first.1["buy_signature"], again.1["buy_signature"]);
     assert_eq!(
-        units(&buyer.pubkey()),
-        6_000_000,
+        units(&second.pubkey()),
+        8_000_000,
         "a replay pays nothing more"
     );
     // the payment's own URL answers its release too
@@ -328,12 +346,20 @@ fn an_x402_client_buys_a_token_listing_and_opens_its_key() {
     );
 
     // a v1 client (the SDK's v1 scheme) pays the body's v1 requirements
-    let old = client(&daemon, (&base, listing_id), &secret, &["--mode", "v1"]);
+    let third = Keypair::new();
+    v.fund_dollars(&third.pubkey(), 10);
+    let third_secret = keypair_file(work, &third);
+    let old = client(
+        &daemon,
+        (&base, listing_id),
+        &third_secret,
+        &["--mode", "v1"],
+    );
     assert_eq!(old["status"], 200, "{old}");
     assert_eq!(old["settle"]["network"], "solana-devnet", "{old}");
     assert!(old["sent"]["X-PAYMENT"].is_string(), "{old}");
     assert!(old["key_hex"].is_string(), "{old}");
-    assert_eq!(units(&buyer.pubkey()), 4_000_000, "a third purchase");
+    assert_eq!(units(&third.pubkey()), 8_000_000, "a third purchase");
 
     let shown = util::services::listing_with_releases(&indexer_url, listing_id, 3);
     assert_eq!(
@@ -353,7 +379,7 @@ fn an_x402_client_buys_a_token_listing_and_opens_its_key() {
     // a transaction moving the fee payer's own tokens is refused, unsent
     v.fund_dollars(&seller_pk, 1);
     let hostile =
-        e2e::x402::payment_spending_fee_payer(&seller_pk, &buyer, &test_dollar::mint(), req);
+        e2e::x402::payment_spending_fee_payer(&seller_pk, &second, &test_dollar::mint(), req);
     let (status, body) = replay(&hostile);
     assert_eq!(status, 402, "{body}");
     assert_eq!(
@@ -630,39 +656,46 @@ fn hostile_x402_payers_pay_for_their_own_failures_and_honest_buyers_are_served()
     let mallory = Keypair::new();
     v.fund_dollars(&mallory.pubkey(), 2);
     let payments: Vec<String> = (1..=5).map(|p| pay(&mallory, p)).collect();
-    let answers: Vec<u16> = std::thread::scope(|s| {
+    let answers: Vec<(u16, Value)> = std::thread::scope(|s| {
         let joins: Vec<_> = payments
             .iter()
-            .map(|h| s.spawn(|| get(&url, Some(h)).0))
+            .map(|h| {
+                s.spawn(|| {
+                    let (status, _, body) = get(&url, Some(h));
+                    (status, body)
+                })
+            })
             .collect();
         joins.into_iter().map(|j| j.join().unwrap()).collect()
     });
-    assert_eq!(
-        answers.iter().filter(|s| [200, 202].contains(*s)).count(),
-        1,
-        "one payment taken: {answers:?}"
-    );
+    // one is sent; the others wait for it (429) or, the payer having paid
+    // for the listing, are answered with that payment, never sent
     assert!(
-        answers.iter().all(|s| [200, 202, 402, 429].contains(s)),
+        answers.iter().all(|(s, _)| [200, 202, 429].contains(s)),
         "{answers:?}"
     );
-    // the others, once the first is answered: refused by the simulation
-    // (the source is empty), never sent
+    let named = |answers: &[(u16, Value)]| -> std::collections::BTreeSet<String> {
+        answers
+            .iter()
+            .filter(|(s, _)| [200, 202].contains(s))
+            .filter_map(|(_, b)| b["buy_signature"].as_str().map(String::from))
+            .collect()
+    };
+    assert_eq!(named(&answers).len(), 1, "one payment taken: {answers:?}");
+    // asked again once the first is answered: each is that payment
     std::thread::sleep(Duration::from_secs(3));
-    let mut taken = 0;
-    for h in &payments {
-        let (status, _, body) = get(&url, Some(h));
-        // the one that landed: released, or landed and on its way
-        if status == 200 || (status == 202 && body["landed"] == true) {
-            taken += 1;
-            continue;
-        }
-        assert!(
-            status == 402 && body["reason"] == "transaction_simulation_failed",
-            "{status} {body}"
-        );
-    }
-    assert_eq!(taken, 1);
+    let again: Vec<(u16, Value)> = payments
+        .iter()
+        .map(|h| {
+            let (status, _, body) = get(&url, Some(h));
+            (status, body)
+        })
+        .collect();
+    assert!(
+        again.iter().all(|(s, _)| [200, 202].contains(s)),
+        "{again:?}"
+    );
+    assert_eq!(named(&again), named(&answers), "{again:?}");
     let mallory_source = node::chain::token::associated_account(&mallory.pubkey(), &dollar);
     let history = rt
         .block_on(chain.signatures_for(&mallory_source, None))
