@@ -289,7 +289,7 @@ pub struct McpArgs {
     pub buy_timeout: u64,
     /// Serve over streamable HTTP at `/mcp` (and an open `GET /health`)
     /// instead of stdio, on ADDR (host:port) or BRAINCTL_HTTP_HOST /
-    /// BRAINCTL_HTTP_PORT (0.0.0.0:8080). Needs BRAINCTL_HTTP_TOKEN (32+
+    /// BRAINCTL_HTTP_PORT (127.0.0.1:8080). Needs BRAINCTL_HTTP_TOKEN (32+
     /// characters; clients send `Authorization: Bearer <token>`) and an
     /// allowlist (BRAINCTL_HTTP_ALLOWED_TOOLS and/or BRAINCTL_TOOL_GROUPS).
     #[arg(long, value_name = "ADDR", num_args = 0..=1, default_missing_value = "")]
@@ -303,6 +303,12 @@ pub struct McpArgs {
     /// wallet, which pays their network fees.
     #[arg(long, env = "BRAINCTL_HTTP_TOOL_PRICES", value_name = "FILE")]
     pub tool_prices: Option<PathBuf>,
+    /// Also serve the priced tools, and only those, to anyone at
+    /// `/paid/mcp`, without the bearer token (each call pays for itself
+    /// with x402); the token still guards `/mcp`, whose free tools may
+    /// spend this node's wallet.
+    #[arg(long, requires = "tool_prices")]
+    pub public_paid: bool,
 }
 
 impl McpArgs {
@@ -874,6 +880,17 @@ pub struct ListenArgs {
     /// public endpoint sells to anyone's page).
     #[arg(long = "x402-cors-origin", value_name = "ORIGIN", requires = "x402")]
     pub x402_cors_origin: Vec<String>,
+    /// The public RPC URL the shop page at the x402 endpoint's `/` reads
+    /// the chain through and builds its wallet's payment against (default:
+    /// the advertised network's public RPC, e.g. https://api.devnet.solana.com;
+    /// never `-u`, which may carry your API key). A page cannot pay
+    /// without one.
+    #[arg(long, value_name = "URL", requires = "x402")]
+    pub x402_shop_rpc: Option<String>,
+    /// The shop page's built script (default:
+    /// ~/.cache/brainctl/shop/app.js, which ./localnet/install builds).
+    #[arg(long, value_name = "PATH", requires = "x402", env = "BRAINCTL_SHOP_SCRIPT")]
+    pub x402_shop_script: Option<std::path::PathBuf>,
     /// Another RPC endpoint each escrow reveal is also sent through
     /// (repeatable; a moniker or an http(s):// URL): a reveal carries the
     /// secret that pays you, so one RPC that takes it and withholds it

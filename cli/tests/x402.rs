@@ -935,7 +935,9 @@ fn the_typescript_python_and_faremeter_clients_buy_a_token_2022_listing() {
 /// requirements; paid, it runs and answers its settlement; the same
 /// payment again is refused (the call ran once, and was paid once); a
 /// payment of one unit less, or in another mint, is refused unsent; a free
-/// tool stays free. The node records each payment in its ledger.
+/// tool stays free. The node records each payment in its ledger. The
+/// official Python MCP client pays a call; a stranger without the
+/// operator's token reaches the priced tool alone at `/paid/mcp`.
 #[test]
 fn a_priced_tool_call_runs_once_per_x402_payment() {
     let v = e2e::validator();
@@ -1014,7 +1016,7 @@ fn a_priced_tool_call_runs_once_per_x402_payment() {
             .cmd()
             .args(["-u", &v.rpc_url, "--commitment", "confirmed"])
             .args(["mcp", "--http", "127.0.0.1:0", "--unlimited-spending"])
-            .arg("--tool-prices")
+            .args(["--public-paid", "--tool-prices"])
             .arg(&prices)
             .env("BRAINCTL_HTTP_TOKEN", TOKEN)
             .env("BRAINCTL_TOOL_GROUPS", "memory")
@@ -1220,6 +1222,57 @@ fn a_priced_tool_call_runs_once_per_x402_payment() {
         980_000,
         "the official client's call paid once, its bad call nothing: {official}"
     );
+
+    // a stranger, without the operator's token: `/mcp` answers 401, the
+    // public `/paid/mcp` lists the priced tool alone, refuses a free one
+    // and serves the priced one for its payment
+    let base = util::mcp::http_base(&log_path);
+    let status = rt.block_on(async {
+        reqwest::Client::new()
+            .post(&url)
+            .header("content-type", "application/json")
+            .header("accept", "application/json, text/event-stream")
+            .body(r#"{"jsonrpc":"2.0","id":1,"method":"tools/list"}"#)
+            .send()
+            .await
+            .unwrap()
+            .status()
+            .as_u16()
+    });
+    assert_eq!(status, 401, "the token still guards /mcp");
+    let out = Command::new(e2e::x402::python())
+        .arg(script)
+        .args(["--url", &format!("{base}/paid/mcp"), "--rpc", &v.rpc_url])
+        .arg("--secret")
+        .arg(&secret)
+        .args(["--tool", "memory_search"])
+        .args(["--args", r#"{"query": "paid answers"}"#])
+        .args(["--free-tool", "memory_list"])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "mcp_official.py at /paid/mcp: {}\n{}\nthe server's log ends:\n{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr),
+        server.tail()
+    );
+    let public: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(public["tools"], serde_json::json!(["memory_search"]), "{public}");
+    assert!(
+        public["free"]["is_error"] == true || public["free"]["raised"].is_string(),
+        "a free tool is not served publicly: {public}"
+    );
+    assert!(
+        !public["free"]["text"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("Paid answers"),
+        "{public}"
+    );
+    assert_eq!(public["paid"]["is_error"], false, "{public}\n{}", server.tail());
+    assert_eq!(public["paid"]["payment_made"], true, "{public}");
+    assert_eq!(units(&buyer.pubkey()), 970_000, "{public}");
     assert!(server.alive(), "the server died:\n{}", server.tail());
     assert!(server.stop().success());
 }
@@ -1317,3 +1370,151 @@ fn a_client_that_asks_again_after_a_202_gets_the_key_and_pays_once() {
     assert!(daemon.alive(), "listen died:\n{}", daemon.tail());
     assert!(daemon.stop().success());
 }
+
+/// A person at the seller's shop page: headless Chromium with a test
+/// wallet registered through Wallet Standard (it signs like Phantom,
+/// without Lighthouse, and never hands out its secret). The catalog lists
+/// the listing with its price and preview; the page pays through
+/// `@x402/fetch` with the key sealed to a key it made for the purchase
+/// (the payment's full buy memo names it, at the compute limit that memo
+/// needs), opens the release itself, checks the bundle against the
+/// seller's list memo on chain and saves it. Pressing Buy again after a
+/// reload is answered with the first payment: the money moved once. A
+/// blob not listed here is not served.
+#[test]
+fn a_person_buys_from_the_shop_page_with_a_browser_wallet() {
+    let v = e2e::validator();
+    let rt = e2e::runtime();
+    let chain = v.chain();
+    let shared = tempfile::tempdir().unwrap();
+    let dir = shared.path().join("items").display().to_string();
+    let text = "Bought from a shop page with a browser wallet";
+    let (seller, listed) = x402_seller(&dir, text, &test_dollar::mint().address);
+    let listing = &listed["listing"];
+    let (listing_id, bundle_hash) = (
+        listing["listing_id"].as_str().unwrap(),
+        listing["bundle_hash"].as_str().unwrap(),
+    );
+    let seller_pk: Pubkey = listing["payment_address"]
+        .as_str()
+        .unwrap()
+        .parse()
+        .unwrap();
+    let buyer = Keypair::new();
+    v.fund_dollars(&buyer.pubkey(), 10);
+    let script = e2e::x402::shop_script().display().to_string();
+    let mut daemon = util::services::listen(
+        &seller,
+        &v.rpc_url,
+        &dir,
+        shared.path(),
+        &[
+            "--x402",
+            "127.0.0.1:0",
+            "--x402-network",
+            DEVNET,
+            "--x402-shop-rpc",
+            &v.rpc_url,
+            "--x402-shop-script",
+            &script,
+        ],
+        "warn,node::x402=info,node::listen=info",
+    );
+    let base = format!("http://{}", e2e::logged_listen_address(&daemon.1));
+    let units = |owner: &Pubkey| {
+        rt.block_on(node::chain::token::balance(
+            &chain,
+            owner,
+            &test_dollar::mint(),
+        ))
+        .unwrap()
+    };
+    let seller_units = units(&seller_pk);
+
+    // the catalog the page renders
+    let (status, _, catalog) = get(&format!("{base}/x402/listings"), None);
+    assert_eq!(status, 200, "{catalog}");
+    assert_eq!(catalog["rpc"], v.rpc_url.as_str());
+    assert_eq!(catalog["network"], DEVNET);
+    let entry = catalog["listings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|l| l["listing_id"] == listing_id)
+        .unwrap_or_else(|| panic!("{listing_id} not in the catalog: {catalog}"));
+    assert_eq!(entry["amount"], "2000000", "{entry}");
+    assert_eq!(entry["decimals"], 6, "{entry}");
+    assert_eq!(entry["bundle_hash"], bundle_hash, "{entry}");
+    assert_eq!(entry["preview"]["memories_count"], 1, "{entry}");
+    let (status, _, body) = get(&format!("{base}/x402/blobs/{}", "A".repeat(43)), None);
+    assert_eq!(status, 404, "{body}");
+
+    // the person: Buy, then (after a reload) Buy again
+    let out = e2e::x402::shop_client(shared.path())
+        .args(["--url", &base, "--listing", listing_id, "--again", "--out"])
+        .arg(shared.path())
+        .arg("--secret")
+        .arg(keypair_file(shared.path(), &buyer))
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "shop.mjs: {}\n{}\nlisten's log ends:\n{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr),
+        daemon.tail()
+    );
+    let shop: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let first = &shop["attempts"][0];
+    assert_eq!(first["state"], "verified", "{shop}\n{}", daemon.tail());
+    assert_eq!(first["bundle_hash"], bundle_hash, "{shop}");
+    // the file the page saved is the listed bundle
+    let saved = std::fs::read(first["file"].as_str().unwrap()).unwrap();
+    assert_eq!(hex::encode(node::crypto::sha256(&saved)), bundle_hash);
+    let bundle: Value = serde_json::from_slice(&saved).unwrap();
+    assert_eq!(bundle["memories"][0]["content"], text, "{bundle}");
+    // what the wallet signed: the exact scheme's layout, the seller's node
+    // as fee payer, a compute limit above the client's default 20,000
+    let signed = &first["signed"];
+    assert_eq!(signed.as_array().unwrap().len(), 1, "{shop}");
+    assert_eq!(
+        signed[0]["programs"],
+        serde_json::json!([COMPUTE_BUDGET, COMPUTE_BUDGET, TOKEN_PROGRAM, MEMO]),
+        "{shop}"
+    );
+    assert_eq!(signed[0]["feePayer"], seller_pk.to_string(), "{shop}");
+    assert!(
+        signed[0]["computeUnitLimit"].as_u64().unwrap() > 20_000,
+        "{shop}"
+    );
+    // on chain: the full buy memo, naming the page's key (not the payer's
+    // own X25519 form, whose secret the wallet keeps)
+    let signature: node::chain::Signature = first["buy_signature"].as_str().unwrap().parse().unwrap();
+    let tx = rt.block_on(chain.transaction(&signature)).unwrap().unwrap();
+    let own = Pubkey::new_from_array(
+        node::wallet::ed25519_pub_to_x25519(&buyer.pubkey().to_bytes()).unwrap(),
+    )
+    .to_string();
+    let prefix = format!("brainctl-marketplace/v1:buy:{listing_id}:");
+    let named = tx
+        .memos
+        .iter()
+        .find_map(|m| m.strip_prefix(&prefix))
+        .unwrap_or_else(|| panic!("no full buy memo: {:?}", tx.memos));
+    assert!(node::memo::is_pubkey(named) && named != own, "{named}");
+    // the second press: answered with the first payment
+    let second = &shop["attempts"][1];
+    assert_eq!(second["state"], "verified", "{shop}");
+    assert_eq!(second["buy_signature"], first["buy_signature"], "{shop}");
+    assert_eq!(units(&buyer.pubkey()), 8_000_000, "paid once");
+    assert_eq!(units(&seller_pk), seller_units + 2_000_000, "paid once");
+    assert!(daemon.alive(), "listen died:\n{}", daemon.tail());
+    assert!(daemon.stop().success());
+}
+
+/// The compute-budget program.
+const COMPUTE_BUDGET: &str = "ComputeBudget111111111111111111111111111111";
+/// SPL Token.
+const TOKEN_PROGRAM: &str = "TokenkegQfeZyiNwAJbNbGKPFXCWuBvf9Ss623VQ5DA";
+/// SPL Memo.
+const MEMO: &str = "MemoSq4gqABAXKb96qnH8TysNcWxMyWCqXgDLGmfcHr";

@@ -374,8 +374,7 @@ fn claim(tx: &ParsedTx, listing: &ListingTerms) -> Result<Claim, Rejection> {
     // the listing is live before it signs) was accepted by the seller: a
     // cancel landing between its signature and its landing never takes
     // the buyer's money
-    let cosigned =
-        tx.fee_payer() == Some(listing.payment_address.as_str()) && tx.signers.len() == 2;
+    let cosigned = cosigned_by_payee(tx, listing);
     if let Some(cancelled_at) = listing.cancelled_at_slot.filter(|_| !cosigned) {
         if cancelled_at <= tx.slot {
             return Err(Rejection::ListingCancelled {
@@ -592,14 +591,23 @@ pub fn verify_buy(
     })
 }
 
-/// Whether `tx` is an x402 payment for `listing`: its compact buy memo,
-/// co-signed by the payment address as fee payer.
+/// Whether the payment address co-signed `tx` as its fee payer, beside
+/// the buyer: an x402 sale, which the seller's node signs only after
+/// checking the listing is live.
+fn cosigned_by_payee(tx: &ParsedTx, listing: &ListingTerms) -> bool {
+    tx.fee_payer() == Some(listing.payment_address.as_str()) && tx.signers.len() == 2
+}
+
+/// Whether `tx` is an x402 payment for `listing`: a buy memo of it (the
+/// compact one, or the full one naming the key to seal to, which a page
+/// whose wallet keeps its secret pays with), co-signed by the payment
+/// address as fee payer.
 fn is_x402_payment(tx: &ParsedTx, listing: &ListingTerms) -> bool {
-    tx.fee_payer() == Some(listing.payment_address.as_str())
-        && tx
-            .memos
-            .iter()
-            .any(|m| crate::memo::x402_buy_listing(m) == Some(listing.listing_id.as_str()))
+    cosigned_by_payee(tx, listing)
+        && tx.memos.iter().any(|m| {
+            crate::memo::x402_buy_listing(m) == Some(listing.listing_id.as_str())
+                || matches!(MemoOp::parse(m), Ok(MemoOp::Buy { listing_id, .. }) if listing_id == listing.listing_id)
+        })
 }
 
 /// What the seller's release transaction `release` paid the treasury
@@ -998,6 +1006,28 @@ mod tests {
         assert!(matches!(
             verify_buy(&t, &listing(), &[]),
             Err(Rejection::Underpaid { paid: 0, .. })
+        ));
+    }
+
+    /// An x402 payment naming the key to seal to (the full buy memo, a
+    /// shop page's purchase) pays the whole price to the seller, as the
+    /// compact one does, and its release carries the treasury's share;
+    /// the key sealed to is the one the memo names. The same memo signed
+    /// by the buyer alone pays the fee itself.
+    #[test]
+    fn an_x402_payment_with_the_full_buy_memo_leaves_the_fee_to_the_release() {
+        let mut l = listing();
+        l.fee = Some(("Treasury".into(), 250));
+        let mut t = tx(1_000);
+        t.signers = vec!["Seller".into(), "Buyer".into()];
+        let v = verify_buy(&t, &l, &[]).unwrap();
+        assert_eq!((v.fee_at_release, v.buyer_x25519.as_str()), (25, X25519));
+        t.memos = vec![format!("x402:buy:{LISTING}")];
+        assert_eq!(verify_buy(&t, &l, &[]).unwrap().fee_at_release, 25);
+        let t = tx(1_000);
+        assert!(matches!(
+            verify_buy(&t, &l, &[]),
+            Err(Rejection::FeeUnpaid { paid: 0, due: 25 })
         ));
     }
 

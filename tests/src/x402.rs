@@ -39,16 +39,31 @@ pub fn faremeter_client(work: &std::path::Path) -> std::process::Command {
     node_client(work, "faremeter.mjs", "@faremeter/payment-solana")
 }
 
+/// A person at a shop page in headless Chromium (`tests/x402/shop.mjs`
+/// with playwright-core from the cache, the installed Chromium).
+pub fn shop_client(work: &std::path::Path) -> std::process::Command {
+    let mut cmd = node_client(work, "shop.mjs", "playwright-core");
+    cmd.arg("--chromium").arg(crate::chromium());
+    cmd
+}
+
+/// The shop page's script as `localnet/install` built it (missing fails
+/// the test, naming the step).
+pub fn shop_script() -> std::path::PathBuf {
+    let script = cache().join("shop/app.js");
+    assert!(
+        script.is_file(),
+        "{} is missing: run ./localnet/install (its step building the shop page's script)",
+        script.display()
+    );
+    script
+}
+
 /// `node tests/x402/<script>` run from `work` (a copy beside a link to
 /// the installed packages, which must hold `package`: Node resolves an ES
 /// module's imports from where the file is).
 fn node_client(work: &std::path::Path, script: &str, package: &str) -> std::process::Command {
-    let cache = std::env::var("BRAINCTL_CACHE")
-        .map(std::path::PathBuf::from)
-        .unwrap_or_else(|_| {
-            std::path::PathBuf::from(std::env::var("HOME").expect("HOME")).join(".cache/brainctl")
-        });
-    let modules = cache.join("x402-js/node_modules");
+    let modules = cache().join("x402-js/node_modules");
     assert!(
         modules.join(package).is_dir(),
         "{} has no {package}: run ./localnet/install (its step installing the TypeScript x402 clients)",
@@ -163,4 +178,13 @@ pub fn payment_spending_fee_payer(
         requirements,
         (1, solana_sdk::hash::Hash::new_unique()),
     )
+}
+
+/// The localnet's cache (`$BRAINCTL_CACHE`, else ~/.cache/brainctl).
+fn cache() -> std::path::PathBuf {
+    std::env::var("BRAINCTL_CACHE")
+        .map(std::path::PathBuf::from)
+        .unwrap_or_else(|_| {
+            std::path::PathBuf::from(std::env::var("HOME").expect("HOME")).join(".cache/brainctl")
+        })
 }

@@ -11,10 +11,14 @@ and arguments instead, so `Session` below forwards one to the other (and
 reads the result's fields under the names x402MCPClient reads). Nothing in
 the payment flow is ours.
 
-Usage: mcp_official.py --url URL --token T --rpc RPC --secret FILE
+Usage: mcp_official.py --url URL [--token T] --rpc RPC --secret FILE
                        --tool NAME --args JSON [--bad-args JSON]
-Prints one JSON object: `paid` (the call with --args) and, with
---bad-args, `bad` (the same tool with arguments that do not read).
+                       [--free-tool NAME]
+Without --token, no Authorization header is sent (a stranger at the
+public paid endpoint). Prints one JSON object: `tools` (the names the
+server lists), `paid` (the call with --args), with --bad-args `bad` (the
+same tool with arguments that do not read), and with --free-tool `free`
+(a call of that tool, unpaid).
 """
 
 import argparse
@@ -72,19 +76,28 @@ def report(r):
 
 async def main():
     p = argparse.ArgumentParser()
-    for flag in ["--url", "--token", "--rpc", "--secret", "--tool", "--args", "--bad-args"]:
-        p.add_argument(flag, required=flag != "--bad-args")
+    for flag in ["--url", "--token", "--rpc", "--secret", "--tool", "--args", "--bad-args", "--free-tool"]:
+        p.add_argument(flag, required=flag not in ("--bad-args", "--token", "--free-tool"))
     a = p.parse_args()
     kp = Keypair.from_bytes(bytes(json.load(open(a.secret))))
     pay = x402Client()
     register_exact_svm_client(pay, KeypairSigner(kp), networks=DEVNET, rpc_url=a.rpc)
     pay.set_spend_controls(False)
     out = {"payer": str(kp.pubkey())}
-    http = create_mcp_http_client(headers={"Authorization": "Bearer " + a.token})
+    headers = {"Authorization": "Bearer " + a.token} if a.token else {}
+    http = create_mcp_http_client(headers=headers)
     async with http:
         async with streamable_http_client(a.url, http_client=http) as streams:
             async with ClientSession(streams[0], streams[1]) as session:
                 await session.initialize()
+                out["tools"] = sorted(t.name for t in (await session.list_tools()).tools)
+                if a.free_tool:
+                    try:
+                        r = await session.call_tool(a.free_tool, {})
+                        text = r.content[0].text if r.content and hasattr(r.content[0], "text") else None
+                        out["free"] = {"is_error": bool(r.is_error), "text": text}
+                    except Exception as e:  # refused as a protocol error
+                        out["free"] = {"raised": type(e).__name__, "message": str(e)}
                 client = x402MCPClient(Session(session), pay, auto_payment=True)
                 out["paid"] = report(await client.call_tool(a.tool, json.loads(a.args)))
                 if a.bad_args:

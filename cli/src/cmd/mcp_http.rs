@@ -4,7 +4,9 @@
 //!   `/mcp` carries `Authorization: Bearer <token>`, compared in constant
 //!   time (SHA-256 digests, no early exit); else 401 with
 //!   `WWW-Authenticate: Bearer`;
-//! - the endpoint at `/mcp`, an open `GET /health`;
+//! - the endpoint at `/mcp`, an open `GET /health`; with `--public-paid`,
+//!   `/paid/mcp` too: the priced tools alone, to anyone without the token
+//!   (each call pays for itself), rate limited as `/mcp` is;
 //! - request bodies over 1 MiB refused (413); 100 requests a minute per
 //!   client (an IPv4 address, an IPv6 /64: one host's whole block;
 //!   `BRAINCTL_HTTP_RATE_PER_MIN`, 0 = off), else 429; idle clients'
@@ -156,6 +158,21 @@ fn refuse(status: StatusCode, error: &str) -> Response {
         .into_response()
 }
 
+/// Refuses a client over its rate (every [`PRUNE_EVERY`]th request
+/// prunes idle clients).
+fn over_rate(gate: &Gate, peer: SocketAddr) -> Option<Response> {
+    let limiter = gate.limiter.as_ref()?;
+    let n = gate.seen.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    if n % PRUNE_EVERY == PRUNE_EVERY - 1 {
+        limiter.retain_recent();
+        limiter.shrink_to_fit();
+    }
+    limiter
+        .check_key(&client_key(peer.ip()))
+        .is_err()
+        .then(|| refuse(StatusCode::TOO_MANY_REQUESTS, "rate limit exceeded"))
+}
+
 /// Rate limit per client IP, then the token, before any MCP handling.
 async fn gate(
     State(gate): State<Arc<Gate>>,
@@ -163,15 +180,8 @@ async fn gate(
     request: Request,
     next: Next,
 ) -> Response {
-    if let Some(limiter) = &gate.limiter {
-        let n = gate.seen.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        if n % PRUNE_EVERY == PRUNE_EVERY - 1 {
-            limiter.retain_recent();
-            limiter.shrink_to_fit();
-        }
-        if limiter.check_key(&client_key(peer.ip())).is_err() {
-            return refuse(StatusCode::TOO_MANY_REQUESTS, "rate limit exceeded");
-        }
+    if let Some(refused) = over_rate(&gate, peer) {
+        return refused;
     }
     let auth = request
         .headers()
@@ -188,15 +198,31 @@ async fn gate(
     next.run(request).await
 }
 
-/// Serves `make`'s servers (one per session) until `shutdown` resolves,
-/// then stops accepting, ends every session and returns.
-pub async fn serve<S>(
+/// Rate limit per client IP before the public (paid) endpoint.
+async fn public_gate(
+    State(gate): State<Arc<Gate>>,
+    ConnectInfo(peer): ConnectInfo<SocketAddr>,
+    request: Request,
+    next: Next,
+) -> Response {
+    match over_rate(&gate, peer) {
+        Some(refused) => refused,
+        None => next.run(request).await,
+    }
+}
+
+/// Serves `make`'s servers (one per session) at `/mcp` and, where given,
+/// `public`'s at `/paid/mcp`, until `shutdown` resolves, then stops
+/// accepting, ends every session and returns.
+pub async fn serve<S, P>(
     make: impl Fn() -> S + Send + Sync + 'static,
+    public: Option<impl Fn() -> P + Send + Sync + 'static>,
     config: HttpConfig,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> Result<()>
 where
     S: rmcp::ServerHandler + Send + 'static,
+    P: rmcp::ServerHandler + Send + 'static,
 {
     let mut mcp = StreamableHttpServerConfig::default()
         .with_max_request_body_bytes(MAX_BODY_BYTES)
@@ -209,24 +235,40 @@ where
         (None, false) => mcp.disable_allowed_hosts(),
     };
     let cancel = mcp.cancellation_token.clone();
-    let service = StreamableHttpService::new(
-        move || Ok(make()),
-        Arc::new(LocalSessionManager::default()),
-        mcp,
-    );
     let gate = Arc::new(Gate {
         token_digest: config.token_digest,
         limiter: NonZeroU32::new(config.rate_per_min)
             .map(|n| RateLimiter::keyed(Quota::per_minute(n))),
         seen: Default::default(),
     });
-    let app = axum::Router::new()
-        .nest_service("/mcp", service)
-        .layer(axum::middleware::from_fn_with_state(gate, self::gate))
-        .route(
-            "/health",
-            axum::routing::get(|| async { axum::Json(serde_json::json!({"ok": true})) }),
+    let mut app = axum::Router::new()
+        .nest_service(
+            "/mcp",
+            StreamableHttpService::new(
+                move || Ok(make()),
+                Arc::new(LocalSessionManager::default()),
+                mcp.clone(),
+            ),
+        )
+        .layer(axum::middleware::from_fn_with_state(gate.clone(), self::gate));
+    if let Some(public) = public {
+        app = app.merge(
+            axum::Router::new()
+                .nest_service(
+                    "/paid/mcp",
+                    StreamableHttpService::new(
+                        move || Ok(public()),
+                        Arc::new(LocalSessionManager::default()),
+                        mcp,
+                    ),
+                )
+                .layer(axum::middleware::from_fn_with_state(gate, public_gate)),
         );
+    }
+    let app = app.route(
+        "/health",
+        axum::routing::get(|| async { axum::Json(serde_json::json!({"ok": true})) }),
+    );
     let listener = tokio::net::TcpListener::bind(config.addr)
         .await
         .with_context(|| format!("bind {}", config.addr))?;

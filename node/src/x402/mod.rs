@@ -6,6 +6,7 @@
 //! - [`verify`]: the facilitator's check of a client's transaction
 //!   (pure), and co-signing as fee payer.
 //! - [`serve`]: the endpoint selling a listing's key, beside `listen`.
+//! - [`shop`]: its page, where a person pays with a browser wallet.
 //! - [`reads`]: the clock and mints, cached briefly.
 //! - [`guard`]: who may have a payment settled (one in flight per payer
 //!   and source account, failure budgets, requests per client).
@@ -26,5 +27,6 @@ pub mod paid_calls;
 pub mod prices;
 pub mod reads;
 pub mod serve;
+pub mod shop;
 pub mod verify;
 pub mod wire;

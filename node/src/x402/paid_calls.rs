@@ -175,6 +175,11 @@ impl PaidCalls {
         })
     }
 
+    /// The tools priced (each call pays for itself).
+    pub fn priced_tools(&self) -> impl Iterator<Item = String> + '_ {
+        self.prices.keys().cloned()
+    }
+
     /// `tool`'s price in base units (`None`: free).
     pub fn price(&self, tool: &str) -> Option<u64> {
         self.prices.get(tool).copied()

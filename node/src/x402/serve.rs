@@ -81,6 +81,8 @@ pub struct X402Config {
     /// The web origins whose pages may call the endpoint (CORS; empty:
     /// any origin, as a public shop's endpoint is).
     pub cors_origins: Vec<String>,
+    /// The shop page at `/`.
+    pub shop: super::shop::ShopConfig,
 }
 
 impl X402Config {
@@ -94,6 +96,7 @@ impl X402Config {
             public_url: None,
             guard: GuardConfig::default(),
             cors_origins: Vec::new(),
+            shop: Default::default(),
         }
     }
 }
@@ -121,17 +124,17 @@ const MAX_SENT: usize = 50_000;
 
 /// What the handlers share.
 pub struct X402State {
-    chain: Chain,
-    seller: Arc<Wallet>,
+    pub(super) chain: Chain,
+    pub(super) seller: Arc<Wallet>,
     db_path: PathBuf,
-    source: Source,
-    config: X402Config,
+    pub(super) source: Source,
+    pub(super) config: X402Config,
     /// Requests answered at once (more are answered 503).
     permits: tokio::sync::Semaphore,
     /// Payments being settled at once.
     settling: Arc<tokio::sync::Semaphore>,
     guard: Arc<Guard>,
-    reads: Reads,
+    pub(super) reads: Reads,
     /// The payments this process sent, by signature.
     sent: Mutex<HashMap<String, (Sending, Instant)>>,
     /// The payment this process sent for each (listing, payer): a client
@@ -139,6 +142,11 @@ pub struct X402State {
     sent_by_payer: Mutex<HashMap<(String, Pubkey), String>>,
     /// Released envelopes read from storage, by item id (immutable).
     envelopes: Mutex<HashMap<String, Arc<Value>>>,
+    /// The listings as last read from the state database, and when.
+    listings: Mutex<Option<(Instant, Arc<Vec<ListingRecord>>)>>,
+    /// The shop page's listing previews (from their manifests), by
+    /// manifest id (immutable).
+    pub(super) previews: Mutex<HashMap<String, Arc<Value>>>,
 }
 
 /// Envelopes kept at most (a few KiB each).
@@ -168,6 +176,8 @@ impl X402State {
             sent: Mutex::new(HashMap::new()),
             sent_by_payer: Mutex::new(HashMap::new()),
             envelopes: Mutex::new(HashMap::new()),
+            listings: Mutex::new(None),
+            previews: Mutex::new(HashMap::new()),
         })
     }
 
@@ -213,12 +223,18 @@ impl X402State {
     /// The released envelope `id`, read once from storage within `budget`
     /// (`None`: not readable in time; asked again next request).
     async fn envelope(&self, id: &str, budget: Duration) -> Option<Arc<Value>> {
-        if let Some(v) = self
-            .envelopes
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .get(id)
-        {
+        self.item_json(&self.envelopes, id, budget).await
+    }
+
+    /// The JSON item `id` (a manifest or an envelope: immutable), from
+    /// `cache` or read once from storage within `budget`.
+    pub(super) async fn item_json(
+        &self,
+        cache: &Mutex<HashMap<String, Arc<Value>>>,
+        id: &str,
+        budget: Duration,
+    ) -> Option<Arc<Value>> {
+        if let Some(v) = cache.lock().unwrap_or_else(|p| p.into_inner()).get(id) {
             return Some(v.clone());
         }
         let bytes = tokio::time::timeout(budget, self.source.fetch(id, 256 * 1024))
@@ -226,7 +242,7 @@ impl X402State {
             .ok()?
             .ok()?;
         let v = Arc::new(serde_json::from_slice::<Value>(&bytes).ok()?);
-        let mut kept = self.envelopes.lock().unwrap_or_else(|p| p.into_inner());
+        let mut kept = cache.lock().unwrap_or_else(|p| p.into_inner());
         if kept.len() >= MAX_ENVELOPES {
             kept.clear();
         }
@@ -251,7 +267,7 @@ impl X402State {
 /// The endpoint's routes, with CORS for the seller's origins.
 pub fn router(state: Arc<X402State>) -> axum::Router {
     let cors = cors(&state.config.cors_origins);
-    axum::Router::new()
+    super::shop::routes()
         .route("/x402/listings/{listing_id}", axum::routing::get(key))
         .route("/x402/payments/{signature}", axum::routing::get(payment))
         .with_state(state)
@@ -311,7 +327,7 @@ pub async fn serve(
 }
 
 /// An answer that is not a release.
-struct Problem {
+pub(super) struct Problem {
     status: StatusCode,
     body: Value,
     headers: Vec<(&'static str, String)>,
@@ -350,7 +366,13 @@ impl IntoResponse for Problem {
 
 #[derive(serde::Deserialize)]
 struct KeyQuery {
+    /// The payer, if the client names it (it must sign the payment).
     buyer: Option<String>,
+    /// The X25519 key to seal the listing's key to, where it is not the
+    /// payer's own (a browser wallet never hands out its secret key: a
+    /// page makes a key of its own for the purchase). The payment then
+    /// carries the protocol's full buy memo naming it.
+    buyer_x25519_pubkey: Option<String>,
 }
 
 /// The listing, its mint and the requirements of paying for it.
@@ -366,7 +388,7 @@ struct Sale {
 }
 
 /// The endpoint's base URL as clients reach it.
-fn base_url(st: &X402State, headers: &HeaderMap) -> String {
+pub(super) fn base_url(st: &X402State, headers: &HeaderMap) -> String {
     if let Some(url) = &st.config.public_url {
         return url.trim_end_matches('/').to_string();
     }
@@ -389,7 +411,7 @@ fn request_budget(st: &X402State) -> Duration {
 }
 
 /// Refuses a request over its client's rate, or when the endpoint is full.
-fn admit_request<'a>(
+pub(super) fn admit_request<'a>(
     st: &'a X402State,
     peer: SocketAddr,
 ) -> Result<tokio::sync::SemaphorePermit<'a>, Problem> {
@@ -416,7 +438,7 @@ async fn key(
         Err(p) => return p.into_response(),
     };
     let arrived = tokio::time::Instant::now();
-    let sold = sell(&st, &listing_id, q.buyer.as_deref(), &headers, arrived);
+    let sold = sell(&st, &listing_id, &q, &headers, arrived);
     match tokio::time::timeout(request_budget(&st), sold).await {
         Ok(Ok(r)) => r,
         Ok(Err(p)) => p.into_response(),
@@ -514,13 +536,22 @@ async fn payment(
 async fn sell(
     st: &Arc<X402State>,
     listing_id: &str,
-    buyer: Option<&str>,
+    q: &KeyQuery,
     headers: &HeaderMap,
     arrived: tokio::time::Instant,
 ) -> Result<Response, Problem> {
     // the answer is due within its window of the request's arrival
     let deadline = arrived + st.config.answer_within;
     let base = base_url(st, headers);
+    let buyer = q.buyer.as_deref();
+    let seal_to = q.buyer_x25519_pubkey.as_deref();
+    if seal_to.is_some_and(|k| !crate::memo::is_pubkey(k)) {
+        return Err(Problem::new(
+            StatusCode::BAD_REQUEST,
+            Some("buyer_x25519_pubkey"),
+            "not a base58 32-byte X25519 public key",
+        ));
+    }
     let named_buyer = buyer
         .map(|b| {
             b.parse::<Pubkey>().map_err(|_| {
@@ -532,7 +563,7 @@ async fn sell(
             })
         })
         .transpose()?;
-    let sale = sale(st, listing_id, &base, buyer).await?;
+    let sale = sale(st, listing_id, &base, buyer, seal_to).await?;
     let payment = headers
         .get(wire::PAYMENT_SIGNATURE)
         .or_else(|| headers.get(wire::X_PAYMENT))
@@ -556,8 +587,12 @@ async fn sell(
     if let Some(named) = named_buyer.filter(|n| *n != payer) {
         return Err(refused(&sale, &Refusal::Payer(named)));
     }
-    // the key is sealed to the payer's X25519 form: it must have one
-    crate::wallet::ed25519_pub_to_x25519(&payer.to_bytes()).ok_or_else(|| {
+    // without a key named, the key is sealed to the payer's X25519 form:
+    // it must have one
+    seal_to
+        .map(|_| ())
+        .or_else(|| crate::wallet::ed25519_pub_to_x25519(&payer.to_bytes()).map(|_| ()))
+        .ok_or_else(|| {
         Problem::new(
             StatusCode::BAD_REQUEST,
             Some("payer"),
@@ -856,38 +891,53 @@ async fn answer(
 /// the listing expires.
 const EXPIRY_MARGIN_SECS: i64 = 180;
 
+/// How long the listings read from the state database serve requests.
+const LISTINGS_TTL: Duration = Duration::from_secs(1);
+
+/// Our listings as recorded, read from the state database at most every
+/// [`LISTINGS_TTL`] (requests never open it each).
+pub(super) async fn listings(st: &X402State) -> Result<Arc<Vec<ListingRecord>>, Problem> {
+    if let Some((at, all)) = &*st.listings.lock().unwrap_or_else(|p| p.into_inner()) {
+        if at.elapsed() < LISTINGS_TTL {
+            return Ok(all.clone());
+        }
+    }
+    let db_path = st.db_path.clone();
+    let all = tokio::task::spawn_blocking(move || {
+        let db = ListenDb::open(&db_path)?;
+        db.listings()
+    })
+    .await
+    .map_err(|e| Problem::new(StatusCode::INTERNAL_SERVER_ERROR, None, e))?
+    .map_err(|e| Problem::new(StatusCode::INTERNAL_SERVER_ERROR, None, e))?;
+    let all = Arc::new(all);
+    *st.listings.lock().unwrap_or_else(|p| p.into_inner()) = Some((Instant::now(), all.clone()));
+    Ok(all)
+}
+
 /// Our listing `listing_id` as recorded, if it is one.
 async fn listing_record(
     st: &X402State,
     listing_id: &str,
 ) -> Result<Option<ListingRecord>, Problem> {
-    let db_path = st.db_path.clone();
-    let id = listing_id.to_string();
-    tokio::task::spawn_blocking(move || {
-        let db = ListenDb::open(&db_path)?;
-        Ok::<_, crate::seller::StateError>(db.listings()?.into_iter().find(|l| l.listing_id == id))
-    })
-    .await
-    .map_err(|e| Problem::new(StatusCode::INTERNAL_SERVER_ERROR, None, e))?
-    .map_err(|e| Problem::new(StatusCode::INTERNAL_SERVER_ERROR, None, e))
+    Ok(listings(st)
+        .await?
+        .iter()
+        .find(|l| l.listing_id == listing_id)
+        .cloned())
 }
 
-/// The listing (ours, live, a direct sale in a token, paid to the node's
-/// own wallet: exactly what `listen` releases on a direct payment), its
-/// mint (screened now) and the requirements of paying for it.
-async fn sale(
-    st: &X402State,
-    listing_id: &str,
-    base: &str,
-    buyer: Option<&str>,
-) -> Result<Sale, Problem> {
-    let listing = listing_record(st, listing_id).await?.ok_or_else(|| {
-        Problem::new(
-            StatusCode::NOT_FOUND,
-            Some("listing_id"),
-            format!("{listing_id} is not one of this node's listings"),
-        )
-    })?;
+/// The mint `listing` is sold in if x402 can sell it at unix time `now`
+/// (live, a direct sale in a token paid to `seller`, the node's own
+/// wallet: exactly what `listen` releases on a direct payment), or the
+/// answer saying why not.
+pub(super) fn sellable(
+    listing: &ListingRecord,
+    seller: &Pubkey,
+    now: i64,
+    max_timeout_secs: u64,
+) -> Result<Pubkey, Problem> {
+    let listing_id = &listing.listing_id;
     let gone = |why: String| Problem::new(StatusCode::GONE, Some("listing_id"), why);
     let conflict = |why: String| Problem::new(StatusCode::CONFLICT, Some("listing_id"), why);
     if let Some(slot) = listing.cancelled_at_slot {
@@ -908,31 +958,51 @@ async fn sale(
             "{listing_id} settles in SOL; x402 pays in SPL tokens (buy it with `brainctl marketplace buy`)"
         )));
     };
-    let seller = st.seller.solana_keypair().pubkey();
     if listing.payment_address != seller.to_string() {
         return Err(conflict(format!(
             "{listing_id} is paid to {}, not to this node's wallet (the x402 fee payer)",
             listing.payment_address
         )));
     }
-    let now = st
-        .reads
-        .now(&st.chain)
-        .await
-        .map_err(|e| Problem::new(StatusCode::SERVICE_UNAVAILABLE, None, e))?;
     // the payment must land, and be judged by its block time, before expiry
-    if now + EXPIRY_MARGIN_SECS.max(st.config.max_timeout_secs as i64) >= listing.expires_at {
+    if now + EXPIRY_MARGIN_SECS.max(max_timeout_secs as i64) >= listing.expires_at {
         return Err(gone(format!(
             "{listing_id} has expired or expires within the payment's timeout"
         )));
     }
-    let mint_address: Pubkey = mint.parse().map_err(|_| {
+    mint.parse().map_err(|_| {
         Problem::new(
             StatusCode::INTERNAL_SERVER_ERROR,
             None,
             "bad mint on record",
         )
+    })
+}
+
+/// The listing, its mint (screened now) and the requirements of paying
+/// for it; the key sealed to `seal_to` where one is named.
+async fn sale(
+    st: &X402State,
+    listing_id: &str,
+    base: &str,
+    buyer: Option<&str>,
+    seal_to: Option<&str>,
+) -> Result<Sale, Problem> {
+    let listing = listing_record(st, listing_id).await?.ok_or_else(|| {
+        Problem::new(
+            StatusCode::NOT_FOUND,
+            Some("listing_id"),
+            format!("{listing_id} is not one of this node's listings"),
+        )
     })?;
+    let conflict = |why: String| Problem::new(StatusCode::CONFLICT, Some("listing_id"), why);
+    let seller = st.seller.solana_keypair().pubkey();
+    let now = st
+        .reads
+        .now(&st.chain)
+        .await
+        .map_err(|e| Problem::new(StatusCode::SERVICE_UNAVAILABLE, None, e))?;
+    let mint_address = sellable(&listing, &seller, now, st.config.max_timeout_secs)?;
     let mint = st
         .reads
         .mint(&st.chain, &mint_address)
@@ -957,9 +1027,19 @@ async fn sale(
             "{listing_id}: the seller's token account {payee} requires a memo before each incoming transfer, and an x402 payment's memo follows its transfer (the seller can run `spl-token disable-required-transfer-memos {payee}`)"
         )));
     }
-    // the compact x402 buy memo: the full one would not fit the client's
-    // compute budget; the key is sealed to the payer's own key's X25519 form
-    let memo = format!("{}{listing_id}", crate::memo::X402_BUY_PREFIX);
+    // the compact x402 buy memo: the full one would not fit the common
+    // clients' compute budget; the key is sealed to the payer's own key's
+    // X25519 form. A client naming another key to seal to (a page whose
+    // wallet keeps its secret) pays with the protocol's full buy memo,
+    // which names it, and sets the compute limit that memo needs.
+    let memo = match seal_to {
+        Some(key) => crate::memo::MemoOp::Buy {
+            listing_id: listing_id.to_string(),
+            buyer_x25519: key.to_string(),
+        }
+        .to_string(),
+        None => format!("{}{listing_id}", crate::memo::X402_BUY_PREFIX),
+    };
     let requirements = Requirements {
         scheme: "exact".into(),
         network: st.config.network.clone(),
@@ -969,9 +1049,13 @@ async fn sale(
         max_timeout_seconds: st.config.max_timeout_secs,
         extra: wire::Extra::paying(seller.to_string(), Some(memo.clone()), &mint),
     };
-    let url = match buyer {
-        Some(b) => format!("{base}/x402/listings/{listing_id}?buyer={b}"),
-        None => format!("{base}/x402/listings/{listing_id}"),
+    let query: Vec<String> = [("buyer", buyer), ("buyer_x25519_pubkey", seal_to)]
+        .into_iter()
+        .filter_map(|(name, v)| v.map(|v| format!("{name}={v}")))
+        .collect();
+    let url = match query.is_empty() {
+        true => format!("{base}/x402/listings/{listing_id}"),
+        false => format!("{base}/x402/listings/{listing_id}?{}", query.join("&")),
     };
     Ok(Sale {
         listing,

@@ -40,6 +40,17 @@ pub fn v1_network(caip2: &str) -> Option<&'static str> {
     }
 }
 
+/// The public RPC of a CAIP-2 id's cluster (Solana's own endpoints), if
+/// it is a public one.
+pub fn public_rpc(caip2: &str) -> Option<&'static str> {
+    match caip2 {
+        SOLANA_MAINNET => Some("https://api.mainnet-beta.solana.com"),
+        SOLANA_DEVNET => Some("https://api.devnet.solana.com"),
+        SOLANA_TESTNET => Some("https://api.testnet.solana.com"),
+        _ => None,
+    }
+}
+
 /// What the `exact` scheme's requirements carry beside the amount.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]

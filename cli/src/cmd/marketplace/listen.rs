@@ -22,6 +22,8 @@ pub(super) fn listen(a: ListenArgs, ctx: &Context) -> CliResult<()> {
         x402_network,
         x402_public_url,
         x402_cors_origin,
+        x402_shop_rpc,
+        x402_shop_script,
         reveal_rpc,
         storage,
         seller,
@@ -62,6 +64,7 @@ pub(super) fn listen(a: ListenArgs, ctx: &Context) -> CliResult<()> {
             x402_network,
             x402_public_url,
             x402_cors_origin,
+            (x402_shop_rpc, x402_shop_script),
         )?),
     };
     let config = node::listen::daemon::DaemonConfig {
@@ -159,6 +162,7 @@ fn x402_endpoint(
     network: Option<String>,
     public_url: Option<String>,
     cors_origins: Vec<String>,
+    (shop_rpc, shop_script): (Option<String>, Option<std::path::PathBuf>),
 ) -> CliResult<(
     std::net::TcpListener,
     std::sync::Arc<node::x402::serve::X402State>,
@@ -196,6 +200,21 @@ fn x402_endpoint(
             )));
         }
     }
+    if let Some(url) = &shop_rpc {
+        if !(url.starts_with("https://") || url.starts_with("http://")) {
+            return Err(crate::failure::Failure::bad_input(anyhow::anyhow!(
+                "--x402-shop-rpc {url}: an http(s):// URL a browser can reach"
+            )));
+        }
+    }
+    let shop = node::x402::shop::ShopConfig {
+        rpc_url: shop_rpc.or_else(|| node::x402::wire::public_rpc(&network).map(str::to_string)),
+        script: shop_script.or_else(|| {
+            ctx.home
+                .as_ref()
+                .map(|h| h.join(".cache/brainctl/shop/app.js"))
+        }),
+    };
     let listener = std::net::TcpListener::bind(addr)
         .and_then(|l| l.set_nonblocking(true).map(|()| l))
         .map_err(|e| crate::failure::Failure::bad_input(anyhow::anyhow!("--x402 {addr}: {e}")))?;
@@ -208,6 +227,7 @@ fn x402_endpoint(
         node::x402::serve::X402Config {
             public_url,
             cors_origins,
+            shop,
             ..node::x402::serve::X402Config::new(network)
         },
     );
