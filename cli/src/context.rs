@@ -293,6 +293,43 @@ impl Context {
         Ok(out)
     }
 
+    /// The spend ledger the fees of refunds, fraud proofs and escrow
+    /// closes are recorded in: the wallet's, where a spend policy governs
+    /// it (`None`: nothing is budgeted, nothing recorded).
+    pub fn fee_ledger(&self) -> CliResult<Option<node::spend::SpendLedger>> {
+        match self.spend_policy()? {
+            Some(_) => Ok(Some(self.spend_ledger()?)),
+            None => Ok(None),
+        }
+    }
+
+    /// Records the fee transaction `signature` paid for `action` on
+    /// `subject` (money coming back: never refused) in [`Context::fee_ledger`];
+    /// a failure to record is a warning, never the command's failure (the
+    /// transaction landed).
+    pub fn record_fee(
+        &self,
+        chain: &node::chain::Chain,
+        (action, subject): (&str, &str),
+        signature: &str,
+    ) {
+        let recorded = (|| -> CliResult<()> {
+            let Some(mut ledger) = self.fee_ledger()? else {
+                return Ok(());
+            };
+            let sig: node::chain::Signature = signature
+                .parse()
+                .map_err(|_| anyhow::anyhow!("not a signature: {signature}"))?;
+            let lamports = self.block_on(chain.fee_paid(&sig)).unwrap_or(5_000);
+            let now = time::OffsetDateTime::now_utc().unix_timestamp();
+            ledger.record_fee((action, subject), signature, lamports, now)?;
+            Ok(())
+        })();
+        if let Err(e) = recorded {
+            tracing::warn!(%signature, error = %e, "the spend ledger did not record a fee");
+        }
+    }
+
     /// The wallet's pending escrow buys (created beside it, 0600).
     pub fn pending_escrows(&self) -> CliResult<node::market::pending::PendingEscrows> {
         let path = node::market::pending::pending_path(&self.wallet_path);

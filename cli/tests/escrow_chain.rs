@@ -399,7 +399,8 @@ fn the_escrow_trade_runs_through_the_binaries_on_the_deployed_program() {
         "mcp",
         "--storage-dir",
         &dir,
-        "--unlimited-spending",
+        "--budget-24h-lamports",
+        "1000000000",
     ]
     .iter()
     .map(|s| s.to_string())
@@ -422,6 +423,20 @@ fn the_escrow_trade_runs_through_the_binaries_on_the_deployed_program() {
         refunded = refund();
     }
     assert_eq!(refunded["is_error"], false, "{refunded}");
+    // under a spend policy the refund's fee is counted (never refused)
+    let refund_sig = refunded["result"]["signature"].as_str().unwrap();
+    let fees = node::spend::SpendLedger::open(&node::spend::ledger_path(
+        &late.path(".brainctl/wallet.json"),
+    ))
+    .unwrap()
+    .recent(10)
+    .unwrap();
+    assert!(
+        fees.iter().any(|r| r.kind == "refund"
+            && r.signature.as_deref() == Some(refund_sig)
+            && r.lamports >= 5_000),
+        "{fees:?}"
+    );
     // its pending buy ends there: the agent's market_pending finds the
     // escrow closed by hand
     let pending = util::mcp::session(

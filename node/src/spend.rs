@@ -635,6 +635,27 @@ impl SpendLedger {
         Ok(id)
     }
 
+    /// Records the fee `lamports` a transaction `signature` of this wallet
+    /// paid for `kind` on `subject` (a refund, a fraud proof, an escrow's
+    /// close: money coming back, which no policy refuses) as spent at
+    /// `now`, so the 24 h budget counts it. Once per signature: `false`
+    /// when it was recorded already.
+    pub fn record_fee(
+        &mut self,
+        (kind, subject): (&str, &str),
+        signature: &str,
+        lamports: u64,
+        now: i64,
+    ) -> Result<bool, SpendError> {
+        let n = self.conn.execute(
+            "INSERT INTO spends (at, kind, listing_id, seller, lamports, state, signature)
+             SELECT ?1, ?2, ?3, '', ?4, 'paid', ?5
+             WHERE NOT EXISTS (SELECT 1 FROM spends WHERE signature = ?5)",
+            params![now, kind, subject, lamports as i64, signature],
+        )?;
+        Ok(n == 1)
+    }
+
     /// Records how reservation `id` ended.
     pub fn settle(&mut self, id: i64, outcome: &Outcome) -> Result<(), SpendError> {
         let (state, lamports, signature, note): (&str, Option<u64>, Option<&str>, Option<&str>) =
@@ -969,6 +990,43 @@ mod tests {
         std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o600)).unwrap();
         let e = SpendPolicy::load(&path).unwrap_err().to_string();
         assert!(e.contains("unknown field `max_per_buy`"), "{e}");
+    }
+
+    /// A refund's, a fraud proof's or an escrow close's fee is recorded
+    /// even over the budget (money coming back is never refused), once
+    /// per signature, and counts against what buys may spend after it.
+    #[test]
+    fn fees_of_refunds_and_proofs_count_once_and_are_never_refused() {
+        let (_d, mut l) = ledger();
+        let p = SpendPolicy {
+            budget_24h_lamports: Some(1_000),
+            ..Default::default()
+        };
+        let a = l.reserve(&p, &spend(990), NOW).unwrap();
+        l.settle(
+            a,
+            &Outcome::Paid {
+                signature: "buy".into(),
+                lamports: None,
+            },
+        )
+        .unwrap();
+        assert!(l.record_fee(("refund", "20261124-aaaaaaaaaaaa"), "r1", 15, NOW).unwrap());
+        assert!(!l.record_fee(("refund", "20261124-aaaaaaaaaaaa"), "r1", 15, NOW).unwrap());
+        assert!(l.record_fee(("dispute", "20261124-aaaaaaaaaaaa"), "d1", 5, NOW).unwrap());
+        let standing = l.standing(&p, NOW).unwrap();
+        assert_eq!(
+            (standing.spent_24h_lamports, standing.remaining_24h_lamports),
+            (1_010, Some(0))
+        );
+        assert!(l.reserve(&p, &spend(1), NOW).is_err());
+        let rows = l.recent(3).unwrap();
+        assert_eq!(
+            rows.iter()
+                .map(|r| (r.kind.as_str(), r.state.as_str(), r.lamports))
+                .collect::<Vec<_>>(),
+            [("dispute", "paid", 5), ("refund", "paid", 15), ("buy", "paid", 990)]
+        );
     }
 
     #[test]

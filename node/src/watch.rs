@@ -18,13 +18,16 @@
 //! the pending store's rows (one statement per change) and the chain, so
 //! a kill at any instant resumes: an import is idempotent (same bundle,
 //! same scope), a dispute or refund already landed finds the escrow
-//! closed. Never sells, never pays.
+//! closed. Never sells, never pays (but network fees, which it records in
+//! the wallet's spend ledger where it keeps one: never refused, as they
+//! bring money back).
 
 use crate::chain::{Chain, LandingOf};
 use crate::market::buy::{
     advance_sealed, close_imported, BuyError, ClosingStep, ImportTarget, SealedStep,
 };
 use crate::market::pending::{PendingBuy, PendingError, PendingEscrows, State, Target};
+use crate::spend::SpendLedger;
 use crate::wallet::Wallet;
 use std::future::Future;
 use std::path::PathBuf;
@@ -41,6 +44,10 @@ pub struct Outcome {
     pub state: State,
     /// The outcome's signature, what was imported, or the error met.
     pub detail: String,
+    /// The transaction this look sent and the wallet paid the fee of (a
+    /// fraud proof, a refund, an escrow's close), and what it was.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub sent: Option<(&'static str, String)>,
 }
 
 /// Errors that stop the service (a step's own errors never do).
@@ -59,15 +66,25 @@ impl Outcome {
             listing_id: p.listing.listing_id.clone(),
             state,
             detail,
+            sent: None,
         }
+    }
+
+    /// This outcome, with the transaction it sent (`kind`, `signature`).
+    fn sending(mut self, kind: &'static str, signature: &str) -> Outcome {
+        self.sent = Some((kind, signature.to_string()));
+        self
     }
 }
 
 /// One pass over every pending buy of `store`; returns what each did.
+/// The fee of each transaction a look sent is recorded in `ledger` (where
+/// the wallet keeps one: its 24 h budget counts it; never refused).
 pub async fn pass(
     chain: &Chain,
     buyer: &Wallet,
     store: &PendingEscrows,
+    mut ledger: Option<&mut SpendLedger>,
     now: impl Fn() -> i64,
 ) -> Result<Vec<Outcome>, WatchError> {
     let mut out = Vec::new();
@@ -86,6 +103,7 @@ pub async fn pass(
                     listing_id: String::new(),
                     state: State::Pending,
                     detail: why,
+                    sent: None,
                 });
                 continue;
             }
@@ -94,9 +112,32 @@ pub async fn pass(
             State::Imported => close(chain, buyer, store, &p, &now).await?,
             _ => advance(chain, buyer, store, &p, &now).await?,
         };
+        if let (Some(ledger), Some(o)) = (ledger.as_deref_mut(), looked.as_ref()) {
+            record_fee(chain, ledger, o, now()).await;
+        }
         out.extend(looked);
     }
     Ok(out)
+}
+
+/// The network fee of a signature's lowest base fee, where its own fee does
+/// not read.
+const BASE_FEE_LAMPORTS: u64 = 5_000;
+
+/// Records the fee of the transaction `o` sent in `ledger` (a failure to
+/// record is logged: the refund or proof landed whatever the ledger says).
+async fn record_fee(chain: &Chain, ledger: &mut SpendLedger, o: &Outcome, now: i64) {
+    let Some((kind, signature)) = &o.sent else {
+        return;
+    };
+    let fee = match signature.parse::<crate::chain::Signature>() {
+        Ok(sig) => chain.fee_paid(&sig).await,
+        Err(_) => None,
+    };
+    let lamports = fee.unwrap_or(BASE_FEE_LAMPORTS);
+    if let Err(e) = ledger.record_fee((kind, &o.listing_id), signature, lamports, now) {
+        tracing::warn!(%signature, error = %e, "the spend ledger did not record a fee");
+    }
 }
 
 /// One look at an imported buy whose escrow still holds its rent: closed
@@ -108,19 +149,24 @@ async fn close(
     p: &PendingBuy,
     now: &impl Fn() -> i64,
 ) -> Result<Option<Outcome>, WatchError> {
-    let detail = match close_imported(chain, buyer, &p.listing).await {
+    let (detail, sent) = match close_imported(chain, buyer, &p.listing).await {
         Ok(ClosingStep::Waiting) => return Ok(None),
-        Ok(ClosingStep::Closed { signature }) => {
-            format!("imported; escrow closed, its rent back in {signature}")
-        }
-        Ok(ClosingStep::Gone) => "imported; escrow closed".to_string(),
+        Ok(ClosingStep::Closed { signature }) => (
+            format!("imported; escrow closed, its rent back in {signature}"),
+            Some(signature),
+        ),
+        Ok(ClosingStep::Gone) => ("imported; escrow closed".to_string(), None),
         Err(e) => {
             tracing::warn!(buy = %p.buy_signature, error = %e, "closing an imported escrow: tried again next pass");
             return Ok(None);
         }
     };
     store.escrow_closed(&p.buy_signature, &detail, now())?;
-    Ok(Some(Outcome::of(p, State::Imported, detail)))
+    let outcome = Outcome::of(p, State::Imported, detail);
+    Ok(Some(match sent {
+        Some(signature) => outcome.sending("close", &signature.to_string()),
+        None => outcome,
+    }))
 }
 
 /// One look at a pending buy: a deposit recorded when signed is first
@@ -155,11 +201,12 @@ async fn advance(
             }
         }
     }
-    let (state, detail) = match step(chain, buyer, p).await {
+    let (state, detail, sent) = match step(chain, buyer, p).await {
         Ok(SealedStep::Waiting) => return Ok(None),
         Ok(SealedStep::Imported(report)) => (
             State::Imported,
             serde_json::to_string(&report).unwrap_or_default(),
+            None,
         ),
         Ok(SealedStep::Disputed {
             index,
@@ -171,16 +218,21 @@ async fn advance(
             // again next pass
             let why = format!("chunk {index} lied; fraud proven in {signature}; the deposit is withdrawn next pass");
             store.note(&p.buy_signature, &why, now())?;
-            return Ok(Some(Outcome::of(p, State::Pending, why)));
+            return Ok(Some(
+                Outcome::of(p, State::Pending, why).sending("dispute", &signature),
+            ));
         }
         Ok(SealedStep::Disputed {
             index, signature, ..
         }) => (
             State::Disputed,
             format!("chunk {index} lied; fraud proven in {signature}"),
+            Some(("dispute", signature)),
         ),
-        Ok(SealedStep::Refunded { signature }) => (State::Refunded, signature),
-        Ok(SealedStep::Closed(why)) => (State::Closed, why),
+        Ok(SealedStep::Refunded { signature }) => {
+            (State::Refunded, signature.clone(), Some(("refund", signature)))
+        }
+        Ok(SealedStep::Closed(why)) => (State::Closed, why, None),
         Err(e) => {
             let why = e.to_string();
             tracing::warn!(buy = %p.buy_signature, error = %why, "pending escrow: tried again next pass");
@@ -189,7 +241,11 @@ async fn advance(
         }
     };
     store.finish(&p.buy_signature, state, &detail, now())?;
-    Ok(Some(Outcome::of(p, state, detail)))
+    let outcome = Outcome::of(p, state, detail);
+    Ok(Some(match sent {
+        Some((kind, signature)) => outcome.sending(kind, &signature),
+        None => outcome,
+    }))
 }
 
 /// One look at `p`, importing into its own target.
@@ -222,12 +278,14 @@ async fn step(chain: &Chain, buyer: &Wallet, p: &PendingBuy) -> Result<SealedSte
 
 /// The service: a [`pass`] every `every` until `shutdown` completes (a
 /// pass in flight is dropped at its next await; see the module doc), each
-/// pass's outcomes handed to `report`. Returns after the first pass that
+/// pass's outcomes handed to `report`, the fees paid recorded in `ledger`. Returns after the first pass that
 /// leaves nothing pending when `until_done`.
+#[allow(clippy::too_many_arguments)]
 pub async fn run(
     chain: &Chain,
     buyer: &Wallet,
     pending_path: PathBuf,
+    mut ledger: Option<SpendLedger>,
     every: Duration,
     until_done: bool,
     mut report: impl FnMut(&[Outcome]),
@@ -238,7 +296,7 @@ pub async fn run(
     tokio::pin!(shutdown);
     loop {
         let outcomes = tokio::select! {
-            r = pass(chain, buyer, &store, now) => r?,
+            r = pass(chain, buyer, &store, ledger.as_mut(), now) => r?,
             _ = &mut shutdown => return Ok(()),
         };
         report(&outcomes);

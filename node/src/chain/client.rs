@@ -1134,6 +1134,15 @@ impl Chain {
         self.transaction_json_at(sig, self.commitment).await
     }
 
+    /// The fee transaction `sig` paid (priority included), if it reads.
+    pub async fn fee_paid(&self, sig: &Signature) -> Option<u64> {
+        self.transaction_json(sig)
+            .await
+            .ok()
+            .flatten()
+            .and_then(|t| t.pointer("/meta/fee").and_then(Value::as_u64))
+    }
+
     /// [`Chain::transaction_json`] at `commitment`.
     async fn transaction_json_at(
         &self,

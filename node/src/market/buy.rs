@@ -760,12 +760,7 @@ pub async fn execute_recorded(
             // what it cost: the quote's, with the fee it paid (priority
             // included) in place of the network fee; unread, the
             // reservation (the priority fee at its most) stands
-            let fee = chain
-                .transaction_json(&sent.signature)
-                .await
-                .ok()
-                .flatten()
-                .and_then(|t| t.pointer("/meta/fee").and_then(serde_json::Value::as_u64));
+            let fee = chain.fee_paid(&sent.signature).await;
             let lamports = fee.map(|f| {
                 q.total_lamports
                     .saturating_sub(q.network_fee_lamports)

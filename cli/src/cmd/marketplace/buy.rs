@@ -71,6 +71,7 @@ pub(super) fn refund(a: RefundArgs, ctx: &Context) -> CliResult<()> {
     let sig = ctx
         .block_on(node::market::buy::refund_escrow(&chain, &wallet, &l))
         .map_err(buy_failure)?;
+    ctx.record_fee(&chain, ("refund", &l.listing_id), &sig);
     let v = json!({"ok": true, "listing_id": l.listing_id, "signature": sig});
     ctx.emit(&v, || {
         format!(
@@ -88,6 +89,7 @@ pub(super) fn dispute(a: RefundArgs, ctx: &Context) -> CliResult<()> {
     let sig = ctx
         .block_on(node::market::buy::dispute_escrow(&chain, &src, &wallet, &l))
         .map_err(buy_failure)?;
+    ctx.record_fee(&chain, ("dispute", &l.listing_id), &sig);
     let v = json!({"ok": true, "listing_id": l.listing_id, "signature": sig});
     ctx.emit(&v, || {
         format!(

@@ -55,7 +55,13 @@ pub(super) fn watch(a: WatchArgs, ctx: &Context) -> CliResult<()> {
         let store = ctx.pending_escrows()?;
         let now = || time::OffsetDateTime::now_utc().unix_timestamp();
         let outcomes = ctx
-            .block_on(node::watch::pass(&chain, &wallet, &store, now))
+            .block_on(node::watch::pass(
+                &chain,
+                &wallet,
+                &store,
+                ctx.fee_ledger()?.as_mut(),
+                now,
+            ))
             .map_err(anyhow::Error::from)?;
         let still = store.open_count().map_err(anyhow::Error::from)?;
         let v = json!({"ok": true, "outcomes": outcomes, "still_pending": still});
@@ -93,6 +99,7 @@ pub(super) fn watch(a: WatchArgs, ctx: &Context) -> CliResult<()> {
         &chain,
         &wallet,
         path,
+        ctx.fee_ledger()?,
         Duration::from_secs(a.every),
         a.until_done,
         report,
