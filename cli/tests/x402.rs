@@ -603,8 +603,11 @@ fn get(url: &str, payment: Option<&str>) -> (u16, Value, Value) {
 /// unsent (its budget, 2 an hour), while its honest neighbour still pays;
 /// an honest buyer on that slow chain gets 202 within its client's
 /// default timeout (the Python SDK's httpx client, 5 s) and its key by
-/// polling; a flood of unpaid requests costs no RPC call each and is
-/// rate limited per client.
+/// polling; payments the simulation refuses, a dozen from one payer and a
+/// crowd of strangers' at once, are never sent (the fee payer spends
+/// nothing) and the payer is refused unsimulated past its budget, with an
+/// honest buyer served after; a flood of unpaid requests costs no RPC call
+/// each and is rate limited per client.
 #[test]
 fn hostile_x402_payers_pay_for_their_own_failures_and_honest_buyers_are_served() {
     use e2e::proxy::{Fault, FaultProxy};
@@ -791,7 +794,73 @@ fn hostile_x402_payers_pay_for_their_own_failures_and_honest_buyers_are_served()
     assert_eq!(units(&honest.pubkey()), 0);
     proxy.set(Fault::None);
 
-    // 4. a flood of unpaid requests: no RPC call each, rate limited
+    // 4. payments the simulation refuses (each source a dollar short):
+    // one payer's dozen, then a crowd of strangers' at once. None is sent,
+    // so none costs the fee payer a lamport; the payer is refused without
+    // a simulation past its budget (10 an hour); an honest buyer after
+    // the flood is served
+    let seller_lamports = rt.block_on(chain.balance(&seller_pk)).unwrap();
+    let simulated_before = proxy.simulated().len();
+    let trudy = Keypair::new();
+    v.fund_dollars(&trudy.pubkey(), 1);
+    let refused: Vec<(u16, Value)> = (0..12)
+        .map(|i| {
+            let (status, _, body) = get(&url, Some(&pay(&trudy, 100 + i)));
+            (status, body)
+        })
+        .collect();
+    let simulated_one = proxy.simulated().len() - simulated_before;
+    assert!(
+        refused[..10]
+            .iter()
+            .all(|(s, b)| *s == 402 && b["reason"] == "transaction_simulation_failed"),
+        "{refused:?}"
+    );
+    assert!(
+        refused[10..].iter().all(|(s, b)| *s == 429
+            && b["error"]
+                .as_str()
+                .unwrap_or_default()
+                .contains("refused by the simulation 10 times")),
+        "{refused:?}"
+    );
+    assert_eq!(simulated_one, 10, "the last two were not simulated");
+    let crowd: Vec<Keypair> = (0..16).map(|_| Keypair::new()).collect();
+    for k in &crowd {
+        v.fund_dollars(&k.pubkey(), 1);
+    }
+    let crowd_payments: Vec<String> = crowd.iter().map(|k| pay(k, 200)).collect();
+    let crowd_statuses: Vec<u16> = std::thread::scope(|s| {
+        let joins: Vec<_> = crowd_payments
+            .iter()
+            .map(|h| s.spawn(|| get(&url, Some(h)).0))
+            .collect();
+        joins.into_iter().map(|j| j.join().unwrap()).collect()
+    });
+    assert!(
+        crowd_statuses.iter().all(|s| [402, 429, 503].contains(s)),
+        "{crowd_statuses:?}"
+    );
+    let simulated_all = proxy.simulated().len() - simulated_before;
+    let honest = Keypair::new();
+    v.fund_dollars(&honest.pubkey(), 2);
+    let secret = keypair_file(shared.path(), &honest);
+    assert_eq!(
+        rt.block_on(chain.balance(&seller_pk)).unwrap(),
+        seller_lamports,
+        "no refused payment cost the fee payer anything"
+    );
+    let bought = client(&daemon, (&base, &listing_id), &secret, &[]);
+    assert_eq!(bought["status"], 200, "{bought}");
+    assert_eq!(units(&honest.pubkey()), 0);
+    eprintln!(
+        "x402 hostile payers: {} refused payments of one payer cost {simulated_one} simulations and 0 lamports; {} strangers' at once {} more simulations ({crowd_statuses:?}), 0 lamports; an honest buyer served after",
+        refused.len(),
+        crowd.len(),
+        simulated_all - simulated_one
+    );
+
+    // 5. a flood of unpaid requests: no RPC call each, rate limited
     let (seen_before, _) = proxy.stats();
     let statuses: Vec<u16> = (0..300).map(|_| get(&url, None).0).collect();
     let (seen_after, _) = proxy.stats();
