@@ -1254,4 +1254,82 @@ mod tests {
             .unwrap();
         assert_eq!(header(&theirs, "access-control-allow-origin"), "");
     }
+
+    /// A payment refused unsent or landed failed answers its settlement
+    /// in the header its client's version reads: `X-PAYMENT-RESPONSE` for
+    /// v1 (its network under v1's name), `PAYMENT-RESPONSE` for v2, never
+    /// both.
+    #[test]
+    fn a_failed_payment_answers_in_the_header_its_clients_version_reads() {
+        let listing_id = "20261207-0123456789ab";
+        let mint = TokenMint {
+            address: Pubkey::new_unique(),
+            program: crate::chain::token::TOKEN_PROGRAM_ID,
+            decimals: 6,
+        };
+        let seller = Pubkey::new_unique().to_string();
+        let memo = format!("{}{listing_id}", crate::memo::X402_BUY_PREFIX);
+        let sale = Sale {
+            listing: ListingRecord {
+                listing_id: listing_id.into(),
+                manifest_id: "m".into(),
+                bundle_hash: "h".into(),
+                blob_id: "b".into(),
+                metadata_uri: "ar://x".into(),
+                payment_address: seller.clone(),
+                price_lamports: 2_000_000,
+                currency: Currency::Token {
+                    mint: mint.address.to_string(),
+                },
+                expires_at: 0,
+                cancelled_at_slot: None,
+                list_signature: "l".into(),
+                escrow: false,
+                usd: None,
+            },
+            mint,
+            memo: memo.clone(),
+            requirements: Requirements {
+                scheme: "exact".into(),
+                network: wire::SOLANA_DEVNET.into(),
+                amount: "2000000".into(),
+                asset: mint.address.to_string(),
+                pay_to: seller.clone(),
+                max_timeout_seconds: 60,
+                extra: wire::Extra::paying(seller, Some(memo), &mint),
+            },
+            url: format!("http://localhost/x402/listings/{listing_id}"),
+            poll_base: "http://localhost".into(),
+        };
+        let payer = Pubkey::new_unique();
+        for (v1, network, read, other) in [
+            (true, "solana-devnet", wire::X_PAYMENT_RESPONSE, wire::PAYMENT_RESPONSE),
+            (false, wire::SOLANA_DEVNET, wire::PAYMENT_RESPONSE, wire::X_PAYMENT_RESPONSE),
+        ] {
+            let ctx = Paid {
+                sale: &sale,
+                signature: "5igFailed",
+                payer,
+                network,
+                v1,
+            };
+            for (reason, landed) in [("transaction_failed", true), ("transaction_simulation_failed", false)] {
+                let r = not_paid(&ctx, reason, "why", landed).into_response();
+                assert_eq!(r.status(), StatusCode::PAYMENT_REQUIRED);
+                assert!(r.headers().get(other).is_none(), "v1 {v1}: no {other}");
+                let header = r.headers().get(read).unwrap().to_str().unwrap();
+                let settled: SettleResponse = wire::decode_header(header).unwrap();
+                assert_eq!(
+                    settled,
+                    SettleResponse {
+                        success: false,
+                        transaction: if landed { "5igFailed".into() } else { String::new() },
+                        network: network.into(),
+                        payer: Some(payer.to_string()),
+                        error_reason: Some(reason.into()),
+                    }
+                );
+            }
+        }
+    }
 }
