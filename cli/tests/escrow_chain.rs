@@ -631,20 +631,7 @@ fn cheating_seller(lie: Lie) {
         .unwrap();
     // the seller reveals its key to a buyer's escrow (the lying blob's key)
     let reveal_to = |buyer_pk: &Pubkey| {
-        let at = escrow::escrow_address(&account, buyer_pk);
-        let e = read(&v, &at, EscrowAccount::decode).unwrap();
-        let b = node::market::escrow_trade::seller_blinding(
-            &seller.x25519_secret(),
-            &at,
-            &e.buyer_x25519,
-        )
-        .unwrap();
-        let s = escrow::math::client::reveal(&k, &b);
-        rt.block_on(chain.send(
-            &[escrow::reveal(&account, buyer_pk, &seller_pk, &s)],
-            &[&seller.solana_keypair()],
-        ))
-        .unwrap();
+        util::escrow::reveal_by_hand(&chain, &seller, &account, buyer_pk, &k)
     };
 
     // a buyer whose `buy` returns before the seller answers: the buy is
@@ -1089,42 +1076,11 @@ fn a_late_buyer_of_a_convicted_listing_is_refunded_with_its_share() {
     let k = escrow::listing_scalar(&seller, &id);
     let mut shipped = plain.clone();
     shipped[1_000] ^= 0x55;
-    let sealed = seal(&k, &shipped).unwrap();
-    let stated = Blob::parse(&sealed.bytes)
-        .unwrap()
-        .stated_memories()
-        .unwrap();
-    let (manifest, _) = list_as_cheater(
-        &v,
-        &uploader,
-        &seller,
-        &id,
-        Sealed {
-            root: sealed.root,
-            bytes: sealed.bytes,
-            plain_len: sealed.plain_len,
-            key_point: escrow::math::client::point_of(&k),
-            format: Format::V3,
-        },
-        &bundle_hash,
-        u64::from(stated),
-    );
+    let (sealed, stated) = Sealed::v3(&k, &shipped);
+    let (manifest, _) = list_as_cheater(&v, &uploader, &seller, &id, sealed, &bundle_hash, stated);
     let account = escrow::listing_address(&seller_pk, &id);
     let reveal_to = |buyer_pk: &Pubkey| {
-        let at = escrow::escrow_address(&account, buyer_pk);
-        let e = read(&v, &at, EscrowAccount::decode).unwrap();
-        let b = node::market::escrow_trade::seller_blinding(
-            &seller.x25519_secret(),
-            &at,
-            &e.buyer_x25519,
-        )
-        .unwrap();
-        let s = escrow::math::client::reveal(&k, &b);
-        rt.block_on(chain.send(
-            &[escrow::reveal(&account, buyer_pk, &seller_pk, &s)],
-            &[&seller.solana_keypair()],
-        ))
-        .unwrap();
+        util::escrow::reveal_by_hand(&chain, &seller, &account, buyer_pk, &k)
     };
     // two buyers deposit and go away (their buys kept pending)
     let (first, pending) = buyer_buys(&v, &manifest, &dir, 1);
@@ -1692,19 +1648,8 @@ fn a_lying_seller_in_dollars_is_convicted_without_a_token_moving_and_a_freezing_
     shipped[1_000] ^= 0x55;
     let lie = |id: &str| {
         let k = escrow::listing_scalar(&seller, id);
-        let sealed = seal(&k, &shipped).unwrap();
-        let stated = Blob::parse(&sealed.bytes)
-            .unwrap()
-            .stated_memories()
-            .unwrap();
-        let commits = Sealed {
-            root: sealed.root,
-            bytes: sealed.bytes,
-            plain_len: sealed.plain_len,
-            key_point: escrow::math::client::point_of(&k),
-            format: Format::V3,
-        };
-        (k, commits, u64::from(stated))
+        let (commits, stated) = Sealed::v3(&k, &shipped);
+        (k, commits, stated)
     };
     let buyer_with_dollars = || {
         let buyer = Env::new();
@@ -1785,17 +1730,7 @@ fn a_lying_seller_in_dollars_is_convicted_without_a_token_moving_and_a_freezing_
         funds - CHEAT_PRICE,
         "in the vault"
     );
-    let at = escrow::escrow_address(&account, &buyer_pk);
-    let e = read(&v, &at, EscrowAccount::decode).expect("the escrow");
-    let b =
-        node::market::escrow_trade::seller_blinding(&seller.x25519_secret(), &at, &e.buyer_x25519)
-            .unwrap();
-    let s = escrow::math::client::reveal(&k, &b);
-    rt.block_on(chain.send(
-        &[escrow::reveal(&account, &buyer_pk, &seller_pk, &s)],
-        &[&seller.solana_keypair()],
-    ))
-    .unwrap();
+    util::escrow::reveal_by_hand(&chain, &seller, &account, &buyer_pk, &k);
     let lamports_before = rt.block_on(chain.balance(&buyer_pk)).unwrap();
 
     let watched = onchain(&v, &buyer, &["marketplace", "watch", "--once", "--json"]);

@@ -181,26 +181,7 @@ fn honest_deposits_are_revealed_exactly_once_among_hostile_ones() {
     // the same seller's second listing, its key file lost: a reveal needs
     // none (k comes from the wallet), so its deposits are answered
     let keyless = {
-        let stake = LISTING_STAKE.to_string();
-        let again = util::escrow::ok(
-            &v,
-            &seller,
-            &[
-                "marketplace",
-                "list",
-                "b.signed.json",
-                "--price-usd",
-                "1",
-                "--sol-usd",
-                "100",
-                "--escrow",
-                "--stake-lamports",
-                &stake,
-                "--storage-dir",
-                &dir,
-                "--json",
-            ],
-        );
+        let again = util::escrow::list_escrow(&v, &seller, &dir, &[]);
         let id = again["listing"]["listing_id"].as_str().unwrap();
         std::fs::remove_file(seller.path(&format!(".brainctl/keys/{id}.listing"))).unwrap();
         let manifest = again["listing"]["manifest_id"].as_str().unwrap();
@@ -249,25 +230,15 @@ fn honest_deposits_are_revealed_exactly_once_among_hostile_ones() {
         let id = node::market::list::new_listing_id();
         let k = escrow::listing_scalar(&cheat, &id);
         let plain = [0x42; 700];
-        let sealed = seal(&k, &plain).unwrap();
-        let stated = Blob::parse(&sealed.bytes)
-            .unwrap()
-            .stated_memories()
-            .unwrap();
+        let (sealed, stated) = util::escrow::Sealed::v3(&k, &plain);
         let (manifest, _) = util::escrow::list_as_cheater_in(
             &v,
             &uploader,
             &cheat,
             &id,
-            util::escrow::Sealed {
-                root: sealed.root,
-                bytes: sealed.bytes,
-                plain_len: sealed.plain_len,
-                key_point: escrow::math::client::point_of(&k),
-                format: Format::V3,
-            },
+            sealed,
             &hex::encode(escrow::math::sha256(&[&plain])),
-            u64::from(stated),
+            stated,
             Some(&mint),
         );
         let listing = rt
@@ -780,26 +751,16 @@ fn puppet_bursts_while_listen_is_down_and_flooded_claims_hide_nothing() {
         let promised: Vec<u8> = (0..1_500u32).map(|i| (i % 241) as u8).collect();
         let mut shipped = promised.clone();
         shipped[rng.below(1_500) as usize] ^= 0x5a;
-        let sealed = seal(&k, &shipped).unwrap();
-        let stated = Blob::parse(&sealed.bytes)
-            .unwrap()
-            .stated_memories()
-            .unwrap();
+        let (sealed, stated) = util::escrow::Sealed::v3(&k, &shipped);
         let blob = sealed.bytes.clone();
         let (manifest, _) = util::escrow::list_as_cheater(
             &v,
             &uploader,
             &cheat,
             &id,
-            util::escrow::Sealed {
-                root: sealed.root,
-                bytes: sealed.bytes,
-                plain_len: sealed.plain_len,
-                key_point: escrow::math::client::point_of(&k),
-                format: Format::V3,
-            },
+            sealed,
             &hex::encode(escrow::math::sha256(&[&promised])),
-            u64::from(stated),
+            stated,
         );
         let lying = rt
             .block_on(node::market::buy::fetch_listing(&src, &manifest))
@@ -821,22 +782,7 @@ fn puppet_bursts_while_listen_is_down_and_flooded_claims_hide_nothing() {
                 .unwrap_or_else(|e| panic!("{why}: a deposit on the lying listing: {e}"));
             let me = b.solana_keypair().pubkey();
             let escrow_at = escrow::escrow_address(&at, &me);
-            let e = rt
-                .block_on(read_account(&chain, &escrow_at, EscrowAccount::decode))
-                .unwrap()
-                .unwrap();
-            let blind = node::market::escrow_trade::seller_blinding(
-                &cheat.x25519_secret(),
-                &escrow_at,
-                &e.buyer_x25519,
-            )
-            .unwrap();
-            let s = escrow::math::client::reveal(&k, &blind);
-            rt.block_on(chain.send(
-                &[escrow::reveal(&at, &me, &cheat_pk, &s)],
-                &[&cheat.solana_keypair()],
-            ))
-            .unwrap();
+            util::escrow::reveal_by_hand(&chain, &cheat, &at, &me, &k);
             revealed_at = rt
                 .block_on(read_account(&chain, &escrow_at, EscrowAccount::decode))
                 .unwrap()

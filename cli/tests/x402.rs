@@ -60,22 +60,28 @@ fn client(
 ) -> Value {
     let v = e2e::validator();
     let script = concat!(env!("CARGO_MANIFEST_DIR"), "/../tests/x402/buy.py");
-    let out = Command::new(e2e::x402::python())
-        .arg(script)
+    let mut cmd = Command::new(e2e::x402::python());
+    cmd.arg(script)
         .args(["--url", base, "--listing", listing, "--rpc", &v.rpc_url])
         .arg("--secret")
         .arg(secret)
-        .args(extra)
-        .output()
-        .unwrap();
+        .args(extra);
+    run_json(daemon, &format!("buy.py {extra:?}"), &mut cmd)
+}
+
+/// The one JSON object a client script `cmd` (named `what`) prints; its
+/// failure shows its output and the end of `daemon`'s log.
+fn run_json(daemon: &Running, what: &str, cmd: &mut Command) -> Value {
+    let out = cmd.output().unwrap();
     assert!(
         out.status.success(),
-        "buy.py {extra:?}: {}\n{}\nlisten's log ends:\n{}",
+        "{what}: {}\n{}\nthe service's log ends:\n{}",
         String::from_utf8_lossy(&out.stdout),
         String::from_utf8_lossy(&out.stderr),
         daemon.tail()
     );
-    serde_json::from_slice(&out.stdout).unwrap()
+    serde_json::from_slice(&out.stdout)
+        .unwrap_or_else(|e| panic!("{what} printed no JSON ({e}): {}", String::from_utf8_lossy(&out.stdout)))
 }
 
 #[test]
@@ -925,20 +931,15 @@ fn the_typescript_python_and_faremeter_clients_buy_a_token_2022_listing() {
     // the TypeScript client
     let ts_buyer = Keypair::new();
     v.mint_tokens(&mint, &ts_buyer.pubkey(), 5_000_000);
-    let out = e2e::x402::ts_client(shared.path())
+    let ts = run_json(
+        &daemon,
+        "buy.mjs",
+        e2e::x402::ts_client(shared.path())
         .args(["--url", &base, "--listing", listing_id, "--rpc", &v.rpc_url])
         .arg("--secret")
         .arg(keypair_file(shared.path(), &ts_buyer))
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "buy.mjs: {}\n{}\nlisten's log ends:\n{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr),
-        daemon.tail()
+        ,
     );
-    let ts: Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(ts["status"], 200, "{ts}");
     assert_eq!(ts["settle"]["success"], true, "{ts}");
     assert_eq!(ts["settle"]["payer"], ts_buyer.pubkey().to_string(), "{ts}");
@@ -960,20 +961,15 @@ fn the_typescript_python_and_faremeter_clients_buy_a_token_2022_listing() {
     let fm_buyer = Keypair::new();
     v.mint_tokens(&mint, &fm_buyer.pubkey(), 5_000_000);
     let mint_s = mint.address.to_string();
-    let out = e2e::x402::faremeter_client(shared.path())
+    let fm = run_json(
+        &daemon,
+        "faremeter.mjs",
+        e2e::x402::faremeter_client(shared.path())
         .args(["--url", &base, "--listing", listing_id, "--rpc", &v.rpc_url])
         .args(["--mint", &mint_s, "--secret"])
         .arg(keypair_file(shared.path(), &fm_buyer))
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "faremeter.mjs: {}\n{}\nlisten's log ends:\n{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr),
-        daemon.tail()
+        ,
     );
-    let fm: Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(fm["status"], 200, "{fm}\n{}", daemon.tail());
     opens(&fm_buyer, &fm["body"]);
     assert_eq!(units(&fm_buyer.pubkey()), 3_000_000);
@@ -1104,29 +1100,23 @@ fn a_priced_tool_call_runs_once_per_x402_payment() {
     wait_finalized(&other);
     let client = |extra: &[&str]| -> Value {
         let script = concat!(env!("CARGO_MANIFEST_DIR"), "/../tests/x402/mcp_call.py");
-        let out = Command::new(e2e::x402::python())
-            .arg(script)
-            .args(["--url", &url, "--token", TOKEN, "--rpc", &v.rpc_url])
-            .arg("--secret")
-            .arg(&secret)
-            .args([
-                "--tool",
-                "memory_search",
-                "--args",
-                r#"{"query": "paid answers"}"#,
-            ])
-            .args(["--free-tool", "memory_list", "--free-args", "{}"])
-            .args(extra)
-            .output()
-            .unwrap();
-        assert!(
-            out.status.success(),
-            "mcp_call.py: {}\n{}\nthe server's log ends:\n{}",
-            String::from_utf8_lossy(&out.stdout),
-            String::from_utf8_lossy(&out.stderr),
-            server.tail()
-        );
-        serde_json::from_slice(&out.stdout).unwrap()
+        run_json(
+            &server,
+            "mcp_call.py",
+            Command::new(e2e::x402::python())
+                .arg(script)
+                .args(["--url", &url, "--token", TOKEN, "--rpc", &v.rpc_url])
+                .arg("--secret")
+                .arg(&secret)
+                .args([
+                    "--tool",
+                    "memory_search",
+                    "--args",
+                    r#"{"query": "paid answers"}"#,
+                ])
+                .args(["--free-tool", "memory_list", "--free-args", "{}"])
+                .args(extra),
+        )
     };
     let r = client(&["--other-mint", &other.to_string()]);
 
@@ -1253,24 +1243,18 @@ fn a_priced_tool_call_runs_once_per_x402_payment() {
     // it pays for runs and is settled; one whose arguments do not read is
     // paid for by the client's payload but never settled: nothing moves
     let script = concat!(env!("CARGO_MANIFEST_DIR"), "/../tests/x402/mcp_official.py");
-    let out = Command::new(e2e::x402::python())
-        .arg(script)
-        .args(["--url", &url, "--token", TOKEN, "--rpc", &v.rpc_url])
-        .arg("--secret")
-        .arg(&secret)
-        .args(["--tool", "memory_search"])
-        .args(["--args", r#"{"query": "paid answers"}"#])
-        .args(["--bad-args", r#"{"query": 5}"#])
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "mcp_official.py: {}\n{}\nthe server's log ends:\n{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr),
-        server.tail()
+    let official = run_json(
+        &server,
+        "mcp_official.py",
+        Command::new(e2e::x402::python())
+            .arg(script)
+            .args(["--url", &url, "--token", TOKEN, "--rpc", &v.rpc_url])
+            .arg("--secret")
+            .arg(&secret)
+            .args(["--tool", "memory_search"])
+            .args(["--args", r#"{"query": "paid answers"}"#])
+            .args(["--bad-args", r#"{"query": 5}"#]),
     );
-    let official: Value = serde_json::from_slice(&out.stdout).unwrap();
     let paid = &official["paid"];
     assert_eq!(paid["is_error"], false, "{official}\n{}", server.tail());
     assert_eq!(paid["payment_made"], true, "{official}");
@@ -1309,24 +1293,18 @@ fn a_priced_tool_call_runs_once_per_x402_payment() {
             .as_u16()
     });
     assert_eq!(status, 401, "the token still guards /mcp");
-    let out = Command::new(e2e::x402::python())
-        .arg(script)
-        .args(["--url", &format!("{base}/paid/mcp"), "--rpc", &v.rpc_url])
-        .arg("--secret")
-        .arg(&secret)
-        .args(["--tool", "memory_search"])
-        .args(["--args", r#"{"query": "paid answers"}"#])
-        .args(["--free-tool", "memory_list"])
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "mcp_official.py at /paid/mcp: {}\n{}\nthe server's log ends:\n{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr),
-        server.tail()
+    let public = run_json(
+        &server,
+        "mcp_official.py at /paid/mcp",
+        Command::new(e2e::x402::python())
+            .arg(script)
+            .args(["--url", &format!("{base}/paid/mcp"), "--rpc", &v.rpc_url])
+            .arg("--secret")
+            .arg(&secret)
+            .args(["--tool", "memory_search"])
+            .args(["--args", r#"{"query": "paid answers"}"#])
+            .args(["--free-tool", "memory_list"]),
     );
-    let public: Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(public["tools"], serde_json::json!(["memory_search"]), "{public}");
     assert!(
         public["free"]["is_error"] == true || public["free"]["raised"].is_string(),
@@ -1394,21 +1372,16 @@ fn a_client_that_asks_again_after_a_202_gets_the_key_and_pays_once() {
     let buyer = Keypair::new();
     v.fund_dollars(&buyer.pubkey(), 5);
     let (buyer_before, seller_before) = (units(&buyer.pubkey()), units(&seller_pk));
-    let out = e2e::x402::ts_client(shared.path())
+    let ts = run_json(
+        &daemon,
+        "buy.mjs --retry",
+        e2e::x402::ts_client(shared.path())
         .args(["--url", &base, "--listing", listing_id, "--rpc", &v.rpc_url])
         .arg("--secret")
         .arg(keypair_file(shared.path(), &buyer))
         .arg("--retry")
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "buy.mjs --retry: {}\n{}\nlisten's log ends:\n{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr),
-        daemon.tail()
+        ,
     );
-    let ts: Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(ts["first_status"], 202, "the slow path: {ts}");
     assert_eq!(ts["status"], 200, "{ts}\n{}", daemon.tail());
     assert!(ts["statuses"].as_array().unwrap().len() >= 2, "{ts}");
@@ -1519,21 +1492,16 @@ fn a_person_buys_from_the_shop_page_with_a_browser_wallet() {
     assert_eq!(status, 404, "{body}");
 
     // the person: Buy, then (after a reload) Buy again
-    let out = e2e::x402::shop_client(shared.path())
+    let shop = run_json(
+        &daemon,
+        "shop.mjs",
+        e2e::x402::shop_client(shared.path())
         .args(["--url", &base, "--listing", listing_id, "--again", "--out"])
         .arg(shared.path())
         .arg("--secret")
         .arg(keypair_file(shared.path(), &buyer))
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "shop.mjs: {}\n{}\nlisten's log ends:\n{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr),
-        daemon.tail()
+        ,
     );
-    let shop: Value = serde_json::from_slice(&out.stdout).unwrap();
     let first = &shop["attempts"][0];
     assert_eq!(first["state"], "verified", "{shop}\n{}", daemon.tail());
     assert_eq!(first["bundle_hash"], bundle_hash, "{shop}");

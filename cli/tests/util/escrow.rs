@@ -148,6 +148,14 @@ pub fn escrow_seller_with(
     ok(v, &seller, &["wallet", "airdrop", "5", "--json"]);
     seller.ok(&["memory", "add", memory, "-c", "lesson"]);
     seller.ok(&["export", "--sign", "-o", "b.signed.json"]);
+    let listed = list_escrow(v, &seller, dir, extra);
+    (seller, listed)
+}
+
+/// `seller` lists its exported `b.signed.json` (again) through the
+/// program at a dollar with [`LISTING_STAKE`], items in `dir`, with
+/// `extra` flags: `list`'s answer.
+pub fn list_escrow(v: &e2e::TestValidator, seller: &Env, dir: &str, extra: &[&str]) -> Value {
     let stake = LISTING_STAKE.to_string();
     let mut args = vec![
         "marketplace",
@@ -165,8 +173,7 @@ pub fn escrow_seller_with(
         "--json",
     ];
     args.extend_from_slice(extra);
-    let listed = ok(v, &seller, &args);
-    (seller, listed)
+    ok(v, seller, &args)
 }
 
 /// A funded buyer running `marketplace buy <manifest> --json` in the
@@ -211,6 +218,29 @@ pub struct Sealed {
     pub root: [u8; 32],
     pub key_point: [u8; 32],
     pub format: node::escrow::math::blob::Format,
+}
+
+impl Sealed {
+    /// `plain` sealed under `k` in the current format (v3), and the
+    /// memory count the blob states.
+    pub fn v3(k: &node::escrow::math::point::Scalar, plain: &[u8]) -> (Sealed, u64) {
+        use node::escrow::math::blob::{seal, Blob, Format};
+        let sealed = seal(k, plain).unwrap();
+        let stated = Blob::parse(&sealed.bytes)
+            .unwrap()
+            .stated_memories()
+            .unwrap();
+        (
+            Sealed {
+                root: sealed.root,
+                bytes: sealed.bytes,
+                plain_len: sealed.plain_len,
+                key_point: node::escrow::math::client::point_of(k),
+                format: Format::V3,
+            },
+            u64::from(stated),
+        )
+    }
 }
 
 /// A cheating seller's listing (its own tooling, through the node's
@@ -374,4 +404,37 @@ pub fn list_downgraded(
         memories_count,
     );
     (id, manifest)
+}
+
+/// The seller `seller` reveals `k` (its blob's key: a lying blob's, where
+/// the test lies) to `buyer`'s escrow on its listing account `account`,
+/// by hand, as a seller's own client could.
+pub fn reveal_by_hand(
+    chain: &node::chain::Chain,
+    seller: &node::wallet::Wallet,
+    account: &Pubkey,
+    buyer: &Pubkey,
+    k: &node::escrow::math::point::Scalar,
+) {
+    use node::escrow;
+    let rt = e2e::runtime();
+    let at = escrow::escrow_address(account, buyer);
+    let e = rt
+        .block_on(node::market::escrow_trade::read_account(
+            chain,
+            &at,
+            escrow::EscrowAccount::decode,
+        ))
+        .unwrap()
+        .expect("the buyer's escrow");
+    let blind =
+        node::market::escrow_trade::seller_blinding(&seller.x25519_secret(), &at, &e.buyer_x25519)
+            .unwrap();
+    let s = escrow::math::client::reveal(k, &blind);
+    let seller_pk = seller.solana_keypair().pubkey();
+    rt.block_on(chain.send(
+        &[escrow::reveal(account, buyer, &seller_pk, &s)],
+        &[&seller.solana_keypair()],
+    ))
+    .unwrap();
 }
