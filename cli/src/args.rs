@@ -889,7 +889,12 @@ pub struct ListenArgs {
     pub x402_shop_rpc: Option<String>,
     /// The shop page's built script (default:
     /// ~/.cache/brainctl/shop/app.js, which ./localnet/install builds).
-    #[arg(long, value_name = "PATH", requires = "x402", env = "BRAINCTL_SHOP_SCRIPT")]
+    #[arg(
+        long,
+        value_name = "PATH",
+        requires = "x402",
+        env = "BRAINCTL_SHOP_SCRIPT"
+    )]
     pub x402_shop_script: Option<std::path::PathBuf>,
     /// Another RPC endpoint each escrow reveal is also sent through
     /// (repeatable; a moniker or an http(s):// URL): a reveal carries the

@@ -630,9 +630,8 @@ fn cheating_seller(lie: Lie) {
         .block_on(chain.rent_exemption(escrow::ESCROW_ACCOUNT_SPACE))
         .unwrap();
     // the seller reveals its key to a buyer's escrow (the lying blob's key)
-    let reveal_to = |buyer_pk: &Pubkey| {
-        util::escrow::reveal_by_hand(&chain, &seller, &account, buyer_pk, &k)
-    };
+    let reveal_to =
+        |buyer_pk: &Pubkey| util::escrow::reveal_by_hand(&chain, &seller, &account, buyer_pk, &k);
 
     // a buyer whose `buy` returns before the seller answers: the buy is
     // kept pending with the blob it checked, not failed
@@ -1060,7 +1059,6 @@ fn a_buy_killed_after_its_deposit_landed_is_finished_by_watch_and_its_rent_comes
 #[test]
 fn a_late_buyer_of_a_convicted_listing_is_refunded_with_its_share() {
     use node::arweave::{FsStore, Uploader};
-    use node::escrow::math::blob::{seal, Blob, Format};
     let (v, _treasury) = configured(&[], DISPUTE as u64);
     let (rt, chain) = (e2e::runtime(), v.chain());
     let balance = |k: &Pubkey| rt.block_on(chain.balance(k)).unwrap();
@@ -1079,9 +1077,8 @@ fn a_late_buyer_of_a_convicted_listing_is_refunded_with_its_share() {
     let (sealed, stated) = Sealed::v3(&k, &shipped);
     let (manifest, _) = list_as_cheater(&v, &uploader, &seller, &id, sealed, &bundle_hash, stated);
     let account = escrow::listing_address(&seller_pk, &id);
-    let reveal_to = |buyer_pk: &Pubkey| {
-        util::escrow::reveal_by_hand(&chain, &seller, &account, buyer_pk, &k)
-    };
+    let reveal_to =
+        |buyer_pk: &Pubkey| util::escrow::reveal_by_hand(&chain, &seller, &account, buyer_pk, &k);
     // two buyers deposit and go away (their buys kept pending)
     let (first, pending) = buyer_buys(&v, &manifest, &dir, 1);
     assert_eq!(pending.json()["status"], "pending", "{}", pending.stdout);
@@ -1626,7 +1623,6 @@ fn an_escrow_listing_in_test_dollars_pays_the_seller_from_the_vault() {
 fn a_lying_seller_in_dollars_is_convicted_without_a_token_moving_and_a_freezing_one_is_refused() {
     use node::arweave::{FsStore, Uploader};
     use node::chain::test_dollar;
-    use node::escrow::math::blob::{seal, Blob, Format};
     use util::escrow::list_as_cheater_in;
     let (v, treasury) = configured(&e2e::test_dollar_args(), DISPUTE as u64);
     let (rt, chain) = (e2e::runtime(), v.chain());
@@ -1730,6 +1726,7 @@ fn a_lying_seller_in_dollars_is_convicted_without_a_token_moving_and_a_freezing_
         funds - CHEAT_PRICE,
         "in the vault"
     );
+    let at = escrow::escrow_address(&account, &buyer_pk);
     util::escrow::reveal_by_hand(&chain, &seller, &account, &buyer_pk, &k);
     let lamports_before = rt.block_on(chain.balance(&buyer_pk)).unwrap();
 

@@ -218,7 +218,6 @@ fn honest_deposits_are_revealed_exactly_once_among_hostile_ones() {
     let uploader = node::arweave::Uploader::Fs(node::arweave::FsStore::new(&dir));
     // a seller who lists in a mint whose freeze authority it holds
     let freezing = {
-        use node::escrow::math::blob::{seal, Blob, Format};
         let cheat = Wallet::generate();
         let cheat_pk: Pubkey = cheat.address().parse().unwrap();
         v.fund(&cheat_pk, 5);
@@ -741,7 +740,6 @@ fn puppet_bursts_while_listen_is_down_and_flooded_claims_hide_nothing() {
     // hash) reveals to two buyers: the first's client convicts the listing
     // at once; the second is offline through its whole dispute window
     let (lying, lying_blob, lying_account, lying_revealed_at) = {
-        use node::escrow::math::blob::{seal, Blob, Format};
         let cheat = Wallet::generate();
         let cheat_pk: Pubkey = cheat.address().parse().unwrap();
         v.fund(&cheat_pk, 5);

@@ -80,8 +80,12 @@ fn run_json(daemon: &Running, what: &str, cmd: &mut Command) -> Value {
         String::from_utf8_lossy(&out.stderr),
         daemon.tail()
     );
-    serde_json::from_slice(&out.stdout)
-        .unwrap_or_else(|e| panic!("{what} printed no JSON ({e}): {}", String::from_utf8_lossy(&out.stdout)))
+    serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
+        panic!(
+            "{what} printed no JSON ({e}): {}",
+            String::from_utf8_lossy(&out.stdout)
+        )
+    })
 }
 
 #[test]
@@ -935,10 +939,9 @@ fn the_typescript_python_and_faremeter_clients_buy_a_token_2022_listing() {
         &daemon,
         "buy.mjs",
         e2e::x402::ts_client(shared.path())
-        .args(["--url", &base, "--listing", listing_id, "--rpc", &v.rpc_url])
-        .arg("--secret")
-        .arg(keypair_file(shared.path(), &ts_buyer))
-        ,
+            .args(["--url", &base, "--listing", listing_id, "--rpc", &v.rpc_url])
+            .arg("--secret")
+            .arg(keypair_file(shared.path(), &ts_buyer)),
     );
     assert_eq!(ts["status"], 200, "{ts}");
     assert_eq!(ts["settle"]["success"], true, "{ts}");
@@ -965,10 +968,9 @@ fn the_typescript_python_and_faremeter_clients_buy_a_token_2022_listing() {
         &daemon,
         "faremeter.mjs",
         e2e::x402::faremeter_client(shared.path())
-        .args(["--url", &base, "--listing", listing_id, "--rpc", &v.rpc_url])
-        .args(["--mint", &mint_s, "--secret"])
-        .arg(keypair_file(shared.path(), &fm_buyer))
-        ,
+            .args(["--url", &base, "--listing", listing_id, "--rpc", &v.rpc_url])
+            .args(["--mint", &mint_s, "--secret"])
+            .arg(keypair_file(shared.path(), &fm_buyer)),
     );
     assert_eq!(fm["status"], 200, "{fm}\n{}", daemon.tail());
     opens(&fm_buyer, &fm["body"]);
@@ -1305,7 +1307,11 @@ fn a_priced_tool_call_runs_once_per_x402_payment() {
             .args(["--args", r#"{"query": "paid answers"}"#])
             .args(["--free-tool", "memory_list"]),
     );
-    assert_eq!(public["tools"], serde_json::json!(["memory_search"]), "{public}");
+    assert_eq!(
+        public["tools"],
+        serde_json::json!(["memory_search"]),
+        "{public}"
+    );
     assert!(
         public["free"]["is_error"] == true || public["free"]["raised"].is_string(),
         "a free tool is not served publicly: {public}"
@@ -1317,7 +1323,12 @@ fn a_priced_tool_call_runs_once_per_x402_payment() {
             .contains("Paid answers"),
         "{public}"
     );
-    assert_eq!(public["paid"]["is_error"], false, "{public}\n{}", server.tail());
+    assert_eq!(
+        public["paid"]["is_error"],
+        false,
+        "{public}\n{}",
+        server.tail()
+    );
     assert_eq!(public["paid"]["payment_made"], true, "{public}");
     assert_eq!(units(&buyer.pubkey()), 970_000, "{public}");
     assert!(server.alive(), "the server died:\n{}", server.tail());
@@ -1376,11 +1387,10 @@ fn a_client_that_asks_again_after_a_202_gets_the_key_and_pays_once() {
         &daemon,
         "buy.mjs --retry",
         e2e::x402::ts_client(shared.path())
-        .args(["--url", &base, "--listing", listing_id, "--rpc", &v.rpc_url])
-        .arg("--secret")
-        .arg(keypair_file(shared.path(), &buyer))
-        .arg("--retry")
-        ,
+            .args(["--url", &base, "--listing", listing_id, "--rpc", &v.rpc_url])
+            .arg("--secret")
+            .arg(keypair_file(shared.path(), &buyer))
+            .arg("--retry"),
     );
     assert_eq!(ts["first_status"], 202, "the slow path: {ts}");
     assert_eq!(ts["status"], 200, "{ts}\n{}", daemon.tail());
@@ -1496,11 +1506,10 @@ fn a_person_buys_from_the_shop_page_with_a_browser_wallet() {
         &daemon,
         "shop.mjs",
         e2e::x402::shop_client(shared.path())
-        .args(["--url", &base, "--listing", listing_id, "--again", "--out"])
-        .arg(shared.path())
-        .arg("--secret")
-        .arg(keypair_file(shared.path(), &buyer))
-        ,
+            .args(["--url", &base, "--listing", listing_id, "--again", "--out"])
+            .arg(shared.path())
+            .arg("--secret")
+            .arg(keypair_file(shared.path(), &buyer)),
     );
     let first = &shop["attempts"][0];
     assert_eq!(first["state"], "verified", "{shop}\n{}", daemon.tail());
@@ -1526,7 +1535,8 @@ fn a_person_buys_from_the_shop_page_with_a_browser_wallet() {
     );
     // on chain: the full buy memo, naming the page's key (not the payer's
     // own X25519 form, whose secret the wallet keeps)
-    let signature: node::chain::Signature = first["buy_signature"].as_str().unwrap().parse().unwrap();
+    let signature: node::chain::Signature =
+        first["buy_signature"].as_str().unwrap().parse().unwrap();
     let tx = rt.block_on(chain.transaction(&signature)).unwrap().unwrap();
     let own = Pubkey::new_from_array(
         node::wallet::ed25519_pub_to_x25519(&buyer.pubkey().to_bytes()).unwrap(),

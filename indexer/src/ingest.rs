@@ -30,6 +30,9 @@ use std::str::FromStr;
 use std::sync::Arc;
 use std::time::Duration;
 
+mod cold_sync;
+pub use cold_sync::{Backlog, PAGE as SYNC_PAGE};
+
 /// Largest manifest body fetched.
 pub const MAX_MANIFEST_BYTES: usize = 64 * 1024;
 
@@ -185,6 +188,9 @@ pub struct PollReport {
     pub final_slot: u64,
     /// What the engine did.
     pub applied: Applied,
+    /// Pages of a cold sync still to store (0: caught up; more: poll
+    /// again at once).
+    pub backlog_pages: u64,
 }
 
 /// The manifest ids a transaction's memos name. The `release` memo beside
@@ -671,8 +677,17 @@ impl RpcSource {
             let until = blocking(ix, move |ix| Ok(ix.store().checkpoint(&at)?))
                 .await?
                 .and_then(|(s, _)| Signature::from_str(&s).ok());
-            self.limit.wait().await;
-            let history = self.chain.signatures_for(address, until.as_ref()).await?;
+            // a history past the checkpoint longer than a page is synced
+            // a page a poll, oldest first (cold_sync)
+            let history = match self
+                .first_page(ix, address, until.as_ref(), final_slot)
+                .await?
+            {
+                cold_sync::FirstPage::Short(history) => history,
+                cold_sync::FirstPage::Backlog => {
+                    return self.sync_step(ix, address, until, final_slot).await
+                }
+            };
             if let Some(newest_final) = history.iter().find(|h| h.slot <= final_slot) {
                 new_checkpoints.push((key, newest_final.signature.clone(), newest_final.slot));
             }
@@ -682,10 +697,7 @@ impl RpcSource {
         }
         let (wanted, unlisted, listed, mut held) = blocking(ix, move |ix| {
             let store = ix.store();
-            let held: BTreeMap<String, i64> = store
-                .meta(HELD_KEY)?
-                .and_then(|j| serde_json::from_str(&j).ok())
-                .unwrap_or_default();
+            let held = held_in(&**store)?;
             let mut wanted = Vec::new();
             for sig in listed.keys().chain(held.keys()) {
                 if !store.has(sig)? && store.meta(&bad_key(sig))?.is_none() {
@@ -730,7 +742,23 @@ impl RpcSource {
             fetched,
             final_slot,
             applied,
+            backlog_pages: 0,
         })
+    }
+}
+
+/// The transactions held back for their manifests, and since when.
+fn held_in(store: &dyn crate::store::LogStore) -> Result<BTreeMap<String, i64>, IngestError> {
+    Ok(store
+        .meta(HELD_KEY)?
+        .and_then(|j| serde_json::from_str(&j).ok())
+        .unwrap_or_default())
+}
+
+impl RpcSource {
+    /// [`held_in`] this source's database.
+    async fn held(&self, ix: &Arc<Indexer>) -> Result<BTreeMap<String, i64>, IngestError> {
+        blocking(ix, |ix| held_in(&**ix.store())).await
     }
 }
 

@@ -402,6 +402,26 @@ fn open_indexer(
     cluster: Option<&str>,
     create: Create,
 ) -> Result<Indexer> {
+    open_indexer_as(db, cfg, cluster, create, None)
+}
+
+/// The state tables of `db` opened as their one writer (refused while
+/// another process, a live `run`, holds the writer's lock).
+fn writer_of(db: &DbArg) -> Result<Box<dyn indexer::statedb::StateDb>> {
+    let at = StateUrl::of(db);
+    at.writer()
+        .with_context(|| format!("the state tables at {} (writer)", at.describe()))
+}
+
+/// [`open_indexer`], the writer's tables already opened (and their lock
+/// held) where `writer` is given.
+fn open_indexer_as(
+    db: &DbArg,
+    cfg: FoldConfig,
+    cluster: Option<&str>,
+    create: Create,
+    writer: Option<Box<dyn indexer::statedb::StateDb>>,
+) -> Result<Indexer> {
     let mut store = open_store(db, create)?;
     if let Some(c) = cluster {
         match store.meta("cluster")? {
@@ -416,7 +436,7 @@ fn open_indexer(
         store.set_meta("release_grace_secs", &cfg.release_grace_secs.to_string())?;
     }
     // the state lives in the database, beside the log
-    open_tables(store, cfg, &StateAt::writer(db), 4)
+    open_tables_with(store, cfg, &StateAt::writer(db), 4, writer)
 }
 
 /// Where the state tables are, and who opens them.
@@ -499,12 +519,24 @@ fn open_tables(
     at: &StateAt,
     readers: usize,
 ) -> Result<Indexer> {
-    let writer = match &at.writer {
-        Some(w) => Some(
+    open_tables_with(store, cfg, at, readers, None)
+}
+
+/// [`open_tables`], the writer's tables `held` already opened where given.
+fn open_tables_with(
+    store: Box<dyn LogStore>,
+    cfg: FoldConfig,
+    at: &StateAt,
+    readers: usize,
+    held: Option<Box<dyn indexer::statedb::StateDb>>,
+) -> Result<Indexer> {
+    let writer = match (held, &at.writer) {
+        (Some(held), _) => Some(held),
+        (None, Some(w)) => Some(
             w.writer()
                 .with_context(|| format!("the state tables at {} (writer)", w.describe()))?,
         ),
-        None => None,
+        (None, None) => None,
     };
     let readers = (0..readers.max(1))
         .map(|_| {
@@ -688,6 +720,9 @@ fn stop_signals() -> Result<node::stop::Stop> {
 
 async fn rebuild(a: RebuildArgs, json: bool) -> Result<()> {
     let (source, cluster, cfg, _) = connect(&a.src).await?;
+    // the writer's lock before anything is touched: beside a live `run`
+    // (which holds it) the rebuild is refused and the database unchanged
+    let writer = writer_of(&a.db)?;
     {
         let mut store = open_store(&a.db, Create::Yes)?;
         if !store.is_empty()? {
@@ -700,29 +735,46 @@ async fn rebuild(a: RebuildArgs, json: bool) -> Result<()> {
             store.clear_log()?;
         }
     }
-    let ix = std::sync::Arc::new(open_indexer(&a.db, cfg, Some(&cluster), Create::Yes)?);
+    let ix = std::sync::Arc::new(open_indexer_as(
+        &a.db,
+        cfg,
+        Some(&cluster),
+        Create::Yes,
+        Some(writer),
+    )?);
     let started = Instant::now();
-    let report = match rebuild_bar(json) {
-        None => source.poll(&ix).await?,
-        Some(bar) => {
-            let poll = source.poll(&ix);
-            tokio::pin!(poll);
-            let mut tick = tokio::time::interval(std::time::Duration::from_millis(200));
-            loop {
-                tokio::select! {
-                    done = &mut poll => {
-                        bar.finish_and_clear();
-                        break done?;
-                    }
-                    _ = tick.tick() => {
-                        let (fetched, wanted) = source.progress().get();
-                        bar.set_length(wanted as u64);
-                        bar.set_position(fetched as u64);
+    // polls until caught up: a long history is synced a page a poll, each
+    // page stored with its progress (a killed rebuild resumes with `run`
+    // or another rebuild without --force)
+    let bar = rebuild_bar(json);
+    let mut fetched = 0;
+    let report = loop {
+        let report = match &bar {
+            None => source.poll(&ix).await?,
+            Some(bar) => {
+                let poll = source.poll(&ix);
+                tokio::pin!(poll);
+                let mut tick = tokio::time::interval(std::time::Duration::from_millis(200));
+                loop {
+                    tokio::select! {
+                        done = &mut poll => break done?,
+                        _ = tick.tick() => {
+                            let (fetched, wanted) = source.progress().get();
+                            bar.set_length(wanted as u64);
+                            bar.set_position(fetched as u64);
+                        }
                     }
                 }
             }
+        };
+        fetched += report.fetched;
+        if report.backlog_pages == 0 {
+            break report;
         }
     };
+    if let Some(bar) = bar {
+        bar.finish_and_clear();
+    }
     let (s, hash) = ix.head_hash()?;
     let secs = started.elapsed().as_secs_f64();
     print(
@@ -730,13 +782,13 @@ async fn rebuild(a: RebuildArgs, json: bool) -> Result<()> {
         json!({
             "state_hash": hash,
             "transactions": s.transactions,
-            "fetched": report.fetched,
+            "fetched": fetched,
             "final_slot": report.final_slot,
             "seconds": secs,
         }),
         &format!(
-            "{hash}\n({} transactions fetched through final slot {} in {secs:.1} s)",
-            report.fetched, report.final_slot
+            "{hash}\n({fetched} transactions fetched through final slot {} in {secs:.1} s)",
+            report.final_slot
         ),
     );
     Ok(())

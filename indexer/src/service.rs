@@ -70,11 +70,17 @@ pub async fn run(
             loop {
                 tokio::select! {
                     _ = ticks.tick() => {
-                        poll_once(&source, &ix, &metrics).await;
+                        if poll_once(&source, &ix, &metrics).await.backlog_pages > 0 {
+                            // a cold sync: its next page at once
+                            poll_now.notify_one();
+                        }
                     }
                     _ = poll_now.notified() => {
-                        let fetched = poll_once(&source, &ix, &metrics).await;
-                        tracing::debug!(fetched, "woken by the chain");
+                        let r = poll_once(&source, &ix, &metrics).await;
+                        if r.backlog_pages > 0 {
+                            poll_now.notify_one();
+                        }
+                        tracing::debug!(fetched = r.fetched, "woken by the chain");
                     }
                     _ = rx.changed() => break,
                 }
@@ -270,8 +276,12 @@ async fn fold_notified(source: &RpcSource, ix: &Arc<Indexer>, signatures: &[Stri
     }
 }
 
-/// One poll; how many transactions it fetched (0 on a failure).
-async fn poll_once(source: &RpcSource, ix: &Arc<Indexer>, metrics: &api::Metrics) -> usize {
+/// One poll; what it did (nothing, on a failure).
+async fn poll_once(
+    source: &RpcSource,
+    ix: &Arc<Indexer>,
+    metrics: &api::Metrics,
+) -> crate::ingest::PollReport {
     let started = Instant::now();
     match source.poll(ix).await {
         Ok(r) => {
@@ -295,12 +305,12 @@ async fn poll_once(source: &RpcSource, ix: &Arc<Indexer>, metrics: &api::Metrics
                     "ingested"
                 );
             }
-            r.fetched
+            r
         }
         Err(e) => {
             metrics.record_poll_error();
             tracing::warn!(error = %e, "poll failed; retrying next interval");
-            0
+            Default::default()
         }
     }
 }

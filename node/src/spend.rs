@@ -1011,9 +1011,15 @@ mod tests {
             },
         )
         .unwrap();
-        assert!(l.record_fee(("refund", "20261124-aaaaaaaaaaaa"), "r1", 15, NOW).unwrap());
-        assert!(!l.record_fee(("refund", "20261124-aaaaaaaaaaaa"), "r1", 15, NOW).unwrap());
-        assert!(l.record_fee(("dispute", "20261124-aaaaaaaaaaaa"), "d1", 5, NOW).unwrap());
+        assert!(l
+            .record_fee(("refund", "20261124-aaaaaaaaaaaa"), "r1", 15, NOW)
+            .unwrap());
+        assert!(!l
+            .record_fee(("refund", "20261124-aaaaaaaaaaaa"), "r1", 15, NOW)
+            .unwrap());
+        assert!(l
+            .record_fee(("dispute", "20261124-aaaaaaaaaaaa"), "d1", 5, NOW)
+            .unwrap());
         let standing = l.standing(&p, NOW).unwrap();
         assert_eq!(
             (standing.spent_24h_lamports, standing.remaining_24h_lamports),
@@ -1025,7 +1031,11 @@ mod tests {
             rows.iter()
                 .map(|r| (r.kind.as_str(), r.state.as_str(), r.lamports))
                 .collect::<Vec<_>>(),
-            [("dispute", "paid", 5), ("refund", "paid", 15), ("buy", "paid", 990)]
+            [
+                ("dispute", "paid", 5),
+                ("refund", "paid", 15),
+                ("buy", "paid", 990)
+            ]
         );
     }
 

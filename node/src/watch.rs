@@ -229,9 +229,11 @@ async fn advance(
             format!("chunk {index} lied; fraud proven in {signature}"),
             Some(("dispute", signature)),
         ),
-        Ok(SealedStep::Refunded { signature }) => {
-            (State::Refunded, signature.clone(), Some(("refund", signature)))
-        }
+        Ok(SealedStep::Refunded { signature }) => (
+            State::Refunded,
+            signature.clone(),
+            Some(("refund", signature)),
+        ),
         Ok(SealedStep::Closed(why)) => (State::Closed, why, None),
         Err(e) => {
             let why = e.to_string();

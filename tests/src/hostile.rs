@@ -442,7 +442,7 @@ pub async fn send_v0(
     use solana_sdk::transaction::VersionedTransaction;
     let rpc_err = |what: &str, e| node::chain::ChainError::Rpc {
         what: what.into(),
-        source: Box::new(e),
+        error: Box::new(e),
     };
     let blockhash = chain
         .rpc()

@@ -1305,13 +1305,20 @@ pub fn run(args: McpArgs, ctx: &Context) -> CliResult<u8> {
             (Some(paid), true) => {
                 let (settings, paid) = (settings.clone(), paid.clone());
                 let priced: std::collections::BTreeSet<String> = paid.priced_tools().collect();
-                Some(move || BrainctlServer::new(settings.clone(), Some(&priced), Some(paid.clone())))
+                Some(move || {
+                    BrainctlServer::new(settings.clone(), Some(&priced), Some(paid.clone()))
+                })
             }
             _ => None,
         };
         let make = move || BrainctlServer::new(settings.clone(), Some(&allowed), paid.clone());
         let signals = super::marketplace::stop_signals()?;
-        rt.block_on(super::mcp_http::serve(make, public, config, signals.signalled()))?;
+        rt.block_on(super::mcp_http::serve(
+            make,
+            public,
+            config,
+            signals.signalled(),
+        ))?;
         return Ok(0);
     }
     let tools_var = "BRAINCTL_ALLOWED_TOOLS";

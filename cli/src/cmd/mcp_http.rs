@@ -250,7 +250,10 @@ where
                 mcp.clone(),
             ),
         )
-        .layer(axum::middleware::from_fn_with_state(gate.clone(), self::gate));
+        .layer(axum::middleware::from_fn_with_state(
+            gate.clone(),
+            self::gate,
+        ));
     if let Some(public) = public {
         app = app.merge(
             axum::Router::new()

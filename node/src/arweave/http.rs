@@ -37,7 +37,8 @@ async fn send_for_text(
     url: &str,
     req: reqwest::RequestBuilder,
 ) -> Result<String, StorageError> {
-    let http = |e: reqwest::Error| StorageError::Http(format!("{url}: {e}"));
+    let http =
+        |e: reqwest::Error| StorageError::Http(format!("{}: {}", shown(url), e.without_url()));
     let resp = req.send().await.map_err(http)?;
     let status = resp.status();
     let text = resp.text().await.map_err(http)?;
@@ -66,7 +67,11 @@ impl Bundler {
         let url = format!("{}/price/solana/{bytes}", self.url);
         let text = send_for_text("price", &url, client()?.get(&url)).await?;
         text.trim().parse().map_err(|_| {
-            StorageError::Http(format!("{url}: price is not an integer: {}", text.trim()))
+            StorageError::Http(format!(
+                "{}: price is not an integer: {}",
+                shown(&url),
+                text.trim()
+            ))
         })
     }
 
@@ -100,6 +105,20 @@ pub async fn download(gateway: &str, id: &str, max_bytes: usize) -> Result<Vec<u
     body_capped(&url, req, max_bytes).await
 }
 
+/// `url` as an error may show it: without credentials or a query (either
+/// may carry an API key).
+pub fn shown(url: &str) -> String {
+    match reqwest::Url::parse(url) {
+        Ok(mut u) => {
+            let _ = u.set_username("");
+            let _ = u.set_password(None);
+            u.set_query(None);
+            u.to_string()
+        }
+        Err(_) => "<the storage URL>".into(),
+    }
+}
+
 /// Sends `req` to `url` and reads a 2xx body of at most `max_bytes`.
 pub(super) async fn body_capped(
     url: &str,
@@ -109,26 +128,29 @@ pub(super) async fn body_capped(
     let resp = req
         .send()
         .await
-        .map_err(|e| StorageError::Http(format!("{url}: {e}")))?;
+        .map_err(|e| StorageError::Http(format!("{}: {}", shown(url), e.without_url())))?;
     let status = resp.status();
     if !status.is_success() {
-        return Err(status_error(url, status, ""));
+        return Err(status_error(&shown(url), status, ""));
     }
     if resp
         .content_length()
         .is_some_and(|n| n as usize > max_bytes)
     {
         return Err(StorageError::TooLarge(format!(
-            "{url}: over {max_bytes} bytes"
+            "{}: over {max_bytes} bytes",
+            shown(url)
         )));
     }
     let mut out = Vec::new();
     let mut stream = resp.bytes_stream();
     while let Some(chunk) = stream.next().await {
-        let chunk = chunk.map_err(|e| StorageError::Http(format!("{url}: {e}")))?;
+        let chunk = chunk
+            .map_err(|e| StorageError::Http(format!("{}: {}", shown(url), e.without_url())))?;
         if out.len() + chunk.len() > max_bytes {
             return Err(StorageError::TooLarge(format!(
-                "{url}: over {max_bytes} bytes"
+                "{}: over {max_bytes} bytes",
+                shown(url)
             )));
         }
         out.extend_from_slice(&chunk);

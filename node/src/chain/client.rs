@@ -1094,6 +1094,28 @@ impl Chain {
         self.signatures_at_most(address, until, usize::MAX).await
     }
 
+    /// One page (at most 1,000 entries, newest first) of `address`'s
+    /// history before `before` (`None`: from the newest) and after
+    /// `until`.
+    pub async fn signatures_page(
+        &self,
+        address: &Pubkey,
+        before: Option<&Signature>,
+        until: Option<&Signature>,
+    ) -> Result<Vec<SigInfo>, ChainError> {
+        let cfg = || GetConfirmedSignaturesForAddress2Config {
+            before: before.copied(),
+            until: until.copied(),
+            limit: Some(1000),
+            commitment: Some(self.commitment),
+        };
+        with_retry("getSignaturesForAddress", || {
+            self.rpc
+                .get_signatures_for_address_with_config(address, cfg())
+        })
+        .await
+    }
+
     /// [`Chain::signatures_for`], at most the newest `max` entries (whole
     /// pages of 1,000): for a lookup in a history anyone can lengthen.
     pub async fn signatures_at_most(

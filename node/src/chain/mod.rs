@@ -38,13 +38,16 @@ pub enum ChainError {
     /// Bad configuration (env var, address).
     #[error("{0}")]
     Config(String),
-    /// An RPC call failed (after retries for transient errors).
-    #[error("RPC {what} failed: {source}")]
+    /// An RPC call failed (after retries for transient errors). Shown
+    /// without the RPC's URL, which may hold an API key
+    /// ([`retry::described`]); the client's error is not chained as a
+    /// source for the same reason.
+    #[error("RPC {what} failed: {}", retry::described(.error))]
     Rpc {
         /// The call.
         what: String,
-        /// The client's error.
-        source: Box<solana_rpc_client_api::client_error::Error>,
+        /// The client's error (its `Display` names the URL: never shown).
+        error: Box<solana_rpc_client_api::client_error::Error>,
     },
     /// The transaction landed but failed.
     #[error("transaction {signature} failed on chain: {error}")]
@@ -96,7 +99,11 @@ impl ChainError {
     pub fn is_preflight_refusal(&self) -> bool {
         use solana_rpc_client_api::client_error::ErrorKind;
         use solana_rpc_client_api::request::{RpcError, RpcResponseErrorData};
-        let ChainError::Rpc { what, source } = self else {
+        let ChainError::Rpc {
+            what,
+            error: source,
+        } = self
+        else {
             return false;
         };
         if what != "sendTransaction" {

@@ -48,14 +48,14 @@ where
         match op().await {
             Ok(v) => return Ok(v),
             Err(e) if transient(&e) && attempt < MAX_ATTEMPTS => {
-                tracing::warn!(%what, attempt, error = %e, "transient RPC error, retrying");
+                tracing::warn!(%what, attempt, error = %described(&e), "transient RPC error, retrying");
                 tokio::time::sleep(delay).await;
                 delay = (delay * 2).min(Duration::from_secs(4));
             }
             Err(e) => {
                 return Err(ChainError::Rpc {
                     what: what.to_string(),
-                    source: Box::new(e),
+                    error: Box::new(e),
                 })
             }
         }

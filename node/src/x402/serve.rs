@@ -593,12 +593,12 @@ async fn sell(
         .map(|_| ())
         .or_else(|| crate::wallet::ed25519_pub_to_x25519(&payer.to_bytes()).map(|_| ()))
         .ok_or_else(|| {
-        Problem::new(
-            StatusCode::BAD_REQUEST,
-            Some("payer"),
-            "the payer is not an Ed25519 public key (no X25519 form to seal the key to)",
-        )
-    })?;
+            Problem::new(
+                StatusCode::BAD_REQUEST,
+                Some("payer"),
+                "the payer is not an Ed25519 public key (no X25519 form to seal the key to)",
+            )
+        })?;
     verify::check(
         &tx,
         &Expected {
@@ -1303,8 +1303,18 @@ mod tests {
         };
         let payer = Pubkey::new_unique();
         for (v1, network, read, other) in [
-            (true, "solana-devnet", wire::X_PAYMENT_RESPONSE, wire::PAYMENT_RESPONSE),
-            (false, wire::SOLANA_DEVNET, wire::PAYMENT_RESPONSE, wire::X_PAYMENT_RESPONSE),
+            (
+                true,
+                "solana-devnet",
+                wire::X_PAYMENT_RESPONSE,
+                wire::PAYMENT_RESPONSE,
+            ),
+            (
+                false,
+                wire::SOLANA_DEVNET,
+                wire::PAYMENT_RESPONSE,
+                wire::X_PAYMENT_RESPONSE,
+            ),
         ] {
             let ctx = Paid {
                 sale: &sale,
@@ -1313,7 +1323,10 @@ mod tests {
                 network,
                 v1,
             };
-            for (reason, landed) in [("transaction_failed", true), ("transaction_simulation_failed", false)] {
+            for (reason, landed) in [
+                ("transaction_failed", true),
+                ("transaction_simulation_failed", false),
+            ] {
                 let r = not_paid(&ctx, reason, "why", landed).into_response();
                 assert_eq!(r.status(), StatusCode::PAYMENT_REQUIRED);
                 assert!(r.headers().get(other).is_none(), "v1 {v1}: no {other}");
@@ -1323,7 +1336,11 @@ mod tests {
                     settled,
                     SettleResponse {
                         success: false,
-                        transaction: if landed { "5igFailed".into() } else { String::new() },
+                        transaction: if landed {
+                            "5igFailed".into()
+                        } else {
+                            String::new()
+                        },
                         network: network.into(),
                         payer: Some(payer.to_string()),
                         error_reason: Some(reason.into()),

@@ -68,7 +68,10 @@ fn page_headers(r: &mut Response) {
         header::CONTENT_SECURITY_POLICY,
         HeaderValue::from_static("default-src 'self'; script-src 'self'; connect-src *; style-src 'self' 'unsafe-inline'; img-src 'self' data:; object-src 'none'; base-uri 'none'; frame-ancestors 'none'"),
     );
-    h.insert("x-content-type-options", HeaderValue::from_static("nosniff"));
+    h.insert(
+        "x-content-type-options",
+        HeaderValue::from_static("nosniff"),
+    );
 }
 
 async fn index() -> Response {
@@ -96,7 +99,10 @@ async fn script(State(st): State<Arc<X402State>>) -> Response {
     match tokio::fs::read(&path).await {
         Ok(bytes) => {
             let mut r = (
-                [(header::CONTENT_TYPE, "application/javascript; charset=utf-8")],
+                [(
+                    header::CONTENT_TYPE,
+                    "application/javascript; charset=utf-8",
+                )],
                 bytes,
             )
                 .into_response();
@@ -148,7 +154,9 @@ async fn catalog(
         async move {
             let read = async {
                 let mint = st.reads.mint(&st.chain, mint).await.ok()?;
-                let manifest = st.item_json(&st.previews, &l.manifest_id, CATALOG_BUDGET).await;
+                let manifest = st
+                    .item_json(&st.previews, &l.manifest_id, CATALOG_BUDGET)
+                    .await;
                 Some((mint, manifest))
             };
             let (mint, manifest) = tokio::time::timeout(CATALOG_BUDGET, read).await.ok()??;
@@ -222,7 +230,9 @@ async fn blob(
             tracing::warn!(%blob_id, error = %e, "x402 shop: a listed blob not read from storage");
             (
                 StatusCode::BAD_GATEWAY,
-                axum::Json(json!({"error": "the blob is not readable from storage now; retry shortly"})),
+                axum::Json(
+                    json!({"error": "the blob is not readable from storage now; retry shortly"}),
+                ),
             )
                 .into_response()
         }

@@ -61,10 +61,13 @@ pub(super) fn listen(a: ListenArgs, ctx: &Context) -> CliResult<()> {
             &db_path,
             &storage,
             &addr,
-            x402_network,
-            x402_public_url,
-            x402_cors_origin,
-            (x402_shop_rpc, x402_shop_script),
+            X402Flags {
+                network: x402_network,
+                public_url: x402_public_url,
+                cors_origins: x402_cors_origin,
+                shop_rpc: x402_shop_rpc,
+                shop_script: x402_shop_script,
+            },
         )?),
     };
     let config = node::listen::daemon::DaemonConfig {
@@ -151,6 +154,15 @@ pub(super) fn listen(a: ListenArgs, ctx: &Context) -> CliResult<()> {
     Ok(())
 }
 
+/// The `--x402-*` flags.
+struct X402Flags {
+    network: Option<String>,
+    public_url: Option<String>,
+    cors_origins: Vec<String>,
+    shop_rpc: Option<String>,
+    shop_script: Option<std::path::PathBuf>,
+}
+
 /// The x402 endpoint's listener and state (bound before the daemon starts:
 /// a taken address fails the command at once; non-blocking, for the
 /// runtime that serves it).
@@ -159,14 +171,18 @@ fn x402_endpoint(
     db_path: &std::path::Path,
     storage: &crate::args::StorageOpts,
     addr: &str,
-    network: Option<String>,
-    public_url: Option<String>,
-    cors_origins: Vec<String>,
-    (shop_rpc, shop_script): (Option<String>, Option<std::path::PathBuf>),
+    flags: X402Flags,
 ) -> CliResult<(
     std::net::TcpListener,
     std::sync::Arc<node::x402::serve::X402State>,
 )> {
+    let X402Flags {
+        network,
+        public_url,
+        cors_origins,
+        shop_rpc,
+        shop_script,
+    } = flags;
     // handles of its own (the daemon's are borrowed by its loop); a send
     // that cannot land in the budget gives up (the payment may still land:
     // `listen` releases it, and a retry with it answers the release)

@@ -243,7 +243,7 @@ async function buy(catalog, listing, card) {
     const sealTo = b58.encode(keyPair.publicKey);
     const memo = `${MEMO_PREFIX}:buy:${listing.listing_id}:${sealTo}`;
     const units = BASE_UNITS + UNITS_PER_MEMO_BYTE * new TextEncoder().encode(memo).length;
-    const pay = wrapFetchWithPaymentFromConfig(fetch, {
+    const pay = wrapFetchWithPaymentFromConfig(window.fetch.bind(window), {
       schemes: [
         { network: catalog.network, client: new ExactSvmScheme(walletSigner(chain, units), { rpcUrl: catalog.rpc }) },
       ],
