@@ -720,11 +720,12 @@ fn stop_signals() -> Result<node::stop::Stop> {
 
 async fn rebuild(a: RebuildArgs, json: bool) -> Result<()> {
     let (source, cluster, cfg, _) = connect(&a.src).await?;
-    // the writer's lock before anything is touched: beside a live `run`
-    // (which holds it) the rebuild is refused and the database unchanged
-    let writer = writer_of(&a.db)?;
-    {
+    let writer = {
+        // the log opened (a new database made), then the writer's lock
+        // before anything in it is cleared: beside a live `run` (which
+        // holds the lock) the rebuild is refused, the database unchanged
         let mut store = open_store(&a.db, Create::Yes)?;
+        let writer = writer_of(&a.db)?;
         if !store.is_empty()? {
             if !a.force {
                 bail!(
@@ -734,7 +735,8 @@ async fn rebuild(a: RebuildArgs, json: bool) -> Result<()> {
             }
             store.clear_log()?;
         }
-    }
+        writer
+    };
     let ix = std::sync::Arc::new(open_indexer_as(
         &a.db,
         cfg,

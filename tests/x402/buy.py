@@ -106,6 +106,16 @@ async def main() -> None:
                 p = await http.get(out["body"]["poll"])
                 if p.status_code == 200 and p.json().get("status") == "released":
                     out["body"] = p.json()
+                    # the release's settlement, as the paying answer's
+                    final = p.headers.get("PAYMENT-RESPONSE")
+                    if final:
+                        f = decode_payment_response_header(final)
+                        out["settle"] = {
+                            "success": f.success,
+                            "transaction": f.transaction,
+                            "network": f.network,
+                            "payer": f.payer,
+                        }
                     break
                 await asyncio.sleep(0.5)
         out["status"] = 200 if out["body"].get("status") == "released" else first_status

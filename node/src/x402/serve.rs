@@ -475,7 +475,8 @@ async fn payment(
         .into_response();
     }
     let answered = async {
-        let (outcome, listing_id) = release_of(&st, &signature).await?;
+        let (outcome, recorded) = release_of(&st, &signature).await?;
+        let (listing_id, buyer) = recorded.unzip();
         let listing = match listing_id {
             Some(id) => listing_record(&st, &id).await?,
             None => None,
@@ -511,7 +512,7 @@ async fn payment(
             (Some(listing), _) => listing,
         };
         let deadline = tokio::time::Instant::now() + st.config.answer_within;
-        answer(
+        let mut response = answer(
             &st,
             &signature,
             outcome,
@@ -519,7 +520,22 @@ async fn payment(
             &base_url(&st, &headers),
             deadline,
         )
-        .await
+        .await?;
+        // released: the payment settled; a client that polled reads it as
+        // the one that paid would
+        if response.status() == StatusCode::OK {
+            let settled = SettleResponse {
+                success: true,
+                transaction: signature.clone(),
+                network: st.config.network.clone(),
+                payer: buyer.flatten(),
+                error_reason: None,
+            };
+            if let Ok(v) = HeaderValue::from_str(&wire::encode_header(&settled)) {
+                response.headers_mut().insert(wire::PAYMENT_RESPONSE, v);
+            }
+        }
+        Ok(response)
     };
     match tokio::time::timeout(request_budget(&st), answered).await {
         Ok(Ok(r)) => r,
@@ -1127,7 +1143,12 @@ enum Outcome {
 
 /// What `listen` has done with buy `signature`, and the listing it names
 /// (`None`: not recorded).
-async fn release_of(st: &X402State, signature: &str) -> Result<(Outcome, Option<String>), Problem> {
+/// Where the buy `signature` stands in `listen`'s state, its listing and
+/// its buyer (`None`: not recorded yet).
+async fn release_of(
+    st: &X402State,
+    signature: &str,
+) -> Result<(Outcome, Option<(String, Option<String>)>), Problem> {
     let db_path = st.db_path.clone();
     let sig = signature.to_string();
     tokio::task::spawn_blocking(move || {
@@ -1146,7 +1167,7 @@ async fn release_of(st: &X402State, signature: &str) -> Result<(Outcome, Option<
             BuyState::Rejected => Outcome::Rejected(row.reason.unwrap_or_default()),
             _ => Outcome::Pending,
         };
-        Ok::<_, crate::seller::StateError>((outcome, Some(row.listing_id)))
+        Ok::<_, crate::seller::StateError>((outcome, Some((row.listing_id, row.buyer))))
     })
     .await
     .map_err(|e| Problem::new(StatusCode::INTERNAL_SERVER_ERROR, None, e))?
