@@ -157,8 +157,9 @@ try {
   page.on("pageerror", (e) => logs.push(`pageerror: ${e.message}`));
   const card = `#listing-${a.listing}`;
   const attempt = async () => {
-    await page.goto(`${a.url}/`);
-    await page.waitForSelector("body[data-state=ready], body[data-state=error]", { timeout: 30_000 });
+    // generous: the suite runs beside other tests on two cores
+    await page.goto(`${a.url}/`, { waitUntil: "domcontentloaded", timeout: 120_000 });
+    await page.waitForSelector("body[data-state=ready], body[data-state=error]", { timeout: 120_000 });
     await page.click(`${card} button.buy`);
     await page.waitForSelector(`${card}[data-state=verified], ${card}[data-state=error]`, { timeout: 150_000 });
     const seen = await page.evaluate((sel) => {
