@@ -602,7 +602,8 @@ fn recorded_rules(store: &dyn LogStore, db: &DbArg) -> Result<(String, FoldConfi
 
 /// The RPC source, the cluster's name and the fold rules for it.
 async fn connect(src: &SourceArgs) -> Result<(RpcSource, String, FoldConfig, Pubkey)> {
-    let mut endpoint = Endpoint::parse(&src.rpc).with_context(|| format!("--rpc {}", src.rpc))?;
+    let mut endpoint = Endpoint::parse(&src.rpc)
+        .with_context(|| format!("--rpc {}", node::arweave::http::shown(&src.rpc)))?;
     if let Some(ws) = &src.ws {
         if !(ws.starts_with("ws://") || ws.starts_with("wss://")) {
             anyhow::bail!("--ws {ws}: not a websocket URL (ws:// or wss://)");
@@ -615,10 +616,12 @@ async fn connect(src: &SourceArgs) -> Result<(RpcSource, String, FoldConfig, Pub
         solana_commitment_config::CommitmentConfig::confirmed(),
         &[node::escrow::PROGRAM_ID],
     );
-    let kind = chain
-        .cluster_kind()
-        .await
-        .with_context(|| format!("reach the RPC at {} (is the validator up?)", src.rpc))?;
+    let kind = chain.cluster_kind().await.with_context(|| {
+        format!(
+            "reach the RPC at {} (is the validator up?)",
+            node::arweave::http::shown(&src.rpc)
+        )
+    })?;
     let cluster = match kind {
         ClusterKind::Local => "localnet".to_string(),
         k => k.name().to_string(),

