@@ -100,16 +100,7 @@ fn an_x402_client_buys_a_token_listing_and_opens_its_key() {
     let other = v.create_mint(6);
     let (seller, listed) =
         x402_seller(&dir, "Paid by an x402 client", &test_dollar::mint().address);
-    let listing = &listed["listing"];
-    let (listing_id, bundle_hash) = (
-        listing["listing_id"].as_str().unwrap(),
-        listing["bundle_hash"].as_str().unwrap(),
-    );
-    let seller_pk: Pubkey = listing["payment_address"]
-        .as_str()
-        .unwrap()
-        .parse()
-        .unwrap();
+    let (listing_id, bundle_hash, seller_pk) = terms_of(&listed);
     // the buyer: a keypair file and test dollars, no SOL at all
     let buyer = Keypair::new();
     let secret = keypair_file(shared.path(), &buyer);
@@ -432,12 +423,7 @@ fn where_the_fee_applies_an_x402_sales_release_pays_the_treasury() {
         &test_dollar::mint().address,
     );
     let seller = seller.with_vars(&fees);
-    let listing_id = listed["listing"]["listing_id"].as_str().unwrap();
-    let seller_pk: Pubkey = listed["listing"]["payment_address"]
-        .as_str()
-        .unwrap()
-        .parse()
-        .unwrap();
+    let (listing_id, _, seller_pk) = terms_of(&listed);
     let buyer = Keypair::new();
     let secret = keypair_file(work, &buyer);
     v.fund_dollars(&buyer.pubkey(), 10);
@@ -552,6 +538,21 @@ fn x402_seller_on(v: &e2e::TestValidator, dir: &str, text: &str, mint: &Pubkey) 
     (seller, listed)
 }
 
+/// What `list`'s answer `listed` says of its listing: its id, its bundle
+/// hash and its seller (the payment address).
+fn terms_of(listed: &Value) -> (&str, &str, Pubkey) {
+    let listing = &listed["listing"];
+    (
+        listing["listing_id"].as_str().unwrap(),
+        listing["bundle_hash"].as_str().unwrap(),
+        listing["payment_address"]
+            .as_str()
+            .unwrap()
+            .parse()
+            .unwrap(),
+    )
+}
+
 /// The key an x402 answer `body` sealed to `buyer` opens the blob (in the
 /// items dir `dir`) to the listed bundle `bundle_hash`.
 fn assert_opens(dir: &str, buyer: &Keypair, body: &Value, bundle_hash: &str) {
@@ -633,15 +634,8 @@ fn hostile_x402_payers_pay_for_their_own_failures_and_honest_buyers_are_served()
         "Sold to honest x402 buyers only",
         &test_dollar::mint().address,
     );
-    let listing_id = listed["listing"]["listing_id"]
-        .as_str()
-        .unwrap()
-        .to_string();
-    let seller_pk: Pubkey = listed["listing"]["payment_address"]
-        .as_str()
-        .unwrap()
-        .parse()
-        .unwrap();
+    let (listing_id, _, seller_pk) = terms_of(&listed);
+    let listing_id = listing_id.to_string();
     let proxy = FaultProxy::start(&v.rpc_url);
     let mut daemon = util::services::listen(
         &seller,
@@ -918,16 +912,7 @@ fn the_typescript_python_and_faremeter_clients_buy_a_token_2022_listing() {
     let mint = v.create_token_2022_mint(&Keypair::new(), &authority, false);
     wait_finalized(&mint.address);
     let (seller, listed) = x402_seller(&dir, "Paid in a Token-2022 mint", &mint.address);
-    let listing = &listed["listing"];
-    let (listing_id, bundle_hash) = (
-        listing["listing_id"].as_str().unwrap(),
-        listing["bundle_hash"].as_str().unwrap(),
-    );
-    let seller_pk: Pubkey = listing["payment_address"]
-        .as_str()
-        .unwrap()
-        .parse()
-        .unwrap();
+    let (listing_id, bundle_hash, seller_pk) = terms_of(&listed);
     let mut daemon = util::services::listen(
         &seller,
         &v.rpc_url,
@@ -1366,16 +1351,7 @@ fn a_client_that_asks_again_after_a_202_gets_the_key_and_pays_once() {
     let shared = tempfile::tempdir().unwrap();
     let dir = shared.path().join("items").display().to_string();
     let (seller, listed) = x402_seller_on(&v, &dir, "Bought once, asked twice", &dollar.address);
-    let listing = &listed["listing"];
-    let (listing_id, bundle_hash) = (
-        listing["listing_id"].as_str().unwrap(),
-        listing["bundle_hash"].as_str().unwrap(),
-    );
-    let seller_pk: Pubkey = listing["payment_address"]
-        .as_str()
-        .unwrap()
-        .parse()
-        .unwrap();
+    let (listing_id, bundle_hash, seller_pk) = terms_of(&listed);
     let proxy = FaultProxy::start(&v.rpc_url);
     proxy.set(Fault::StallSends(std::time::Duration::from_secs(6)));
     let mut daemon = util::services::listen(
@@ -1453,16 +1429,7 @@ fn a_person_buys_from_the_shop_page_with_a_browser_wallet() {
     let dir = shared.path().join("items").display().to_string();
     let text = "Bought from a shop page with a browser wallet";
     let (seller, listed) = x402_seller(&dir, text, &test_dollar::mint().address);
-    let listing = &listed["listing"];
-    let (listing_id, bundle_hash) = (
-        listing["listing_id"].as_str().unwrap(),
-        listing["bundle_hash"].as_str().unwrap(),
-    );
-    let seller_pk: Pubkey = listing["payment_address"]
-        .as_str()
-        .unwrap()
-        .parse()
-        .unwrap();
+    let (listing_id, bundle_hash, seller_pk) = terms_of(&listed);
     let buyer = Keypair::new();
     v.fund_dollars(&buyer.pubkey(), 10);
     let script = e2e::x402::shop_script().display().to_string();

@@ -684,8 +684,10 @@ impl RpcSource {
                 .await?
             {
                 cold_sync::FirstPage::Short(history) => history,
-                cold_sync::FirstPage::Backlog => {
-                    return self.sync_step(ix, address, until, final_slot).await
+                cold_sync::FirstPage::Backlog(backlog) => {
+                    return self
+                        .sync_step(ix, address, backlog, until, final_slot)
+                        .await
                 }
             };
             if let Some(newest_final) = history.iter().find(|h| h.slot <= final_slot) {

@@ -21,33 +21,44 @@ fn get(url: &str) -> Option<Value> {
     rt.block_on(async { reqwest::get(url).await.ok()?.json::<Value>().await.ok() })
 }
 
-#[test]
-fn run_serves_ingests_and_stops_on_sigterm() {
-    let v = e2e::validator();
-    let dir = tempfile::tempdir().unwrap();
-    let db = dir.path().join("indexer.db");
+/// `brainctl-indexer run` against `rpc` on a free port, its database and
+/// items in `dir`, logging at `level` to `stderr`: the process and its base URL.
+fn run(
+    rpc: &str,
+    dir: &std::path::Path,
+    level: &str,
+    stderr: Stdio,
+) -> (std::process::Child, String) {
     let port = std::net::TcpListener::bind("127.0.0.1:0")
         .unwrap()
         .local_addr()
         .unwrap()
         .port();
-    let base = format!("http://127.0.0.1:{port}");
-    let mut child = Command::new(env!("CARGO_BIN_EXE_brainctl-indexer"))
-        .args(["run", "--rpc", &v.rpc_url, "--fs-store"])
-        .arg(dir.path().join("items"))
+    let child = Command::new(env!("CARGO_BIN_EXE_brainctl-indexer"))
+        .args(["run", "--rpc", rpc, "--fs-store"])
+        .arg(dir.join("items"))
         .arg("--db")
-        .arg(&db)
+        .arg(dir.join("indexer.db"))
         .args([
             "--listen",
             &format!("127.0.0.1:{port}"),
             "--interval-ms",
             "200",
         ])
-        .env("RUST_LOG", "warn")
+        .env("RUST_LOG", level)
         .stdout(Stdio::null())
-        .stderr(Stdio::piped())
+        .stderr(stderr)
         .spawn()
         .unwrap();
+    (child, format!("http://127.0.0.1:{port}"))
+}
+
+#[test]
+fn run_serves_ingests_and_stops_on_sigterm() {
+    let v = e2e::validator();
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("indexer.db");
+    let (mut child, base) = run(&v.rpc_url, dir.path(), "warn", Stdio::piped());
     let deadline = Instant::now() + Duration::from_secs(30);
     let health = loop {
         if let Some(h) = get(&format!("{base}/health")) {
@@ -148,32 +159,15 @@ fn the_rpc_url_and_its_key_reach_no_answer_and_no_log() {
     const KEY: &str = "SECRET-KEY-0123456789";
     let v = e2e::validator();
     let dir = tempfile::tempdir().unwrap();
-    let db = dir.path().join("indexer.db");
     let proxy = FaultProxy::start(&v.rpc_url);
     let rpc = format!("{}/?api-key={KEY}", proxy.url);
     let run = |log: &std::path::Path| {
-        let port = std::net::TcpListener::bind("127.0.0.1:0")
-            .unwrap()
-            .local_addr()
-            .unwrap()
-            .port();
-        let child = Command::new(env!("CARGO_BIN_EXE_brainctl-indexer"))
-            .args(["run", "--rpc", &rpc, "--fs-store"])
-            .arg(dir.path().join("items"))
-            .arg("--db")
-            .arg(&db)
-            .args([
-                "--listen",
-                &format!("127.0.0.1:{port}"),
-                "--interval-ms",
-                "200",
-            ])
-            .env("RUST_LOG", "info")
-            .stdout(Stdio::null())
-            .stderr(std::fs::File::create(log).unwrap())
-            .spawn()
-            .unwrap();
-        (child, format!("http://127.0.0.1:{port}"))
+        run(
+            &rpc,
+            dir.path(),
+            "info",
+            std::fs::File::create(log).unwrap().into(),
+        )
     };
 
     proxy.set(Fault::Status(502));

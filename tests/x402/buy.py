@@ -39,6 +39,13 @@ from x402.mechanisms.svm.exact import register_exact_svm_client
 DEVNET = "solana:EtWTRABZaYq6iMfeYKouRu166VU2xqa1"
 
 
+def settlement(header):
+    """A settlement header, decoded to what the tests read."""
+    s = decode_payment_response_header(header)
+    return {"success": s.success, "transaction": s.transaction,
+            "network": s.network, "payer": s.payer}
+
+
 async def main() -> None:
     p = argparse.ArgumentParser()
     p.add_argument("--url", required=True)
@@ -90,13 +97,7 @@ async def main() -> None:
     out = {"status": r.status_code, "body": r.json(), "sent": sent}
     header = r.headers.get("PAYMENT-RESPONSE") or r.headers.get("X-PAYMENT-RESPONSE")
     if header:
-        s = decode_payment_response_header(header)
-        out["settle"] = {
-            "success": s.success,
-            "transaction": s.transaction,
-            "network": s.network,
-            "payer": s.payer,
-        }
+        out["settle"] = settlement(header)
     # pending: the payment's signature came back; its poll URL answers the
     # release once `listen` made it
     if first_status == 202:
@@ -109,13 +110,7 @@ async def main() -> None:
                     # the release's settlement, as the paying answer's
                     final = p.headers.get("PAYMENT-RESPONSE")
                     if final:
-                        f = decode_payment_response_header(final)
-                        out["settle"] = {
-                            "success": f.success,
-                            "transaction": f.transaction,
-                            "network": f.network,
-                            "payer": f.payer,
-                        }
+                        out["settle"] = settlement(final)
                     break
                 await asyncio.sleep(0.5)
         out["status"] = 200 if out["body"].get("status") == "released" else first_status

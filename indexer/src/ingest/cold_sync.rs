@@ -83,8 +83,8 @@ fn now_ms() -> i64 {
 pub enum FirstPage {
     /// Less than a page: the normal poll takes these.
     Short(Vec<SigInfo>),
-    /// A cold sync is under way (begun now or before).
-    Backlog,
+    /// A cold sync is under way (begun now or before), where it stands.
+    Backlog(Backlog),
 }
 
 impl RpcSource {
@@ -112,8 +112,8 @@ impl RpcSource {
         final_slot: u64,
     ) -> Result<FirstPage, IngestError> {
         let key = address.to_string();
-        if self.backlog(ix, &key).await?.is_some() {
-            return Ok(FirstPage::Backlog);
+        if let Some(backlog) = self.backlog(ix, &key).await? {
+            return Ok(FirstPage::Backlog(backlog));
         }
         self.limit.wait().await;
         let page = self.chain.signatures_page(address, None, until).await?;
@@ -144,7 +144,7 @@ impl RpcSource {
         };
         tracing::info!(address = %key, "cold sync: the history past the checkpoint fills a page; listing it, then storing it a page at a time, oldest first");
         self.save_page(ix, &key, 0, kept, &backlog).await?;
-        Ok(FirstPage::Backlog)
+        Ok(FirstPage::Backlog(backlog))
     }
 
     /// Keeps listed page `n` of `address` and the sync's state, in one step.
@@ -168,20 +168,19 @@ impl RpcSource {
         .await
     }
 
-    /// One step of `address`'s cold sync: the rest of its listing (each
-    /// page kept as it comes), then its oldest page not stored yet fetched
-    /// and stored, with the progress; the checkpoint moved once the last is.
+    /// One step of `address`'s cold sync standing at `backlog`: the rest
+    /// of its listing (each page kept as it comes), then its oldest page
+    /// not stored yet fetched and stored, with the progress; the checkpoint
+    /// moved once the last is.
     pub(super) async fn sync_step(
         &self,
         ix: &Arc<Indexer>,
         address: &Pubkey,
+        mut backlog: Backlog,
         until: Option<Signature>,
         final_slot: u64,
     ) -> Result<PollReport, IngestError> {
         let key = address.to_string();
-        let Some(mut backlog) = self.backlog(ix, &key).await? else {
-            return Ok(PollReport::default());
-        };
         while !backlog.listed {
             let before = backlog
                 .before
@@ -201,7 +200,7 @@ impl RpcSource {
             let n = backlog.pages;
             backlog.pages += 1;
             self.save_page(ix, &key, n, sigs, &backlog).await?;
-            if backlog.pages % 20 == 0 || backlog.listed {
+            if backlog.pages.is_multiple_of(20) || backlog.listed {
                 tracing::info!(address = %key, pages = backlog.pages, signatures = backlog.signatures, listed = backlog.listed, "cold sync: listing the history");
             }
         }
