@@ -603,7 +603,7 @@ fn recorded_rules(store: &dyn LogStore, db: &DbArg) -> Result<(String, FoldConfi
 /// The RPC source, the cluster's name and the fold rules for it.
 async fn connect(src: &SourceArgs) -> Result<(RpcSource, String, FoldConfig, Pubkey)> {
     let mut endpoint = Endpoint::parse(&src.rpc)
-        .with_context(|| format!("--rpc {}", node::arweave::http::shown(&src.rpc)))?;
+        .with_context(|| format!("--rpc {}", node::chain::retry::origin(&src.rpc)))?;
     if let Some(ws) = &src.ws {
         if !(ws.starts_with("ws://") || ws.starts_with("wss://")) {
             anyhow::bail!("--ws {ws}: not a websocket URL (ws:// or wss://)");
@@ -619,7 +619,7 @@ async fn connect(src: &SourceArgs) -> Result<(RpcSource, String, FoldConfig, Pub
     let kind = chain.cluster_kind().await.with_context(|| {
         format!(
             "reach the RPC at {} (is the validator up?)",
-            node::arweave::http::shown(&src.rpc)
+            node::chain::retry::origin(&src.rpc)
         )
     })?;
     let cluster = match kind {

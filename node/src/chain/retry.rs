@@ -20,19 +20,38 @@ fn transient(e: &ClientError) -> bool {
     }
 }
 
-/// `e` as a log line may carry it: a transport error by its kind and HTTP
-/// status, never its URL (an RPC URL may hold an API key); an RPC's own
+/// `e` as a log line may carry it: a transport error by its kind, HTTP
+/// status and the endpoint's origin (scheme, host and port: never its
+/// path, query or credentials, which may hold an API key); an RPC's own
 /// answer as it gave it.
 pub fn described(e: &ClientError) -> String {
     match e.kind() {
-        ErrorKind::Reqwest(r) => match r.status() {
-            Some(status) => format!("HTTP {status}"),
-            None if r.is_timeout() => "timed out".into(),
-            None if r.is_connect() => "could not connect".into(),
-            None => "the request failed".into(),
-        },
+        ErrorKind::Reqwest(r) => {
+            let at = r
+                .url()
+                .map(|u| format!(" ({})", u.origin().ascii_serialization()))
+                .unwrap_or_default();
+            match r.status() {
+                Some(status) => format!("HTTP {status}{at}"),
+                None if r.is_timeout() => format!("timed out{at}"),
+                None if r.is_connect() => format!("could not connect{at}"),
+                None => format!("the request failed{at}"),
+            }
+        }
         ErrorKind::Io(io) => format!("I/O error: {}", io.kind()),
         other => other.to_string(),
+    }
+}
+
+/// The origin of endpoint `url` (scheme, host and port) as an error may
+/// name it: never its path, query or credentials (an RPC URL may hold an
+/// API key in any of them). What is no URL at all (a typo) is shown as
+/// given, so the user sees what to fix.
+pub fn origin(url: &str) -> String {
+    match reqwest::Url::parse(url) {
+        Ok(u) if u.origin().is_tuple() => u.origin().ascii_serialization(),
+        Ok(_) => "<the RPC URL>".into(),
+        Err(_) => url.to_string(),
     }
 }
 

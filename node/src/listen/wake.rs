@@ -50,7 +50,7 @@ pub async fn notify_on_logs(
 ) -> Result<(), String> {
     let client = PubsubClient::new(ws_url)
         .await
-        .map_err(|e| format!("websocket {}: {e}", crate::arweave::http::shown(ws_url)))?;
+        .map_err(|e| format!("websocket {}: {e}", crate::chain::retry::origin(ws_url)))?;
     let mut streams = Vec::new();
     for addr in addresses {
         let (stream, _unsubscribe) = client
