@@ -631,7 +631,7 @@ fn cheating_seller(lie: Lie) {
         .unwrap();
     // the seller reveals its key to a buyer's escrow (the lying blob's key)
     let reveal_to =
-        |buyer_pk: &Pubkey| util::escrow::reveal_by_hand(&chain, &seller, &account, buyer_pk, &k);
+        |buyer_pk: &Pubkey| util::escrow::reveal_by_hand(&v, &seller, &account, buyer_pk, &k);
 
     // a buyer whose `buy` returns before the seller answers: the buy is
     // kept pending with the blob it checked, not failed
@@ -1078,7 +1078,7 @@ fn a_late_buyer_of_a_convicted_listing_is_refunded_with_its_share() {
     let (manifest, _) = list_as_cheater(&v, &uploader, &seller, &id, sealed, &bundle_hash, stated);
     let account = escrow::listing_address(&seller_pk, &id);
     let reveal_to =
-        |buyer_pk: &Pubkey| util::escrow::reveal_by_hand(&chain, &seller, &account, buyer_pk, &k);
+        |buyer_pk: &Pubkey| util::escrow::reveal_by_hand(&v, &seller, &account, buyer_pk, &k);
     // two buyers deposit and go away (their buys kept pending)
     let (first, pending) = buyer_buys(&v, &manifest, &dir, 1);
     assert_eq!(pending.json()["status"], "pending", "{}", pending.stdout);
@@ -1727,7 +1727,7 @@ fn a_lying_seller_in_dollars_is_convicted_without_a_token_moving_and_a_freezing_
         "in the vault"
     );
     let at = escrow::escrow_address(&account, &buyer_pk);
-    util::escrow::reveal_by_hand(&chain, &seller, &account, &buyer_pk, &k);
+    util::escrow::reveal_by_hand(&v, &seller, &account, &buyer_pk, &k);
     let lamports_before = rt.block_on(chain.balance(&buyer_pk)).unwrap();
 
     let watched = onchain(&v, &buyer, &["marketplace", "watch", "--once", "--json"]);

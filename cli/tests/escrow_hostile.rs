@@ -780,7 +780,7 @@ fn puppet_bursts_while_listen_is_down_and_flooded_claims_hide_nothing() {
                 .unwrap_or_else(|e| panic!("{why}: a deposit on the lying listing: {e}"));
             let me = b.solana_keypair().pubkey();
             let escrow_at = escrow::escrow_address(&at, &me);
-            util::escrow::reveal_by_hand(&chain, &cheat, &at, &me, &k);
+            util::escrow::reveal_by_hand(&v, &cheat, &at, &me, &k);
             revealed_at = rt
                 .block_on(read_account(&chain, &escrow_at, EscrowAccount::decode))
                 .unwrap()

@@ -410,23 +410,28 @@ pub fn list_downgraded(
 /// the test lies) to `buyer`'s escrow on its listing account `account`,
 /// by hand, as a seller's own client could.
 pub fn reveal_by_hand(
-    chain: &node::chain::Chain,
+    v: &e2e::TestValidator,
     seller: &node::wallet::Wallet,
     account: &Pubkey,
     buyer: &Pubkey,
     k: &node::escrow::math::point::Scalar,
 ) {
     use node::escrow;
-    let rt = e2e::runtime();
+    // a handle and a runtime of its own (a client's pooled connections
+    // belong to the runtime that made them)
+    let (rt, chain) = (e2e::runtime(), v.chain());
     let at = escrow::escrow_address(account, buyer);
-    let e = rt
-        .block_on(node::market::escrow_trade::read_account(
-            chain,
-            &at,
-            escrow::EscrowAccount::decode,
-        ))
+    // read at the handle's commitment (the deposit just confirmed)
+    let a = rt
+        .block_on(
+            chain
+                .rpc()
+                .get_account_with_commitment(&at, chain.commitment()),
+        )
         .unwrap()
+        .value
         .expect("the buyer's escrow");
+    let e = escrow::EscrowAccount::decode(&a.owner, &a.data).unwrap();
     let blind =
         node::market::escrow_trade::seller_blinding(&seller.x25519_secret(), &at, &e.buyer_x25519)
             .unwrap();
