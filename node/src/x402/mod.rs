@@ -7,6 +7,7 @@
 //!   (pure), and co-signing as fee payer.
 //! - [`serve`]: the endpoint selling a listing's key, beside `listen`.
 //! - [`shop`]: its page, where a person pays with a browser wallet.
+//! - [`endpoint`]: both as one HTTP service (routes, CORS, shutdown).
 //! - [`reads`]: the clock and mints, cached briefly.
 //! - [`guard`]: who may have a payment settled (one in flight per payer
 //!   and source account, failure budgets, requests per client).
@@ -22,6 +23,7 @@
 //! payee, recorded in the node's own ledger.
 
 pub mod call_ledger;
+pub mod endpoint;
 pub mod guard;
 pub mod paid_calls;
 pub mod prices;

@@ -53,7 +53,6 @@ use axum::http::{HeaderMap, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use serde_json::{json, Value};
 use std::collections::HashMap;
-use std::future::Future;
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
@@ -82,7 +81,18 @@ pub struct X402Config {
     /// any origin, as a public shop's endpoint is).
     pub cors_origins: Vec<String>,
     /// The shop page at `/`.
-    pub shop: super::shop::ShopConfig,
+    pub shop: ShopConfig,
+}
+
+/// What the seller's shop page needs.
+#[derive(Debug, Clone, Default)]
+pub struct ShopConfig {
+    /// The page's built script (`None`: the page says how to build it).
+    pub script: Option<PathBuf>,
+    /// The public RPC URL the page reads the chain through and its
+    /// wallet's payment is built against (`None`: the page cannot pay and
+    /// says so). Never the node's own RPC URL unless the seller says so.
+    pub rpc_url: Option<String>,
 }
 
 impl X402Config {
@@ -264,68 +274,6 @@ impl X402State {
     }
 }
 
-/// The endpoint's routes, with CORS for the seller's origins.
-pub fn router(state: Arc<X402State>) -> axum::Router {
-    let cors = cors(&state.config.cors_origins);
-    super::shop::routes()
-        .route("/x402/listings/{listing_id}", axum::routing::get(key))
-        .route("/x402/payments/{signature}", axum::routing::get(payment))
-        .with_state(state)
-        .layer(cors)
-}
-
-/// What a web page may do with the endpoint: preflights answered for
-/// `origins` (empty: any), the headers an x402 client sends allowed
-/// (`PAYMENT-SIGNATURE`, v1's `X-PAYMENT`, and the
-/// `Access-Control-Expose-Headers` `@x402/fetch` sets), and the answers'
-/// x402 headers readable by the page (`PAYMENT-REQUIRED`,
-/// `PAYMENT-RESPONSE`, `X-PAYMENT-RESPONSE`). No credentials: the
-/// endpoint sells for a payment, never for a cookie.
-fn cors(origins: &[String]) -> tower_http::cors::CorsLayer {
-    use axum::http::{header, HeaderName, Method};
-    use tower_http::cors::{AllowOrigin, CorsLayer};
-    let allow = if origins.is_empty() {
-        AllowOrigin::any()
-    } else {
-        AllowOrigin::list(
-            origins
-                .iter()
-                .filter_map(|o| HeaderValue::from_str(o.trim_end_matches('/')).ok()),
-        )
-    };
-    let name = HeaderName::from_static;
-    CorsLayer::new()
-        .allow_origin(allow)
-        .allow_methods([Method::GET, Method::OPTIONS])
-        .allow_headers([
-            name("payment-signature"),
-            name("x-payment"),
-            header::ACCESS_CONTROL_EXPOSE_HEADERS,
-            header::CONTENT_TYPE,
-        ])
-        .expose_headers([
-            name("payment-required"),
-            name("payment-response"),
-            name("x-payment-response"),
-        ])
-        .max_age(Duration::from_secs(600))
-}
-
-/// Serves the endpoint on `listener` until `shutdown` completes.
-pub async fn serve(
-    listener: tokio::net::TcpListener,
-    state: Arc<X402State>,
-    shutdown: impl Future<Output = ()> + Send + 'static,
-) -> std::io::Result<()> {
-    tracing::info!(listen = %listener.local_addr()?, "x402 endpoint serving");
-    axum::serve(
-        listener,
-        router(state).into_make_service_with_connect_info::<SocketAddr>(),
-    )
-    .with_graceful_shutdown(shutdown)
-    .await
-}
-
 /// An answer that is not a release.
 pub(super) struct Problem {
     status: StatusCode,
@@ -365,7 +313,7 @@ impl IntoResponse for Problem {
 }
 
 #[derive(serde::Deserialize)]
-struct KeyQuery {
+pub(super) struct KeyQuery {
     /// The payer, if the client names it (it must sign the payment).
     buyer: Option<String>,
     /// The X25519 key to seal the listing's key to, where it is not the
@@ -426,7 +374,7 @@ pub(super) fn admit_request<'a>(
         .map_err(|_| Problem::new(StatusCode::SERVICE_UNAVAILABLE, None, "busy; retry shortly"))
 }
 
-async fn key(
+pub(super) async fn key(
     State(st): State<Arc<X402State>>,
     ConnectInfo(peer): ConnectInfo<SocketAddr>,
     Path(listing_id): Path<String>,
@@ -453,7 +401,7 @@ async fn key(
 
 /// `GET /x402/payments/{signature}`: where a payment stands, without
 /// waiting (the release when `listen` made it).
-async fn payment(
+pub(super) async fn payment(
     State(st): State<Arc<X402State>>,
     ConnectInfo(peer): ConnectInfo<SocketAddr>,
     Path(signature): Path<String>,
@@ -1177,104 +1125,6 @@ async fn release_of(
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    /// The endpoint, serving on a free port, for a seller with no
-    /// listings (no RPC is reached: nothing here pays).
-    async fn serving(cors_origins: Vec<String>) -> (String, tempfile::TempDir) {
-        let dir = tempfile::tempdir().unwrap();
-        let db_path = dir.path().join("listen.db");
-        ListenDb::open(&db_path).unwrap();
-        let chain = Chain::new(
-            crate::chain::Endpoint::parse("http://127.0.0.1:9").unwrap(),
-            crate::chain::parse_commitment("confirmed").unwrap(),
-            &[],
-        );
-        let state = X402State::new(
-            chain,
-            Arc::new(Wallet::generate()),
-            db_path,
-            Source::Fs(crate::arweave::FsStore::new(dir.path().join("items"))),
-            X402Config {
-                cors_origins,
-                ..X402Config::new("solana:EtWTRABZaYq6iMfeYKouRu166VU2xqa1".into())
-            },
-        );
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let base = format!("http://{}", listener.local_addr().unwrap());
-        tokio::spawn(serve(listener, state, std::future::pending()));
-        (base, dir)
-    }
-
-    fn header<'a>(r: &'a reqwest::Response, name: &str) -> &'a str {
-        r.headers()
-            .get(name)
-            .and_then(|v| v.to_str().ok())
-            .unwrap_or_default()
-    }
-
-    /// A page's preflight for the headers `@x402/fetch` sends is answered
-    /// (any origin by default), and an answer's x402 headers are exposed
-    /// to the page; with the seller's origins set, another origin's page
-    /// is not let in.
-    #[tokio::test]
-    async fn pages_preflight_and_read_the_x402_headers() {
-        let (base, _dir) = serving(vec![]).await;
-        let http = reqwest::Client::new();
-        let url = format!("{base}/x402/listings/20261207-0123456789ab");
-        let preflight = http
-            .request(reqwest::Method::OPTIONS, &url)
-            .header("origin", "https://anyone.example")
-            .header("access-control-request-method", "GET")
-            .header(
-                "access-control-request-headers",
-                "payment-signature,access-control-expose-headers",
-            )
-            .send()
-            .await
-            .unwrap();
-        assert!(preflight.status().is_success(), "{}", preflight.status());
-        assert_eq!(header(&preflight, "access-control-allow-origin"), "*");
-        let allowed = header(&preflight, "access-control-allow-headers").to_ascii_lowercase();
-        for h in [
-            "payment-signature",
-            "x-payment",
-            "access-control-expose-headers",
-        ] {
-            assert!(allowed.contains(h), "{h} in {allowed}");
-        }
-        let got = http
-            .get(&url)
-            .header("origin", "https://anyone.example")
-            .send()
-            .await
-            .unwrap();
-        assert_eq!(got.status(), 404, "no such listing here");
-        assert_eq!(header(&got, "access-control-allow-origin"), "*");
-        let exposed = header(&got, "access-control-expose-headers").to_ascii_lowercase();
-        for h in ["payment-required", "payment-response", "x-payment-response"] {
-            assert!(exposed.contains(h), "{h} in {exposed}");
-        }
-
-        let (base, _dir) = serving(vec!["https://shop.example".into()]).await;
-        let url = format!("{base}/x402/listings/20261207-0123456789ab");
-        let ours = http
-            .get(&url)
-            .header("origin", "https://shop.example")
-            .send()
-            .await
-            .unwrap();
-        assert_eq!(
-            header(&ours, "access-control-allow-origin"),
-            "https://shop.example"
-        );
-        let theirs = http
-            .get(&url)
-            .header("origin", "https://elsewhere.example")
-            .send()
-            .await
-            .unwrap();
-        assert_eq!(header(&theirs, "access-control-allow-origin"), "");
-    }
 
     /// A payment refused unsent or landed failed answers its settlement
     /// in the header its client's version reads: `X-PAYMENT-RESPONSE` for

@@ -23,6 +23,7 @@
 //! route does), never serves a file outside the seller's listings, and
 //! never tells a page the seller's own RPC URL (it may carry an API key).
 
+pub use super::serve::ShopConfig;
 use super::serve::{admit_request, listings, sellable, X402State};
 use crate::chain::Signer;
 use axum::extract::{ConnectInfo, Path, State};
@@ -30,23 +31,11 @@ use axum::http::{header, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use serde_json::{json, Value};
 use std::net::SocketAddr;
-use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
 /// The page (its script comes from `/shop/app.js`).
 pub const INDEX_HTML: &str = include_str!("shop/index.html");
-
-/// What the seller's shop page needs.
-#[derive(Debug, Clone, Default)]
-pub struct ShopConfig {
-    /// The page's built script (`None`: the page says how to build it).
-    pub script: Option<PathBuf>,
-    /// The public RPC URL the page reads the chain through and its
-    /// wallet's payment is built against (`None`: the page cannot pay and
-    /// says so). Never the node's own RPC URL unless the seller says so.
-    pub rpc_url: Option<String>,
-}
 
 /// How long the catalog may spend reading previews and mints.
 const CATALOG_BUDGET: Duration = Duration::from_secs(2);

@@ -125,7 +125,7 @@ pub(super) fn listen(a: ListenArgs, ctx: &Context) -> CliResult<()> {
                 Some((listener, state)) => {
                     // registered with this runtime (each block_on has its own)
                     let listener = tokio::net::TcpListener::from_std(listener)?;
-                    node::x402::serve::serve(listener, state, on(stopped.clone())).await
+                    node::x402::endpoint::serve(listener, state, on(stopped.clone())).await
                 }
                 None => Ok(()),
             }
