@@ -101,7 +101,9 @@ async def main() -> None:
     # pending: the payment's signature came back; its poll URL answers the
     # release once `listen` made it
     if first_status == 202:
-        async with httpx.AsyncClient() as http:
+        # (a poll answers within the endpoint's window; a loaded machine
+        # may add a second or two, so the poll allows more than httpx's 5 s)
+        async with httpx.AsyncClient(timeout=15.0) as http:
             for _ in range(240):
                 polls += 1
                 p = await http.get(out["body"]["poll"])

@@ -422,6 +422,9 @@ pub(super) async fn payment(
         )
         .into_response();
     }
+    // the answer is due within its window of the request's arrival, the
+    // reads before the wait included
+    let deadline = tokio::time::Instant::now() + st.config.answer_within;
     let answered = async {
         let (outcome, recorded) = release_of(&st, &signature).await?;
         let (listing_id, buyer) = recorded.unzip();
@@ -459,7 +462,6 @@ pub(super) async fn payment(
             }
             (Some(listing), _) => listing,
         };
-        let deadline = tokio::time::Instant::now() + st.config.answer_within;
         let mut response = answer(
             &st,
             &signature,
